@@ -1,0 +1,223 @@
+package manifest
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Pos is a position in the manifest file, 1-based.
+type Pos struct {
+	Line, Col int
+}
+
+// IsZero reports whether the position is unknown.
+func (p Pos) IsZero() bool { return p.Line == 0 }
+
+func posOf(n *yaml.Node) Pos { return Pos{Line: n.Line, Col: n.Column} }
+
+// Str is a scalar string with the position it was read from.
+type Str struct {
+	V   string
+	Pos Pos
+}
+
+// Int is a scalar integer with the position it was read from.
+type Int struct {
+	V   int64
+	Pos Pos
+	Set bool // whether the manifest gave a value
+}
+
+// Bool is a scalar boolean with the position it was read from.
+type Bool struct {
+	V   bool
+	Pos Pos
+}
+
+// Pair is one entry of an ordered string map.
+type Pair struct {
+	Key   Str
+	Value Str
+}
+
+// Map is a YAML mapping of strings to strings, kept in file order.
+type Map []Pair
+
+// Get returns the value for key and whether it was present.
+func (m Map) Get(key string) (Str, bool) {
+	for _, p := range m {
+		if p.Key.V == key {
+			return p.Value, true
+		}
+	}
+	return Str{}, false
+}
+
+var (
+	strType  = reflect.TypeOf(Str{})
+	intType  = reflect.TypeOf(Int{})
+	boolType = reflect.TypeOf(Bool{})
+	mapType  = reflect.TypeOf(Map{})
+	posType  = reflect.TypeOf(Pos{})
+)
+
+// decoder fills manifest structs from YAML nodes. It is strict: unknown
+// fields, duplicate keys, missing required fields and scalars of the wrong
+// shape are errors, and every error carries the position of the node at
+// fault. It never stops at the first error.
+type decoder struct {
+	errs *Errors
+}
+
+func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
+	d.errs.Add(posOf(n), fmt.Sprintf(format, args...))
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a sequence"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("the scalar %q", n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "an empty document"
+}
+
+// decode fills v (addressable) from n. what names the value in messages.
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, what string) {
+	if n.Kind == yaml.AliasNode {
+		d.errorf(n, "%s: aliases are not allowed in the manifest; write the value out", what)
+		return
+	}
+	switch v.Type() {
+	case strType:
+		if n.Kind != yaml.ScalarNode {
+			d.errorf(n, "%s must be a string, found %s", what, kindName(n))
+			return
+		}
+		if n.Tag == "!!null" {
+			d.errorf(n, "%s must be a string, found null", what)
+			return
+		}
+		v.Set(reflect.ValueOf(Str{V: n.Value, Pos: posOf(n)}))
+		return
+	case intType:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+			d.errorf(n, "%s must be an integer, found %s", what, kindName(n))
+			return
+		}
+		i, err := strconv.ParseInt(n.Value, 0, 64)
+		if err != nil {
+			d.errorf(n, "%s: %q is not a 64-bit integer", what, n.Value)
+			return
+		}
+		v.Set(reflect.ValueOf(Int{V: i, Pos: posOf(n), Set: true}))
+		return
+	case boolType:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+			d.errorf(n, "%s must be true or false, found %s", what, kindName(n))
+			return
+		}
+		v.Set(reflect.ValueOf(Bool{V: n.Value == "true", Pos: posOf(n)}))
+		return
+	case mapType:
+		if n.Kind != yaml.MappingNode {
+			d.errorf(n, "%s must be a mapping, found %s", what, kindName(n))
+			return
+		}
+		var m Map
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			var p Pair
+			d.decode(k, reflect.ValueOf(&p.Key).Elem(), what+" key")
+			d.decode(val, reflect.ValueOf(&p.Value).Elem(), what+"."+k.Value)
+			if seen[k.Value] {
+				d.errorf(k, "%s: duplicate key %q", what, k.Value)
+			}
+			seen[k.Value] = true
+			m = append(m, p)
+		}
+		v.Set(reflect.ValueOf(m))
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			return
+		}
+		p := reflect.New(v.Type().Elem())
+		d.decode(n, p.Elem(), what)
+		v.Set(p)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.errorf(n, "%s must be a sequence, found %s", what, kindName(n))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, c := range n.Content {
+			d.decode(c, s.Index(i), fmt.Sprintf("%s[%d]", what, i))
+		}
+		v.Set(s)
+	case reflect.Struct:
+		d.decodeStruct(n, v, what)
+	default:
+		panic(fmt.Sprintf("manifest: no decoder for %s", v.Type()))
+	}
+}
+
+func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, "%s must be a mapping, found %s", what, kindName(n))
+		return
+	}
+	t := v.Type()
+	type fieldInfo struct {
+		index    int
+		required bool
+	}
+	fields := map[string]fieldInfo{}
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Type == posType && f.Name == "Pos" {
+			v.Field(i).Set(reflect.ValueOf(posOf(n)))
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		fields[name] = fieldInfo{index: i, required: opts == "required"}
+		names = append(names, name)
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		fi, ok := fields[k.Value]
+		if !ok {
+			d.errorf(k, "%s: unknown field %q (known: %s)", what, k.Value, strings.Join(names, ", "))
+			continue
+		}
+		if seen[k.Value] {
+			d.errorf(k, "%s: duplicate field %q", what, k.Value)
+			continue
+		}
+		seen[k.Value] = true
+		d.decode(val, v.Field(fi.index), what+"."+k.Value)
+	}
+	for _, name := range names {
+		if fields[name].required && !seen[name] {
+			d.errorf(n, "%s: missing required field %q", what, name)
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package manifest
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Error is one problem in a manifest, at a position in its file.
+type Error struct {
+	File string
+	Pos  Pos
+	Msg  string
+}
+
+// Error formats the problem as file:line:col: message.
+func (e Error) Error() string {
+	if e.Pos.IsZero() {
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Pos.Line, e.Pos.Col, e.Msg)
+}
+
+// Errors collects every problem found in one manifest. Its Error method
+// lists them one per line, sorted by position.
+type Errors struct {
+	File string
+	List []Error
+}
+
+// Add records a problem at pos.
+func (e *Errors) Add(pos Pos, msg string) {
+	e.List = append(e.List, Error{File: e.File, Pos: pos, Msg: msg})
+}
+
+// Addf records a formatted problem at pos.
+func (e *Errors) Addf(pos Pos, format string, args ...any) {
+	e.Add(pos, fmt.Sprintf(format, args...))
+}
+
+// Err returns nil when no problem was recorded, and e sorted otherwise.
+func (e *Errors) Err() error {
+	if len(e.List) == 0 {
+		return nil
+	}
+	sort.SliceStable(e.List, func(i, j int) bool {
+		a, b := e.List[i].Pos, e.List[j].Pos
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+	return e
+}
+
+// Error lists the problems, one file:line:col: message per line.
+func (e *Errors) Error() string {
+	var b strings.Builder
+	for i, x := range e.List {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(x.Error())
+	}
+	return b.String()
+}

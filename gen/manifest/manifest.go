@@ -1,0 +1,386 @@
+// Package manifest reads protocol.yaml into structs that remember where
+// every value came from. It checks shape only (known fields, required
+// fields, scalar types); cross-references are checked by package model.
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Manifest is the whole protocol.yaml.
+type Manifest struct {
+	Pos        Pos
+	Protocol   Str        `yaml:"protocol,required"`
+	Version    Str        `yaml:"version,required"`
+	Summary    Str        `yaml:"summary"`
+	Server     Str        `yaml:"server"`
+	IDs        IDs        `yaml:"ids,required"`
+	Kinds      []Kind     `yaml:"kinds,required"`
+	Queues     Queues     `yaml:"queues,required"`
+	Keys       Keys       `yaml:"keys,required"`
+	Row        Row        `yaml:"row,required"`
+	Sets       Sets       `yaml:"sets,required"`
+	Reserve    []Member   `yaml:"reserve,required"`
+	Classes    []Class    `yaml:"classes,required"`
+	Scripts    []Script   `yaml:"scripts,required"`
+	Governance Governance `yaml:"governance,required"`
+}
+
+// IDs is the identity canon.
+type IDs struct {
+	Pos             Pos
+	Length          Int         `yaml:"length,required"`
+	Kind            IDKind      `yaml:"kind,required"`
+	Body            IDBody      `yaml:"body,required"`
+	Snowflake       Snowflake   `yaml:"snowflake,required"`
+	Uniqueness      Str         `yaml:"uniqueness"`
+	Examples        []IDExample `yaml:"examples"`
+	InvalidExamples []Str       `yaml:"invalid_examples"`
+}
+
+// IDKind is the grammar of an id's kind prefix.
+type IDKind struct {
+	Pos     Pos
+	Length  Int `yaml:"length,required"`
+	Pattern Str `yaml:"pattern,required"`
+}
+
+// IDBody is the grammar of an id's body.
+type IDBody struct {
+	Pos      Pos
+	Length   Int `yaml:"length,required"`
+	Encoding Str `yaml:"encoding,required"`
+	Alphabet Str `yaml:"alphabet,required"`
+	Summary  Str `yaml:"summary"`
+}
+
+// Snowflake is the bit layout of an id's numeric value.
+type Snowflake struct {
+	Pos    Pos
+	Epoch  Str            `yaml:"epoch,required"`
+	Layout []SnowflakeBit `yaml:"layout,required"`
+}
+
+// SnowflakeBit is one field of the snowflake layout.
+type SnowflakeBit struct {
+	Pos     Pos
+	Name    Str `yaml:"name,required"`
+	Bits    Int `yaml:"bits,required"`
+	Summary Str `yaml:"summary"`
+}
+
+// IDExample is an id with what it must decode to.
+type IDExample struct {
+	Pos      Pos
+	ID       Str `yaml:"id,required"`
+	Time     Str `yaml:"time,required"`
+	Node     Int `yaml:"node,required"`
+	Sequence Int `yaml:"sequence,required"`
+}
+
+// Kind is one entry of the kind registry.
+type Kind struct {
+	Pos     Pos
+	Name    Str  `yaml:"name,required"`
+	Work    Bool `yaml:"work"`
+	Summary Str  `yaml:"summary"`
+}
+
+// Queues is the queue-name grammar.
+type Queues struct {
+	Pos             Pos
+	Pattern         Str   `yaml:"pattern,required"`
+	Summary         Str   `yaml:"summary"`
+	Examples        []Str `yaml:"examples"`
+	InvalidExamples []Str `yaml:"invalid_examples"`
+}
+
+// Keys is the closed key grammar.
+type Keys struct {
+	Pos     Pos
+	Classes []KeyClass `yaml:"classes,required"`
+	Types   []KeyType  `yaml:"types,required"`
+}
+
+// KeyClass is one of the grammar's key classes.
+type KeyClass struct {
+	Pos     Pos
+	Name    Str `yaml:"name,required"`
+	Shape   Str `yaml:"shape,required"`
+	Summary Str `yaml:"summary"`
+}
+
+// KeyType is a per-queue or per-job key type.
+type KeyType struct {
+	Pos     Pos
+	Name    Str `yaml:"name,required"`
+	Class   Str `yaml:"class,required"`
+	Redis   Str `yaml:"redis,required"`
+	Summary Str `yaml:"summary"`
+}
+
+// Row is the job row.
+type Row struct {
+	Pos     Pos
+	Key     Str     `yaml:"key,required"`
+	Summary Str     `yaml:"summary"`
+	Fields  []Field `yaml:"fields,required"`
+	States  []State `yaml:"states,required"`
+}
+
+// Field is one field of the job row.
+type Field struct {
+	Pos      Pos
+	Name     Str  `yaml:"name,required"`
+	Role     Str  `yaml:"role,required"`
+	Encoding Str  `yaml:"encoding,required"`
+	Initial  *Str `yaml:"initial"`
+	Summary  Str  `yaml:"summary"`
+}
+
+// State is one value of the row's state field.
+type State struct {
+	Pos     Pos
+	Name    Str `yaml:"name,required"`
+	Set     Str `yaml:"set,required"`
+	Summary Str `yaml:"summary"`
+}
+
+// Sets are the per-queue sorted sets.
+type Sets struct {
+	Pos       Pos
+	Invariant Str   `yaml:"invariant"`
+	List      []Set `yaml:"list,required"`
+}
+
+// Set is one sorted set and what its score means.
+type Set struct {
+	Pos     Pos
+	Key     Str `yaml:"key,required"`
+	Member  Str `yaml:"member,required"`
+	Score   Str `yaml:"score,required"`
+	Summary Str `yaml:"summary"`
+}
+
+// Member is one member of the {emq}: reserve.
+type Member struct {
+	Pos       Pos
+	Member    Str    `yaml:"member,required"`
+	Redis     Str    `yaml:"redis,required"`
+	Value     *Str   `yaml:"value"`
+	Summary   Str    `yaml:"summary"`
+	Semantics Str    `yaml:"semantics"`
+	Probe     *Probe `yaml:"probe"`
+}
+
+// Class is one wire class: the first word of a script's refusal.
+type Class struct {
+	Pos     Pos
+	Word    Str    `yaml:"word,required"`
+	Name    Str    `yaml:"name,required"`
+	Summary Str    `yaml:"summary"`
+	Probe   *Probe `yaml:"probe"`
+}
+
+// Probe is a check, runnable against a live server, that a reserve member
+// or a wire class behaves as declared.
+type Probe struct {
+	Pos     Pos
+	Summary Str    `yaml:"summary"`
+	Steps   []Step `yaml:"steps,required"`
+}
+
+// Step is one check of a probe: a script run or a plain command, and what
+// it must answer.
+type Step struct {
+	Pos     Pos
+	Check   Str    `yaml:"check,required"`
+	Script  *Str   `yaml:"script"`
+	With    Map    `yaml:"with"`
+	Command []Str  `yaml:"command"`
+	Save    *Str   `yaml:"save"`
+	Expect  Expect `yaml:"expect,required"`
+}
+
+// Expect is what a probe step must answer. Exactly one of its checks is
+// given; Element narrows an array reply to one named element first.
+type Expect struct {
+	Pos      Pos
+	Element  *Str  `yaml:"element"`
+	Int      *Int  `yaml:"int"`
+	String   *Str  `yaml:"string"`
+	Error    *Str  `yaml:"error"`
+	Nil      *Bool `yaml:"nil"`
+	Positive *Bool `yaml:"positive"`
+	Fence    *Str  `yaml:"fence"`
+}
+
+// Script is one atomic Lua script of the bundle.
+type Script struct {
+	Pos         Pos
+	Name        Str          `yaml:"name,required"`
+	Summary     Str          `yaml:"summary"`
+	Keys        []ScriptKey  `yaml:"keys,required"`
+	Argv        []Arg        `yaml:"argv"`
+	Reply       Reply        `yaml:"reply,required"`
+	Refusals    []Refusal    `yaml:"refusals"`
+	Transitions []Transition `yaml:"transitions"`
+	Body        Str          `yaml:"body,required"`
+}
+
+// ScriptKey is one KEYS slot of a script.
+type ScriptKey struct {
+	Pos    Pos
+	Name   Str  `yaml:"name,required"`
+	Type   Str  `yaml:"type,required"`
+	Member *Str `yaml:"member"`
+}
+
+// Arg is one ARGV slot of a script.
+type Arg struct {
+	Pos     Pos
+	Name    Str `yaml:"name,required"`
+	Type    Str `yaml:"type,required"`
+	Summary Str `yaml:"summary"`
+}
+
+// Reply is the shape of a script's successful reply.
+type Reply struct {
+	Pos      Pos
+	Type     Str          `yaml:"type,required"`
+	Summary  Str          `yaml:"summary"`
+	Nil      *Str         `yaml:"nil"`
+	Values   []ReplyValue `yaml:"values"`
+	Elements []Arg        `yaml:"elements"`
+}
+
+// ReplyValue names one integer reply value.
+type ReplyValue struct {
+	Pos     Pos
+	Value   Int `yaml:"value,required"`
+	Name    Str `yaml:"name,required"`
+	Summary Str `yaml:"summary"`
+}
+
+// Refusal is one typed error reply a script may issue.
+type Refusal struct {
+	Pos     Pos
+	ID      Str `yaml:"id,required"`
+	Class   Str `yaml:"class,required"`
+	Message Str `yaml:"message,required"`
+	When    Str `yaml:"when"`
+}
+
+// Transition is one state change a script makes; none is the absence of a
+// row.
+type Transition struct {
+	Pos  Pos
+	From Str `yaml:"from,required"`
+	To   Str `yaml:"to,required"`
+}
+
+// Governance holds the change rules and the version history.
+type Governance struct {
+	Pos     Pos
+	Summary Str       `yaml:"summary"`
+	Rules   []Rule    `yaml:"rules,required"`
+	History []Release `yaml:"history,required"`
+}
+
+// Rule states which changes a bump admits.
+type Rule struct {
+	Pos     Pos
+	Bump    Str `yaml:"bump,required"`
+	Summary Str `yaml:"summary,required"`
+}
+
+// Release is one entry of the version history.
+type Release struct {
+	Pos     Pos
+	Version Str `yaml:"version,required"`
+	Status  Str `yaml:"status,required"`
+	Summary Str `yaml:"summary"`
+}
+
+// Load reads and decodes the manifest at path.
+func Load(path string) (*Manifest, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes a manifest from data; file names it in errors. It returns
+// every shape error found, as *Errors, rather than the first.
+func Parse(file string, data []byte) (*Manifest, error) {
+	errs := &Errors{File: file}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			errs.Add(Pos{Line: 1, Col: 1}, "the manifest is empty")
+			return nil, errs.Err()
+		}
+		errs.Add(syntaxPos(err), "YAML syntax: "+syntaxMsg(err))
+		return nil, errs.Err()
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		errs.Add(posOf(&extra), "the manifest must be one YAML document; found another")
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		errs.Add(Pos{Line: 1, Col: 1}, "the manifest is empty")
+		return nil, errs.Err()
+	}
+	m := new(Manifest)
+	d := decoder{errs: errs}
+	d.decode(doc.Content[0], reflect.ValueOf(m).Elem(), "manifest")
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// syntaxPos digs the line out of a yaml.v3 syntax error ("yaml: line N: ...").
+func syntaxPos(err error) Pos {
+	var line int
+	if _, e := fmt.Sscanf(err.Error(), "yaml: line %d:", &line); e == nil {
+		return Pos{Line: line, Col: 1}
+	}
+	return Pos{Line: 1, Col: 1}
+}
+
+func syntaxMsg(err error) string {
+	s := err.Error()
+	var line int
+	if _, e := fmt.Sscanf(s, "yaml: line %d:", &line); e == nil {
+		if i := indexAfterColon(s, 2); i >= 0 {
+			return s[i:]
+		}
+	}
+	if len(s) > 6 && s[:6] == "yaml: " {
+		return s[6:]
+	}
+	return s
+}
+
+// indexAfterColon returns the index just past the n-th ": " in s.
+func indexAfterColon(s string, n int) int {
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] == ':' && s[i+1] == ' ' {
+			n--
+			if n == 0 {
+				return i + 2
+			}
+		}
+	}
+	return -1
+}

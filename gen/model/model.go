@@ -1,0 +1,429 @@
+// Package model is the resolved EchoMQ protocol: every cross-reference of
+// the manifest checked and followed, script bodies rendered, in manifest
+// order. Every emitter is a pure function of a *Protocol; nothing
+// downstream reads YAML.
+package model
+
+import (
+	"time"
+
+	"github.com/echomq/echomq/gen/manifest"
+)
+
+// Protocol is one version of the wire protocol.
+type Protocol struct {
+	Name       string // the protocol's name, the prefix of the version record
+	Version    Semver
+	Summary    string
+	Server     string
+	IDs        IDCanon
+	Kinds      []Kind
+	Queues     QueueGrammar
+	KeyClasses []KeyClass
+	KeyTypes   []KeyType
+	Row        Row
+	Invariant  string
+	Sets       []Set
+	Reserve    []Member
+	Classes    []Class
+	Scripts    []Script
+	Governance Governance
+
+	// File is the manifest's file name, for positions.
+	File string
+	// Source is the decoded manifest, kept for its positions.
+	Source *manifest.Manifest
+}
+
+// Semver is a major.minor.patch version.
+type Semver struct {
+	Major, Minor, Patch int
+}
+
+// IDCanon is the grammar and numeric layout of branded ids.
+type IDCanon struct {
+	Length      int
+	KindLength  int
+	KindPattern string
+	BodyLength  int
+	Encoding    string
+	Alphabet    string
+	BodySummary string
+	Epoch       time.Time
+	Layout      []Bitfield // most significant first
+	Uniqueness  string
+	Examples    []IDExample
+	Invalid     []string
+}
+
+// Bitfield is one field of the snowflake layout.
+type Bitfield struct {
+	Name    string
+	Bits    int
+	Shift   int // bit position of the field's least significant bit
+	Summary string
+}
+
+// IDExample is an id and the facts it decodes to.
+type IDExample struct {
+	ID       string
+	Time     time.Time
+	Node     int64
+	Sequence int64
+}
+
+// Kind is a registered id kind.
+type Kind struct {
+	Name    string
+	Work    bool
+	Summary string
+}
+
+// QueueGrammar is the grammar of queue names.
+type QueueGrammar struct {
+	Pattern   string // unanchored, as written in the manifest
+	MaxLength int    // the longest name the pattern admits
+	Summary   string
+	Examples  []string
+	Invalid   []string
+}
+
+// KeyClass is one class of the closed key grammar.
+type KeyClass struct {
+	Name    string
+	Shape   string
+	Parts   []Part
+	Summary string
+}
+
+// Part is a literal run of a key shape, or a hole (queue, type, id,
+// member) to be filled.
+type Part struct {
+	Lit  string
+	Hole string
+}
+
+// KeyType is a per-queue or per-job key type.
+type KeyType struct {
+	Name    string
+	Class   string // queue or job
+	Redis   string
+	Summary string
+}
+
+// Row is the job row.
+type Row struct {
+	Key     string
+	Summary string
+	Fields  []Field
+	States  []State
+}
+
+// Field is one field of the job row.
+type Field struct {
+	Name     string
+	Role     string // state, token or payload
+	Encoding string
+	Initial  string
+	Summary  string
+}
+
+// State is one value of the row's state field.
+type State struct {
+	Name    string
+	Set     string // the key type of the set that holds ids in this state
+	Summary string
+}
+
+// Set is one of the per-queue sorted sets.
+type Set struct {
+	Key     string
+	Member  string
+	Score   string // zero, lease_deadline_ms or run_at_ms
+	State   string // the state whose ids it holds
+	Summary string
+}
+
+// Member is one member of the reserve.
+type Member struct {
+	Name      string // as written: version, migration:<queue>
+	Parts     []Part // the member's own parts, with a queue hole if any
+	Redis     string
+	Value     string
+	Summary   string
+	Semantics string
+	Probe     Probe
+}
+
+// Class is one wire class.
+type Class struct {
+	Word     string
+	Name     string
+	Summary  string
+	IssuedBy []string // script names, in manifest order
+	Probe    Probe
+}
+
+// Probe is a runnable check against a live server.
+type Probe struct {
+	Summary string
+	Steps   []Step
+}
+
+// Step is one check of a probe.
+type Step struct {
+	Check   string
+	Script  string   // a script to run, or empty
+	With    []KV     // the script's ARGV by name, placeholders unexpanded
+	Command []string // a command to send, placeholders unexpanded
+	Save    string
+	Expect  Expect
+}
+
+// KV is a name and a value.
+type KV struct {
+	Key, Value string
+}
+
+// Expect is what a step must answer.
+type Expect struct {
+	Element  string // array element to narrow to, by name
+	Kind     string // int, string, error, nil, positive or fence
+	Int      int64
+	String   string // string value, error class word or fence verdict
+	Positive bool
+}
+
+// Script is one Lua script of the bundle.
+type Script struct {
+	Name        string
+	Summary     string
+	Scope       string // queue or reserve
+	Keys        []ScriptKey
+	Argv        []Arg
+	Reply       Reply
+	Refusals    []Refusal
+	Transitions []Transition
+	Template    string // the body as written in the manifest
+	Body        string // the body rendered to Lua
+}
+
+// ScriptKey is one KEYS slot.
+type ScriptKey struct {
+	Name   string
+	Type   string // a key type name, or "reserve"
+	Member string // the reserve member when Type is reserve
+}
+
+// Arg is one ARGV slot or reply element.
+type Arg struct {
+	Name    string
+	Type    string // id, token, bytes, int, string, prefix
+	Summary string
+}
+
+// Reply is the shape of a script's reply.
+type Reply struct {
+	Type     string // int, string or array
+	Summary  string
+	Nil      string // when non-empty, a nil reply is allowed and means this
+	Values   []ReplyValue
+	Elements []Arg
+}
+
+// ReplyValue names one integer reply.
+type ReplyValue struct {
+	Value   int64
+	Name    string
+	Summary string
+}
+
+// Refusal is one typed error reply.
+type Refusal struct {
+	ID      string
+	Class   string // the class word
+	Message string
+	When    string
+}
+
+// Text is the whole error reply: the class word, a space, the message.
+func (r Refusal) Text() string { return r.Class + " " + r.Message }
+
+// Transition is one state change; None is the absence of a row.
+type Transition struct {
+	From, To string
+}
+
+// None names the absence of a row in transitions.
+const None = "none"
+
+// Governance holds the change rules and the version history.
+type Governance struct {
+	Summary string
+	Rules   []Rule
+	History []Release
+}
+
+// Rule is a bump and what it admits.
+type Rule struct {
+	Bump    string
+	Summary string
+}
+
+// Release is one entry of the version history.
+type Release struct {
+	Version Semver
+	Status  string
+	Summary string
+}
+
+// WorkKind returns the kind admitted in the job position.
+func (p *Protocol) WorkKind() Kind {
+	for _, k := range p.Kinds {
+		if k.Work {
+			return k
+		}
+	}
+	return Kind{}
+}
+
+// KeyClass returns the key class named name.
+func (p *Protocol) KeyClass(name string) (KeyClass, bool) {
+	for _, c := range p.KeyClasses {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return KeyClass{}, false
+}
+
+// KeyType returns the key type named name.
+func (p *Protocol) KeyType(name string) (KeyType, bool) {
+	for _, t := range p.KeyTypes {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return KeyType{}, false
+}
+
+// Field returns the row field with role.
+func (p *Protocol) Field(role string) (Field, bool) {
+	for _, f := range p.Row.Fields {
+		if f.Role == role {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// State returns the state named name.
+func (p *Protocol) State(name string) (State, bool) {
+	for _, s := range p.Row.States {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return State{}, false
+}
+
+// Member returns the reserve member named name (the part before any hole,
+// without its trailing colon: "migration" finds migration:<queue>).
+func (p *Protocol) Member(name string) (Member, bool) {
+	for _, m := range p.Reserve {
+		if m.Name == name || m.Ident() == name {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+// Ident is the member's name without holes: "migration" for
+// migration:<queue>.
+func (m Member) Ident() string {
+	if len(m.Parts) == 0 {
+		return m.Name
+	}
+	lit := m.Parts[0].Lit
+	for len(lit) > 0 && lit[len(lit)-1] == ':' {
+		lit = lit[:len(lit)-1]
+	}
+	return lit
+}
+
+// HasQueue reports whether the member's key names a queue.
+func (m Member) HasQueue() bool {
+	for _, p := range m.Parts {
+		if p.Hole == "queue" {
+			return true
+		}
+	}
+	return false
+}
+
+// Class returns the wire class with the class word word.
+func (p *Protocol) Class(word string) (Class, bool) {
+	for _, c := range p.Classes {
+		if c.Word == word {
+			return c, true
+		}
+	}
+	return Class{}, false
+}
+
+// Script returns the script named name.
+func (p *Protocol) Script(name string) (Script, bool) {
+	for _, s := range p.Scripts {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Script{}, false
+}
+
+// Arg returns the ARGV slot named name and its 1-based index.
+func (s Script) Arg(name string) (Arg, int) {
+	for i, a := range s.Argv {
+		if a.Name == name {
+			return a, i + 1
+		}
+	}
+	return Arg{}, 0
+}
+
+// Key returns the KEYS slot named name and its 1-based index.
+func (s Script) Key(name string) (ScriptKey, int) {
+	for i, k := range s.Keys {
+		if k.Name == name {
+			return k, i + 1
+		}
+	}
+	return ScriptKey{}, 0
+}
+
+// Refusal returns the refusal with id.
+func (s Script) Refusal(id string) (Refusal, bool) {
+	for _, r := range s.Refusals {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return Refusal{}, false
+}
+
+// VersionRecord is the value of the version reserve member for this
+// protocol: the member's value template with the version filled in.
+func (p *Protocol) VersionRecord() string {
+	m, _ := p.Member("version")
+	return FillVersion(m.Value, p.Version)
+}
+
+// Bitfield returns the snowflake field named name.
+func (c IDCanon) Bitfield(name string) (Bitfield, bool) {
+	for _, b := range c.Layout {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return Bitfield{}, false
+}
