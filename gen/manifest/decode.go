@@ -19,7 +19,10 @@ func (p Pos) IsZero() bool { return p.Line == 0 }
 
 func posOf(n *yaml.Node) Pos { return Pos{Line: n.Line, Col: n.Column} }
 
-// Str is a scalar string with the position it was read from.
+// Str is a scalar string with the position it was read from. For a block
+// scalar (| or >) the position is that of its content's first line, at the
+// content's indentation, so that line k of a literal value sits at line
+// Pos.Line+k-1.
 type Str struct {
 	V   string
 	Pos Pos
@@ -70,7 +73,23 @@ var (
 // shape are errors, and every error carries the position of the node at
 // fault. It never stops at the first error.
 type decoder struct {
-	errs *Errors
+	errs  *Errors
+	lines []string // the file's lines, to place block scalars' content
+}
+
+// strPos is where a scalar's value is: the node itself, or for a block
+// scalar the first line of its content (the node's position is that of
+// the | or > indicator).
+func (d *decoder) strPos(n *yaml.Node) Pos {
+	if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 || n.Value == "" {
+		return posOf(n)
+	}
+	for i := n.Line; i < len(d.lines); i++ {
+		if text := strings.TrimLeft(d.lines[i], " "); strings.TrimSpace(text) != "" {
+			return Pos{Line: n.Line + 1, Col: len(d.lines[i]) - len(text) + 1}
+		}
+	}
+	return posOf(n)
 }
 
 func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
@@ -84,11 +103,35 @@ func kindName(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a sequence"
 	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!str":
+			return fmt.Sprintf("the string %q", n.Value)
+		case "!!int", "!!float":
+			return "the number " + n.Value
+		case "!!bool":
+			return "the boolean " + n.Value
+		case "!!null":
+			return "null"
+		}
 		return fmt.Sprintf("the scalar %q", n.Value)
 	case yaml.AliasNode:
 		return "an alias"
 	}
 	return "an empty document"
+}
+
+// pathKey writes a mapping key into a value's path in messages, quoted
+// unless it is a plain name, so that a message stays on one line.
+func pathKey(k string) string {
+	for _, r := range k {
+		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return strconv.Quote(k)
+		}
+	}
+	if k == "" {
+		return `""`
+	}
+	return k
 }
 
 // decode fills v (addressable) from n. what names the value in messages.
@@ -107,7 +150,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, what string) {
 			d.errorf(n, "%s must be a string, found null", what)
 			return
 		}
-		v.Set(reflect.ValueOf(Str{V: n.Value, Pos: posOf(n)}))
+		v.Set(reflect.ValueOf(Str{V: n.Value, Pos: d.strPos(n)}))
 		return
 	case intType:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
@@ -134,16 +177,17 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, what string) {
 			return
 		}
 		var m Map
-		seen := map[string]bool{}
+		seen := map[string]*yaml.Node{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i], n.Content[i+1]
 			var p Pair
 			d.decode(k, reflect.ValueOf(&p.Key).Elem(), what+" key")
-			d.decode(val, reflect.ValueOf(&p.Value).Elem(), what+"."+k.Value)
-			if seen[k.Value] {
-				d.errorf(k, "%s: duplicate key %q", what, k.Value)
+			d.decode(val, reflect.ValueOf(&p.Value).Elem(), what+"."+pathKey(k.Value))
+			if first := seen[k.Value]; first != nil {
+				d.errorf(k, "%s: duplicate key %q (first at line %d)", what, k.Value, first.Line)
+			} else {
+				seen[k.Value] = k
 			}
-			seen[k.Value] = true
 			m = append(m, p)
 		}
 		v.Set(reflect.ValueOf(m))
@@ -200,7 +244,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 		fields[name] = fieldInfo{index: i, required: opts == "required"}
 		names = append(names, name)
 	}
-	seen := map[string]bool{}
+	seen := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		fi, ok := fields[k.Value]
@@ -208,15 +252,15 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 			d.errorf(k, "%s: unknown field %q (known: %s)", what, k.Value, strings.Join(names, ", "))
 			continue
 		}
-		if seen[k.Value] {
-			d.errorf(k, "%s: duplicate field %q", what, k.Value)
+		if first := seen[k.Value]; first != nil {
+			d.errorf(k, "%s: duplicate field %q (first at line %d)", what, k.Value, first.Line)
 			continue
 		}
-		seen[k.Value] = true
+		seen[k.Value] = k
 		d.decode(val, v.Field(fi.index), what+"."+k.Value)
 	}
 	for _, name := range names {
-		if fields[name].required && !seen[name] {
+		if fields[name].required && seen[name] == nil {
 			d.errorf(n, "%s: missing required field %q", what, name)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -172,12 +173,21 @@ type Set struct {
 // Member is one member of the {emq}: reserve.
 type Member struct {
 	Pos       Pos
-	Member    Str    `yaml:"member,required"`
-	Redis     Str    `yaml:"redis,required"`
-	Value     *Str   `yaml:"value"`
-	Summary   Str    `yaml:"summary"`
-	Semantics Str    `yaml:"semantics"`
-	Probe     *Probe `yaml:"probe"`
+	Member    Str           `yaml:"member,required"`
+	Redis     Str           `yaml:"redis,required"`
+	Value     *Str          `yaml:"value"`
+	Fields    []MemberField `yaml:"fields"`
+	Summary   Str           `yaml:"summary"`
+	Semantics Str           `yaml:"semantics"`
+	Probe     *Probe        `yaml:"probe"`
+}
+
+// MemberField is a named field of a hash reserve member, such as a lock
+// name; it may have holes (<queue>, <node>).
+type MemberField struct {
+	Pos     Pos
+	Name    Str `yaml:"name,required"`
+	Summary Str `yaml:"summary"`
 }
 
 // Class is one wire class: the first word of a script's refusal.
@@ -326,10 +336,10 @@ func Parse(file string, data []byte) (*Manifest, error) {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			errs.Add(Pos{Line: 1, Col: 1}, "the manifest is empty")
+			errs.Add(Pos{}, "the manifest is empty")
 			return nil, errs.Err()
 		}
-		errs.Add(syntaxPos(err), "YAML syntax: "+syntaxMsg(err))
+		errs.Add(syntaxPos(err, data), "YAML syntax: "+syntaxMsg(err))
 		return nil, errs.Err()
 	}
 	var extra yaml.Node
@@ -337,11 +347,11 @@ func Parse(file string, data []byte) (*Manifest, error) {
 		errs.Add(posOf(&extra), "the manifest must be one YAML document; found another")
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
-		errs.Add(Pos{Line: 1, Col: 1}, "the manifest is empty")
+		errs.Add(Pos{}, "the manifest is empty")
 		return nil, errs.Err()
 	}
 	m := new(Manifest)
-	d := decoder{errs: errs}
+	d := decoder{errs: errs, lines: strings.Split(string(data), "\n")}
 	d.decode(doc.Content[0], reflect.ValueOf(m).Elem(), "manifest")
 	if err := errs.Err(); err != nil {
 		return nil, err
@@ -349,13 +359,55 @@ func Parse(file string, data []byte) (*Manifest, error) {
 	return m, nil
 }
 
-// syntaxPos digs the line out of a yaml.v3 syntax error ("yaml: line N: ...").
-func syntaxPos(err error) Pos {
+// syntaxPos digs the line out of a yaml.v3 syntax error ("yaml: line N:
+// ..."), or returns the zero position (the whole file) when it names none.
+// yaml.v3 prints the 1-based line of a scanner error but the 0-based line
+// of a parser error; the parser's problems are told apart by their text.
+func syntaxPos(err error, data []byte) Pos {
 	var line int
 	if _, e := fmt.Sscanf(err.Error(), "yaml: line %d:", &line); e == nil {
+		msg := syntaxMsg(err)
+		if parserProblems[msg] {
+			line++
+		}
+		if strings.Contains(msg, "tab character") {
+			if p, ok := tabPos(data, line); ok {
+				return p
+			}
+		}
 		return Pos{Line: line, Col: 1}
 	}
-	return Pos{Line: 1, Col: 1}
+	return Pos{}
+}
+
+// tabPos finds the first tab in the indentation of a line at or after
+// line, 1-based: yaml.v3 reports a tab that breaks the indentation at the
+// line of the scalar before it.
+func tabPos(data []byte, line int) (Pos, bool) {
+	lines := strings.Split(string(data), "\n")
+	for i := max(line-1, 0); i < len(lines); i++ {
+		indent := lines[i][:len(lines[i])-len(strings.TrimLeft(lines[i], " \t"))]
+		if col := strings.IndexByte(indent, '\t'); col >= 0 {
+			return Pos{Line: i + 1, Col: col + 1}, true
+		}
+	}
+	return Pos{}, false
+}
+
+// parserProblems are the problems yaml.v3's parser (not its scanner)
+// reports, with a 0-based line.
+var parserProblems = map[string]bool{
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected <document start>": true,
+	"did not find expected <stream-start>":   true,
+	"did not find expected key":              true,
+	"did not find expected node content":     true,
+	"found duplicate %TAG directive":         true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found undefined tag handle":             true,
 }
 
 func syntaxMsg(err error) string {

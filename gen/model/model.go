@@ -152,7 +152,15 @@ type Member struct {
 	Value     string
 	Summary   string
 	Semantics string
+	Fields    []MemberField // named fields of a hash member, such as lock names
 	Probe     Probe
+}
+
+// MemberField is a named field of a hash reserve member.
+type MemberField struct {
+	Name    string // as written, e.g. node:<node>
+	Parts   []Part // with holes queue or node
+	Summary string
 }
 
 // Class is one wire class.

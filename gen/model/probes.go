@@ -94,13 +94,13 @@ func (r *resolver) probe(in *manifest.Probe, owner string) Probe {
 			saved[st.Save.V] = script
 			s.Save = st.Save.V
 		}
-		s.Expect = r.expect(st.Expect, script, owner, st.Check.V)
+		s.Expect = r.expect(st.Expect, script, saved, owner, st.Check.V)
 		p.Steps = append(p.Steps, s)
 	}
 	return p
 }
 
-func (r *resolver) expect(in manifest.Expect, script Script, owner, check string) Expect {
+func (r *resolver) expect(in manifest.Expect, script Script, saved map[string]Script, owner, check string) Expect {
 	var e Expect
 	n := 0
 	if in.Int != nil {
@@ -110,7 +110,7 @@ func (r *resolver) expect(in manifest.Expect, script Script, owner, check string
 	if in.String != nil {
 		n++
 		e.Kind, e.String = "string", in.String.V
-		r.placeholders(*in.String, nil, owner)
+		r.placeholders(*in.String, saved, owner)
 	}
 	if in.Error != nil {
 		n++

@@ -124,8 +124,8 @@ func (r *resolver) ids() {
 	if c.Length != c.KindLength+c.BodyLength {
 		r.errf(in.Length.Pos, "ids.length %d is not kind.length %d + body.length %d", c.Length, c.KindLength, c.BodyLength)
 	}
-	if c.KindLength < 1 || c.BodyLength < 1 {
-		r.errf(in.Pos, "ids: kind and body lengths must be positive")
+	if c.KindLength < 1 || c.BodyLength < 1 || c.KindLength > maxIDPart || c.BodyLength > maxIDPart {
+		r.errf(in.Pos, "ids: kind and body lengths must be 1..%d", maxIDPart)
 		return
 	}
 	if re, err := regexp.Compile(`^(?:` + c.KindPattern + `)$`); err != nil {
@@ -170,7 +170,11 @@ func (r *resolver) ids() {
 		c.Layout = append(c.Layout, Bitfield{Name: b.Name.V, Bits: int(b.Bits.V), Summary: b.Summary.V})
 	}
 	if total != 64 {
-		r.errf(in.Snowflake.Pos, "ids.snowflake.layout adds up to %d bits; it must be 64", total)
+		pos := in.Snowflake.Pos
+		if len(in.Snowflake.Layout) > 0 {
+			pos = in.Snowflake.Layout[0].Pos
+		}
+		r.errf(pos, "ids.snowflake.layout adds up to %d bits; it must be 64", total)
 		return
 	}
 	shift := 64
@@ -220,22 +224,33 @@ func (r *resolver) ids() {
 	}
 }
 
+// maxIDPart bounds the kind and body lengths, so that checking them stays
+// cheap.
+const maxIDPart = 64
+
 func (r *resolver) kinds() {
 	names := r.unique("kind")
 	re, _ := regexp.Compile(`^(?:` + r.p.IDs.KindPattern + `)$`)
-	work := 0
+	var work []manifest.Kind
 	for _, k := range r.m.Kinds {
 		names.add(k.Name)
 		if re != nil && !re.MatchString(k.Name.V) {
 			r.errf(k.Name.Pos, "kind %q does not match ids.kind.pattern %q", k.Name.V, r.p.IDs.KindPattern)
 		}
 		if k.Work.V {
-			work++
+			if len(work) > 0 {
+				r.errf(k.Work.Pos, "kinds %q and %q are both work: true; exactly one kind is the work kind (the only kind admitted in the job position)", work[0].Name.V, k.Name.V)
+			}
+			work = append(work, k)
 		}
 		r.p.Kinds = append(r.p.Kinds, Kind{Name: k.Name.V, Work: k.Work.V, Summary: k.Summary.V})
 	}
-	if work != 1 {
-		r.errf(r.m.Pos, "kinds: exactly one kind must be the work kind (work: true); found %d", work)
+	if len(work) == 0 {
+		pos := r.m.Pos
+		if len(r.m.Kinds) > 0 {
+			pos = r.m.Kinds[0].Pos
+		}
+		r.errf(pos, "kinds: no kind is the work kind; mark the one admitted in the job position with work: true")
 	}
 }
 
@@ -312,6 +327,13 @@ var keyClassHoles = map[string][]string{
 	"reserve": {"member"},
 }
 
+// literalHashtag reports whether prefix holds a non-empty {...}: the
+// hashtag Redis Cluster hashes instead of the whole key.
+func literalHashtag(prefix string) bool {
+	open := strings.IndexByte(prefix, '{')
+	return open >= 0 && strings.IndexByte(prefix[open+1:], '}') > 0
+}
+
 var redisTypes = map[string]bool{"string": true, "hash": true, "zset": true, "set": true, "list": true, "stream": true}
 
 func (r *resolver) keys() {
@@ -332,8 +354,13 @@ func (r *resolver) keys() {
 			r.errf(c.Shape.Pos, "key class %q: shape %q must begin with a literal prefix", c.Name.V, c.Shape.V)
 			continue
 		}
-		if c.Name.V != "reserve" && !strings.Contains(c.Shape.V, "{<queue>}") {
-			r.errf(c.Shape.Pos, "key class %q: the queue must be the key's hashtag ({<queue>}) so that a queue's keys share one slot", c.Name.V)
+		if tag := strings.Index(c.Shape.V, "{<queue>}"); c.Name.V != "reserve" && (tag < 0 || strings.IndexByte(c.Shape.V, '{') != tag) {
+			r.errf(c.Shape.Pos, "key class %q: shape %q: the queue must be the key's hashtag (its first {...} must be {<queue>}) so that a queue's keys share one slot", c.Name.V, c.Shape.V)
+			continue
+		}
+		if c.Name.V == "reserve" && !literalHashtag(parts[0].Lit) {
+			r.errf(c.Shape.Pos, "key class %q: shape %q must begin with a literal hashtag (like {emq}) before <member>, so that all reserve members share one slot", c.Name.V, c.Shape.V)
+			continue
 		}
 		r.p.KeyClasses = append(r.p.KeyClasses, KeyClass{Name: c.Name.V, Shape: c.Shape.V, Parts: parts, Summary: c.Summary.V})
 	}
@@ -342,12 +369,20 @@ func (r *resolver) keys() {
 			r.errf(r.m.Keys.Pos, "keys.classes: the %q class is missing", name)
 		}
 	}
+	shapePos := func(name string) manifest.Pos {
+		for _, c := range r.m.Keys.Classes {
+			if c.Name.V == name {
+				return c.Shape.Pos
+			}
+		}
+		return r.m.Keys.Pos
+	}
 	if q, ok := r.p.KeyClass("queue"); ok {
 		if res, ok := r.p.KeyClass("reserve"); ok && q.Parts[0].Lit[0] == res.Parts[0].Lit[0] {
-			r.errf(r.m.Keys.Pos, "keys: per-queue keys (%q) and reserve keys (%q) must differ at the first byte", q.Parts[0].Lit, res.Parts[0].Lit)
+			r.errf(shapePos("reserve"), "key class \"reserve\": reserve keys (%q) and per-queue keys (%q) must differ at the first byte", res.Parts[0].Lit, q.Parts[0].Lit)
 		}
 		if j, ok := r.p.KeyClass("job"); ok && q.Parts[0].Lit != j.Parts[0].Lit {
-			r.errf(r.m.Keys.Pos, "keys: job keys must share the per-queue prefix %q", q.Parts[0].Lit)
+			r.errf(shapePos("job"), "key class \"job\": job keys (%q) must share the per-queue prefix %q", j.Parts[0].Lit, q.Parts[0].Lit)
 		}
 	}
 	types := r.unique("key type")
@@ -401,7 +436,11 @@ func (r *resolver) row() {
 			fld.Initial = f.Initial.V
 		}
 		if f.Role.V == "token" && fld.Initial != "0" {
-			r.errf(f.Pos, "row field %q: the token starts at \"0\" (initial: \"0\")", f.Name.V)
+			pos := f.Pos
+			if f.Initial != nil {
+				pos = f.Initial.Pos
+			}
+			r.errf(pos, "row field %q: the token field starts at 0 at admission (initial: \"0\"), not %q", f.Name.V, fld.Initial)
 		}
 		row.Fields = append(row.Fields, fld)
 	}
@@ -428,8 +467,10 @@ func (r *resolver) sets() {
 	keys := r.unique("set")
 	for _, s := range r.m.Sets.List {
 		keys.add(s.Key)
-		if t, ok := r.p.KeyType(s.Key.V); !ok || t.Class != "queue" || t.Redis != "zset" {
-			r.errf(s.Key.Pos, "set %q must name a key type of class queue with redis type zset", s.Key.V)
+		if t, ok := r.p.KeyType(s.Key.V); !ok {
+			r.errf(s.Key.Pos, "set %q is not a declared key type", s.Key.V)
+		} else if t.Class != "queue" || t.Redis != "zset" {
+			r.errf(s.Key.Pos, "set %q: its key type has class %q and redis type %q; a set needs class queue and redis type zset", s.Key.V, t.Class, t.Redis)
 		}
 		if s.Member.V != "id" {
 			r.errf(s.Member.Pos, "set %q: member %q is not supported (sets hold ids: member: id)", s.Key.V, s.Member.V)
@@ -482,6 +523,23 @@ func (r *resolver) reserve() {
 		if in.Value != nil {
 			m.Value = in.Value.V
 		}
+		fields := r.unique(fmt.Sprintf("reserve member %q field", in.Member.V))
+		for _, f := range in.Fields {
+			fields.add(f.Name)
+			parts := parseShape(f.Name.V)
+			for _, h := range holes(parts) {
+				if h != "queue" && h != "node" {
+					r.errf(f.Name.Pos, "reserve member %q field %q: a field may have only the holes <queue> and <node>", in.Member.V, f.Name.V)
+				}
+			}
+			if len(parts) == 0 || parts[0].Lit == "" || !identRE.MatchString(strings.TrimRight(parts[0].Lit, ":")) {
+				r.errf(f.Name.Pos, "reserve member %q field %q must begin with a lower-case name", in.Member.V, f.Name.V)
+			}
+			m.Fields = append(m.Fields, MemberField{Name: f.Name.V, Parts: parts, Summary: f.Summary.V})
+		}
+		if len(in.Fields) > 0 && in.Redis.V != "hash" {
+			r.errf(in.Redis.Pos, "reserve member %q declares fields, so its redis type must be hash", in.Member.V)
+		}
 		if in.Probe == nil {
 			r.errf(in.Member.Pos, "reserve member %q has no probe; every reserve member needs one", in.Member.V)
 		}
@@ -492,13 +550,23 @@ func (r *resolver) reserve() {
 		r.errf(r.m.Pos, "reserve: the version member is missing; the fence needs it")
 		return
 	}
+	pos := r.m.Pos
+	for _, in := range r.m.Reserve {
+		if in.Member.V == v.Name {
+			pos = in.Member.Pos
+			if in.Value != nil {
+				pos = in.Value.Pos
+			}
+			break
+		}
+	}
 	for _, h := range []string{"<major>", "<minor>", "<patch>"} {
 		if !strings.Contains(v.Value, h) {
-			r.errf(r.m.Pos, "reserve member version: value %q must contain %s", v.Value, h)
+			r.errf(pos, "reserve member version: value %q must contain %s", v.Value, h)
 		}
 	}
 	if !strings.HasPrefix(v.Value, r.p.Name+":") {
-		r.errf(r.m.Pos, "reserve member version: value %q must begin with the protocol name %q", v.Value, r.p.Name+":")
+		r.errf(pos, "reserve member version: value %q must begin with the protocol name %q", v.Value, r.p.Name+":")
 	}
 }
 
@@ -583,7 +651,7 @@ func (r *resolver) scripts() {
 			}
 		}
 		for _, a := range s.Argv {
-			if a.Type == "prefix" && s.Scope != "queue" {
+			if a.Type == "prefix" && s.Scope == "reserve" {
 				r.errf(in.Name.Pos, "script %q: a prefix argument needs per-queue keys", in.Name.V)
 			}
 		}
@@ -610,7 +678,7 @@ func (r *resolver) scripts() {
 			}
 			s.Transitions = append(s.Transitions, Transition{From: t.From.V, To: t.To.V})
 		}
-		if len(s.Transitions) > 0 && s.Scope != "queue" {
+		if len(s.Transitions) > 0 && s.Scope == "reserve" {
 			r.errf(in.Name.Pos, "script %q: only per-queue scripts move rows between states", in.Name.V)
 		}
 		s.Body = renderBody(r.p, &s, in.Body, r.errs)
@@ -705,7 +773,12 @@ func (r *resolver) governance() {
 		}
 		r.p.Governance.Rules = append(r.p.Governance.Rules, Rule{Bump: rule.Bump.V, Summary: rule.Summary.V})
 	}
+	// Comparisons with the manifest's version only make sense when it
+	// parses; header() has reported it otherwise.
+	_, verr := ParseSemver(r.m.Version.V)
+	versionOK := verr == nil
 	var prev *Semver
+	var last manifest.Release
 	current := 0
 	for _, h := range g.History {
 		v, err := ParseSemver(h.Version.V)
@@ -716,24 +789,27 @@ func (r *resolver) governance() {
 		if prev != nil && v.Compare(*prev) <= 0 {
 			r.errf(h.Version.Pos, "history: %s does not come after %s; versions are recorded monotonically", v, *prev)
 		}
-		prev = &v
+		prev, last = &v, h
 		switch h.Status.V {
 		case "frozen", "released":
 		case "current":
 			current++
-			if v != r.p.Version {
-				r.errf(h.Version.Pos, "history: the current entry is %s but the manifest's version is %s", v, r.p.Version)
+			switch {
+			case versionOK && v != r.p.Version:
+				r.errf(h.Version.Pos, "history: %s is marked current, but the manifest's version is %s; only that version's entry is current", v, r.p.Version)
+			case !versionOK && current > 1:
+				r.errf(h.Status.Pos, "history: %s is a second current entry; exactly one entry is current", v)
 			}
 		default:
 			r.errf(h.Status.Pos, "history: status %q is not one of frozen, released, current", h.Status.V)
 		}
 		r.p.Governance.History = append(r.p.Governance.History, Release{Version: v, Status: h.Status.V, Summary: h.Summary.V})
 	}
-	if current != 1 {
-		r.errf(g.Pos, "history: exactly one entry is current (the manifest's version %s); found %d", r.p.Version, current)
+	if current == 0 {
+		r.errf(g.Pos, "history: no entry is current; the manifest's version needs an entry with status current")
 	}
-	if prev != nil && *prev != r.p.Version {
-		r.errf(g.Pos, "history: the last entry must be the manifest's version %s", r.p.Version)
+	if versionOK && prev != nil && *prev != r.p.Version && last.Status.V != "current" {
+		r.errf(last.Version.Pos, "history: the last entry is %s; it must be the manifest's version %s", *prev, r.p.Version)
 	}
 }
 

@@ -11,16 +11,16 @@ import (
 func ParseSemver(s string) (Semver, error) {
 	parts := strings.Split(s, ".")
 	if len(parts) != 3 {
-		return Semver{}, fmt.Errorf("%q is not a version of the form major.minor.patch", s)
+		return Semver{}, fmt.Errorf("%q is not a version of the form major.minor.patch (decimal numbers without leading zeros)", s)
 	}
 	var v [3]int
 	for i, p := range parts {
 		if p == "" || (len(p) > 1 && p[0] == '0') || strings.TrimLeft(p, "0123456789") != "" {
-			return Semver{}, fmt.Errorf("%q is not a version of the form major.minor.patch", s)
+			return Semver{}, fmt.Errorf("%q is not a version of the form major.minor.patch (decimal numbers without leading zeros)", s)
 		}
 		n, err := strconv.Atoi(p)
 		if err != nil {
-			return Semver{}, fmt.Errorf("%q is not a version of the form major.minor.patch", s)
+			return Semver{}, fmt.Errorf("%q is not a version of the form major.minor.patch (decimal numbers without leading zeros)", s)
 		}
 		v[i] = n
 	}

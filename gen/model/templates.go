@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"text/template/parse"
 
 	"github.com/echomq/echomq/gen/manifest"
 )
@@ -19,9 +20,16 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 	usedKeys := map[string]bool{}
 	usedArgs := map[string]bool{}
 	usedRefusals := map[string]bool{}
-	var problems []string
-	fail := func(format string, args ...any) string {
-		problems = append(problems, fmt.Sprintf(format, args...))
+	// problems are reported once per unknown name, at its first use.
+	type problem struct{ fn, name, msg string }
+	var problems []problem
+	fail := func(fn, name, format string, args ...any) string {
+		for _, p := range problems {
+			if p.fn == fn && p.name == name {
+				return "nil"
+			}
+		}
+		problems = append(problems, problem{fn, name, fmt.Sprintf(format, args...)})
 		return "nil"
 	}
 	funcs := template.FuncMap{
@@ -30,39 +38,39 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 				usedKeys[name] = true
 				return "KEYS[" + strconv.Itoa(i) + "]"
 			}
-			return fail("{{key %q}}: script %q has no key %q (keys: %s)", name, s.Name, name, keyNames(s))
+			return fail("key", name, "{{key %q}}: script %q has no key %q (keys: %s)", name, s.Name, name, keyNames(s))
 		},
 		"arg": func(name string) string {
 			if _, i := s.Arg(name); i > 0 {
 				usedArgs[name] = true
 				return "ARGV[" + strconv.Itoa(i) + "]"
 			}
-			return fail("{{arg %q}}: script %q has no argument %q (argv: %s)", name, s.Name, name, argNames(s))
+			return fail("arg", name, "{{arg %q}}: script %q has no argument %q (argv: %s)", name, s.Name, name, argNames(s))
 		},
 		"field": func(role string) string {
 			if f, ok := p.Field(role); ok {
 				return f.Name
 			}
-			return fail("{{field %q}}: the row has no field with role %q", role, role)
+			return fail("field", role, "{{field %q}}: the row has no field with role %q", role, role)
 		},
 		"initial": func(role string) string {
 			if f, ok := p.Field(role); ok && f.Initial != "" {
 				return f.Initial
 			}
-			return fail("{{initial %q}}: the row has no field with role %q and an initial value", role, role)
+			return fail("initial", role, "{{initial %q}}: the row has no field with role %q and an initial value", role, role)
 		},
 		"state": func(name string) string {
 			if st, ok := p.State(name); ok {
 				return st.Name
 			}
-			return fail("{{state %q}}: %q is not a declared state", name, name)
+			return fail("state", name, "{{state %q}}: %q is not a declared state", name, name)
 		},
 		"refuse": func(id string) string {
 			if r, ok := s.Refusal(id); ok {
 				usedRefusals[id] = true
 				return "redis.error_reply('" + luaQuote(r.Text()) + "')"
 			}
-			return fail("{{refuse %q}}: script %q declares no refusal %q", id, s.Name, id)
+			return fail("refuse", id, "{{refuse %q}}: script %q declares no refusal %q", id, s.Name, id)
 		},
 		"work":    func() string { return p.WorkKind().Name },
 		"kindlen": func() int { return p.IDs.KindLength },
@@ -77,8 +85,12 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 		errs.Addf(bodyPos(body, err), "script %q: body template: %s", s.Name, templateMsg(err))
 		return ""
 	}
-	for _, msg := range problems {
-		errs.Addf(body.Pos, "script %q: body: %s", s.Name, msg)
+	for _, pr := range problems {
+		pos := body.Pos
+		if at, ok := findCall(t.Tree.Root, pr.fn, pr.name); ok {
+			pos = offsetPos(body, int(at))
+		}
+		errs.Addf(pos, "script %q: body: %s", s.Name, pr.msg)
 	}
 	for _, k := range s.Keys {
 		if !usedKeys[k.Name] {
@@ -121,15 +133,83 @@ func luaQuote(s string) string {
 
 var templateLine = regexp.MustCompile(`^template: [^:]*:(\d+):(?:(\d+):)? ?`)
 
-// bodyPos maps a template error's line to the manifest: a block scalar's
-// content starts on the line after its indicator.
+// bodyPos maps a template error's line (and column, when the error has
+// one) to the manifest. body.Pos is where the body's first line starts
+// (for a block scalar, its content's first line and indentation).
 func bodyPos(body manifest.Str, err error) manifest.Pos {
 	m := templateLine.FindStringSubmatch(err.Error())
 	if m == nil {
 		return body.Pos
 	}
 	line, _ := strconv.Atoi(m[1])
-	return manifest.Pos{Line: body.Pos.Line + line, Col: body.Pos.Col + 2}
+	col, _ := strconv.Atoi(m[2]) // 0-based byte offset in the line; 0 when absent
+	return manifest.Pos{Line: body.Pos.Line + line - 1, Col: body.Pos.Col + col}
+}
+
+// offsetPos is the manifest position of byte offset off of the body.
+func offsetPos(body manifest.Str, off int) manifest.Pos {
+	before := body.V[:min(off, len(body.V))]
+	line := strings.Count(before, "\n")
+	col := len(before) - (strings.LastIndexByte(before, '\n') + 1)
+	return manifest.Pos{Line: body.Pos.Line + line, Col: body.Pos.Col + col}
+}
+
+// findCall returns the offset of the first call {{fn "name"}} in the
+// template tree.
+func findCall(n parse.Node, fn, name string) (parse.Pos, bool) {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return 0, false
+		}
+		for _, c := range n.Nodes {
+			if at, ok := findCall(c, fn, name); ok {
+				return at, true
+			}
+		}
+	case *parse.ActionNode:
+		return findCall(n.Pipe, fn, name)
+	case *parse.PipeNode:
+		if n == nil {
+			return 0, false
+		}
+		for _, c := range n.Cmds {
+			if at, ok := findCall(c, fn, name); ok {
+				return at, true
+			}
+		}
+	case *parse.CommandNode:
+		if len(n.Args) == 2 {
+			id, ok1 := n.Args[0].(*parse.IdentifierNode)
+			str, ok2 := n.Args[1].(*parse.StringNode)
+			if ok1 && ok2 && id.Ident == fn && str.Text == name {
+				return id.Position(), true
+			}
+		}
+		for _, a := range n.Args {
+			if at, ok := findCall(a, fn, name); ok {
+				return at, true
+			}
+		}
+	case *parse.IfNode:
+		return findCallBranch(&n.BranchNode, fn, name)
+	case *parse.RangeNode:
+		return findCallBranch(&n.BranchNode, fn, name)
+	case *parse.WithNode:
+		return findCallBranch(&n.BranchNode, fn, name)
+	case *parse.TemplateNode:
+		return findCall(n.Pipe, fn, name)
+	}
+	return 0, false
+}
+
+func findCallBranch(b *parse.BranchNode, fn, name string) (parse.Pos, bool) {
+	for _, n := range []parse.Node{b.Pipe, b.List, b.ElseList} {
+		if at, ok := findCall(n, fn, name); ok {
+			return at, true
+		}
+	}
+	return 0, false
 }
 
 func templateMsg(err error) string {

@@ -1,0 +1,105 @@
+// Package cli is emqgen's command line: gen, validate and the subcommands
+// that build on them. Main is the whole program; tests drive it in-process.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Exit statuses.
+const (
+	ExitOK       = 0 // success
+	ExitFindings = 1 // the command ran and found a problem (stale files, an invalid manifest, a failed gate)
+	ExitUsage    = 2 // bad input or a tool error
+)
+
+type command struct {
+	summary string
+	run     func(env *env, args []string) int
+}
+
+// env carries a run's output streams.
+type env struct {
+	stdout, stderr io.Writer
+}
+
+func (e *env) errorf(format string, args ...any) {
+	fmt.Fprintf(e.stderr, "emqgen: "+format+"\n", args...)
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"gen":      {"regenerate the Go SDK, the Lua bundle and the docs from the manifest", runGen},
+		"validate": {"check a manifest and print every problem as FILE:LINE:COL: message", runValidate},
+	}
+}
+
+// Main runs emqgen with args (without the program name) and returns the
+// exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
+	e := &env{stdout: stdout, stderr: stderr}
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout, cmds)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		e.errorf("unknown command %q", args[0])
+		usage(stderr, cmds)
+		return ExitUsage
+	}
+	return c.run(e, args[1:])
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintln(w, "emqgen turns protocol.yaml into the EchoMQ SDKs and keeps the protocol honest.")
+	fmt.Fprintln(w, "\nUsage: emqgen <command> [flags]\n\nCommands:")
+	var names []string
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun emqgen <command> -h for a command's flags.")
+}
+
+// flags returns a flag set that prints its usage to e.stderr and whose
+// parse errors are reported, not fatal.
+func (e *env) flags(name, synopsis, summary string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: emqgen %s %s\n\n%s\n", name, synopsis, summary)
+		var b strings.Builder
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		fs.SetOutput(e.stderr)
+		if b.Len() > 0 {
+			fmt.Fprintf(e.stderr, "\nFlags:\n%s", b.String())
+		}
+	}
+	return fs
+}
+
+// parse parses args; it returns the exit status to use and false when the
+// command must stop (help asked, or bad flags).
+func parse(fs *flag.FlagSet, args []string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK, false
+		}
+		return ExitUsage, false
+	}
+	return 0, true
+}

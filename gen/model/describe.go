@@ -1,0 +1,91 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Shape renders a key class's parts with some holes filled; unfilled holes
+// stay <hole>.
+func Shape(parts []Part, fill map[string]string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Hole == "" {
+			b.WriteString(p.Lit)
+		} else if v, ok := fill[p.Hole]; ok {
+			b.WriteString(v)
+		} else {
+			b.WriteString("<" + p.Hole + ">")
+		}
+	}
+	return b.String()
+}
+
+// KeyShape is the shape of the key a script key slot takes, e.g.
+// emq:{<queue>}:pending or {emq}:version.
+func (p *Protocol) KeyShape(k ScriptKey) string {
+	if k.Type == "reserve" {
+		m, _ := p.Member(k.Member)
+		return p.MemberShape(m)
+	}
+	return p.TypeShape(k.Type)
+}
+
+// TypeShape is the shape of the keys of a key type.
+func (p *Protocol) TypeShape(typ string) string {
+	t, _ := p.KeyType(typ)
+	c, _ := p.KeyClass(t.Class)
+	return Shape(c.Parts, map[string]string{"type": t.Name})
+}
+
+// MemberShape is the shape of a reserve member's key.
+func (p *Protocol) MemberShape(m Member) string {
+	c, _ := p.KeyClass("reserve")
+	return Shape(c.Parts, map[string]string{"member": Shape(m.Parts, nil)})
+}
+
+// ReplyLines describes a script's reply, one line each: the Output line
+// first, then one line per named value or element.
+func (s Script) ReplyLines() []string {
+	r := s.Reply
+	var lines []string
+	switch {
+	case r.Type == "array":
+		var names []string
+		for _, e := range r.Elements {
+			names = append(names, e.Name)
+		}
+		lines = append(lines, fmt.Sprintf("Output: [%s]", strings.Join(names, ", ")))
+		for i, e := range r.Elements {
+			line := fmt.Sprintf("  [%d] %s (%s)", i+1, e.Name, e.Type)
+			if e.Summary != "" {
+				line += ": " + e.Summary
+			}
+			lines = append(lines, line)
+		}
+	case r.Summary != "":
+		lines = append(lines, fmt.Sprintf("Output: %s: %s", r.Type, r.Summary))
+	default:
+		lines = append(lines, "Output: "+r.Type)
+	}
+	for _, v := range r.Values {
+		line := fmt.Sprintf("  %d %s", v.Value, v.Name)
+		if v.Summary != "" {
+			line += ": " + v.Summary
+		}
+		lines = append(lines, line)
+	}
+	if r.Nil != "" {
+		lines = append(lines, "  nil: "+r.Nil)
+	}
+	return lines
+}
+
+// TransitionText lists a script's transitions as "a -> b, c -> d".
+func (s Script) TransitionText() string {
+	var t []string
+	for _, x := range s.Transitions {
+		t = append(t, x.From+" -> "+x.To)
+	}
+	return strings.Join(t, ", ")
+}

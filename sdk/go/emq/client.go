@@ -1,0 +1,322 @@
+package emq
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Options configure Connect.
+type Options struct {
+	// Redis is the connection: addresses, credentials, TLS, cluster. Connect
+	// wraps its dialer to notice reconnects and fence again after them.
+	Redis rueidis.ClientOption
+	// Node fixes the snowflake node of the client's id Generator. Leave it
+	// nil to lease a free node from the reserve's locks (the default), which
+	// keeps node numbers unique among live minters; set it only when you
+	// assign nodes yourself.
+	Node *int
+	// NodeLease is how long a leased node stays held without renewal; it is
+	// renewed every third of it. Default 30s.
+	NodeLease time.Duration
+	// Logger receives the client's notices: a keyspace ahead of this
+	// version, a lost node lease. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// ErrNoNode means the client holds no snowflake node to mint ids with: its
+// lease was lost and is not yet taken again, or every node is leased.
+var ErrNoNode = errors.New("emq: no snowflake node held")
+
+// Client is a fenced connection to an EchoMQ keyspace. It is safe for
+// concurrent use.
+type Client struct {
+	rc  rueidis.Client
+	log *slog.Logger
+
+	dials   atomic.Uint64 // connections opened so far
+	fenced  atomic.Uint64 // dials at the last successful fence
+	fenceMu sync.Mutex
+	found   atomic.Pointer[string] // the version record at the last fence
+
+	owner      string // this client's lock owner token
+	gen        atomic.Pointer[Generator]
+	leaseUntil atomic.Int64 // Unix ms until which the node lease surely holds
+	lease      time.Duration
+	stop       chan struct{}
+	done       sync.WaitGroup
+	closeOnce  sync.Once
+}
+
+// Connect opens a client and fences the keyspace: it claims a fresh
+// keyspace with VersionRecord, raises a lower minor of this major, admits a
+// higher minor (reported as ahead), refuses anything else with a
+// *FenceError, and refuses a different bundle recorded for this version
+// with a *BundleError. The client fences again before the first command
+// after any reconnect.
+func Connect(ctx context.Context, opt Options) (*Client, error) {
+	c := &Client{log: opt.Logger, lease: opt.NodeLease, stop: make(chan struct{})}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.lease <= 0 {
+		c.lease = 30 * time.Second
+	}
+	var tok [8]byte
+	_, _ = rand.Read(tok[:])
+	c.owner = hex.EncodeToString(tok[:])
+	ro := opt.Redis
+	dial := ro.DialCtxFn
+	if dial == nil {
+		dial = defaultDial
+	}
+	ro.DialCtxFn = func(ctx context.Context, dst string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+		conn, err := dial(ctx, dst, d, cfg)
+		if err == nil {
+			c.dials.Add(1)
+		}
+		return conn, err
+	}
+	rc, err := rueidis.NewClient(ro)
+	if err != nil {
+		return nil, fmt.Errorf("emq: connect: %w", err)
+	}
+	c.rc = rc
+	if err := c.ensure(ctx); err != nil {
+		rc.Close()
+		return nil, err
+	}
+	if opt.Node != nil {
+		g, err := NewGenerator(*opt.Node)
+		if err != nil {
+			rc.Close()
+			return nil, err
+		}
+		c.gen.Store(g)
+		c.leaseUntil.Store(1<<62 - 1)
+	} else {
+		if err := c.leaseNode(ctx); err != nil {
+			rc.Close()
+			return nil, err
+		}
+		c.done.Add(1)
+		go c.renewNode()
+	}
+	return c, nil
+}
+
+// defaultDial is rueidis's own dialing: TLS when configured, TCP otherwise.
+func defaultDial(ctx context.Context, dst string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+	if cfg != nil {
+		td := tls.Dialer{NetDialer: d, Config: cfg}
+		return td.DialContext(ctx, "tcp", dst)
+	}
+	return d.DialContext(ctx, "tcp", dst)
+}
+
+// Close releases the node lease and closes the connections.
+func (c *Client) Close() {
+	c.closeOnce.Do(func() {
+		close(c.stop)
+		c.done.Wait()
+		if g := c.gen.Load(); g != nil && c.leaseUntil.Load() != 1<<62-1 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			call := UnlockCall{Locks: KeyLocks, Name: LockNode(g.Node()), Owner: c.owner}
+			_, _ = call.Exec(ctx, c.rc)
+			cancel()
+		}
+		c.rc.Close()
+	})
+}
+
+// Redis returns the underlying rueidis client, for commands of your own.
+// Commands sent through it are not fenced after a reconnect.
+func (c *Client) Redis() rueidis.Client { return c.rc }
+
+// VersionFound returns the version record the last fence found: VersionRecord,
+// or a higher minor of this major when the keyspace is ahead.
+func (c *Client) VersionFound() string {
+	if v := c.found.Load(); v != nil {
+		return *v
+	}
+	return ""
+}
+
+// Node returns the snowflake node the client mints with, or -1 when it
+// holds none.
+func (c *Client) Node() int {
+	if g := c.gen.Load(); g != nil {
+		return g.Node()
+	}
+	return -1
+}
+
+// Mint returns a fresh id of kind from the client's node. It fails with
+// ErrNoNode while the node lease is not surely held.
+func (c *Client) Mint(kind Kind) (ID, error) {
+	g := c.gen.Load()
+	if g == nil || time.Now().UnixMilli() >= c.leaseUntil.Load() {
+		return ID{}, ErrNoNode
+	}
+	return g.Mint(kind)
+}
+
+// ensure fences the keyspace when a connection was opened since the last
+// fence. It costs two atomic loads when nothing reconnected.
+func (c *Client) ensure(ctx context.Context) error {
+	if c.dials.Load() == c.fenced.Load() {
+		return nil
+	}
+	c.fenceMu.Lock()
+	defer c.fenceMu.Unlock()
+	d := c.dials.Load()
+	if d == c.fenced.Load() {
+		return nil
+	}
+	if err := c.fence(ctx); err != nil {
+		return err
+	}
+	c.fenced.Store(d)
+	return nil
+}
+
+// fence runs the fence script and judges what it found.
+func (c *Client) fence(ctx context.Context) error {
+	call := FenceCall{VersionKey: KeyVersion, BundleKey: KeyBundle, Version: VersionRecord, Semver: Version, Bundle: BundleDigest}
+	r, err := call.Exec(ctx, c.rc)
+	if err != nil {
+		if _, ok := rueidis.IsRedisErr(errors.Unwrap(err)); ok {
+			return fmt.Errorf("%w: %v", ErrVersionFence, err)
+		}
+		return err
+	}
+	ahead, err := CheckVersionRecord(r.Version)
+	if err != nil {
+		return err
+	}
+	if r.Bundle != BundleDigest {
+		return &BundleError{Version: Version, Found: r.Bundle, Want: BundleDigest}
+	}
+	if ahead && c.VersionFound() != r.Version {
+		c.log.Info("emq: the keyspace is ahead of this client; minors are additive, so it is served", "keyspace", r.Version, "client", VersionRecord)
+	}
+	found := r.Version
+	c.found.Store(&found)
+	return nil
+}
+
+// CheckVersionRecord judges a version record found in a keyspace: nil when
+// it is this client's version, nil with ahead set when it is a higher minor
+// or patch of this major, and a *FenceError for another major, a lower
+// version the fence could not raise, or a value that is not a record.
+func CheckVersionRecord(record string) (ahead bool, err error) {
+	refuse := &FenceError{Found: record, Want: VersionRecord}
+	rest, ok := strings.CutPrefix(record, versionRecordPrefix)
+	if !ok {
+		return false, refuse
+	}
+	parts := strings.Split(rest, ".")
+	if len(parts) != 3 {
+		return false, refuse
+	}
+	var v [3]int
+	for i, s := range parts {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || s != strconv.Itoa(n) {
+			return false, refuse
+		}
+		v[i] = n
+	}
+	switch {
+	case v[0] != VersionMajor:
+		return false, refuse
+	case v[1] != VersionMinor:
+		return v[1] > VersionMinor, refuseIf(v[1] < VersionMinor, refuse)
+	default:
+		return v[2] > VersionPatch, refuseIf(v[2] < VersionPatch, refuse)
+	}
+}
+
+func refuseIf(cond bool, err error) error {
+	if cond {
+		return err
+	}
+	return nil
+}
+
+// leaseNode takes a free snowflake node from the reserve's locks, starting
+// at a random node so that clients spread out.
+func (c *Client) leaseNode(ctx context.Context) error {
+	start := mrand.IntN(MaxNode + 1)
+	for i := 0; i <= MaxNode; i++ {
+		n := (start + i) % (MaxNode + 1)
+		ok, err := c.lockNode(ctx, n)
+		if err != nil {
+			return fmt.Errorf("emq: leasing a node: %w", err)
+		}
+		if ok {
+			g, err := NewGenerator(n)
+			if err != nil {
+				return err
+			}
+			c.gen.Store(g)
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: all %d nodes are leased", ErrNoNode, MaxNode+1)
+}
+
+// lockNode takes or renews the lease on node n; the lease is taken to hold
+// until the call's start plus the lease, less a margin for clock drift.
+func (c *Client) lockNode(ctx context.Context, n int) (bool, error) {
+	start := time.Now()
+	call := LockCall{Locks: KeyLocks, Name: LockNode(n), Owner: c.owner, TTLMS: c.lease.Milliseconds()}
+	deadline, err := call.Exec(ctx, c.rc)
+	if err != nil || deadline == LockHeld {
+		return false, err
+	}
+	c.leaseUntil.Store(start.Add(c.lease - c.lease/10).UnixMilli())
+	return true, nil
+}
+
+// renewNode renews the node lease every third of its length until Close.
+// A lease lost to another owner is replaced by a fresh one.
+func (c *Client) renewNode() {
+	defer c.done.Done()
+	t := time.NewTicker(c.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.lease/3)
+		g := c.gen.Load()
+		ok, err := c.lockNode(ctx, g.Node())
+		switch {
+		case err != nil:
+			c.log.Warn("emq: renewing the node lease failed; retrying", "node", g.Node(), "err", err)
+		case !ok:
+			c.log.Error("emq: the node lease was lost to another owner; leasing a new node", "node", g.Node())
+			c.leaseUntil.Store(0)
+			if err := c.leaseNode(ctx); err != nil {
+				c.log.Error("emq: leasing a new node failed", "err", err)
+			}
+		}
+		cancel()
+	}
+}

@@ -1,0 +1,47 @@
+package emq
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrVersionFence means the keyspace's version record is not one this
+// client may serve: another major, or a value that is not a version
+// record. errors.As to *FenceError gives the value found.
+var ErrVersionFence = errors.New("emq: version fence")
+
+// ErrBundle means the reserve records another script bundle for this
+// client's version: some client runs other scripts under the same version
+// number. errors.As to *BundleError gives both digests.
+var ErrBundle = errors.New("emq: bundle identity")
+
+// FenceError is the version fence's refusal: what the keyspace holds and
+// what this client speaks. It matches ErrVersionFence under errors.Is.
+type FenceError struct {
+	Found string // the version record found; empty when none could be read
+	Want  string // this client's version record
+}
+
+// Error says what was found and what was wanted.
+func (e *FenceError) Error() string {
+	return fmt.Sprintf("emq: version fence: the keyspace is %q, this client speaks %q", e.Found, e.Want)
+}
+
+// Unwrap returns ErrVersionFence.
+func (e *FenceError) Unwrap() error { return ErrVersionFence }
+
+// BundleError is the bundle check's refusal. It matches ErrBundle under
+// errors.Is.
+type BundleError struct {
+	Version string // the version whose bundle is recorded
+	Found   string // the digest recorded in the reserve
+	Want    string // this client's BundleDigest
+}
+
+// Error says which digests differ.
+func (e *BundleError) Error() string {
+	return fmt.Sprintf("emq: bundle identity: the reserve records bundle %s for version %s, this client runs %s", e.Found, e.Version, e.Want)
+}
+
+// Unwrap returns ErrBundle.
+func (e *BundleError) Unwrap() error { return ErrBundle }

@@ -1,0 +1,302 @@
+package emq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Queue is a handle on one queue of a fenced keyspace. Its methods are the
+// bus surface; the caller never builds a key or names a script. It is safe
+// for concurrent use.
+type Queue struct {
+	c    *Client
+	keys QueueKeys
+}
+
+// Job is a claimed job: its id, the fencing token the claim minted, its
+// payload and its lease deadline on the server's clock.
+type Job struct {
+	ID       ID
+	Token    int64
+	Payload  []byte
+	Deadline time.Time
+}
+
+// ErrArgument means an argument is out of range (a lease or a limit that is
+// not positive); nothing was sent.
+var ErrArgument = errors.New("emq: invalid argument")
+
+// Queue returns the handle of the queue named name. A malformed name is
+// refused with ErrQueueName before any command is sent.
+func (c *Client) Queue(name string) (*Queue, error) {
+	k, err := NewQueueKeys(name)
+	if err != nil {
+		return nil, err
+	}
+	return &Queue{c: c, keys: k}, nil
+}
+
+// Name returns the queue's name.
+func (q *Queue) Name() string { return q.keys.Queue() }
+
+// Keys returns the queue's keys, for inspection tools.
+func (q *Queue) Keys() QueueKeys { return q.keys }
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+func positive(what string, d time.Duration) error {
+	if d < time.Millisecond {
+		return fmt.Errorf("%w: %s %v is under a millisecond", ErrArgument, what, d)
+	}
+	return nil
+}
+
+// Enqueue admits a job with id and payload. It reports true when the job
+// was enqueued and false when a job with this id already exists (the row is
+// left untouched: a duplicate is a success). An id of a kind other than
+// WorkKind is refused with ErrKind.
+func (q *Queue) Enqueue(ctx context.Context, id ID, payload []byte) (bool, error) {
+	row, err := q.keys.Row(id)
+	if err != nil {
+		return false, err
+	}
+	if err := q.c.ensure(ctx); err != nil {
+		return false, err
+	}
+	call := EnqueueCall{Row: row, Pending: q.keys.Pending, ID: id, Payload: rueidis.BinaryString(payload)}
+	n, err := call.Exec(ctx, q.c.rc)
+	return n == EnqueueEnqueued, err
+}
+
+// EnqueueAt admits a job that becomes claimable at at (server clock), once
+// Promote has moved it. Replies and refusals are Enqueue's.
+func (q *Queue) EnqueueAt(ctx context.Context, id ID, payload []byte, at time.Time) (bool, error) {
+	row, err := q.keys.Row(id)
+	if err != nil {
+		return false, err
+	}
+	if err := q.c.ensure(ctx); err != nil {
+		return false, err
+	}
+	call := EnqueueAtCall{Row: row, Schedule: q.keys.Schedule, ID: id, Payload: rueidis.BinaryString(payload), RunAtMS: at.UnixMilli()}
+	n, err := call.Exec(ctx, q.c.rc)
+	return n == EnqueueAtEnqueued, err
+}
+
+// Claim leases the oldest pending job for lease. ok is false when nothing
+// is pending. The job's Token must be presented to every later transition.
+func (q *Queue) Claim(ctx context.Context, lease time.Duration) (job Job, ok bool, err error) {
+	if err := positive("lease", lease); err != nil {
+		return Job{}, false, err
+	}
+	if err := q.c.ensure(ctx); err != nil {
+		return Job{}, false, err
+	}
+	call := ClaimCall{Pending: q.keys.Pending, Active: q.keys.Active, Prefix: q.keys.RowPrefix(), LeaseMS: ms(lease)}
+	r, ok, err := call.Exec(ctx, q.c.rc)
+	if err != nil || !ok {
+		return Job{}, false, err
+	}
+	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, true, nil
+}
+
+// Extend pushes the lease of an active job to now+lease and returns the new
+// deadline. A token that is not the row's, or a job no longer active, is
+// refused with ErrStale.
+func (q *Queue) Extend(ctx context.Context, id ID, token int64, lease time.Duration) (time.Time, error) {
+	if err := positive("lease", lease); err != nil {
+		return time.Time{}, err
+	}
+	row, err := q.keys.Row(id)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := q.c.ensure(ctx); err != nil {
+		return time.Time{}, err
+	}
+	call := ExtendCall{Active: q.keys.Active, Row: row, ID: id, Token: token, LeaseMS: ms(lease)}
+	d, err := call.Exec(ctx, q.c.rc)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(d), nil
+}
+
+// Complete retires an active job: its row is deleted and nothing of it
+// remains. A stale token is refused with ErrStale, and the lease holder's
+// work survives.
+func (q *Queue) Complete(ctx context.Context, id ID, token int64) error {
+	row, err := q.keys.Row(id)
+	if err != nil {
+		return err
+	}
+	if err := q.c.ensure(ctx); err != nil {
+		return err
+	}
+	call := CompleteCall{Active: q.keys.Active, Row: row, ID: id, Token: token}
+	_, err = call.Exec(ctx, q.c.rc)
+	return err
+}
+
+// Retry hands an active job back to run again after delay (it is
+// scheduled, and Promote makes it pending) and returns its run-at. A stale
+// token is refused with ErrStale.
+func (q *Queue) Retry(ctx context.Context, id ID, token int64, delay time.Duration) (time.Time, error) {
+	if delay < 0 {
+		return time.Time{}, fmt.Errorf("%w: negative delay %v", ErrArgument, delay)
+	}
+	row, err := q.keys.Row(id)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := q.c.ensure(ctx); err != nil {
+		return time.Time{}, err
+	}
+	call := RetryCall{Active: q.keys.Active, Row: row, Schedule: q.keys.Schedule, ID: id, Token: token, DelayMS: ms(delay)}
+	at, err := call.Exec(ctx, q.c.rc)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(at), nil
+}
+
+// Bury moves an active job to the dead set. A stale token is refused with
+// ErrStale.
+func (q *Queue) Bury(ctx context.Context, id ID, token int64) error {
+	row, err := q.keys.Row(id)
+	if err != nil {
+		return err
+	}
+	if err := q.c.ensure(ctx); err != nil {
+		return err
+	}
+	call := BuryCall{Active: q.keys.Active, Row: row, Dead: q.keys.Dead, ID: id, Token: token}
+	_, err = call.Exec(ctx, q.c.rc)
+	return err
+}
+
+// Promote moves up to limit scheduled jobs whose run-at has come to
+// pending and returns how many moved.
+func (q *Queue) Promote(ctx context.Context, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, fmt.Errorf("%w: limit %d", ErrArgument, limit)
+	}
+	if err := q.c.ensure(ctx); err != nil {
+		return 0, err
+	}
+	call := PromoteCall{Schedule: q.keys.Schedule, Pending: q.keys.Pending, Prefix: q.keys.RowPrefix(), Limit: int64(limit)}
+	n, err := call.Exec(ctx, q.c.rc)
+	return int(n), err
+}
+
+// Reap takes back up to limit expired leases: each job goes back to
+// pending, or to dead when maxAttempts > 0 and its attempts reached it. It
+// returns how many moved.
+func (q *Queue) Reap(ctx context.Context, limit, maxAttempts int) (int, error) {
+	if limit <= 0 || maxAttempts < 0 {
+		return 0, fmt.Errorf("%w: limit %d, max attempts %d", ErrArgument, limit, maxAttempts)
+	}
+	if err := q.c.ensure(ctx); err != nil {
+		return 0, err
+	}
+	call := ReapCall{Active: q.keys.Active, Pending: q.keys.Pending, Dead: q.keys.Dead, Prefix: q.keys.RowPrefix(), Limit: int64(limit), MaxAttempts: int64(maxAttempts)}
+	n, err := call.Exec(ctx, q.c.rc)
+	return int(n), err
+}
+
+// Revive moves a dead job back to pending, keeping its attempts. It
+// reports false when the job is not dead.
+func (q *Queue) Revive(ctx context.Context, id ID) (bool, error) {
+	row, err := q.keys.Row(id)
+	if err != nil {
+		return false, err
+	}
+	if err := q.c.ensure(ctx); err != nil {
+		return false, err
+	}
+	call := ReviveCall{Dead: q.keys.Dead, Pending: q.keys.Pending, Row: row, ID: id}
+	n, err := call.Exec(ctx, q.c.rc)
+	return n == ReviveRevived, err
+}
+
+// Browse returns up to n ids of set s, newest first: for a score-zero set
+// (pending, dead) that is reverse mint order, read from the ids themselves;
+// for a scored set (active, schedule) it is the latest deadline or run-at
+// first.
+func (q *Queue) Browse(ctx context.Context, s Set, n int) ([]ID, error) {
+	key := q.keys.Set(s)
+	if key == "" {
+		return nil, fmt.Errorf("%w: unknown set %q", ErrArgument, s)
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: browse count %d", ErrArgument, n)
+	}
+	if err := q.c.ensure(ctx); err != nil {
+		return nil, err
+	}
+	var cmd rueidis.Completed
+	if s.Lex() {
+		cmd = q.c.rc.B().Zrange().Key(key).Min("+").Max("-").Bylex().Rev().Limit(0, int64(n)).Build()
+	} else {
+		cmd = q.c.rc.B().Zrange().Key(key).Min("+inf").Max("-inf").Byscore().Rev().Limit(0, int64(n)).Build()
+	}
+	members, err := q.c.rc.Do(ctx, cmd).AsStrSlice()
+	if err != nil {
+		return nil, fmt.Errorf("emq: browse %s: %w", s, err)
+	}
+	ids := make([]ID, 0, len(members))
+	for _, m := range members {
+		id, err := ParseID(m)
+		if err != nil {
+			return nil, fmt.Errorf("emq: browse %s: %w", s, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// Size returns how many ids set s holds.
+func (q *Queue) Size(ctx context.Context, s Set) (int64, error) {
+	key := q.keys.Set(s)
+	if key == "" {
+		return 0, fmt.Errorf("%w: unknown set %q", ErrArgument, s)
+	}
+	if err := q.c.ensure(ctx); err != nil {
+		return 0, err
+	}
+	n, err := q.c.rc.Do(ctx, q.c.rc.B().Zcard().Key(key).Build()).AsInt64()
+	if err != nil {
+		return 0, fmt.Errorf("emq: size of %s: %w", s, err)
+	}
+	return n, nil
+}
+
+// PendingSize returns how many jobs wait to be claimed.
+func (q *Queue) PendingSize(ctx context.Context) (int64, error) {
+	return q.Size(ctx, SetPending)
+}
+
+// Sizes returns the size of every set, read in one round trip.
+func (q *Queue) Sizes(ctx context.Context) (map[Set]int64, error) {
+	if err := q.c.ensure(ctx); err != nil {
+		return nil, err
+	}
+	sets := Sets()
+	cmds := make(rueidis.Commands, len(sets))
+	for i, s := range sets {
+		cmds[i] = q.c.rc.B().Zcard().Key(q.keys.Set(s)).Build()
+	}
+	out := make(map[Set]int64, len(sets))
+	for i, r := range q.c.rc.DoMulti(ctx, cmds...) {
+		n, err := r.AsInt64()
+		if err != nil {
+			return nil, fmt.Errorf("emq: size of %s: %w", sets[i], err)
+		}
+		out[sets[i]] = n
+	}
+	return out, nil
+}
