@@ -12,11 +12,10 @@ import (
 
 // RunProbes runs every probe of the manifest (Probes) against the client's
 // keyspace, each on a fresh scratch queue with fresh ids, and removes what
-// each wrote. The transcript has one line per check and ends PASS n/m.
+// each wrote. The transcript has one line per check and ends PASS n/m. It
+// does not fence first: a keyspace the fence would refuse shows up as
+// failed checks, not as an error.
 func (c *Client) RunProbes(ctx context.Context) (*probe.Transcript, error) {
-	if err := c.ensure(ctx); err != nil {
-		return nil, err
-	}
 	return probe.Run(ctx, Probes(), func(ctx context.Context) (probe.Runtime, error) {
 		id, err := c.Mint(WorkKind)
 		if err != nil {

@@ -1,0 +1,89 @@
+package emq_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/echomq/echomq/internal/redistest"
+	"github.com/echomq/echomq/sdk/go/emq"
+)
+
+// TestProbes runs every probe of the manifest against a real server: every
+// check passes, every reserve member and wire class is covered, and the
+// run leaves nothing of its scratch queues behind.
+func TestProbes(t *testing.T) {
+	srv := redistest.Start(t)
+	c := connect(t, srv)
+	tr, err := c.RunProbes(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := tr.String()
+	t.Log("\n" + out)
+	total := 0
+	for _, p := range emq.Probes() {
+		total += len(p.Steps)
+	}
+	if !tr.OK() || len(tr.Results) != total {
+		t.Fatalf("probe transcript:\n%s\nwant all %d checks to pass", out, total)
+	}
+	if !strings.HasSuffix(out, "PASS "+strconv.Itoa(total)+"/"+strconv.Itoa(total)+"\n") {
+		t.Errorf("the transcript does not end PASS %d/%d", total, total)
+	}
+	targets := map[string]bool{}
+	for _, r := range tr.Results {
+		targets[r.Target] = true
+	}
+	for _, k := range []string{emq.KeyVersion, emq.KeyLocks, emq.KeyBundle} {
+		if !targets["reserve member "+k] {
+			t.Errorf("no probe covered reserve member %s", k)
+		}
+	}
+	for _, w := range emq.Classes() {
+		if !targets["wire class "+w] {
+			t.Errorf("no probe covered wire class %s", w)
+		}
+	}
+	keys, err := do(t, c, "KEYS", "*emqprobe-*").AsStrSlice()
+	if err != nil || len(keys) != 0 {
+		t.Errorf("the probes left %v behind (err %v)", keys, err)
+	}
+	locks := hgetall(t, c, emq.KeyLocks)
+	for field := range locks {
+		if strings.Contains(field, "emqprobe-") {
+			t.Errorf("the probes left the lock %s behind", field)
+		}
+	}
+}
+
+// TestProbeFailureIsReported plants a broken keyspace (a row of the wrong
+// type where the scratch queue's row would be is impossible to predict, so
+// the version record is planted as a higher major after connect) and
+// expects the fence probe to fail while the others pass.
+func TestProbeFailureIsReported(t *testing.T) {
+	srv := redistest.Start(t)
+	c := connect(t, srv)
+	if _, err := srv.Do("SET", emq.KeyVersion, "garbage"); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := c.RunProbes(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.OK() {
+		t.Fatalf("the probes passed on a keyspace whose version record is garbage:\n%s", tr)
+	}
+	failed := 0
+	for _, r := range tr.Results {
+		if r.Err != nil {
+			failed++
+			if r.Target != "reserve member "+emq.KeyVersion {
+				t.Errorf("unexpected failure: %s: %s: %v", r.Target, r.Check, r.Err)
+			}
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d checks failed; want exactly the version record check:\n%s", failed, tr)
+	}
+}

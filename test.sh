@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every test of the repository on a fresh machine: installs
+# redis-server when it is missing, then checks that the generated files are
+# up to date, that the code is gofmt- and vet-clean, and runs go test.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if ! command -v redis-server >/dev/null 2>&1; then
+  echo "== installing redis-server (Debian package)"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
+fi
+redis-server --version
+
+echo "== generated files up to date (emqgen gen -check)"
+go run ./cmd/emqgen gen -check
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test"
+go test -count=1 "$@" ./...
