@@ -56,32 +56,32 @@ func (r *probeRuntime) id(name string) (ID, bool) {
 
 func (r *probeRuntime) Lookup(name string) (string, bool) {
 	switch name {
-	case "queue":
+	case probe.VarQueue:
 		return r.keys.Queue(), true
-	case "version":
+	case probe.VarVersion:
 		return VersionRecord, true
-	case "semver":
+	case probe.VarSemver:
 		return Version, true
-	case "bundle":
+	case probe.VarBundle:
 		return BundleDigest, true
 	}
 	kind, arg, _ := strings.Cut(name, ":")
 	switch kind {
-	case "key":
+	case probe.KindKey:
 		return r.keys.Key(arg)
-	case "row":
+	case probe.KindRow:
 		id, ok := r.id(arg)
 		if !ok {
 			return "", false
 		}
 		row, err := r.keys.Row(id)
 		return row, err == nil
-	case "reserve":
+	case probe.KindReserve:
 		k, err := ReserveKey(arg, r.keys.Queue())
 		return k, err == nil
-	case "field":
+	case probe.KindField:
 		return FieldByRole(arg)
-	case "state":
+	case probe.KindState:
 		s, ok := ParseState(arg)
 		return string(s), ok
 	}

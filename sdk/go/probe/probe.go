@@ -299,3 +299,20 @@ func check(rt Runtime, vars map[string]string, e Expect, m *rueidis.RedisMessage
 	}
 	return nil
 }
+
+// The placeholder vocabulary of probe strings: ${queue}, ${version},
+// ${semver}, ${bundle}, an id variable (a registered kind in lower case
+// with an optional digit: ${job}, ${job2}, ${ord}), a saved reply
+// (${c}, ${c.token}), and ${<kind>:<arg>} for the kinds below.
+const (
+	VarQueue   = "queue"   // the scratch queue's name
+	VarVersion = "version" // this client's version record
+	VarSemver  = "semver"  // this client's major.minor.patch
+	VarBundle  = "bundle"  // this client's bundle digest
+
+	KindKey     = "key"     // ${key:<type>}: a key of the scratch queue
+	KindRow     = "row"     // ${row:<id variable>}: the row of an id
+	KindReserve = "reserve" // ${reserve:<member>}: a reserve key
+	KindField   = "field"   // ${field:<role>}: a row field's name
+	KindState   = "state"   // ${state:<name>}: a state's value
+)
