@@ -14,9 +14,9 @@
 --   [4] deadline_ms (int)
 --   nil: the queue has nothing pending
 -- Transitions: pending -> active
-local lease = tonumber(ARGV[2])
+local lease = tonumber(string.match(ARGV[2], '^%-?%d+$'))
 if not lease then
-  return redis.error_reply('ERR lease_ms is not a number')
+  return redis.error_reply('ERR lease_ms is not an integer')
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

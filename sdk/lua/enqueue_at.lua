@@ -17,9 +17,9 @@
 if string.sub(ARGV[1], 1, 3) ~= 'JOB' then
   return redis.error_reply('EMQKIND job id must be JOB-namespaced')
 end
-local run_at = tonumber(ARGV[3])
+local run_at = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not run_at then
-  return redis.error_reply('ERR run_at_ms is not a number')
+  return redis.error_reply('ERR run_at_ms is not an integer')
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0

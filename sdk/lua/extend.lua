@@ -13,9 +13,9 @@
 --   EMQSTALE extend token mismatch -- when the row is gone or its attempts differ from the token
 --   EMQSTALE extend job not active -- when the row is not active
 -- Transitions: active -> active
-local lease = tonumber(ARGV[3])
+local lease = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not lease then
-  return redis.error_reply('ERR lease_ms is not a number')
+  return redis.error_reply('ERR lease_ms is not an integer')
 end
 local att = redis.call('HGET', KEYS[2], 'attempts')
 if att ~= ARGV[2] then return redis.error_reply('EMQSTALE extend token mismatch') end

@@ -9,9 +9,9 @@
 -- ARGV[3] -> ttl_ms (int)
 -- Output: int: the new deadline in server milliseconds when taken or renewed
 --   0 held: another owner holds the lock
-local ttl = tonumber(ARGV[3])
+local ttl = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not ttl then
-  return redis.error_reply('ERR ttl_ms is not a number')
+  return redis.error_reply('ERR ttl_ms is not an integer')
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

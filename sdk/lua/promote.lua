@@ -9,9 +9,9 @@
 -- ARGV[2] -> limit (int)
 -- Output: int: how many jobs moved
 -- Transitions: scheduled -> pending
-local limit = tonumber(ARGV[2])
+local limit = tonumber(string.match(ARGV[2], '^%-?%d+$'))
 if not limit then
-  return redis.error_reply('ERR limit is not a number')
+  return redis.error_reply('ERR limit is not an integer')
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -11,10 +11,10 @@
 -- ARGV[3] -> max_attempts (int): 0 never buries
 -- Output: int: how many expired leases moved (to pending, or to dead when attempts reached max_attempts > 0)
 -- Transitions: active -> pending, active -> dead
-local limit = tonumber(ARGV[2])
-local max_attempts = tonumber(ARGV[3])
+local limit = tonumber(string.match(ARGV[2], '^%-?%d+$'))
+local max_attempts = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not limit or not max_attempts then
-  return redis.error_reply('ERR limit and max_attempts must be numbers')
+  return redis.error_reply('ERR limit and max_attempts must be integers')
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -14,9 +14,9 @@
 --   EMQSTALE retry token mismatch -- when the row is gone or its attempts differ from the token
 --   EMQSTALE retry job not active -- when the row is not active
 -- Transitions: active -> scheduled
-local delay = tonumber(ARGV[3])
+local delay = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not delay then
-  return redis.error_reply('ERR delay_ms is not a number')
+  return redis.error_reply('ERR delay_ms is not an integer')
 end
 local att = redis.call('HGET', KEYS[2], 'attempts')
 if att ~= ARGV[2] then return redis.error_reply('EMQSTALE retry token mismatch') end

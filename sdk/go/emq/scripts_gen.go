@@ -45,34 +45,34 @@ func newScript(name, sha1, source string, keys, argv, keyTypes, argTypes, replyE
 }
 
 // BundleDigest identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version.
-const BundleDigest = "b91104b9dc136b9bb2fc9753a67ebbc9b69f407e"
+const BundleDigest = "015c34e221e8b436b48eff4c10f091da5e0301f9"
 
 // The bundle.
 var (
 	// ScriptEnqueue is the enqueue script: Admit a job, idempotent by id.
 	ScriptEnqueue = newScript("enqueue", "3d28ba539be19688deb1de575efab0d1cddb00c1", luaEnqueue, []string{"row", "pending"}, []string{"id", "payload"}, []string{"row", "pending"}, []string{"id", "bytes"}, []string{})
 	// ScriptEnqueueAt is the enqueue_at script: Admit a job that runs at a given server time, idempotent by id.
-	ScriptEnqueueAt = newScript("enqueue_at", "2b81535e1445e788dfda47c8d7f5315c2baabb88", luaEnqueueAt, []string{"row", "schedule"}, []string{"id", "payload", "run_at_ms"}, []string{"row", "schedule"}, []string{"id", "bytes", "int"}, []string{})
+	ScriptEnqueueAt = newScript("enqueue_at", "94e0f788b4cb157515693d4254e6ebd19868d077", luaEnqueueAt, []string{"row", "schedule"}, []string{"id", "payload", "run_at_ms"}, []string{"row", "schedule"}, []string{"id", "bytes", "int"}, []string{})
 	// ScriptClaim is the claim script: Lease the oldest pending job; the claim mints the next token.
-	ScriptClaim = newScript("claim", "ae9d271d21bf84d3d3d3155935cdb76203a87572", luaClaim, []string{"pending", "active"}, []string{"prefix", "lease_ms"}, []string{"pending", "active"}, []string{"prefix", "int"}, []string{"id", "token", "payload", "deadline_ms"})
+	ScriptClaim = newScript("claim", "b5507884acc8e57be47e67b7e0e1410ce42bdc09", luaClaim, []string{"pending", "active"}, []string{"prefix", "lease_ms"}, []string{"pending", "active"}, []string{"prefix", "int"}, []string{"id", "token", "payload", "deadline_ms"})
 	// ScriptExtend is the extend script: Push the lease deadline of an active job.
-	ScriptExtend = newScript("extend", "9328d0464bd076acd4f38cd0306a966e7c29bc88", luaExtend, []string{"active", "row"}, []string{"id", "token", "lease_ms"}, []string{"active", "row"}, []string{"id", "token", "int"}, []string{})
+	ScriptExtend = newScript("extend", "8a248076956a749dea75af1cef53fd685910a6f3", luaExtend, []string{"active", "row"}, []string{"id", "token", "lease_ms"}, []string{"active", "row"}, []string{"id", "token", "int"}, []string{})
 	// ScriptComplete is the complete script: Retire an active job; nothing of it remains.
 	ScriptComplete = newScript("complete", "073d808c03f4566367108206e4ef68228a7cc988", luaComplete, []string{"active", "row"}, []string{"id", "token"}, []string{"active", "row"}, []string{"id", "token"}, []string{})
 	// ScriptRetry is the retry script: Hand an active job back to run again after a delay.
-	ScriptRetry = newScript("retry", "7cb09532be57c0d3008adb9feebeb397833ad6bd", luaRetry, []string{"active", "row", "schedule"}, []string{"id", "token", "delay_ms"}, []string{"active", "row", "schedule"}, []string{"id", "token", "int"}, []string{})
+	ScriptRetry = newScript("retry", "6067a6c3abb69c3eb0e6e0bb3865d0b60cc50002", luaRetry, []string{"active", "row", "schedule"}, []string{"id", "token", "delay_ms"}, []string{"active", "row", "schedule"}, []string{"id", "token", "int"}, []string{})
 	// ScriptBury is the bury script: Move an active job to the morgue.
 	ScriptBury = newScript("bury", "3ec154140eb61f87e1b69e2c981432b110486639", luaBury, []string{"active", "row", "dead"}, []string{"id", "token"}, []string{"active", "row", "dead"}, []string{"id", "token"}, []string{})
 	// ScriptPromote is the promote script: Move scheduled jobs whose run-at has come to pending.
-	ScriptPromote = newScript("promote", "477ab0941da16c8d14255060872c042d3a323213", luaPromote, []string{"schedule", "pending"}, []string{"prefix", "limit"}, []string{"schedule", "pending"}, []string{"prefix", "int"}, []string{})
+	ScriptPromote = newScript("promote", "90f33b15393136996f3e7c056877b01e3e2814ba", luaPromote, []string{"schedule", "pending"}, []string{"prefix", "limit"}, []string{"schedule", "pending"}, []string{"prefix", "int"}, []string{})
 	// ScriptReap is the reap script: Take back expired leases; bury those out of attempts.
-	ScriptReap = newScript("reap", "17002617394329480d4d8873a82a86508b6b348e", luaReap, []string{"active", "pending", "dead"}, []string{"prefix", "limit", "max_attempts"}, []string{"active", "pending", "dead"}, []string{"prefix", "int", "int"}, []string{})
+	ScriptReap = newScript("reap", "bca61d6dd85f76458d7ff9ea47c9003c82609bef", luaReap, []string{"active", "pending", "dead"}, []string{"prefix", "limit", "max_attempts"}, []string{"active", "pending", "dead"}, []string{"prefix", "int", "int"}, []string{})
 	// ScriptRevive is the revive script: Bring a dead job back to pending; its attempts are kept.
 	ScriptRevive = newScript("revive", "a138b6877132ecb5514e62cd37a8ea241b43b3da", luaRevive, []string{"dead", "pending", "row"}, []string{"id"}, []string{"dead", "pending", "row"}, []string{"id"}, []string{})
 	// ScriptFence is the fence script: Claim, raise and read back the keyspace's version; record and read the bundle identity.
 	ScriptFence = newScript("fence", "111fdfe86a157e619b6df412f395015c01de87f3", luaFence, []string{"version", "bundle"}, []string{"version", "semver", "bundle"}, []string{"reserve:version", "reserve:bundle"}, []string{"string", "string", "string"}, []string{"version", "bundle"})
 	// ScriptLock is the lock script: Take or renew a deployment-wide lease.
-	ScriptLock = newScript("lock", "0815589987f81773615fdf467234849aacaedf2c", luaLock, []string{"locks"}, []string{"name", "owner", "ttl_ms"}, []string{"reserve:locks"}, []string{"string", "string", "int"}, []string{})
+	ScriptLock = newScript("lock", "a6dccc1cf9808e3736c51b4d902ade3c91d6c62b", luaLock, []string{"locks"}, []string{"name", "owner", "ttl_ms"}, []string{"reserve:locks"}, []string{"string", "string", "int"}, []string{})
 	// ScriptUnlock is the unlock script: Release a lease held by its owner.
 	ScriptUnlock = newScript("unlock", "7bf2d6935f36630436f45fae3dd706365e5a5dfb", luaUnlock, []string{"locks"}, []string{"name", "owner"}, []string{"reserve:locks"}, []string{"string", "string"}, []string{})
 )
@@ -228,9 +228,9 @@ const luaEnqueueAt = `-- Code generated by emqgen. DO NOT EDIT.
 if string.sub(ARGV[1], 1, 3) ~= 'JOB' then
   return redis.error_reply('EMQKIND job id must be JOB-namespaced')
 end
-local run_at = tonumber(ARGV[3])
+local run_at = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not run_at then
-  return redis.error_reply('ERR run_at_ms is not a number')
+  return redis.error_reply('ERR run_at_ms is not an integer')
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
@@ -317,9 +317,9 @@ const luaClaim = `-- Code generated by emqgen. DO NOT EDIT.
 --   [4] deadline_ms (int)
 --   nil: the queue has nothing pending
 -- Transitions: pending -> active
-local lease = tonumber(ARGV[2])
+local lease = tonumber(string.match(ARGV[2], '^%-?%d+$'))
 if not lease then
-  return redis.error_reply('ERR lease_ms is not a number')
+  return redis.error_reply('ERR lease_ms is not an integer')
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -443,9 +443,9 @@ const luaExtend = `-- Code generated by emqgen. DO NOT EDIT.
 --   EMQSTALE extend token mismatch -- when the row is gone or its attempts differ from the token
 --   EMQSTALE extend job not active -- when the row is not active
 -- Transitions: active -> active
-local lease = tonumber(ARGV[3])
+local lease = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not lease then
-  return redis.error_reply('ERR lease_ms is not a number')
+  return redis.error_reply('ERR lease_ms is not an integer')
 end
 local att = redis.call('HGET', KEYS[2], 'attempts')
 if att ~= ARGV[2] then return redis.error_reply('EMQSTALE extend token mismatch') end
@@ -605,9 +605,9 @@ const luaRetry = `-- Code generated by emqgen. DO NOT EDIT.
 --   EMQSTALE retry token mismatch -- when the row is gone or its attempts differ from the token
 --   EMQSTALE retry job not active -- when the row is not active
 -- Transitions: active -> scheduled
-local delay = tonumber(ARGV[3])
+local delay = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not delay then
-  return redis.error_reply('ERR delay_ms is not a number')
+  return redis.error_reply('ERR delay_ms is not an integer')
 end
 local att = redis.call('HGET', KEYS[2], 'attempts')
 if att ~= ARGV[2] then return redis.error_reply('EMQSTALE retry token mismatch') end
@@ -770,9 +770,9 @@ const luaPromote = `-- Code generated by emqgen. DO NOT EDIT.
 -- ARGV[2] -> limit (int)
 -- Output: int: how many jobs moved
 -- Transitions: scheduled -> pending
-local limit = tonumber(ARGV[2])
+local limit = tonumber(string.match(ARGV[2], '^%-?%d+$'))
 if not limit then
-  return redis.error_reply('ERR limit is not a number')
+  return redis.error_reply('ERR limit is not an integer')
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -851,10 +851,10 @@ const luaReap = `-- Code generated by emqgen. DO NOT EDIT.
 -- ARGV[3] -> max_attempts (int): 0 never buries
 -- Output: int: how many expired leases moved (to pending, or to dead when attempts reached max_attempts > 0)
 -- Transitions: active -> pending, active -> dead
-local limit = tonumber(ARGV[2])
-local max_attempts = tonumber(ARGV[3])
+local limit = tonumber(string.match(ARGV[2], '^%-?%d+$'))
+local max_attempts = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not limit or not max_attempts then
-  return redis.error_reply('ERR limit and max_attempts must be numbers')
+  return redis.error_reply('ERR limit and max_attempts must be integers')
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -1125,9 +1125,9 @@ const luaLock = `-- Code generated by emqgen. DO NOT EDIT.
 -- ARGV[3] -> ttl_ms (int)
 -- Output: int: the new deadline in server milliseconds when taken or renewed
 --   0 held: another owner holds the lock
-local ttl = tonumber(ARGV[3])
+local ttl = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not ttl then
-  return redis.error_reply('ERR ttl_ms is not a number')
+  return redis.error_reply('ERR ttl_ms is not an integer')
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -1,0 +1,764 @@
+package emq_test
+
+// A randomized model-based test of the job lifecycle against a real
+// redis-server. It drives a long random sequence of queue operations, with
+// current and stale tokens, short and long leases, past, near and future
+// run-ats, and after every step:
+//
+//   - scans the keyspace and asserts the spec's invariant on what it finds
+//     (section 3 and 4): every row is a hash of exactly the three fields,
+//     its state names exactly the one set holding its id, no set holds an id
+//     without a row, pending and dead scores are 0, and no other key exists
+//     (but the reserve's and a bystander queue's);
+//   - asserts that no row's attempts ever decreased and that a completed id
+//     never comes back;
+//   - compares the whole keyspace with an in-memory model, and every reply
+//     with the model's expectation (a transition with the current token of
+//     an active job succeeds, anything else is EMQSTALE, and so on).
+//
+// Time enters through claim deadlines and run-ats; the test reads the
+// server's TIME before and after each call, and accepts exactly the
+// outcomes of a script clock inside that window.
+//
+// Reproduce a run with its logged seed:
+//
+//	go test ./sdk/go/emq -run TestInvariant -invariant.seed=N [-invariant.ops=M]
+//
+// or EMQ_INVARIANT_SEED=N (and EMQ_INVARIANT_OPS=M) in the environment.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/internal/redistest"
+	"github.com/echomq/echomq/sdk/go/emq"
+)
+
+var (
+	invariantSeed = flag.Uint64("invariant.seed", 0, "seed of TestInvariant; 0 takes EMQ_INVARIANT_SEED or a fresh one")
+	invariantOps  = flag.Int("invariant.ops", 0, "operations TestInvariant runs; 0 takes EMQ_INVARIANT_OPS or 3000")
+)
+
+const invariantPool = 40 // live job ids at any time
+
+// invJob is the model of one row and its set membership.
+type invJob struct {
+	state    emq.State
+	attempts int64
+	payload  string
+	score    int64 // the score in its set: 0, a lease deadline or a run-at
+}
+
+// invModel is what the keyspace must hold.
+type invModel struct {
+	jobs    map[emq.ID]*invJob
+	retired map[emq.ID]bool    // completed: must never come back
+	tokens  map[emq.ID][]int64 // every token a claim minted for the id
+}
+
+// invSnap is the keyspace as a scan found it.
+type invSnap struct {
+	rows map[emq.ID]map[string]string
+	sets map[emq.Set]map[emq.ID]int64
+}
+
+type invariant struct {
+	t     *testing.T
+	ctx   context.Context
+	c     *emq.Client
+	q     *emq.Queue
+	k     emq.QueueKeys
+	rnd   *rand.Rand
+	seed  uint64
+	model invModel
+	by    emq.QueueKeys    // the bystander queue, which nothing touches
+	pool  []emq.ID         // ids to enqueue and act on
+	floor map[emq.ID]int64 // the highest attempts seen per id
+	step  int
+	trail []string // the last operations, for a failure report
+	stats map[string]*[2]int
+}
+
+func invSettings(t *testing.T) (seed uint64, ops int) {
+	seed, ops = *invariantSeed, *invariantOps
+	if seed == 0 {
+		if s := os.Getenv("EMQ_INVARIANT_SEED"); s != "" {
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				t.Fatalf("EMQ_INVARIANT_SEED=%q: %v", s, err)
+			}
+			seed = v
+		}
+	}
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	if ops == 0 {
+		if s := os.Getenv("EMQ_INVARIANT_OPS"); s != "" {
+			v, err := strconv.Atoi(s)
+			if err != nil {
+				t.Fatalf("EMQ_INVARIANT_OPS=%q: %v", s, err)
+			}
+			ops = v
+		}
+	}
+	if ops <= 0 {
+		ops = 3000
+	}
+	return seed, ops
+}
+
+func TestInvariant(t *testing.T) {
+	seed, ops := invSettings(t)
+	t.Logf("seed %d, %d operations; reproduce with -invariant.seed=%d -invariant.ops=%d", seed, ops, seed, ops)
+	srv := redistest.Start(t)
+	c := connect(t, srv)
+	q := queue(t, c, "invariant")
+	v := &invariant{
+		t: t, ctx: ctxT(t), c: c, q: q, k: q.Keys(), seed: seed,
+		rnd:   rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		model: invModel{jobs: map[emq.ID]*invJob{}, retired: map[emq.ID]bool{}, tokens: map[emq.ID][]int64{}},
+		floor: map[emq.ID]int64{},
+		stats: map[string]*[2]int{},
+	}
+	for i := 0; i < invariantPool; i++ {
+		v.pool = append(v.pool, mint(t, c, emq.WorkKind))
+	}
+	// Another queue holds a job throughout: nothing done to the first may
+	// touch it.
+	bystander := queue(t, c, "bystander")
+	by := mint(t, c, emq.WorkKind)
+	v.by = bystander.Keys()
+	if ok, err := bystander.Enqueue(v.ctx, by, []byte("untouched")); err != nil || !ok {
+		t.Fatalf("bystander Enqueue = %v, %v", ok, err)
+	}
+
+	type op struct {
+		name   string
+		weight int
+		run    func()
+	}
+	table := []op{
+		{emq.ScriptEnqueue.Name, 10, v.enqueue},
+		{emq.ScriptEnqueueAt.Name, 8, v.enqueueAt},
+		{"foreign kind", 1, v.enqueueKind},
+		{emq.ScriptClaim.Name, 14, v.claim},
+		{emq.ScriptExtend.Name, 5, v.extend},
+		{emq.ScriptComplete.Name, 6, v.complete},
+		{emq.ScriptRetry.Name, 6, v.retry},
+		{emq.ScriptBury.Name, 4, v.bury},
+		{emq.ScriptPromote.Name, 7, v.promote},
+		{emq.ScriptReap.Name, 7, v.reap},
+		{emq.ScriptRevive.Name, 4, v.revive},
+		{"sleep", 1, func() { v.note("sleep 2ms"); time.Sleep(2 * time.Millisecond) }},
+	}
+	total := 0
+	for _, o := range table {
+		total += o.weight
+	}
+	start := time.Now()
+	for v.step = 1; v.step <= ops; v.step++ {
+		n := v.rnd.IntN(total)
+		for _, o := range table {
+			if n < o.weight {
+				o.run()
+				break
+			}
+			n -= o.weight
+		}
+		v.check()
+	}
+	elapsed := time.Since(start)
+
+	if got := hgetall(t, c, mustRow(t, bystander, by)); got[emq.FieldState] != string(emq.StatePending) || got[emq.FieldPayload] != "untouched" {
+		t.Errorf("the bystander queue's job changed: %v", got)
+	}
+	names := make([]string, 0, len(v.stats))
+	for name := range v.stats {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var summary strings.Builder
+	for _, name := range names {
+		fmt.Fprintf(&summary, " %s %d/%d", name, v.stats[name][0], v.stats[name][1])
+	}
+	t.Logf("seed %d: %d operations in %v (succeeded/refused or empty):%s", seed, ops, elapsed.Round(time.Millisecond), summary.String())
+	// The run must have exercised both sides of every operation.
+	if ops >= 3000 {
+		for _, sc := range emq.Scripts() {
+			if sc == emq.ScriptFence || sc == emq.ScriptLock || sc == emq.ScriptUnlock {
+				continue // not queue operations
+			}
+			name := sc.Name
+			if s := v.stats[name]; s == nil || s[0] == 0 || s[1] == 0 {
+				t.Errorf("%s was not exercised both ways: %v (seed %d)", name, s, seed)
+			}
+		}
+		if s := v.stats["reap buried"]; s == nil || s[0] == 0 {
+			t.Errorf("reap never buried a job out of attempts (seed %d)", seed)
+		}
+	}
+}
+
+func mustRow(t *testing.T, q *emq.Queue, id emq.ID) string {
+	t.Helper()
+	r, err := q.Keys().Row(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// note records an operation for the failure report.
+func (v *invariant) note(format string, args ...any) {
+	v.trail = append(v.trail, fmt.Sprintf("%4d ", v.step)+fmt.Sprintf(format, args...))
+	if len(v.trail) > 25 {
+		v.trail = v.trail[1:]
+	}
+}
+
+func (v *invariant) count(name string, ok bool) {
+	s := v.stats[name]
+	if s == nil {
+		s = &[2]int{}
+		v.stats[name] = s
+	}
+	if ok {
+		s[0]++
+	} else {
+		s[1]++
+	}
+}
+
+func (v *invariant) fail(format string, args ...any) {
+	v.t.Helper()
+	v.t.Fatalf("step %d (seed %d): %s\nlast operations:\n%s", v.step, v.seed, fmt.Sprintf(format, args...), strings.Join(v.trail, "\n"))
+}
+
+func (v *invariant) now() int64 { v.t.Helper(); return wireNow(v.t, v.ctx, v.c.Redis()) }
+
+// pick returns a random id of the pool.
+func (v *invariant) pick() emq.ID { return v.pool[v.rnd.IntN(len(v.pool))] }
+
+// pickIn returns a random id whose model state is st, or a random pool id
+// when there is none.
+func (v *invariant) pickIn(st emq.State) emq.ID {
+	var ids []emq.ID
+	for id, j := range v.model.jobs {
+		if j.state == st {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return v.pick()
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
+	return ids[v.rnd.IntN(len(ids))]
+}
+
+// target picks the id of a transition on an active job: mostly an active
+// one, sometimes any id of the pool, sometimes a completed one.
+func (v *invariant) target() emq.ID {
+	switch r := v.rnd.IntN(10); {
+	case r < 7:
+		return v.pickIn(emq.StateActive)
+	case r < 9 || len(v.model.retired) == 0:
+		return v.pick()
+	default:
+		ids := make([]emq.ID, 0, len(v.model.retired))
+		for id := range v.model.retired {
+			ids = append(ids, id)
+		}
+		sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
+		return ids[v.rnd.IntN(len(ids))]
+	}
+}
+
+// token picks the token presented for id: mostly the row's current one,
+// otherwise a stale one (an older claim's, or off by one).
+func (v *invariant) token(id emq.ID) int64 {
+	j := v.model.jobs[id]
+	if j != nil && v.rnd.IntN(10) < 7 {
+		return j.attempts
+	}
+	if old := v.model.tokens[id]; len(old) > 0 && v.rnd.IntN(2) == 0 {
+		return old[v.rnd.IntN(len(old))]
+	}
+	if j != nil {
+		return j.attempts + 1 - 2*int64(v.rnd.IntN(2))
+	}
+	return int64(v.rnd.IntN(4))
+}
+
+// current reports whether a transition on id with token must succeed.
+func (v *invariant) current(id emq.ID, token int64) bool {
+	j := v.model.jobs[id]
+	return j != nil && j.state == emq.StateActive && j.attempts == token
+}
+
+// wantStale checks a refused transition.
+func (v *invariant) wantStale(err error, script string) {
+	v.t.Helper()
+	var ce *emq.ClassError
+	if !errors.Is(err, emq.ErrStale) || !errors.As(err, &ce) || ce.Script != script || ce.Message == "" {
+		v.fail("%s: err = %v; want EMQSTALE from %s", script, err, script)
+	}
+}
+
+func (v *invariant) within(what string, got, lo, hi int64) {
+	v.t.Helper()
+	if got < lo || got > hi {
+		v.fail("%s = %d; want within [%d, %d]", what, got, lo, hi)
+	}
+}
+
+func (v *invariant) payload() string { return "p" + strconv.Itoa(v.step) }
+
+func (v *invariant) enqueue() {
+	id, p := v.pick(), v.payload()
+	v.note("enqueue %v", id)
+	ok, err := v.q.Enqueue(v.ctx, id, []byte(p))
+	_, exists := v.model.jobs[id]
+	if err != nil || ok == exists {
+		v.fail("Enqueue(%v) = %v, %v; the row exists: %v", id, ok, err, exists)
+	}
+	v.count(emq.ScriptEnqueue.Name, ok)
+	if ok {
+		v.model.jobs[id] = &invJob{state: emq.StatePending, payload: p}
+	}
+}
+
+func (v *invariant) enqueueAt() {
+	id, p := v.pick(), v.payload()
+	var off time.Duration
+	switch v.rnd.IntN(3) {
+	case 0:
+		off = -time.Duration(1+v.rnd.IntN(5000)) * time.Millisecond // past
+	case 1:
+		off = time.Duration(v.rnd.IntN(4)) * time.Millisecond // now, or near
+	default:
+		off = time.Duration(20+v.rnd.IntN(300)) * time.Millisecond // future
+	}
+	at := time.UnixMilli(v.now()).Add(off)
+	v.note("enqueue_at %v %+v", id, off)
+	ok, err := v.q.EnqueueAt(v.ctx, id, []byte(p), at)
+	_, exists := v.model.jobs[id]
+	if err != nil || ok == exists {
+		v.fail("EnqueueAt(%v) = %v, %v; the row exists: %v", id, ok, err, exists)
+	}
+	v.count(emq.ScriptEnqueueAt.Name, ok)
+	if ok {
+		v.model.jobs[id] = &invJob{state: emq.StateScheduled, payload: p, score: at.UnixMilli()}
+	}
+}
+
+func (v *invariant) enqueueKind() {
+	k := emq.KindORD
+	if v.rnd.IntN(2) == 0 {
+		k = emq.KindARC
+	}
+	id := mint(v.t, v.c, k)
+	v.note("enqueue %v", id)
+	ok, err := v.q.Enqueue(v.ctx, id, []byte(v.payload()))
+	var ce *emq.ClassError
+	if ok || !errors.Is(err, emq.ErrKind) || !errors.As(err, &ce) || ce.Script != emq.ScriptEnqueue.Name {
+		v.fail("Enqueue(%v) = %v, %v; want EMQKIND", id, ok, err)
+	}
+	v.count("foreign kind", false)
+}
+
+func (v *invariant) lease() time.Duration {
+	if v.rnd.IntN(2) == 0 {
+		return time.Millisecond
+	}
+	return time.Hour
+}
+
+func (v *invariant) claim() {
+	lease := v.lease()
+	v.note("claim %v", lease)
+	var head emq.ID
+	for id, j := range v.model.jobs {
+		if j.state == emq.StatePending && (head.IsZero() || id.String() < head.String()) {
+			head = id
+		}
+	}
+	t0 := v.now()
+	job, ok, err := v.q.Claim(v.ctx, lease)
+	t1 := v.now()
+	if err != nil {
+		v.fail("Claim: %v", err)
+	}
+	v.count(emq.ScriptClaim.Name, ok)
+	if head.IsZero() {
+		if ok {
+			v.fail("Claim = %v; the model has nothing pending", job.ID)
+		}
+		return
+	}
+	j := v.model.jobs[head]
+	if !ok || job.ID != head || job.Token != j.attempts+1 || string(job.Payload) != j.payload {
+		v.fail("Claim = %+v, %v; want %v token %d payload %q", job, ok, head, j.attempts+1, j.payload)
+	}
+	v.within("claim deadline", job.Deadline.UnixMilli(), t0+lease.Milliseconds(), t1+lease.Milliseconds())
+	j.state, j.attempts, j.score = emq.StateActive, job.Token, job.Deadline.UnixMilli()
+	v.model.tokens[head] = append(v.model.tokens[head], job.Token)
+}
+
+func (v *invariant) extend() {
+	id := v.target()
+	tok, lease := v.token(id), v.lease()
+	v.note("extend %v token %d %v", id, tok, lease)
+	t0 := v.now()
+	until, err := v.q.Extend(v.ctx, id, tok, lease)
+	t1 := v.now()
+	v.count(emq.ScriptExtend.Name, err == nil)
+	if !v.current(id, tok) {
+		v.wantStale(err, emq.ScriptExtend.Name)
+		return
+	}
+	if err != nil {
+		v.fail("Extend(%v, %d) with the current token: %v", id, tok, err)
+	}
+	v.within("extend deadline", until.UnixMilli(), t0+lease.Milliseconds(), t1+lease.Milliseconds())
+	v.model.jobs[id].score = until.UnixMilli()
+}
+
+func (v *invariant) complete() {
+	id := v.target()
+	tok := v.token(id)
+	v.note("complete %v token %d", id, tok)
+	err := v.q.Complete(v.ctx, id, tok)
+	v.count(emq.ScriptComplete.Name, err == nil)
+	if !v.current(id, tok) {
+		v.wantStale(err, emq.ScriptComplete.Name)
+		return
+	}
+	if err != nil {
+		v.fail("Complete(%v, %d) with the current token: %v", id, tok, err)
+	}
+	delete(v.model.jobs, id)
+	v.model.retired[id] = true
+	// Ids are never reused: a fresh one takes the completed one's place.
+	for i, p := range v.pool {
+		if p == id {
+			v.pool[i] = mint(v.t, v.c, emq.WorkKind)
+		}
+	}
+}
+
+func (v *invariant) retry() {
+	id := v.target()
+	tok := v.token(id)
+	var delay time.Duration
+	switch v.rnd.IntN(3) {
+	case 0: // due at once
+	case 1:
+		delay = time.Duration(1+v.rnd.IntN(3)) * time.Millisecond
+	default:
+		delay = time.Duration(20+v.rnd.IntN(300)) * time.Millisecond
+	}
+	v.note("retry %v token %d %v", id, tok, delay)
+	t0 := v.now()
+	at, err := v.q.Retry(v.ctx, id, tok, delay)
+	t1 := v.now()
+	v.count(emq.ScriptRetry.Name, err == nil)
+	if !v.current(id, tok) {
+		v.wantStale(err, emq.ScriptRetry.Name)
+		return
+	}
+	if err != nil {
+		v.fail("Retry(%v, %d) with the current token: %v", id, tok, err)
+	}
+	v.within("retry run-at", at.UnixMilli(), t0+delay.Milliseconds(), t1+delay.Milliseconds())
+	j := v.model.jobs[id]
+	j.state, j.score = emq.StateScheduled, at.UnixMilli()
+}
+
+func (v *invariant) bury() {
+	id := v.target()
+	tok := v.token(id)
+	v.note("bury %v token %d", id, tok)
+	err := v.q.Bury(v.ctx, id, tok)
+	v.count(emq.ScriptBury.Name, err == nil)
+	if !v.current(id, tok) {
+		v.wantStale(err, emq.ScriptBury.Name)
+		return
+	}
+	if err != nil {
+		v.fail("Bury(%v, %d) with the current token: %v", id, tok, err)
+	}
+	j := v.model.jobs[id]
+	j.state, j.score = emq.StateDead, 0
+}
+
+func (v *invariant) revive() {
+	id := v.pickIn(emq.StateDead)
+	if v.rnd.IntN(4) == 0 {
+		id = v.pick()
+	}
+	v.note("revive %v", id)
+	ok, err := v.q.Revive(v.ctx, id)
+	j := v.model.jobs[id]
+	want := j != nil && j.state == emq.StateDead
+	if err != nil || ok != want {
+		v.fail("Revive(%v) = %v, %v; want %v", id, ok, err, want)
+	}
+	v.count(emq.ScriptRevive.Name, ok)
+	if ok {
+		j.state, j.score = emq.StatePending, 0
+	}
+}
+
+// due returns the ids of state st in the order a script scanning its set
+// BYSCORE meets them, and how many are due by t0 and by t1.
+func (v *invariant) due(st emq.State, t0, t1 int64) (order []emq.ID, by0, by1 int) {
+	for id, j := range v.model.jobs {
+		if j.state == st {
+			order = append(order, id)
+		}
+	}
+	sort.Slice(order, func(a, b int) bool {
+		ja, jb := v.model.jobs[order[a]], v.model.jobs[order[b]]
+		if ja.score != jb.score {
+			return ja.score < jb.score
+		}
+		return order[a].String() < order[b].String()
+	})
+	for _, id := range order {
+		s := v.model.jobs[id].score
+		if s <= t0 {
+			by0++
+		}
+		if s <= t1 {
+			by1++
+		}
+	}
+	return order, by0, by1
+}
+
+// moved checks a promote or reap reply n against the due window: n jobs,
+// exactly the first n in set order, as many as a script clock between t0
+// and t1 could have found due, capped at limit.
+func (v *invariant) moved(what string, n, limit int, order []emq.ID, by0, by1 int) []emq.ID {
+	v.t.Helper()
+	if lo, hi := min(limit, by0), min(limit, by1); n < lo || n > hi {
+		v.fail("%s moved %d; want %d..%d (limit %d, due %d..%d of %d)", what, n, lo, hi, limit, by0, by1, len(order))
+	}
+	return order[:n]
+}
+
+func (v *invariant) promote() {
+	limit := 1 + v.rnd.IntN(8)
+	v.note("promote %d", limit)
+	t0 := v.now()
+	n, err := v.q.Promote(v.ctx, limit)
+	t1 := v.now()
+	if err != nil {
+		v.fail("Promote: %v", err)
+	}
+	v.count(emq.ScriptPromote.Name, n > 0)
+	order, by0, by1 := v.due(emq.StateScheduled, t0, t1)
+	for _, id := range v.moved(emq.ScriptPromote.Name, n, limit, order, by0, by1) {
+		j := v.model.jobs[id]
+		j.state, j.score = emq.StatePending, 0
+	}
+}
+
+func (v *invariant) reap() {
+	limit, maxAttempts := 1+v.rnd.IntN(8), 0
+	if v.rnd.IntN(2) == 0 {
+		maxAttempts = 1 + v.rnd.IntN(4)
+	}
+	v.note("reap %d max %d", limit, maxAttempts)
+	t0 := v.now()
+	n, err := v.q.Reap(v.ctx, limit, maxAttempts)
+	t1 := v.now()
+	if err != nil {
+		v.fail("Reap: %v", err)
+	}
+	v.count(emq.ScriptReap.Name, n > 0)
+	order, by0, by1 := v.due(emq.StateActive, t0, t1)
+	for _, id := range v.moved(emq.ScriptReap.Name, n, limit, order, by0, by1) {
+		j := v.model.jobs[id]
+		if maxAttempts > 0 && j.attempts >= int64(maxAttempts) {
+			j.state = emq.StateDead
+			v.count("reap buried", true)
+		} else {
+			j.state = emq.StatePending
+		}
+		j.score = 0
+	}
+}
+
+// other reports whether key is none of the queue's business: a reserve
+// member, or a key of the bystander queue.
+func (v *invariant) other(key string) bool {
+	switch key {
+	case emq.KeyVersion, emq.KeyBundle, emq.KeyLocks:
+		return true
+	}
+	for _, s := range emq.Sets() {
+		if key == v.by.Set(s) {
+			return true
+		}
+	}
+	return strings.HasPrefix(key, v.by.RowPrefix())
+}
+
+// scan reads the queue's keyspace: every key of the server but the reserve
+// and the bystander's, its type, and the row or set it holds.
+func (v *invariant) scan() invSnap {
+	v.t.Helper()
+	rc := v.c.Redis()
+	keys, err := rc.Do(v.ctx, rc.B().Keys().Pattern("*").Build()).AsStrSlice()
+	if err != nil {
+		v.fail("KEYS: %v", err)
+	}
+	snap := invSnap{rows: map[emq.ID]map[string]string{}, sets: map[emq.Set]map[emq.ID]int64{}}
+	setOf := map[string]emq.Set{}
+	for _, s := range emq.Sets() {
+		setOf[v.k.Set(s)] = s
+	}
+	var cmds rueidis.Commands
+	var mine []string
+	for _, key := range keys {
+		if v.other(key) {
+			continue
+		}
+		mine = append(mine, key)
+		cmds = append(cmds, rc.B().Type().Key(key).Build())
+		if _, ok := setOf[key]; ok {
+			cmds = append(cmds, rc.B().Zrange().Key(key).Min("0").Max("-1").Withscores().Build())
+		} else {
+			cmds = append(cmds, rc.B().Hgetall().Key(key).Build())
+		}
+	}
+	res := rc.DoMulti(v.ctx, cmds...)
+	for i, key := range mine {
+		typ, err := res[2*i].ToString()
+		if err != nil {
+			v.fail("TYPE %s: %v", key, err)
+		}
+		if s, ok := setOf[key]; ok {
+			if typ != "zset" {
+				v.fail("set %s is a %s", key, typ)
+			}
+			zs, err := res[2*i+1].AsZScores()
+			if err != nil {
+				v.fail("ZRANGE %s: %v", key, err)
+			}
+			members := map[emq.ID]int64{}
+			for _, z := range zs {
+				id, err := emq.ParseID(z.Member)
+				if err != nil {
+					v.fail("set %s holds %q, not an id: %v", s, z.Member, err)
+				}
+				if z.Score != float64(int64(z.Score)) {
+					v.fail("set %s scores %v at %f, not a whole millisecond", s, id, z.Score)
+				}
+				members[id] = int64(z.Score)
+			}
+			snap.sets[s] = members
+			continue
+		}
+		idText, ok := strings.CutPrefix(key, v.k.RowPrefix())
+		if !ok {
+			v.fail("unknown key %q: neither a row nor a set of the queue", key)
+		}
+		id, err := emq.ParseID(idText)
+		if err != nil {
+			v.fail("row key %q does not end in an id: %v", key, err)
+		}
+		if typ != "hash" {
+			v.fail("row %s is a %s", key, typ)
+		}
+		row, err := res[2*i+1].AsStrMap()
+		if err != nil {
+			v.fail("HGETALL %s: %v", key, err)
+		}
+		snap.rows[id] = row
+	}
+	return snap
+}
+
+// invariantHolds asserts the spec's invariant on a snapshot alone.
+func (v *invariant) invariantHolds(s invSnap) {
+	v.t.Helper()
+	for id, row := range s.rows {
+		if len(row) != len(emq.RowFields()) {
+			v.fail("row %v has %d fields, want exactly %v: %v", id, len(row), emq.RowFields(), row)
+		}
+		for _, f := range emq.RowFields() {
+			if _, ok := row[f]; !ok {
+				v.fail("row %v lacks %s: %v", id, f, row)
+			}
+		}
+		st, ok := emq.ParseState(row[emq.FieldState])
+		if !ok {
+			v.fail("row %v has state %q", id, row[emq.FieldState])
+		}
+		if a, err := strconv.ParseInt(row[emq.FieldToken], 10, 64); err != nil || a < 0 || strconv.FormatInt(a, 10) != row[emq.FieldToken] {
+			v.fail("row %v has %s %q, not a decimal count", id, emq.FieldToken, row[emq.FieldToken])
+		}
+		for _, set := range emq.Sets() {
+			_, in := s.sets[set][id]
+			if want := set == st.Set(); in != want {
+				v.fail("row %v is %s but membership in %s is %v", id, st, set, in)
+			}
+		}
+	}
+	for set, members := range s.sets {
+		for id, score := range members {
+			if _, ok := s.rows[id]; !ok {
+				v.fail("%s holds %v without a row", set, id)
+			}
+			if set.Lex() && score != 0 {
+				v.fail("%s scores %v at %d, want 0", set, id, score)
+			}
+		}
+	}
+}
+
+// check scans the keyspace after a step and holds it against the invariant,
+// the attempts floor and the model.
+func (v *invariant) check() {
+	v.t.Helper()
+	s := v.scan()
+	v.invariantHolds(s)
+	for id, row := range s.rows {
+		a, _ := strconv.ParseInt(row[emq.FieldToken], 10, 64)
+		if a < v.floor[id] {
+			v.fail("the attempts of %v went down from %d to %d", id, v.floor[id], a)
+		}
+		v.floor[id] = a
+		if v.model.retired[id] {
+			v.fail("completed %v came back: %v", id, row)
+		}
+	}
+	if len(s.rows) != len(v.model.jobs) {
+		v.fail("%d rows; the model has %d", len(s.rows), len(v.model.jobs))
+	}
+	for id, j := range v.model.jobs {
+		row, ok := s.rows[id]
+		want := map[string]string{emq.FieldState: string(j.state), emq.FieldToken: strconv.FormatInt(j.attempts, 10), emq.FieldPayload: j.payload}
+		if !ok || !maps.Equal(row, want) {
+			v.fail("row %v = %v; the model says %v", id, row, want)
+		}
+		if got, in := s.sets[j.state.Set()][id]; !in || got != j.score {
+			v.fail("%v scores %d in %s (in %v); the model says %d", id, got, j.state.Set(), in, j.score)
+		}
+	}
+}
