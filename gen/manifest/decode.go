@@ -120,20 +120,6 @@ func kindName(n *yaml.Node) string {
 	return "an empty document"
 }
 
-// pathKey writes a mapping key into a value's path in messages, quoted
-// unless it is a plain name, so that a message stays on one line.
-func pathKey(k string) string {
-	for _, r := range k {
-		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			return strconv.Quote(k)
-		}
-	}
-	if k == "" {
-		return `""`
-	}
-	return k
-}
-
 // decode fills v (addressable) from n. what names the value in messages.
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, what string) {
 	if n.Kind == yaml.AliasNode {
@@ -182,7 +168,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, what string) {
 			k, val := n.Content[i], n.Content[i+1]
 			var p Pair
 			d.decode(k, reflect.ValueOf(&p.Key).Elem(), what+" key")
-			d.decode(val, reflect.ValueOf(&p.Value).Elem(), what+"."+pathKey(k.Value))
+			d.decode(val, reflect.ValueOf(&p.Value).Elem(), what+"."+k.Value)
 			if first := seen[k.Value]; first != nil {
 				d.errorf(k, "%s: duplicate key %q (first at line %d)", what, k.Value, first.Line)
 			} else {

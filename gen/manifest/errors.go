@@ -28,9 +28,13 @@ type Errors struct {
 	List []Error
 }
 
+// lineBreaks escapes the line breaks a message may quote raw from the
+// manifest, so that each problem stays on its line.
+var lineBreaks = strings.NewReplacer("\r", `\r`, "\n", `\n`)
+
 // Add records a problem at pos.
 func (e *Errors) Add(pos Pos, msg string) {
-	e.List = append(e.List, Error{File: e.File, Pos: pos, Msg: msg})
+	e.List = append(e.List, Error{File: e.File, Pos: pos, Msg: lineBreaks.Replace(msg)})
 }
 
 // Addf records a formatted problem at pos.

@@ -3,8 +3,10 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -385,6 +387,38 @@ func TestQueuePatternMaxLen(t *testing.T) {
 	} {
 		if got, err := regexpMaxLen(tc.pattern); err != nil || got != tc.want {
 			t.Errorf("regexpMaxLen(%q) = %d, %v; want %d", tc.pattern, got, err, tc.want)
+		}
+	}
+}
+
+// TestErrorsStayOnOneLine edits the real manifest so that names and
+// patterns carry raw line breaks, which messages quote back: each problem
+// must still print on one line of its own.
+func TestErrorsStayOnOneLine(t *testing.T) {
+	real, err := os.ReadFile(realManifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, edit := range [][2]string{
+		{`pattern: "[a-z0-9][a-z0-9_.-]{0,63}"`, `pattern: "[a-z0-9\n"`},
+		{`pattern: "[A-Z]{3}"`, `pattern: "[A-Z\n"`},
+		{`"probe:${queue}"]`, `"probe:${que\nue}"]`},
+		{"    - key: dead\n", "    - key: \"de\\nad\"\n"},
+		{"  - word: EMQKIND\n", "  - word: \"EMQ\\r\\nKIND\"\n"},
+	} {
+		if !strings.Contains(string(real), edit[0]) {
+			t.Fatalf("the manifest has no %q to edit", edit[0])
+		}
+		data := strings.Replace(string(real), edit[0], edit[1], 1)
+		_, err := Parse("protocol.yaml", []byte(data))
+		if err == nil {
+			t.Errorf("edit %q: the manifest loads; it must be refused", edit[1])
+			continue
+		}
+		for _, line := range strings.Split(err.Error(), "\n") {
+			if !errLineRE.MatchString(line) {
+				t.Errorf("edit %q: line %q is not protocol.yaml:line:col: message", edit[1], line)
+			}
 		}
 	}
 }

@@ -128,7 +128,7 @@ func (r *resolver) ids() {
 		r.errf(in.Pos, "ids: kind and body lengths must be 1..%d", maxIDPart)
 		return
 	}
-	if re, err := regexp.Compile(`^(?:` + c.KindPattern + `)$`); err != nil {
+	if re, err := anchored(c.KindPattern); err != nil {
 		r.errf(in.Kind.Pattern.Pos, "ids.kind.pattern: %v", err)
 	} else {
 		for _, probe := range []string{strings.Repeat("A", c.KindLength), strings.Repeat("Z", c.KindLength)} {
@@ -230,7 +230,7 @@ const maxIDPart = 64
 
 func (r *resolver) kinds() {
 	names := r.unique("kind")
-	re, _ := regexp.Compile(`^(?:` + r.p.IDs.KindPattern + `)$`)
+	re, _ := anchored(r.p.IDs.KindPattern)
 	var work []manifest.Kind
 	for _, k := range r.m.Kinds {
 		names.add(k.Name)
@@ -261,7 +261,7 @@ var hostileQueueNames = []string{"", "a{b", "a}b", "a:b", "a b", "a\nb", "{emq}"
 func (r *resolver) queues() {
 	in, q := r.m.Queues, &r.p.Queues
 	q.Pattern, q.Summary = in.Pattern.V, in.Summary.V
-	re, err := regexp.Compile(`^(?:` + q.Pattern + `)$`)
+	re, err := anchored(q.Pattern)
 	if err != nil {
 		r.errf(in.Pattern.Pos, "queues.pattern: %v", err)
 		return
@@ -820,6 +820,16 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// anchored compiles a manifest pattern to match whole strings. The pattern
+// must compile on its own first, so that an unbalanced parenthesis cannot
+// slip out of the anchoring group ("a)|(b").
+func anchored(pattern string) (*regexp.Regexp, error) {
+	if _, err := regexp.Compile(pattern); err != nil {
+		return nil, err
+	}
+	return regexp.Compile(`^(?:` + pattern + `)$`)
 }
 
 // regexpMaxLen returns the longest string a pattern matches, or -1 when it
