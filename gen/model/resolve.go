@@ -118,6 +118,7 @@ func (r *resolver) header() {
 
 func (r *resolver) ids() {
 	in, c := r.m.IDs, &r.p.IDs
+	before := len(r.errs.List) // the examples need a sound canon, not a sound manifest
 	c.Length, c.KindLength, c.BodyLength = int(in.Length.V), int(in.Kind.Length.V), int(in.Body.Length.V)
 	c.KindPattern, c.Encoding, c.Alphabet = in.Kind.Pattern.V, in.Body.Encoding.V, in.Body.Alphabet.V
 	c.BodySummary, c.Uniqueness = in.Body.Summary.V, in.Uniqueness.V
@@ -196,7 +197,7 @@ func (r *resolver) ids() {
 			r.errf(in.Body.Length.Pos, "ids.body.length %d cannot hold a 63-bit snowflake in base62", c.BodyLength)
 		}
 	}
-	if r.errs.Err() != nil {
+	if len(r.errs.List) > before {
 		return
 	}
 	for _, ex := range in.Examples {
