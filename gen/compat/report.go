@@ -1,0 +1,221 @@
+package compat
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/echomq/echomq/gen/model"
+)
+
+// Report is the verdict on a change of the manifest: its findings, the
+// bump they require, the bump the versions declare, and whether the
+// change may land.
+type Report struct {
+	From     string    `json:"from"`
+	To       string    `json:"to"`
+	OldFile  string    `json:"old_file"`
+	NewFile  string    `json:"new_file"`
+	Required Bump      `json:"required"`
+	Declared Bump      `json:"declared"`
+	OK       bool      `json:"ok"`
+	Problems []string  `json:"problems"`
+	Changes  []Finding `json:"changes"`
+}
+
+// Judge compares old with new and decides. The change may land when the
+// version never decreases, no finding is invalid, the declared bump is at
+// least the required one (a change that touches no wire byte, such as
+// prose, may also land without a version change), and the history records
+// a changed version. Every problem says what to do.
+func Judge(old, new Side) (*Report, error) {
+	from, err := model.ParseSemver(old.Manifest.Version.V)
+	if err != nil {
+		return nil, fmt.Errorf("%s: version: %v", old.File, err)
+	}
+	to, err := model.ParseSemver(new.Manifest.Version.V)
+	if err != nil {
+		return nil, fmt.Errorf("%s: version: %v", new.File, err)
+	}
+	fs := Compare(old, new)
+	r := &Report{From: from.String(), To: to.String(), OldFile: old.File, NewFile: new.File, Required: Required(fs), Changes: fs, Problems: []string{}}
+	if r.Changes == nil {
+		r.Changes = []Finding{}
+	}
+	declared, up := Declared(from, to)
+	r.Declared = declared
+	if !up {
+		r.Problems = append(r.Problems, fmt.Sprintf("the version went down from %s to %s: versions are recorded monotonically; set version to %s or higher", from, to, next(from, max(r.Required, Patch))))
+	}
+	for _, f := range fs {
+		if f.Bump == Invalid {
+			r.Problems = append(r.Problems, fmt.Sprintf("%s %s at %s: refused at any bump — %s Undo it (%s).", f.Rule, f.Path, f.Where(), purposeOf(f.Rule), f.Message))
+		}
+	}
+	switch {
+	case !up:
+	case declared >= r.Required:
+	case declared == None && !Wire(fs):
+		// Prose only: it may wait for the next release.
+	default:
+		var why []string
+		for _, f := range fs {
+			if f.Bump == r.Required {
+				why = append(why, f.Rule+" "+f.Path)
+			}
+		}
+		r.Problems = append(r.Problems, fmt.Sprintf("these changes require a %s bump but %s → %s declares %s (%s): set version to %s and add its history entry, or undo them",
+			r.Required, from, to, declared, strings.Join(why, ", "), next(from, r.Required)))
+	}
+	if declared != None && up && !hasHistory(new, to) {
+		r.Problems = append(r.Problems, fmt.Sprintf("governance.history has no entry for %s: add one with status current (and mark %s released)", to, from))
+	}
+	r.OK = len(r.Problems) == 0
+	return r, nil
+}
+
+func hasHistory(s Side, v model.Semver) bool {
+	for _, h := range s.Manifest.Governance.History {
+		if hv, err := model.ParseSemver(h.Version.V); err == nil && hv == v {
+			return true
+		}
+	}
+	return false
+}
+
+// next is the version a bump of from leads to.
+func next(from model.Semver, b Bump) model.Semver {
+	switch b {
+	case Major, Invalid:
+		return model.Semver{Major: from.Major + 1}
+	case Minor:
+		return model.Semver{Major: from.Major, Minor: from.Minor + 1}
+	case Patch:
+		return model.Semver{Major: from.Major, Minor: from.Minor, Patch: from.Patch + 1}
+	}
+	return from
+}
+
+func purposeOf(id string) string {
+	for _, r := range AllRules() {
+		if r.ID == id {
+			return r.Purpose
+		}
+	}
+	return ""
+}
+
+// Formats are the report formats Write accepts.
+var Formats = []string{"text", "markdown", "json", "github"}
+
+// Write prints the report in a format: text (one finding per line, as a
+// compiler would), markdown (a PR comment), json, or github (GitHub Actions
+// workflow commands that annotate the pull request's files).
+func (r *Report) Write(w io.Writer, format string) error {
+	var b strings.Builder
+	switch format {
+	case "text":
+		r.text(&b)
+	case "markdown":
+		r.markdown(&b)
+	case "json":
+		enc := json.NewEncoder(&b)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	case "github":
+		r.github(&b)
+	default:
+		return fmt.Errorf("format %q is not one of %s", format, strings.Join(Formats, ", "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Text is a finding as one line of text: file:line:col: bump RULE path: message.
+func (f Finding) Text() string {
+	return fmt.Sprintf("%s: %s %s %s: %s", f.Where(), f.Bump, f.Rule, f.Path, f.Message)
+}
+
+func (r *Report) verdict() string {
+	n := len(r.Changes)
+	s := fmt.Sprintf("%s → %s: %d change", r.From, r.To, n)
+	if n != 1 {
+		s += "s"
+	}
+	s += fmt.Sprintf("; required %s, declared %s: ", r.Required, r.Declared)
+	if r.OK {
+		return s + "ok"
+	}
+	return s + "FAIL"
+}
+
+func (r *Report) text(b *strings.Builder) {
+	for _, f := range r.Changes {
+		fmt.Fprintln(b, f.Text())
+	}
+	fmt.Fprintln(b, r.verdict())
+	for _, p := range r.Problems {
+		fmt.Fprintln(b, "  - "+p)
+	}
+}
+
+// mdEscape keeps a value from breaking a Markdown table cell.
+var mdEscape = strings.NewReplacer("|", `\|`, "\n", " ", "`", "'")
+
+func (r *Report) markdown(b *strings.Builder) {
+	mark := "✅"
+	if !r.OK {
+		mark = "❌"
+	}
+	fmt.Fprintf(b, "### %s EchoMQ protocol %s → %s\n\n", mark, r.From, r.To)
+	fmt.Fprintf(b, "**Required bump:** %s · **declared:** %s · **verdict:** ", r.Required, r.Declared)
+	if r.OK {
+		b.WriteString("passes the gate\n\n")
+	} else {
+		b.WriteString("fails the gate\n\n")
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(b, "- %s\n", mdEscape.Replace(p))
+	}
+	if len(r.Problems) > 0 {
+		b.WriteString("\n")
+	}
+	if len(r.Changes) == 0 {
+		b.WriteString("No changes to the protocol.\n")
+		return
+	}
+	b.WriteString("| Bump | Rule | Path | Change | Where |\n|---|---|---|---|---|\n")
+	for _, f := range r.Changes {
+		fmt.Fprintf(b, "| %s | `%s` | `%s` | %s | `%s` |\n", f.Bump, f.Rule, mdEscape.Replace(f.Path), mdEscape.Replace(f.Message), f.Where())
+	}
+	b.WriteString("\n<sub>Generated by `emqgen diff`; rules and their purposes: docs/reviewing.md.</sub>\n")
+}
+
+// GitHub workflow commands escape their data and property values.
+var (
+	ghData  = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
+	ghProps = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
+)
+
+func (r *Report) github(b *strings.Builder) {
+	for _, f := range r.Changes {
+		level := "notice"
+		if f.Bump == Invalid || (f.Bump > r.Declared && !(r.Declared == None && !f.Wire)) {
+			level = "error"
+		}
+		props := []string{"file=" + ghProps.Replace(f.File)}
+		if f.Line > 0 {
+			props = append(props, fmt.Sprintf("line=%d", f.Line), fmt.Sprintf("col=%d", f.Column))
+		}
+		props = append(props, "title="+ghProps.Replace(fmt.Sprintf("%s (%s)", f.Rule, f.Bump)))
+		fmt.Fprintf(b, "::%s %s::%s\n", level, strings.Join(props, ","), ghData.Replace(f.Path+": "+f.Message))
+	}
+	if r.OK {
+		fmt.Fprintf(b, "::notice title=emqgen check::%s\n", ghData.Replace(r.verdict()))
+		return
+	}
+	fmt.Fprintf(b, "::error title=emqgen check::%s\n", ghData.Replace(r.verdict()+"\n"+strings.Join(r.Problems, "\n")))
+}

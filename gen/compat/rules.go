@@ -1,0 +1,339 @@
+package compat
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Rule classifies one kind of manifest change. Rules are tried in the
+// order of Rules(); each explains the changes it matches, so that a later,
+// broader rule never sees them. A change no rule explains is reported as
+// UNCLASSIFIED_CHANGE and requires a major: the classifier fails closed.
+type Rule struct {
+	// ID names the rule in findings, in the style of buf breaking:
+	// <ELEMENT>_NO_DELETE, <ELEMENT>_SAME_<ATTR>, <ELEMENT>_ADDED.
+	ID string
+	// Bump is the version bump a change of this kind requires.
+	Bump Bump
+	// Wire is false for changes that touch no byte a client or server
+	// exchanges (prose, examples, governance text): they may land without
+	// a version change.
+	Wire bool
+	// Purpose says why the change requires Bump.
+	Purpose string
+
+	match matcher
+	say   func(g *group) string
+}
+
+// Unclassified is the rule of changes no other rule recognises.
+const Unclassified = "UNCLASSIFIED_CHANGE"
+
+// docNames are the fields that hold prose only.
+var docNames = map[string]bool{"summary": true, "semantics": true, "invariant": true, "when": true, "server": true, "check": true, "uniqueness": true}
+
+// Rules returns every manifest rule, in the order they are tried. The
+// artifact rules (ArtifactRules) and UNCLASSIFIED_CHANGE come after them.
+func Rules() []Rule {
+	return []Rule{
+		// History: recording the new version is the point of a release.
+		{ID: "HISTORY_ENTRY_ADDED", Bump: None, Purpose: "A release records its version at the end of the history; that is bookkeeping, not a change of the protocol.",
+			match: historyAdded, say: func(g *group) string { return fmt.Sprintf("history entry %s added", g.id(0)) }},
+		{ID: "HISTORY_RELEASED", Bump: None, Purpose: "The entry that was current is marked released or frozen when the next version becomes current.",
+			match: subtree("governance.history[*].status", func(g *group) bool {
+				return len(g.changes) == 1 && g.changes[0].kind == modified && g.changes[0].old.value == "current" && (g.changes[0].new.value == "released" || g.changes[0].new.value == "frozen")
+			}),
+			say: func(g *group) string { return fmt.Sprintf("history entry %s: status %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+
+		// Entries deleted and added.
+		{ID: "KIND_NO_DELETE", Bump: Major, Wire: true, Purpose: "Ids of a deleted kind stop parsing in every client that is upgraded while they are still stored.",
+			match: element(removed, "kinds[*]"), say: sayf("kind %q deleted")},
+		{ID: "KIND_ADDED", Bump: Minor, Wire: true, Purpose: "A new kind is additive registration: old clients never mint it, and no row key changes.",
+			match: element(added, "kinds[*]"), say: sayf("kind %q added")},
+		{ID: "KEY_CLASS_NO_DELETE", Bump: Major, Wire: true, Purpose: "Keys of a deleted class become unreachable and its key types lose their shape.",
+			match: element(removed, "keys.classes[*]"), say: sayf("key class %q deleted")},
+		{ID: "KEY_CLASS_ADDED", Bump: Minor, Wire: true, Purpose: "A new key class widens the grammar without touching an existing key.",
+			match: element(added, "keys.classes[*]"), say: sayf("key class %q added")},
+		{ID: "KEY_TYPE_NO_DELETE", Bump: Major, Wire: true, Purpose: "Clients still write and read a deleted key type; its keys would be orphaned.",
+			match: element(removed, "keys.types[*]"), say: sayf("key type %q deleted")},
+		{ID: "KEY_TYPE_ADDED", Bump: Minor, Wire: true, Purpose: "A new key type is additive registration (spec §8): old clients never touch it.",
+			match: element(added, "keys.types[*]"), say: sayf("key type %q added")},
+		{ID: "ROW_FIELD_SAME_NAME", Bump: Major, Wire: true, Purpose: "A renamed row field is a new field to every stored row and to every client of the old name.",
+			match: fieldRenamed, say: func(g *group) string {
+				return fmt.Sprintf("row field %q renamed to %q (role %s)", g.id(0), g.id(1), g.d.new["row.fields["+escapeIdent(g.id(1))+"].role"].value)
+			}},
+		{ID: "ROW_FIELD_NO_DELETE", Bump: Major, Wire: true, Purpose: "Every stored row carries the field and every client reads it.",
+			match: element(removed, "row.fields[*]"), say: sayf("row field %q deleted")},
+		{ID: "ROW_FIELD_ADDED", Bump: Major, Wire: true, Purpose: "Every writer maintains every row field: a client of a lower minor would write rows without it, so a new field is not additive.",
+			match: element(added, "row.fields[*]"), say: sayf("row field %q added")},
+		{ID: "STATE_NO_DELETE", Bump: Major, Wire: true, Purpose: "Stored rows may hold the deleted state value; no client could place them.",
+			match: element(removed, "row.states[*]"), say: sayf("state %q deleted")},
+		{ID: "STATE_ADDED", Bump: Major, Wire: true, Purpose: "A client of a lower minor cannot read a row in a state it does not know, nor keep the row/set invariant for it.",
+			match: element(added, "row.states[*]"), say: sayf("state %q added")},
+		{ID: "SET_NO_DELETE", Bump: Major, Wire: true, Purpose: "Clients index jobs in every set; a deleted set strands its ids.",
+			match: element(removed, "sets.list[*]"), say: sayf("set %q deleted")},
+		{ID: "SET_ADDED", Bump: Minor, Wire: true, Purpose: "A new set is registration of a new key type's meaning; old clients never touch it.",
+			match: element(added, "sets.list[*]"), say: sayf("set %q added")},
+		{ID: "RESERVE_MEMBER_NO_DELETE", Bump: Major, Wire: true, Purpose: "Clients of this major read and write every reserve member.",
+			match: element(removed, "reserve[*]"), say: sayf("reserve member %q deleted")},
+		{ID: "RESERVE_MEMBER_ADDED_WITHOUT_PROBE", Bump: Invalid, Wire: true, Purpose: "A reserve member is registered together with the probe that proves it on a live server (spec §8); without one it is refused at any bump.",
+			match: element(added, "reserve[*]", noProbe), say: sayf("reserve member %q added without a probe")},
+		{ID: "RESERVE_MEMBER_ADDED", Bump: Minor, Wire: true, Purpose: "A new reserve member with its probe is additive registration (spec §8).",
+			match: element(added, "reserve[*]"), say: sayf("reserve member %q added with its probe")},
+		{ID: "RESERVE_MEMBER_FIELD_NO_DELETE", Bump: Major, Wire: true, Purpose: "Clients still take and release the deleted lock name, or read the deleted field.",
+			match: element(removed, "reserve[*].fields[*]"), say: sayf("reserve member %q: field %q deleted")},
+		{ID: "RESERVE_MEMBER_FIELD_ADDED", Bump: Minor, Wire: true, Purpose: "A new field of a hash member (a new lock name) is additive: old clients never use it.",
+			match: element(added, "reserve[*].fields[*]"), say: sayf("reserve member %q: field %q added")},
+		{ID: "RESERVE_MEMBER_PROBE_NO_DELETE", Bump: Invalid, Wire: true, Purpose: "Every reserve member keeps a probe; removing it is refused at any bump.",
+			match: subtree("reserve[*].probe", probeGone), say: sayf("reserve member %q: probe removed")},
+		{ID: "CLASS_NO_DELETE", Bump: Major, Wire: true, Purpose: "Clients map refusals to typed errors by class; scripts of this major may still issue it.",
+			match: element(removed, "classes[*]"), say: sayf("wire class %q deleted")},
+		{ID: "CLASS_ADDED_WITHOUT_PROBE", Bump: Invalid, Wire: true, Purpose: "A wire class is registered together with the probe that provokes it on a live server (spec §8); without one it is refused at any bump.",
+			match: element(added, "classes[*]", noProbe), say: sayf("wire class %q added without a probe")},
+		{ID: "CLASS_ADDED", Bump: Minor, Wire: true, Purpose: "A new wire class with its probe is additive registration (spec §8); only new scripts issue it.",
+			match: element(added, "classes[*]"), say: sayf("wire class %q added with its probe")},
+		{ID: "CLASS_PROBE_NO_DELETE", Bump: Invalid, Wire: true, Purpose: "Every wire class keeps a probe; removing it is refused at any bump.",
+			match: subtree("classes[*].probe", probeGone), say: sayf("wire class %q: probe removed")},
+		{ID: "SCRIPT_NO_DELETE", Bump: Major, Wire: true, Purpose: "Clients of this major call every script of the bundle.",
+			match: element(removed, "scripts[*]"), say: sayf("script %q deleted")},
+		{ID: "SCRIPT_ADDED", Bump: Minor, Wire: true, Purpose: "A new script is additive registration: old clients never call it.",
+			match: element(added, "scripts[*]"), say: sayf("script %q added")},
+		{ID: "SCRIPT_REFUSAL_NO_DELETE", Bump: Major, Wire: true, Purpose: "Callers rely on the refusal to keep the state it guards; without it the script does something else.",
+			match: element(removed, "scripts[*].refusals[*]"), say: sayf("script %q: refusal %q deleted")},
+		{ID: "SCRIPT_REFUSAL_ADDED", Bump: Major, Wire: true, Purpose: "A caller of the old contract meets an error it was promised it would not.",
+			match: element(added, "scripts[*].refusals[*]"), say: sayf("script %q: refusal %q added")},
+
+		// Text only.
+		{ID: "DOCS_CHANGED", Bump: Patch, Purpose: "Summaries, semantics prose and check labels are documentation: nothing on the wire changes.",
+			match: docsChanged, say: func(g *group) string { return fmt.Sprintf("%s → %s", clip(g.oldValue("")), clip(g.newValue(""))) }},
+
+		// Attributes of entries that exist on both sides.
+		{ID: "PROTOCOL_SAME_NAME", Bump: Major, Wire: true, Purpose: "The protocol's name is the prefix of the version record; every fence would refuse.",
+			match: subtree("protocol"), say: func(g *group) string { return fmt.Sprintf("protocol name %s → %s", g.oldValue(""), g.newValue("")) }},
+		{ID: "ID_SAME_ORDERING", Bump: Major, Wire: true, Purpose: "Ids sort by their text: reordering the alphabet or the snowflake fields reorders every stored id and every set scored by id.",
+			match: idOrdering, say: func(g *group) string { return "id ordering changed: " + g.details() }},
+		{ID: "ID_SAME_FORMAT", Bump: Major, Wire: true, Purpose: "Every stored id and every id in a payload would stop parsing or decode to other facts.",
+			match: firstOf(subtree("ids.length"), subtree("ids.kind"), subtree("ids.body.length"), subtree("ids.body.encoding"), subtree("ids.body.alphabet"), subtree("ids.snowflake")),
+			say: func(g *group) string { return "id format changed: " + g.details() }},
+		{ID: "EXAMPLES_CHANGED", Bump: Patch, Purpose: "Examples are test vectors checked against the grammar they illustrate; the grammar is unchanged.",
+			match: firstOf(subtree("ids.examples"), subtree("ids.invalid_examples"), subtree("queues.examples"), subtree("queues.invalid_examples")),
+			say: func(g *group) string { return "examples changed: " + g.details() }},
+		{ID: "KIND_SAME_WORK", Bump: Major, Wire: true, Purpose: "The work kind is the only kind admitted in the job position; moving it refuses every stored job.",
+			match: subtree("kinds[*].work"), say: func(g *group) string { return fmt.Sprintf("kind %q: work %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+		{ID: "QUEUE_SAME_PATTERN", Bump: Major, Wire: true, Purpose: "Queue names admitted by one side are refused by the other; existing queues may become unreachable.",
+			match: subtree("queues.pattern"), say: func(g *group) string { return fmt.Sprintf("queue pattern %s → %s", g.oldValue(""), g.newValue("")) }},
+		{ID: "KEY_CLASS_SAME_SHAPE", Bump: Major, Wire: true, Purpose: "Every key of the class moves; clients of the old shape write elsewhere.",
+			match: subtree("keys.classes[*].shape"), say: func(g *group) string { return fmt.Sprintf("key class %q: shape %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+		{ID: "KEY_TYPE_SAME_REDIS", Bump: Major, Wire: true, Purpose: "Clients of the old type get WRONGTYPE on every key of it.",
+			match: subtree("keys.types[*].redis"), say: func(g *group) string { return fmt.Sprintf("key type %q: redis type %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+		{ID: "KEY_TYPE_SAME_CLASS", Bump: Major, Wire: true, Purpose: "The key type's keys move to another pattern; clients of the old one lose them.",
+			match: subtree("keys.types[*].class"), say: func(g *group) string { return fmt.Sprintf("key type %q: class %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+		{ID: "ROW_SAME_KEY", Bump: Major, Wire: true, Purpose: "Rows move to another key type; every stored row is lost to new clients.",
+			match: subtree("row.key"), say: func(g *group) string { return fmt.Sprintf("row key type %s → %s", g.oldValue(""), g.newValue("")) }},
+		{ID: "ROW_FIELD_SAME_ROLE", Bump: Major, Wire: true, Purpose: "A field repurposed (spec §8) means one thing to old clients and another to new ones.",
+			match: subtree("row.fields[*].role"), say: func(g *group) string { return fmt.Sprintf("row field %q repurposed: role %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+		{ID: "ROW_FIELD_SAME_ENCODING", Bump: Major, Wire: true, Purpose: "Stored values were written in the old encoding.",
+			match: subtree("row.fields[*].encoding"), say: func(g *group) string { return fmt.Sprintf("row field %q: encoding %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+		{ID: "ROW_FIELD_SAME_INITIAL", Bump: Major, Wire: true, Purpose: "Rows admitted by old and new clients would start differently.",
+			match: subtree("row.fields[*].initial"), say: func(g *group) string { return fmt.Sprintf("row field %q: initial %s", g.id(0), g.details()) }},
+		{ID: "STATE_SAME_SET", Bump: Major, Wire: true, Purpose: "Old clients index the state's ids in the old set; the row/set invariant breaks.",
+			match: subtree("row.states[*].set"), say: func(g *group) string { return fmt.Sprintf("state %q: set %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+		{ID: "SET_SAME_SCORE", Bump: Major, Wire: true, Purpose: "Old clients score members by the old meaning; promote, reap and claim order go wrong.",
+			match: subtree("sets.list[*].score"), say: func(g *group) string { return fmt.Sprintf("set %q: score %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+		{ID: "SET_SAME_MEMBER", Bump: Major, Wire: true, Purpose: "Old clients read members as the old kind of thing.",
+			match: subtree("sets.list[*].member"), say: func(g *group) string { return fmt.Sprintf("set %q: member %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+		{ID: "RESERVE_MEMBER_SAME_REDIS", Bump: Major, Wire: true, Purpose: "Clients of the old type get WRONGTYPE on the member.",
+			match: subtree("reserve[*].redis"), say: func(g *group) string { return fmt.Sprintf("reserve member %q: redis type %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+		{ID: "RESERVE_MEMBER_SAME_VALUE", Bump: Major, Wire: true, Purpose: "The member's stored value is read by every client of this major in its old form.",
+			match: subtree("reserve[*].value"), say: func(g *group) string { return fmt.Sprintf("reserve member %q: value %s", g.id(0), g.details()) }},
+		{ID: "RESERVE_MEMBER_SAME_PROBE", Bump: Major, Wire: true, Purpose: "A changed probe expectation is a changed behaviour of the member: live servers of this major would fail it or pass it for the other meaning.",
+			match: subtree("reserve[*].probe"), say: func(g *group) string { return fmt.Sprintf("reserve member %q: probe changed: %s", g.id(0), g.details()) }},
+		{ID: "CLASS_SAME_WORD", Bump: Major, Wire: true, Purpose: "Clients recognise refusals by the class word; a renamed word is an unknown error to every deployed client.",
+			match: subtree("classes[*].word"), say: func(g *group) string { return fmt.Sprintf("wire class %q: word %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+		{ID: "CLASS_SAME_PROBE", Bump: Major, Wire: true, Purpose: "A changed probe expectation is a changed behaviour of the class on live servers.",
+			match: subtree("classes[*].probe"), say: func(g *group) string { return fmt.Sprintf("wire class %q: probe changed: %s", g.id(0), g.details()) }},
+		{ID: "CLASS_MESSAGE_CHANGED", Bump: Patch, Wire: true, Purpose: "Clients match the class word, never the message text after it; the text is for people.",
+			match: subtree("scripts[*].refusals[*].message"), say: func(g *group) string {
+				return fmt.Sprintf("script %q: refusal %q message %s → %s", g.id(0), g.id(1), g.oldValue(""), g.newValue(""))
+			}},
+		{ID: "SCRIPT_REFUSAL_SAME_CLASS", Bump: Major, Wire: true, Purpose: "Callers map the refusal to a typed error by its class.",
+			match: subtree("scripts[*].refusals[*].class"), say: func(g *group) string {
+				return fmt.Sprintf("script %q: refusal %q class %s → %s", g.id(0), g.id(1), g.oldValue(""), g.newValue(""))
+			}},
+		{ID: "SCRIPT_SAME_KEYS", Bump: Major, Wire: true, Purpose: "Callers pass KEYS by position; a slot added, removed, retyped or reordered sends keys to the wrong place.",
+			match: subtree("scripts[*].keys"), say: func(g *group) string { return fmt.Sprintf("script %q: KEYS changed: %s", g.id(0), g.details()) }},
+		{ID: "SCRIPT_SAME_ARGV", Bump: Major, Wire: true, Purpose: "Callers pass ARGV by position; a slot added, removed, retyped or reordered sends arguments to the wrong place.",
+			match: subtree("scripts[*].argv"), say: func(g *group) string { return fmt.Sprintf("script %q: ARGV changed: %s", g.id(0), g.details()) }},
+		{ID: "SCRIPT_SAME_REPLY", Bump: Major, Wire: true, Purpose: "Callers decode the reply by its shape: its type, its values, its elements by position and whether it may be nil.",
+			match: subtree("scripts[*].reply"), say: func(g *group) string { return fmt.Sprintf("script %q: reply changed: %s", g.id(0), g.details()) }},
+		{ID: "SCRIPT_SAME_TRANSITIONS", Bump: Major, Wire: true, Purpose: "Callers rely on the state changes a script makes; other transitions break the row/set invariant as they know it.",
+			match: subtree("scripts[*].transitions"), say: func(g *group) string { return fmt.Sprintf("script %q: transitions changed: %s", g.id(0), g.details()) }},
+		{ID: "SCRIPT_BODY_CHANGED", Bump: Patch, Wire: true, Purpose: "A body with the same KEYS, ARGV, reply, refusals and transitions keeps the contract; its SHA-1 and the bundle digest change, so it is a release.",
+			match: subtree("scripts[*].body"), say: func(g *group) string { return fmt.Sprintf("script %q: body changed, contract unchanged", g.id(0)) }},
+		{ID: "GOVERNANCE_RULES_CHANGED", Bump: Patch, Purpose: "The manifest's rules are prose for people; the classifier's rules are these.",
+			match: subtree("governance.rules"), say: func(g *group) string { return "governance rules text: " + g.details() }},
+		{ID: "HISTORY_NO_REWRITE", Bump: Invalid, Wire: true, Purpose: "The version history is recorded monotonically: an entry once written is never deleted, reordered or given another version or status.",
+			match: subtree("governance.history"), say: func(g *group) string { return "history rewritten: " + g.details() }},
+		{ID: "ORDER_CHANGED", Bump: Patch, Wire: true, Purpose: "Reordering a registry whose order carries no meaning changes the order of generated code, docs and the bundle digest only.",
+			match: reordered, say: func(g *group) string { return fmt.Sprintf("%s reordered: %s", strings.TrimSuffix(g.root, "#order"), g.details()) }},
+	}
+}
+
+// sayf formats a message from the group's identities.
+func sayf(format string) func(g *group) string {
+	return func(g *group) string {
+		args := make([]any, len(g.ids))
+		for i, s := range g.ids {
+			args[i] = s
+		}
+		return fmt.Sprintf(format, args...)
+	}
+}
+
+// firstOf tries matchers in turn.
+func firstOf(ms ...matcher) matcher {
+	return func(d *differ) []*group {
+		var out []*group
+		for _, m := range ms {
+			out = append(out, m(d)...)
+		}
+		return out
+	}
+}
+
+// noProbe holds for an added entry without a probe.
+func noProbe(g *group) bool { return !g.d.new.has(g.root + ".probe") }
+
+// probeGone holds when the probe existed and is gone.
+func probeGone(g *group) bool {
+	return g.d.old.has(g.root) && !g.d.new.has(g.root)
+}
+
+// historyAdded matches history entries appended after the last one, with
+// the order change their appending makes.
+func historyAdded(d *differ) []*group {
+	const list = "governance.history"
+	oldOrder, newOrder := orderOf(d.old[list+"#order"]), orderOf(d.new[list+"#order"])
+	if len(newOrder) <= len(oldOrder) || !slices.Equal(oldOrder, newOrder[:len(oldOrder)]) {
+		return nil
+	}
+	var out []*group
+	for _, v := range newOrder[len(oldOrder):] {
+		g := d.collect(list+"["+escapeIdent(v)+"]", []string{v})
+		if len(g.changes) == 0 {
+			continue
+		}
+		d.claim(g)
+		out = append(out, g)
+	}
+	for _, c := range d.open() {
+		if c.path == list+"#order" && len(out) > 0 {
+			out[len(out)-1].changes = append(out[len(out)-1].changes, c)
+			d.claimed[c] = true
+		}
+	}
+	return out
+}
+
+// fieldRenamed pairs a deleted row field with an added one of the same
+// role.
+func fieldRenamed(d *differ) []*group {
+	pt := pat("row.fields[*]")
+	var out []*group
+	for _, gone := range d.open() {
+		if gone.kind != removed || gone.old.kind != elementLeaf || d.claimed[gone] {
+			continue
+		}
+		oldIDs, ok := pt.exact(gone.path)
+		if !ok {
+			continue
+		}
+		role := d.old[gone.path+".role"].value
+		for _, came := range d.open() {
+			if came.kind != added || came.new.kind != elementLeaf || d.claimed[came] {
+				continue
+			}
+			newIDs, ok := pt.exact(came.path)
+			if !ok || d.new[came.path+".role"].value != role {
+				continue
+			}
+			g := d.collect(came.path, []string{oldIDs[0], newIDs[0]})
+			g.changes = append(d.collect(gone.path, nil).changes, g.changes...)
+			// The anchor is the new name: the reviewer fixes it there.
+			g.root = came.path
+			for _, c := range d.open() {
+				if c.path == "row.fields#order" {
+					g.changes = append(g.changes, c)
+				}
+			}
+			d.claim(g)
+			out = append(out, g)
+			break
+		}
+	}
+	return out
+}
+
+// docsChanged matches prose leaves of entries that exist on both sides.
+func docsChanged(d *differ) []*group {
+	var out []*group
+	for _, c := range d.open() {
+		name := c.path[strings.LastIndexAny(c.path, ".]")+1:]
+		if !docNames[name] || c.old.kind != scalarLeaf || c.new.kind != scalarLeaf {
+			continue
+		}
+		if d.new.parentAdded(c.path, d.old) || d.old.parentAdded(c.path, d.new) {
+			continue
+		}
+		g := &group{root: c.path, changes: []*change{c}, d: d}
+		d.claim(g)
+		out = append(out, g)
+	}
+	return out
+}
+
+// idOrdering matches an alphabet or a snowflake layout that holds the same
+// members in another order.
+func idOrdering(d *differ) []*group {
+	var out []*group
+	for _, c := range d.open() {
+		if c.kind != modified {
+			continue
+		}
+		var same bool
+		switch c.path {
+		case "ids.body.alphabet":
+			a, b := []rune(c.old.value), []rune(c.new.value)
+			sort.Slice(a, func(i, j int) bool { return a[i] < a[j] })
+			sort.Slice(b, func(i, j int) bool { return b[i] < b[j] })
+			same = slices.Equal(a, b)
+		case "ids.snowflake.layout#order":
+			a, b := slices.Clone(orderOf(c.old)), slices.Clone(orderOf(c.new))
+			slices.Sort(a)
+			slices.Sort(b)
+			same = slices.Equal(a, b)
+		}
+		if same {
+			g := &group{root: c.path, changes: []*change{c}, d: d}
+			d.claim(g)
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// reordered matches a list that holds the same entries in another order.
+func reordered(d *differ) []*group {
+	var out []*group
+	for _, c := range d.open() {
+		if c.kind != modified || c.old.kind != orderLeaf {
+			continue
+		}
+		g := &group{root: c.path, changes: []*change{c}, d: d}
+		d.claim(g)
+		out = append(out, g)
+	}
+	return out
+}

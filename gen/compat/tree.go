@@ -1,0 +1,266 @@
+package compat
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/echomq/echomq/gen/manifest"
+)
+
+// A manifest is compared as a flat set of leaves. Every scalar the manifest
+// gives is a leaf at a path such as keys.types[pending].redis; every entry
+// of a list is also a leaf of its own (keys.types[pending], an element
+// leaf), so that a deleted or added entry is one change; and every list of
+// entries has an order leaf (keys.types#order) listing its entries in file
+// order. Entries are identified by their name (or key, member, id,
+// version, bump), never by position, so that an insertion does not look
+// like a rewrite of everything after it; probe steps, whose order is their
+// meaning, are identified by position.
+
+type leafKind int
+
+const (
+	scalarLeaf  leafKind = iota
+	elementLeaf          // an entry of a list; Value is empty
+	orderLeaf            // the identities of a list's entries, in file order
+)
+
+// leaf is one fact of a manifest.
+type leaf struct {
+	kind  leafKind
+	value string
+	pos   manifest.Pos
+}
+
+// tree is a manifest's leaves by path.
+type tree map[string]leaf
+
+// flatten turns a decoded manifest into leaves.
+func flatten(m *manifest.Manifest) tree {
+	t := tree{}
+	t.walk(reflect.ValueOf(*m), "", m.Pos)
+	return t
+}
+
+var (
+	strType  = reflect.TypeOf(manifest.Str{})
+	intType  = reflect.TypeOf(manifest.Int{})
+	boolType = reflect.TypeOf(manifest.Bool{})
+	mapType  = reflect.TypeOf(manifest.Map{})
+	posType  = reflect.TypeOf(manifest.Pos{})
+)
+
+// identityFields are the fields that identify an entry of a list, in order
+// of preference (a set has a key and a member: its key names it).
+var identityFields = []string{"name", "key", "member", "id", "version", "bump"}
+
+// positional lists are identified by position: their order is their
+// meaning and their entries have no name.
+var positional = map[string]bool{"steps": true}
+
+// orderedScalars are lists of strings whose order is their meaning; they
+// are compared as one value. Other lists of strings are sets.
+var orderedScalars = map[string]bool{"command": true}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// escapeIdent keeps an identity from closing its brackets early.
+func escapeIdent(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `]`, `\]`).Replace(s)
+}
+
+func (t tree) walk(v reflect.Value, path string, pos manifest.Pos) {
+	switch v.Type() {
+	case strType:
+		s := v.Interface().(manifest.Str)
+		t[path] = leaf{value: s.V, pos: s.Pos}
+		return
+	case intType:
+		i := v.Interface().(manifest.Int)
+		if i.Set {
+			t[path] = leaf{value: strconv.FormatInt(i.V, 10), pos: i.Pos}
+		}
+		return
+	case boolType:
+		b := v.Interface().(manifest.Bool)
+		p := b.Pos
+		if p.IsZero() {
+			p = pos
+		}
+		t[path] = leaf{value: strconv.FormatBool(b.V), pos: p}
+		return
+	case mapType:
+		for _, pair := range v.Interface().(manifest.Map) {
+			t[path+"["+escapeIdent(pair.Key.V)+"]"] = leaf{value: pair.Value.V, pos: pair.Value.Pos}
+		}
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			t.walk(v.Elem(), path, pos)
+		}
+	case reflect.Struct:
+		if p := v.FieldByName("Pos"); p.IsValid() && p.Type() == posType {
+			pos = p.Interface().(manifest.Pos)
+		}
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Type().Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if name == "" {
+				continue
+			}
+			t.walk(v.Field(i), join(path, name), pos)
+		}
+	case reflect.Slice:
+		t.list(v, path, pos)
+	default:
+		panic(fmt.Sprintf("compat: cannot flatten %s at %s", v.Type(), path))
+	}
+}
+
+func (t tree) list(v reflect.Value, path string, pos manifest.Pos) {
+	name := path[strings.LastIndexAny(path, ".]")+1:]
+	if v.Type().Elem() == strType {
+		var vals []string
+		for i := 0; i < v.Len(); i++ {
+			vals = append(vals, v.Index(i).Interface().(manifest.Str).V)
+		}
+		if orderedScalars[name] {
+			p := pos
+			if v.Len() > 0 {
+				p = v.Index(0).Interface().(manifest.Str).Pos
+			}
+			b, _ := json.Marshal(vals)
+			t[path] = leaf{value: string(b), pos: p}
+			return
+		}
+		for i := 0; i < v.Len(); i++ {
+			s := v.Index(i).Interface().(manifest.Str)
+			t[path+"["+escapeIdent(s.V)+"]"] = leaf{kind: elementLeaf, pos: s.Pos}
+		}
+		return
+	}
+	var idents []string
+	seen := map[string]int{}
+	first := pos
+	for i := 0; i < v.Len(); i++ {
+		e := v.Index(i)
+		id := strconv.Itoa(i + 1)
+		if !positional[name] {
+			id = identity(e)
+		}
+		if seen[id]++; seen[id] > 1 {
+			id = fmt.Sprintf("%s#%d", id, seen[id])
+		}
+		idents = append(idents, id)
+		ep := pos
+		if p := e.FieldByName("Pos"); p.IsValid() {
+			ep = p.Interface().(manifest.Pos)
+		}
+		if i == 0 {
+			first = ep
+		}
+		epath := path + "[" + escapeIdent(id) + "]"
+		t[epath] = leaf{kind: elementLeaf, pos: ep}
+		t.walk(e, epath, ep)
+	}
+	if v.Len() > 0 {
+		t[path+"#order"] = leaf{kind: orderLeaf, value: strings.Join(idents, "\x00"), pos: first}
+	}
+}
+
+// identity names an entry of a list: its first identity field, or from and
+// to for a transition.
+func identity(e reflect.Value) string {
+	if from, to := e.FieldByName("From"), e.FieldByName("To"); from.IsValid() && to.IsValid() {
+		return from.Interface().(manifest.Str).V + "->" + to.Interface().(manifest.Str).V
+	}
+	for _, f := range identityFields {
+		for i := 0; i < e.NumField(); i++ {
+			name, _, _ := strings.Cut(e.Type().Field(i).Tag.Get("yaml"), ",")
+			if name == f && e.Field(i).Type() == strType {
+				return e.Field(i).Interface().(manifest.Str).V
+			}
+		}
+	}
+	panic(fmt.Sprintf("compat: %s has no identity field", e.Type()))
+}
+
+// changeKind is how a leaf differs between two manifests.
+type changeKind int
+
+const (
+	added changeKind = iota
+	removed
+	modified
+)
+
+// change is one leaf that differs.
+type change struct {
+	path     string
+	kind     changeKind
+	old, new leaf
+}
+
+// side is the leaf that locates the change: the old one for a removal, the
+// new one otherwise.
+func (c *change) side() (leaf, bool) {
+	if c.kind == removed {
+		return c.old, true
+	}
+	return c.new, false
+}
+
+// diffTrees lists the leaves that differ, sorted by path.
+func diffTrees(old, new tree) []*change {
+	var out []*change
+	for p, o := range old {
+		n, ok := new[p]
+		switch {
+		case !ok:
+			out = append(out, &change{path: p, kind: removed, old: o})
+		case o.value != n.value || o.kind != n.kind:
+			out = append(out, &change{path: p, kind: modified, old: o, new: n})
+		}
+	}
+	for p, n := range new {
+		if _, ok := old[p]; !ok {
+			out = append(out, &change{path: p, kind: added, new: n})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out
+}
+
+// under reports whether path is root or lies beneath it.
+func under(path, root string) bool {
+	if !strings.HasPrefix(path, root) {
+		return false
+	}
+	if len(path) == len(root) {
+		return true
+	}
+	switch path[len(root)] {
+	case '.', '[', '#':
+		return true
+	}
+	return false
+}
+
+// orderOf splits an order leaf's value into identities.
+func orderOf(l leaf) []string {
+	if l.value == "" {
+		return nil
+	}
+	return strings.Split(l.value, "\x00")
+}
