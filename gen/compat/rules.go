@@ -45,7 +45,7 @@ func Rules() []Rule {
 			match: subtree("governance.history[*].status", func(g *group) bool {
 				return len(g.changes) == 1 && g.changes[0].kind == modified && g.changes[0].old.value == "current" && (g.changes[0].new.value == "released" || g.changes[0].new.value == "frozen")
 			}),
-			say: func(g *group) string { return fmt.Sprintf("history entry %s: status %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+			say: changed("history entry %s: status")},
 
 		// Entries deleted and added.
 		{ID: "KIND_NO_DELETE", Bump: Major, Wire: true, Purpose: "Ids of a deleted kind stop parsing in every client that is upgraded while they are still stored.",
@@ -111,57 +111,55 @@ func Rules() []Rule {
 
 		// Attributes of entries that exist on both sides.
 		{ID: "PROTOCOL_SAME_NAME", Bump: Major, Wire: true, Purpose: "The protocol's name is the prefix of the version record; every fence would refuse.",
-			match: subtree("protocol"), say: func(g *group) string { return fmt.Sprintf("protocol name %s → %s", g.oldValue(""), g.newValue("")) }},
+			match: subtree("protocol"), say: changed("protocol name")},
 		{ID: "ID_SAME_ORDERING", Bump: Major, Wire: true, Purpose: "Ids sort by their text: reordering the alphabet or the snowflake fields reorders every stored id and every set scored by id.",
 			match: idOrdering, say: func(g *group) string { return "id ordering changed: " + g.details() }},
 		{ID: "ID_SAME_FORMAT", Bump: Major, Wire: true, Purpose: "Every stored id and every id in a payload would stop parsing or decode to other facts.",
 			match: firstOf(subtree("ids.length"), subtree("ids.kind"), subtree("ids.body.length"), subtree("ids.body.encoding"), subtree("ids.body.alphabet"), subtree("ids.snowflake")),
-			say: func(g *group) string { return "id format changed: " + g.details() }},
+			say:   func(g *group) string { return "id format changed: " + g.details() }},
 		{ID: "EXAMPLES_CHANGED", Bump: Patch, Purpose: "Examples are test vectors checked against the grammar they illustrate; the grammar is unchanged.",
 			match: firstOf(subtree("ids.examples"), subtree("ids.invalid_examples"), subtree("queues.examples"), subtree("queues.invalid_examples")),
-			say: func(g *group) string { return "examples changed: " + g.details() }},
+			say:   func(g *group) string { return "examples changed: " + g.details() }},
 		{ID: "KIND_SAME_WORK", Bump: Major, Wire: true, Purpose: "The work kind is the only kind admitted in the job position; moving it refuses every stored job.",
-			match: subtree("kinds[*].work"), say: func(g *group) string { return fmt.Sprintf("kind %q: work %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+			match: subtree("kinds[*].work"), say: changed("kind %q: work")},
 		{ID: "QUEUE_SAME_PATTERN", Bump: Major, Wire: true, Purpose: "Queue names admitted by one side are refused by the other; existing queues may become unreachable.",
-			match: subtree("queues.pattern"), say: func(g *group) string { return fmt.Sprintf("queue pattern %s → %s", g.oldValue(""), g.newValue("")) }},
+			match: subtree("queues.pattern"), say: changed("queue pattern")},
 		{ID: "KEY_CLASS_SAME_SHAPE", Bump: Major, Wire: true, Purpose: "Every key of the class moves; clients of the old shape write elsewhere.",
-			match: subtree("keys.classes[*].shape"), say: func(g *group) string { return fmt.Sprintf("key class %q: shape %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+			match: subtree("keys.classes[*].shape"), say: changed("key class %q: shape")},
 		{ID: "KEY_TYPE_SAME_REDIS", Bump: Major, Wire: true, Purpose: "Clients of the old type get WRONGTYPE on every key of it.",
-			match: subtree("keys.types[*].redis"), say: func(g *group) string { return fmt.Sprintf("key type %q: redis type %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+			match: subtree("keys.types[*].redis"), say: changed("key type %q: redis type")},
 		{ID: "KEY_TYPE_SAME_CLASS", Bump: Major, Wire: true, Purpose: "The key type's keys move to another pattern; clients of the old one lose them.",
-			match: subtree("keys.types[*].class"), say: func(g *group) string { return fmt.Sprintf("key type %q: class %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+			match: subtree("keys.types[*].class"), say: changed("key type %q: class")},
 		{ID: "ROW_SAME_KEY", Bump: Major, Wire: true, Purpose: "Rows move to another key type; every stored row is lost to new clients.",
-			match: subtree("row.key"), say: func(g *group) string { return fmt.Sprintf("row key type %s → %s", g.oldValue(""), g.newValue("")) }},
+			match: subtree("row.key"), say: changed("row key type")},
 		{ID: "ROW_FIELD_SAME_ROLE", Bump: Major, Wire: true, Purpose: "A field repurposed (spec §8) means one thing to old clients and another to new ones.",
-			match: subtree("row.fields[*].role"), say: func(g *group) string { return fmt.Sprintf("row field %q repurposed: role %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+			match: subtree("row.fields[*].role"), say: changed("row field %q repurposed: role")},
 		{ID: "ROW_FIELD_SAME_ENCODING", Bump: Major, Wire: true, Purpose: "Stored values were written in the old encoding.",
-			match: subtree("row.fields[*].encoding"), say: func(g *group) string { return fmt.Sprintf("row field %q: encoding %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+			match: subtree("row.fields[*].encoding"), say: changed("row field %q: encoding")},
 		{ID: "ROW_FIELD_SAME_INITIAL", Bump: Major, Wire: true, Purpose: "Rows admitted by old and new clients would start differently.",
 			match: subtree("row.fields[*].initial"), say: func(g *group) string { return fmt.Sprintf("row field %q: initial %s", g.id(0), g.details()) }},
 		{ID: "STATE_SAME_SET", Bump: Major, Wire: true, Purpose: "Old clients index the state's ids in the old set; the row/set invariant breaks.",
-			match: subtree("row.states[*].set"), say: func(g *group) string { return fmt.Sprintf("state %q: set %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+			match: subtree("row.states[*].set"), say: changed("state %q: set")},
 		{ID: "SET_SAME_SCORE", Bump: Major, Wire: true, Purpose: "Old clients score members by the old meaning; promote, reap and claim order go wrong.",
-			match: subtree("sets.list[*].score"), say: func(g *group) string { return fmt.Sprintf("set %q: score %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+			match: subtree("sets.list[*].score"), say: changed("set %q: score")},
 		{ID: "SET_SAME_MEMBER", Bump: Major, Wire: true, Purpose: "Old clients read members as the old kind of thing.",
-			match: subtree("sets.list[*].member"), say: func(g *group) string { return fmt.Sprintf("set %q: member %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+			match: subtree("sets.list[*].member"), say: changed("set %q: member")},
 		{ID: "RESERVE_MEMBER_SAME_REDIS", Bump: Major, Wire: true, Purpose: "Clients of the old type get WRONGTYPE on the member.",
-			match: subtree("reserve[*].redis"), say: func(g *group) string { return fmt.Sprintf("reserve member %q: redis type %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+			match: subtree("reserve[*].redis"), say: changed("reserve member %q: redis type")},
 		{ID: "RESERVE_MEMBER_SAME_VALUE", Bump: Major, Wire: true, Purpose: "The member's stored value is read by every client of this major in its old form.",
 			match: subtree("reserve[*].value"), say: func(g *group) string { return fmt.Sprintf("reserve member %q: value %s", g.id(0), g.details()) }},
 		{ID: "RESERVE_MEMBER_SAME_PROBE", Bump: Major, Wire: true, Purpose: "A changed probe expectation is a changed behaviour of the member: live servers of this major would fail it or pass it for the other meaning.",
-			match: subtree("reserve[*].probe"), say: func(g *group) string { return fmt.Sprintf("reserve member %q: probe changed: %s", g.id(0), g.details()) }},
+			match: subtree("reserve[*].probe"), say: func(g *group) string {
+				return fmt.Sprintf("reserve member %q: probe changed: %s", g.id(0), g.details())
+			}},
 		{ID: "CLASS_SAME_WORD", Bump: Major, Wire: true, Purpose: "Clients recognise refusals by the class word; a renamed word is an unknown error to every deployed client.",
-			match: subtree("classes[*].word"), say: func(g *group) string { return fmt.Sprintf("wire class %q: word %s → %s", g.id(0), g.oldValue(""), g.newValue("")) }},
+			match: subtree("classes[*].word"), say: changed("wire class %q: word")},
 		{ID: "CLASS_SAME_PROBE", Bump: Major, Wire: true, Purpose: "A changed probe expectation is a changed behaviour of the class on live servers.",
 			match: subtree("classes[*].probe"), say: func(g *group) string { return fmt.Sprintf("wire class %q: probe changed: %s", g.id(0), g.details()) }},
 		{ID: "CLASS_MESSAGE_CHANGED", Bump: Patch, Wire: true, Purpose: "Clients match the class word, never the message text after it; the text is for people.",
-			match: subtree("scripts[*].refusals[*].message"), say: func(g *group) string {
-				return fmt.Sprintf("script %q: refusal %q message %s → %s", g.id(0), g.id(1), g.oldValue(""), g.newValue(""))
-			}},
+			match: subtree("scripts[*].refusals[*].message"), say: changed("script %q: refusal %q message")},
 		{ID: "SCRIPT_REFUSAL_SAME_CLASS", Bump: Major, Wire: true, Purpose: "Callers map the refusal to a typed error by its class.",
-			match: subtree("scripts[*].refusals[*].class"), say: func(g *group) string {
-				return fmt.Sprintf("script %q: refusal %q class %s → %s", g.id(0), g.id(1), g.oldValue(""), g.newValue(""))
-			}},
+			match: subtree("scripts[*].refusals[*].class"), say: changed("script %q: refusal %q class")},
 		{ID: "SCRIPT_SAME_KEYS", Bump: Major, Wire: true, Purpose: "Callers pass KEYS by position; a slot added, removed, retyped or reordered sends keys to the wrong place.",
 			match: subtree("scripts[*].keys"), say: func(g *group) string { return fmt.Sprintf("script %q: KEYS changed: %s", g.id(0), g.details()) }},
 		{ID: "SCRIPT_SAME_ARGV", Bump: Major, Wire: true, Purpose: "Callers pass ARGV by position; a slot added, removed, retyped or reordered sends arguments to the wrong place.",
@@ -177,7 +175,9 @@ func Rules() []Rule {
 		{ID: "HISTORY_NO_REWRITE", Bump: Invalid, Wire: true, Purpose: "The version history is recorded monotonically: an entry once written is never deleted, reordered or given another version or status.",
 			match: subtree("governance.history"), say: func(g *group) string { return "history rewritten: " + g.details() }},
 		{ID: "ORDER_CHANGED", Bump: Patch, Wire: true, Purpose: "Reordering a registry whose order carries no meaning changes the order of generated code, docs and the bundle digest only.",
-			match: reordered, say: func(g *group) string { return fmt.Sprintf("%s reordered: %s", strings.TrimSuffix(g.root, "#order"), g.details()) }},
+			match: reordered, say: func(g *group) string {
+				return fmt.Sprintf("%s reordered: %s", strings.TrimSuffix(g.root, "#order"), g.details())
+			}},
 	}
 }
 
@@ -189,6 +189,14 @@ func sayf(format string) func(g *group) string {
 			args[i] = s
 		}
 		return fmt.Sprintf(format, args...)
+	}
+}
+
+// changed formats a message from the group's identities, followed by the
+// root's old and new value.
+func changed(format string) func(g *group) string {
+	return func(g *group) string {
+		return fmt.Sprintf("%s %s → %s", sayf(format)(g), g.oldValue(""), g.newValue(""))
 	}
 }
 
