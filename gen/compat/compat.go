@@ -129,7 +129,7 @@ func compare(old, new Side, rules []Rule) []Finding {
 		out = append(out, r.finding(g, old.File, new.File))
 	}
 	if old.Surface != nil && new.Surface != nil {
-		out = append(out, compareSurfaces(old, new)...)
+		out = append(out, compareSurfaces(d, old, new)...)
 	}
 	sortFindings(out)
 	return out
