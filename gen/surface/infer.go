@@ -192,7 +192,7 @@ func (p *pkgInfo) constExpr(f *fileCtx, e ast.Expr) (valueType, error) {
 		}
 		return typed(s), nil
 	}
-	return valueType{}, f.errorf(e, "cannot infer the type of a %T", e)
+	return valueType{}, f.errorf(e, "cannot infer the type of %s from the generated files alone", f.text(e))
 }
 
 // combine is the type of a binary operation on constants of types x and y.
@@ -324,7 +324,7 @@ func (p *pkgInfo) valueExpr(f *fileCtx, e ast.Expr) (valueType, error) {
 		}
 		return ts[0], nil
 	}
-	return valueType{}, f.errorf(e, "cannot infer the type of a %T", e)
+	return valueType{}, f.errorf(e, "cannot infer the type of %s from the generated files alone", f.text(e))
 }
 
 // results are the types of the values of a call (or of a single-valued
@@ -406,7 +406,7 @@ func (p *pkgInfo) results(f *fileCtx, e ast.Expr) ([]valueType, error) {
 	case *ast.ArrayType, *ast.StarExpr, *ast.MapType, *ast.ChanType, *ast.FuncType, *ast.InterfaceType, *ast.StructType:
 		return conversion()
 	}
-	return nil, f.errorf(call, "cannot infer the result of a call of a %T", fun)
+	return nil, f.errorf(call, "cannot infer the result of %s from the generated files alone", f.text(call))
 }
 
 func (p *pkgInfo) funcResults(fd *funcDecl, name string) ([]valueType, error) {

@@ -339,7 +339,7 @@ func (p *typePrinter) withTypeParams(fl *ast.FieldList) (*typePrinter, string, e
 func (p *typePrinter) expr(e ast.Expr) (string, error) {
 	var buf bytes.Buffer
 	if err := printer.Fprint(&buf, token.NewFileSet(), e); err != nil {
-		return "", err
+		return "", p.errorf(e, "%v", err)
 	}
 	return strings.Join(strings.Fields(buf.String()), " "), nil
 }
@@ -350,4 +350,13 @@ func (p *typePrinter) errorf(n ast.Node, format string, args ...any) error {
 
 func (c *fileCtx) errorf(n ast.Node, format string, args ...any) error {
 	return fmt.Errorf("surface: %s: %s", c.fset.Position(n.Pos()), fmt.Sprintf(format, args...))
+}
+
+// text is e as written, on one line, for messages.
+func (c *fileCtx) text(e ast.Expr) string {
+	var buf bytes.Buffer
+	if err := printer.Fprint(&buf, token.NewFileSet(), e); err != nil {
+		return fmt.Sprintf("a %T", e)
+	}
+	return strings.Join(strings.Fields(buf.String()), " ")
 }
