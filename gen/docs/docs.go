@@ -12,7 +12,6 @@ package docs
 import (
 	"bytes"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -144,7 +143,7 @@ func funcs(p *model.Protocol, shas map[string]string) template.FuncMap {
 			return c.Shape, nil
 		},
 		"rowRedis":    func() string { t, _ := p.KeyType(p.Row.Key); return t.Redis },
-		"source":      func() string { return filepath.Base(p.File) },
+		"source":      func() string { return emit.Source },
 		"argNote":     func(a model.Arg) string { return argNote(p, a) },
 		"workKind":    func() string { return p.WorkKind().Name },
 		"kindOf":      func(id string) string { return id[:min(len(id), p.IDs.KindLength)] },

@@ -47,7 +47,7 @@ func Emit(p *model.Protocol, b *lua.Bundle) ([]emit.File, error) {
 	for _, g := range gens {
 		f := jen.NewFile(Package)
 		f.HeaderComment(emit.Marker)
-		f.HeaderComment(fmt.Sprintf("Source: protocol.yaml (%s %s). Regenerate with: %s", p.Name, p.Version, emit.Regenerate))
+		f.HeaderComment(fmt.Sprintf("Source: %s (%s %s). Regenerate with: %s", emit.Source, p.Name, p.Version, emit.Regenerate))
 		f.ImportName(rueidisPath, "rueidis")
 		f.ImportName(probePath, "probe")
 		g.fill(f, p, b)

@@ -40,6 +40,8 @@ type Bundle struct {
 func Render(p *model.Protocol) (*Bundle, error) {
 	t, err := template.New("script.lua.tmpl").Funcs(template.FuncMap{
 		"inc":         func(i int) int { return i + 1 },
+		"source":      func() string { return emit.Source },
+		"regenerate":  func() string { return emit.Regenerate },
 		"keyShape":    p.KeyShape,
 		"replyLines":  func(s model.Script) []string { return s.ReplyLines() },
 		"transitions": func(s model.Script) string { return s.TransitionText() },
