@@ -55,6 +55,16 @@ func ParseBump(s string) (Bump, error) {
 // MarshalText writes the bump's name.
 func (b Bump) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
 
+// UnmarshalText reads the bump's name.
+func (b *Bump) UnmarshalText(text []byte) error {
+	v, err := ParseBump(string(text))
+	if err != nil {
+		return err
+	}
+	*b = v
+	return nil
+}
+
 // Declared is the bump between two versions: Major when the major grew,
 // Minor when the minor did, Patch when only the patch did, None when equal.
 // ok is false when to is lower than from.
