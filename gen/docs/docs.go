@@ -26,9 +26,14 @@ import (
 // Path is where the reference is written, relative to the repository root.
 const Path = "docs/protocol.md"
 
+// ChangelogPath is where the changelog is written: the manifest's version
+// history, newest first.
+const ChangelogPath = "docs/CHANGELOG.md"
+
 // Emit renders the protocol reference for p. digest is the Lua bundle's
 // digest and shas maps each script name to the hex SHA-1 of its Lua file;
-// every script of p must have one. It returns exactly one file, Path.
+// every script of p must have one. It returns two files: Path and
+// ChangelogPath.
 func Emit(p *model.Protocol, digest string, shas map[string]string) ([]emit.File, error) {
 	if digest == "" {
 		return nil, fmt.Errorf("docs: the bundle digest is empty")
@@ -54,7 +59,54 @@ func Emit(p *model.Protocol, digest string, shas map[string]string) ([]emit.File
 	if err := t.Execute(&out, data); err != nil {
 		return nil, fmt.Errorf("docs: %w", err)
 	}
-	return []emit.File{{Path: Path, Data: tidy(out.Bytes())}}, nil
+	changelog, err := changelog(p, digest)
+	if err != nil {
+		return nil, err
+	}
+	return []emit.File{{Path: Path, Data: tidy(out.Bytes())}, {Path: ChangelogPath, Data: changelog}}, nil
+}
+
+// entry is one version of the changelog.
+type entry struct {
+	Version, Status, Summary string
+	Bump, Previous           string // the bump from the previous entry, if any
+	Current                  bool
+}
+
+func changelog(p *model.Protocol, digest string) ([]byte, error) {
+	t, err := template.New("CHANGELOG.md.tmpl").Option("missingkey=error").Funcs(funcs(p, nil)).ParseFS(templates.FS, "docs/CHANGELOG.md.tmpl")
+	if err != nil {
+		return nil, fmt.Errorf("docs: %w", err)
+	}
+	h := p.Governance.History
+	var entries []entry
+	for i := len(h) - 1; i >= 0; i-- {
+		e := entry{Version: h[i].Version.String(), Status: h[i].Status, Summary: h[i].Summary, Current: h[i].Status == "current"}
+		if i > 0 {
+			prev, v := h[i-1].Version, h[i].Version
+			e.Previous = prev.String()
+			switch {
+			case v.Major != prev.Major:
+				e.Bump = "major"
+			case v.Minor != prev.Minor:
+				e.Bump = "minor"
+			default:
+				e.Bump = "patch"
+			}
+		}
+		entries = append(entries, e)
+	}
+	var out bytes.Buffer
+	data := struct {
+		Marker, Source, Regenerate string
+		P                          *model.Protocol
+		Entries                    []entry
+		Record, Digest             string
+	}{emit.Marker, emit.Source, emit.Regenerate, p, entries, p.VersionRecord(), digest}
+	if err := t.Execute(&out, data); err != nil {
+		return nil, fmt.Errorf("docs: %w", err)
+	}
+	return tidy(out.Bytes()), nil
 }
 
 // edge is one edge of the job lifecycle: a state change and the scripts

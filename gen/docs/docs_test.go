@@ -36,8 +36,8 @@ func render(t *testing.T, p *model.Protocol) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 1 || files[0].Path != "docs/protocol.md" {
-		t.Fatalf("Emit returned %d files (first %q), want exactly docs/protocol.md", len(files), files[0].Path)
+	if len(files) != 2 || files[0].Path != "docs/protocol.md" || files[1].Path != "docs/CHANGELOG.md" {
+		t.Fatalf("Emit returned %d files (first %q), want docs/protocol.md and docs/CHANGELOG.md", len(files), files[0].Path)
 	}
 	return string(files[0].Data)
 }
@@ -261,5 +261,45 @@ func TestHelpers(t *testing.T) {
 	}
 	if got := tidy([]byte("a  \n\n\n\nb\n```\nx  \n\n\n```\n\n")); !bytes.Equal(got, []byte("a\n\nb\n```\nx  \n\n\n```\n")) {
 		t.Errorf("tidy = %q", got)
+	}
+}
+
+// The changelog lists the history newest first, says each release's bump
+// from the one before, and gives the current version's record and digest.
+func TestChangelog(t *testing.T) {
+	p := load(t)
+	files, err := Emit(p, fakeDigest, fakeShas(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(files[1].Data)
+	if !strings.HasPrefix(log, "<!-- "+emit.Marker+" -->\n") {
+		t.Errorf("the changelog does not open with the generated marker:\n%s", log[:80])
+	}
+	h := p.Governance.History
+	last := -1
+	for i := len(h) - 1; i >= 0; i-- {
+		head := fmt.Sprintf("## %s — %s\n", h[i].Version, h[i].Status)
+		at := strings.Index(log, head)
+		if at < 0 || at < last {
+			t.Errorf("%q missing or out of newest-first order", head)
+		}
+		last = at
+	}
+	cur := h[len(h)-1]
+	if len(h) > 1 {
+		prev := h[len(h)-2]
+		want := "minor"
+		if cur.Version.Major != prev.Version.Major {
+			want = "major"
+		} else if cur.Version.Minor == prev.Version.Minor {
+			want = "patch"
+		}
+		if !strings.Contains(log, fmt.Sprintf("A %s release after %s.", want, prev.Version)) {
+			t.Errorf("the current entry does not say it is a %s release after %s", want, prev.Version)
+		}
+	}
+	if !strings.Contains(log, "`"+p.VersionRecord()+"`") || !strings.Contains(log, "`"+fakeDigest+"`") {
+		t.Error("the current entry lacks its version record or bundle digest")
 	}
 }

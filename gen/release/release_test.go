@@ -34,10 +34,10 @@ func releases(t *testing.T) []release.Release {
 // Each frozen release regenerates to what was released: the same Lua
 // bundle byte for byte (every script's SHA-1 and the digest deployed
 // keyspaces record), a Go API without a break from the recorded one, and,
-// for the release the working manifest is at, every artifact equal to its
-// golden snapshot.
+// for the release the working manifest still is byte for byte, every
+// artifact equal to its golden snapshot.
 func TestFrozenReleasesReproduce(t *testing.T) {
-	current, err := model.Load(filepath.Join(root, "protocol.yaml"))
+	current, err := os.ReadFile(filepath.Join(root, "protocol.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestFrozenReleasesReproduce(t *testing.T) {
 		for _, br := range surface.CompareAPI(api, s.API) {
 			t.Errorf("%s: the regenerated Go API breaks the recorded one: %s", r.Version, br.Message)
 		}
-		if p.Version != current.Version {
+		if frozen, _ := os.ReadFile(r.Manifest); !bytes.Equal(frozen, current) {
 			continue
 		}
 		files, err := artifacts.Build(p)
