@@ -17,6 +17,9 @@ redis-server --version
 echo "== generated files up to date (emqgen gen -check)"
 go run ./cmd/emqgen gen -check
 
+echo "== protocol gate against the newest frozen release (emqgen check)"
+go run ./cmd/emqgen check
+
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
 if [ -n "$unformatted" ]; then
