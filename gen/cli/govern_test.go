@@ -12,13 +12,43 @@ import (
 
 	"github.com/echomq/echomq/gen/cli"
 	"github.com/echomq/echomq/gen/compat"
+	"github.com/echomq/echomq/gen/model"
+	"github.com/echomq/echomq/gen/release"
 )
 
-// branch writes a copy of the committed manifest as a pull request would
-// change it: edit applied, version set and its history entry recorded.
+// frozen is the newest frozen release: the baseline check uses by default.
+func frozen(t *testing.T) release.Release {
+	t.Helper()
+	r, err := release.Newest("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// bumped returns the baseline's version bumped: "patch", "minor", "major",
+// or "same".
+func bumped(t *testing.T, how string) string {
+	v := frozen(t).Version
+	switch how {
+	case "patch":
+		v.Patch++
+	case "minor":
+		v.Minor, v.Patch = v.Minor+1, 0
+	case "major":
+		v = model.Semver{Major: v.Major + 1}
+	case "down":
+		v = model.Semver{Major: v.Major - 1, Minor: 9}
+	}
+	return v.String()
+}
+
+// branch writes a copy of the newest frozen release as a pull request
+// would change it: edit applied, version set and its history entry
+// recorded.
 func branch(t *testing.T, version string, edit func(string) string) string {
 	t.Helper()
-	data, err := os.ReadFile(manifest)
+	data, err := os.ReadFile(frozen(t).Manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,50 +92,51 @@ func TestReviewerScenarios(t *testing.T) {
 		return code, out + errs
 	}
 
-	if code, out := check(branch(t, "2.1.0", addKeyType)); code != cli.ExitOK || !strings.Contains(out, "KEY_TYPE_ADDED keys.types[audit]") {
-		t.Errorf("a key type added at 2.1.0: exit %d; want a pass naming it:\n%s", code, out)
+	patch, minor, major, same := bumped(t, "patch"), bumped(t, "minor"), bumped(t, "major"), bumped(t, "same")
+	if code, out := check(branch(t, minor, addKeyType)); code != cli.ExitOK || !strings.Contains(out, "KEY_TYPE_ADDED keys.types[audit]") {
+		t.Errorf("a key type added at %s: exit %d; want a pass naming it:\n%s", minor, code, out)
 	}
-	code, out := check(branch(t, "2.0.1", addKeyType))
-	if code != cli.ExitFindings || !strings.Contains(out, "require a minor bump") || !strings.Contains(out, "KEY_TYPE_ADDED keys.types[audit]") || !strings.Contains(out, "set version to 2.1.0") {
-		t.Errorf("a key type added at 2.0.1: exit %d; want a failure naming the key type and what to do:\n%s", code, out)
+	code, out := check(branch(t, patch, addKeyType))
+	if code != cli.ExitFindings || !strings.Contains(out, "require a minor bump") || !strings.Contains(out, "KEY_TYPE_ADDED keys.types[audit]") || !strings.Contains(out, "set version to "+minor) {
+		t.Errorf("a key type added at %s: exit %d; want a failure naming the key type and what to do:\n%s", patch, code, out)
 	}
-	for _, v := range []string{"2.0.0", "2.0.1", "2.1.0"} {
+	for _, v := range []string{same, patch, minor} {
 		code, out := check(branch(t, v, renameAttempts))
-		if code != cli.ExitFindings || !strings.Contains(out, `ROW_FIELD_SAME_NAME row.fields[tries]: row field "attempts" renamed to "tries"`) || !strings.Contains(out, "set version to 3.0.0") {
-			t.Errorf("attempts renamed at %s: exit %d; want a failure asking for 3.0.0:\n%s", v, code, out)
+		if code != cli.ExitFindings || !strings.Contains(out, `ROW_FIELD_SAME_NAME row.fields[tries]: row field "attempts" renamed to "tries"`) || !strings.Contains(out, "set version to "+major) {
+			t.Errorf("attempts renamed at %s: exit %d; want a failure asking for %s:\n%s", v, code, out, major)
 		}
 	}
-	if code, out := check(branch(t, "3.0.0", renameAttempts)); code != cli.ExitOK {
-		t.Errorf("attempts renamed at 3.0.0: exit %d; want a pass:\n%s", code, out)
+	if code, out := check(branch(t, major, renameAttempts)); code != cli.ExitOK {
+		t.Errorf("attempts renamed at %s: exit %d; want a pass:\n%s", major, code, out)
 	}
 
 	// The version never goes down, and a changed version needs its history entry.
-	if code, out := check(branch(t, "1.9.0", func(s string) string { return s })); code != cli.ExitFindings || !strings.Contains(out, "went down") {
+	if code, out := check(branch(t, bumped(t, "down"), func(s string) string { return s })); code != cli.ExitFindings || !strings.Contains(out, "went down") {
 		t.Errorf("version lowered: exit %d:\n%s", code, out)
 	}
-	data, _ := os.ReadFile(manifest)
+	data, _ := os.ReadFile(frozen(t).Manifest)
 	noHistory := filepath.Join(t.TempDir(), "protocol.yaml")
-	os.WriteFile(noHistory, []byte(strings.Replace(string(data), "\nversion: 2.0.0\n", "\nversion: 2.0.1\n", 1)), 0o644)
-	if code, out := check(noHistory); code != cli.ExitFindings || !strings.Contains(out, "no entry for 2.0.1") {
+	os.WriteFile(noHistory, []byte(strings.Replace(string(data), "\nversion: "+same+"\n", "\nversion: "+patch+"\n", 1)), 0o644)
+	if code, out := check(noHistory); code != cli.ExitFindings || !strings.Contains(out, "no entry for "+patch) {
 		t.Errorf("version changed without history: exit %d:\n%s", code, out)
 	}
 	// Prose may land without a release; a body change (wire) may not.
 	prose := replaceOnce(t, "    summary: An archive entry; platform scope.\n", "    summary: An archived entry, platform-wide.\n")
-	if code, out := check(branch(t, "2.0.0", prose)); code != cli.ExitOK || !strings.Contains(out, "DOCS_CHANGED") {
+	if code, out := check(branch(t, same, prose)); code != cli.ExitOK || !strings.Contains(out, "DOCS_CHANGED") {
 		t.Errorf("prose at an unchanged version: exit %d; want a pass:\n%s", code, out)
 	}
-	body := replaceOnce(t, "      if redis.call('EXISTS', {{key \"row\"}}) == 1 then\n        return 0\n      end\n      redis.call('HSET', {{key \"row\"}}, '{{field \"state\"}}', '{{state \"pending\"}}'",
-		"      if redis.call('EXISTS', {{key \"row\"}}) ~= 0 then\n        return 0\n      end\n      redis.call('HSET', {{key \"row\"}}, '{{field \"state\"}}', '{{state \"pending\"}}'")
-	if code, out := check(branch(t, "2.0.0", body)); code != cli.ExitFindings || !strings.Contains(out, "SCRIPT_BODY_CHANGED") {
+	body := replaceOnce(t, "      if redis.call('EXISTS', {{key \"row\"}}) == 1 then\n        return 0\n      end\n      redis.call('HSET', {{key \"row\"}}, '{{field \"state\"}}', '{{state \"pending\"}}', '{{field \"token\"}}', '{{initial \"token\"}}', '{{field \"payload\"}}', {{arg \"payload\"}})\n      redis.call('ZADD', {{key \"pending\"}}, 0, {{arg \"id\"}})\n      return 1\n",
+		"      if redis.call('EXISTS', {{key \"row\"}}) ~= 0 then\n        return 0\n      end\n      redis.call('HSET', {{key \"row\"}}, '{{field \"state\"}}', '{{state \"pending\"}}', '{{field \"token\"}}', '{{initial \"token\"}}', '{{field \"payload\"}}', {{arg \"payload\"}})\n      redis.call('ZADD', {{key \"pending\"}}, 0, {{arg \"id\"}})\n      return 1\n")
+	if code, out := check(branch(t, same, body)); code != cli.ExitFindings || !strings.Contains(out, "SCRIPT_BODY_CHANGED") {
 		t.Errorf("a script body changed at an unchanged version: exit %d; want a failure:\n%s", code, out)
 	}
-	if code, out := check(branch(t, "2.0.1", body)); code != cli.ExitOK {
-		t.Errorf("a script body changed at 2.0.1: exit %d; want a pass:\n%s", code, out)
+	if code, out := check(branch(t, patch, body)); code != cli.ExitOK {
+		t.Errorf("a script body changed at %s: exit %d; want a pass:\n%s", patch, code, out)
 	}
 	// A probe-less reserve member is refused at any bump, also by validation.
 	noProbe := replaceOnce(t, "  - member: \"migration:<queue>\"\n", "  - member: stats\n    redis: hash\n    summary: Counters.\n  - member: \"migration:<queue>\"\n")
-	if code, out := check(branch(t, "3.0.0", noProbe)); code != cli.ExitFindings || !strings.Contains(out, "invalid RESERVE_MEMBER_ADDED_WITHOUT_PROBE") || !strings.Contains(out, "does not validate") {
-		t.Errorf("a reserve member without a probe at 3.0.0: exit %d; want a failure:\n%s", code, out)
+	if code, out := check(branch(t, major, noProbe)); code != cli.ExitFindings || !strings.Contains(out, "invalid RESERVE_MEMBER_ADDED_WITHOUT_PROBE") || !strings.Contains(out, "does not validate") {
+		t.Errorf("a reserve member without a probe at %s: exit %d; want a failure:\n%s", major, code, out)
 	}
 }
 
@@ -122,7 +153,7 @@ func TestCheckBaseGitRef(t *testing.T) {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	data, err := os.ReadFile(manifest)
+	data, err := os.ReadFile(frozen(t).Manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +165,7 @@ func TestCheckBaseGitRef(t *testing.T) {
 	git("add", "protocol.yaml")
 	git("commit", "-qm", "base")
 	git("tag", "v2")
-	changed := branch(t, "2.0.1", replaceOnce(t, "    - {name: row, class: job, redis: hash, summary: The job row.}\n",
+	changed := branch(t, bumped(t, "patch"), replaceOnce(t, "    - {name: row, class: job, redis: hash, summary: The job row.}\n",
 		"    - {name: row, class: job, redis: hash, summary: The job row.}\n    - {name: audit, class: queue, redis: stream, summary: An audit trail of the queue.}\n"))
 	b, _ := os.ReadFile(changed)
 	if err := os.WriteFile(file, b, 0o644); err != nil {
@@ -145,7 +176,7 @@ func TestCheckBaseGitRef(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("check -format json printed no JSON (%v):\n%s%s", err, out, errs)
 	}
-	if code != cli.ExitFindings || rep.OK || rep.From != "2.0.0" || rep.To != "2.0.1" || rep.Required != compat.Minor || rep.Declared != compat.Patch {
+	if code != cli.ExitFindings || rep.OK || rep.From != bumped(t, "same") || rep.To != bumped(t, "patch") || rep.Required != compat.Minor || rep.Declared != compat.Patch {
 		t.Errorf("check -base v2 = %d, %+v", code, rep)
 	}
 	if len(rep.Changes) == 0 || rep.Changes[0].File != file || rep.Changes[0].Line == 0 {
@@ -198,7 +229,7 @@ func TestJSONReportFields(t *testing.T) {
 // release refuses to overwrite a different frozen release.
 func TestReleaseCommand(t *testing.T) {
 	dir := t.TempDir()
-	data, _ := os.ReadFile(manifest)
+	data, _ := os.ReadFile(frozen(t).Manifest)
 	file := filepath.Join(dir, "protocol.yaml")
 	os.WriteFile(file, data, 0o644)
 	if code, out, errs := run(t, "release", "-root", dir, "-manifest", file); code != cli.ExitOK || !strings.Contains(out, "froze") {
@@ -212,13 +243,13 @@ func TestReleaseCommand(t *testing.T) {
 		t.Errorf("release over a frozen version = %d\n%s", code, errs)
 	}
 	// A next version that fails the gate against the frozen one is not frozen.
-	bad := branch(t, "2.1.0", replaceOnce(t, "    - name: attempts\n", "    - name: tries\n"))
+	bad := branch(t, bumped(t, "minor"), replaceOnce(t, "    - name: attempts\n", "    - name: tries\n"))
 	b, _ := os.ReadFile(bad)
 	os.WriteFile(file, b, 0o644)
 	if code, _, errs := run(t, "release", "-root", dir, "-manifest", file); code != cli.ExitFindings || !strings.Contains(errs, "nothing was frozen") {
-		t.Errorf("release of a failing 2.1.0 = %d\n%s", code, errs)
+		t.Errorf("release of a failing minor = %d\n%s", code, errs)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "golden/releases/2.1.0.yaml")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "golden/releases", bumped(t, "minor")+".yaml")); err == nil {
 		t.Error("a failing release was frozen")
 	}
 }

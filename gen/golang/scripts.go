@@ -227,9 +227,35 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r lua.Script) {
 			}
 			rf = append(rf, jen.Id(goName(e.Name)).Add(goType(e.Type)).Comment(c))
 		}
-		comment(f, fmt.Sprintf("%s is the reply of the %s script.", reply, s.Name))
+		if s.Reply.Repeated {
+			comment(f, fmt.Sprintf("%s is one record of the reply of the %s script.", reply, s.Name))
+		} else {
+			comment(f, fmt.Sprintf("%s is the reply of the %s script.", reply, s.Name))
+		}
 		f.Type().Id(reply).Struct(rf...)
 		f.Line()
+		if s.Reply.Repeated {
+			results := []jen.Code{jen.Index().Id(reply), jen.Error()}
+			ret := func(err jen.Code) jen.Code { return jen.Return(jen.Nil(), err) }
+			body := []jen.Code{
+				jen.List(jen.Id("items"), jen.Err()).Op(":=").Id("r").Dot("ToArray").Call(),
+				jen.If(jen.Err().Op("!=").Nil()).Block(ret(jen.Id("scriptError").Call(jen.Lit(s.Name), jen.Err()))),
+				jen.Id("out").Op(":=").Make(jen.Index().Id(reply), jen.Lit(0), jen.Len(jen.Id("items"))),
+			}
+			loop := []jen.Code{
+				jen.List(jen.Id("arr"), jen.Err()).Op(":=").Id("items").Index(jen.Id("i")).Dot("ToArray").Call(),
+				jen.If(jen.Err().Op("!=").Nil()).Block(ret(jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("emq: %s: record %%d: %%w", s.Name)), jen.Id("i"), jen.Err()))),
+			}
+			loop = append(loop, decodeRecord(s, reply, "rec", ret)...)
+			loop = append(loop, jen.Id("out").Op("=").Append(jen.Id("out"), jen.Id("rec")))
+			body = append(body, jen.For(jen.Id("i").Op(":=").Range().Id("items")).Block(loop...), jen.Return(jen.Id("out"), jen.Nil()))
+			comment(f, fmt.Sprintf("%s decodes a reply of the %s script: zero or more records, in the order the script produced them.%s", dec, s.Name, refusalText))
+			f.Func().Id(dec).Params(res).Params(results...).Block(body...)
+			f.Line()
+			comment(f, fmt.Sprintf("Exec runs the call on client and decodes its reply with %s.", dec))
+			f.Func().Params(recv.Clone()).Id("Exec").Params(ctxParams...).Params(results...).Block(jen.Return(jen.Id(dec).Call(exec)))
+			break
+		}
 		var body []jen.Code
 		results := []jen.Code{jen.Id(reply)}
 		zero := []jen.Code{jen.Id(reply).Values()}
@@ -245,31 +271,8 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r lua.Script) {
 		if s.Reply.Nil != "" {
 			body = append(body, jen.If(jen.Qual(rueidisPath, "IsRedisNil").Call(jen.Err())).Block(jen.Return(append(append([]jen.Code{}, zero...), jen.Nil())...)))
 		}
-		body = append(body,
-			jen.If(jen.Err().Op("!=").Nil()).Block(ret(jen.Id("scriptError").Call(jen.Lit(s.Name), jen.Err()))),
-			jen.If(jen.Len(jen.Id("arr")).Op("!=").Lit(len(s.Reply.Elements))).Block(ret(jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("emq: %s: reply has %%d elements, want %d", s.Name, len(s.Reply.Elements))), jen.Len(jen.Id("arr"))))),
-			jen.Var().Id("out").Id(reply),
-		)
-		for i, e := range s.Reply.Elements {
-			field := jen.Id("out").Dot(goName(e.Name))
-			wrap := func() jen.Code {
-				return jen.If(jen.Err().Op("!=").Nil()).Block(ret(jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("emq: %s: reply element %s: %%w", s.Name, e.Name)), jen.Err())))
-			}
-			elem := jen.Op("&").Id("arr").Index(jen.Lit(i))
-			switch e.Type {
-			case "id":
-				body = append(body,
-					jen.List(jen.Id(lowerName(e.Name)+"Str"), jen.Err()).Op(":=").Id("replyString").Call(elem),
-					wrap(),
-					jen.List(field.Clone(), jen.Err()).Op("=").Id("ParseID").Call(jen.Id(lowerName(e.Name)+"Str")),
-					wrap(),
-				)
-			case "token", "int":
-				body = append(body, jen.List(field.Clone(), jen.Err()).Op("=").Id("arr").Index(jen.Lit(i)).Dot("AsInt64").Call(), wrap())
-			default:
-				body = append(body, jen.List(field.Clone(), jen.Err()).Op("=").Id("replyString").Call(elem), wrap())
-			}
-		}
+		body = append(body, jen.If(jen.Err().Op("!=").Nil()).Block(ret(jen.Id("scriptError").Call(jen.Lit(s.Name), jen.Err()))))
+		body = append(body, decodeRecord(s, reply, "out", ret)...)
 		body = append(body, jen.Return(append(append([]jen.Code{jen.Id("out")}, okTrue...), jen.Nil())...))
 		nilText := ""
 		if s.Reply.Nil != "" {
@@ -309,6 +312,37 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r lua.Script) {
 		f.Func().Params(recv.Clone()).Id("Exec").Params(ctxParams...).Params(typ.Clone(), jen.Error()).Block(jen.Return(jen.Id(dec).Call(exec)))
 	}
 	f.Line()
+}
+
+// decodeRecord decodes the array arr into a new variable out of type
+// reply, one element per field; ret makes the return statement for an
+// error.
+func decodeRecord(s model.Script, reply, out string, ret func(jen.Code) jen.Code) []jen.Code {
+	body := []jen.Code{
+		jen.If(jen.Len(jen.Id("arr")).Op("!=").Lit(len(s.Reply.Elements))).Block(ret(jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("emq: %s: reply has %%d elements, want %d", s.Name, len(s.Reply.Elements))), jen.Len(jen.Id("arr"))))),
+		jen.Var().Id(out).Id(reply),
+	}
+	for i, e := range s.Reply.Elements {
+		field := jen.Id(out).Dot(goName(e.Name))
+		wrap := func() jen.Code {
+			return jen.If(jen.Err().Op("!=").Nil()).Block(ret(jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("emq: %s: reply element %s: %%w", s.Name, e.Name)), jen.Err())))
+		}
+		elem := jen.Op("&").Id("arr").Index(jen.Lit(i))
+		switch e.Type {
+		case "id":
+			body = append(body,
+				jen.List(jen.Id(lowerName(e.Name)+"Str"), jen.Err()).Op(":=").Id("replyString").Call(elem),
+				wrap(),
+				jen.List(field.Clone(), jen.Err()).Op("=").Id("ParseID").Call(jen.Id(lowerName(e.Name)+"Str")),
+				wrap(),
+			)
+		case "token", "int":
+			body = append(body, jen.List(field.Clone(), jen.Err()).Op("=").Id("arr").Index(jen.Lit(i)).Dot("AsInt64").Call(), wrap())
+		default:
+			body = append(body, jen.List(field.Clone(), jen.Err()).Op("=").Id("replyString").Call(elem), wrap())
+		}
+	}
+	return body
 }
 
 func contains(list []string, s string) bool {

@@ -100,6 +100,7 @@ type indexArg struct {
 type indexReply struct {
 	Type     string         `json:"type"`
 	Nil      bool           `json:"nil"`
+	Repeated bool           `json:"repeated,omitempty"`
 	Values   map[string]int `json:"values,omitempty"`
 	Elements []indexArg     `json:"elements,omitempty"`
 }
@@ -130,7 +131,7 @@ func Emit(p *model.Protocol, b *Bundle) ([]emit.File, error) {
 		for _, a := range s.Argv {
 			is.Argv = append(is.Argv, indexArg{Name: a.Name, Type: a.Type})
 		}
-		is.Reply = indexReply{Type: s.Reply.Type, Nil: s.Reply.Nil != ""}
+		is.Reply = indexReply{Type: s.Reply.Type, Nil: s.Reply.Nil != "", Repeated: s.Reply.Repeated}
 		if len(s.Reply.Values) > 0 {
 			is.Reply.Values = map[string]int{}
 			for _, v := range s.Reply.Values {

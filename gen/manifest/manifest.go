@@ -267,6 +267,7 @@ type Reply struct {
 	Type     Str          `yaml:"type,required"`
 	Summary  Str          `yaml:"summary"`
 	Nil      *Str         `yaml:"nil"`
+	Repeated Bool         `yaml:"repeated"`
 	Values   []ReplyValue `yaml:"values"`
 	Elements []Arg        `yaml:"elements"`
 }

@@ -55,7 +55,11 @@ func (s Script) ReplyLines() []string {
 		for _, e := range r.Elements {
 			names = append(names, e.Name)
 		}
-		lines = append(lines, fmt.Sprintf("Output: [%s]", strings.Join(names, ", ")))
+		if r.Repeated {
+			lines = append(lines, fmt.Sprintf("Output: zero or more records [%s]", strings.Join(names, ", ")))
+		} else {
+			lines = append(lines, fmt.Sprintf("Output: [%s]", strings.Join(names, ", ")))
+		}
 		for i, e := range r.Elements {
 			line := fmt.Sprintf("  [%d] %s (%s)", i+1, e.Name, e.Type)
 			if e.Summary != "" {

@@ -145,6 +145,9 @@ func (r *resolver) expect(in manifest.Expect, script Script, saved map[string]Sc
 	if n != 1 {
 		r.errf(in.Pos, "%s probe step %q: expect exactly one of int, string, error, nil, positive, fence (found %d)", owner, check, n)
 	}
+	if in.Element != nil && script.Reply.Repeated {
+		r.errf(in.Element.Pos, "%s probe step %q: the reply of %q is repeated; a probe cannot narrow it to one element", owner, check, script.Name)
+	}
 	if in.Element != nil {
 		e.Element = in.Element.V
 		found := false

@@ -738,6 +738,10 @@ func (r *resolver) reply(in manifest.Script) Reply {
 		}
 		rp.Elements = append(rp.Elements, Arg{Name: e.Name.V, Type: e.Type.V, Summary: e.Summary.V})
 	}
+	rp.Repeated = in.Reply.Repeated.V
+	if rp.Repeated && (rp.Type != "array" || rp.Nil != "") {
+		r.errf(in.Reply.Repeated.Pos, "script %q: a repeated reply is an array of records, never nil (an empty array says there is none)", in.Name.V)
+	}
 	if (rp.Type == "array") != (len(rp.Elements) > 0) {
 		r.errf(in.Reply.Pos, "script %q: an array reply lists its elements, and only an array reply does", in.Name.V)
 	}

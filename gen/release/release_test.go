@@ -176,7 +176,10 @@ func TestFreeze(t *testing.T) {
 	}
 
 	// A version without its current history entry is not frozen.
-	write(strings.Replace(string(data), "\nversion: 2.0.0\n", "\nversion: 2.0.1\n", 1))
+	cur := r.Version.String()
+	next := r.Version
+	next.Patch += 7
+	write(strings.Replace(string(data), "\nversion: "+cur+"\n", "\nversion: "+next.String()+"\n", 1))
 	if _, _, err = release.Freeze(dir, file); err == nil {
 		t.Error("froze a manifest whose history has no current entry for its version")
 	}

@@ -1262,7 +1262,8 @@ func TestScriptBundleDigest(t *testing.T) {
 		emq.ScriptExtend: &emq.ExtendCall{}, emq.ScriptComplete: &emq.CompleteCall{}, emq.ScriptRetry: &emq.RetryCall{},
 		emq.ScriptBury: &emq.BuryCall{}, emq.ScriptPromote: &emq.PromoteCall{}, emq.ScriptReap: &emq.ReapCall{},
 		emq.ScriptRevive: &emq.ReviveCall{}, emq.ScriptFence: &emq.FenceCall{}, emq.ScriptLock: &emq.LockCall{},
-		emq.ScriptUnlock: &emq.UnlockCall{},
+		emq.ScriptUnlock: &emq.UnlockCall{}, emq.ScriptPush: &emq.PushCall{}, emq.ScriptClaimMany: &emq.ClaimManyCall{},
+		emq.ScriptCompleteClaim: &emq.CompleteClaimCall{}, emq.ScriptRing: &emq.RingCall{},
 	} {
 		arity[s] = [2]int{len(call.Keys()), len(call.Args())}
 	}
