@@ -16,11 +16,11 @@
 //     names the scratch queue (the probe lock), which it releases itself
 //     and which is removed afterwards if a failed probe left it;
 //   - the fence's keys (the version record and the bundle identity) are
-//     read, never written: a script that writes them is not run and a
-//     command that names them is sent only when the server says it is
-//     read-only. The one exception is Options.Claim on a keyspace without
-//     a version record: the fence then runs once, exactly as an SDK client
-//     runs it at connect;
+//     read, never written: the script that writes them is not run, and a
+//     probe's command is sent only when the server calls it read-only or
+//     every key it names belongs to the scratch queue. The one exception
+//     is Options.Claim on a keyspace without a version record: the fence
+//     then runs once, exactly as an SDK client runs it at connect;
 //   - a keyspace fenced by another major, or whose record is not a version
 //     record at all, is never fenced; its probes of the scratch queue and
 //     the probe lock still run.
@@ -143,22 +143,26 @@ func Run(ctx context.Context, p *model.Protocol, rc rueidis.Client, opts Options
 	} else if opts.Claim {
 		note(fmt.Sprintf("-claim: nothing to claim, %s already holds %q; it was not fenced", f.VersionKey, record))
 	}
-	var why string
+	// why is the note; short is appended to the checks it explains.
+	var why, short string
 	switch verdict {
 	case Absent:
 		why = fmt.Sprintf("the keyspace has no version record (%s is absent) and nothing was claimed; run with -claim to claim it as an SDK client does at connect", f.VersionKey)
+		short = "no version record, and without -claim nothing is claimed"
 	case Behind:
 		why = fmt.Sprintf("the keyspace's record %q is below %s; an SDK client of this version would raise it at connect, the prober does not", record, f.Semver)
+		short = fmt.Sprintf("the keyspace is behind at %q; not raised", record)
 	case Foreign:
-		why = fmt.Sprintf("the keyspace belongs to another major or protocol (%s holds %q), so it was not fenced; only its scratch queue and probe lock were touched", f.VersionKey, record)
+		why = fmt.Sprintf("the keyspace belongs to another major or protocol (%s holds %q), so it was not fenced; only its scratch queues and probe lock were touched", f.VersionKey, record)
+		short = fmt.Sprintf("a foreign keyspace (%q); not fenced", record)
 	}
 	if why != "" {
 		note(why)
 	}
 	probes := Probes(p)
 	t, err := probe.Run(ctx, probes, func(ctx context.Context) (probe.Runtime, error) { return m.open(ctx, rc) })
-	if t != nil && why != "" {
-		annotate(t, probes, m, why)
+	if t != nil && short != "" {
+		annotate(t, probes, m, short)
 	}
 	return t, err
 }

@@ -331,25 +331,51 @@ func (r *runtime) RunScript(ctx context.Context, name string, args map[string]st
 	return s.lua.Exec(ctx, r.rc, keys, argv)
 }
 
-// Do sends one command. A command that names a key of the fence is sent
-// only when the server's COMMAND INFO says it is read-only.
+// Do sends one command of a probe step. Probes observe with commands and
+// act with scripts, so a command is sent when the server's COMMAND INFO
+// calls it read-only, or when every key it names (COMMAND GETKEYS) belongs
+// to the probe's scratch queue. Anything else (a key of the fence, a key
+// outside the scratch queue, a keyless write such as FLUSHALL) is not sent,
+// and the check fails saying so.
 func (r *runtime) Do(ctx context.Context, cmd []string) rueidis.RedisResult {
 	if len(cmd) == 0 {
 		return rueidis.NewErrorResult(errors.New("an empty command"))
 	}
-	for _, a := range cmd[1:] {
-		if !r.m.fence.fenced(a) {
-			continue
-		}
-		ro, err := r.m.isReadOnly(ctx, r.rc, cmd[0])
+	ro, err := r.m.isReadOnly(ctx, r.rc, cmd[0])
+	if err != nil {
+		return rueidis.NewErrorResult(fmt.Errorf("not sent: the server did not say whether %s writes: %w", cmd[0], err))
+	}
+	if !ro {
+		keys, err := r.rc.Do(ctx, r.rc.B().Arbitrary(append([]string{"COMMAND", "GETKEYS"}, cmd...)...).Build()).AsStrSlice()
 		if err != nil {
-			return rueidis.NewErrorResult(fmt.Errorf("not sent: %s names %s and the server did not say whether it writes: %w", cmd[0], a, err))
+			return rueidis.NewErrorResult(fmt.Errorf("not sent: %s writes, and the server did not say which keys: %w", cmd[0], err))
 		}
-		if !ro {
-			return rueidis.NewErrorResult(fmt.Errorf("not sent: %s would write %s, which only the fence writes", cmd[0], a))
+		if len(keys) == 0 {
+			return rueidis.NewErrorResult(fmt.Errorf("not sent: %s writes and names no key of the probe's scratch queue", cmd[0]))
+		}
+		for _, k := range keys {
+			if !r.owns(k) {
+				return rueidis.NewErrorResult(fmt.Errorf("not sent: %s would write %s, outside the probe's scratch queue", cmd[0], k))
+			}
 		}
 	}
 	return r.rc.Do(ctx, r.rc.B().Arbitrary(cmd...).Build())
+}
+
+// owns reports whether key belongs to the probe's scratch queue: a key
+// Close deletes.
+func (r *runtime) owns(key string) bool {
+	for _, k := range r.m.scratchKeys(r.queue) {
+		if k == key {
+			return true
+		}
+	}
+	for _, id := range r.ids {
+		if r.m.rowKey(r.queue, id) == key {
+			return true
+		}
+	}
+	return false
 }
 
 // isReadOnly asks the server whether a command only reads (COMMAND INFO:

@@ -232,9 +232,9 @@ type Arg struct {
 
 // Reply is the shape of a script's reply.
 type Reply struct {
-	Type     string // int, string or array
-	Summary  string
-	Nil      string // when non-empty, a nil reply is allowed and means this
+	Type    string // int, string or array
+	Summary string
+	Nil     string // when non-empty, a nil reply is allowed and means this
 	// Repeated marks an array of zero or more records, each an array of
 	// Elements, instead of one record.
 	Repeated bool
