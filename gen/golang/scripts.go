@@ -236,6 +236,12 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r lua.Script) {
 		f.Line()
 		if s.Reply.Repeated {
 			results := []jen.Code{jen.Index().Id(reply), jen.Error()}
+			recDec := "decode" + name + "Record"
+			recRet := func(err jen.Code) jen.Code { return jen.Return(jen.Id(reply).Values(), err) }
+			recBody := append(decodeRecord(s, reply, "out", recRet), jen.Return(jen.Id("out"), jen.Nil()))
+			comment(f, fmt.Sprintf("%s decodes one record of a reply of the %s script.", recDec, s.Name))
+			f.Func().Id(recDec).Params(jen.Id("arr").Index().Qual(rueidisPath, "RedisMessage")).Params(jen.Id(reply), jen.Error()).Block(recBody...)
+			f.Line()
 			ret := func(err jen.Code) jen.Code { return jen.Return(jen.Nil(), err) }
 			body := []jen.Code{
 				jen.List(jen.Id("items"), jen.Err()).Op(":=").Id("r").Dot("ToArray").Call(),
@@ -245,9 +251,10 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r lua.Script) {
 			loop := []jen.Code{
 				jen.List(jen.Id("arr"), jen.Err()).Op(":=").Id("items").Index(jen.Id("i")).Dot("ToArray").Call(),
 				jen.If(jen.Err().Op("!=").Nil()).Block(ret(jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("emq: %s: record %%d: %%w", s.Name)), jen.Id("i"), jen.Err()))),
+				jen.List(jen.Id("rec"), jen.Err()).Op(":=").Id(recDec).Call(jen.Id("arr")),
+				jen.If(jen.Err().Op("!=").Nil()).Block(ret(jen.Qual("fmt", "Errorf").Call(jen.Lit("record %d: %w"), jen.Id("i"), jen.Err()))),
+				jen.Id("out").Op("=").Append(jen.Id("out"), jen.Id("rec")),
 			}
-			loop = append(loop, decodeRecord(s, reply, "rec", ret)...)
-			loop = append(loop, jen.Id("out").Op("=").Append(jen.Id("out"), jen.Id("rec")))
 			body = append(body, jen.For(jen.Id("i").Op(":=").Range().Id("items")).Block(loop...), jen.Return(jen.Id("out"), jen.Nil()))
 			comment(f, fmt.Sprintf("%s decodes a reply of the %s script: zero or more records, in the order the script produced them.%s", dec, s.Name, refusalText))
 			f.Func().Id(dec).Params(res).Params(results...).Block(body...)

@@ -35,6 +35,9 @@ type Options struct {
 	// Logger receives the client's notices: a keyspace ahead of this
 	// version, a lost node lease. Default slog.Default().
 	Logger *slog.Logger
+	// Metrics receives the counts of this client's queues and workers
+	// (enqueued, claimed, completed, ...). Default: none kept.
+	Metrics Metrics
 }
 
 // ErrNoNode means the client holds no snowflake node to mint ids with: its
@@ -44,8 +47,9 @@ var ErrNoNode = errors.New("emq: no snowflake node held")
 // Client is a fenced connection to an EchoMQ keyspace. It is safe for
 // concurrent use.
 type Client struct {
-	rc  rueidis.Client
-	log *slog.Logger
+	rc      rueidis.Client
+	log     *slog.Logger
+	metrics Metrics
 
 	dials   atomic.Uint64 // connections opened so far
 	fenced  atomic.Uint64 // dials at the last successful fence
@@ -68,9 +72,12 @@ type Client struct {
 // with a *BundleError. The client fences again before the first command
 // after any reconnect.
 func Connect(ctx context.Context, opt Options) (*Client, error) {
-	c := &Client{log: opt.Logger, lease: opt.NodeLease, stop: make(chan struct{})}
+	c := &Client{log: opt.Logger, metrics: opt.Metrics, lease: opt.NodeLease, stop: make(chan struct{})}
 	if c.log == nil {
 		c.log = slog.Default()
+	}
+	if c.metrics == nil {
+		c.metrics = noMetrics{}
 	}
 	if c.lease <= 0 {
 		c.lease = 30 * time.Second
@@ -99,6 +106,7 @@ func Connect(ctx context.Context, opt Options) (*Client, error) {
 		rc.Close()
 		return nil, err
 	}
+	c.checkEviction(ctx)
 	if opt.Node != nil {
 		g, err := NewGenerator(*opt.Node)
 		if err != nil {
@@ -116,6 +124,27 @@ func Connect(ctx context.Context, opt Options) (*Client, error) {
 		go c.renewNode()
 	}
 	return c, nil
+}
+
+// safePolicies are the maxmemory policies that never evict a job's keys:
+// none at all, or only keys with a TTL (EchoMQ sets none).
+var safePolicies = map[string]bool{"noeviction": true, "volatile-lru": true, "volatile-lfu": true, "volatile-random": true, "volatile-ttl": true}
+
+// checkEviction warns when the server may evict keys without a TTL, which
+// would lose jobs silently. A server that refuses CONFIG GET (a managed
+// service, or an ACL without it) is only noted at debug level.
+func (c *Client) checkEviction(ctx context.Context) {
+	for _, n := range c.rc.Nodes() {
+		m, err := n.Do(ctx, n.B().ConfigGet().Parameter("maxmemory-policy").Build()).AsStrMap()
+		if err != nil {
+			c.log.Debug("emq: cannot read maxmemory-policy; make sure the server never evicts job keys", "err", err)
+			return
+		}
+		if p := m["maxmemory-policy"]; p != "" && !safePolicies[p] {
+			c.log.Warn("emq: the server may evict keys without a TTL, and so lose jobs; set maxmemory-policy to noeviction", "maxmemory-policy", p)
+			return
+		}
+	}
 }
 
 // defaultDial is rueidis's own dialing: TLS when configured, TCP otherwise.

@@ -69,6 +69,9 @@ func (q *Queue) Enqueue(ctx context.Context, id ID, payload []byte) (bool, error
 	}
 	call := EnqueueCall{Row: row, Pending: q.keys.Pending, ID: id, Payload: rueidis.BinaryString(payload)}
 	n, err := call.Exec(ctx, q.c.rc)
+	if n == EnqueueEnqueued {
+		q.c.metrics.Add(Enqueued, q.Name(), 1)
+	}
 	return n == EnqueueEnqueued, err
 }
 
@@ -84,6 +87,9 @@ func (q *Queue) EnqueueAt(ctx context.Context, id ID, payload []byte, at time.Ti
 	}
 	call := EnqueueAtCall{Row: row, Schedule: q.keys.Schedule, ID: id, Payload: rueidis.BinaryString(payload), RunAtMS: at.UnixMilli()}
 	n, err := call.Exec(ctx, q.c.rc)
+	if n == EnqueueAtEnqueued {
+		q.c.metrics.Add(Enqueued, q.Name(), 1)
+	}
 	return n == EnqueueAtEnqueued, err
 }
 

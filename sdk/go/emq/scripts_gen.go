@@ -1484,6 +1484,35 @@ type ClaimManyReply struct {
 	DeadlineMS int64  // deadline_ms
 }
 
+// decodeClaimManyRecord decodes one record of a reply of the claim_many script.
+func decodeClaimManyRecord(arr []rueidis.RedisMessage) (ClaimManyReply, error) {
+	if len(arr) != 4 {
+		return ClaimManyReply{}, fmt.Errorf("emq: claim_many: reply has %d elements, want 4", len(arr))
+	}
+	var out ClaimManyReply
+	idStr, err := replyString(&arr[0])
+	if err != nil {
+		return ClaimManyReply{}, fmt.Errorf("emq: claim_many: reply element id: %w", err)
+	}
+	out.ID, err = ParseID(idStr)
+	if err != nil {
+		return ClaimManyReply{}, fmt.Errorf("emq: claim_many: reply element id: %w", err)
+	}
+	out.Token, err = arr[1].AsInt64()
+	if err != nil {
+		return ClaimManyReply{}, fmt.Errorf("emq: claim_many: reply element token: %w", err)
+	}
+	out.Payload, err = replyString(&arr[2])
+	if err != nil {
+		return ClaimManyReply{}, fmt.Errorf("emq: claim_many: reply element payload: %w", err)
+	}
+	out.DeadlineMS, err = arr[3].AsInt64()
+	if err != nil {
+		return ClaimManyReply{}, fmt.Errorf("emq: claim_many: reply element deadline_ms: %w", err)
+	}
+	return out, nil
+}
+
 // DecodeClaimMany decodes a reply of the claim_many script: zero or more records, in the order the script produced them.
 func DecodeClaimMany(r rueidis.RedisResult) ([]ClaimManyReply, error) {
 	items, err := r.ToArray()
@@ -1496,29 +1525,9 @@ func DecodeClaimMany(r rueidis.RedisResult) ([]ClaimManyReply, error) {
 		if err != nil {
 			return nil, fmt.Errorf("emq: claim_many: record %d: %w", i, err)
 		}
-		if len(arr) != 4 {
-			return nil, fmt.Errorf("emq: claim_many: reply has %d elements, want 4", len(arr))
-		}
-		var rec ClaimManyReply
-		idStr, err := replyString(&arr[0])
+		rec, err := decodeClaimManyRecord(arr)
 		if err != nil {
-			return nil, fmt.Errorf("emq: claim_many: reply element id: %w", err)
-		}
-		rec.ID, err = ParseID(idStr)
-		if err != nil {
-			return nil, fmt.Errorf("emq: claim_many: reply element id: %w", err)
-		}
-		rec.Token, err = arr[1].AsInt64()
-		if err != nil {
-			return nil, fmt.Errorf("emq: claim_many: reply element token: %w", err)
-		}
-		rec.Payload, err = replyString(&arr[2])
-		if err != nil {
-			return nil, fmt.Errorf("emq: claim_many: reply element payload: %w", err)
-		}
-		rec.DeadlineMS, err = arr[3].AsInt64()
-		if err != nil {
-			return nil, fmt.Errorf("emq: claim_many: reply element deadline_ms: %w", err)
+			return nil, fmt.Errorf("record %d: %w", i, err)
 		}
 		out = append(out, rec)
 	}
@@ -1652,6 +1661,35 @@ type CompleteClaimReply struct {
 	DeadlineMS int64  // deadline_ms
 }
 
+// decodeCompleteClaimRecord decodes one record of a reply of the complete_claim script.
+func decodeCompleteClaimRecord(arr []rueidis.RedisMessage) (CompleteClaimReply, error) {
+	if len(arr) != 4 {
+		return CompleteClaimReply{}, fmt.Errorf("emq: complete_claim: reply has %d elements, want 4", len(arr))
+	}
+	var out CompleteClaimReply
+	idStr, err := replyString(&arr[0])
+	if err != nil {
+		return CompleteClaimReply{}, fmt.Errorf("emq: complete_claim: reply element id: %w", err)
+	}
+	out.ID, err = ParseID(idStr)
+	if err != nil {
+		return CompleteClaimReply{}, fmt.Errorf("emq: complete_claim: reply element id: %w", err)
+	}
+	out.Token, err = arr[1].AsInt64()
+	if err != nil {
+		return CompleteClaimReply{}, fmt.Errorf("emq: complete_claim: reply element token: %w", err)
+	}
+	out.Payload, err = replyString(&arr[2])
+	if err != nil {
+		return CompleteClaimReply{}, fmt.Errorf("emq: complete_claim: reply element payload: %w", err)
+	}
+	out.DeadlineMS, err = arr[3].AsInt64()
+	if err != nil {
+		return CompleteClaimReply{}, fmt.Errorf("emq: complete_claim: reply element deadline_ms: %w", err)
+	}
+	return out, nil
+}
+
 // DecodeCompleteClaim decodes a reply of the complete_claim script: zero or more records, in the order the script produced them. A refusal is a *ClassError matching ErrStale.
 func DecodeCompleteClaim(r rueidis.RedisResult) ([]CompleteClaimReply, error) {
 	items, err := r.ToArray()
@@ -1664,29 +1702,9 @@ func DecodeCompleteClaim(r rueidis.RedisResult) ([]CompleteClaimReply, error) {
 		if err != nil {
 			return nil, fmt.Errorf("emq: complete_claim: record %d: %w", i, err)
 		}
-		if len(arr) != 4 {
-			return nil, fmt.Errorf("emq: complete_claim: reply has %d elements, want 4", len(arr))
-		}
-		var rec CompleteClaimReply
-		idStr, err := replyString(&arr[0])
+		rec, err := decodeCompleteClaimRecord(arr)
 		if err != nil {
-			return nil, fmt.Errorf("emq: complete_claim: reply element id: %w", err)
-		}
-		rec.ID, err = ParseID(idStr)
-		if err != nil {
-			return nil, fmt.Errorf("emq: complete_claim: reply element id: %w", err)
-		}
-		rec.Token, err = arr[1].AsInt64()
-		if err != nil {
-			return nil, fmt.Errorf("emq: complete_claim: reply element token: %w", err)
-		}
-		rec.Payload, err = replyString(&arr[2])
-		if err != nil {
-			return nil, fmt.Errorf("emq: complete_claim: reply element payload: %w", err)
-		}
-		rec.DeadlineMS, err = arr[3].AsInt64()
-		if err != nil {
-			return nil, fmt.Errorf("emq: complete_claim: reply element deadline_ms: %w", err)
+			return nil, fmt.Errorf("record %d: %w", i, err)
 		}
 		out = append(out, rec)
 	}

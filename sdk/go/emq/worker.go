@@ -1,0 +1,648 @@
+package emq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Handler processes one job. A nil error completes it. An error hands it
+// back to run again after a backoff, until the job has been claimed
+// MaxAttempts times; then it is buried. An error wrapped with Permanent
+// buries it at once. A panic is recovered and is a failure like an error.
+//
+// ctx is cancelled when the job's lease is lost (another worker may be
+// running it: stop, nothing the handler does can be completed), and when a
+// shutdown's deadline passes.
+type Handler func(ctx context.Context, job Job) error
+
+// Permanent marks a handler error that no retry can fix: the job is buried
+// at once instead of retried.
+func Permanent(err error) error { return &permanentError{err: err} }
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return "permanent: " + e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// ErrLeaseLost is the cause of a handler's context when the job's lease
+// was lost: its extension was refused with ErrStale.
+var ErrLeaseLost = errors.New("emq: the job's lease was lost")
+
+// ErrShutdown is the cause of a handler's context when a shutdown's
+// deadline passed before the handler returned; its job was handed back.
+var ErrShutdown = errors.New("emq: the worker shut down")
+
+// ExponentialBackoff returns a backoff policy: base for the first attempt,
+// doubling with each further attempt up to max, with jitter drawn from the
+// upper half of the interval so that retries of a burst spread out.
+func ExponentialBackoff(base, max time.Duration) func(attempt int64) time.Duration {
+	return func(attempt int64) time.Duration {
+		d := base
+		for i := int64(1); i < attempt && d < max; i++ {
+			d *= 2
+		}
+		d = min(d, max)
+		if d < 2 {
+			return d
+		}
+		return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
+	}
+}
+
+// WorkerOptions configure a Worker. Zero values take the defaults.
+type WorkerOptions struct {
+	// Concurrency is how many handlers run at once. Default 10.
+	Concurrency int
+	// Lease is how long a job is leased; the worker extends it every third
+	// of it while the handler runs. Default 30s.
+	Lease time.Duration
+	// Batch is the most jobs claimed in one call when several handlers are
+	// idle. Default Concurrency.
+	Batch int
+	// MaxAttempts is how many claims a job gets: a failure on the last one
+	// buries it, and maintenance buries an expired lease that used it.
+	// Default 25.
+	MaxAttempts int64
+	// Backoff is the delay before a failed job runs again, by the attempt
+	// that failed (1 for the first). Default ExponentialBackoff(time.Second,
+	// 10*time.Minute).
+	Backoff func(attempt int64) time.Duration
+	// Wait is the longest an idle worker blocks on the queue's doorbell
+	// before it looks for work anyway (jobs of 2.0.0 producers, or due
+	// retries, ring no bell). Default 1s.
+	Wait time.Duration
+	// Maintenance is how often the queue is maintained: due scheduled jobs
+	// promoted, expired leases reaped, the doorbell rung for them. Only one
+	// worker of the queue does it at a time, under the maintenance lock.
+	// Default 1s; negative turns it off for this worker.
+	Maintenance time.Duration
+	// ShutdownTimeout is how long Run waits, once its context is done, for
+	// running handlers to return; then their jobs are handed back at once
+	// and their contexts cancelled. Default 30s.
+	ShutdownTimeout time.Duration
+	// Logger; default the client's.
+	Logger *slog.Logger
+	// Metrics; default the client's.
+	Metrics Metrics
+}
+
+// Worker runs a handler over the jobs of one queue. Create it with
+// NewWorker and run it with Run.
+type Worker struct {
+	q     *Queue
+	h     Handler
+	opt   WorkerOptions
+	log   *slog.Logger
+	m     Metrics
+	owner string
+
+	jobs  chan Job      // claimed jobs, to idle runners
+	idle  chan struct{} // one token per idle runner
+	slots []slot        // what each runner runs
+
+	hard     context.Context // parent of handler contexts; cancelled after the shutdown deadline
+	draining atomic.Bool
+	started  atomic.Bool
+}
+
+type slot struct {
+	cur atomic.Pointer[inflight]
+}
+
+// inflight is a job a handler is running.
+type inflight struct {
+	job        Job
+	deadline   atomic.Int64 // lease deadline, Unix ms
+	cancel     context.CancelCauseFunc
+	lost       atomic.Bool // the lease was lost
+	handedBack atomic.Bool // shutdown handed it back
+}
+
+// NewWorker makes a worker for q that runs h.
+func NewWorker(q *Queue, h Handler, opt WorkerOptions) (*Worker, error) {
+	if q == nil || h == nil {
+		return nil, fmt.Errorf("%w: a worker needs a queue and a handler", ErrArgument)
+	}
+	if opt.Concurrency <= 0 {
+		opt.Concurrency = 10
+	}
+	if opt.Lease == 0 {
+		opt.Lease = 30 * time.Second
+	}
+	if err := positive("lease", opt.Lease); err != nil {
+		return nil, err
+	}
+	if opt.Batch <= 0 {
+		opt.Batch = opt.Concurrency
+	}
+	opt.Batch = min(opt.Batch, opt.Concurrency)
+	if opt.MaxAttempts <= 0 {
+		opt.MaxAttempts = 25
+	}
+	if opt.Backoff == nil {
+		opt.Backoff = ExponentialBackoff(time.Second, 10*time.Minute)
+	}
+	if opt.Wait <= 0 {
+		opt.Wait = time.Second
+	}
+	if opt.Maintenance == 0 {
+		opt.Maintenance = time.Second
+	}
+	if opt.ShutdownTimeout <= 0 {
+		opt.ShutdownTimeout = 30 * time.Second
+	}
+	w := &Worker{q: q, h: h, opt: opt, log: opt.Logger, m: opt.Metrics,
+		jobs: make(chan Job), idle: make(chan struct{}, opt.Concurrency), slots: make([]slot, opt.Concurrency)}
+	if w.log == nil {
+		w.log = q.c.log
+	}
+	if w.m == nil {
+		w.m = q.c.metrics
+	}
+	w.log = w.log.With("queue", q.Name())
+	w.owner = fmt.Sprintf("%s/%s/%x", q.c.owner, q.Name(), mrand.Uint32())
+	return w, nil
+}
+
+// opTimeout bounds each call a worker makes on its own behalf.
+const opTimeout = 10 * time.Second
+
+// Run claims and runs jobs until ctx is done, then shuts down gracefully:
+// it stops claiming, lets running handlers finish (completing their jobs
+// without claiming more) for up to ShutdownTimeout, then hands the jobs of
+// handlers still running back to the queue at once — they run again
+// elsewhere without waiting out their lease — and cancels their contexts.
+// It returns nil after a clean shutdown. A Worker runs once.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.started.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: a worker runs once", ErrArgument)
+	}
+	if err := w.q.c.ensure(ctx); err != nil {
+		return err
+	}
+	hard, stopHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopHandlers(ErrShutdown)
+	w.hard = hard
+
+	var runners sync.WaitGroup
+	for i := range w.slots {
+		runners.Add(1)
+		go func() {
+			defer runners.Done()
+			w.runner(i)
+		}()
+	}
+	stopAux := make(chan struct{})
+	var aux sync.WaitGroup
+	aux.Add(1)
+	go func() {
+		defer aux.Done()
+		w.extender(stopAux)
+	}()
+	if w.opt.Maintenance > 0 {
+		aux.Add(1)
+		go func() {
+			defer aux.Done()
+			w.maintain(stopAux)
+		}()
+	}
+	w.claimer(ctx) // returns when ctx is done
+
+	w.draining.Store(true)
+	close(w.jobs)
+	done := make(chan struct{})
+	go func() {
+		runners.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(w.opt.ShutdownTimeout):
+		w.handBack()
+		stopHandlers(ErrShutdown)
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+			w.log.Warn("emq: handlers still running after the shutdown deadline; their jobs were handed back")
+		}
+	}
+	close(stopAux)
+	aux.Wait()
+	return nil
+}
+
+// runner runs the jobs sent to it, and the jobs each completion claims
+// next, until the worker drains.
+func (w *Worker) runner(i int) {
+	for {
+		w.idle <- struct{}{}
+		job, ok := <-w.jobs
+		if !ok {
+			return
+		}
+		for ok {
+			job, ok = w.process(i, job)
+		}
+	}
+}
+
+// claimer leases jobs for idle runners until ctx is done, blocking on the
+// doorbell when the queue is empty.
+func (w *Worker) claimer(ctx context.Context) {
+	pause := 50 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.idle:
+		}
+		n := 1
+	more:
+		for n < w.opt.Batch {
+			select {
+			case <-w.idle:
+				n++
+			default:
+				break more
+			}
+		}
+		jobs, err := w.claim(ctx, n)
+		for _, j := range jobs {
+			w.jobs <- j
+		}
+		for k := len(jobs); k < n; k++ {
+			w.idle <- struct{}{}
+		}
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			w.log.Warn("emq: claiming failed; retrying", "err", err, "in", pause)
+			sleep(ctx, pause)
+			pause = min(pause*2, 5*time.Second)
+		case len(jobs) == 0:
+			pause = 50 * time.Millisecond
+			w.waitBell(ctx)
+		default:
+			pause = 50 * time.Millisecond
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// waitBell blocks on the queue's doorbell for up to Wait.
+func (w *Worker) waitBell(ctx context.Context) {
+	rc := w.q.c.rc
+	err := rc.Do(ctx, rc.B().Blpop().Key(w.q.keys.Wake).Timeout(w.opt.Wait.Seconds()).Build()).Error()
+	if err != nil && !rueidis.IsRedisNil(err) && ctx.Err() == nil {
+		w.log.Debug("emq: waiting on the doorbell failed", "err", err)
+		sleep(ctx, min(w.opt.Wait, 100*time.Millisecond))
+	}
+}
+
+// claim leases up to n jobs.
+func (w *Worker) claim(ctx context.Context, n int) ([]Job, error) {
+	if err := w.q.c.ensure(ctx); err != nil {
+		return nil, err
+	}
+	call := ClaimManyCall{Pending: w.q.keys.Pending, Active: w.q.keys.Active, Wake: w.q.keys.Wake, Prefix: w.q.keys.RowPrefix(), LeaseMS: ms(w.opt.Lease), Count: int64(n)}
+	return w.records(ctx, ScriptClaimMany.lua.Exec(ctx, w.q.c.rc, call.Keys(), call.Args()), ScriptClaimMany.Name, claimManyJob)
+}
+
+func claimManyJob(arr []rueidis.RedisMessage) (Job, error) {
+	r, err := decodeClaimManyRecord(arr)
+	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
+}
+
+func completeClaimJob(arr []rueidis.RedisMessage) (Job, error) {
+	r, err := decodeCompleteClaimRecord(arr)
+	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
+}
+
+// records decodes a reply of leased jobs one record at a time: a record
+// that cannot be decoded (an id a foreign writer planted) is buried, not
+// left to stall the queue.
+func (w *Worker) records(ctx context.Context, r rueidis.RedisResult, script string, dec func([]rueidis.RedisMessage) (Job, error)) ([]Job, error) {
+	items, err := r.ToArray()
+	if err != nil {
+		return nil, scriptError(script, err)
+	}
+	jobs := make([]Job, 0, len(items))
+	for i := range items {
+		arr, err := items[i].ToArray()
+		if err != nil {
+			return jobs, fmt.Errorf("emq: %s: record %d: %w", script, i, err)
+		}
+		job, err := dec(arr)
+		if err != nil {
+			w.buryRaw(ctx, arr, err)
+			continue
+		}
+		jobs = append(jobs, job)
+	}
+	w.m.Add(Claimed, w.q.Name(), int64(len(jobs)))
+	return jobs, nil
+}
+
+// buryRaw buries a leased record whose id does not parse, addressing it by
+// the raw member the script returned.
+func (w *Worker) buryRaw(ctx context.Context, arr []rueidis.RedisMessage, why error) {
+	if len(arr) < 2 {
+		w.log.Error("emq: a leased record cannot be read; it will be reaped", "err", why)
+		return
+	}
+	raw, err1 := arr[0].ToString()
+	token, err2 := arr[1].AsInt64()
+	if err1 != nil || err2 != nil {
+		w.log.Error("emq: a leased record cannot be read; it will be reaped", "err", why)
+		return
+	}
+	s := ScriptBury
+	keys := make([]string, len(s.Keys))
+	for i, kt := range s.KeyTypes {
+		if k, ok := w.q.keys.Key(kt); ok {
+			keys[i] = k
+		} else {
+			keys[i] = w.q.keys.RowPrefix() + raw
+		}
+	}
+	call := BuryCall{Token: token}
+	args := call.Args()
+	for i, at := range s.ArgTypes {
+		if at == "id" {
+			args[i] = raw
+		}
+	}
+	if _, err := DecodeBury(s.lua.Exec(ctx, w.q.c.rc, keys, args)); err != nil {
+		w.log.Error("emq: burying an undecodable job failed", "id", raw, "err", err)
+		return
+	}
+	w.m.Add(Buried, w.q.Name(), 1)
+	w.log.Error("emq: buried a job that cannot be decoded", "id", raw, "err", why)
+}
+
+// process runs one job and settles it; it returns the next job when the
+// completion leased one.
+func (w *Worker) process(i int, job Job) (Job, bool) {
+	fl := &inflight{job: job}
+	fl.deadline.Store(job.Deadline.UnixMilli())
+	hctx, cancel := context.WithCancelCause(w.hard)
+	fl.cancel = cancel
+	w.slots[i].cur.Store(fl)
+	err := w.call(hctx, job)
+	w.slots[i].cur.Store(nil)
+	cancel(nil)
+	if fl.handedBack.Load() {
+		return Job{}, false
+	}
+	ctx, done := context.WithTimeout(context.Background(), opTimeout)
+	defer done()
+	if err != nil {
+		w.fail(ctx, job, err)
+		return Job{}, false
+	}
+	count := int64(1)
+	if w.draining.Load() {
+		count = 0
+	}
+	row, _ := w.q.keys.Row(job.ID)
+	call := CompleteClaimCall{Row: row, Active: w.q.keys.Active, Pending: w.q.keys.Pending, Wake: w.q.keys.Wake,
+		ID: job.ID, Token: job.Token, Prefix: w.q.keys.RowPrefix(), LeaseMS: ms(w.opt.Lease), Count: count}
+	if err := w.q.c.ensure(ctx); err != nil {
+		w.log.Error("emq: completing a job failed; its lease will be reaped and it runs again", "id", job.ID, "err", err)
+		return Job{}, false
+	}
+	next, err := w.records(ctx, ScriptCompleteClaim.lua.Exec(ctx, w.q.c.rc, call.Keys(), call.Args()), ScriptCompleteClaim.Name, completeClaimJob)
+	switch {
+	case errors.Is(err, ErrStale):
+		w.stale(job, "complete", err)
+		return Job{}, false
+	case err != nil && len(next) == 0:
+		w.log.Error("emq: completing a job failed; its lease will be reaped and it runs again", "id", job.ID, "err", err)
+		return Job{}, false
+	}
+	w.m.Add(Completed, w.q.Name(), 1)
+	if len(next) == 0 {
+		return Job{}, false
+	}
+	return next[0], true
+}
+
+// call runs the handler, turning a panic into an error.
+func (w *Worker) call(ctx context.Context, job Job) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.m.Add(Panicked, w.q.Name(), 1)
+			w.log.Error("emq: the handler panicked", "id", job.ID, "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("emq: handler panic: %v", p)
+		}
+	}()
+	return w.h(ctx, job)
+}
+
+// fail retries a failed job after its backoff, or buries it when it is out
+// of attempts or failed permanently.
+func (w *Worker) fail(ctx context.Context, job Job, why error) {
+	var perm *permanentError
+	if errors.As(why, &perm) || job.Token >= w.opt.MaxAttempts {
+		if err := w.q.Bury(ctx, job.ID, job.Token); err != nil {
+			w.settleError(job, "bury", err)
+			return
+		}
+		w.m.Add(Buried, w.q.Name(), 1)
+		w.log.Warn("emq: job buried", "id", job.ID, "attempt", job.Token, "err", why)
+		return
+	}
+	delay := w.opt.Backoff(job.Token)
+	if _, err := w.q.Retry(ctx, job.ID, job.Token, delay); err != nil {
+		w.settleError(job, "retry", err)
+		return
+	}
+	w.m.Add(Retried, w.q.Name(), 1)
+	w.log.Info("emq: job failed; it runs again", "id", job.ID, "attempt", job.Token, "in", delay, "err", why)
+}
+
+func (w *Worker) settleError(job Job, op string, err error) {
+	if errors.Is(err, ErrStale) {
+		w.stale(job, op, err)
+		return
+	}
+	w.log.Error("emq: settling a job failed; its lease will be reaped and it runs again", "op", op, "id", job.ID, "err", err)
+}
+
+// stale counts a transition refused because the lease was lost: another
+// claim took the job, which runs (or ran) there. It is the normal outcome
+// of a handler slower than its lease, not an alarm.
+func (w *Worker) stale(job Job, op string, err error) {
+	w.m.Add(Stale, w.q.Name(), 1)
+	w.log.Info("emq: the job's lease was lost before its "+op+"; the holder of the new lease settles it", "id", job.ID, "token", job.Token, "err", err)
+}
+
+// extender extends the leases of running jobs, every third of the lease,
+// in one pipelined round trip; a refused extension cancels the handler.
+func (w *Worker) extender(stop <-chan struct{}) {
+	every := w.opt.Lease / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now().UnixMilli()
+		var due []*inflight
+		var execs []rueidis.LuaExec
+		for i := range w.slots {
+			fl := w.slots[i].cur.Load()
+			if fl == nil || fl.lost.Load() || fl.handedBack.Load() || fl.deadline.Load()-now > (w.opt.Lease-every).Milliseconds() {
+				continue
+			}
+			row, _ := w.q.keys.Row(fl.job.ID)
+			call := ExtendCall{Active: w.q.keys.Active, Row: row, ID: fl.job.ID, Token: fl.job.Token, LeaseMS: ms(w.opt.Lease)}
+			due, execs = append(due, fl), append(execs, call.LuaExec())
+		}
+		if len(due) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		for i, r := range w.q.c.execMany(ctx, ScriptExtend, execs) {
+			deadline, err := DecodeExtend(r)
+			switch {
+			case err == nil:
+				due[i].deadline.Store(deadline)
+			case errors.Is(err, ErrStale):
+				due[i].lost.Store(true)
+				due[i].cancel(ErrLeaseLost)
+				w.stale(due[i].job, "extend", err)
+			default:
+				w.log.Warn("emq: extending a lease failed; retrying", "id", due[i].job.ID, "err", err)
+			}
+		}
+		cancel()
+	}
+}
+
+// handBack gives the jobs of handlers still running back to the queue at
+// once: they are retried with no delay and promoted.
+func (w *Worker) handBack() {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	n := 0
+	for i := range w.slots {
+		fl := w.slots[i].cur.Load()
+		if fl == nil || fl.lost.Load() || !fl.handedBack.CompareAndSwap(false, true) {
+			continue
+		}
+		if _, err := w.q.Retry(ctx, fl.job.ID, fl.job.Token, 0); err != nil {
+			w.settleError(fl.job, "hand-back", err)
+			continue
+		}
+		w.m.Add(Retried, w.q.Name(), 1)
+		n++
+	}
+	if n > 0 {
+		w.log.Warn("emq: handlers overran the shutdown deadline; their jobs were handed back", "jobs", n)
+		w.promote(ctx)
+	}
+}
+
+// maintain promotes due jobs and reaps expired leases every Maintenance,
+// while this worker holds the queue's maintenance lock, so that one worker
+// per queue does it.
+func (w *Worker) maintain(stop <-chan struct{}) {
+	every := w.opt.Maintenance
+	name := LockMaintenance(w.q.Name())
+	t := time.NewTicker(every)
+	defer t.Stop()
+	held := false
+	for {
+		select {
+		case <-stop:
+			if held {
+				ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+				call := UnlockCall{Locks: KeyLocks, Name: name, Owner: w.owner}
+				_, _ = call.Exec(ctx, w.q.c.rc)
+				cancel()
+			}
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every+opTimeout)
+		call := LockCall{Locks: KeyLocks, Name: name, Owner: w.owner, TTLMS: (3 * every).Milliseconds()}
+		d, err := call.Exec(ctx, w.q.c.rc)
+		held = err == nil && d != LockHeld
+		if held {
+			w.promote(ctx)
+			w.reap(ctx)
+		} else if err != nil {
+			w.log.Warn("emq: taking the maintenance lock failed", "err", err)
+		}
+		cancel()
+	}
+}
+
+const maintenanceBatch = 1000
+
+func (w *Worker) promote(ctx context.Context) {
+	total := 0
+	for {
+		n, err := w.q.Promote(ctx, maintenanceBatch)
+		if err != nil {
+			w.log.Warn("emq: promoting due jobs failed", "err", err)
+			break
+		}
+		total += n
+		if n < maintenanceBatch {
+			break
+		}
+	}
+	if total > 0 {
+		w.m.Add(Promoted, w.q.Name(), int64(total))
+		w.ring(ctx)
+	}
+}
+
+func (w *Worker) reap(ctx context.Context) {
+	total := 0
+	for {
+		n, err := w.q.Reap(ctx, maintenanceBatch, int(w.opt.MaxAttempts))
+		if err != nil {
+			w.log.Warn("emq: reaping expired leases failed", "err", err)
+			break
+		}
+		total += n
+		if n < maintenanceBatch {
+			break
+		}
+	}
+	if total > 0 {
+		w.m.Add(Reaped, w.q.Name(), int64(total))
+		w.log.Info("emq: expired leases taken back", "jobs", total)
+		w.ring(ctx)
+	}
+}
+
+func (w *Worker) ring(ctx context.Context) {
+	call := RingCall{Wake: w.q.keys.Wake}
+	if _, err := call.Exec(ctx, w.q.c.rc); err != nil {
+		w.log.Warn("emq: ringing the doorbell failed", "err", err)
+	}
+}
