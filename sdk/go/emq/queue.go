@@ -214,8 +214,8 @@ func (q *Queue) Reap(ctx context.Context, limit, maxAttempts int) (int, error) {
 	return int(n), err
 }
 
-// Revive moves a dead job back to pending, keeping its attempts. It
-// reports false when the job is not dead.
+// Revive moves a dead job back to pending, keeping its attempts, and rings
+// the queue's doorbell. It reports false when the job is not dead.
 func (q *Queue) Revive(ctx context.Context, id ID) (bool, error) {
 	row, err := q.keys.Row(id)
 	if err != nil {
@@ -226,6 +226,11 @@ func (q *Queue) Revive(ctx context.Context, id ID) (bool, error) {
 	}
 	call := ReviveCall{Dead: q.keys.Dead, Pending: q.keys.Pending, Row: row, ID: id}
 	n, err := call.Exec(ctx, q.c.rc)
+	if n == ReviveRevived {
+		// Wake an idle worker; the revive itself stands without it.
+		ring := RingCall{Wake: q.keys.Wake}
+		_, _ = ring.Exec(ctx, q.c.rc)
+	}
 	return n == ReviveRevived, err
 }
 
