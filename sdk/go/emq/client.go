@@ -101,6 +101,9 @@ func Connect(ctx context.Context, opt Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("emq: connect: %w", err)
 	}
+	if rc.Mode() == rueidis.ClientModeCluster {
+		rc = tryAgainClient{rc} // resend what a slot migration answers TRYAGAIN
+	}
 	c.rc = rc
 	if err := c.ensure(ctx); err != nil {
 		rc.Close()
@@ -172,7 +175,9 @@ func (c *Client) Close() {
 }
 
 // Redis returns the underlying rueidis client, for commands of your own.
-// Commands sent through it are not fenced after a reconnect.
+// Commands sent through it are not fenced after a reconnect. On a Redis
+// Cluster its Do and DoMulti resend a command the cluster answers TRYAGAIN
+// (a slot in migration) until it is answered otherwise or ctx ends.
 func (c *Client) Redis() rueidis.Client { return c.rc }
 
 // VersionFound returns the version record the last fence found: VersionRecord,

@@ -1,6 +1,7 @@
 package emq_test
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -28,18 +29,37 @@ func TestArgumentGuards(t *testing.T) {
 	if err := q.Complete(ctx, job.ID, job.Token); err != nil {
 		t.Fatal(err)
 	}
+	// An active job, for the scripts that take a token: the guards must
+	// answer before a transition that the current token would allow.
+	id3 := mint(t, c, emq.WorkKind)
+	if _, err := q.Enqueue(ctx, id3, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	job3, ok, err := q.Claim(ctx, 60_000_000_000)
+	if err != nil || !ok || job3.ID != id3 || job3.Token != 1 {
+		t.Fatalf("Claim = %+v, %v, %v; want %v token 1", job3, ok, err, id3)
+	}
+	row3, _ := q.Keys().Row(id3)
 	id2 := mint(t, c, emq.WorkKind)
 	if _, err := q.Enqueue(ctx, id2, []byte("p")); err != nil {
 		t.Fatal(err)
 	}
 	row2, _ := q.Keys().Row(id2)
 	before := hgetall(t, c, row2)
+	keyspace := queueKeyspace(t, c)
 	for _, s := range emq.Scripts() {
 		for i, typ := range s.ArgTypes {
 			if typ != "int" {
 				continue
 			}
-			for _, bad := range []string{"nan", "inf", "-inf", "1.5", "0x10", "1e3", ""} {
+			// With a token, act on the active job with its current token.
+			jobID, jobRow := id2, row2
+			for _, at := range s.ArgTypes {
+				if at == "token" {
+					jobID, jobRow = id3, row3
+				}
+			}
+			for _, bad := range []string{"nan", "inf", "-inf", "1.5", "0x10", "1e3", "", " 1", "+1"} {
 				keys := make([]string, len(s.Keys))
 				for k, kt := range s.KeyTypes {
 					switch {
@@ -49,7 +69,7 @@ func TestArgumentGuards(t *testing.T) {
 						if key, ok := q.Keys().Key(kt); ok {
 							keys[k] = key
 						} else {
-							keys[k] = row2
+							keys[k] = jobRow
 						}
 					}
 				}
@@ -59,7 +79,7 @@ func TestArgumentGuards(t *testing.T) {
 					case "prefix":
 						args[a] = q.Keys().RowPrefix()
 					case "id":
-						args[a] = id2.String()
+						args[a] = jobID.String()
 					case "token", "int":
 						args[a] = "1"
 					default:
@@ -81,4 +101,43 @@ func TestArgumentGuards(t *testing.T) {
 	if n, _ := q.PendingSize(ctx); n != 1 {
 		t.Errorf("pending holds %d after the refused calls; want 1", n)
 	}
+	// Nothing at all was written: the rows, the sets and the doorbell (which
+	// no refused call may ring) are as they were.
+	if after := queueKeyspace(t, c); !maps.Equal(after, keyspace) {
+		for k, v := range after {
+			if keyspace[k] != v {
+				t.Errorf("the refused calls wrote %s", k)
+			}
+		}
+		for k := range keyspace {
+			if _, ok := after[k]; !ok {
+				t.Errorf("the refused calls deleted %s", k)
+			}
+		}
+	}
+	if n, _ := do(t, c, "EXISTS", q.Keys().Wake).AsInt64(); n != 0 {
+		t.Error("a refused call rang the doorbell")
+	}
+}
+
+// queueKeyspace is every key but the reserve's, with its serialized value
+// (DUMP), to tell whether anything was written.
+func queueKeyspace(t *testing.T, c *emq.Client) map[string]string {
+	t.Helper()
+	keys, err := do(t, c, "KEYS", "*").AsStrSlice()
+	if err != nil {
+		t.Fatalf("KEYS: %v", err)
+	}
+	out := map[string]string{}
+	for _, k := range keys {
+		if k == emq.KeyVersion || k == emq.KeyBundle || k == emq.KeyLocks {
+			continue // the client's node lease renews itself in the locks
+		}
+		v, err := do(t, c, "DUMP", k).ToString()
+		if err != nil {
+			t.Fatalf("DUMP %s: %v", k, err)
+		}
+		out[k] = v
+	}
+	return out
 }

@@ -8,13 +8,16 @@ package emq_test
 //   - scans the keyspace and asserts the spec's invariant on what it finds
 //     (section 3 and 4): every row is a hash of exactly the three fields,
 //     its state names exactly the one set holding its id, no set holds an id
-//     without a row, pending and dead scores are 0, and no other key exists
-//     (but the reserve's and a bystander queue's);
+//     without a row, pending and dead scores are 0, the queue's doorbell
+//     (the wake key of 2.1.0) is a list holding at most one marker and
+//     nothing else, and no other key exists (but the reserve's and a
+//     bystander queue's);
 //   - asserts that no row's attempts ever decreased and that a completed id
 //     never comes back;
 //   - compares the whole keyspace with an in-memory model, and every reply
 //     with the model's expectation (a transition with the current token of
-//     an active job succeeds, anything else is EMQSTALE, and so on).
+//     an active job succeeds, anything else is EMQSTALE, and so on), the
+//     doorbell included: which calls ring it, and what ring answers.
 //
 // Time enters through claim deadlines and run-ats; the test reads the
 // server's TIME before and after each call, and accepts exactly the
@@ -66,12 +69,14 @@ type invModel struct {
 	jobs    map[emq.ID]*invJob
 	retired map[emq.ID]bool    // completed: must never come back
 	tokens  map[emq.ID][]int64 // every token a claim minted for the id
+	wake    bool               // the doorbell holds its marker
 }
 
 // invSnap is the keyspace as a scan found it.
 type invSnap struct {
 	rows map[emq.ID]map[string]string
 	sets map[emq.Set]map[emq.ID]int64
+	wake []string // the doorbell's elements (none when the key is absent)
 }
 
 type invariant struct {
@@ -162,6 +167,11 @@ func TestInvariant(t *testing.T) {
 		{emq.ScriptPromote.Name, 7, v.promote},
 		{emq.ScriptReap.Name, 7, v.reap},
 		{emq.ScriptRevive.Name, 4, v.revive},
+		{emq.ScriptPush.Name, 9, v.push},
+		{emq.ScriptClaimMany.Name, 7, v.claimMany},
+		{emq.ScriptCompleteClaim.Name, 7, v.completeClaim},
+		{emq.ScriptRing.Name, 3, v.ring},
+		{"answer the doorbell", 4, v.answer},
 		{"sleep", 1, func() { v.note("sleep 2ms"); time.Sleep(2 * time.Millisecond) }},
 	}
 	total := 0
@@ -370,9 +380,20 @@ func (v *invariant) enqueueKind() {
 		k = emq.KindARC
 	}
 	id := mint(v.t, v.c, k)
+	var ce *emq.ClassError
+	if v.rnd.IntN(2) == 0 {
+		// push refuses it the same way, and rings nothing (the model's
+		// doorbell is unchanged, and check holds the keyspace to it).
+		v.note("push %v", id)
+		n, err := v.pushCall(id, v.payload()).Exec(v.ctx, v.c.Redis())
+		if n != 0 || !errors.Is(err, emq.ErrKind) || !errors.As(err, &ce) || ce.Script != emq.ScriptPush.Name {
+			v.fail("push(%v) = %d, %v; want EMQKIND", id, n, err)
+		}
+		v.count("foreign kind", false)
+		return
+	}
 	v.note("enqueue %v", id)
 	ok, err := v.q.Enqueue(v.ctx, id, []byte(v.payload()))
-	var ce *emq.ClassError
 	if ok || !errors.Is(err, emq.ErrKind) || !errors.As(err, &ce) || ce.Script != emq.ScriptEnqueue.Name {
 		v.fail("Enqueue(%v) = %v, %v; want EMQKIND", id, ok, err)
 	}
@@ -449,6 +470,11 @@ func (v *invariant) complete() {
 	if err != nil {
 		v.fail("Complete(%v, %d) with the current token: %v", id, tok, err)
 	}
+	v.retire(id)
+}
+
+// retire takes a completed id out of the model.
+func (v *invariant) retire(id emq.ID) {
 	delete(v.model.jobs, id)
 	v.model.retired[id] = true
 	// Ids are never reused: a fresh one takes the completed one's place.
@@ -520,6 +546,164 @@ func (v *invariant) revive() {
 	if ok {
 		j.state, j.score = emq.StatePending, 0
 	}
+}
+
+func (v *invariant) pushCall(id emq.ID, payload string) *emq.PushCall {
+	return &emq.PushCall{Row: mustRow(v.t, v.q, id), Pending: v.k.Pending, Wake: v.k.Wake, ID: id, Payload: payload}
+}
+
+// push admits like enqueue and rings the doorbell when it admits a job to a
+// silent doorbell; a duplicate rings nothing.
+func (v *invariant) push() {
+	id, p := v.pick(), v.payload()
+	v.note("push %v", id)
+	n, err := v.pushCall(id, p).Exec(v.ctx, v.c.Redis())
+	_, exists := v.model.jobs[id]
+	want := emq.PushEnqueued
+	if exists {
+		want = emq.PushDuplicate
+	}
+	if err != nil || n != want {
+		v.fail("push(%v) = %d, %v; want %d (the row exists: %v)", id, n, err, want, exists)
+	}
+	v.count(emq.ScriptPush.Name, n == emq.PushEnqueued)
+	if n == emq.PushEnqueued {
+		v.model.jobs[id] = &invJob{state: emq.StatePending, payload: p}
+		v.model.wake = true
+	}
+}
+
+// batch returns a count for the batch scripts: mostly a few, sometimes
+// more than the pool holds (all there is), sometimes the least allowed.
+func (v *invariant) batch(least int) int {
+	switch r := v.rnd.IntN(10); {
+	case r < 8:
+		return least + v.rnd.IntN(5)
+	case r < 9:
+		return 2 * invariantPool
+	default:
+		return least
+	}
+}
+
+// pendingOrder is the model's pending ids in claim order (lex-min first).
+func (v *invariant) pendingOrder() []emq.ID {
+	var ids []emq.ID
+	for id, j := range v.model.jobs {
+		if j.state == emq.StatePending {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a].String() < ids[b].String() })
+	return ids
+}
+
+// leased checks a batch reply against the model — the count oldest pending
+// jobs, in order, each with its next token and payload, one deadline inside
+// the call's window — and moves them to active in the model. A batch that
+// leased something and left jobs pending rings the doorbell.
+func (v *invariant) leased(what string, got []emq.ClaimManyReply, count int, lease time.Duration, t0, t1 int64) {
+	v.t.Helper()
+	order := v.pendingOrder()
+	want := order[:min(count, len(order))]
+	if len(got) != len(want) {
+		v.fail("%s count %d leased %d jobs %+v; want %v", what, count, len(got), got, want)
+	}
+	for i, r := range got {
+		j := v.model.jobs[want[i]]
+		if r.ID != want[i] || r.Token != j.attempts+1 || r.Payload != j.payload {
+			v.fail("%s record %d = %+v; want %v token %d payload %q", what, i, r, want[i], j.attempts+1, j.payload)
+		}
+		if r.DeadlineMS != got[0].DeadlineMS {
+			v.fail("%s record %d deadline %d; the batch's is %d", what, i, r.DeadlineMS, got[0].DeadlineMS)
+		}
+		v.within(what+" deadline", r.DeadlineMS, t0+lease.Milliseconds(), t1+lease.Milliseconds())
+		j.state, j.attempts, j.score = emq.StateActive, r.Token, r.DeadlineMS
+		v.model.tokens[r.ID] = append(v.model.tokens[r.ID], r.Token)
+	}
+	if len(got) > 0 && len(order) > len(got) {
+		v.model.wake = true
+	}
+}
+
+func (v *invariant) claimMany() {
+	count, lease := v.batch(1), v.lease()
+	v.note("claim_many %d %v", count, lease)
+	call := emq.ClaimManyCall{Pending: v.k.Pending, Active: v.k.Active, Wake: v.k.Wake, Prefix: v.k.RowPrefix(), LeaseMS: lease.Milliseconds(), Count: int64(count)}
+	t0 := v.now()
+	got, err := call.Exec(v.ctx, v.c.Redis())
+	t1 := v.now()
+	if err != nil || got == nil {
+		v.fail("claim_many: %#v, %v; want a (possibly empty) slice", got, err)
+	}
+	v.count(emq.ScriptClaimMany.Name, len(got) > 0)
+	v.leased(emq.ScriptClaimMany.Name, got, count, lease, t0, t1)
+}
+
+func (v *invariant) completeClaim() {
+	id := v.target()
+	tok, count, lease := v.token(id), v.batch(0), v.lease()
+	v.note("complete_claim %v token %d count %d %v", id, tok, count, lease)
+	call := emq.CompleteClaimCall{Row: mustRow(v.t, v.q, id), Active: v.k.Active, Pending: v.k.Pending, Wake: v.k.Wake, ID: id, Token: tok, Prefix: v.k.RowPrefix(), LeaseMS: lease.Milliseconds(), Count: int64(count)}
+	t0 := v.now()
+	got, err := call.Exec(v.ctx, v.c.Redis())
+	t1 := v.now()
+	v.count(emq.ScriptCompleteClaim.Name, err == nil)
+	if !v.current(id, tok) {
+		// Refused: nothing completed, nothing leased, nothing rung — the
+		// unchanged model says so, and check holds the keyspace to it.
+		v.wantStale(err, emq.ScriptCompleteClaim.Name)
+		if got != nil {
+			v.fail("the refused complete_claim leased %+v", got)
+		}
+		return
+	}
+	if err != nil || got == nil {
+		v.fail("complete_claim(%v, %d) with the current token: %#v, %v", id, tok, got, err)
+	}
+	v.retire(id)
+	recs := make([]emq.ClaimManyReply, len(got))
+	for i, r := range got {
+		recs[i] = emq.ClaimManyReply(r)
+	}
+	v.leased(emq.ScriptCompleteClaim.Name, recs, count, lease, t0, t1)
+}
+
+// ring answers rung on a silent doorbell and already rung otherwise.
+func (v *invariant) ring() {
+	v.note("ring")
+	n, err := (&emq.RingCall{Wake: v.k.Wake}).Exec(v.ctx, v.c.Redis())
+	want := emq.RingAlreadyRung
+	if !v.model.wake {
+		want = emq.RingRung
+	}
+	if err != nil || n != want {
+		v.fail("ring = %d, %v; want %d (rung before: %v)", n, err, want, v.model.wake)
+	}
+	v.count(emq.ScriptRing.Name, n == emq.RingRung)
+	v.model.wake = true
+}
+
+// answer takes the doorbell's marker as an idle worker does (LPOP standing
+// in for BLPOP), so that it can be rung again.
+func (v *invariant) answer() {
+	v.note("answer the doorbell")
+	rc := v.c.Redis()
+	got, err := rc.Do(v.ctx, rc.B().Lpop().Key(v.k.Wake).Build()).ToString()
+	switch {
+	case rueidis.IsRedisNil(err):
+		if v.model.wake {
+			v.fail("LPOP of the doorbell found nothing; the model says it was rung")
+		}
+	case err != nil:
+		v.fail("LPOP of the doorbell: %v", err)
+	case !v.model.wake:
+		v.fail("LPOP of the doorbell found %q; the model says it was silent", got)
+	case got != wakeMarker:
+		v.fail("LPOP of the doorbell found %q; want the marker %q", got, wakeMarker)
+	}
+	v.count("answer the doorbell", v.model.wake)
+	v.model.wake = false
 }
 
 // due returns the ids of state st in the order a script scanning its set
@@ -615,7 +799,7 @@ func (v *invariant) other(key string) bool {
 			return true
 		}
 	}
-	return strings.HasPrefix(key, v.by.RowPrefix())
+	return key == v.by.Wake || strings.HasPrefix(key, v.by.RowPrefix())
 }
 
 // scan reads the queue's keyspace: every key of the server but the reserve
@@ -642,6 +826,8 @@ func (v *invariant) scan() invSnap {
 		cmds = append(cmds, rc.B().Type().Key(key).Build())
 		if _, ok := setOf[key]; ok {
 			cmds = append(cmds, rc.B().Zrange().Key(key).Min("0").Max("-1").Withscores().Build())
+		} else if key == v.k.Wake {
+			cmds = append(cmds, rc.B().Lrange().Key(key).Start(0).Stop(-1).Build())
 		} else {
 			cmds = append(cmds, rc.B().Hgetall().Key(key).Build())
 		}
@@ -672,6 +858,16 @@ func (v *invariant) scan() invSnap {
 				members[id] = int64(z.Score)
 			}
 			snap.sets[s] = members
+			continue
+		}
+		if key == v.k.Wake {
+			if typ != "list" {
+				v.fail("the doorbell %s is a %s", key, typ)
+			}
+			snap.wake, err = res[2*i+1].AsStrSlice()
+			if err != nil {
+				v.fail("LRANGE %s: %v", key, err)
+			}
 			continue
 		}
 		idText, ok := strings.CutPrefix(key, v.k.RowPrefix())
@@ -730,6 +926,15 @@ func (v *invariant) invariantHolds(s invSnap) {
 			}
 		}
 	}
+	// The doorbell: at most one marker, never any other value.
+	if len(s.wake) > 1 {
+		v.fail("the doorbell holds %d elements %q; want at most one", len(s.wake), s.wake)
+	}
+	for _, m := range s.wake {
+		if m != wakeMarker {
+			v.fail("the doorbell holds %q; want only the marker %q", m, wakeMarker)
+		}
+	}
 }
 
 // check scans the keyspace after a step and holds it against the invariant,
@@ -750,6 +955,9 @@ func (v *invariant) check() {
 	}
 	if len(s.rows) != len(v.model.jobs) {
 		v.fail("%d rows; the model has %d", len(s.rows), len(v.model.jobs))
+	}
+	if rung := len(s.wake) == 1; rung != v.model.wake {
+		v.fail("the doorbell holds %q; the model says rung: %v", s.wake, v.model.wake)
 	}
 	for id, j := range v.model.jobs {
 		row, ok := s.rows[id]

@@ -1263,7 +1263,7 @@ func TestScriptBundleDigest(t *testing.T) {
 		emq.ScriptBury: &emq.BuryCall{}, emq.ScriptPromote: &emq.PromoteCall{}, emq.ScriptReap: &emq.ReapCall{},
 		emq.ScriptRevive: &emq.ReviveCall{}, emq.ScriptFence: &emq.FenceCall{}, emq.ScriptLock: &emq.LockCall{},
 		emq.ScriptUnlock: &emq.UnlockCall{}, emq.ScriptPush: &emq.PushCall{}, emq.ScriptClaimMany: &emq.ClaimManyCall{},
-		emq.ScriptCompleteClaim: &emq.CompleteClaimCall{}, emq.ScriptRing: &emq.RingCall{},
+		emq.ScriptCompleteClaim: &emq.CompleteClaimCall{}, emq.ScriptRing: &emq.RingCall{}, emq.ScriptPurge: &emq.PurgeCall{},
 	} {
 		arity[s] = [2]int{len(call.Keys()), len(call.Args())}
 	}
