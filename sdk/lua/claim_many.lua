@@ -26,9 +26,12 @@ end
 if count < 1 then
   return redis.error_reply('ERR count must be at least 1')
 end
+local waiting = redis.call('ZCARD', KEYS[1])
+local rung = redis.call('LLEN', KEYS[3])
 local t = redis.call('TIME')
 local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + lease
 local out = {}
+count = math.min(count, waiting)
 while #out < count do
   local heads = redis.call('ZPOPMIN', KEYS[1], count - #out)
   if #heads == 0 then
@@ -45,7 +48,7 @@ while #out < count do
     end
   end
 end
-if #out > 0 and redis.call('ZCARD', KEYS[1]) > 0 and redis.call('LLEN', KEYS[3]) == 0 then
+if #out > 0 and rung == 0 and redis.call('ZCARD', KEYS[1]) > 0 then
   redis.call('RPUSH', KEYS[3], '1')
 end
 return out

@@ -35,11 +35,14 @@ end
 local att = redis.call('HGET', KEYS[1], 'attempts')
 if att ~= ARGV[2] then return redis.error_reply('EMQSTALE complete token mismatch') end
 if redis.call('HGET', KEYS[1], 'state') ~= 'active' then return redis.error_reply('EMQSTALE complete job not active') end
+local waiting = redis.call('ZCARD', KEYS[3])
+local rung = redis.call('LLEN', KEYS[4])
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 local t = redis.call('TIME')
 local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + lease
 local out = {}
+count = math.min(count, waiting)
 while #out < count do
   local heads = redis.call('ZPOPMIN', KEYS[3], count - #out)
   if #heads == 0 then
@@ -56,7 +59,7 @@ while #out < count do
     end
   end
 end
-if #out > 0 and redis.call('ZCARD', KEYS[3]) > 0 and redis.call('LLEN', KEYS[4]) == 0 then
+if #out > 0 and rung == 0 and redis.call('ZCARD', KEYS[3]) > 0 then
   redis.call('RPUSH', KEYS[4], '1')
 end
 return out

@@ -17,12 +17,13 @@
 if string.sub(ARGV[1], 1, 3) ~= 'JOB' then
   return redis.error_reply('EMQKIND job id must be JOB-namespaced')
 end
+local rung = redis.call('LLEN', KEYS[3])
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
 redis.call('HSET', KEYS[1], 'state', 'pending', 'attempts', '0', 'payload', ARGV[2])
 redis.call('ZADD', KEYS[2], 0, ARGV[1])
-if redis.call('LLEN', KEYS[3]) == 0 then
+if rung == 0 then
   redis.call('RPUSH', KEYS[3], '1')
 end
 return 1

@@ -66,11 +66,16 @@ func (q *Queue) Get(ctx context.Context, id ID) (JobInfo, bool, error) {
 	return info, true, nil
 }
 
+// Cursor marks where a page of a set ended; the zero Cursor starts at the
+// newest. It is opaque: pass back what Page returned.
+type Cursor string
+
 // Page returns up to n ids of set s, newest first, starting after cursor
 // ("" for the first page), and the cursor of the next page ("" when this
 // was the last). Pages are stable under concurrent change: an id never
 // shows twice across pages, and an id present throughout is never skipped.
-func (q *Queue) Page(ctx context.Context, s Set, cursor string, n int) ([]ID, string, error) {
+func (q *Queue) Page(ctx context.Context, s Set, after Cursor, n int) ([]ID, Cursor, error) {
+	cursor := string(after)
 	key := q.keys.Set(s)
 	if key == "" {
 		return nil, "", fmt.Errorf("%w: unknown set %q", ErrArgument, s)
@@ -146,9 +151,9 @@ func (q *Queue) Page(ctx context.Context, s Set, cursor string, n int) ([]ID, st
 	}
 	last := len(ids) - 1
 	if s.Lex() {
-		return ids, ids[last].String(), nil
+		return ids, Cursor(ids[last].String()), nil
 	}
-	return ids, strconv.FormatInt(int64(scores[last]), 10) + "/" + ids[last].String(), nil
+	return ids, Cursor(strconv.FormatInt(int64(scores[last]), 10) + "/" + ids[last].String()), nil
 }
 
 // Purge deletes a dead job for good: its row and its id. It reports false

@@ -83,7 +83,7 @@ func TestInspectPage(t *testing.T) {
 	walk := func(s emq.Set, n int) []emq.ID {
 		t.Helper()
 		var all []emq.ID
-		cursor := ""
+		var cursor emq.Cursor
 		for pages := 0; ; pages++ {
 			got, next, err := q.Page(ctx, s, cursor, n)
 			if err != nil {

@@ -172,6 +172,7 @@ func TestInvariant(t *testing.T) {
 		{emq.ScriptCompleteClaim.Name, 7, v.completeClaim},
 		{emq.ScriptRing.Name, 3, v.ring},
 		{"answer the doorbell", 4, v.answer},
+		{emq.ScriptPurge.Name, 2, v.purge},
 		{"sleep", 1, func() { v.note("sleep 2ms"); time.Sleep(2 * time.Millisecond) }},
 	}
 	total := 0
@@ -545,6 +546,29 @@ func (v *invariant) revive() {
 	v.count(emq.ScriptRevive.Name, ok)
 	if ok {
 		j.state, j.score = emq.StatePending, 0
+		v.model.wake = true // Queue.Revive rings after a revive
+	}
+}
+
+// purge deletes a dead job for good; anything else is left alone.
+func (v *invariant) purge() {
+	id := v.pickIn(emq.StateDead)
+	if v.rnd.IntN(4) == 0 {
+		id = v.target()
+	}
+	v.note("purge %v", id)
+	n, err := (&emq.PurgeCall{Dead: v.k.Dead, Row: mustRow(v.t, v.q, id), ID: id}).Exec(v.ctx, v.c.Redis())
+	j := v.model.jobs[id]
+	want := emq.PurgeNotDead
+	if j != nil && j.state == emq.StateDead {
+		want = emq.PurgePurged
+	}
+	if err != nil || n != want {
+		v.fail("purge(%v) = %d, %v; want %d", id, n, err, want)
+	}
+	v.count(emq.ScriptPurge.Name, n == emq.PurgePurged)
+	if n == emq.PurgePurged {
+		v.retire(id)
 	}
 }
 

@@ -1,6 +1,9 @@
 package emq
 
-import "sync/atomic"
+import (
+	"log/slog"
+	"sync/atomic"
+)
 
 // Counter names one thing the SDK counts.
 type Counter int
@@ -17,10 +20,11 @@ const (
 	Reaped                   // expired leases taken back by maintenance
 	Promoted                 // scheduled jobs made pending by maintenance
 	Panicked                 // handler panics, recovered and counted as failures too
+	HandedBack               // jobs of handlers that overran a shutdown's deadline, handed back to run elsewhere
 	numCounters
 )
 
-var counterNames = [numCounters]string{"enqueued", "claimed", "completed", "retried", "buried", "stale", "reaped", "promoted", "panicked"}
+var counterNames = [numCounters]string{"enqueued", "claimed", "completed", "retried", "buried", "stale", "reaped", "promoted", "panicked", "handed_back"}
 
 // String is the counter's name.
 func (c Counter) String() string {
@@ -74,6 +78,16 @@ func (t *Tally) Snapshot() map[string]int64 {
 		out[c.String()] = t.Get(c)
 	}
 	return out
+}
+
+// LogValue logs every total, in counter order:
+// slog.Info("done", "counters", tally).
+func (t *Tally) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, numCounters)
+	for _, c := range Counters() {
+		attrs = append(attrs, slog.Int64(c.String(), t.Get(c)))
+	}
+	return slog.GroupValue(attrs...)
 }
 
 type noMetrics struct{}

@@ -26,6 +26,10 @@ type Job struct {
 	Deadline time.Time
 }
 
+// Attempt is which claim of the job this is, 1 for the first: the fencing
+// token is the row's attempts, which only a claim increments.
+func (j Job) Attempt() int64 { return j.Token }
+
 // ErrArgument means an argument is out of range (a lease or a limit that is
 // not positive); nothing was sent.
 var ErrArgument = errors.New("emq: invalid argument")

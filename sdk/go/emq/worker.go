@@ -87,7 +87,8 @@ type WorkerOptions struct {
 	Maintenance time.Duration
 	// ShutdownTimeout is how long Run waits, once its context is done, for
 	// running handlers to return; then their jobs are handed back at once
-	// and their contexts cancelled. Default 30s.
+	// and their contexts cancelled. Default 30s; negative hands back at
+	// once.
 	ShutdownTimeout time.Duration
 	// Logger; default the client's.
 	Logger *slog.Logger
@@ -157,8 +158,11 @@ func NewWorker(q *Queue, h Handler, opt WorkerOptions) (*Worker, error) {
 	if opt.Maintenance == 0 {
 		opt.Maintenance = time.Second
 	}
-	if opt.ShutdownTimeout <= 0 {
+	switch {
+	case opt.ShutdownTimeout == 0:
 		opt.ShutdownTimeout = 30 * time.Second
+	case opt.ShutdownTimeout < 0:
+		opt.ShutdownTimeout = 0
 	}
 	w := &Worker{q: q, h: h, opt: opt, log: opt.Logger, m: opt.Metrics,
 		jobs: make(chan Job), idle: make(chan struct{}, opt.Concurrency), slots: make([]slot, opt.Concurrency)}
@@ -275,7 +279,11 @@ func (w *Worker) claimer(ctx context.Context) {
 				break more
 			}
 		}
-		jobs, err := w.claim(ctx, n)
+		// The claim itself is not cancelled with ctx: a lease the server
+		// granted must reach a runner, or it would sit out its lease.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+		jobs, err := w.claim(cctx, n)
+		cancel()
 		for _, j := range jobs {
 			w.jobs <- j
 		}
@@ -476,6 +484,14 @@ func (w *Worker) fail(ctx context.Context, job Job, why error) {
 		return
 	}
 	w.m.Add(Retried, w.q.Name(), 1)
+	if w.opt.Maintenance <= 0 || delay < w.opt.Maintenance {
+		// Sooner than the next maintenance: promote it when it is due.
+		time.AfterFunc(delay, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+			defer cancel()
+			w.promote(ctx)
+		})
+	}
 	w.log.Info("emq: job failed; it runs again", "id", job.ID, "attempt", job.Token, "in", delay, "err", why)
 }
 
@@ -555,7 +571,7 @@ func (w *Worker) handBack() {
 			w.settleError(fl.job, "hand-back", err)
 			continue
 		}
-		w.m.Add(Retried, w.q.Name(), 1)
+		w.m.Add(HandedBack, w.q.Name(), 1)
 		n++
 	}
 	if n > 0 {

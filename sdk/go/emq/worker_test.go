@@ -532,3 +532,24 @@ func workerGoroutines() int {
 	}
 	return n
 }
+
+// A retry due sooner than the next maintenance is promoted when it is due,
+// not at the maintenance tick.
+func TestWorkerShortRetryDoesNotWaitForMaintenance(t *testing.T) {
+	e := newWorkerEnv(t)
+	e.push(1)
+	var runs atomic.Int32
+	e.run(func(ctx context.Context, j emq.Job) error {
+		if runs.Add(1) == 1 {
+			return errors.New("once")
+		}
+		return nil
+	}, emq.WorkerOptions{Concurrency: 1, Maintenance: time.Minute, Wait: time.Minute,
+		Backoff: func(int64) time.Duration { return 20 * time.Millisecond }})
+	eventually(t, 10*time.Second, "the retried job completed, long before the minute's maintenance", func() bool {
+		return e.tally.Get(emq.Completed) == 1
+	})
+	if e.tally.Get(emq.Retried) != 1 || e.tally.Get(emq.Promoted) != 1 {
+		t.Errorf("counters %v", e.tally.Snapshot())
+	}
+}
