@@ -2,24 +2,14 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
-	"flag"
-	"net"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/gen/live"
 	"github.com/echomq/echomq/sdk/go/probe"
 )
-
-// passwordEnv is read for the password when -password is empty, so that
-// it need not appear in the process list.
-const passwordEnv = "EMQ_REDIS_PASSWORD"
 
 var probeHelp = strings.ReplaceAll(`Runs every probe of the manifest (each reserve member's and each wire class's)
 against a live server and prints the transcript: one line per check, ending
@@ -62,15 +52,10 @@ SELECT, DBSIZE, DUMP, SET and HSET.`, "SCRATCH", live.ScratchPrefix)
 func runProbe(e *env, args []string) int {
 	fs := e.flags("probe", "[-addr HOST:PORT] [-user NAME] [-password PASS] [-tls [-tls-ca FILE] [-tls-server-name NAME]] [-claim] [-fence-db N] [-manifest FILE] [-timeout D]", probeHelp)
 	file := fs.String("manifest", "protocol.yaml", "the manifest whose probes to run")
-	addr := fs.String("addr", "127.0.0.1:6379", "the server, host:port (a cluster is found from any of its nodes)")
-	user := fs.String("user", "", "the ACL user name (default: the default user)")
-	password := fs.String("password", "", "the password (default: $"+passwordEnv+")")
-	useTLS := fs.Bool("tls", false, "connect with TLS (implied by -tls-ca and -tls-server-name)")
-	tlsCA := fs.String("tls-ca", "", "a PEM file of the CA certificates to trust (default: the system's)")
-	tlsName := fs.String("tls-server-name", "", "the name to verify the server's certificate against (default: the host of -addr)")
+	var conn live.Conn
+	conn.Flags(fs)
 	claim := fs.Bool("claim", false, "claim a keyspace that has no version record, as an SDK client does at connect")
 	fenceDB := fs.Int("fence-db", -1, "also run the fence's eight checks in this empty logical database (-1: skip)")
-	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -82,57 +67,21 @@ func runProbe(e *env, args []string) int {
 		e.errorf("-fence-db %d: a logical database is a number from 0 (or -1 to skip)", *fenceDB)
 		return ExitUsage
 	}
-	if *timeout <= 0 {
-		e.errorf("-timeout %v: give a positive duration", *timeout)
-		return ExitUsage
-	}
-	host, _, err := net.SplitHostPort(*addr)
+	opt, err := conn.Option()
 	if err != nil {
-		e.errorf("-addr %q: %v", *addr, err)
+		e.errorf("%v", err)
 		return ExitUsage
 	}
 	p, code := e.load(*file)
 	if p == nil {
 		return code
 	}
-	opt := rueidis.ClientOption{
-		InitAddress:   []string{*addr},
-		Username:      *user,
-		Password:      *password,
-		DisableCache:  true,
-		ClientSetInfo: rueidis.DisableClientSetInfo,
-		Dialer:        net.Dialer{Timeout: min(*timeout, 10*time.Second)},
-	}
-	if opt.Password == "" {
-		opt.Password = os.Getenv(passwordEnv)
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *useTLS || set["tls-ca"] || set["tls-server-name"] {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
-		if *tlsName != "" {
-			cfg.ServerName = *tlsName
-		}
-		if *tlsCA != "" {
-			pem, err := os.ReadFile(*tlsCA)
-			if err != nil {
-				e.errorf("-tls-ca: %v", err)
-				return ExitUsage
-			}
-			cfg.RootCAs = x509.NewCertPool()
-			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-				e.errorf("-tls-ca %s: no PEM certificate in it", *tlsCA)
-				return ExitUsage
-			}
-		}
-		opt.TLSConfig = cfg
-	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), conn.Timeout)
 	defer cancel()
-	rc, err := rueidis.NewClient(opt)
+	rc, err := conn.Dial(opt)
 	if err != nil {
-		e.errorf("connecting to %s: %v", *addr, err)
+		e.errorf("%v", err)
 		return ExitUsage
 	}
 	defer rc.Close()
@@ -148,9 +97,9 @@ func runProbe(e *env, args []string) int {
 		fopt := opt
 		fopt.SelectDB = *fenceDB
 		fopt.ForceSingleClient = true
-		frc, err := rueidis.NewClient(fopt)
+		frc, err := conn.Dial(fopt)
 		if err != nil {
-			e.errorf("-fence-db %d: connecting to %s: %v", *fenceDB, *addr, err)
+			e.errorf("-fence-db %d: %v", *fenceDB, err)
 			return ExitUsage
 		}
 		fence, err = live.RunFence(ctx, p, frc)

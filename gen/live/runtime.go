@@ -95,6 +95,14 @@ func newMachine(p *model.Protocol) (*machine, error) {
 	return m, nil
 }
 
+// checkQueue refuses a queue name outside the manifest's queue grammar.
+func (m *machine) checkQueue(q string) error {
+	if len(q) > m.p.Queues.MaxLength || !m.queueRE.MatchString(q) {
+		return fmt.Errorf("queue name %q is malformed: a queue name must match %s (the manifest's queue pattern), so that it is the hashtag of the queue's keys", q, m.p.Queues.Pattern)
+	}
+	return nil
+}
+
 // queueKey is the key of a per-queue key type of queue q.
 func (m *machine) queueKey(q, typ string) (string, bool) {
 	t, ok := m.p.KeyType(typ)
@@ -185,7 +193,7 @@ func (m *machine) open(ctx context.Context, rc rueidis.Client) (*runtime, error)
 	work := m.p.WorkKind().Name
 	for try := 0; try < 5; try++ {
 		q := ScratchPrefix + strings.ToLower(m.mint.next(work))
-		if len(q) > m.p.Queues.MaxLength || !m.queueRE.MatchString(q) {
+		if m.checkQueue(q) != nil {
 			return nil, fmt.Errorf("the scratch queue name %q is outside the manifest's queue pattern %s", q, m.p.Queues.Pattern)
 		}
 		taken := false
@@ -291,19 +299,31 @@ func (r *runtime) Lookup(name string) (string, bool) {
 // scratch queue's keys, the row of its id argument, reserve members. The
 // fence script is never run here.
 func (r *runtime) RunScript(ctx context.Context, name string, args map[string]string) rueidis.RedisResult {
-	s, ok := r.m.scripts[name]
+	if s, ok := r.m.scripts[name]; ok && s.fenced {
+		return rueidis.NewErrorResult(fmt.Errorf("not run: script %s writes %s and %s; the prober fences only a keyspace without a version record, and only with -claim", name, r.m.fence.VersionKey, r.m.fence.BundleKey))
+	}
+	return r.m.exec(ctx, r.rc, r.queue, name, args)
+}
+
+// exec runs a script of the bundle on queue q with EVALSHA, falling back
+// to EVAL on NOSCRIPT. Its KEYS are built from the model's key classes:
+// the queue's keys, the row of its id argument, reserve members; its ARGV
+// are args by name, the row prefix filled in. The fence script is never
+// run here.
+func (m *machine) exec(ctx context.Context, rc rueidis.Client, q, name string, args map[string]string) rueidis.RedisResult {
+	s, ok := m.scripts[name]
 	if !ok {
 		return rueidis.NewErrorResult(fmt.Errorf("no script %q in the bundle", name))
 	}
 	if s.fenced {
-		return rueidis.NewErrorResult(fmt.Errorf("not run: script %s writes %s and %s; the prober fences only a keyspace without a version record, and only with -claim", name, r.m.fence.VersionKey, r.m.fence.BundleKey))
+		return rueidis.NewErrorResult(fmt.Errorf("not run: script %s writes %s and %s, which only the fence may write", name, m.fence.VersionKey, m.fence.BundleKey))
 	}
 	argv := make([]string, len(s.Argv))
 	id := ""
 	for i, a := range s.Argv {
 		switch a.Type {
 		case argPrefix:
-			argv[i] = r.m.rowPrefix(r.queue)
+			argv[i] = m.rowPrefix(q)
 		case argID:
 			id = args[a.Name]
 			argv[i] = id
@@ -314,21 +334,21 @@ func (r *runtime) RunScript(ctx context.Context, name string, args map[string]st
 	keys := make([]string, len(s.Keys))
 	for i, k := range s.Keys {
 		if k.Type == slotReserve {
-			mem, ok := r.m.p.Member(k.Member)
+			mem, ok := m.p.Member(k.Member)
 			if !ok {
 				return rueidis.NewErrorResult(fmt.Errorf("script %s: no reserve member %q", name, k.Member))
 			}
-			keys[i] = r.m.memberKey(mem, r.queue)
-		} else if key, ok := r.m.queueKey(r.queue, k.Type); ok {
+			keys[i] = m.memberKey(mem, q)
+		} else if key, ok := m.queueKey(q, k.Type); ok {
 			keys[i] = key
 		} else {
-			if _, err := r.m.p.IDs.ParseID(id); err != nil {
+			if _, err := m.p.IDs.ParseID(id); err != nil {
 				return rueidis.NewErrorResult(err)
 			}
-			keys[i] = r.m.rowKey(r.queue, id)
+			keys[i] = m.rowKey(q, id)
 		}
 	}
-	return s.lua.Exec(ctx, r.rc, keys, argv)
+	return s.lua.Exec(ctx, rc, keys, argv)
 }
 
 // Do sends one command of a probe step. Probes observe with commands and

@@ -119,6 +119,18 @@ type Row struct {
 	States  []State
 }
 
+// The roles of the row's fields (Field.Role): a resolved row has exactly
+// one field of each, whatever the manifest names the fields.
+const (
+	RoleState   = "state"   // the lifecycle state; names the set holding the id
+	RoleToken   = "token"   // the fencing token, the count of claims
+	RolePayload = "payload" // the opaque bytes
+)
+
+// ScoreZero is the score kind (Set.Score) of a set whose members all score
+// zero, so that their lexicographic order is mint order.
+const ScoreZero = "zero"
+
 // Field is one field of the job row.
 type Field struct {
 	Name     string

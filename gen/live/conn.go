@@ -1,0 +1,101 @@
+package live
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// PasswordEnv is read for the password when -password is empty, so that it
+// need not appear in the process list.
+const PasswordEnv = "EMQ_REDIS_PASSWORD"
+
+// Conn is how emqgen's live commands (probe, inspect) reach a server: the
+// connection flags they share, defined on a flag set by Flags and turned
+// into a client option by Option.
+type Conn struct {
+	Addr          string
+	User          string
+	Password      string
+	TLS           bool
+	TLSCA         string
+	TLSServerName string
+	Timeout       time.Duration
+
+	fs *flag.FlagSet
+}
+
+// Flags defines -addr, -user, -password, -tls, -tls-ca, -tls-server-name
+// and -timeout on fs; parsing fs fills c.
+func (c *Conn) Flags(fs *flag.FlagSet) {
+	c.fs = fs
+	fs.StringVar(&c.Addr, "addr", "127.0.0.1:6379", "the server, host:port (a cluster is found from any of its nodes)")
+	fs.StringVar(&c.User, "user", "", "the ACL user name (default: the default user)")
+	fs.StringVar(&c.Password, "password", "", "the password (default: $"+PasswordEnv+")")
+	fs.BoolVar(&c.TLS, "tls", false, "connect with TLS (implied by -tls-ca and -tls-server-name)")
+	fs.StringVar(&c.TLSCA, "tls-ca", "", "a PEM file of the CA certificates to trust (default: the system's)")
+	fs.StringVar(&c.TLSServerName, "tls-server-name", "", "the name to verify the server's certificate against (default: the host of -addr)")
+	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "give up after this long")
+}
+
+// Option checks the parsed flags and returns the client option they
+// describe: the password from PasswordEnv when -password is empty, TLS when
+// -tls, -tls-ca or -tls-server-name was given, client-side caching and
+// CLIENT SETINFO off. Its errors name the flag at fault.
+func (c *Conn) Option() (rueidis.ClientOption, error) {
+	if c.Timeout <= 0 {
+		return rueidis.ClientOption{}, fmt.Errorf("-timeout %v: give a positive duration", c.Timeout)
+	}
+	host, _, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		return rueidis.ClientOption{}, fmt.Errorf("-addr %q: %v", c.Addr, err)
+	}
+	opt := rueidis.ClientOption{
+		InitAddress:   []string{c.Addr},
+		Username:      c.User,
+		Password:      c.Password,
+		DisableCache:  true,
+		ClientSetInfo: rueidis.DisableClientSetInfo,
+		Dialer:        net.Dialer{Timeout: min(c.Timeout, 10*time.Second)},
+	}
+	if opt.Password == "" {
+		opt.Password = os.Getenv(PasswordEnv)
+	}
+	set := map[string]bool{}
+	if c.fs != nil {
+		c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	}
+	if c.TLS || c.TLSCA != "" || c.TLSServerName != "" || set["tls-ca"] || set["tls-server-name"] {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
+		if c.TLSServerName != "" {
+			cfg.ServerName = c.TLSServerName
+		}
+		if c.TLSCA != "" {
+			pem, err := os.ReadFile(c.TLSCA)
+			if err != nil {
+				return rueidis.ClientOption{}, fmt.Errorf("-tls-ca: %v", err)
+			}
+			cfg.RootCAs = x509.NewCertPool()
+			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+				return rueidis.ClientOption{}, fmt.Errorf("-tls-ca %s: no PEM certificate in it", c.TLSCA)
+			}
+		}
+		opt.TLSConfig = cfg
+	}
+	return opt, nil
+}
+
+// Dial connects with opt (from Option); the error names the address.
+func (c *Conn) Dial(opt rueidis.ClientOption) (rueidis.Client, error) {
+	rc, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", c.Addr, err)
+	}
+	return rc, nil
+}
