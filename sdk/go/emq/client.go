@@ -232,7 +232,7 @@ func (c *Client) fence(ctx context.Context) error {
 	call := FenceCall{VersionKey: KeyVersion, BundleKey: KeyBundle, Version: VersionRecord, Semver: Version, Bundle: BundleDigest}
 	r, err := call.Exec(ctx, c.rc)
 	if err != nil {
-		if _, ok := rueidis.IsRedisErr(errors.Unwrap(err)); ok {
+		if re, ok := rueidis.IsRedisErr(errors.Unwrap(err)); ok && !clusterState(re) {
 			return fmt.Errorf("%w: %v", ErrVersionFence, err)
 		}
 		return err
