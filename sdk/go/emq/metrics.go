@@ -11,16 +11,16 @@ type Counter int
 // The counters. Their String names (enqueued, claimed, ...) are stable and
 // fit a metrics exporter's label or name.
 const (
-	Enqueued  Counter = iota // jobs admitted by Push, PushBatch, Enqueue or EnqueueAt (not duplicates)
-	Claimed                  // jobs leased by a worker
-	Completed                // jobs a handler finished and the complete was accepted
-	Retried                  // jobs handed back to run again after a failure (or at shutdown)
-	Buried                   // jobs moved to dead: out of attempts, permanently failed or undecodable
-	Stale                    // transitions refused with EMQSTALE: the lease was lost, the normal outcome of a slow handler
-	Reaped                   // expired leases taken back by maintenance
-	Promoted                 // scheduled jobs made pending by maintenance
-	Panicked                 // handler panics, recovered and counted as failures too
-	HandedBack               // jobs of handlers that overran a shutdown's deadline, handed back to run elsewhere
+	Enqueued   Counter = iota // jobs admitted by Push, PushBatch, Enqueue or EnqueueAt (not duplicates)
+	Claimed                   // jobs leased by a worker
+	Completed                 // jobs a handler finished and the complete was accepted
+	Retried                   // jobs handed back to run again after a failure (or at shutdown)
+	Buried                    // jobs moved to dead: out of attempts, permanently failed or undecodable
+	Stale                     // transitions refused with EMQSTALE: the lease was lost, the normal outcome of a slow handler
+	Reaped                    // expired leases taken back by maintenance
+	Promoted                  // scheduled jobs made pending by maintenance
+	Panicked                  // handler panics, recovered and counted as failures too
+	HandedBack                // jobs of handlers that overran a shutdown's deadline, handed back to run elsewhere
 	numCounters
 )
 
