@@ -5,12 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-if ! command -v redis-server >/dev/null 2>&1; then
-  echo "== installing redis-server (Debian package)"
+if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+  echo "== installing redis-server and redis-tools (Debian packages)"
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server redis-tools >/dev/null
 fi
 redis-server --version
 
