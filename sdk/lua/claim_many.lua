@@ -31,6 +31,7 @@ local rung = redis.call('LLEN', KEYS[3])
 local t = redis.call('TIME')
 local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + lease
 local out = {}
+local popped = 0
 count = math.min(count, waiting)
 while #out < count do
   local heads = redis.call('ZPOPMIN', KEYS[1], count - #out)
@@ -38,17 +39,19 @@ while #out < count do
     break
   end
   for i = 1, #heads, 2 do
+    popped = popped + 1
     local id = heads[i]
     local row = ARGV[1] .. id
-    if redis.call('EXISTS', row) == 1 then
+    local payload = redis.call('HGET', row, 'payload')
+    if payload then
       local token = redis.call('HINCRBY', row, 'attempts', 1)
       redis.call('HSET', row, 'state', 'active')
       redis.call('ZADD', KEYS[2], deadline, id)
-      out[#out + 1] = {id, token, redis.call('HGET', row, 'payload'), deadline}
+      out[#out + 1] = {id, token, payload, deadline}
     end
   end
 end
-if #out > 0 and rung == 0 and redis.call('ZCARD', KEYS[1]) > 0 then
+if #out > 0 and rung == 0 and waiting > popped then
   redis.call('RPUSH', KEYS[3], '1')
 end
 return out

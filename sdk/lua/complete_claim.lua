@@ -32,16 +32,20 @@ end
 if count < 0 then
   return redis.error_reply('ERR count must not be negative')
 end
-local att = redis.call('HGET', KEYS[1], 'attempts')
-if att ~= ARGV[2] then return redis.error_reply('EMQSTALE complete token mismatch') end
-if redis.call('HGET', KEYS[1], 'state') ~= 'active' then return redis.error_reply('EMQSTALE complete job not active') end
-local waiting = redis.call('ZCARD', KEYS[3])
-local rung = redis.call('LLEN', KEYS[4])
+local cur = redis.call('HMGET', KEYS[1], 'attempts', 'state')
+if cur[1] ~= ARGV[2] then return redis.error_reply('EMQSTALE complete token mismatch') end
+if cur[2] ~= 'active' then return redis.error_reply('EMQSTALE complete job not active') end
+local waiting, rung = 0, 1
+if count > 0 then
+  waiting = redis.call('ZCARD', KEYS[3])
+  rung = redis.call('LLEN', KEYS[4])
+end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 local t = redis.call('TIME')
 local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + lease
 local out = {}
+local popped = 0
 count = math.min(count, waiting)
 while #out < count do
   local heads = redis.call('ZPOPMIN', KEYS[3], count - #out)
@@ -49,17 +53,19 @@ while #out < count do
     break
   end
   for i = 1, #heads, 2 do
+    popped = popped + 1
     local id = heads[i]
     local row = ARGV[3] .. id
-    if redis.call('EXISTS', row) == 1 then
+    local payload = redis.call('HGET', row, 'payload')
+    if payload then
       local token = redis.call('HINCRBY', row, 'attempts', 1)
       redis.call('HSET', row, 'state', 'active')
       redis.call('ZADD', KEYS[2], deadline, id)
-      out[#out + 1] = {id, token, redis.call('HGET', row, 'payload'), deadline}
+      out[#out + 1] = {id, token, payload, deadline}
     end
   end
 end
-if #out > 0 and rung == 0 and redis.call('ZCARD', KEYS[3]) > 0 then
+if #out > 0 and rung == 0 and waiting > popped then
   redis.call('RPUSH', KEYS[4], '1')
 end
 return out

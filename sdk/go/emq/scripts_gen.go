@@ -45,7 +45,7 @@ func newScript(name, sha1, source string, keys, argv, keyTypes, argTypes, replyE
 }
 
 // BundleDigest identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version.
-const BundleDigest = "6f35c4a4d307f5c3dbebe33205e126c58d7f3618"
+const BundleDigest = "4eee7d11086d9d70609d1ad00ce44f8e4b667b9d"
 
 // The bundle.
 var (
@@ -78,9 +78,9 @@ var (
 	// ScriptPush is the push script: (2.1.0) Admit a job like enqueue, and ring the queue's doorbell.
 	ScriptPush = newScript("push", "3e7b3031803fc249cb48e949218ec96b2cdf869e", luaPush, []string{"row", "pending", "wake"}, []string{"id", "payload"}, []string{"row", "pending", "wake"}, []string{"id", "bytes"}, []string{})
 	// ScriptClaimMany is the claim_many script: (2.1.0) Lease up to count of the oldest pending jobs at once; ring the doorbell again when jobs remain.
-	ScriptClaimMany = newScript("claim_many", "3ae741b56af49de1042185416c8687aa8d99e0fe", luaClaimMany, []string{"pending", "active", "wake"}, []string{"prefix", "lease_ms", "count"}, []string{"pending", "active", "wake"}, []string{"prefix", "int", "int"}, []string{"id", "token", "payload", "deadline_ms"})
+	ScriptClaimMany = newScript("claim_many", "e7b853091816200bff928df1aaac694efb4e708c", luaClaimMany, []string{"pending", "active", "wake"}, []string{"prefix", "lease_ms", "count"}, []string{"pending", "active", "wake"}, []string{"prefix", "int", "int"}, []string{"id", "token", "payload", "deadline_ms"})
 	// ScriptCompleteClaim is the complete_claim script: (2.1.0) Retire an active job like complete, then lease up to count of the oldest pending jobs, in one call.
-	ScriptCompleteClaim = newScript("complete_claim", "ea922b8469cac7a33a9b86190feb6fbde90cbcba", luaCompleteClaim, []string{"row", "active", "pending", "wake"}, []string{"id", "token", "prefix", "lease_ms", "count"}, []string{"row", "active", "pending", "wake"}, []string{"id", "token", "prefix", "int", "int"}, []string{"id", "token", "payload", "deadline_ms"})
+	ScriptCompleteClaim = newScript("complete_claim", "2152d0884553f9cc1ad20a5f674a7c49ed791f9e", luaCompleteClaim, []string{"row", "active", "pending", "wake"}, []string{"id", "token", "prefix", "lease_ms", "count"}, []string{"row", "active", "pending", "wake"}, []string{"id", "token", "prefix", "int", "int"}, []string{"id", "token", "payload", "deadline_ms"})
 	// ScriptRing is the ring script: (2.1.0) Ring the queue's doorbell, as maintenance does after promoting or reaping jobs back to pending.
 	ScriptRing = newScript("ring", "a8f5d38282b7ff44656f65876bad0e6d9f43c967", luaRing, []string{"wake"}, []string{}, []string{"wake"}, []string{}, []string{})
 	// ScriptPurge is the purge script: (2.1.0) Delete a dead job for good — its row and its id — as an operator does from the morgue.
@@ -1420,6 +1420,7 @@ local rung = redis.call('LLEN', KEYS[3])
 local t = redis.call('TIME')
 local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + lease
 local out = {}
+local popped = 0
 count = math.min(count, waiting)
 while #out < count do
   local heads = redis.call('ZPOPMIN', KEYS[1], count - #out)
@@ -1427,17 +1428,19 @@ while #out < count do
     break
   end
   for i = 1, #heads, 2 do
+    popped = popped + 1
     local id = heads[i]
     local row = ARGV[1] .. id
-    if redis.call('EXISTS', row) == 1 then
+    local payload = redis.call('HGET', row, 'payload')
+    if payload then
       local token = redis.call('HINCRBY', row, 'attempts', 1)
       redis.call('HSET', row, 'state', 'active')
       redis.call('ZADD', KEYS[2], deadline, id)
-      out[#out + 1] = {id, token, redis.call('HGET', row, 'payload'), deadline}
+      out[#out + 1] = {id, token, payload, deadline}
     end
   end
 end
-if #out > 0 and rung == 0 and redis.call('ZCARD', KEYS[1]) > 0 then
+if #out > 0 and rung == 0 and waiting > popped then
   redis.call('RPUSH', KEYS[3], '1')
 end
 return out
@@ -1582,16 +1585,20 @@ end
 if count < 0 then
   return redis.error_reply('ERR count must not be negative')
 end
-local att = redis.call('HGET', KEYS[1], 'attempts')
-if att ~= ARGV[2] then return redis.error_reply('EMQSTALE complete token mismatch') end
-if redis.call('HGET', KEYS[1], 'state') ~= 'active' then return redis.error_reply('EMQSTALE complete job not active') end
-local waiting = redis.call('ZCARD', KEYS[3])
-local rung = redis.call('LLEN', KEYS[4])
+local cur = redis.call('HMGET', KEYS[1], 'attempts', 'state')
+if cur[1] ~= ARGV[2] then return redis.error_reply('EMQSTALE complete token mismatch') end
+if cur[2] ~= 'active' then return redis.error_reply('EMQSTALE complete job not active') end
+local waiting, rung = 0, 1
+if count > 0 then
+  waiting = redis.call('ZCARD', KEYS[3])
+  rung = redis.call('LLEN', KEYS[4])
+end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 local t = redis.call('TIME')
 local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + lease
 local out = {}
+local popped = 0
 count = math.min(count, waiting)
 while #out < count do
   local heads = redis.call('ZPOPMIN', KEYS[3], count - #out)
@@ -1599,17 +1606,19 @@ while #out < count do
     break
   end
   for i = 1, #heads, 2 do
+    popped = popped + 1
     local id = heads[i]
     local row = ARGV[3] .. id
-    if redis.call('EXISTS', row) == 1 then
+    local payload = redis.call('HGET', row, 'payload')
+    if payload then
       local token = redis.call('HINCRBY', row, 'attempts', 1)
       redis.call('HSET', row, 'state', 'active')
       redis.call('ZADD', KEYS[2], deadline, id)
-      out[#out + 1] = {id, token, redis.call('HGET', row, 'payload'), deadline}
+      out[#out + 1] = {id, token, payload, deadline}
     end
   end
 end
-if #out > 0 and rung == 0 and redis.call('ZCARD', KEYS[3]) > 0 then
+if #out > 0 and rung == 0 and waiting > popped then
   redis.call('RPUSH', KEYS[4], '1')
 end
 return out
