@@ -2,15 +2,7 @@ package cli_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -513,17 +505,9 @@ func TestProbeACL(t *testing.T) {
 // is signed by a CA made here: trusted with -tls-ca it passes; without it,
 // or with the wrong server name, it is a connection error.
 func TestProbeTLS(t *testing.T) {
-	dir := t.TempDir()
-	ca, cert, key := certificates(t, dir)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	srv := redistest.Start(t, redistest.WithArgs("--tls-port", port, "--tls-cert-file", cert, "--tls-key-file", key,
-		"--tls-ca-cert-file", ca, "--tls-auth-clients", "no"))
-	addr := net.JoinHostPort("127.0.0.1", port)
+	x := redistest.NewTLS(t)
+	srv := redistest.Start(t, x.Option())
+	addr, ca := x.Addr(), x.CA
 	code, out, errs := probe(t, "-addr", addr, "-tls", "-tls-ca", ca, "-claim", "-fence-db", "2")
 	if code != cli.ExitOK {
 		t.Fatalf("probe over TLS = %d\n%s%s", code, out, errs)
@@ -540,53 +524,6 @@ func TestProbeTLS(t *testing.T) {
 	if code, _, errs := probe(t, "-addr", addr); code != cli.ExitUsage || !strings.Contains(errs, "connecting to") {
 		t.Errorf("plain text to the TLS port = %d; want %d\n%s", code, cli.ExitUsage, errs)
 	}
-}
-
-// certificates writes a self-signed CA and a server certificate for
-// 127.0.0.1 and localhost signed by it; it returns the three PEM files.
-func certificates(t *testing.T, dir string) (ca, cert, key string) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "emqgen test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "localhost"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(srvKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, typ string, der []byte) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	return write("ca.pem", "CERTIFICATE", caDER), write("server.pem", "CERTIFICATE", srvDER), write("server.key", "EC PRIVATE KEY", keyDER)
 }
 
 // TestProbeUsage: bad flags and an unreachable server exit 2 with a

@@ -232,6 +232,9 @@ func (c *Client) fence(ctx context.Context) error {
 	call := FenceCall{VersionKey: KeyVersion, BundleKey: KeyBundle, Version: VersionRecord, Semver: Version, Bundle: BundleDigest}
 	r, err := call.Exec(ctx, c.rc)
 	if err != nil {
+		if refused(err) {
+			return fmt.Errorf("emq: the server refuses this user the version fence on %s and %s (an ACL permission is missing; docs/security.md lists what every client needs): %w", KeyVersion, KeyBundle, err)
+		}
 		if re, ok := rueidis.IsRedisErr(errors.Unwrap(err)); ok && !clusterState(re) {
 			return fmt.Errorf("%w: %v", ErrVersionFence, err)
 		}
@@ -250,6 +253,19 @@ func (c *Client) fence(ctx context.Context) error {
 	found := r.Version
 	c.found.Store(&found)
 	return nil
+}
+
+// refused reports whether err is the server refusing this user an ACL
+// permission: NOPERM for a command or a key, or the same refusal met inside
+// a script, which Redis 7.0 words "The user executing the script can't ..."
+// and later servers "ACL failure in script: ...".
+func refused(err error) bool {
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "ACL failure in script") || strings.Contains(msg, "user executing the script can't")
 }
 
 // CheckVersionRecord judges a version record found in a keyspace: nil when
@@ -298,6 +314,9 @@ func (c *Client) leaseNode(ctx context.Context) error {
 	for i := 0; i <= MaxNode; i++ {
 		n := (start + i) % (MaxNode + 1)
 		ok, err := c.lockNode(ctx, n)
+		if err != nil && refused(err) {
+			return fmt.Errorf("emq: leasing a node: the server refuses this user the lock script on %s (an ACL permission is missing; docs/security.md lists what every client needs): %w", KeyLocks, err)
+		}
 		if err != nil {
 			return fmt.Errorf("emq: leasing a node: %w", err)
 		}
