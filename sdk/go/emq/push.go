@@ -17,6 +17,12 @@ type NewJob struct {
 // idle worker blocked on it starts the job within milliseconds. It reports
 // false for a duplicate id (the row is left untouched); an id of another
 // kind than WorkKind is refused with ErrKind.
+//
+// A push is idempotent while the job exists: pushing an id again after an
+// error (a timeout, a lost connection) never makes a second job while the
+// first is queued, running or dead. Once the job completed its row is
+// retired, and the same id admits a new job: retry a failed push soon, not
+// after the job may have run.
 func (q *Queue) Push(ctx context.Context, id ID, payload []byte) (bool, error) {
 	call, err := q.pushCall(id, payload)
 	if err != nil {
