@@ -46,6 +46,14 @@ type Result struct {
 	// Violations are invariant breaches the checker saw while the load ran
 	// (row/set invariant, attempts decreasing); empty when none.
 	Violations []string
+	// Counts are the harness's own tallies by name: faults injected
+	// ("kills", "restarts", "pauses", ...), leases "reaped", completions
+	// "in_doubt", checker "passes"; nil when the scenario keeps none.
+	Counts map[string]int64
+	// Details is the scenario's section of docs/reliability.md, in
+	// Markdown: what was injected and what was checked. Empty: the report
+	// shows Faults and Notes instead.
+	Details string
 }
 
 // Scenario is one fault scenario.

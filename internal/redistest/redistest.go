@@ -22,12 +22,13 @@ const InstallHint = "redis-server is not installed; install it with: sudo apt-ge
 
 // Server is one running redis-server.
 type Server struct {
-	t    testing.TB
-	bin  string
-	dir  string
-	port int
-	args []string
-	cmd  *exec.Cmd
+	t       testing.TB // nil for a server of StartServer
+	bin     string
+	dir     string
+	ownsDir bool // StartServer made dir, and Close removes it
+	port    int
+	args    []string
+	cmd     *exec.Cmd
 }
 
 // Option adjusts a server's configuration.
@@ -36,6 +37,10 @@ type Option func(*Server)
 // WithArgs adds redis-server command-line arguments, such as
 // "--appendonly", "yes".
 func WithArgs(args ...string) Option { return func(s *Server) { s.args = append(s.args, args...) } }
+
+// WithDir makes the server keep its data (and its log) in dir, created when
+// missing, instead of a fresh temporary directory.
+func WithDir(dir string) Option { return func(s *Server) { s.dir = dir } }
 
 // Start starts a redis-server for t and stops it when t ends.
 func Start(t testing.TB, opts ...Option) *Server {
@@ -54,6 +59,79 @@ func Start(t testing.TB, opts ...Option) *Server {
 	return s
 }
 
+// StartServer starts a redis-server outside a test, for tools such as a
+// fault harness: it returns an error (with InstallHint when redis-server is
+// missing) instead of failing a test, and the caller must Close the server.
+// Without WithDir the server gets a fresh temporary directory that Close
+// removes. Restart a server of StartServer with Relaunch.
+func StartServer(opts ...Option) (*Server, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("redistest: %s", InstallHint)
+	}
+	s := &Server{bin: bin}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.dir == "" {
+		if s.dir, err = os.MkdirTemp("", "redistest-"); err != nil {
+			return nil, fmt.Errorf("redistest: %w", err)
+		}
+		s.ownsDir = true
+	} else if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("redistest: %w", err)
+	}
+	// A port can be taken between picking it and binding it: try afresh.
+	for attempt := 1; ; attempt++ {
+		if s.port, err = pickPort(); err == nil {
+			if err = s.launch(); err == nil {
+				return s, nil
+			}
+		}
+		if attempt == 3 {
+			_ = s.Close()
+			return nil, err
+		}
+	}
+}
+
+// Close kills a server of StartServer and waits for it, and removes its
+// directory when StartServer made it. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.Stop()
+	if s.ownsDir {
+		s.ownsDir = false
+		return os.RemoveAll(s.dir)
+	}
+	return nil
+}
+
+// Relaunch is Restart for a server of StartServer: it kills the server
+// (SIGKILL) and starts it again on the same port and directory, and returns
+// an error when it does not answer PING within 10s.
+func (s *Server) Relaunch() error {
+	s.Stop()
+	return s.launch()
+}
+
+// Signal sends sig to the running server process: SIGSTOP and SIGCONT
+// freeze and thaw it.
+func (s *Server) Signal(sig os.Signal) error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return fmt.Errorf("redistest: the server on %s is not running", s.Addr())
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
+// Pid returns the process id of the running server, or 0 when it is not
+// running.
+func (s *Server) Pid() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Addr returns host:port of the server.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
@@ -62,23 +140,35 @@ func (s *Server) Dir() string { return s.dir }
 
 func (s *Server) start() {
 	s.t.Helper()
+	if err := s.launch(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// launch starts the process and waits until it answers PING.
+func (s *Server) launch() error {
 	args := append([]string{
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
 		"--save", "", "--appendonly", "no", "--protected-mode", "yes",
 		"--logfile", filepath.Join(s.dir, "redis.log"), "--daemonize", "no",
 	}, s.args...)
 	s.cmd = exec.Command(s.bin, args...)
+	if s.t == nil {
+		dieWithParent(s.cmd) // no test cleanup stands behind a server of StartServer
+	}
 	if err := s.cmd.Start(); err != nil {
-		s.t.Fatalf("redistest: starting redis-server: %v", err)
+		s.cmd = nil
+		return fmt.Errorf("redistest: starting redis-server: %w", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if err := ping(s.Addr()); err == nil {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			s.t.Fatalf("redistest: redis-server on %s did not answer PING in 10s; its log:\n%s", s.Addr(), log)
+			s.Stop()
+			return fmt.Errorf("redistest: redis-server on %s did not answer PING in 10s; its log:\n%s", s.Addr(), log)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -96,8 +186,12 @@ func (s *Server) Stop() {
 }
 
 // Restart kills the server (SIGKILL: no shutdown save) and starts it again
-// on the same port and directory.
+// on the same port and directory. A server of StartServer has no test to
+// fail: use Relaunch.
 func (s *Server) Restart() {
+	if s.t == nil {
+		panic("redistest: Restart needs a server of Start; use Relaunch")
+	}
 	s.t.Helper()
 	s.Stop()
 	s.start()
@@ -193,10 +287,18 @@ func ping(addr string) error {
 
 func freePort(t testing.TB) int {
 	t.Helper()
+	port, err := pickPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+func pickPort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("redistest: no free port: %v", err)
+		return 0, fmt.Errorf("redistest: no free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

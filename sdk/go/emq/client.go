@@ -51,10 +51,11 @@ type Client struct {
 	log     *slog.Logger
 	metrics Metrics
 
-	dials   atomic.Uint64 // connections opened so far
-	fenced  atomic.Uint64 // dials at the last successful fence
-	fenceMu sync.Mutex
-	found   atomic.Pointer[string] // the version record at the last fence
+	dials      atomic.Uint64 // connections opened (or failed) so far
+	standalone atomic.Bool   // a fenced standalone server: fence every new connection as it is dialed
+	fenced     atomic.Uint64 // dials at the last successful fence
+	fenceMu    sync.Mutex
+	found      atomic.Pointer[string] // the version record at the last fence
 
 	owner      string // this client's lock owner token
 	gen        atomic.Pointer[Generator]
@@ -92,10 +93,19 @@ func Connect(ctx context.Context, opt Options) (*Client, error) {
 	}
 	ro.DialCtxFn = func(ctx context.Context, dst string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
 		conn, err := dial(ctx, dst, d, cfg)
-		if err == nil {
-			c.dials.Add(1)
+		if err != nil {
+			return nil, err
 		}
-		return conn, err
+		c.dials.Add(1)
+		if c.standalone.Load() {
+			// A replacement connection: fence it before rueidis uses it.
+			if err := c.dialFence(conn, ro); err != nil {
+				conn.Close()
+				c.log.Error("emq: a new connection met a keyspace this client may not use", "addr", dst, "err", err)
+				return nil, err
+			}
+		}
+		return &watchedConn{Conn: conn, c: c}, nil
 	}
 	rc, err := rueidis.NewClient(ro)
 	if err != nil {
@@ -109,6 +119,10 @@ func Connect(ctx context.Context, opt Options) (*Client, error) {
 		rc.Close()
 		return nil, err
 	}
+	// From now on every connection that replaces one of a standalone
+	// server is fenced as it is dialed (a cluster's queue nodes hold no
+	// fence; ensure covers the reserve's).
+	c.standalone.Store(rc.Mode() == rueidis.ClientModeStandalone)
 	c.checkEviction(ctx)
 	if opt.Node != nil {
 		g, err := NewGenerator(*opt.Node)
@@ -208,8 +222,35 @@ func (c *Client) Mint(kind Kind) (ID, error) {
 	return g.Mint(kind)
 }
 
-// ensure fences the keyspace when a connection was opened since the last
-// fence. It costs two atomic loads when nothing reconnected.
+// watchedConn reports a connection that failed (the server went away,
+// restarted or failed over) as if a new one had been dialed: rueidis dials
+// the replacement lazily, inside the next command, which would then run
+// before any fence; counting the failure makes the next ensure fence first,
+// on the new connection.
+type watchedConn struct {
+	net.Conn
+	c      *Client
+	failed atomic.Bool
+}
+
+func (w *watchedConn) Read(p []byte) (int, error) {
+	n, err := w.Conn.Read(p)
+	if err != nil && w.failed.CompareAndSwap(false, true) {
+		w.c.dials.Add(1)
+	}
+	return n, err
+}
+
+func (w *watchedConn) Write(p []byte) (int, error) {
+	n, err := w.Conn.Write(p)
+	if err != nil && w.failed.CompareAndSwap(false, true) {
+		w.c.dials.Add(1)
+	}
+	return n, err
+}
+
+// ensure fences the keyspace when a connection was opened or failed since
+// the last fence. It costs two atomic loads when nothing reconnected.
 func (c *Client) ensure(ctx context.Context) error {
 	if c.dials.Load() == c.fenced.Load() {
 		return nil

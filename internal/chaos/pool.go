@@ -1,0 +1,246 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Pool runs worker processes: real OS processes, each the harness's own
+// executable run again as a worker (see IsWorker), with its own record file.
+type Pool struct {
+	exe  string
+	base WorkerConfig
+	dir  string
+	log  func(format string, args ...any)
+
+	mu   sync.Mutex
+	live []*Proc
+	all  []*Proc
+	seq  int
+}
+
+// Proc is one worker process.
+type Proc struct {
+	N       int    // its number in the pool, from 1
+	Records string // its record file
+	cmd     *exec.Cmd
+	done    chan struct{}
+}
+
+// Pid returns the process id.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Exited reports whether the process has exited.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// NewPool makes a pool whose processes run base (Records is set per
+// process) and keep their records and logs in dir.
+func NewPool(base WorkerConfig, dir string, log func(string, ...any)) (*Pool, error) {
+	if IsWorker() {
+		return nil, errors.New("chaos: a worker process cannot start worker processes")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("chaos: finding the executable to run as a worker: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = func(string, ...any) {}
+	}
+	return &Pool{exe: exe, base: base, dir: dir, log: log}, nil
+}
+
+// Start starts n worker processes and waits until each has begun
+// recording.
+func (p *Pool) Start(n int) error {
+	for i := 0; i < n; i++ {
+		if _, err := p.spawn(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// spawn starts one worker process and waits (up to 10s) for its first
+// record, which proves the executable runs workers.
+func (p *Pool) spawn() (*Proc, error) {
+	p.mu.Lock()
+	p.seq++
+	n := p.seq
+	p.mu.Unlock()
+	cfg := p.base
+	cfg.Records = filepath.Join(p.dir, fmt.Sprintf("worker-%03d.rec", n))
+	cfg.Seed = p.base.Seed + uint64(n)
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(p.dir, fmt.Sprintf("worker-%03d.log", n)))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(p.exe, "worker")
+	cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	dieWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("chaos: starting a worker process: %w", err)
+	}
+	proc := &Proc{N: n, Records: cfg.Records, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(proc.done)
+	}()
+	p.mu.Lock()
+	p.live = append(p.live, proc)
+	p.all = append(p.all, proc)
+	p.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if st, err := os.Stat(cfg.Records); err == nil && st.Size() > 0 {
+			return proc, nil
+		}
+		if proc.Exited() || time.Now().After(deadline) {
+			p.remove(proc)
+			_ = cmd.Process.Kill()
+			<-proc.done
+			log, _ := os.ReadFile(filepath.Join(p.dir, fmt.Sprintf("worker-%03d.log", n)))
+			return nil, fmt.Errorf("chaos: worker process %d did not start recording; the executable must begin with `if chaos.IsWorker() { os.Exit(chaos.RunWorker()) }`; its output:\n%s", n, log)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (p *Pool) remove(proc *Proc) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, q := range p.live {
+		if q == proc {
+			p.live = append(p.live[:i], p.live[i+1:]...)
+			return
+		}
+	}
+}
+
+// pick returns a random live process, or nil.
+func (p *Pool) pick(rng *rand.Rand) *Proc {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.live) == 0 {
+		return nil
+	}
+	return p.live[rng.IntN(len(p.live))]
+}
+
+// Live returns how many worker processes run.
+func (p *Pool) Live() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.live)
+}
+
+// KillRandom SIGKILLs a random worker process, waits for it to die and
+// starts a replacement. It returns the killed process.
+func (p *Pool) KillRandom(rng *rand.Rand) (*Proc, error) {
+	proc := p.pick(rng)
+	if proc == nil {
+		return nil, errors.New("chaos: no worker process to kill")
+	}
+	_ = proc.cmd.Process.Signal(syscall.SIGKILL)
+	<-proc.done
+	p.remove(proc)
+	_, err := p.spawn()
+	return proc, err
+}
+
+// FreezeRandom SIGSTOPs a random worker process for d (or until ctx ends)
+// and then SIGCONTs it: its leases expire meanwhile, and when it thaws its
+// handlers' completions must be refused. It returns the frozen process.
+func (p *Pool) FreezeRandom(ctx context.Context, rng *rand.Rand, d time.Duration) (*Proc, error) {
+	proc := p.pick(rng)
+	if proc == nil {
+		return nil, errors.New("chaos: no worker process to freeze")
+	}
+	if err := proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return nil, err
+	}
+	t := time.NewTimer(d)
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	t.Stop()
+	return proc, proc.cmd.Process.Signal(syscall.SIGCONT)
+}
+
+// Stop asks every live process to drain (SIGTERM) and waits up to timeout
+// for them to exit; it SIGKILLs what remains and reports how many had to
+// be killed.
+func (p *Pool) Stop(timeout time.Duration) int {
+	p.mu.Lock()
+	live := append([]*Proc(nil), p.live...)
+	p.live = nil
+	p.mu.Unlock()
+	for _, proc := range live {
+		_ = proc.cmd.Process.Signal(syscall.SIGCONT)
+		_ = proc.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(timeout)
+	killed := 0
+	for _, proc := range live {
+		select {
+		case <-proc.done:
+		case <-time.After(time.Until(deadline)):
+			_ = proc.cmd.Process.Kill()
+			<-proc.done
+			killed++
+		}
+	}
+	return killed
+}
+
+// Close SIGKILLs every process still running; it is safe to call at any
+// time and more than once.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	all := append([]*Proc(nil), p.all...)
+	p.live = nil
+	p.mu.Unlock()
+	for _, proc := range all {
+		if !proc.Exited() {
+			_ = proc.cmd.Process.Kill()
+			<-proc.done
+		}
+	}
+}
+
+// Records returns the record file of every process the pool started.
+func (p *Pool) Records() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, len(p.all))
+	for i, proc := range p.all {
+		out[i] = proc.Records
+	}
+	return out
+}

@@ -1,0 +1,82 @@
+package chaos
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runQuick runs the quick variant of the scenario named name and checks
+// the promise: nothing lost, nothing finished twice, no violation.
+func runQuick(t *testing.T, name string) Result {
+	t.Helper()
+	s := Lookup(name)
+	if s == nil {
+		t.Fatalf("no scenario %q registered", name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	res, err := s.Run(ctx, Config{Dir: t.TempDir(), Log: t.Logf})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	t.Logf("%s: %s | %s | acknowledged %d, finished %d, lost %d, twice %d, stale refused %d | %s | took %v",
+		res.Scenario, res.Load, res.Faults, res.Acknowledged, res.Finished, res.Lost, res.Twice, res.StaleRefused, res.Notes, res.Took.Round(time.Millisecond))
+	t.Logf("counts: %v", res.Counts)
+	if res.Acknowledged == 0 {
+		t.Error("no enqueue was acknowledged")
+	}
+	if res.Lost != 0 || res.Twice != 0 {
+		t.Errorf("lost %d, finished twice %d; want 0 and 0", res.Lost, res.Twice)
+	}
+	if res.Finished != res.Acknowledged {
+		t.Errorf("finished %d of %d acknowledged jobs", res.Finished, res.Acknowledged)
+	}
+	if len(res.Violations) > 0 {
+		t.Errorf("%d violations:\n%s", len(res.Violations), strings.Join(res.Violations, "\n"))
+	}
+	if res.Counts["checker_passes"] == 0 {
+		t.Error("the invariant checker made no pass")
+	}
+	if t.Failed() {
+		t.Logf("details:\n%s", res.Details)
+	}
+	return res
+}
+
+// TestWorkersQuick SIGKILLs and freezes worker processes under load.
+func TestWorkersQuick(t *testing.T) {
+	res := runQuick(t, "workers")
+	if res.Counts["kills"] == 0 || res.Counts["freezes"] == 0 {
+		t.Errorf("kills %d, freezes %d: the faults were not injected", res.Counts["kills"], res.Counts["freezes"])
+	}
+	if res.Counts["reaped"] == 0 {
+		t.Error("no expired lease was reaped: the killed workers' leases were not taken back?")
+	}
+}
+
+// TestRestartsQuick SIGKILLs and restarts an AOF server under load.
+func TestRestartsQuick(t *testing.T) {
+	res := runQuick(t, "restarts")
+	if res.Counts["restarts"] == 0 {
+		t.Error("the server was never restarted")
+	}
+	if res.Counts["fence_verified"] != res.Counts["restarts"] {
+		t.Errorf("the fence was re-verified after %d of %d restarts", res.Counts["fence_verified"], res.Counts["restarts"])
+	}
+}
+
+// TestPauseQuick freezes the server for longer than a lease under load.
+func TestPauseQuick(t *testing.T) {
+	res := runQuick(t, "pause")
+	if res.Counts["pauses"] == 0 {
+		t.Error("the server was never paused")
+	}
+	if res.Counts["reaped"] == 0 {
+		t.Error("no expired lease was reaped")
+	}
+	if want := res.Counts["reaped"] + res.Counts["retried"]; res.Counts["reruns"] != want {
+		t.Errorf("the tokens imply %d re-runs; reaped %d + retried %d = %d", res.Counts["reruns"], res.Counts["reaped"], res.Counts["retried"], want)
+	}
+}
