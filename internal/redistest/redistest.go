@@ -6,6 +6,7 @@ package redistest
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -29,6 +30,7 @@ type Server struct {
 	port    int
 	args    []string
 	cmd     *exec.Cmd
+	exited  chan struct{} // closed when cmd has exited and been waited for
 }
 
 // Option adjusts a server's configuration.
@@ -53,11 +55,23 @@ func Start(t testing.TB, opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
-	s.port = freePort(t)
-	s.start()
 	t.Cleanup(s.Stop)
-	return s
+	// A port can be taken between picking it and binding it (tests run
+	// many servers at once): try afresh on another.
+	for attempt := 1; ; attempt++ {
+		s.port = freePort(t)
+		err := s.launch()
+		if err == nil {
+			return s
+		}
+		if attempt == 5 || !errors.Is(err, errPortTaken) {
+			t.Fatal(err)
+		}
+	}
 }
+
+// errPortTaken is a launch that failed because the port was taken.
+var errPortTaken = errors.New("redistest: the port was taken")
 
 // StartServer starts a redis-server outside a test, for tools such as a
 // fault harness: it returns an error (with InstallHint when redis-server is
@@ -160,10 +174,27 @@ func (s *Server) launch() error {
 		s.cmd = nil
 		return fmt.Errorf("redistest: starting redis-server: %w", err)
 	}
+	exited := make(chan struct{})
+	cmd := s.cmd
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	s.exited = exited
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if err := ping(s.Addr()); err == nil {
 			return nil
+		}
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+			s.cmd = nil
+			if strings.Contains(string(log), "Address already in use") {
+				return fmt.Errorf("%w: %s", errPortTaken, s.Addr())
+			}
+			return fmt.Errorf("redistest: redis-server on %s exited at start; its log:\n%s", s.Addr(), log)
+		default:
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
@@ -181,7 +212,7 @@ func (s *Server) Stop() {
 		return
 	}
 	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 
