@@ -31,3 +31,6 @@ go vet ./...
 
 echo "== go test"
 go test -count=1 "$@" ./...
+
+echo "== benchmark smoke test (bench/ is its own module: SDK and asynq side by side, quick mode)"
+(cd bench && go vet ./... && go test -count=1 ./...)

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestQuickRun runs `go run . -quick` end to end against a real
+// redis-server and checks that the report is complete and sane. It never
+// skips: a missing redis-server or redis-benchmark fails with the command
+// that installs it.
+func TestQuickRun(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatal(hintServer)
+	}
+	if _, err := exec.LookPath("redis-benchmark"); err != nil {
+		t.Fatal(hintBenchmark)
+	}
+	dir := t.TempDir()
+	chart := filepath.Join(dir, "bench.svg")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	if err := run(ctx, []string{"-quick", "-out", dir, "-chart", chart}, &stdout, &stderr); err != nil {
+		t.Fatalf("quick run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	t.Logf("quick run took %v\n%s", time.Since(start).Round(time.Millisecond), stdout.String())
+
+	var rep Report
+	b, err := os.ReadFile(filepath.Join(dir, "quick.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("quick.json: %v", err)
+	}
+
+	// Meta: versions, machine, command.
+	m := rep.Meta
+	for name, v := range map[string]string{"date": m.Date, "command": m.Command, "cpu": m.CPU, "go": m.Go, "redis": m.Redis,
+		"redis-benchmark": m.RedisBenchmark, "asynq": m.Asynq, "rueidis": m.Rueidis, "sdk": m.SDKVersion} {
+		if v == "" || v == "unknown" {
+			t.Errorf("meta %s is %q", name, v)
+		}
+	}
+	if !m.Quick || m.Jobs != 5000 || m.RSSJobs != 200_000 || m.Producers != 8 || m.Concurrency != 50 || m.Cores < 1 || m.GOMAXPROCS < 1 {
+		t.Errorf("meta = %+v", m)
+	}
+	if !strings.Contains(m.Command, "-quick") {
+		t.Errorf("command %q does not show -quick", m.Command)
+	}
+
+	// Every row: a positive SDK figure; where asynq was measured, a positive
+	// figure and the ratio computed from the two.
+	want := []string{"enqueue_one", "enqueue_batch", "drain", "enqueue_process", "latency_p50", "latency_p99",
+		"server_usec_per_job", "server_cpu_per_job", "allocs_per_job", "rss", "goroutines", "evalsha_p1", "evalsha_p16"}
+	rows := map[string]Row{}
+	for _, r := range rep.Rows {
+		rows[r.Key] = r
+	}
+	withAsynq := map[string]bool{"enqueue_one": true, "enqueue_batch": true, "drain": true, "enqueue_process": true,
+		"latency_p50": true, "latency_p99": true, "server_usec_per_job": true, "server_cpu_per_job": true, "allocs_per_job": true}
+	for _, k := range want {
+		r, ok := rows[k]
+		if !ok {
+			t.Errorf("row %s missing", k)
+			continue
+		}
+		if !(r.SDK > 0) || math.IsInf(r.SDK, 0) {
+			t.Errorf("row %s: SDK figure %v", k, r.SDK)
+		}
+		if withAsynq[k] {
+			if !(r.Asynq > 0) || math.IsInf(r.Asynq, 0) {
+				t.Errorf("row %s: asynq figure %v", k, r.Asynq)
+			}
+			if !(r.Ratio > 0) || math.Abs(r.Ratio-r.SDK/r.Asynq) > 1e-9*r.Ratio {
+				t.Errorf("row %s: ratio %v, want %v", k, r.Ratio, r.SDK/r.Asynq)
+			}
+		}
+		if r.Target != "" && r.Met == nil {
+			t.Errorf("row %s: target %q not judged", k, r.Target)
+		}
+	}
+	for _, k := range []string{"enqueue_one", "enqueue_batch"} {
+		r := rows[k]
+		if !(r.Ceiling > 0) || math.Abs(r.CeilingRatio-r.SDK/r.Ceiling) > 1e-9*r.CeilingRatio {
+			t.Errorf("row %s: ceiling %v, ratio %v", k, r.Ceiling, r.CeilingRatio)
+		}
+	}
+	if rows["enqueue_one"].Ceiling != rep.Ceiling.P1 || rows["enqueue_batch"].Ceiling != rep.Ceiling.P16 {
+		t.Errorf("ceilings: rows %v/%v, measured %v/%v", rows["enqueue_one"].Ceiling, rows["enqueue_batch"].Ceiling, rep.Ceiling.P1, rep.Ceiling.P16)
+	}
+
+	// The cost of every throughput scenario, for both sides.
+	if len(rep.Costs) != 4 {
+		t.Errorf("%d cost rows, want 4", len(rep.Costs))
+	}
+	for _, c := range rep.Costs {
+		for side, ms := range map[string]*Measure{"sdk": c.SDK, "asynq": c.Asynq} {
+			if ms == nil {
+				t.Errorf("%s %s: not measured", c.Scenario, side)
+				continue
+			}
+			if ms.Jobs != 5000 || !(ms.Seconds > 0) || !(ms.JobsPerSec > 0) || !(ms.Server.CPUSeconds > 0) ||
+				!(ms.Server.UsecPerJob > 0) || !(ms.Server.CallsPerJob >= 1) || !(ms.ClientCPUPerJobUs > 0) || !(ms.AllocsPerJob > 0) {
+				t.Errorf("%s %s: %+v", c.Scenario, side, *ms)
+			}
+		}
+	}
+
+	// Latency, resources, ceiling.
+	for side, l := range map[string]Latency{"sdk": rep.Latency.SDK, "asynq": rep.Latency.Asynq} {
+		if l.Samples < 1 || !(l.P50Ms > 0) || l.P99Ms < l.P50Ms || l.MaxMs < l.P99Ms {
+			t.Errorf("latency %s: %+v", side, l)
+		}
+	}
+	if rep.Latency.SDK.Samples != 100 {
+		t.Errorf("SDK latency took %d samples, want 100", rep.Latency.SDK.Samples)
+	}
+	res := rep.Resources
+	if res.Jobs != 200_000 || res.Samples < 10 || !(res.JobsPerSec > 0) {
+		t.Errorf("resources: %+v", res)
+	}
+	for name, tr := range map[string]Triple{"rss": res.RSSMiB, "goroutines": res.Goroutines} {
+		if !(tr.Start > 0) || tr.Peak < tr.Start || tr.Peak < tr.End || !(tr.End > 0) || !(tr.First20 > 0) || !(tr.Last20 > 0) {
+			t.Errorf("resources %s: %+v", name, tr)
+		}
+	}
+	if !(rep.Ceiling.P1 > 0) || !(rep.Ceiling.P16 > 0) || rep.Ceiling.Requests != 50_000 || rep.Ceiling.Clients != 50 {
+		t.Errorf("ceiling: %+v", rep.Ceiling)
+	}
+
+	// The Markdown file, the chart and the printed table.
+	md, err := os.ReadFile(filepath.Join(dir, "quick.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"| scenario | unit |", m.Redis, m.Go, m.Asynq, m.Command, m.Date, "bench.svg"} {
+		if !strings.Contains(string(md), s) {
+			t.Errorf("quick.md lacks %q", s)
+		}
+	}
+	for _, r := range rep.Rows {
+		if !strings.Contains(string(md), r.Scenario) || !strings.Contains(stdout.String(), r.Scenario) {
+			t.Errorf("row %q missing from quick.md or the printed table", r.Scenario)
+		}
+	}
+	svg, err := os.ReadFile(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(svg, new(struct {
+		XMLName xml.Name `xml:"svg"`
+	})); err != nil {
+		t.Errorf("chart is not an SVG document: %v", err)
+	}
+	for _, k := range []string{"enqueue_one", "enqueue_batch", "drain", "enqueue_process"} {
+		for _, v := range []float64{rows[k].SDK, rows[k].Asynq} {
+			if !strings.Contains(string(svg), ">"+shortNum(v)+"<") {
+				t.Errorf("chart lacks the %s label %s", k, shortNum(v))
+			}
+		}
+	}
+}
+
+func TestParseBenchmarkCSV(t *testing.T) {
+	out := "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n" +
+		"\"EVALSHA abc 3 k1 k2 k3 JOB000000001234 p\",\"71123.45\",\"0.650\",\"0.128\",\"0.631\",\"0.903\",\"1.111\",\"3.271\"\n"
+	got, err := parseBenchmarkCSV(out)
+	if err != nil || got != 71123.45 {
+		t.Fatalf("parseBenchmarkCSV = %v, %v", got, err)
+	}
+	if _, err := parseBenchmarkCSV("ERR unknown command\n"); err == nil {
+		t.Fatal("no error for output without a figure")
+	}
+}
+
+func TestTriple(t *testing.T) {
+	flat := make([]float64, 100)
+	growing := make([]float64, 100)
+	for i := range flat {
+		flat[i] = 50 + float64(i%3)
+		growing[i] = 50 + float64(i)
+	}
+	if tr := triple(flat, 10, 0.10, 4); tr.Grows || tr.Start != 50 || tr.Peak != 52 {
+		t.Errorf("flat: %+v", tr)
+	}
+	if tr := triple(growing, 10, 0.10, 4); !tr.Grows || tr.End != 149 {
+		t.Errorf("growing: %+v", tr)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 100; i++ {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	l := summarize(ds)
+	if l.Samples != 100 || l.P50Ms != 50 || l.P99Ms != 99 || l.MaxMs != 100 {
+		t.Errorf("summarize = %+v", l)
+	}
+}
