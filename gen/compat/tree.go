@@ -213,9 +213,11 @@ type change struct {
 }
 
 // side is the leaf that locates the change: the old one for a removal, the
-// new one otherwise.
+// new one otherwise. An optional string the new manifest leaves out reads
+// as empty and has no position: its change is located where the old value
+// was, as a removal is.
 func (c *change) side() (leaf, bool) {
-	if c.kind == removed {
+	if c.kind == removed || c.kind == modified && c.new.pos.IsZero() && !c.old.pos.IsZero() {
 		return c.old, true
 	}
 	return c.new, false

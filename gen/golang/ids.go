@@ -62,7 +62,7 @@ func idsFile(f *jen.File, p *model.Protocol, _ *lua.Bundle) {
 	comment(f, fmt.Sprintf(`ID is a branded id: a %d-byte kind and an %d-byte base62 snowflake, e.g. %s.
 Byte order is numeric order is mint order. The zero ID is not a valid id;
 every other ID value was checked by ParseID or made by a Generator, so an
-ID is well formed by construction.`, c.KindLength, c.BodyLength, c.Examples[0].ID))
+ID is well formed by construction.`, c.KindLength, c.BodyLength, exampleID(p)))
 	f.Type().Id("ID").Struct(jen.Id("s").String())
 	f.Line()
 	comment(f, "ParseID returns s as an ID when it is a well-formed branded id of any kind, and an error wrapping ErrID otherwise. Which kinds a queue admits is the enqueue script's policy, not the parser's.")
@@ -212,4 +212,14 @@ A Generator is safe for concurrent use.`)
 			jen.Return(jen.Id("formatID").Call(jen.Id("kind"), jen.Id("t").Op("<<").Id("idTimeShift").Op("|").Id("g").Dot("node").Op("<<").Id("idNodeShift").Op("|").Id("seq").Op("<<").Id("idSequenceShift")), jen.Nil()),
 		),
 	)
+}
+
+// exampleID is the id the ID type's comment shows: the manifest's first id
+// example, or, since examples are optional, the smallest id of the work
+// kind.
+func exampleID(p *model.Protocol) string {
+	if len(p.IDs.Examples) > 0 {
+		return p.IDs.Examples[0].ID
+	}
+	return p.IDs.FormatID(p.WorkKind().Name, 0)
 }

@@ -1,8 +1,11 @@
 package manifest
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -18,6 +21,11 @@ func FuzzParse(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(real)
+	// The manifest with other line breaks yaml.v3 counts lines by: every
+	// position must still be in the file as yaml.v3 counts its lines.
+	for _, br := range []string{"\r\n", "\r", "\u2028"} {
+		f.Add(bytes.ReplaceAll(real, []byte("\n"), []byte(br)))
+	}
 	for _, s := range []string{
 		"",
 		"# only a comment\n",
@@ -40,10 +48,24 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := Parse("protocol.yaml", data)
+		m2, err2 := Parse("protocol.yaml", data)
+		if !reflect.DeepEqual(m, m2) || fmt.Sprint(err) != fmt.Sprint(err2) {
+			t.Fatalf("Parse is not deterministic:\n%v\n%v", err, err2)
+		}
+		lines := splitLines(data)
 		if err == nil {
 			if m == nil {
 				t.Fatal("Parse returned neither a manifest nor an error")
 			}
+			// Every position the manifest remembers is in the file.
+			walkPos(reflect.ValueOf(m).Elem(), "manifest", func(path string, p Pos) {
+				if p.IsZero() {
+					return
+				}
+				if p.Line < 1 || p.Line > len(lines) || p.Col < 1 || p.Col > len(lines[p.Line-1])+1 {
+					t.Fatalf("%s at %d:%d is outside the file (%d lines)", path, p.Line, p.Col, len(lines))
+				}
+			})
 			return
 		}
 		var es *Errors
@@ -58,5 +80,62 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("line %q does not start with the file name; the whole error:\n%s", line, err)
 			}
 		}
+		for i, e := range es.List {
+			// A position is in the file; a syntax error may point just past
+			// its last line (an unexpected end of the file).
+			if e.Pos.Line < 0 || e.Pos.Line > len(lines)+1 || (e.Pos.Line > 0 && e.Pos.Col < 1) {
+				t.Fatalf("%v points outside the file (%d lines)", e, len(lines))
+			}
+			if i > 0 && (es.List[i-1].Pos.Line > e.Pos.Line || es.List[i-1].Pos.Line == e.Pos.Line && es.List[i-1].Pos.Col > e.Pos.Col) {
+				t.Fatalf("the errors are not sorted by position:\n%s", err)
+			}
+		}
 	})
+}
+
+// walkPos calls fn with every Pos held anywhere in v.
+func walkPos(v reflect.Value, path string, fn func(string, Pos)) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			walkPos(v.Elem(), path, fn)
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			walkPos(v.Index(i), fmt.Sprintf("%s[%d]", path, i), fn)
+		}
+	case reflect.Struct:
+		if v.Type() == posType {
+			fn(path, v.Interface().(Pos))
+			return
+		}
+		for i := 0; i < v.NumField(); i++ {
+			walkPos(v.Field(i), path+"."+v.Type().Field(i).Name, fn)
+		}
+	}
+}
+
+// TestParseLineBreaks: the manifest written with any line break yaml.v3
+// counts lines by (CR LF, CR, NEL) decodes to the same values at the same
+// positions; block scalars included, whose positions the decoder computes
+// from its own split of the file into lines (FuzzParse found a file of
+// lone CRs placed outside itself).
+func TestParseLineBreaks(t *testing.T) {
+	real, err := os.ReadFile("../../protocol.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Parse("protocol.yaml", real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, br := range []string{"\r\n", "\r", "\u0085"} {
+		got, err := Parse("protocol.yaml", bytes.ReplaceAll(real, []byte("\n"), []byte(br)))
+		if err != nil {
+			t.Fatalf("line break %q: %v", br, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("line break %q: the manifest decodes otherwise than with \\n", br)
+		}
+	}
 }

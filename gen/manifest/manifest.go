@@ -352,7 +352,7 @@ func Parse(file string, data []byte) (*Manifest, error) {
 		return nil, errs.Err()
 	}
 	m := new(Manifest)
-	d := decoder{errs: errs, lines: strings.Split(string(data), "\n")}
+	d := decoder{errs: errs, lines: splitLines(data)}
 	d.decode(doc.Content[0], reflect.ValueOf(m).Elem(), "manifest")
 	if err := errs.Err(); err != nil {
 		return nil, err
@@ -385,7 +385,7 @@ func syntaxPos(err error, data []byte) Pos {
 // line, 1-based: yaml.v3 reports a tab that breaks the indentation at the
 // line of the scalar before it.
 func tabPos(data []byte, line int) (Pos, bool) {
-	lines := strings.Split(string(data), "\n")
+	lines := splitLines(data)
 	for i := max(line-1, 0); i < len(lines); i++ {
 		indent := lines[i][:len(lines[i])-len(strings.TrimLeft(lines[i], " \t"))]
 		if col := strings.IndexByte(indent, '\t'); col >= 0 {
@@ -393,6 +393,16 @@ func tabPos(data []byte, line int) (Pos, bool) {
 		}
 	}
 	return Pos{}, false
+}
+
+// yamlBreaks are the line breaks yaml.v3 counts lines by: CR LF, and each
+// of CR, LF, NEL, LS and PS alone.
+var yamlBreaks = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u0085", "\n", "\u2028", "\n", "\u2029", "\n")
+
+// splitLines splits data into lines as yaml.v3 counts them, so that the
+// line of a node indexes the same line here.
+func splitLines(data []byte) []string {
+	return strings.Split(yamlBreaks.Replace(string(data)), "\n")
 }
 
 // parserProblems are the problems yaml.v3's parser (not its scanner)

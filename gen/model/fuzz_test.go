@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -100,6 +101,19 @@ func FuzzResolve(f *testing.F) {
 		for _, line := range strings.Split(err.Error(), "\n") {
 			if !strings.HasPrefix(line, "protocol.yaml:") {
 				t.Fatalf("line %q does not start with the file name; the whole error:\n%s", line, err)
+			}
+		}
+		// The refusal is the same every time, and every position is in the
+		// file (a syntax error may point just past its end).
+		if _, again := Parse("protocol.yaml", data); fmt.Sprint(again) != err.Error() {
+			t.Fatalf("Parse is not deterministic:\n%v\n%v", err, again)
+		}
+		// Lines as yaml.v3 counts them: CR LF, and each of CR, LF, NEL, LS
+		// and PS alone.
+		lines := len(strings.Split(strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u0085", "\n", "\u2028", "\n", "\u2029", "\n").Replace(string(data)), "\n"))
+		for _, e := range es.List {
+			if e.Pos.Line < 0 || e.Pos.Line > lines+1 || (e.Pos.Line > 0 && e.Pos.Col < 1) {
+				t.Fatalf("%v points outside the file (%d lines)", e, lines)
 			}
 		}
 	})
