@@ -37,7 +37,7 @@ func aclOperator(k emq.QueueKeys) []string {
 	return []string{
 		"+ping", "+cluster|slots",
 		"+get", "+time", "+zcard", "+exists", "+zrange", "+zscore", "+hmget", "+hgetall", // sizes, browse, show
-		"+evalsha", "+eval", "+hget", "+hset", "+zadd", "+zrem", "+llen", "+rpush", "+del", // revive, ring, purge
+		"+evalsha", "+eval", "+hget", "+hset", "+hlen", "+zadd", "+zrem", "+llen", "+rpush", "+del", // revive, ring, purge
 		"%R~" + emq.KeyVersion, "%R~" + aclPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
 		"~" + k.Pending, "~" + k.Dead, "~" + k.Wake, "~" + k.RowPrefix() + "*",
 	}
@@ -51,7 +51,7 @@ func aclProber(t testing.TB) []string {
 	return []string{
 		"+ping", "+cluster|slots", "+evalsha", "+eval", "+command|info",
 		"+get", "+type", "+exists", "+hget", "+hexists", "+hdel", "+del", // the probes' commands, the clean-up
-		"+hset", "+time", "+zadd", "+zpopmin", "+zrem", "+hincrby", // what the probed scripts call
+		"+hset", "+hlen", "+time", "+zadd", "+zcard", "+zpopmin", "+zrem", "+hincrby", // what the probed scripts call
 		"%R~" + emq.KeyVersion, "%R~" + emq.KeyBundle, "~" + emq.KeyLocks,
 		"~" + aclScratch(t, emq.KeyMigration) + "*",
 		"~" + aclScratch(t, func(q string) (string, error) {
@@ -68,7 +68,7 @@ func aclProberFence(t testing.TB) []string {
 	rules := slices.DeleteFunc(aclProber(t), func(r string) bool {
 		return r == "%R~"+emq.KeyVersion || r == "%R~"+emq.KeyBundle
 	})
-	return append(rules, "+set", "+hsetnx", "+select", "+dbsize", "+dump", "~"+emq.KeyVersion, "~"+emq.KeyBundle)
+	return append(rules, "+set", "+hsetnx", "+strlen", "+select", "+dbsize", "+dump", "~"+emq.KeyVersion, "~"+emq.KeyBundle)
 }
 
 // aclScratch is what every scratch queue's key of key shares: the common

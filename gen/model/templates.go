@@ -74,6 +74,27 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 		},
 		"work":    func() string { return p.WorkKind().Name },
 		"kindlen": func() int { return p.IDs.KindLength },
+		// guard reads every KEYS slot with an O(1) command of its declared
+		// redis type, so that a key of another type (planted by a foreign
+		// writer) fails the script with WRONGTYPE before anything is
+		// written: Redis does not roll a failed script back.
+		"guard": func() string {
+			var parts []string
+			for i, k := range s.Keys {
+				redis := ""
+				if k.Type == "reserve" {
+					if m, ok := p.Member(k.Member); ok {
+						redis = m.Redis
+					}
+				} else if t, ok := p.KeyType(k.Type); ok {
+					redis = t.Redis
+				}
+				if cmd := typeProbe[redis]; cmd != "" {
+					parts = append(parts, "redis.call('"+cmd+"', KEYS["+strconv.Itoa(i+1)+"])")
+				}
+			}
+			return strings.Join(parts, "; ") + " -- each key's type, before any write"
+		},
 	}
 	t, err := template.New(s.Name).Option("missingkey=error").Funcs(funcs).Parse(body.V)
 	if err != nil {
@@ -109,6 +130,10 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 	}
 	return out.String()
 }
+
+// typeProbe is the O(1) read that fails with WRONGTYPE on a key of another
+// redis type.
+var typeProbe = map[string]string{"zset": "ZCARD", "list": "LLEN", "hash": "HLEN", "string": "STRLEN", "set": "SCARD", "stream": "XLEN"}
 
 func keyNames(s *Script) string {
 	var n []string

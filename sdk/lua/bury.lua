@@ -14,6 +14,7 @@
 --   EMQSTALE bury token mismatch -- when the row is gone or its attempts differ from the token
 --   EMQSTALE bury job not active -- when the row is not active
 -- Transitions: active -> dead
+redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[2]); redis.call('ZCARD', KEYS[3]) -- each key's type, before any write
 local att = redis.call('HGET', KEYS[2], 'attempts')
 if att ~= ARGV[2] then return redis.error_reply('EMQSTALE bury token mismatch') end
 if redis.call('HGET', KEYS[2], 'state') ~= 'active' then return redis.error_reply('EMQSTALE bury job not active') end

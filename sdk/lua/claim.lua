@@ -14,6 +14,7 @@
 --   [4] deadline_ms (int)
 --   nil: the queue has nothing pending
 -- Transitions: pending -> active
+redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[2]) -- each key's type, before any write
 local lease = tonumber(string.match(ARGV[2], '^%-?%d+$'))
 if not lease then
   return redis.error_reply('ERR lease_ms is not an integer')

@@ -15,6 +15,7 @@
 --   [3] payload (bytes)
 --   [4] deadline_ms (int)
 -- Transitions: pending -> active
+redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[2]); redis.call('LLEN', KEYS[3]) -- each key's type, before any write
 local lease = tonumber(string.match(ARGV[2], '^%-?%d+$'))
 if not lease then
   return redis.error_reply('ERR lease_ms is not an integer')

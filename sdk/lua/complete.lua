@@ -13,6 +13,7 @@
 --   EMQSTALE complete token mismatch -- when the row is gone or its attempts differ from the token
 --   EMQSTALE complete job not active -- when the row is not active
 -- Transitions: active -> none
+redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[2]) -- each key's type, before any write
 local att = redis.call('HGET', KEYS[2], 'attempts')
 if att ~= ARGV[2] then return redis.error_reply('EMQSTALE complete token mismatch') end
 if redis.call('HGET', KEYS[2], 'state') ~= 'active' then return redis.error_reply('EMQSTALE complete job not active') end

@@ -21,6 +21,7 @@
 --   EMQSTALE complete token mismatch -- when the row is gone or its attempts differ from the token; nothing is leased
 --   EMQSTALE complete job not active -- when the row is not active; nothing is leased
 -- Transitions: active -> none, pending -> active
+redis.call('HLEN', KEYS[1]); redis.call('ZCARD', KEYS[2]); redis.call('ZCARD', KEYS[3]); redis.call('LLEN', KEYS[4]) -- each key's type, before any write
 local lease = tonumber(string.match(ARGV[4], '^%-?%d+$'))
 if not lease then
   return redis.error_reply('ERR lease_ms is not an integer')

@@ -13,6 +13,7 @@
 --   EMQSTALE extend token mismatch -- when the row is gone or its attempts differ from the token
 --   EMQSTALE extend job not active -- when the row is not active
 -- Transitions: active -> active
+redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[2]) -- each key's type, before any write
 local lease = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not lease then
   return redis.error_reply('ERR lease_ms is not an integer')

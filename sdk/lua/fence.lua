@@ -11,6 +11,7 @@
 -- Output: [version, bundle]
 --   [1] version (string): the version record after the fence
 --   [2] bundle (string): the bundle digest recorded for this client's version
+redis.call('STRLEN', KEYS[1]); redis.call('HLEN', KEYS[2]) -- each key's type, before any write
 local want = ARGV[1]
 local found = redis.call('GET', KEYS[1])
 if not found then

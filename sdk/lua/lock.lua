@@ -9,6 +9,7 @@
 -- ARGV[3] -> ttl_ms (int)
 -- Output: int: the new deadline in server milliseconds when taken or renewed
 --   0 held: another owner holds the lock
+redis.call('HLEN', KEYS[1]) -- each key's type, before any write
 local ttl = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not ttl then
   return redis.error_reply('ERR ttl_ms is not an integer')

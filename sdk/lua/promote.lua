@@ -9,6 +9,7 @@
 -- ARGV[2] -> limit (int)
 -- Output: int: how many jobs moved
 -- Transitions: scheduled -> pending
+redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[2]) -- each key's type, before any write
 local limit = tonumber(string.match(ARGV[2], '^%-?%d+$'))
 if not limit then
   return redis.error_reply('ERR limit is not an integer')

@@ -10,6 +10,7 @@
 --   1 purged
 --   0 not_dead: the job is not in the morgue; nothing is deleted
 -- Transitions: dead -> none
+redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[2]) -- each key's type, before any write
 if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   return 0
 end

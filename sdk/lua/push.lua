@@ -14,6 +14,7 @@
 -- Refusals:
 --   EMQKIND job id must be JOB-namespaced -- when the id is not of the work kind
 -- Transitions: none -> pending
+redis.call('HLEN', KEYS[1]); redis.call('ZCARD', KEYS[2]); redis.call('LLEN', KEYS[3]) -- each key's type, before any write
 if string.sub(ARGV[1], 1, 3) ~= 'JOB' then
   return redis.error_reply('EMQKIND job id must be JOB-namespaced')
 end

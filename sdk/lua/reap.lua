@@ -11,6 +11,7 @@
 -- ARGV[3] -> max_attempts (int): 0 never buries
 -- Output: int: how many expired leases moved (to pending, or to dead when attempts reached max_attempts > 0)
 -- Transitions: active -> pending, active -> dead
+redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[2]); redis.call('ZCARD', KEYS[3]) -- each key's type, before any write
 local limit = tonumber(string.match(ARGV[2], '^%-?%d+$'))
 local max_attempts = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not limit or not max_attempts then

@@ -14,6 +14,7 @@
 --   EMQSTALE retry token mismatch -- when the row is gone or its attempts differ from the token
 --   EMQSTALE retry job not active -- when the row is not active
 -- Transitions: active -> scheduled
+redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[2]); redis.call('ZCARD', KEYS[3]) -- each key's type, before any write
 local delay = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not delay then
   return redis.error_reply('ERR delay_ms is not an integer')

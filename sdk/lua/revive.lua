@@ -11,6 +11,7 @@
 --   1 revived
 --   0 not_dead: the job is not in the morgue
 -- Transitions: dead -> pending
+redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[2]); redis.call('HLEN', KEYS[3]) -- each key's type, before any write
 if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   return 0
 end

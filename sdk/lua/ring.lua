@@ -7,6 +7,7 @@
 -- Output: int
 --   1 rung
 --   0 already_rung: the marker was already there
+redis.call('LLEN', KEYS[1]) -- each key's type, before any write
 if redis.call('LLEN', KEYS[1]) == 0 then
   redis.call('RPUSH', KEYS[1], '1')
   return 1

@@ -9,6 +9,7 @@
 -- Output: int
 --   1 released
 --   0 not_owner: the lock is free or held by another owner
+redis.call('HLEN', KEYS[1]) -- each key's type, before any write
 local cur = redis.call('HGET', KEYS[1], ARGV[1])
 if not cur then
   return 0

@@ -38,8 +38,8 @@ func aclSetUser(name, password string, rules []string) []string {
 func aclConnect() []string {
 	return []string{
 		"+ping", "+cluster|slots", "+evalsha", "+eval",
-		"+get", "+set", "+hget", "+hsetnx", // fence
-		"+hset", "+time", "+hdel", // lock, unlock
+		"+get", "+set", "+hget", "+hsetnx", "+strlen", // fence
+		"+hset", "+time", "+hdel", "+hlen", // lock, unlock; every script reads its hashes' type first
 		"~" + emq.KeyVersion, "~" + emq.KeyBundle, "~" + emq.KeyLocks,
 	}
 }
@@ -47,7 +47,7 @@ func aclConnect() []string {
 // aclProducer can Push, PushBatch and Enqueue to the queue of k, and
 // nothing else: it never reaches the active, schedule or dead sets.
 func aclProducer(k emq.QueueKeys) []string {
-	return append(aclConnect(), "+exists", "+zadd", "+llen", "+rpush",
+	return append(aclConnect(), "+exists", "+zadd", "+zcard", "+llen", "+rpush",
 		"~"+k.Pending, "~"+k.Wake, "~"+k.RowPrefix()+"*")
 }
 

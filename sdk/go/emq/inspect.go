@@ -83,6 +83,9 @@ func (q *Queue) Page(ctx context.Context, s Set, after Cursor, n int) ([]ID, Cur
 	if n <= 0 {
 		return nil, "", fmt.Errorf("%w: page size %d", ErrArgument, n)
 	}
+	if err := validCursor(s, cursor); err != nil {
+		return nil, "", err
+	}
 	if err := q.c.ensure(ctx); err != nil {
 		return nil, "", err
 	}
@@ -154,6 +157,26 @@ func (q *Queue) Page(ctx context.Context, s Set, after Cursor, n int) ([]ID, Cur
 		return ids, Cursor(ids[last].String()), nil
 	}
 	return ids, Cursor(strconv.FormatInt(int64(scores[last]), 10) + "/" + ids[last].String()), nil
+}
+
+// validCursor refuses a cursor Page cannot have returned, before anything
+// is sent.
+func validCursor(s Set, cursor string) error {
+	if cursor == "" {
+		return nil
+	}
+	id := cursor
+	if !s.Lex() {
+		sc, rest, ok := strings.Cut(cursor, "/")
+		if _, err := strconv.ParseInt(sc, 10, 64); !ok || err != nil {
+			return fmt.Errorf("%w: cursor %q", ErrArgument, cursor)
+		}
+		id = rest
+	}
+	if _, err := ParseID(id); err != nil {
+		return fmt.Errorf("%w: cursor %q", ErrArgument, cursor)
+	}
+	return nil
 }
 
 // Purge deletes a dead job for good: its row and its id. It reports false
