@@ -275,15 +275,15 @@ func TestBadInputRefusedBeforeAnyCommand(t *testing.T) {
 	}
 }
 
-// TestBadInputPayloads: the SDK does not cap payloads; any bytes up to the
-// server's proto-max-bulk-len (512 MB by default) go through unchanged, 64
-// MiB included. One past it is refused by the server, nothing is written
-// and the client carries on; but the refusal is a protocol error after
-// which the server closes the connection, so the caller sees "Protocol
-// error: invalid bulk length" or, as often, "connection reset by peer",
-// and other commands in flight on the shared connection fail with it
-// (PushBatch's small job below, often). A cap in the SDK, refusing with
-// ErrArgument before sending, would make this a clear, local refusal.
+// TestBadInputPayloads: any bytes up to the server's proto-max-bulk-len
+// (512 MB by default) go through unchanged, 64 MiB included. The SDK caps
+// payloads at the limit it read at Connect, refusing a larger one with
+// ErrPayloadTooLarge before sending (TestPayloadCap). A limit lowered
+// after Connect — as here — is met by the server instead: nothing is
+// written and the client carries on, but the refusal is a protocol error
+// after which the server closes the connection, so the caller sees
+// "Protocol error: invalid bulk length" or "connection reset by peer", and
+// other commands in flight on the shared connection may fail with it.
 func TestBadInputPayloads(t *testing.T) {
 	srv := redistest.Start(t)
 	c := badClient(t, srv)

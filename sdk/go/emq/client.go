@@ -38,7 +38,20 @@ type Options struct {
 	// Metrics receives the counts of this client's queues and workers
 	// (enqueued, claimed, completed, ...). Default: none kept.
 	Metrics Metrics
+	// MaxPayload caps a job's payload in bytes: a larger one is refused
+	// with ErrPayloadTooLarge before anything is sent (the server would
+	// otherwise close the connection, failing every command in flight on
+	// it). Default, and never above: the server's proto-max-bulk-len as
+	// read at Connect, or Redis's default 512 MiB when it cannot be read.
+	MaxPayload int64
 }
+
+// ErrPayloadTooLarge means a payload is larger than the client's
+// MaxPayload; nothing was sent. It matches ErrArgument too.
+var ErrPayloadTooLarge = fmt.Errorf("%w: payload too large", ErrArgument)
+
+// defaultMaxPayload is Redis's default proto-max-bulk-len.
+const defaultMaxPayload = 512 << 20
 
 // ErrNoNode means the client holds no snowflake node to mint ids with: its
 // lease was lost and is not yet taken again, or every node is leased.
@@ -47,9 +60,10 @@ var ErrNoNode = errors.New("emq: no snowflake node held")
 // Client is a fenced connection to an EchoMQ keyspace. It is safe for
 // concurrent use.
 type Client struct {
-	rc      rueidis.Client
-	log     *slog.Logger
-	metrics Metrics
+	rc         rueidis.Client
+	log        *slog.Logger
+	metrics    Metrics
+	maxPayload int64
 
 	dials      atomic.Uint64 // connections opened (or failed) so far
 	standalone atomic.Bool   // a fenced standalone server: fence every new connection as it is dialed
@@ -73,7 +87,10 @@ type Client struct {
 // with a *BundleError. The client fences again before the first command
 // after any reconnect.
 func Connect(ctx context.Context, opt Options) (*Client, error) {
-	c := &Client{log: opt.Logger, metrics: opt.Metrics, lease: opt.NodeLease, stop: make(chan struct{})}
+	c := &Client{log: opt.Logger, metrics: opt.Metrics, maxPayload: opt.MaxPayload, lease: opt.NodeLease, stop: make(chan struct{})}
+	if c.maxPayload <= 0 || c.maxPayload > defaultMaxPayload {
+		c.maxPayload = defaultMaxPayload
+	}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -150,18 +167,33 @@ var safePolicies = map[string]bool{"noeviction": true, "volatile-lru": true, "vo
 // checkEviction warns when the server may evict keys without a TTL, which
 // would lose jobs silently. A server that refuses CONFIG GET (a managed
 // service, or an ACL without it) is only noted at debug level.
+//
+// It also lowers the payload cap to the smallest proto-max-bulk-len of the
+// servers, so that an oversized payload is refused before it is sent.
 func (c *Client) checkEviction(ctx context.Context) {
+	warned := false
 	for _, n := range c.rc.Nodes() {
-		m, err := n.Do(ctx, n.B().ConfigGet().Parameter("maxmemory-policy").Build()).AsStrMap()
+		m, err := n.Do(ctx, n.B().ConfigGet().Parameter("maxmemory-policy", "proto-max-bulk-len").Build()).AsStrMap()
 		if err != nil {
 			c.log.Debug("emq: cannot read maxmemory-policy; make sure the server never evicts job keys", "err", err)
 			return
 		}
-		if p := m["maxmemory-policy"]; p != "" && !safePolicies[p] {
+		if p := m["maxmemory-policy"]; p != "" && !safePolicies[p] && !warned {
 			c.log.Warn("emq: the server may evict keys without a TTL, and so lose jobs; set maxmemory-policy to noeviction", "maxmemory-policy", p)
-			return
+			warned = true
+		}
+		if v, err := strconv.ParseInt(m["proto-max-bulk-len"], 10, 64); err == nil && v > 0 && v < c.maxPayload {
+			c.maxPayload = v
 		}
 	}
+}
+
+// checkPayload refuses a payload over the cap before anything is sent.
+func (c *Client) checkPayload(payload []byte) error {
+	if int64(len(payload)) > c.maxPayload {
+		return fmt.Errorf("%w: %d bytes, the cap is %d (Options.MaxPayload, or the server's proto-max-bulk-len)", ErrPayloadTooLarge, len(payload), c.maxPayload)
+	}
+	return nil
 }
 
 // defaultDial is rueidis's own dialing: TLS when configured, TCP otherwise.

@@ -43,6 +43,9 @@ func (q *Queue) pushCall(id ID, payload []byte) (PushCall, error) {
 	if err != nil {
 		return PushCall{}, err
 	}
+	if err := q.c.checkPayload(payload); err != nil {
+		return PushCall{}, err
+	}
 	return PushCall{Row: row, Pending: q.keys.Pending, Wake: q.keys.Wake, ID: id, Payload: rueidis.BinaryString(payload)}, nil
 }
 

@@ -68,6 +68,9 @@ func (q *Queue) Enqueue(ctx context.Context, id ID, payload []byte) (bool, error
 	if err != nil {
 		return false, err
 	}
+	if err := q.c.checkPayload(payload); err != nil {
+		return false, err
+	}
 	if err := q.c.ensure(ctx); err != nil {
 		return false, err
 	}
@@ -84,6 +87,9 @@ func (q *Queue) Enqueue(ctx context.Context, id ID, payload []byte) (bool, error
 func (q *Queue) EnqueueAt(ctx context.Context, id ID, payload []byte, at time.Time) (bool, error) {
 	row, err := q.keys.Row(id)
 	if err != nil {
+		return false, err
+	}
+	if err := q.c.checkPayload(payload); err != nil {
 		return false, err
 	}
 	if err := q.c.ensure(ctx); err != nil {

@@ -553,3 +553,29 @@ func TestWorkerShortRetryDoesNotWaitForMaintenance(t *testing.T) {
 		t.Errorf("counters %v", e.tally.Snapshot())
 	}
 }
+
+// A payload over the server's proto-max-bulk-len is refused before it is
+// sent, with a typed error; the connection, and the commands in flight on
+// it, are left alone.
+func TestPayloadCap(t *testing.T) {
+	e := newWorkerEnv(t, redistest.WithArgs("--proto-max-bulk-len", "1mb"))
+	ctx := ctxT(t)
+	big := make([]byte, 1<<20+1)
+	id := mint(t, e.c, emq.WorkKind)
+	for name, push := range map[string]func() error{
+		"Push":      func() error { _, err := e.q.Push(ctx, id, big); return err },
+		"PushBatch": func() error { _, err := e.q.PushBatch(ctx, []emq.NewJob{{ID: id, Payload: big}}); return err },
+		"Enqueue":   func() error { _, err := e.q.Enqueue(ctx, id, big); return err },
+		"EnqueueAt": func() error { _, err := e.q.EnqueueAt(ctx, id, big, time.Now()); return err },
+	} {
+		if err := push(); !errors.Is(err, emq.ErrPayloadTooLarge) || !errors.Is(err, emq.ErrArgument) {
+			t.Errorf("%s of %d bytes = %v, want ErrPayloadTooLarge", name, len(big), err)
+		}
+	}
+	if ok, err := e.q.Push(ctx, id, big[:1<<20]); !ok || err != nil {
+		t.Errorf("a payload at the cap = %v, %v", ok, err)
+	}
+	if n, _ := e.q.PendingSize(ctx); n != 1 {
+		t.Errorf("pending = %d, want only the payload at the cap", n)
+	}
+}
