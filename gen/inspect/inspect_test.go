@@ -3,7 +3,7 @@ package inspect_test
 import (
 	"context"
 	"errors"
-	"os"
+	"github.com/echomq/echomq/internal/literalscan"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -46,54 +46,8 @@ func ctxT(t *testing.T) context.Context {
 // version. Everything comes from the model.
 func TestNoProtocolLiterals(t *testing.T) {
 	p, _ := load(t, manifest)
-	var lits []string
-	for _, c := range p.Classes {
-		lits = append(lits, c.Word)
-	}
-	for _, f := range p.Row.Fields {
-		lits = append(lits, f.Name)
-	}
-	for _, s := range p.Row.States {
-		lits = append(lits, s.Name)
-	}
-	for _, s := range p.Sets {
-		lits = append(lits, s.Key, s.Score)
-	}
-	for _, k := range p.KeyTypes {
-		lits = append(lits, k.Name)
-	}
-	for _, c := range p.KeyClasses {
-		lits = append(lits, c.Parts[0].Lit)
-	}
-	for _, k := range p.Kinds {
-		lits = append(lits, k.Name)
-	}
-	for _, m := range p.Reserve {
-		lits = append(lits, m.Ident())
-		for _, f := range m.Fields {
-			lits = append(lits, f.Parts[0].Lit)
-		}
-	}
-	lits = append(lits, p.VersionRecord(), p.Version.String(), p.Name+":", p.Name)
 	files, _ := filepath.Glob("*.go")
-	files = append(files, "../cli/inspect.go")
-	for _, file := range files {
-		if strings.HasSuffix(file, "_test.go") {
-			continue
-		}
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, line := range strings.Split(string(data), "\n") {
-			code, _, _ := strings.Cut(line, "//")
-			for _, lit := range lits {
-				if strings.Contains(code, strconv.Quote(lit)) || strings.Contains(code, `"`+lit) && strings.Contains(code, lit+`"`) {
-					t.Errorf("%s:%d repeats the protocol literal %q; take it from the model", file, i+1, lit)
-				}
-			}
-		}
-	}
+	literalscan.Scan(t, literalscan.Literals(p), append(files, "../cli/inspect.go"), "take it from the model")
 }
 
 // TestModelAgreesWithSDK: the sets, their order, states and kinds of

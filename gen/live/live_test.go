@@ -2,6 +2,7 @@ package live_test
 
 import (
 	"context"
+	"github.com/echomq/echomq/internal/literalscan"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,48 +175,8 @@ func TestRunFenceRefusesCluster(t *testing.T) {
 // version. Everything comes from the model.
 func TestNoProtocolLiterals(t *testing.T) {
 	p, _ := load(t)
-	var lits []string
-	for _, c := range p.Classes {
-		lits = append(lits, c.Word)
-	}
-	for _, f := range p.Row.Fields {
-		lits = append(lits, f.Name)
-	}
-	for _, s := range p.Row.States {
-		lits = append(lits, s.Name)
-	}
-	for _, c := range p.KeyClasses {
-		lits = append(lits, c.Parts[0].Lit)
-	}
-	for _, k := range p.Kinds {
-		lits = append(lits, k.Name)
-	}
-	for _, m := range p.Reserve {
-		lits = append(lits, m.Ident())
-		for _, f := range m.Fields {
-			lits = append(lits, f.Parts[0].Lit)
-		}
-	}
-	lits = append(lits, p.VersionRecord(), p.Version.String(), p.Name+":", p.Name)
 	files, _ := filepath.Glob("*.go")
-	files = append(files, "../cli/probe.go")
-	for _, file := range files {
-		if strings.HasSuffix(file, "_test.go") {
-			continue
-		}
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, line := range strings.Split(string(data), "\n") {
-			code, _, _ := strings.Cut(line, "//")
-			for _, lit := range lits {
-				if strings.Contains(code, strconv.Quote(lit)) || strings.Contains(code, `"`+lit) && strings.Contains(code, lit+`"`) {
-					t.Errorf("%s:%d repeats the protocol literal %q; take it from the model", file, i+1, lit)
-				}
-			}
-		}
-	}
+	literalscan.Scan(t, literalscan.Literals(p), append(files, "../cli/probe.go"), "take it from the model")
 }
 
 // TestEmqgenDoesNotImportTheSDK: emqgen is built from the model alone; it

@@ -1,9 +1,8 @@
 package emq_test
 
 import (
-	"os"
+	"github.com/echomq/echomq/internal/literalscan"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -13,43 +12,12 @@ import (
 // names, key prefixes, the version): hand-written code uses generated
 // names only.
 func TestNoProtocolLiterals(t *testing.T) {
-	p := reference(t)
-	var lits []string
-	for _, c := range p.Classes {
-		lits = append(lits, c.Word)
-	}
-	for _, f := range p.Row.Fields {
-		lits = append(lits, f.Name)
-	}
-	for _, s := range p.Row.States {
-		lits = append(lits, s.Name)
-	}
-	for _, c := range p.KeyClasses {
-		lits = append(lits, c.Parts[0].Lit)
-	}
-	for _, k := range p.Kinds {
-		lits = append(lits, k.Name)
-	}
-	for _, m := range p.Reserve {
-		lits = append(lits, m.Ident())
-	}
-	lits = append(lits, p.VersionRecord(), p.Version.String(), p.Name+":")
 	files, _ := filepath.Glob("*.go")
-	for _, file := range files {
-		if strings.HasSuffix(file, "_gen.go") || strings.HasSuffix(file, "_test.go") {
-			continue
-		}
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, line := range strings.Split(string(data), "\n") {
-			code, _, _ := strings.Cut(line, "//")
-			for _, lit := range lits {
-				if strings.Contains(code, strconv.Quote(lit)) || strings.Contains(code, `"`+lit) && strings.Contains(code, lit+`"`) {
-					t.Errorf("%s:%d repeats the protocol literal %q; use the generated name", file, i+1, lit)
-				}
-			}
+	var hand []string
+	for _, f := range files {
+		if !strings.HasSuffix(f, "_gen.go") {
+			hand = append(hand, f)
 		}
 	}
+	literalscan.Scan(t, literalscan.Literals(reference(t)), hand, "use the generated name")
 }
