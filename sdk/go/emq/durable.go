@@ -139,15 +139,8 @@ func (q *Queue) PushBatchDurable(ctx context.Context, jobs []NewJob, d Durabilit
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	execs := make([]rueidis.LuaExec, len(jobs))
-	for i, j := range jobs {
-		call, err := q.pushCall(j.ID, j.Payload)
-		if err != nil {
-			return nil, fmt.Errorf("job %d: %w", i, err)
-		}
-		execs[i] = call.LuaExec()
-	}
-	if err := q.c.ensure(ctx); err != nil {
+	execs, err := q.pushExecs(ctx, jobs)
+	if err != nil {
 		return nil, err
 	}
 	oks, errs, derr := q.pushDurable(ctx, execs, d)

@@ -25,11 +25,8 @@ type JobInfo struct {
 // one round trip. ok is false when the job does not exist (never enqueued,
 // or completed and retired).
 func (q *Queue) Get(ctx context.Context, id ID) (JobInfo, bool, error) {
-	row, err := q.keys.Row(id)
+	row, err := q.row(ctx, id)
 	if err != nil {
-		return JobInfo{}, false, err
-	}
-	if err := q.c.ensure(ctx); err != nil {
 		return JobInfo{}, false, err
 	}
 	rc := q.c.rc
@@ -182,11 +179,8 @@ func validCursor(s Set, cursor string) error {
 // Purge deletes a dead job for good: its row and its id. It reports false
 // when the job is not dead (nothing is deleted).
 func (q *Queue) Purge(ctx context.Context, id ID) (bool, error) {
-	row, err := q.keys.Row(id)
+	row, err := q.row(ctx, id)
 	if err != nil {
-		return false, err
-	}
-	if err := q.c.ensure(ctx); err != nil {
 		return false, err
 	}
 	call := PurgeCall{Dead: q.keys.Dead, Row: row, ID: id}

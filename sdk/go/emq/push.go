@@ -49,6 +49,23 @@ func (q *Queue) pushCall(id ID, payload []byte) (PushCall, error) {
 	return PushCall{Row: row, Pending: q.keys.Pending, Wake: q.keys.Wake, ID: id, Payload: rueidis.BinaryString(payload)}, nil
 }
 
+// pushExecs builds a batch's push calls, refusing a malformed job before
+// anything is sent, and fences the keyspace if needed.
+func (q *Queue) pushExecs(ctx context.Context, jobs []NewJob) ([]rueidis.LuaExec, error) {
+	execs := make([]rueidis.LuaExec, len(jobs))
+	for i, j := range jobs {
+		call, err := q.pushCall(j.ID, j.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("job %d: %w", i, err)
+		}
+		execs[i] = call.LuaExec()
+	}
+	if err := q.c.ensure(ctx); err != nil {
+		return nil, err
+	}
+	return execs, nil
+}
+
 // BatchError reports the jobs of a batch that failed; the others were
 // admitted (or were duplicates). Errs is indexed like the batch, nil where
 // the job succeeded.
@@ -90,15 +107,8 @@ func (q *Queue) PushBatch(ctx context.Context, jobs []NewJob) ([]bool, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	execs := make([]rueidis.LuaExec, len(jobs))
-	for i, j := range jobs {
-		call, err := q.pushCall(j.ID, j.Payload)
-		if err != nil {
-			return nil, fmt.Errorf("job %d: %w", i, err)
-		}
-		execs[i] = call.LuaExec()
-	}
-	if err := q.c.ensure(ctx); err != nil {
+	execs, err := q.pushExecs(ctx, jobs)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]bool, len(jobs))

@@ -50,6 +50,16 @@ func (q *Queue) Name() string { return q.keys.Queue() }
 // Keys returns the queue's keys, for inspection tools.
 func (q *Queue) Keys() QueueKeys { return q.keys }
 
+// row returns the row key of id, refusing a malformed id before anything
+// is sent, and fences the keyspace if a connection changed.
+func (q *Queue) row(ctx context.Context, id ID) (string, error) {
+	row, err := q.keys.Row(id)
+	if err != nil {
+		return "", err
+	}
+	return row, q.c.ensure(ctx)
+}
+
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 func positive(what string, d time.Duration) error {
@@ -127,11 +137,8 @@ func (q *Queue) Extend(ctx context.Context, id ID, token int64, lease time.Durat
 	if err := positive("lease", lease); err != nil {
 		return time.Time{}, err
 	}
-	row, err := q.keys.Row(id)
+	row, err := q.row(ctx, id)
 	if err != nil {
-		return time.Time{}, err
-	}
-	if err := q.c.ensure(ctx); err != nil {
 		return time.Time{}, err
 	}
 	call := ExtendCall{Active: q.keys.Active, Row: row, ID: id, Token: token, LeaseMS: ms(lease)}
@@ -146,11 +153,8 @@ func (q *Queue) Extend(ctx context.Context, id ID, token int64, lease time.Durat
 // remains. A stale token is refused with ErrStale, and the lease holder's
 // work survives.
 func (q *Queue) Complete(ctx context.Context, id ID, token int64) error {
-	row, err := q.keys.Row(id)
+	row, err := q.row(ctx, id)
 	if err != nil {
-		return err
-	}
-	if err := q.c.ensure(ctx); err != nil {
 		return err
 	}
 	call := CompleteCall{Active: q.keys.Active, Row: row, ID: id, Token: token}
@@ -165,11 +169,8 @@ func (q *Queue) Retry(ctx context.Context, id ID, token int64, delay time.Durati
 	if delay < 0 {
 		return time.Time{}, fmt.Errorf("%w: negative delay %v", ErrArgument, delay)
 	}
-	row, err := q.keys.Row(id)
+	row, err := q.row(ctx, id)
 	if err != nil {
-		return time.Time{}, err
-	}
-	if err := q.c.ensure(ctx); err != nil {
 		return time.Time{}, err
 	}
 	call := RetryCall{Active: q.keys.Active, Row: row, Schedule: q.keys.Schedule, ID: id, Token: token, DelayMS: ms(delay)}
@@ -183,11 +184,8 @@ func (q *Queue) Retry(ctx context.Context, id ID, token int64, delay time.Durati
 // Bury moves an active job to the dead set. A stale token is refused with
 // ErrStale.
 func (q *Queue) Bury(ctx context.Context, id ID, token int64) error {
-	row, err := q.keys.Row(id)
+	row, err := q.row(ctx, id)
 	if err != nil {
-		return err
-	}
-	if err := q.c.ensure(ctx); err != nil {
 		return err
 	}
 	call := BuryCall{Active: q.keys.Active, Row: row, Dead: q.keys.Dead, ID: id, Token: token}
@@ -227,11 +225,8 @@ func (q *Queue) Reap(ctx context.Context, limit, maxAttempts int) (int, error) {
 // Revive moves a dead job back to pending, keeping its attempts, and rings
 // the queue's doorbell. It reports false when the job is not dead.
 func (q *Queue) Revive(ctx context.Context, id ID) (bool, error) {
-	row, err := q.keys.Row(id)
+	row, err := q.row(ctx, id)
 	if err != nil {
-		return false, err
-	}
-	if err := q.c.ensure(ctx); err != nil {
 		return false, err
 	}
 	call := ReviveCall{Dead: q.keys.Dead, Pending: q.keys.Pending, Row: row, ID: id}
