@@ -1,7 +1,6 @@
 package redistest
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -616,25 +615,6 @@ func (c *Cluster) killAll() {
 	for _, n := range c.nodes {
 		n.kill()
 	}
-}
-
-// do sends one command to addr on a fresh connection.
-func do(addr string, args ...string) (string, error) {
-	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := conn.Write([]byte(b.String())); err != nil {
-		return "", err
-	}
-	return readReply(bufio.NewReader(conn))
 }
 
 // nodeEntry is one line of CLUSTER NODES.

@@ -230,13 +230,17 @@ func (s *Server) Restart() {
 
 // Do sends one command on a fresh connection and returns the reply line(s)
 // as text; for test setup and inspection only.
-func (s *Server) Do(args ...string) (string, error) {
-	conn, err := net.DialTimeout("tcp", s.Addr(), 2*time.Second)
+func (s *Server) Do(args ...string) (string, error) { return do(s.Addr(), args...) }
+
+// do sends one command to addr on a fresh connection and returns the
+// reply as text.
+func do(addr string, args ...string) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
 		return "", err
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
 	for _, a := range args {
