@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/redis/rueidis"
 
@@ -88,4 +91,25 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 func newLogger(w io.Writer) (*slog.Logger, io.Writer) {
 	lw := &lockedWriter{w: w}
 	return slog.New(slog.NewTextHandler(lw, nil)), lw
+}
+
+// Main runs a service (RunProducer or RunWorker) as a command: SIGINT or
+// SIGTERM cancels it (a second one kills at once), and its error becomes
+// the exit status — 0, 2 after a usage message, 1 with the error printed.
+func Main(name string, run func(ctx context.Context, args []string, stdout io.Writer) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal kills at once
+	}()
+	err := run(ctx, os.Args[1:], os.Stdout)
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, ErrUsage):
+		os.Exit(2) // the usage was printed
+	default:
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
 }

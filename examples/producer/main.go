@@ -13,32 +13,6 @@
 // orders.RunProducer; see examples/README.md.
 package main
 
-import (
-	"context"
-	"errors"
-	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
+import "github.com/echomq/echomq/examples/orders"
 
-	"github.com/echomq/echomq/examples/orders"
-)
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop() // a second signal kills at once
-	}()
-	err := orders.RunProducer(ctx, os.Args[1:], os.Stdout)
-	switch {
-	case err == nil:
-	case errors.Is(err, flag.ErrHelp):
-	case errors.Is(err, orders.ErrUsage):
-		os.Exit(2) // the usage was printed
-	default:
-		fmt.Fprintln(os.Stderr, "producer:", err)
-		os.Exit(1)
-	}
-}
+func main() { orders.Main("producer", orders.RunProducer) }
