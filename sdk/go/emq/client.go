@@ -140,7 +140,7 @@ func Connect(ctx context.Context, opt Options) (*Client, error) {
 	// server is fenced as it is dialed (a cluster's queue nodes hold no
 	// fence; ensure covers the reserve's).
 	c.standalone.Store(rc.Mode() == rueidis.ClientModeStandalone)
-	c.checkEviction(ctx)
+	c.readServerConfig(ctx)
 	if opt.Node != nil {
 		g, err := NewGenerator(*opt.Node)
 		if err != nil {
@@ -164,13 +164,13 @@ func Connect(ctx context.Context, opt Options) (*Client, error) {
 // none at all, or only keys with a TTL (EchoMQ sets none).
 var safePolicies = map[string]bool{"noeviction": true, "volatile-lru": true, "volatile-lfu": true, "volatile-random": true, "volatile-ttl": true}
 
-// checkEviction warns when the server may evict keys without a TTL, which
-// would lose jobs silently. A server that refuses CONFIG GET (a managed
-// service, or an ACL without it) is only noted at debug level.
-//
-// It also lowers the payload cap to the smallest proto-max-bulk-len of the
-// servers, so that an oversized payload is refused before it is sent.
-func (c *Client) checkEviction(ctx context.Context) {
+// readServerConfig reads what the servers' configuration means for jobs:
+// it warns when a server may evict keys without a TTL, which would lose
+// jobs silently, and lowers the payload cap to the smallest
+// proto-max-bulk-len, so that an oversized payload is refused before it is
+// sent. A server that refuses CONFIG GET (a managed service, or an ACL
+// without it) is only noted at debug level.
+func (c *Client) readServerConfig(ctx context.Context) {
 	warned := false
 	for _, n := range c.rc.Nodes() {
 		m, err := n.Do(ctx, n.B().ConfigGet().Parameter("maxmemory-policy", "proto-max-bulk-len").Build()).AsStrMap()
