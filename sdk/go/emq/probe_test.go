@@ -1,6 +1,7 @@
 package emq_test
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,8 +68,11 @@ func TestProbeFailureIsReported(t *testing.T) {
 	if _, err := srv.Do("SET", emq.KeyVersion, "garbage"); err != nil {
 		t.Fatal(err)
 	}
+	// A connection the client opens from now on meets a keyspace it may
+	// not use and is refused as it is dialed: the clean-up of a probe may
+	// then fail with the fence's error, returned with the transcript.
 	tr, err := c.RunProbes(ctxT(t))
-	if err != nil {
+	if err != nil && (!errors.Is(err, emq.ErrVersionFence) || tr == nil) {
 		t.Fatal(err)
 	}
 	if tr.OK() {
