@@ -12,6 +12,7 @@ require (
 )
 
 require (
+	github.com/echomq/echomq/sdk/go v0.0.0-00010101000000-000000000000
 	github.com/fatih/color v1.18.0 // indirect
 	github.com/hexops/valast v1.4.4 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
@@ -23,3 +24,5 @@ require (
 	golang.org/x/tools v0.30.0 // indirect
 	mvdan.cc/gofumpt v0.7.0 // indirect
 )
+
+replace github.com/echomq/echomq/sdk/go => ./sdk/go

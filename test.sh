@@ -26,11 +26,15 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
-echo "== go vet"
+echo "== go vet (generator module, SDK module)"
 go vet ./...
+(cd sdk/go && go vet ./...)
 
-echo "== go test"
+echo "== go test: the generator, governance and tools (root module)"
 go test -count=1 "$@" ./...
+
+echo "== go test: the Go SDK (sdk/go, its own module)"
+(cd sdk/go && go test -count=1 "$@" ./...)
 
 echo "== benchmark smoke test (bench/ is its own module: SDK and asynq side by side, quick mode)"
 (cd bench && go vet ./... && go test -count=1 ./...)

@@ -2,10 +2,7 @@ module github.com/echomq/echomq/bench
 
 go 1.26.8
 
-replace github.com/echomq/echomq => ../
-
 require (
-	github.com/echomq/echomq v0.0.0-00010101000000-000000000000
 	github.com/hibiken/asynq v0.26.0
 	github.com/redis/rueidis v1.0.79
 )
@@ -13,6 +10,7 @@ require (
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
+	github.com/echomq/echomq/sdk/go v0.0.0-00010101000000-000000000000
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/redis/go-redis/v9 v9.14.1 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
@@ -21,3 +19,5 @@ require (
 	golang.org/x/time v0.14.0 // indirect
 	google.golang.org/protobuf v1.36.10 // indirect
 )
+
+replace github.com/echomq/echomq/sdk/go => ../sdk/go

@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/echomq/echomq/gen/cli"
+	"github.com/echomq/echomq/internal/cli"
 )
 
 func main() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) }

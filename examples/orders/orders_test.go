@@ -20,8 +20,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/examples/orders"
-	"github.com/echomq/echomq/internal/redistest"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 // syncBuffer is a bytes.Buffer that a running service may write while the

@@ -14,8 +14,8 @@ import (
 
 	"github.com/echomq/echomq/gen/inspect"
 	"github.com/echomq/echomq/gen/model"
-	"github.com/echomq/echomq/internal/redistest"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 const manifest = "../../protocol.yaml"
@@ -47,7 +47,7 @@ func ctxT(t *testing.T) context.Context {
 func TestNoProtocolLiterals(t *testing.T) {
 	p, _ := load(t, manifest)
 	files, _ := filepath.Glob("*.go")
-	literalscan.Scan(t, literalscan.Literals(p), append(files, "../cli/inspect.go"), "take it from the model")
+	literalscan.Scan(t, literalscan.Literals(p), append(files, "../../internal/cli/inspect.go"), "take it from the model")
 }
 
 // TestModelAgreesWithSDK: the sets, their order, states and kinds of

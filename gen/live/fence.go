@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/echomq/echomq/gen/lua"
+	"github.com/echomq/echomq/gen/bundle"
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/sdk/go/probe"
 )
@@ -85,7 +85,7 @@ var versionHoleRE = regexp.MustCompile(`<(` + holeMajor + `|` + holeMinor + `|` 
 // script is the script with that member among its KEYS; its ARGV and reply
 // elements are named after the probe vocabulary (version, semver, bundle),
 // which is how the prober fills and reads them.
-func NewFence(p *model.Protocol, b *lua.Bundle) (*Fence, error) {
+func NewFence(p *model.Protocol, b *bundle.Bundle) (*Fence, error) {
 	f := &Fence{Record: p.VersionRecord(), Semver: p.Version.String(), Digest: b.Digest, version: p.Version}
 	var vm *model.Member
 	for i, m := range p.Reserve {
@@ -278,7 +278,7 @@ func RunFence(ctx context.Context, p *model.Protocol, rc rueidis.Client) (*probe
 	if rc.Mode() == rueidis.ClientModeCluster {
 		return nil, ErrCluster
 	}
-	b, err := lua.Render(p)
+	b, err := bundle.Render(p)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,6 @@
 // Package live runs the manifest's probes against a live server from the
 // resolved model alone: keys are built from the model's key classes, ids
-// are minted with the model's id canon, scripts are the bundle gen/lua
+// are minted with the model's id canon, scripts are the bundle gen/bundle
 // renders, and version records are judged by the model's version member.
 // It never imports the generated SDK, so a manifest can be checked against
 // a server before, or without, generating code from it; the interpreter is

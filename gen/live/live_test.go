@@ -15,11 +15,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/rueidis"
 
+	"github.com/echomq/echomq/gen/bundle"
 	"github.com/echomq/echomq/gen/live"
-	"github.com/echomq/echomq/gen/lua"
 	"github.com/echomq/echomq/gen/model"
-	"github.com/echomq/echomq/internal/redistest"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 const manifest = "../../protocol.yaml"
@@ -30,7 +30,7 @@ func load(t *testing.T) (*model.Protocol, *live.Fence) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := lua.Render(p)
+	b, err := bundle.Render(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestRunFenceRefusesCluster(t *testing.T) {
 func TestNoProtocolLiterals(t *testing.T) {
 	p, _ := load(t)
 	files, _ := filepath.Glob("*.go")
-	literalscan.Scan(t, literalscan.Literals(p), append(files, "../cli/probe.go"), "take it from the model")
+	literalscan.Scan(t, literalscan.Literals(p), append(files, "../../internal/cli/probe.go"), "take it from the model")
 }
 
 // TestEmqgenDoesNotImportTheSDK: emqgen is built from the model alone; it
@@ -235,7 +235,7 @@ func TestFenceChecksOfAMinor(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + tr.String())
-	b, _ := lua.Render(q)
+	b, _ := bundle.Render(q)
 	f, _ := live.NewFence(q, b)
 	low := f.RecordOf(model.Semver{Major: q.Version.Major})
 	if !tr.OK() || len(tr.Results) != 8 || !strings.Contains(tr.Results[4].Check, low+") is raised") {

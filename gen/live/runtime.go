@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/echomq/echomq/gen/lua"
+	"github.com/echomq/echomq/gen/bundle"
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/sdk/go/probe"
 )
@@ -65,7 +65,7 @@ type script struct {
 }
 
 func newMachine(p *model.Protocol) (*machine, error) {
-	b, err := lua.Render(p)
+	b, err := bundle.Render(p)
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/gen/model"
-	"github.com/echomq/echomq/internal/redistest"
 	"github.com/echomq/echomq/sdk/go/probe"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 func setup(t *testing.T) (*machine, rueidis.Client, context.Context) {

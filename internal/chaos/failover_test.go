@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/echomq/echomq/internal/redistest"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 // TestFailoverQuick runs the quick variant of the cluster-failover

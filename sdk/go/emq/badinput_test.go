@@ -20,8 +20,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/echomq/echomq/internal/redistest"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 // fixedNode is the snowflake node the clients of these tests take without
@@ -186,24 +186,6 @@ func TestBadInputRefusedBeforeAnyCommand(t *testing.T) {
 	before := keyspace(t, srv)
 	resetStats(t, srv)
 
-	// Malformed id strings: the manifest's invalid examples and more.
-	p := reference(t)
-	_, _, hostile := seedIDs(t)
-	for _, s := range append(append(slices.Clone(p.IDs.Invalid), hostile...), good.String()+" ", " "+good.String()) {
-		id, err := emq.ParseID(s)
-		if !errors.Is(err, emq.ErrID) || !id.IsZero() {
-			t.Errorf("ParseID(%q) = %v, %v; want ErrID", s, id, err)
-		}
-		var viaText emq.ID
-		if err := viaText.UnmarshalText([]byte(s)); !errors.Is(err, emq.ErrID) {
-			t.Errorf("UnmarshalText(%q) = %v; want ErrID", s, err)
-		}
-		quoted, _ := json.Marshal(s)
-		var job struct{ Order emq.ID }
-		if err := json.Unmarshal([]byte(`{"Order":`+string(quoted)+`}`), &job); !errors.Is(err, emq.ErrID) {
-			t.Errorf("json.Unmarshal of %s = %v; want ErrID", quoted, err)
-		}
-	}
 	// The only malformed ID value is the zero ID: every operation that
 	// takes an id refuses it.
 	var zero emq.ID

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/echomq/echomq/internal/redistest"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 // BenchmarkWorkerDrain measures draining a pre-filled queue with no-op

@@ -15,8 +15,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/echomq/echomq/internal/redistest"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 // TestCluster runs the SDK against a real Redis Cluster of three primaries

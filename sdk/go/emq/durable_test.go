@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/echomq/echomq/internal/redistest"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 // startReplicated starts a primary and a replica of it (--replicaof) and

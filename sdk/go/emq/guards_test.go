@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/echomq/echomq/internal/redistest"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 // TestArgumentGuards sends what Lua's tonumber would accept but is no

@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/echomq/echomq/internal/redistest"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 func ctxT(t *testing.T) context.Context {

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/echomq/echomq/internal/redistest"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 func TestInspectGet(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/echomq/echomq/internal/redistest"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 // TestProbes runs every probe of the manifest against a real server: every

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/echomq/echomq/internal/redistest"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 // A server that comes back with another keyspace — here restarted empty

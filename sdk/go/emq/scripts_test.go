@@ -22,8 +22,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/rueidis"
 
-	"github.com/echomq/echomq/internal/redistest"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 // wire is one test's server, fenced client and queue.

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/echomq/echomq/internal/redistest"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 // workerEnv is a client with a tally, a queue and a way to run workers

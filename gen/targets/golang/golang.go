@@ -1,0 +1,177 @@
+// Package golang emits the generated wire layer of the Go SDK (package emq
+// in sdk/go/emq) with jennifer: constants, the id canon, key builders,
+// wire-class errors, typed script wrappers and probe data. Every file is
+// formatted by go/format; a file that does not parse is reported with the
+// failing source, never written.
+package golang
+
+import (
+	"bytes"
+	"fmt"
+	"go/format"
+	"strings"
+	"unicode"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/echomq/echomq/gen/bundle"
+	"github.com/echomq/echomq/gen/header"
+	"github.com/echomq/echomq/gen/model"
+	"github.com/echomq/echomq/gen/target"
+)
+
+// Dir is where the package is written, relative to the repository root.
+const Dir = "sdk/go/emq"
+
+// Package is the generated package's name.
+const Package = "emq"
+
+const (
+	rueidisPath = "github.com/redis/rueidis"
+	probePath   = "github.com/echomq/echomq/sdk/go/probe"
+)
+
+// Target writes the generated wire layer of the Go SDK.
+var Target = target.Func("go", Generate)
+
+// Generate returns the generated Go files of package emq.
+func Generate(in *target.Input) ([]target.File, error) {
+	p, b := in.Protocol, in.Bundle
+	gens := []struct {
+		name string
+		fill func(*jen.File, *model.Protocol, *bundle.Bundle)
+	}{
+		{"protocol_gen.go", protocolFile},
+		{"ids_gen.go", idsFile},
+		{"keys_gen.go", keysFile},
+		{"errors_gen.go", errorsFile},
+		{"scripts_gen.go", scriptsFile},
+		{"probes_gen.go", probesFile},
+	}
+	var files []target.File
+	for _, g := range gens {
+		f := jen.NewFile(Package)
+		f.HeaderComment(header.Marker)
+		f.HeaderComment(fmt.Sprintf("Source: %s (%s %s). Regenerate with: %s", header.Source, p.Name, p.Version, header.Regenerate))
+		f.ImportName(rueidisPath, "rueidis")
+		f.ImportName(probePath, "probe")
+		g.fill(f, p, b)
+		var buf bytes.Buffer
+		if err := f.Render(&buf); err != nil {
+			return nil, fmt.Errorf("golang: %s: %w", g.name, err)
+		}
+		src, err := format.Source(buf.Bytes())
+		if err != nil {
+			return nil, fmt.Errorf("golang: %s does not format: %w\n%s", g.name, err, numbered(buf.String()))
+		}
+		files = append(files, target.File{Path: Dir + "/" + g.name, Data: src})
+	}
+	return files, nil
+}
+
+func numbered(src string) string {
+	var b strings.Builder
+	for i, l := range strings.Split(src, "\n") {
+		fmt.Fprintf(&b, "%4d  %s\n", i+1, l)
+	}
+	return b.String()
+}
+
+// initialisms are spelled in capitals in Go names.
+var initialisms = map[string]string{"id": "ID", "ms": "MS", "ttl": "TTL", "sha": "SHA", "ids": "IDs", "arc": "ARC", "ord": "ORD", "job": "Job"}
+
+// goName turns a manifest name (snake_case, colons, dots) into an exported
+// Go name: run_at_ms -> RunAtMS.
+func goName(s string) string {
+	var b strings.Builder
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if v, ok := initialisms[strings.ToLower(w)]; ok && w == strings.ToLower(w) {
+			b.WriteString(v)
+			continue
+		}
+		b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+	}
+	return b.String()
+}
+
+// lowerName is goName with a lower-case first letter, for unexported names.
+func lowerName(s string) string {
+	n := goName(s)
+	if strings.HasPrefix(n, "ID") {
+		return "id" + n[2:]
+	}
+	return strings.ToLower(n[:1]) + n[1:]
+}
+
+// doc writes a doc comment: the first line starts with name.
+func doc(name, text string) string {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return name + "."
+	}
+	if !strings.HasSuffix(text, ".") {
+		text += "."
+	}
+	return name + " " + lowerFirst(text)
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	r := []rune(s)
+	if len(r) > 1 && unicode.IsUpper(r[1]) {
+		return s
+	}
+	r[0] = unicode.ToLower(r[0])
+	return string(r)
+}
+
+// concat builds a string concatenation from key-shape parts. A hole is
+// filled by a string (merged into the literal) or a jen.Code expression.
+func concat(parts []model.Part, fill map[string]any) *jen.Statement {
+	var terms []jen.Code
+	var lit strings.Builder
+	flush := func() {
+		if lit.Len() > 0 {
+			terms = append(terms, jen.Lit(lit.String()))
+			lit.Reset()
+		}
+	}
+	for _, pt := range parts {
+		if pt.Hole == "" {
+			lit.WriteString(pt.Lit)
+			continue
+		}
+		switch v := fill[pt.Hole].(type) {
+		case string:
+			lit.WriteString(v)
+		case jen.Code:
+			flush()
+			terms = append(terms, v)
+		default:
+			panic("golang: no value for hole " + pt.Hole)
+		}
+	}
+	flush()
+	st := jen.Null()
+	for i, t := range terms {
+		if i > 0 {
+			st.Op("+")
+		}
+		st.Add(t)
+	}
+	return st
+}
+
+// comment writes text as // line comments, one per line, so that
+// multi-line doc comments keep Go's usual form.
+func comment(f *jen.File, text string) {
+	for _, line := range strings.Split(text, "\n") {
+		if line == "" {
+			f.Comment("")
+			continue
+		}
+		f.Comment(line)
+	}
+}

@@ -1,0 +1,207 @@
+// Package release keeps the frozen releases of the protocol under
+// golden/releases: each release's manifest, byte for byte as it was
+// released (<version>.yaml), the exported API of the Go package it
+// generated (<version>.api.txt) and the identity of its Lua bundle
+// (<version>.bundle.txt: each script's SHA-1 and the bundle digest, which
+// deployed keyspaces record and verify). A frozen release is never rewritten; it is
+// the baseline every later manifest is checked against.
+package release
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/echomq/echomq/gen/bundle"
+	"github.com/echomq/echomq/gen/header"
+	"github.com/echomq/echomq/gen/manifest"
+	"github.com/echomq/echomq/gen/model"
+	"github.com/echomq/echomq/govern/apirecord"
+	"github.com/echomq/echomq/govern/compat"
+)
+
+// Dir is where frozen releases live, relative to the repository root.
+const Dir = "golden/releases"
+
+// Release is one frozen release.
+type Release struct {
+	Version  model.Semver
+	Manifest string // path of the frozen manifest
+	API      string // path of the recorded Go API
+	Bundle   string // path of the recorded bundle identity
+}
+
+// List returns the frozen releases under root, oldest first.
+func List(root string) ([]Release, error) {
+	paths, err := filepath.Glob(filepath.Join(root, Dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var out []Release
+	for _, p := range paths {
+		v, err := model.ParseSemver(strings.TrimSuffix(filepath.Base(p), ".yaml"))
+		if err != nil {
+			return nil, fmt.Errorf("%s: a frozen release is named <major>.<minor>.<patch>.yaml: %v", p, err)
+		}
+		out = append(out, at(filepath.Dir(p), v))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version.Compare(out[j].Version) < 0 })
+	return out, nil
+}
+
+func at(dir string, v model.Semver) Release {
+	base := filepath.Join(dir, v.String())
+	return Release{Version: v, Manifest: base + ".yaml", API: base + ".api.txt", Bundle: base + ".bundle.txt"}
+}
+
+// Newest returns the newest frozen release under root.
+func Newest(root string) (Release, error) {
+	rs, err := List(root)
+	if err != nil {
+		return Release{}, err
+	}
+	if len(rs) == 0 {
+		return Release{}, fmt.Errorf("no frozen release under %s: freeze one with emqgen release, or give a baseline with -base", filepath.Join(root, Dir))
+	}
+	return rs[len(rs)-1], nil
+}
+
+// Side loads a frozen release as the baseline side of a comparison: its
+// manifest, and a surface whose Go API is the recorded one (what users
+// compiled against then, whatever the generator makes of it today) and
+// whose Lua slots are generated from the frozen manifest.
+func (r Release) Side() (compat.Side, error) {
+	data, err := os.ReadFile(r.Manifest)
+	if err != nil {
+		return compat.Side{}, err
+	}
+	m, err := manifest.Parse(r.Manifest, data)
+	if err != nil {
+		return compat.Side{}, err
+	}
+	p, err := model.Resolve(r.Manifest, m)
+	if err != nil {
+		return compat.Side{}, err
+	}
+	s, err := compat.SurfaceOf(p)
+	if err != nil {
+		return compat.Side{}, err
+	}
+	api, lines, err := ReadAPI(r.API)
+	if err != nil {
+		return compat.Side{}, err
+	}
+	s.API, s.APIFile, s.APILines = api, r.API, lines
+	return compat.Side{File: r.Manifest, Manifest: m, Surface: s}, nil
+}
+
+// ReadAPI reads a recorded Go API and the line of each feature in it.
+func ReadAPI(path string) ([]string, map[string]int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	api, err := apirecord.ReadAPI(bytes.NewReader(data))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", path, err)
+	}
+	lines := map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		lines[sc.Text()] = n
+	}
+	return api, lines, nil
+}
+
+// BundleRecord is the on-disk record of a bundle's identity: a header,
+// the bundle digest, then one line per script with its SHA-1.
+func BundleRecord(v model.Semver, b *bundle.Bundle) []byte {
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "# %s\n# Version: %s\nbundle %s\n", header.Marker, v, b.Digest)
+	for _, s := range b.Scripts {
+		fmt.Fprintf(&out, "script %s %s\n", s.Name, s.SHA1)
+	}
+	return out.Bytes()
+}
+
+// ErrFrozen is returned when a release would overwrite a different frozen
+// release of the same version.
+var ErrFrozen = errors.New("release: that version is frozen with other content")
+
+// Freeze records the manifest at path as the frozen release of its
+// version under root: the manifest byte for byte and the Go API it
+// generates. Freezing the same bytes again writes nothing (and leaves the
+// API record as it was released); freezing other bytes under an existing
+// version fails with ErrFrozen. The manifest must be valid, and its version the history's
+// current entry.
+func Freeze(root, path string) (Release, []string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Release{}, nil, err
+	}
+	p, err := model.Parse(path, data)
+	if err != nil {
+		return Release{}, nil, err
+	}
+	current := false
+	for _, h := range p.Governance.History {
+		current = current || (h.Version == p.Version && h.Status == "current")
+	}
+	if !current {
+		return Release{}, nil, fmt.Errorf("%s: the history has no current entry for %s; add it before freezing", path, p.Version)
+	}
+	s, err := compat.SurfaceOf(p)
+	if err != nil {
+		return Release{}, nil, err
+	}
+	var api bytes.Buffer
+	if err := apirecord.WriteAPI(&api, p.Version.String(), s.API); err != nil {
+		return Release{}, nil, err
+	}
+	dir := filepath.Join(root, Dir)
+	r := at(dir, p.Version)
+	b, err := bundle.Render(p)
+	if err != nil {
+		return Release{}, nil, err
+	}
+	bundle := BundleRecord(p.Version, b)
+	old, err := os.ReadFile(r.Manifest)
+	switch {
+	case err == nil && !bytes.Equal(old, data):
+		return r, nil, fmt.Errorf("%w: %s differs from %s; a released version is never rewritten — bump the version", ErrFrozen, r.Manifest, path)
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return r, nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return r, nil, err
+	}
+	var written []string
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.WriteFile(r.Manifest, data, 0o644); err != nil {
+			return r, nil, err
+		}
+		written = append(written, r.Manifest)
+	}
+	// The records are what users compiled against and deployed when the
+	// version was released: once written, they stay, even if today's
+	// generator makes more of the same manifest.
+	for _, f := range []struct {
+		path string
+		data []byte
+	}{{r.API, api.Bytes()}, {r.Bundle, bundle}} {
+		if _, err := os.Stat(f.path); errors.Is(err, os.ErrNotExist) {
+			if err := os.WriteFile(f.path, f.data, 0o644); err != nil {
+				return r, written, err
+			}
+			written = append(written, f.path)
+		} else if err != nil {
+			return r, written, err
+		}
+	}
+	return r, written, nil
+}

@@ -1,0 +1,190 @@
+package release_test
+
+import (
+	"bytes"
+	"errors"
+	"github.com/echomq/echomq/gen/targets"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/echomq/echomq/gen/bundle"
+	"github.com/echomq/echomq/gen/manifest"
+	"github.com/echomq/echomq/gen/model"
+	"github.com/echomq/echomq/govern/apirecord"
+	"github.com/echomq/echomq/govern/compat"
+	"github.com/echomq/echomq/govern/release"
+)
+
+const root = "../.."
+
+func releases(t *testing.T) []release.Release {
+	t.Helper()
+	rs, err := release.List(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) == 0 {
+		t.Fatal("no frozen release under golden/releases")
+	}
+	return rs
+}
+
+// Each frozen release regenerates to what was released: the same Lua
+// bundle byte for byte (every script's SHA-1 and the digest deployed
+// keyspaces record), a Go API without a break from the recorded one, and,
+// for the release the working manifest still is byte for byte, every
+// artifact equal to its golden snapshot.
+func TestFrozenReleasesReproduce(t *testing.T) {
+	current, err := os.ReadFile(filepath.Join(root, "protocol.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range releases(t) {
+		p, err := model.Load(r.Manifest)
+		if err != nil {
+			t.Fatalf("%s no longer validates: %v", r.Manifest, err)
+		}
+		if p.Version != r.Version {
+			t.Errorf("%s declares version %s", r.Manifest, p.Version)
+		}
+		b, err := bundle.Render(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recorded, err := os.ReadFile(r.Bundle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := release.BundleRecord(p.Version, b); !bytes.Equal(got, recorded) {
+			t.Errorf("%s: the regenerated bundle differs from the recorded one:\n got %s\nwant %s", r.Version, got, recorded)
+		}
+		s, err := compat.SurfaceOf(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		api, _, err := release.ReadAPI(r.API)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, br := range apirecord.CompareAPI(api, s.API) {
+			t.Errorf("%s: the regenerated Go API breaks the recorded one: %s", r.Version, br.Message)
+		}
+		if frozen, _ := os.ReadFile(r.Manifest); !bytes.Equal(frozen, current) {
+			continue
+		}
+		files, err := targets.Generate(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			snap := filepath.Join(root, "golden", "snapshots", strings.ReplaceAll(f.Path, "/", "__")+".golden")
+			want, err := os.ReadFile(snap)
+			if err != nil {
+				t.Errorf("%s: %v", r.Version, err)
+				continue
+			}
+			if !bytes.Equal(snapshotBody(want), f.Data) {
+				t.Errorf("%s: %s regenerates other bytes than its snapshot %s", r.Version, f.Path, snap)
+			}
+		}
+	}
+}
+
+// snapshotBody strips autogold's raw-string framing, if any.
+func snapshotBody(b []byte) []byte {
+	s := string(b)
+	if strings.HasPrefix(s, "`") && strings.HasSuffix(strings.TrimRight(s, "\n"), "`") {
+		s = strings.TrimSuffix(strings.TrimPrefix(strings.TrimRight(s, "\n"), "`"), "`")
+	}
+	return []byte(s)
+}
+
+// The committed manifest passes the gate against every frozen release.
+func TestProtocolPassesCheckAgainstEveryRelease(t *testing.T) {
+	file := filepath.Join(root, "protocol.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := manifest.Parse(file, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := model.Resolve(file, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := compat.SurfaceOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range releases(t) {
+		old, err := r.Side()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := compat.Judge(old, compat.Side{File: file, Manifest: m, Surface: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK {
+			var b strings.Builder
+			_ = rep.Write(&b, "text")
+			t.Errorf("protocol.yaml fails check against %s:\n%s", r.Version, b.String())
+		}
+	}
+}
+
+func TestFreeze(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join(root, "protocol.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "protocol.yaml")
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(string(data))
+	r, written, err := release.Freeze(dir, file)
+	if err != nil || len(written) != 3 {
+		t.Fatalf("first freeze wrote %v, %v; want the manifest, the API and the bundle records", written, err)
+	}
+	frozen, _ := os.ReadFile(r.Manifest)
+	if !bytes.Equal(frozen, data) {
+		t.Error("the frozen manifest is not the manifest byte for byte")
+	}
+	if _, written, err = release.Freeze(dir, file); err != nil || len(written) != 0 {
+		t.Errorf("freezing the same bytes again wrote %v, %v; want nothing", written, err)
+	}
+	apiBefore, _ := os.ReadFile(r.API)
+
+	// Other bytes under the same version: refused, nothing touched.
+	write(strings.Replace(string(data), "  summary: An archive entry; platform scope.", "  summary: Archived.", 1))
+	if _, _, err = release.Freeze(dir, file); !errors.Is(err, release.ErrFrozen) {
+		t.Errorf("freezing other bytes under a frozen version = %v; want ErrFrozen", err)
+	}
+	after, _ := os.ReadFile(r.Manifest)
+	apiAfter, _ := os.ReadFile(r.API)
+	if !bytes.Equal(after, data) || !bytes.Equal(apiAfter, apiBefore) {
+		t.Error("a refused freeze changed the frozen release")
+	}
+
+	// A version without its current history entry is not frozen.
+	cur := r.Version.String()
+	next := r.Version
+	next.Patch += 7
+	write(strings.Replace(string(data), "\nversion: "+cur+"\n", "\nversion: "+next.String()+"\n", 1))
+	if _, _, err = release.Freeze(dir, file); err == nil {
+		t.Error("froze a manifest whose history has no current entry for its version")
+	}
+	rs, _ := release.List(dir)
+	if len(rs) != 1 {
+		t.Errorf("%d releases after the refusals; want 1", len(rs))
+	}
+}

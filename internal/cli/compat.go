@@ -1,0 +1,248 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/echomq/echomq/gen/manifest"
+	"github.com/echomq/echomq/gen/model"
+	"github.com/echomq/echomq/govern/compat"
+	"github.com/echomq/echomq/govern/release"
+)
+
+func runDiff(e *env, args []string) int {
+	fs := e.flags("diff", "[-format text|markdown|json|github] OLD NEW",
+		"Classifies every change from the manifest OLD to the manifest NEW: one finding per change with its rule, the bump it requires\n(patch, minor, major, or invalid at any bump), its manifest path and file:line:col (a deletion points into OLD, the rest into NEW),\nthen the bump required overall and the one the two versions declare. When both manifests validate, the generated Go API and\nthe Lua scripts' KEYS/ARGV slots are compared too. Exit 0 when the report was produced, whatever it says; 2 on bad input.")
+	format := fs.String("format", "text", "report format: "+strings.Join(compat.Formats, ", "))
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 2 {
+		e.errorf("diff takes two manifests, OLD and NEW")
+		return ExitUsage
+	}
+	if !validFormat(*format) {
+		e.errorf("-format %q is not one of %s", *format, strings.Join(compat.Formats, ", "))
+		return ExitUsage
+	}
+	old, code := e.side(fs.Arg(0), nil)
+	if old == nil {
+		return code
+	}
+	new, code := e.side(fs.Arg(1), nil)
+	if new == nil {
+		return code
+	}
+	r, err := compat.Judge(*old, *new)
+	if err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
+	}
+	if err := r.Write(e.stdout, *format); err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
+	}
+	return ExitOK
+}
+
+func runCheck(e *env, args []string) int {
+	fs := e.flags("check", "[-base REF|FILE] [-manifest FILE] [-format text|markdown|json|github]",
+		"The pull-request gate. Compares the manifest with a baseline — by default the newest frozen release under golden/releases;\n-base takes a file or a git ref (origin/main, a tag, a commit: the manifest at that ref) — and passes only when the version\nnever decreases, no change is invalid, the declared bump is at least the required one (prose-only changes may wait for the\nnext release), the history records a changed version, and a minor keeps the baseline's generated Go API and Lua slots.\nExit 0 pass; 1 the gate fails (every problem says what to do); 2 bad input or a tool error.")
+	base := fs.String("base", "", "baseline: a manifest file or a git ref (default: the newest frozen release)")
+	file := fs.String("manifest", "protocol.yaml", "the manifest to check")
+	root := fs.String("root", ".", "the repository root, where golden/releases lives")
+	format := fs.String("format", "text", "report format: "+strings.Join(compat.Formats, ", "))
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		e.errorf("check takes no arguments (got %q); the baseline is given with -base", strings.Join(fs.Args(), " "))
+		return ExitUsage
+	}
+	if !validFormat(*format) {
+		e.errorf("-format %q is not one of %s", *format, strings.Join(compat.Formats, ", "))
+		return ExitUsage
+	}
+	old, code := e.baseline(*root, *base, *file)
+	if old == nil {
+		return code
+	}
+	var invalid error
+	new, code := e.side(*file, &invalid)
+	if new == nil {
+		return code
+	}
+	r, err := compat.Judge(*old, *new)
+	if err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
+	}
+	if invalid != nil {
+		r.OK = false
+		r.Problems = append(r.Problems, fmt.Sprintf("%s does not validate; fix it first (emqgen validate %s):\n%v", *file, *file, invalid))
+	}
+	if err := r.Write(e.stdout, *format); err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
+	}
+	if !r.OK {
+		return ExitFindings
+	}
+	return ExitOK
+}
+
+func runRelease(e *env, args []string) int {
+	fs := e.flags("release", "[-manifest FILE] [-root DIR]",
+		"Freezes the manifest as golden/releases/<version>.yaml, byte for byte, with the exported API of the Go package it generates\n(golden/releases/<version>.api.txt). The manifest must validate, its version must be the history's current entry, and it must\npass check against the newest older frozen release. A frozen release is never rewritten: freezing other content under an\nexisting version fails; freezing the same content again writes nothing.")
+	file := fs.String("manifest", "protocol.yaml", "the manifest to freeze")
+	root := fs.String("root", ".", "the repository root, where golden/releases lives")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		e.errorf("release takes no arguments")
+		return ExitUsage
+	}
+	p, code := e.load(*file)
+	if p == nil {
+		return code
+	}
+	rs, err := release.List(*root)
+	if err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
+	}
+	var prev *release.Release
+	for i := range rs {
+		if rs[i].Version.Compare(p.Version) < 0 {
+			prev = &rs[i]
+		}
+	}
+	if prev != nil {
+		old, err := prev.Side()
+		if err != nil {
+			e.errorf("%v", err)
+			return ExitUsage
+		}
+		new, code := e.side(*file, nil)
+		if new == nil {
+			return code
+		}
+		r, err := compat.Judge(old, *new)
+		if err != nil {
+			e.errorf("%v", err)
+			return ExitUsage
+		}
+		if !r.OK {
+			_ = r.Write(e.stdout, "text")
+			e.errorf("%s %s does not pass check against the frozen %s; nothing was frozen", *file, p.Version, prev.Version)
+			return ExitFindings
+		}
+	}
+	rel, written, err := release.Freeze(*root, *file)
+	if err != nil {
+		e.errorf("%v", err)
+		if errors.Is(err, release.ErrFrozen) {
+			return ExitFindings
+		}
+		return ExitUsage
+	}
+	if len(written) == 0 {
+		fmt.Fprintf(e.stdout, "%s is already frozen as %s; nothing written\n", rel.Version, rel.Manifest)
+		return ExitOK
+	}
+	fmt.Fprintf(e.stdout, "froze %s\n", rel.Version)
+	for _, w := range written {
+		fmt.Fprintf(e.stdout, "  wrote %s\n", w)
+	}
+	return ExitOK
+}
+
+func validFormat(f string) bool {
+	for _, x := range compat.Formats {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// side loads a manifest as one side of a comparison. A manifest that
+// decodes but does not validate is still compared, on its leaves only
+// (its artifacts cannot be generated); when invalid is not nil its
+// validation errors are stored there, else they are noted on stderr.
+func (e *env) side(file string, invalid *error) (*compat.Side, int) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		e.errorf("%v", err)
+		return nil, ExitUsage
+	}
+	return e.sideOf(file, data, invalid)
+}
+
+func (e *env) sideOf(label string, data []byte, invalid *error) (*compat.Side, int) {
+	m, err := manifest.Parse(label, data)
+	if err != nil {
+		var errs *manifest.Errors
+		if errors.As(err, &errs) {
+			fmt.Fprintln(e.stderr, errs.Error())
+		} else {
+			e.errorf("%v", err)
+		}
+		e.errorf("%s cannot be compared: it does not decode", label)
+		return nil, ExitUsage
+	}
+	s := &compat.Side{File: label, Manifest: m}
+	p, err := model.Resolve(label, m)
+	if err != nil {
+		if invalid != nil {
+			*invalid = err
+		} else {
+			e.errorf("note: %s does not validate, so its generated artifacts are not compared:\n%v", label, err)
+		}
+		return s, ExitOK
+	}
+	if s.Surface, err = compat.SurfaceOf(p); err != nil {
+		e.errorf("%v", err)
+		return nil, ExitUsage
+	}
+	return s, ExitOK
+}
+
+// baseline loads the side to check against: the newest frozen release, a
+// manifest file, or the manifest at a git ref.
+func (e *env) baseline(root, base, file string) (*compat.Side, int) {
+	if base == "" {
+		r, err := release.Newest(root)
+		if err != nil {
+			e.errorf("%v", err)
+			return nil, ExitUsage
+		}
+		s, err := r.Side()
+		if err != nil {
+			e.errorf("baseline %s: %v", r.Manifest, err)
+			return nil, ExitUsage
+		}
+		return &s, ExitOK
+	}
+	if st, err := os.Stat(base); err == nil && !st.IsDir() {
+		return e.side(base, nil)
+	}
+	dir, name := filepath.Split(file)
+	if dir == "" {
+		dir = "."
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command("git", "-C", dir, "show", base+":./"+name)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		e.errorf("-base %q is neither a file nor a git ref with %s: git show: %v: %s", base, name, err, strings.TrimSpace(stderr.String()))
+		return nil, ExitUsage
+	}
+	return e.sideOf(base+":"+filepath.ToSlash(file), stdout.Bytes(), nil)
+}

@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"github.com/echomq/echomq/gen/targets"
+	"strings"
+
+	"github.com/echomq/echomq/gen/manifest"
+	"github.com/echomq/echomq/gen/model"
+	"github.com/echomq/echomq/gen/tree"
+)
+
+func runGen(e *env, args []string) int {
+	fs := e.flags("gen", "[-check] [-manifest FILE] [-root DIR]",
+		"Regenerates every artifact from the manifest in place: sdk/go/emq/*_gen.go, sdk/lua/, docs/protocol.md.\nA file is written only when its bytes change; generated files the manifest no longer produces are removed.\nWith -check nothing is written: stale files are printed as unified diffs and the exit status is 1.")
+	check := fs.Bool("check", false, "write nothing; exit 1 and print a unified diff of every stale file")
+	file := fs.String("manifest", "protocol.yaml", "the manifest to read")
+	root := fs.String("root", ".", "the repository root to write under")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		e.errorf("gen takes no arguments (got %q)", strings.Join(fs.Args(), " "))
+		return ExitUsage
+	}
+	p, code := e.load(*file)
+	if p == nil {
+		return code
+	}
+	files, err := targets.Generate(p, nil)
+	if err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
+	}
+	changes, err := tree.Compare(*root, files)
+	if err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
+	}
+	if *check {
+		for _, c := range changes {
+			fmt.Fprint(e.stdout, c.Diff())
+		}
+		if len(changes) > 0 {
+			e.errorf("%d generated file(s) are stale; run: go run ./cmd/emqgen gen", len(changes))
+			return ExitFindings
+		}
+		fmt.Fprintf(e.stdout, "%d generated files are up to date\n", len(files))
+		return ExitOK
+	}
+	if err := tree.Apply(*root, changes); err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
+	}
+	fmt.Fprintf(e.stdout, "%d generated files, %d changed\n", len(files), len(changes))
+	for _, c := range changes {
+		verb := "wrote"
+		if c.New == nil {
+			verb = "removed"
+		}
+		fmt.Fprintf(e.stdout, "  %s %s\n", verb, c.Path)
+	}
+	return ExitOK
+}
+
+func runValidate(e *env, args []string) int {
+	fs := e.flags("validate", "[FILE]", "Checks a manifest (default protocol.yaml). Exit 0 when it is valid; exit 1 with every problem as FILE:LINE:COL: message otherwise.")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	file := "protocol.yaml"
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		file = fs.Arg(0)
+	default:
+		e.errorf("validate takes at most one file")
+		return ExitUsage
+	}
+	p, code := e.load(file)
+	if p == nil {
+		return code
+	}
+	fmt.Fprintf(e.stdout, "%s: valid (%s %s: %d scripts, %d wire classes, %d reserve members)\n", file, p.Name, p.Version, len(p.Scripts), len(p.Classes), len(p.Reserve))
+	return ExitOK
+}
+
+// load reads and resolves a manifest, printing its problems. It returns
+// nil and the exit status when the manifest cannot be used.
+func (e *env) load(file string) (*model.Protocol, int) {
+	p, err := model.Load(file)
+	if err == nil {
+		return p, ExitOK
+	}
+	var errs *manifest.Errors
+	if errors.As(err, &errs) {
+		fmt.Fprintln(e.stderr, errs.Error())
+		return nil, ExitFindings
+	}
+	e.errorf("%v", err)
+	return nil, ExitUsage
+}

@@ -1,0 +1,255 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hexops/autogold/v2"
+
+	"github.com/echomq/echomq/gen/model"
+	"github.com/echomq/echomq/govern/compat"
+	"github.com/echomq/echomq/govern/release"
+	"github.com/echomq/echomq/internal/cli"
+)
+
+// frozen is the newest frozen release: the baseline check uses by default.
+func frozen(t *testing.T) release.Release {
+	t.Helper()
+	r, err := release.Newest("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// bumped returns the baseline's version bumped: "patch", "minor", "major",
+// or "same".
+func bumped(t *testing.T, how string) string {
+	v := frozen(t).Version
+	switch how {
+	case "patch":
+		v.Patch++
+	case "minor":
+		v.Minor, v.Patch = v.Minor+1, 0
+	case "major":
+		v = model.Semver{Major: v.Major + 1}
+	case "down":
+		v = model.Semver{Major: v.Major - 1, Minor: 9}
+	}
+	return v.String()
+}
+
+// branch writes a copy of the newest frozen release as a pull request
+// would change it: edit applied, version set and its history entry
+// recorded.
+func branch(t *testing.T, version string, edit func(string) string) string {
+	t.Helper()
+	data, err := os.ReadFile(frozen(t).Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := edit(string(data))
+	cur := between(s, "\nversion: ", "\n")
+	if version != cur {
+		s = strings.Replace(s, "\nversion: "+cur+"\n", "\nversion: "+version+"\n", 1)
+		s = strings.Replace(s, "    - version: "+cur+"\n      status: current\n", "    - version: "+cur+"\n      status: released\n", 1)
+		s = strings.TrimRight(s, "\n") + "\n    - version: " + version + "\n      status: current\n      summary: The change under review.\n"
+	}
+	file := filepath.Join(t.TempDir(), "protocol.yaml")
+	if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+func between(s, a, b string) string {
+	_, rest, _ := strings.Cut(s, a)
+	v, _, _ := strings.Cut(rest, b)
+	return v
+}
+
+func replaceOnce(t *testing.T, old, new string) func(string) string {
+	return func(s string) string {
+		if strings.Count(s, old) != 1 {
+			t.Fatalf("%q does not occur exactly once in the manifest", old)
+		}
+		return strings.Replace(s, old, new, 1)
+	}
+}
+
+// The reviewer's three cases from the governance issue, through the real
+// command against the committed frozen releases.
+func TestReviewerScenarios(t *testing.T) {
+	addKeyType := replaceOnce(t, "    - {name: row, class: job, redis: hash, summary: The job row.}\n",
+		"    - {name: row, class: job, redis: hash, summary: The job row.}\n    - {name: audit, class: queue, redis: stream, summary: An audit trail of the queue.}\n")
+	renameAttempts := replaceOnce(t, "    - name: attempts\n", "    - name: tries\n")
+	check := func(file string) (int, string) {
+		code, out, errs := run(t, "check", "-root", "../..", "-manifest", file)
+		return code, out + errs
+	}
+
+	patch, minor, major, same := bumped(t, "patch"), bumped(t, "minor"), bumped(t, "major"), bumped(t, "same")
+	if code, out := check(branch(t, minor, addKeyType)); code != cli.ExitOK || !strings.Contains(out, "KEY_TYPE_ADDED keys.types[audit]") {
+		t.Errorf("a key type added at %s: exit %d; want a pass naming it:\n%s", minor, code, out)
+	}
+	code, out := check(branch(t, patch, addKeyType))
+	if code != cli.ExitFindings || !strings.Contains(out, "require a minor bump") || !strings.Contains(out, "KEY_TYPE_ADDED keys.types[audit]") || !strings.Contains(out, "set version to "+minor) {
+		t.Errorf("a key type added at %s: exit %d; want a failure naming the key type and what to do:\n%s", patch, code, out)
+	}
+	for _, v := range []string{same, patch, minor} {
+		code, out := check(branch(t, v, renameAttempts))
+		if code != cli.ExitFindings || !strings.Contains(out, `ROW_FIELD_SAME_NAME row.fields[tries]: row field "attempts" renamed to "tries"`) || !strings.Contains(out, "set version to "+major) {
+			t.Errorf("attempts renamed at %s: exit %d; want a failure asking for %s:\n%s", v, code, out, major)
+		}
+	}
+	if code, out := check(branch(t, major, renameAttempts)); code != cli.ExitOK {
+		t.Errorf("attempts renamed at %s: exit %d; want a pass:\n%s", major, code, out)
+	}
+
+	// The version never goes down, and a changed version needs its history entry.
+	if code, out := check(branch(t, bumped(t, "down"), func(s string) string { return s })); code != cli.ExitFindings || !strings.Contains(out, "went down") {
+		t.Errorf("version lowered: exit %d:\n%s", code, out)
+	}
+	data, _ := os.ReadFile(frozen(t).Manifest)
+	noHistory := filepath.Join(t.TempDir(), "protocol.yaml")
+	os.WriteFile(noHistory, []byte(strings.Replace(string(data), "\nversion: "+same+"\n", "\nversion: "+patch+"\n", 1)), 0o644)
+	if code, out := check(noHistory); code != cli.ExitFindings || !strings.Contains(out, "no entry for "+patch) {
+		t.Errorf("version changed without history: exit %d:\n%s", code, out)
+	}
+	// Prose may land without a release; a body change (wire) may not.
+	prose := replaceOnce(t, "    summary: An archive entry; platform scope.\n", "    summary: An archived entry, platform-wide.\n")
+	if code, out := check(branch(t, same, prose)); code != cli.ExitOK || !strings.Contains(out, "DOCS_CHANGED") {
+		t.Errorf("prose at an unchanged version: exit %d; want a pass:\n%s", code, out)
+	}
+	body := replaceOnce(t, "      if redis.call('EXISTS', {{key \"row\"}}) == 1 then\n        return 0\n      end\n      redis.call('HSET', {{key \"row\"}}, '{{field \"state\"}}', '{{state \"pending\"}}', '{{field \"token\"}}', '{{initial \"token\"}}', '{{field \"payload\"}}', {{arg \"payload\"}})\n      redis.call('ZADD', {{key \"pending\"}}, 0, {{arg \"id\"}})\n      return 1\n",
+		"      if redis.call('EXISTS', {{key \"row\"}}) ~= 0 then\n        return 0\n      end\n      redis.call('HSET', {{key \"row\"}}, '{{field \"state\"}}', '{{state \"pending\"}}', '{{field \"token\"}}', '{{initial \"token\"}}', '{{field \"payload\"}}', {{arg \"payload\"}})\n      redis.call('ZADD', {{key \"pending\"}}, 0, {{arg \"id\"}})\n      return 1\n")
+	if code, out := check(branch(t, same, body)); code != cli.ExitFindings || !strings.Contains(out, "SCRIPT_BODY_CHANGED") {
+		t.Errorf("a script body changed at an unchanged version: exit %d; want a failure:\n%s", code, out)
+	}
+	if code, out := check(branch(t, patch, body)); code != cli.ExitOK {
+		t.Errorf("a script body changed at %s: exit %d; want a pass:\n%s", patch, code, out)
+	}
+	// A probe-less reserve member is refused at any bump, also by validation.
+	noProbe := replaceOnce(t, "  - member: \"migration:<queue>\"\n", "  - member: stats\n    redis: hash\n    summary: Counters.\n  - member: \"migration:<queue>\"\n")
+	if code, out := check(branch(t, major, noProbe)); code != cli.ExitFindings || !strings.Contains(out, "invalid RESERVE_MEMBER_ADDED_WITHOUT_PROBE") || !strings.Contains(out, "does not validate") {
+		t.Errorf("a reserve member without a probe at %s: exit %d; want a failure:\n%s", major, code, out)
+	}
+}
+
+// check -base takes a git ref: the manifest at that commit is the baseline.
+func TestCheckBaseGitRef(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is needed for check -base REF: install git")
+	}
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	data, err := os.ReadFile(frozen(t).Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "protocol.yaml")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("init", "-q")
+	git("add", "protocol.yaml")
+	git("commit", "-qm", "base")
+	git("tag", "v2")
+	changed := branch(t, bumped(t, "patch"), replaceOnce(t, "    - {name: row, class: job, redis: hash, summary: The job row.}\n",
+		"    - {name: row, class: job, redis: hash, summary: The job row.}\n    - {name: audit, class: queue, redis: stream, summary: An audit trail of the queue.}\n"))
+	b, _ := os.ReadFile(changed)
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "check", "-base", "v2", "-manifest", file, "-format", "json")
+	var rep compat.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("check -format json printed no JSON (%v):\n%s%s", err, out, errs)
+	}
+	if code != cli.ExitFindings || rep.OK || rep.From != bumped(t, "same") || rep.To != bumped(t, "patch") || rep.Required != compat.Minor || rep.Declared != compat.Patch {
+		t.Errorf("check -base v2 = %d, %+v", code, rep)
+	}
+	if len(rep.Changes) == 0 || rep.Changes[0].File != file || rep.Changes[0].Line == 0 {
+		t.Errorf("findings do not locate the change in the new file: %+v", rep.Changes)
+	}
+	if code, _, errs := run(t, "check", "-base", "no-such-ref", "-manifest", file); code != cli.ExitUsage || !strings.Contains(errs, "neither a file nor a git ref") {
+		t.Errorf("an unknown ref = %d:\n%s", code, errs)
+	}
+}
+
+// Golden outputs of every report format, on a change that fails the gate
+// with findings on both sides (golden/reports/*.golden).
+func TestDiffFormatsGolden(t *testing.T) {
+	t.Chdir("../..")
+	for _, format := range compat.Formats {
+		code, out, errs := run(t, "diff", "-format", format, "golden/releases/2.0.0.yaml", "internal/cli/testdata/review/2.1.0.yaml")
+		if code != cli.ExitOK {
+			t.Fatalf("diff -format %s = %d\n%s", format, code, errs)
+		}
+		autogold.ExpectFile(t, autogold.Raw(out), autogold.Dir("golden/reports"), autogold.Name("diff_"+format))
+	}
+	if code, _, errs := run(t, "diff", "-format", "yaml", "a", "b"); code != cli.ExitUsage || !strings.Contains(errs, "not one of") {
+		t.Errorf("unknown format = %d %s", code, errs)
+	}
+}
+
+func TestJSONReportFields(t *testing.T) {
+	code, out, _ := run(t, "diff", "-format", "json", "../../golden/releases/2.0.0.yaml", "testdata/review/2.1.0.yaml")
+	if code != cli.ExitOK {
+		t.Fatal(code)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"from", "to", "required", "declared", "ok", "changes"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("JSON report has no %q", k)
+		}
+	}
+	for _, c := range raw["changes"].([]any) {
+		for _, k := range []string{"rule", "bump", "path", "message", "file", "line", "column"} {
+			if _, ok := c.(map[string]any)[k]; !ok {
+				t.Errorf("change has no %q: %v", k, c)
+			}
+		}
+	}
+}
+
+// release refuses to overwrite a different frozen release.
+func TestReleaseCommand(t *testing.T) {
+	dir := t.TempDir()
+	data, _ := os.ReadFile(frozen(t).Manifest)
+	file := filepath.Join(dir, "protocol.yaml")
+	os.WriteFile(file, data, 0o644)
+	if code, out, errs := run(t, "release", "-root", dir, "-manifest", file); code != cli.ExitOK || !strings.Contains(out, "froze") {
+		t.Fatalf("release = %d\n%s%s", code, out, errs)
+	}
+	if code, out, _ := run(t, "release", "-root", dir, "-manifest", file); code != cli.ExitOK || !strings.Contains(out, "already frozen") {
+		t.Errorf("release again = %d\n%s", code, out)
+	}
+	os.WriteFile(file, []byte(strings.Replace(string(data), "An archive entry; platform scope.", "Archived.", 1)), 0o644)
+	if code, _, errs := run(t, "release", "-root", dir, "-manifest", file); code != cli.ExitFindings || !strings.Contains(errs, "never rewritten") {
+		t.Errorf("release over a frozen version = %d\n%s", code, errs)
+	}
+	// A next version that fails the gate against the frozen one is not frozen.
+	bad := branch(t, bumped(t, "minor"), replaceOnce(t, "    - name: attempts\n", "    - name: tries\n"))
+	b, _ := os.ReadFile(bad)
+	os.WriteFile(file, b, 0o644)
+	if code, _, errs := run(t, "release", "-root", dir, "-manifest", file); code != cli.ExitFindings || !strings.Contains(errs, "nothing was frozen") {
+		t.Errorf("release of a failing minor = %d\n%s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "golden/releases", bumped(t, "minor")+".yaml")); err == nil {
+		t.Error("a failing release was frozen")
+	}
+}
