@@ -5,24 +5,16 @@ go 1.26.8
 require (
 	github.com/dave/jennifer v1.7.1
 	github.com/google/go-cmp v0.7.0
-	github.com/hexops/autogold/v2 v2.3.0
 	github.com/hexops/gotextdiff v1.0.3
 	github.com/redis/rueidis v1.0.79
 	gopkg.in/yaml.v3 v3.0.1
 )
 
+require github.com/bluekeyes/go-gitdiff v0.9.0
+
 require (
 	github.com/echomq/echomq/sdk/go v0.0.0-00010101000000-000000000000
-	github.com/fatih/color v1.18.0 // indirect
-	github.com/hexops/valast v1.4.4 // indirect
-	github.com/mattn/go-colorable v0.1.14 // indirect
-	github.com/mattn/go-isatty v0.0.20 // indirect
-	github.com/nightlyone/lockfile v1.0.0 // indirect
-	golang.org/x/mod v0.23.0 // indirect
-	golang.org/x/sync v0.11.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
-	golang.org/x/tools v0.30.0 // indirect
-	mvdan.cc/gofumpt v0.7.0 // indirect
 )
 
 replace github.com/echomq/echomq/sdk/go => ./sdk/go

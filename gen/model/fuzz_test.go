@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"math/big"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/echomq/echomq/gen/cases"
 	"github.com/echomq/echomq/gen/manifest"
 )
 
@@ -78,13 +78,13 @@ func FuzzResolve(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(real)
-	cases, _ := filepath.Glob(filepath.Join("testdata", "invalid", "*", "protocol.yaml"))
-	for _, c := range cases {
-		data, err := os.ReadFile(c)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
+	// Every golden case's manifest, valid or broken (golden/cases).
+	cs, err := cases.List("../..")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, c := range cs {
+		f.Add(c.Manifest)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("protocol.yaml", data)

@@ -401,6 +401,10 @@ func TestQueuePatternMaxLen(t *testing.T) {
 	}
 }
 
+// errLineRE is the shape of every line of a manifest error: a position, or
+// for whole-file problems the file alone.
+var errLineRE = regexp.MustCompile(`^protocol\.yaml(:\d+:\d+)?: \S`)
+
 // TestErrorsStayOnOneLine edits the real manifest so that names and
 // patterns carry raw line breaks, which messages quote back: each problem
 // must still print on one line of its own.

@@ -4,8 +4,9 @@
 // by exactly one target, every file starting with its generated-file
 // header — before anything is written.
 //
-// Adding a target is a folder under gen/targets, its golden cases under
-// golden/cases, and one line in All.
+// Adding a target is a folder under gen/targets and one line in All; then
+// go test ./gen/cases -update adds its files to every valid golden case
+// under golden/cases.
 package targets
 
 import (

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hexops/autogold/v2"
-
 	"github.com/echomq/echomq/gen/header"
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/gen/target"
@@ -29,15 +27,6 @@ func build(t *testing.T) []target.File {
 		t.Fatal(err)
 	}
 	return files
-}
-
-// TestGolden snapshots every generated file under golden/snapshots
-// (go test ./gen/artifacts -update rewrites them after a reviewed change).
-func TestGolden(t *testing.T) {
-	for _, f := range build(t) {
-		name := strings.NewReplacer("/", "__").Replace(f.Path)
-		autogold.ExpectFile(t, autogold.Raw(f.Data), autogold.Dir(filepath.Join(root, "golden", "snapshots")), autogold.Name(name))
-	}
 }
 
 // TestCommittedUpToDate fails when a committed generated file is stale,

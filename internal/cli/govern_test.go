@@ -8,12 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hexops/autogold/v2"
-
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/govern/compat"
 	"github.com/echomq/echomq/govern/release"
 	"github.com/echomq/echomq/internal/cli"
+	"github.com/echomq/echomq/internal/golden"
 )
 
 // frozen is the newest frozen release: the baseline check uses by default.
@@ -196,7 +195,8 @@ func TestDiffFormatsGolden(t *testing.T) {
 		if code != cli.ExitOK {
 			t.Fatalf("diff -format %s = %d\n%s", format, code, errs)
 		}
-		autogold.ExpectFile(t, autogold.Raw(out), autogold.Dir("golden/reports"), autogold.Name("diff_"+format))
+		path := "golden/reports/diff_" + format + ".golden"
+		golden.Check(t, path, path, []byte(out), "go test ./internal/cli -run TestDiffFormatsGolden -update")
 	}
 	if code, _, errs := run(t, "diff", "-format", "yaml", "a", "b"); code != cli.ExitUsage || !strings.Contains(errs, "not one of") {
 		t.Errorf("unknown format = %d %s", code, errs)

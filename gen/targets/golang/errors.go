@@ -56,9 +56,10 @@ class.`)
 	)
 	f.Line()
 	comment(f, "scriptError turns a script's error reply into a *ClassError when its first word is a registered class, and wraps any other error with the script's name.")
-	f.Func().Id("scriptError").Params(jen.Id("script").String(), jen.Err().Error()).Error().Block(
-		jen.If(jen.Err().Op("==").Nil()).Block(jen.Return(jen.Nil())),
-		jen.If(jen.List(jen.Id("re"), jen.Id("ok")).Op(":=").Qual(rueidisPath, "IsRedisErr").Call(jen.Err()), jen.Id("ok")).Block(
+	// A protocol without wire classes has no error reply to recognise.
+	recognise := jen.Null()
+	if len(words) > 0 {
+		recognise = jen.If(jen.List(jen.Id("re"), jen.Id("ok")).Op(":=").Qual(rueidisPath, "IsRedisErr").Call(jen.Err()), jen.Id("ok")).Block(
 			jen.List(jen.Id("word"), jen.Id("rest"), jen.Id("_")).Op(":=").Qual("strings", "Cut").Call(jen.Id("re").Dot("Error").Call(), jen.Lit(" ")),
 			jen.Switch(jen.Id("word")).Block(
 				jen.Case(words...).Block(jen.Return(jen.Op("&").Id("ClassError").Values(jen.Dict{
@@ -67,7 +68,11 @@ class.`)
 					jen.Id("Script"):  jen.Id("script"),
 				}))),
 			),
-		),
+		)
+	}
+	f.Func().Id("scriptError").Params(jen.Id("script").String(), jen.Err().Error()).Error().Block(
+		jen.If(jen.Err().Op("==").Nil()).Block(jen.Return(jen.Nil())),
+		recognise,
 		jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("emq: %s: %w"), jen.Id("script"), jen.Err())),
 	)
 }
