@@ -10,7 +10,12 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 )
 
-require github.com/bluekeyes/go-gitdiff v0.9.0
+require (
+	github.com/bluekeyes/go-gitdiff v0.9.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+)
+
+require golang.org/x/text v0.41.0 // indirect
 
 require (
 	github.com/echomq/echomq/sdk/go v0.0.0-00010101000000-000000000000
