@@ -6,18 +6,21 @@
 //
 // Adding a target is a folder under gen/targets and one line in All; then
 // go test ./gen/cases -update adds its files to every valid golden case
-// under golden/cases.
+// under golden/cases. A target written outside Go is an entry in the
+// repository's emqgen.yaml instead (gen/plugin, Configured).
 package targets
 
 import (
 	"fmt"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/echomq/echomq/gen/bundle"
 	"github.com/echomq/echomq/gen/header"
 	"github.com/echomq/echomq/gen/model"
+	"github.com/echomq/echomq/gen/plugin"
 	"github.com/echomq/echomq/gen/target"
 	"github.com/echomq/echomq/gen/targets/docs"
 	"github.com/echomq/echomq/gen/targets/golang"
@@ -32,6 +35,33 @@ func All() []target.Target {
 		golang.Target,
 		lua.Target,
 	}
+}
+
+// Configured returns All followed by the out-of-process targets that
+// root's emqgen.yaml declares (gen/plugin), in the order declared; each
+// runs with root as its working directory. Without an emqgen.yaml it is
+// All. A plugin named like an in-process target is an error.
+func Configured(root string) ([]target.Target, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	specs, err := plugin.LoadConfig(abs)
+	if err != nil {
+		return nil, err
+	}
+	ts := All()
+	taken := map[string]bool{}
+	for _, t := range ts {
+		taken[t.Name()] = true
+	}
+	for _, s := range specs {
+		if taken[s.Name] {
+			return nil, fmt.Errorf("%s: plugin %q has the name of an in-process target", plugin.ConfigFile, s.Name)
+		}
+		ts = append(ts, plugin.Target(s))
+	}
+	return ts, nil
 }
 
 // Input renders p's bundle once and returns the input every target gets.

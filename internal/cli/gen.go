@@ -12,11 +12,14 @@ import (
 )
 
 func runGen(e *env, args []string) int {
-	fs := e.flags("gen", "[-check] [-manifest FILE] [-root DIR]",
-		"Regenerates every artifact from the manifest in place: sdk/go/emq/*_gen.go, sdk/lua/, docs/protocol.md.\nA file is written only when its bytes change; generated files the manifest no longer produces are removed.\nWith -check nothing is written: stale files are printed as unified diffs and the exit status is 1.")
+	fs := e.flags("gen", "[-check] [-manifest FILE] [-root DIR] | -request [-plugin NAME] | -schema request|response",
+		"Regenerates every artifact from the manifest in place: sdk/go/emq/*_gen.go, sdk/lua/, docs/protocol.md, and the files of\nthe out-of-process targets (plugins) that DIR/emqgen.yaml declares (docs/plugins.md).\nA file is written only when its bytes change; generated files the manifest no longer produces are removed.\nWith -check nothing is written: stale files are printed as unified diffs and the exit status is 1.\nWith -request the plugin request for the manifest is printed instead; -schema prints a JSON Schema of the plugin contract.")
 	check := fs.Bool("check", false, "write nothing; exit 1 and print a unified diff of every stale file")
 	file := fs.String("manifest", "protocol.yaml", "the manifest to read")
-	root := fs.String("root", ".", "the repository root to write under")
+	root := fs.String("root", ".", "the repository root to write under (and whose emqgen.yaml declares the plugins)")
+	request := fs.Bool("request", false, "print the plugin request (emqgen.plugin.request/v1) for the manifest and exit")
+	pluginName := fs.String("plugin", "", "with -request: the plugin of emqgen.yaml whose out and options the request carries")
+	schema := fs.String("schema", "", "print the JSON Schema of the plugin `request` or response and exit")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -24,11 +27,22 @@ func runGen(e *env, args []string) int {
 		e.errorf("gen takes no arguments (got %q)", strings.Join(fs.Args(), " "))
 		return ExitUsage
 	}
+	if *schema != "" {
+		return printSchema(e, *schema)
+	}
 	p, code := e.load(*file)
 	if p == nil {
 		return code
 	}
-	files, err := targets.Generate(p, nil)
+	if *request {
+		return printRequest(e, p, *root, *pluginName)
+	}
+	ts, err := targets.Configured(*root)
+	if err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
+	}
+	files, err := targets.Generate(p, ts)
 	if err != nil {
 		e.errorf("%v", err)
 		return ExitUsage
