@@ -69,7 +69,9 @@ type Client struct {
 	standalone atomic.Bool   // a fenced standalone server: fence every new connection as it is dialed
 	fenced     atomic.Uint64 // dials at the last successful fence
 	fenceMu    sync.Mutex
-	found      atomic.Pointer[string] // the version record at the last fence
+	found      atomic.Pointer[string]          // the version record at the last fence
+	observer   bool                            // opened by Observe: never fences, writes only a keyspace of this major
+	keyspace   atomic.Pointer[KeyspaceVersion] // an observer's last reading of the version record
 
 	owner      string // this client's lock owner token
 	gen        atomic.Pointer[Generator]
@@ -282,8 +284,13 @@ func (w *watchedConn) Write(p []byte) (int, error) {
 }
 
 // ensure fences the keyspace when a connection was opened or failed since
-// the last fence. It costs two atomic loads when nothing reconnected.
+// the last fence. It costs two atomic loads when nothing reconnected. An
+// observing client never fences: it refuses to write a keyspace whose
+// record is absent or foreign.
 func (c *Client) ensure(ctx context.Context) error {
+	if c.observer {
+		return c.Keyspace().Writable()
+	}
 	if c.dials.Load() == c.fenced.Load() {
 		return nil
 	}
@@ -344,40 +351,16 @@ func refused(err error) bool {
 // CheckVersionRecord judges a version record found in a keyspace: nil when
 // it is this client's version, nil with ahead set when it is a higher minor
 // or patch of this major, and a *FenceError for another major, a lower
-// version the fence could not raise, or a value that is not a record.
+// version the fence could not raise, or a value that is not a record. It
+// is JudgeVersionRecord's verdict as an error.
 func CheckVersionRecord(record string) (ahead bool, err error) {
-	refuse := &FenceError{Found: record, Want: VersionRecord}
-	rest, ok := strings.CutPrefix(record, versionRecordPrefix)
-	if !ok {
-		return false, refuse
+	switch JudgeVersionRecord(record) {
+	case VersionCurrent:
+		return false, nil
+	case VersionAhead:
+		return true, nil
 	}
-	parts := strings.Split(rest, ".")
-	if len(parts) != 3 {
-		return false, refuse
-	}
-	var v [3]int
-	for i, s := range parts {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 || s != strconv.Itoa(n) {
-			return false, refuse
-		}
-		v[i] = n
-	}
-	switch {
-	case v[0] != VersionMajor:
-		return false, refuse
-	case v[1] != VersionMinor:
-		return v[1] > VersionMinor, refuseIf(v[1] < VersionMinor, refuse)
-	default:
-		return v[2] > VersionPatch, refuseIf(v[2] < VersionPatch, refuse)
-	}
-}
-
-func refuseIf(cond bool, err error) error {
-	if cond {
-		return err
-	}
-	return nil
+	return false, &FenceError{Found: record, Want: VersionRecord}
 }
 
 // leaseNode takes a free snowflake node from the reserve's locks, starting

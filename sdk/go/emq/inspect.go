@@ -2,7 +2,9 @@ package emq
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,14 +21,23 @@ type JobInfo struct {
 	// At is the lease deadline of an active job and the run-at of a
 	// scheduled one (server clock); zero in the other states.
 	At time.Time
+	// In are the sets that hold the id, in Sets order: exactly the set
+	// State names, unless the job moved while it was read or the sets
+	// invariant is broken. Get fills it also for an id without a row.
+	In []Set
 }
 
-// Get reads one job: its row and its score in the set its state names, in
-// one round trip. ok is false when the job does not exist (never enqueued,
-// or completed and retired).
+// Get reads one job: its row and its score in every set, in one round
+// trip. ok is false when the job has no row (never enqueued, or completed
+// and retired); the JobInfo's ID and In are filled even then, so that a
+// set holding an id without a row shows. It only reads, also on an
+// observing client.
 func (q *Queue) Get(ctx context.Context, id ID) (JobInfo, bool, error) {
-	row, err := q.row(ctx, id)
+	row, err := q.keys.Row(id)
 	if err != nil {
+		return JobInfo{}, false, err
+	}
+	if err := q.c.ensureRead(ctx); err != nil {
 		return JobInfo{}, false, err
 	}
 	rc := q.c.rc
@@ -40,10 +51,22 @@ func (q *Queue) Get(ctx context.Context, id ID) (JobInfo, bool, error) {
 	if err != nil {
 		return JobInfo{}, false, fmt.Errorf("emq: get %s: %w", id, err)
 	}
-	if len(m) == 0 {
-		return JobInfo{}, false, nil
+	info := JobInfo{ID: id}
+	scores := make([]float64, len(sets))
+	for i, s := range sets {
+		sc, err := res[i+1].AsFloat64()
+		if _, isRedis := rueidis.IsRedisErr(err); isRedis || rueidis.IsRedisNil(err) {
+			continue // not a member, or not a set at all (a foreign key)
+		}
+		if err != nil {
+			return JobInfo{}, false, fmt.Errorf("emq: get %s: the score in %s: %w", id, s, err)
+		}
+		info.In, scores[i] = append(info.In, s), sc
 	}
-	info := JobInfo{ID: id, Payload: []byte(m[FieldPayload])}
+	if len(m) == 0 {
+		return info, false, nil
+	}
+	info.Payload = []byte(m[FieldPayload])
 	st, ok := ParseState(m[FieldState])
 	if !ok {
 		return JobInfo{}, false, fmt.Errorf("emq: get %s: the row holds an unknown state %q", id, m[FieldState])
@@ -53,11 +76,8 @@ func (q *Queue) Get(ctx context.Context, id ID) (JobInfo, bool, error) {
 		return JobInfo{}, false, fmt.Errorf("emq: get %s: the row's token %q: %w", id, m[FieldToken], err)
 	}
 	for i, s := range sets {
-		if s != st.Set() || s.Lex() {
-			continue
-		}
-		if score, err := res[i+1].AsFloat64(); err == nil {
-			info.At = time.UnixMilli(int64(score))
+		if s == st.Set() && !s.Lex() && slices.Contains(info.In, s) {
+			info.At = time.UnixMilli(int64(scores[i]))
 		}
 	}
 	return info, true, nil
@@ -71,20 +91,89 @@ type Cursor string
 // ("" for the first page), and the cursor of the next page ("" when this
 // was the last). Pages are stable under concurrent change: an id never
 // shows twice across pages, and an id present throughout is never skipped.
+// A set whose members all score zero (Set.Lex) pages in reverse id, that
+// is mint, order and its cursor is an id; a scored set pages by score, then
+// id, both descending, and its cursor is "score/id". A cursor Page cannot
+// have returned is refused with ErrArgument before anything is sent. It
+// only reads, also on an observing client.
 func (q *Queue) Page(ctx context.Context, s Set, after Cursor, n int) ([]ID, Cursor, error) {
+	ids, _, next, err := q.page(ctx, s, after, n)
+	return ids, next, err
+}
+
+// Entry is one id of a page with its score and what its row says.
+type Entry struct {
+	ID ID
+	// At is the id's score in a scored set, a time on the server's clock
+	// (the lease deadline of an active job, the run-at of a scheduled
+	// one); zero in a set whose members all score zero.
+	At time.Time
+	// Exists reports that the id has a row; State and Attempts are the
+	// row's. State differs from the set's when the job moved between the
+	// page and the row's read (or the sets invariant is broken), and holds
+	// the row's value as found even when it is not a known State.
+	Exists   bool
+	State    State
+	Attempts int64
+}
+
+// PageEntries returns the page Page returns, the same ids in the same
+// order and the same next cursor, each with its score and its row's state
+// and attempts (read in a second round trip, one HMGET per id). It only
+// reads, also on an observing client.
+func (q *Queue) PageEntries(ctx context.Context, s Set, after Cursor, n int) ([]Entry, Cursor, error) {
+	ids, scores, next, err := q.page(ctx, s, after, n)
+	if err != nil || len(ids) == 0 {
+		return nil, next, err
+	}
+	rc := q.c.rc
+	cmds := make(rueidis.Commands, len(ids))
+	for i, id := range ids {
+		row, _ := q.keys.Row(id)
+		cmds[i] = rc.B().Hmget().Key(row).Field(FieldState, FieldToken).Build()
+	}
+	out := make([]Entry, len(ids))
+	for i, res := range rc.DoMulti(ctx, cmds...) {
+		e := Entry{ID: ids[i]}
+		if !s.Lex() {
+			e.At = time.UnixMilli(int64(scores[i]))
+		}
+		vals, err := res.ToArray()
+		if err != nil || len(vals) != 2 {
+			return nil, "", fmt.Errorf("emq: page of %s: reading the row of %s: %v (%d values)", s, ids[i], err, len(vals))
+		}
+		if st, err := vals[0].ToString(); err == nil {
+			e.Exists, e.State = true, State(st)
+			tok, err := vals[1].ToString()
+			if err != nil {
+				return nil, "", fmt.Errorf("emq: page of %s: the row of %s has no %s: %w", s, ids[i], FieldToken, err)
+			}
+			if e.Attempts, err = strconv.ParseInt(tok, 10, 64); err != nil {
+				return nil, "", fmt.Errorf("emq: page of %s: the row of %s holds %s %q: %w", s, ids[i], FieldToken, tok, err)
+			}
+		} else if !rueidis.IsRedisNil(err) {
+			return nil, "", fmt.Errorf("emq: page of %s: reading the row of %s: %w", s, ids[i], err)
+		}
+		out[i] = e
+	}
+	return out, next, nil
+}
+
+// page is Page with each id's score.
+func (q *Queue) page(ctx context.Context, s Set, after Cursor, n int) ([]ID, []float64, Cursor, error) {
 	cursor := string(after)
 	key := q.keys.Set(s)
 	if key == "" {
-		return nil, "", fmt.Errorf("%w: unknown set %q", ErrArgument, s)
+		return nil, nil, "", fmt.Errorf("%w: unknown set %q", ErrArgument, s)
 	}
 	if n <= 0 {
-		return nil, "", fmt.Errorf("%w: page size %d", ErrArgument, n)
+		return nil, nil, "", fmt.Errorf("%w: page size %d", ErrArgument, n)
 	}
 	if err := validCursor(s, cursor); err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
-	if err := q.c.ensure(ctx); err != nil {
-		return nil, "", err
+	if err := q.c.ensureRead(ctx); err != nil {
+		return nil, nil, "", err
 	}
 	rc := q.c.rc
 	var members []string
@@ -94,32 +183,24 @@ func (q *Queue) Page(ctx context.Context, s Set, after Cursor, n int) ([]ID, Cur
 		// mint order.
 		max := "+"
 		if cursor != "" {
-			if _, err := ParseID(cursor); err != nil {
-				return nil, "", fmt.Errorf("%w: cursor %q", ErrArgument, cursor)
-			}
 			max = "(" + cursor
 		}
 		got, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min(max).Max("-").Bylex().Rev().Limit(0, int64(n)).Build()).AsStrSlice()
 		if err != nil {
-			return nil, "", fmt.Errorf("emq: page of %s: %w", s, err)
+			return nil, nil, "", fmt.Errorf("emq: page of %s: %w", s, err)
 		}
 		members = got
+		scores = make([]float64, len(got))
 	} else {
 		// Members sort by score, then by their bytes; the cursor is the last
 		// one shown: its score and id. The next page is the members of that
 		// score below the id, then the members of lower scores.
 		rest := "+inf"
 		if cursor != "" {
-			sc, id, ok := strings.Cut(cursor, "/")
-			if _, err := strconv.ParseInt(sc, 10, 64); !ok || err != nil {
-				return nil, "", fmt.Errorf("%w: cursor %q", ErrArgument, cursor)
-			}
-			if _, err := ParseID(id); err != nil {
-				return nil, "", fmt.Errorf("%w: cursor %q", ErrArgument, cursor)
-			}
+			sc, id, _ := strings.Cut(cursor, "/")
 			same, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min(sc).Max(sc).Byscore().Rev().Withscores().Build()).AsZScores()
 			if err != nil {
-				return nil, "", fmt.Errorf("emq: page of %s: %w", s, err)
+				return nil, nil, "", fmt.Errorf("emq: page of %s: %w", s, err)
 			}
 			for _, z := range same {
 				if z.Member < id && len(members) < n {
@@ -131,7 +212,7 @@ func (q *Queue) Page(ctx context.Context, s Set, after Cursor, n int) ([]ID, Cur
 		if len(members) < n {
 			zs, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min(rest).Max("-inf").Byscore().Rev().Limit(0, int64(n-len(members))).Withscores().Build()).AsZScores()
 			if err != nil {
-				return nil, "", fmt.Errorf("emq: page of %s: %w", s, err)
+				return nil, nil, "", fmt.Errorf("emq: page of %s: %w", s, err)
 			}
 			for _, z := range zs {
 				members, scores = append(members, z.Member), append(scores, z.Score)
@@ -142,18 +223,101 @@ func (q *Queue) Page(ctx context.Context, s Set, after Cursor, n int) ([]ID, Cur
 	for _, m := range members {
 		id, err := ParseID(m)
 		if err != nil {
-			return nil, "", fmt.Errorf("emq: page of %s: %w", s, err)
+			return nil, nil, "", fmt.Errorf("emq: page of %s: %s holds %q, which is not an id: %w", s, key, m, err)
 		}
 		ids = append(ids, id)
 	}
 	if len(ids) < n {
-		return ids, "", nil
+		return ids, scores, "", nil
 	}
 	last := len(ids) - 1
 	if s.Lex() {
-		return ids, Cursor(ids[last].String()), nil
+		return ids, scores, Cursor(ids[last].String()), nil
 	}
-	return ids, Cursor(strconv.FormatInt(int64(scores[last]), 10) + "/" + ids[last].String()), nil
+	return ids, scores, Cursor(strconv.FormatInt(int64(scores[last]), 10) + "/" + ids[last].String()), nil
+}
+
+// ServerTime reads the server's clock (TIME), by which lease deadlines and
+// run-ats are kept.
+func (c *Client) ServerTime(ctx context.Context) (time.Time, error) {
+	t, err := c.rc.Do(ctx, c.rc.B().Time().Build()).AsStrSlice()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("emq: server time: %w", err)
+	}
+	if len(t) != 2 {
+		return time.Time{}, fmt.Errorf("emq: server time: TIME answered %d values", len(t))
+	}
+	sec, err1 := strconv.ParseInt(t[0], 10, 64)
+	usec, err2 := strconv.ParseInt(t[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return time.Time{}, fmt.Errorf("emq: server time: TIME answered %q", t)
+	}
+	return time.Unix(sec, usec*1000), nil
+}
+
+// Rung reports whether the queue's doorbell holds its marker, so that an
+// idle worker would wake. It only reads, also on an observing client.
+func (q *Queue) Rung(ctx context.Context) (bool, error) {
+	if err := q.c.ensureRead(ctx); err != nil {
+		return false, err
+	}
+	// A list exists exactly while it holds an element: the marker.
+	n, err := q.c.rc.Do(ctx, q.c.rc.B().Exists().Key(q.keys.Wake).Build()).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("emq: reading the doorbell %s: %w", q.keys.Wake, err)
+	}
+	return n > 0, nil
+}
+
+// Ring rings the queue's doorbell, waking an idle worker. It reports false
+// when the marker was already there.
+func (q *Queue) Ring(ctx context.Context) (bool, error) {
+	if err := q.c.ensure(ctx); err != nil {
+		return false, err
+	}
+	call := RingCall{Wake: q.keys.Wake}
+	n, err := call.Exec(ctx, q.c.rc)
+	return n == RingRung, err
+}
+
+// ReviveAll moves each dead job of ids back to pending, in order, keeping
+// its attempts, and then, when one was revived, rings the doorbell once
+// (Revive rings after each). revived[i] tells whether ids[i] was revived
+// (false: it was not dead, and is left as it is); rung whether the ring
+// put the marker there (false when nothing was revived or the marker was
+// already there). Every id is checked before anything is sent. It stops at
+// the first error, returning what it did and still ringing for the jobs it
+// revived.
+func (q *Queue) ReviveAll(ctx context.Context, ids []ID) (revived []bool, rung bool, err error) {
+	rows := make([]string, len(ids))
+	for i, id := range ids {
+		if rows[i], err = q.keys.Row(id); err != nil {
+			return nil, false, err
+		}
+	}
+	if err := q.c.ensure(ctx); err != nil {
+		return nil, false, err
+	}
+	any := false
+	for i, id := range ids {
+		call := ReviveCall{Dead: q.keys.Dead, Pending: q.keys.Pending, Row: rows[i], ID: id}
+		n, cerr := call.Exec(ctx, q.c.rc)
+		if cerr != nil {
+			err = fmt.Errorf("emq: revive %s: %w", id, cerr)
+			break
+		}
+		revived = append(revived, n == ReviveRevived)
+		any = any || n == ReviveRevived
+	}
+	if any {
+		ring := RingCall{Wake: q.keys.Wake}
+		n, rerr := ring.Exec(ctx, q.c.rc)
+		if rerr != nil {
+			err = errors.Join(err, fmt.Errorf("emq: ringing the doorbell: %w", rerr))
+		}
+		rung = n == RingRung
+	}
+	return revived, rung, err
 }
 
 // validCursor refuses a cursor Page cannot have returned, before anything

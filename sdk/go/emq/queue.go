@@ -251,7 +251,7 @@ func (q *Queue) Browse(ctx context.Context, s Set, n int) ([]ID, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("%w: browse count %d", ErrArgument, n)
 	}
-	if err := q.c.ensure(ctx); err != nil {
+	if err := q.c.ensureRead(ctx); err != nil {
 		return nil, err
 	}
 	var cmd rueidis.Completed
@@ -281,7 +281,7 @@ func (q *Queue) Size(ctx context.Context, s Set) (int64, error) {
 	if key == "" {
 		return 0, fmt.Errorf("%w: unknown set %q", ErrArgument, s)
 	}
-	if err := q.c.ensure(ctx); err != nil {
+	if err := q.c.ensureRead(ctx); err != nil {
 		return 0, err
 	}
 	n, err := q.c.rc.Do(ctx, q.c.rc.B().Zcard().Key(key).Build()).AsInt64()
@@ -298,7 +298,7 @@ func (q *Queue) PendingSize(ctx context.Context) (int64, error) {
 
 // Sizes returns the size of every set, read in one round trip.
 func (q *Queue) Sizes(ctx context.Context) (map[Set]int64, error) {
-	if err := q.c.ensure(ctx); err != nil {
+	if err := q.c.ensureRead(ctx); err != nil {
 		return nil, err
 	}
 	sets := Sets()
