@@ -36,5 +36,8 @@ go test -count=1 "$@" ./...
 echo "== go test: the Go SDK (sdk/go, its own module)"
 (cd sdk/go && go test -count=1 "$@" ./...)
 
+echo "== conformance suite: every language of conformance/languages.json against its own redis-server"
+go run ./cmd/emqconform
+
 echo "== benchmark smoke test (bench/ is its own module: SDK and asynq side by side, quick mode)"
 (cd bench && go vet ./... && go test -count=1 ./...)

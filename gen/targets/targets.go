@@ -22,6 +22,7 @@ import (
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/gen/plugin"
 	"github.com/echomq/echomq/gen/target"
+	"github.com/echomq/echomq/gen/targets/conformance"
 	"github.com/echomq/echomq/gen/targets/docs"
 	"github.com/echomq/echomq/gen/targets/golang"
 	"github.com/echomq/echomq/gen/targets/lua"
@@ -31,6 +32,7 @@ import (
 // names sort.
 func All() []target.Target {
 	return []target.Target{
+		conformance.Target,
 		docs.Target,
 		golang.Target,
 		lua.Target,

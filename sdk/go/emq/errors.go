@@ -3,6 +3,7 @@ package emq
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrVersionFence means the keyspace's version record is not one this
@@ -45,3 +46,19 @@ func (e *BundleError) Error() string {
 
 // Unwrap returns ErrBundle.
 func (e *BundleError) Unwrap() error { return ErrBundle }
+
+// ParseRefusal reads an error reply's text (without RESP's leading '-')
+// the way the SDK reads every script's error: when its first word — the
+// text up to the first space, or all of it — is a registered wire class
+// (Classes), it returns a *ClassError with that class and the rest after
+// the space as its message, and true. Any other reply (ERR, WRONGTYPE, a
+// class word behind another prefix) returns nil and false.
+func ParseRefusal(reply string) (*ClassError, bool) {
+	word, rest, _ := strings.Cut(reply, " ")
+	for _, c := range Classes() {
+		if word == c {
+			return &ClassError{Class: word, Message: rest}, true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,733 @@
+// Package runner is the EchoMQ conformance runner: it starts its own
+// redis-server, builds and starts each language's testee (a long-lived
+// process speaking JSON lines, conformance/README.md), runs the static
+// vectors (conformance/vectors, generated from the manifest) and the live
+// scenarios (conformance/scenarios, with placeholders resolved from the
+// manifest) against it, checks every reply, typed error and keyspace, and
+// reports PASS n/m per language with each failure — judged against the
+// language's expected-failures list, where a listed case that passes is a
+// failure too.
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+	"gopkg.in/yaml.v3"
+
+	"github.com/echomq/echomq/gen/bundle"
+	"github.com/echomq/echomq/gen/model"
+	"github.com/echomq/echomq/sdk/go/redistest"
+)
+
+// Language is one entry of conformance/languages.json.
+type Language struct {
+	Name string `json:"name"`
+	// Build is run once from the repository root before the testee
+	// starts; null when there is nothing to build. {bin} in an argument is
+	// a scratch directory.
+	Build []string `json:"build"`
+	// Run starts the testee, from the repository root.
+	Run []string `json:"run"`
+}
+
+// Options configure Run.
+type Options struct {
+	Root      string         // the repository root; default "."
+	Languages []string       // names to run; all of languages.json when empty
+	Match     *regexp.Regexp // run only the cases whose id matches; all when nil
+	Verbose   bool           // name every case and show testee stderr
+	Out       io.Writer      // the report; default os.Stdout
+	Timeout   time.Duration  // per request; default 30s
+}
+
+// Result is one language's outcome.
+type Result struct {
+	Language string
+	Passed   int
+	Total    int
+	// Failures are the cases that failed and are not expected to.
+	Failures []Failure
+	// Expected are the listed cases that failed, as listed.
+	Expected []Failure
+	// Stale are listed cases that passed or that do not exist.
+	Stale []string
+}
+
+// OK reports whether the language met its expected-failures list exactly.
+func (r *Result) OK() bool { return len(r.Failures) == 0 && len(r.Stale) == 0 }
+
+// Conformant reports whether the language passed every case with an empty
+// expected-failures list.
+func (r *Result) Conformant() bool { return r.OK() && len(r.Expected) == 0 && r.Passed == r.Total }
+
+// Failure is one failed case: which step, what was expected and got.
+type Failure struct {
+	Case    string
+	Step    int    // 0-based; -1 for the case as a whole
+	Op      string // the step's op or runner action
+	Message string
+}
+
+func (f Failure) String() string {
+	if f.Step < 0 {
+		return fmt.Sprintf("%s: %s", f.Case, f.Message)
+	}
+	return fmt.Sprintf("%s step %d (%s): %s", f.Case, f.Step+1, f.Op, f.Message)
+}
+
+// Suite is every case: the vectors and the scenarios.
+type Suite struct {
+	Vectors   []VectorFile
+	Scenarios []ScenarioFile
+}
+
+// VectorFile is one file of conformance/vectors.
+type VectorFile struct {
+	Name      string // the file's stem
+	Generated string `json:"generated"`
+	Protocol  string `json:"protocol"`
+	Version   string `json:"version"`
+	Summary   string `json:"summary"`
+	Cases     []Step `json:"cases"`
+}
+
+// ScenarioFile is one file of conformance/scenarios.
+type ScenarioFile struct {
+	Name      string // the file's stem
+	Scenarios []Scenario
+}
+
+// Scenario is a live case: steps on a fresh keyspace.
+type Scenario struct {
+	Name    string   `json:"name"`
+	Summary string   `json:"summary"`
+	Covers  []string `json:"covers"`
+	// Queue is what ${queue} names; default the manifest's first queue
+	// example.
+	Queue string `json:"queue"`
+	// Connect is false for a scenario that connects itself, or the extra
+	// arguments of the automatic connect (such as max_payload).
+	Connect any    `json:"connect"`
+	Steps   []Step `json:"steps"`
+}
+
+// Step is one op sent to the testee, with what it must answer and leave
+// behind, or a runner action (plant, del, sleep_ms).
+type Step struct {
+	Name   string         `json:"name"`
+	Op     string         `json:"op"`
+	Args   map[string]any `json:"args"`
+	Result map[string]any `json:"result"`
+	Error  map[string]any `json:"error"`
+	Save   string         `json:"save"`
+	// SendsNothing asserts that no command reached the server.
+	SendsNothing bool `json:"sends_nothing"`
+	// Keyspace is every per-queue key after the step (all of them unless
+	// KeyspacePartial); KeyCount, when set, how many there are.
+	Keyspace        map[string]any `json:"keyspace"`
+	KeyspacePartial bool           `json:"keyspace_partial"`
+	KeyCount        *int           `json:"key_count"`
+	// Reserve lists reserve keys to check (null: absent).
+	Reserve map[string]any `json:"reserve"`
+	// Runner actions.
+	Plant   map[string]any `json:"plant"`
+	Del     []string       `json:"del"`
+	SleepMS int            `json:"sleep_ms"`
+	Repeat  int            `json:"repeat"`
+}
+
+func (s Step) label() string {
+	switch {
+	case s.Op != "":
+		return s.Op
+	case s.Plant != nil:
+		return "plant"
+	case s.Del != nil:
+		return "del"
+	case s.SleepMS > 0:
+		return "sleep"
+	}
+	return "check"
+}
+
+// Load reads the suite under root/conformance.
+func Load(root string) (*Suite, error) {
+	dir := filepath.Join(root, "conformance")
+	s := &Suite{}
+	vectors, err := filepath.Glob(filepath.Join(dir, "vectors", "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(vectors)
+	for _, file := range vectors {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		var vf VectorFile
+		if err := decodeJSON(data, &vf); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		vf.Name = strings.TrimSuffix(filepath.Base(file), ".json")
+		s.Vectors = append(s.Vectors, vf)
+	}
+	scenarios, err := filepath.Glob(filepath.Join(dir, "scenarios", "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(scenarios)
+	for _, file := range scenarios {
+		sf, err := loadScenarios(file)
+		if err != nil {
+			return nil, err
+		}
+		s.Scenarios = append(s.Scenarios, sf)
+	}
+	return s, nil
+}
+
+// loadScenarios reads one YAML file of scenarios: it expands repeated
+// steps ({{i}} in every string), then decodes through JSON so that
+// numbers keep their integer type.
+func loadScenarios(file string) (ScenarioFile, error) {
+	sf := ScenarioFile{Name: strings.TrimSuffix(filepath.Base(file), ".yaml")}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return sf, err
+	}
+	var raw []map[string]any
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return sf, fmt.Errorf("%s: %w", file, err)
+	}
+	seen := map[string]bool{}
+	for i, r := range raw {
+		steps, _ := r["steps"].([]any)
+		var expanded []any
+		for _, st := range steps {
+			m, _ := st.(map[string]any)
+			n, _ := m["repeat"].(int)
+			if n <= 0 {
+				expanded = append(expanded, st)
+				continue
+			}
+			for j := 1; j <= n; j++ {
+				expanded = append(expanded, substitute(st, "{{i}}", fmt.Sprint(j)))
+			}
+		}
+		r["steps"] = expanded
+		b, err := json.Marshal(r)
+		if err != nil {
+			return sf, fmt.Errorf("%s: scenario %d: %w", file, i+1, err)
+		}
+		var sc Scenario
+		if err := decodeJSON(b, &sc); err != nil {
+			return sf, fmt.Errorf("%s: scenario %d: %w", file, i+1, err)
+		}
+		if sc.Name == "" || seen[sc.Name] {
+			return sf, fmt.Errorf("%s: scenario %d: every scenario needs a name of its own (%q)", file, i+1, sc.Name)
+		}
+		seen[sc.Name] = true
+		sf.Scenarios = append(sf.Scenarios, sc)
+	}
+	return sf, nil
+}
+
+func decodeJSON(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	return nil
+}
+
+// substitute replaces old by new in every string (and object key) of v.
+func substitute(v any, old, new string) any {
+	switch x := v.(type) {
+	case string:
+		return strings.ReplaceAll(x, old, new)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if k == "repeat" {
+				continue
+			}
+			out[strings.ReplaceAll(k, old, new)] = substitute(e, old, new)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = substitute(e, old, new)
+		}
+		return out
+	}
+	return v
+}
+
+// LoadLanguages reads conformance/languages.json.
+func LoadLanguages(root string) ([]Language, error) {
+	data, err := os.ReadFile(filepath.Join(root, "conformance", "languages.json"))
+	if err != nil {
+		return nil, err
+	}
+	var f struct {
+		Languages []Language `json:"languages"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("languages.json: %w", err)
+	}
+	return f.Languages, nil
+}
+
+// ExpectedFailures reads conformance/expected_failures/<lang>.txt: case
+// ids, one a line; blank lines and # comments are ignored. A missing
+// file is an empty list.
+func ExpectedFailures(root, lang string) (map[string]bool, error) {
+	data, err := os.ReadFile(filepath.Join(root, "conformance", "expected_failures", lang+".txt"))
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		if line = strings.TrimSpace(line); line != "" {
+			out[line] = true
+		}
+	}
+	return out, nil
+}
+
+// Run runs the suite for every selected language and writes the report.
+// It returns every language's result; err is set when the suite could not
+// run at all (no server, a testee that does not build).
+func Run(ctx context.Context, opt Options) ([]*Result, error) {
+	if opt.Root == "" {
+		opt.Root = "."
+	}
+	if opt.Out == nil {
+		opt.Out = os.Stdout
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = 30 * time.Second
+	}
+	p, err := model.Load(filepath.Join(opt.Root, "protocol.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	b, err := bundle.Render(p)
+	if err != nil {
+		return nil, err
+	}
+	suite, err := Load(opt.Root)
+	if err != nil {
+		return nil, err
+	}
+	for _, vf := range suite.Vectors {
+		if vf.Generated == "" {
+			return nil, fmt.Errorf("conformance/vectors/%s.json has no generated header; regenerate with emqgen gen", vf.Name)
+		}
+	}
+	langs, err := LoadLanguages(opt.Root)
+	if err != nil {
+		return nil, err
+	}
+	if len(opt.Languages) > 0 {
+		known := map[string]Language{}
+		for _, l := range langs {
+			known[l.Name] = l
+		}
+		var sel []Language
+		for _, n := range opt.Languages {
+			l, ok := known[n]
+			if !ok {
+				return nil, fmt.Errorf("no language %q in conformance/languages.json", n)
+			}
+			sel = append(sel, l)
+		}
+		langs = sel
+	}
+	srv, err := redistest.StartServer()
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	reserve, _ := p.KeyClass("reserve")
+	s := &server{rc: rc, addr: srv.Addr(), reserve: reserve.Parts[0].Lit}
+	f := &facts{p: p, bundle: b.Digest}
+	var results []*Result
+	for _, l := range langs {
+		r, err := runLanguage(ctx, opt, l, suite, s, f)
+		if err != nil {
+			return results, fmt.Errorf("%s: %w", l.Name, err)
+		}
+		results = append(results, r)
+	}
+	return results, nil
+}
+
+// caseRun is one case to run: its id and how.
+type caseRun struct {
+	id       string
+	scenario *Scenario
+	vector   *Step
+}
+
+func (s *Suite) cases(match *regexp.Regexp) []caseRun {
+	var out []caseRun
+	keep := func(id string) bool { return match == nil || match.MatchString(id) }
+	if keep("hello") {
+		out = append(out, caseRun{id: "hello"})
+	}
+	for _, vf := range s.Vectors {
+		for i := range vf.Cases {
+			id := "vectors/" + vf.Name + "/" + vf.Cases[i].Name
+			if keep(id) {
+				out = append(out, caseRun{id: id, vector: &vf.Cases[i]})
+			}
+		}
+	}
+	for _, sf := range s.Scenarios {
+		for i := range sf.Scenarios {
+			id := "scenarios/" + sf.Name + "/" + sf.Scenarios[i].Name
+			if keep(id) {
+				out = append(out, caseRun{id: id, scenario: &sf.Scenarios[i]})
+			}
+		}
+	}
+	return out
+}
+
+// allIDs is every case id of the suite, for checking expected-failure
+// lists.
+func (s *Suite) allIDs() map[string]bool {
+	ids := map[string]bool{}
+	for _, c := range s.cases(nil) {
+		ids[c.id] = true
+	}
+	return ids
+}
+
+func runLanguage(ctx context.Context, opt Options, l Language, suite *Suite, s *server, f *facts) (*Result, error) {
+	started := time.Now()
+	bin, err := os.MkdirTemp("", "emqconform-"+l.Name+"-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(bin)
+	fill := func(argv []string) []string {
+		out := make([]string, len(argv))
+		for i, a := range argv {
+			out[i] = strings.ReplaceAll(a, "{bin}", bin)
+		}
+		return out
+	}
+	if len(l.Build) > 0 {
+		argv := fill(l.Build)
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir = opt.Root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building the testee (%s): %w\n%s", strings.Join(argv, " "), err, out)
+		}
+	}
+	var echo io.Writer
+	if opt.Verbose {
+		echo = os.Stderr
+	}
+	proc, err := start(opt.Root, fill(l.Run), echo)
+	if err != nil {
+		return nil, err
+	}
+	expected, err := ExpectedFailures(opt.Root, l.Name)
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Language: l.Name}
+	all := suite.allIDs()
+	for id := range expected {
+		if !all[id] {
+			r.Stale = append(r.Stale, fmt.Sprintf("%s is listed in conformance/expected_failures/%s.txt but is no case of the suite; remove it from the list", id, l.Name))
+		}
+	}
+	for _, c := range suite.cases(opt.Match) {
+		r.Total++
+		var fail *Failure
+		switch {
+		case c.vector != nil:
+			fail = runStatic(ctx, proc, opt.Timeout, c.id, *c.vector)
+		case c.scenario != nil:
+			fail = runScenario(ctx, proc, opt.Timeout, s, f, c.id, c.scenario)
+		default:
+			fail = runHello(ctx, proc, opt.Timeout, f)
+		}
+		switch {
+		case fail == nil && expected[c.id]:
+			r.Passed++
+			r.Stale = append(r.Stale, fmt.Sprintf("%s passes but is listed in conformance/expected_failures/%s.txt; remove it from the list", c.id, l.Name))
+		case fail == nil:
+			r.Passed++
+			if opt.Verbose {
+				fmt.Fprintf(opt.Out, "ok    %s\n", c.id)
+			}
+		case expected[c.id]:
+			r.Expected = append(r.Expected, *fail)
+			if opt.Verbose {
+				fmt.Fprintf(opt.Out, "XFAIL %s\n", fail)
+			}
+		default:
+			r.Failures = append(r.Failures, *fail)
+		}
+	}
+	stopErr := proc.stop()
+	for _, fl := range r.Failures {
+		fmt.Fprintf(opt.Out, "FAIL  %s\n", fl)
+	}
+	for _, st := range r.Stale {
+		fmt.Fprintf(opt.Out, "STALE %s\n", st)
+	}
+	if stopErr != nil && proc.dead == nil {
+		fmt.Fprintf(opt.Out, "note: the %s testee exited with %v\n", l.Name, stopErr)
+	}
+	verdict := ""
+	switch {
+	case r.Conformant():
+		verdict = ", conformant"
+	case r.OK():
+		verdict = fmt.Sprintf(", %d expected failures (not conformant)", len(r.Expected))
+	}
+	fmt.Fprintf(opt.Out, "%s: PASS %d/%d%s (%.1fs)\n", l.Name, r.Passed, r.Total, verdict, time.Since(started).Seconds())
+	return r, nil
+}
+
+// runHello checks the testee's identity against the manifest.
+func runHello(ctx context.Context, proc *process, timeout time.Duration, f *facts) *Failure {
+	rep, err := proc.call(ctx, "hello", nil, timeout)
+	if err != nil {
+		return &Failure{Case: "hello", Step: 0, Op: "hello", Message: err.Error()}
+	}
+	want := map[string]any{"protocol": f.p.Name, "version": f.p.Version.String(), "bundle_digest": f.bundle}
+	if msg := judge(rep, want, nil); msg != "" {
+		return &Failure{Case: "hello", Step: 0, Op: "hello", Message: msg}
+	}
+	return nil
+}
+
+// runStatic runs one vector.
+func runStatic(ctx context.Context, proc *process, timeout time.Duration, id string, st Step) *Failure {
+	args := normalize(st.Args).(map[string]any)
+	rep, err := proc.call(ctx, st.Op, args, timeout)
+	if err != nil {
+		return &Failure{Case: id, Step: 0, Op: st.Op, Message: err.Error()}
+	}
+	var result, wantErr map[string]any
+	if st.Result != nil {
+		result = normalize(st.Result).(map[string]any)
+	}
+	if st.Error != nil {
+		wantErr = normalize(st.Error).(map[string]any)
+	}
+	if msg := judge(rep, result, wantErr); msg != "" {
+		return &Failure{Case: id, Step: 0, Op: st.Op, Message: fmt.Sprintf("args %s: %s", show(args), msg)}
+	}
+	return nil
+}
+
+// judge compares a reply with the expected result or error; "" when it
+// matches. With neither expected, the op must succeed.
+func judge(rep *Reply, result, wantErr map[string]any) string {
+	if wantErr != nil {
+		if rep.OK {
+			return fmt.Sprintf("expected error %s, got result %s", show(wantErr), show(rep.Result))
+		}
+		got := map[string]any{}
+		if rep.Error != nil {
+			got = map[string]any{"kind": rep.Error.Kind, "class": rep.Error.Class, "message": rep.Error.Message}
+		}
+		if err := match(wantErr, got, "error"); err != nil {
+			return fmt.Sprintf("%v (got error %s)", err, show(got))
+		}
+		return ""
+	}
+	if !rep.OK {
+		e := ErrorReply{}
+		if rep.Error != nil {
+			e = *rep.Error
+		}
+		want := "success"
+		if result != nil {
+			want = "result " + show(result)
+		}
+		return fmt.Sprintf("expected %s, got error kind %q class %q: %s", want, e.Kind, e.Class, e.Message)
+	}
+	if result != nil {
+		if err := match(result, rep.Result, "result"); err != nil {
+			return fmt.Sprintf("%v (got result %s)", err, show(rep.Result))
+		}
+	}
+	return ""
+}
+
+// runScenario runs one scenario on a fresh keyspace.
+func runScenario(ctx context.Context, proc *process, timeout time.Duration, s *server, f *facts, id string, sc *Scenario) *Failure {
+	whole := func(format string, a ...any) *Failure {
+		return &Failure{Case: id, Step: -1, Message: fmt.Sprintf(format, a...)}
+	}
+	if err := s.flush(ctx); err != nil {
+		return whole("flushing the server: %v", err)
+	}
+	queue := sc.Queue
+	if queue == "" && len(f.p.Queues.Examples) > 0 {
+		queue = f.p.Queues.Examples[0]
+	}
+	e := newEnv(f, queue, func() (int64, error) { return s.now(ctx) })
+	steps := sc.Steps
+	if sc.Connect != false {
+		args := map[string]any{}
+		if m, ok := sc.Connect.(map[string]any); ok {
+			args = normalize(m).(map[string]any)
+		}
+		steps = append([]Step{{Op: "connect", Args: args}}, steps...)
+	}
+	closed := false
+	defer func() {
+		if !closed && proc.dead == nil {
+			_, _ = proc.call(ctx, "close", nil, timeout)
+		}
+	}()
+	for i, st := range steps {
+		n := i
+		if sc.Connect != false {
+			n = i - 1 // the automatic connect is step 0
+		}
+		fail := func(format string, a ...any) *Failure {
+			return &Failure{Case: id, Step: n, Op: st.label(), Message: fmt.Sprintf(format, a...)}
+		}
+		switch {
+		case st.Plant != nil:
+			plant, err := e.resolve(normalize(st.Plant))
+			if err != nil {
+				return fail("%v", err)
+			}
+			for _, k := range sortedKeys(plant.(map[string]any)) {
+				if err := s.plant(ctx, k, plant.(map[string]any)[k]); err != nil {
+					return fail("%v", err)
+				}
+			}
+		case st.Del != nil:
+			for _, k := range st.Del {
+				key, err := e.resolveString(k)
+				if err != nil {
+					return fail("%v", err)
+				}
+				if err := s.do(ctx, "DEL", fmt.Sprint(key)).Error(); err != nil {
+					return fail("%v", err)
+				}
+			}
+		case st.SleepMS > 0:
+			time.Sleep(time.Duration(st.SleepMS) * time.Millisecond)
+		case st.Op != "":
+			ra, err := e.resolve(normalize(st.Args))
+			if err != nil {
+				return fail("%v", err)
+			}
+			args := ra.(map[string]any)
+			if st.Op == "connect" {
+				if _, ok := args["addr"]; !ok {
+					args["addr"] = s.addr
+				}
+			}
+			var result, wantErr map[string]any
+			if st.Result != nil {
+				r, err := e.resolve(normalize(st.Result))
+				if err != nil {
+					return fail("%v", err)
+				}
+				result = r.(map[string]any)
+			}
+			if st.Error != nil {
+				r, err := e.resolve(normalize(st.Error))
+				if err != nil {
+					return fail("%v", err)
+				}
+				wantErr = r.(map[string]any)
+			}
+			var before map[string]int64
+			if st.SendsNothing {
+				if before, err = s.commandStats(ctx); err != nil {
+					return fail("reading INFO commandstats: %v", err)
+				}
+			}
+			rep, err := proc.call(ctx, st.Op, args, timeout)
+			if err != nil {
+				return fail("%v", err)
+			}
+			if st.Op == "close" {
+				closed = true
+			}
+			if msg := judge(rep, result, wantErr); msg != "" {
+				return fail("args %s: %s", show(args), msg)
+			}
+			if st.SendsNothing {
+				after, err := s.commandStats(ctx)
+				if err != nil {
+					return fail("reading INFO commandstats: %v", err)
+				}
+				if sent := sentBetween(before, after); len(sent) > 0 {
+					return fail("args %s: refused, but the server received %s", show(args), strings.Join(sent, ", "))
+				}
+			}
+			if st.Save != "" {
+				e.saved[st.Save] = rep.Result
+			}
+		}
+		if st.Keyspace != nil || st.KeyCount != nil {
+			want := map[string]any{}
+			if st.Keyspace != nil {
+				w, err := e.resolve(normalize(st.Keyspace))
+				if err != nil {
+					return fail("%v", err)
+				}
+				want = w.(map[string]any)
+			}
+			count := -1
+			if st.KeyCount != nil {
+				count = *st.KeyCount
+			}
+			if problems := s.checkKeyspace(ctx, want, st.KeyspacePartial || st.Keyspace == nil, count); len(problems) > 0 {
+				return fail("%s", strings.Join(problems, "; "))
+			}
+		}
+		if st.Reserve != nil {
+			w, err := e.resolve(normalize(st.Reserve))
+			if err != nil {
+				return fail("%v", err)
+			}
+			if problems := s.checkKeys(ctx, w.(map[string]any), "reserve"); len(problems) > 0 {
+				return fail("%s", strings.Join(problems, "; "))
+			}
+		}
+	}
+	return nil
+}

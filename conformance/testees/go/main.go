@@ -1,0 +1,664 @@
+// Command testee is the Go SDK's conformance testee: it reads the
+// requests of the conformance runner from stdin, one JSON object a line,
+// performs each with the public API of package emq, and writes one JSON
+// response a line to stdout, in order (conformance/README.md is the
+// contract). It logs to stderr and exits when stdin closes.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/sdk/go/emq"
+)
+
+// request is one line from the runner.
+type request struct {
+	Seq  int64           `json:"seq"`
+	Op   string          `json:"op"`
+	Args json.RawMessage `json:"args"`
+}
+
+// response is one line to the runner.
+type response struct {
+	Seq    int64     `json:"seq"`
+	OK     bool      `json:"ok"`
+	Result any       `json:"result,omitempty"`
+	Error  *errorObj `json:"error,omitempty"`
+}
+
+// errorObj is an error in the contract's language-neutral kinds.
+type errorObj struct {
+	Kind    string `json:"kind"`
+	Class   string `json:"class,omitempty"`
+	Message string `json:"message"`
+}
+
+// opError is an error the testee raises itself with a given kind.
+type opError struct {
+	kind string
+	err  error
+}
+
+func (e *opError) Error() string { return e.err.Error() }
+func (e *opError) Unwrap() error { return e.err }
+
+func unsupported(op string) error {
+	return &opError{kind: "unsupported", err: fmt.Errorf("op %q is not implemented by the Go testee", op)}
+}
+
+func badRequest(err error) error {
+	return &opError{kind: "other", err: fmt.Errorf("bad request: %w", err)}
+}
+
+// kindOf maps an SDK error to the contract's kinds, in the contract's
+// order.
+func kindOf(err error) *errorObj {
+	var ce *emq.ClassError
+	var oe *opError
+	var ne net.Error
+	switch {
+	case errors.As(err, &oe):
+		return &errorObj{Kind: oe.kind, Message: err.Error()}
+	case errors.As(err, &ce):
+		return &errorObj{Kind: "wire", Class: ce.Class, Message: ce.Message}
+	case errors.Is(err, emq.ErrID):
+		return &errorObj{Kind: "id", Message: err.Error()}
+	case errors.Is(err, emq.ErrQueueName):
+		return &errorObj{Kind: "queue_name", Message: err.Error()}
+	case errors.Is(err, emq.ErrPayloadTooLarge):
+		return &errorObj{Kind: "payload_too_large", Message: err.Error()}
+	case errors.Is(err, emq.ErrArgument):
+		return &errorObj{Kind: "argument", Message: err.Error()}
+	case errors.Is(err, emq.ErrVersionFence):
+		return &errorObj{Kind: "fence", Message: err.Error()}
+	case errors.Is(err, emq.ErrBundle):
+		return &errorObj{Kind: "bundle", Message: err.Error()}
+	case errors.As(err, &ne), errors.Is(err, rueidis.ErrClosing), errors.Is(err, io.EOF):
+		return &errorObj{Kind: "connection", Message: err.Error()}
+	}
+	return &errorObj{Kind: "other", Message: err.Error()}
+}
+
+// testee holds the client of the current scenario.
+type testee struct {
+	log    *slog.Logger
+	client *emq.Client
+}
+
+func main() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	t := &testee{log: log}
+	defer t.close()
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 256<<20)
+	out := bufio.NewWriter(os.Stdout)
+	enc := json.NewEncoder(out)
+	for in.Scan() {
+		var req request
+		resp := response{}
+		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
+			resp.Error = kindOf(badRequest(err))
+		} else {
+			resp.Seq = req.Seq
+			result, err := t.do(req)
+			if err != nil {
+				resp.Error = kindOf(err)
+			} else {
+				resp.OK, resp.Result = true, result
+			}
+		}
+		if err := enc.Encode(resp); err != nil {
+			log.Error("writing a response", "err", err)
+			os.Exit(1)
+		}
+		if err := out.Flush(); err != nil {
+			log.Error("writing a response", "err", err)
+			os.Exit(1)
+		}
+	}
+	if err := in.Err(); err != nil {
+		log.Error("reading requests", "err", err)
+		os.Exit(1)
+	}
+}
+
+func (t *testee) close() {
+	if t.client != nil {
+		t.client.Close()
+		t.client = nil
+	}
+}
+
+// args decodes a request's arguments into a struct.
+func args[T any](req request) (T, error) {
+	var a T
+	if len(req.Args) == 0 {
+		return a, nil
+	}
+	if err := json.Unmarshal(req.Args, &a); err != nil {
+		return a, badRequest(err)
+	}
+	return a, nil
+}
+
+// payload is a request's payload: UTF-8 text or base64 bytes.
+type payload struct {
+	Text *string `json:"payload"`
+	B64  *string `json:"payload_b64"`
+}
+
+func (p payload) bytes() ([]byte, error) {
+	switch {
+	case p.B64 != nil:
+		b, err := base64.StdEncoding.DecodeString(*p.B64)
+		if err != nil {
+			return nil, badRequest(err)
+		}
+		return b, nil
+	case p.Text != nil:
+		return []byte(*p.Text), nil
+	}
+	return []byte{}, nil
+}
+
+// payloadOut renders bytes as the contract's payload fields.
+func payloadOut(m map[string]any, b []byte) map[string]any {
+	if utf8.Valid(b) {
+		m["payload"] = string(b)
+	}
+	m["payload_b64"] = base64.StdEncoding.EncodeToString(b)
+	return m
+}
+
+type queueArgs struct {
+	Queue string `json:"queue"`
+	ID    string `json:"id"`
+}
+
+func (t *testee) queue(name string) (*emq.Queue, error) {
+	if t.client == nil {
+		return nil, &opError{kind: "connection", err: errors.New("not connected")}
+	}
+	return t.client.Queue(name)
+}
+
+// queueID returns the queue and the parsed id of a request: the queue
+// first, as the SDK's handle is taken before a call.
+func (t *testee) queueID(a queueArgs) (*emq.Queue, emq.ID, error) {
+	q, err := t.queue(a.Queue)
+	if err != nil {
+		return nil, emq.ID{}, err
+	}
+	id, err := emq.ParseID(a.ID)
+	if err != nil {
+		return nil, emq.ID{}, err
+	}
+	return q, id, nil
+}
+
+func jobOut(j emq.Job) map[string]any {
+	return payloadOut(map[string]any{"id": j.ID.String(), "token": j.Token, "deadline_ms": j.Deadline.UnixMilli()}, j.Payload)
+}
+
+func jobsOut(js []emq.Job) map[string]any {
+	out := make([]any, len(js))
+	for i, j := range js {
+		out[i] = jobOut(j)
+	}
+	return map[string]any{"jobs": out}
+}
+
+func idsOut(ids []emq.ID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.String()
+	}
+	return out
+}
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// do performs one request.
+func (t *testee) do(req request) (any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	switch req.Op {
+	case "hello":
+		v := "devel"
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, d := range bi.Deps {
+				if d.Path == "github.com/echomq/echomq/sdk/go" {
+					v = d.Version
+				}
+			}
+		}
+		return map[string]any{"language": "go", "sdk_version": v, "protocol": emq.Protocol, "version": emq.Version, "bundle_digest": emq.BundleDigest}, nil
+
+	case "parse_id":
+		a, err := args[struct {
+			Text string `json:"text"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		id, err := emq.ParseID(a.Text)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"kind": string(id.Kind()), "time_ms": id.Time().UnixMilli(), "node": id.Node(), "sequence": id.Sequence()}, nil
+
+	case "new_id":
+		a, err := args[struct {
+			Kind     string `json:"kind"`
+			TimeMS   int64  `json:"time_ms"`
+			Node     int    `json:"node"`
+			Sequence int    `json:"sequence"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		id, err := emq.NewID(emq.Kind(a.Kind), time.UnixMilli(a.TimeMS), a.Node, a.Sequence)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"text": id.String()}, nil
+
+	case "queue_keys":
+		a, err := args[struct {
+			Queue string   `json:"queue"`
+			Types []string `json:"types"`
+			ID    *string  `json:"id"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		k, err := emq.NewQueueKeys(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		keys := map[string]any{}
+		for _, typ := range a.Types {
+			if key, ok := k.Key(typ); ok {
+				keys[typ] = key
+			} else {
+				keys[typ] = nil
+			}
+		}
+		out := map[string]any{"keys": keys}
+		if a.ID != nil {
+			id, err := emq.ParseID(*a.ID)
+			if err != nil {
+				return nil, err
+			}
+			row, err := k.Row(id)
+			if err != nil {
+				return nil, err
+			}
+			out["row"] = row
+		}
+		return out, nil
+
+	case "reserve_key":
+		a, err := args[struct {
+			Member string `json:"member"`
+			Queue  string `json:"queue"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		key, err := emq.ReserveKey(a.Member, a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"key": key}, nil
+
+	case "classify_error":
+		a, err := args[struct {
+			Reply string `json:"reply"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		if ce, ok := emq.ParseRefusal(a.Reply); ok {
+			return map[string]any{"class": ce.Class, "message": ce.Message}, nil
+		}
+		return map[string]any{"class": "", "message": a.Reply}, nil
+
+	case "connect":
+		a, err := args[struct {
+			Addr       string `json:"addr"`
+			MaxPayload int64  `json:"max_payload"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		t.close()
+		c, err := emq.Connect(ctx, emq.Options{
+			Redis:      rueidis.ClientOption{InitAddress: []string{a.Addr}, DisableCache: true},
+			NodeLease:  10 * time.Minute, // no renewal within a scenario: the runner counts commands
+			MaxPayload: a.MaxPayload,
+			Logger:     t.log,
+		})
+		if err != nil {
+			return nil, err
+		}
+		t.client = c
+		return map[string]any{"version_found": c.VersionFound()}, nil
+
+	case "close":
+		t.close()
+		return map[string]any{}, nil
+
+	case "mint":
+		a, err := args[struct {
+			Kind string `json:"kind"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		if t.client == nil {
+			return nil, &opError{kind: "connection", err: errors.New("not connected")}
+		}
+		k := emq.Kind(a.Kind)
+		if !k.Registered() {
+			return nil, fmt.Errorf("%w: kind %q is not registered", emq.ErrID, a.Kind)
+		}
+		id, err := t.client.Mint(k)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"id": id.String()}, nil
+
+	case "push", "enqueue", "enqueue_at":
+		a, err := args[struct {
+			queueArgs
+			payload
+			RunAtMS int64 `json:"run_at_ms"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, id, err := t.queueID(a.queueArgs)
+		if err != nil {
+			return nil, err
+		}
+		p, err := a.bytes()
+		if err != nil {
+			return nil, err
+		}
+		var ok bool
+		switch req.Op {
+		case "push":
+			ok, err = q.Push(ctx, id, p)
+		case "enqueue":
+			ok, err = q.Enqueue(ctx, id, p)
+		default:
+			ok, err = q.EnqueueAt(ctx, id, p, time.UnixMilli(a.RunAtMS))
+		}
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"enqueued": ok}, nil
+
+	case "push_batch":
+		a, err := args[struct {
+			Queue string `json:"queue"`
+			Jobs  []struct {
+				ID string `json:"id"`
+				payload
+			} `json:"jobs"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		jobs := make([]emq.NewJob, len(a.Jobs))
+		for i, j := range a.Jobs {
+			id, err := emq.ParseID(j.ID)
+			if err != nil {
+				return nil, err
+			}
+			p, err := j.bytes()
+			if err != nil {
+				return nil, err
+			}
+			jobs[i] = emq.NewJob{ID: id, Payload: p}
+		}
+		oks, err := q.PushBatch(ctx, jobs)
+		var be *emq.BatchError
+		if err != nil && !errors.As(err, &be) {
+			return nil, err
+		}
+		results := make([]any, len(jobs))
+		for i := range jobs {
+			if be != nil && be.Errs[i] != nil {
+				results[i] = map[string]any{"error": kindOf(be.Errs[i])}
+			} else {
+				results[i] = map[string]any{"enqueued": i < len(oks) && oks[i]}
+			}
+		}
+		return map[string]any{"results": results}, nil
+
+	case "claim":
+		a, err := args[struct {
+			Queue   string `json:"queue"`
+			LeaseMS int64  `json:"lease_ms"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		j, ok, err := q.Claim(ctx, ms(a.LeaseMS))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return map[string]any{"job": nil}, nil
+		}
+		return map[string]any{"job": jobOut(j)}, nil
+
+	case "claim_many":
+		a, err := args[struct {
+			Queue   string `json:"queue"`
+			LeaseMS int64  `json:"lease_ms"`
+			Count   int    `json:"count"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		js, err := q.ClaimMany(ctx, ms(a.LeaseMS), a.Count)
+		if err != nil {
+			return nil, err
+		}
+		return jobsOut(js), nil
+
+	case "complete", "bury", "complete_claim", "extend", "retry":
+		a, err := args[struct {
+			queueArgs
+			Token   int64 `json:"token"`
+			LeaseMS int64 `json:"lease_ms"`
+			DelayMS int64 `json:"delay_ms"`
+			Count   int   `json:"count"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, id, err := t.queueID(a.queueArgs)
+		if err != nil {
+			return nil, err
+		}
+		switch req.Op {
+		case "complete":
+			return map[string]any{}, q.Complete(ctx, id, a.Token)
+		case "bury":
+			return map[string]any{}, q.Bury(ctx, id, a.Token)
+		case "complete_claim":
+			js, err := q.CompleteClaim(ctx, id, a.Token, ms(a.LeaseMS), a.Count)
+			if err != nil {
+				return nil, err
+			}
+			return jobsOut(js), nil
+		case "extend":
+			d, err := q.Extend(ctx, id, a.Token, ms(a.LeaseMS))
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"deadline_ms": d.UnixMilli()}, nil
+		default:
+			at, err := q.Retry(ctx, id, a.Token, ms(a.DelayMS))
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"run_at_ms": at.UnixMilli()}, nil
+		}
+
+	case "revive", "purge", "get":
+		a, err := args[queueArgs](req)
+		if err != nil {
+			return nil, err
+		}
+		q, id, err := t.queueID(a)
+		if err != nil {
+			return nil, err
+		}
+		switch req.Op {
+		case "revive":
+			ok, err := q.Revive(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"revived": ok}, nil
+		case "purge":
+			ok, err := q.Purge(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"purged": ok}, nil
+		}
+		info, ok, err := q.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return map[string]any{"found": false}, nil
+		}
+		at := int64(0)
+		if !info.At.IsZero() {
+			at = info.At.UnixMilli()
+		}
+		return payloadOut(map[string]any{"found": true, "state": string(info.State), "attempts": info.Attempts, "at_ms": at}, info.Payload), nil
+
+	case "promote", "reap":
+		a, err := args[struct {
+			Queue       string `json:"queue"`
+			Limit       int    `json:"limit"`
+			MaxAttempts int    `json:"max_attempts"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		var n int
+		if req.Op == "promote" {
+			n, err = q.Promote(ctx, a.Limit)
+		} else {
+			n, err = q.Reap(ctx, a.Limit, a.MaxAttempts)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"moved": n}, nil
+
+	case "sizes":
+		a, err := args[queueArgs](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		sizes, err := q.Sizes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]any{}
+		for s, n := range sizes {
+			out[string(s)] = n
+		}
+		return map[string]any{"sizes": out}, nil
+
+	case "browse", "page":
+		a, err := args[struct {
+			Queue string `json:"queue"`
+			Set   string `json:"set"`
+			After string `json:"after"`
+			N     int    `json:"n"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		if req.Op == "browse" {
+			ids, err := q.Browse(ctx, emq.Set(a.Set), a.N)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"ids": idsOut(ids)}, nil
+		}
+		ids, next, err := q.Page(ctx, emq.Set(a.Set), emq.Cursor(a.After), a.N)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"ids": idsOut(ids), "next": string(next)}, nil
+
+	case "run_probes":
+		if t.client == nil {
+			return nil, &opError{kind: "connection", err: errors.New("not connected")}
+		}
+		tr, err := t.client.RunProbes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var lines []string
+		for _, r := range tr.Results {
+			line := "ok " + r.Target + ": " + r.Check
+			if r.Err != nil {
+				line = "FAIL " + r.Target + ": " + r.Check + ": " + r.Err.Error()
+			}
+			lines = append(lines, line)
+		}
+		return map[string]any{"passed": tr.Passed(), "total": len(tr.Results), "lines": lines}, nil
+	}
+	return nil, unsupported(req.Op)
+}

@@ -1,0 +1,66 @@
+package emq
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// ClaimMany leases up to n of the oldest pending jobs for lease in one
+// script call, oldest first, and rings the queue's doorbell again when
+// pending jobs remain behind them. It returns no jobs and no error when
+// nothing is pending. A lease under a millisecond or an n under 1 is
+// refused with ErrArgument before anything is sent.
+func (q *Queue) ClaimMany(ctx context.Context, lease time.Duration, n int) ([]Job, error) {
+	if err := positive("lease", lease); err != nil {
+		return nil, err
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("%w: claim count %d", ErrArgument, n)
+	}
+	if err := q.c.ensure(ctx); err != nil {
+		return nil, err
+	}
+	call := ClaimManyCall{Pending: q.keys.Pending, Active: q.keys.Active, Wake: q.keys.Wake, Prefix: q.keys.RowPrefix(), LeaseMS: ms(lease), Count: int64(n)}
+	rs, err := call.Exec(ctx, q.c.rc)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]Job, len(rs))
+	for i, r := range rs {
+		jobs[i] = Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}
+	}
+	q.c.metrics.Add(Claimed, q.Name(), int64(len(jobs)))
+	return jobs, nil
+}
+
+// CompleteClaim retires an active job like Complete and, in the same
+// script call, leases up to n of the oldest pending jobs for lease (n may
+// be 0: complete only). A stale token is refused with ErrStale and nothing
+// is leased. A malformed id, a lease under a millisecond or a negative n
+// is refused before anything is sent.
+func (q *Queue) CompleteClaim(ctx context.Context, id ID, token int64, lease time.Duration, n int) ([]Job, error) {
+	if err := positive("lease", lease); err != nil {
+		return nil, err
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("%w: claim count %d", ErrArgument, n)
+	}
+	row, err := q.row(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	call := CompleteClaimCall{Row: row, Active: q.keys.Active, Pending: q.keys.Pending, Wake: q.keys.Wake,
+		ID: id, Token: token, Prefix: q.keys.RowPrefix(), LeaseMS: ms(lease), Count: int64(n)}
+	rs, err := call.Exec(ctx, q.c.rc)
+	if err != nil {
+		return nil, err
+	}
+	q.c.metrics.Add(Completed, q.Name(), 1)
+	jobs := make([]Job, len(rs))
+	for i, r := range rs {
+		jobs[i] = Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}
+	}
+	q.c.metrics.Add(Claimed, q.Name(), int64(len(jobs)))
+	return jobs, nil
+}
