@@ -313,7 +313,16 @@ func keyCases(p *model.Protocol) ([]Case, error) {
 	}
 	// Row keys: the manifest's ids of every kind (the key builder admits
 	// any well-formed id; kind policy is the scripts'), and malformed ids.
-	q := p.Queues.Examples[0]
+	q := ""
+	for _, cand := range append(append([]string{}, p.Queues.Examples...), "orders", "a", "0") {
+		if valid(cand) {
+			q = cand
+			break
+		}
+	}
+	if q == "" {
+		return cases, nil
+	}
 	for i, ex := range p.IDs.Examples {
 		cases = append(cases, Case{
 			Name: fmt.Sprintf("queue_keys/row/%d", i), Op: "queue_keys",
@@ -325,7 +334,9 @@ func keyCases(p *model.Protocol) ([]Case, error) {
 		cases = append(cases, Case{Name: fmt.Sprintf("queue_keys/row-invalid/%d", i), Op: "queue_keys", Args: map[string]any{"queue": q, "types": types, "id": bad}, Error: &Error{Kind: "id"}})
 	}
 	// A hostile queue with a good id is refused for the queue.
-	cases = append(cases, Case{Name: "queue_keys/row-hostile-queue", Op: "queue_keys", Args: map[string]any{"queue": "a{b}", "types": types, "id": p.IDs.Examples[0].ID}, Error: &Error{Kind: "queue_name"}})
+	if len(p.IDs.Examples) > 0 {
+		cases = append(cases, Case{Name: "queue_keys/row-hostile-queue", Op: "queue_keys", Args: map[string]any{"queue": "a{b}", "types": types, "id": p.IDs.Examples[0].ID}, Error: &Error{Kind: "queue_name"}})
+	}
 	// Reserve members.
 	reserve, _ := p.KeyClass("reserve")
 	for _, m := range p.Reserve {
