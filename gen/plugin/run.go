@@ -77,8 +77,9 @@ func (t processTarget) Generate(in *target.Input) ([]target.File, error) {
 	cmd.Stdin = bytes.NewReader(data)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// A plugin's children (go run's compiled program) may hold the pipes
-	// open after it is killed; stop waiting for them soon after.
+	ownGroup(cmd)
+	// Children that escaped the group may hold the pipes open after the
+	// plugin is killed; stop waiting for them soon after.
 	cmd.WaitDelay = 5 * time.Second
 	command := strings.Join(s.Run, " ")
 	if err := cmd.Run(); err != nil {

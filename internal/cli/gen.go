@@ -27,6 +27,10 @@ func runGen(e *env, args []string) int {
 		e.errorf("gen takes no arguments (got %q)", strings.Join(fs.Args(), " "))
 		return ExitUsage
 	}
+	if *pluginName != "" && !*request {
+		e.errorf("-plugin goes with -request")
+		return ExitUsage
+	}
 	if *schema != "" {
 		return printSchema(e, *schema)
 	}
