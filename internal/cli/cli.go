@@ -3,12 +3,11 @@
 package cli
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
-	"strings"
+
+	"github.com/echomq/echomq/internal/cmdflag"
 )
 
 // Exit statuses.
@@ -58,7 +57,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	c, ok := cmds[args[0]]
 	if !ok {
-		e.errorf("unknown command %q", args[0])
+		var names []string
+		for n := range cmds {
+			names = append(names, n)
+		}
+		if near := cmdflag.Suggest(args[0], names); near != "" {
+			e.errorf("unknown command %q; did you mean %s?", args[0], near)
+		} else {
+			e.errorf("unknown command %q", args[0])
+		}
 		usage(stderr, cmds)
 		return ExitUsage
 	}
@@ -79,32 +86,14 @@ func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "\nRun emqgen <command> -h for a command's flags.")
 }
 
-// flags returns a flag set that prints its usage to e.stderr and whose
-// parse errors are reported, not fatal.
-func (e *env) flags(name, synopsis, summary string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: emqgen %s %s\n\n%s\n", name, synopsis, summary)
-		var b strings.Builder
-		fs.SetOutput(&b)
-		fs.PrintDefaults()
-		fs.SetOutput(e.stderr)
-		if b.Len() > 0 {
-			fmt.Fprintf(e.stderr, "\nFlags:\n%s", b.String())
-		}
-	}
-	return fs
+// flags returns the flag set of an emqgen command: flags anywhere among
+// the arguments, -h on stdout (see cmdflag).
+func (e *env) flags(name, synopsis, summary string) *cmdflag.FlagSet {
+	return cmdflag.New("emqgen", name, synopsis, summary, e.stdout, e.stderr)
 }
 
 // parse parses args; it returns the exit status to use and false when the
-// command must stop (help asked, or bad flags).
-func parse(fs *flag.FlagSet, args []string) (int, bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK, false
-		}
-		return ExitUsage, false
-	}
-	return 0, true
+// command must stop (help printed, or bad flags).
+func parse(fs *cmdflag.FlagSet, args []string) (int, bool) {
+	return fs.Parse(args)
 }

@@ -57,14 +57,77 @@ func TestUsage(t *testing.T) {
 	if code, out, _ := run(t, "-h"); code != 0 || !strings.Contains(out, "validate") {
 		t.Errorf("-h = %d\n%s", code, out)
 	}
-	if code, _, errs := run(t, "frobnicate"); code != cli.ExitUsage || !strings.Contains(errs, "unknown command") {
+	if code, _, errs := run(t, "frobnicate"); code != cli.ExitUsage || !strings.Contains(errs, "unknown command") || strings.Contains(errs, "did you mean") {
 		t.Errorf("an unknown command = %d\n%s", code, errs)
 	}
-	if code, _, errs := run(t, "gen", "-h"); code != 0 || !strings.Contains(errs, "-check") {
-		t.Errorf("gen -h = %d\n%s", code, errs)
+	for typo, want := range map[string]string{"chekc": "check", "valdiate": "validate", "gne": "gen", "rel": "release", "dif": "diff"} {
+		if code, _, errs := run(t, typo); code != cli.ExitUsage || !strings.Contains(errs, `unknown command "`+typo+`"; did you mean `+want+"?") {
+			t.Errorf("%s = %d; want a suggestion of %s\n%s", typo, code, want, errs)
+		}
 	}
 	if code, _, _ := run(t, "gen", "-nope"); code != cli.ExitUsage {
 		t.Errorf("a bad flag = %d; want %d", code, cli.ExitUsage)
+	}
+}
+
+// TestHelpOnStdout: every command's -h prints its usage on stdout, nothing
+// on stderr, and exits 0, wherever -h stands; a bad flag prints the problem
+// and the usage on stderr and exits 2.
+func TestHelpOnStdout(t *testing.T) {
+	for _, args := range [][]string{
+		{"gen", "-h"}, {"gen", "-check", "-h"}, {"validate", "-h"}, {"validate", "protocol.yaml", "-h"},
+		{"check", "-h"}, {"diff", "a.yaml", "b.yaml", "-h"}, {"diff", "--help"}, {"release", "-help"},
+		{"probe", "-h"}, {"inspect", "sizes", "-h"},
+	} {
+		code, out, errs := run(t, args...)
+		if code != cli.ExitOK || errs != "" || !strings.HasPrefix(out, "Usage: emqgen "+args[0]) || !strings.Contains(out, "Flags:") && args[0] != "validate" {
+			t.Errorf("emqgen %s = %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errs)
+		}
+	}
+	if code, out, errs := run(t, "gen", "-h"); code != 0 || !strings.Contains(out, "-check") {
+		t.Errorf("gen -h = %d\n%s%s", code, out, errs)
+	}
+	for _, args := range [][]string{{"gen", "-nope"}, {"diff", "a", "b", "-format"}, {"check", "-manifest"}} {
+		code, out, errs := run(t, args...)
+		if code != cli.ExitUsage || out != "" || !strings.Contains(errs, "Usage: emqgen "+args[0]) {
+			t.Errorf("emqgen %s = %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errs)
+		}
+	}
+}
+
+// TestFlagsAfterArguments: every command takes its flags before, between
+// or after its positional arguments.
+func TestFlagsAfterArguments(t *testing.T) {
+	old, new := "../../golden/releases/2.0.0.yaml", "../../golden/releases/2.1.0.yaml"
+	_, want, _ := run(t, "diff", "-format", "json", old, new)
+	for _, args := range [][]string{
+		{"diff", old, new, "-format", "json"},
+		{"diff", old, "-format=json", new},
+	} {
+		code, out, errs := run(t, args...)
+		if code != cli.ExitOK || out != want || !strings.HasPrefix(out, "{") {
+			t.Errorf("emqgen %s = %d (the JSON report: %v)\n%s", strings.Join(args, " "), code, out == want, errs)
+		}
+	}
+	if code, out, errs := run(t, "validate", manifest, "-h"); code != 0 || !strings.Contains(out, "Usage: emqgen validate") {
+		t.Errorf("validate FILE -h = %d\n%s%s", code, out, errs)
+	}
+	root := t.TempDir()
+	if code, out, errs := run(t, "gen", "-manifest", manifest, "-root", root); code != 0 {
+		t.Fatalf("gen = %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := run(t, "gen", "-root", root, "-manifest", manifest, "-check"); code != 0 || !strings.Contains(out, "up to date") {
+		t.Errorf("gen ... -check = %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := run(t, "gen", "extra", "-check"); code != cli.ExitUsage || !strings.Contains(errs, "gen takes no arguments") {
+		t.Errorf("gen extra -check = %d\n%s", code, errs)
+	}
+	if code, _, errs := run(t, "check", "-manifest", manifest, "-root", "../..", "stray", "-format", "json"); code != cli.ExitUsage || !strings.Contains(errs, `check takes no arguments (got "stray")`) {
+		t.Errorf("check with a stray argument = %d\n%s", code, errs)
+	}
+	// "--" ends the flags: what follows is a file, even when it looks like a flag.
+	if code, _, errs := run(t, "validate", "--", "-format"); code != cli.ExitUsage || !strings.Contains(errs, "-format") {
+		t.Errorf("validate -- -format = %d\n%s", code, errs)
 	}
 }
 
@@ -142,5 +205,57 @@ func TestRenameReachesEveryTarget(t *testing.T) {
 	proto, _ := os.ReadFile(filepath.Join(root, "sdk/go/emq/protocol_gen.go"))
 	if !strings.Contains(string(proto), `FieldToken = "tries"`) {
 		t.Error(`protocol_gen.go lacks FieldToken = "tries"`)
+	}
+}
+
+// TestManifestFoundByWalkingUp: without -manifest or FILE, every command
+// uses the protocol.yaml of the working directory or its nearest parent
+// (like go.mod), writes under that directory, and says how to name one
+// when there is none.
+func TestManifestFoundByWalkingUp(t *testing.T) {
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := t.TempDir()
+	if err := os.WriteFile(filepath.Join(repo, "protocol.yaml"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(repo, "golden", "releases"), os.DirFS(filepath.Join(abs, "golden", "releases"))); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(repo, "sdk", "deep")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(sub)
+	if code, out, errs := run(t, "validate"); code != 0 || !strings.HasPrefix(out, filepath.Join("..", "..", "protocol.yaml")+": valid") {
+		t.Errorf("validate in a subdirectory = %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := run(t, "gen"); code != 0 || !strings.Contains(out, "wrote sdk/lua/enqueue.lua") {
+		t.Fatalf("gen in a subdirectory = %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "sdk", "lua", "enqueue.lua")); err != nil {
+		t.Errorf("gen did not write under the manifest's directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(sub, "sdk")); !os.IsNotExist(err) {
+		t.Errorf("gen wrote under the working directory (%v)", err)
+	}
+	if code, out, errs := run(t, "gen", "-check"); code != 0 || !strings.Contains(out, "up to date") {
+		t.Errorf("gen -check in a subdirectory = %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := run(t, "check"); code != 0 {
+		t.Errorf("check in a subdirectory (baseline from the manifest's golden/releases) = %d\n%s%s", code, out, errs)
+	}
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{{"validate"}, {"gen"}, {"check"}, {"release"}} {
+		code, out, errs := run(t, args...)
+		if code != cli.ExitUsage || out != "" || !strings.Contains(errs, "no protocol.yaml found in") || !strings.Contains(errs, "-manifest FILE") {
+			t.Errorf("%s without a manifest anywhere = %d\n%s%s", args[0], code, out, errs)
+		}
 	}
 }

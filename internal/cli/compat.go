@@ -54,14 +54,17 @@ func runCheck(e *env, args []string) int {
 	fs := e.flags("check", "[-base REF|FILE] [-manifest FILE] [-format text|markdown|json|github]",
 		"The pull-request gate. Compares the manifest with a baseline — by default the newest frozen release under golden/releases;\n-base takes a file or a git ref (origin/main, a tag, a commit: the manifest at that ref) — and passes only when the version\nnever decreases, no change is invalid, the declared bump is at least the required one (prose-only changes may wait for the\nnext release), the history records a changed version, and a minor keeps the baseline's generated Go API and Lua slots.\nExit 0 pass; 1 the gate fails (every problem says what to do); 2 bad input or a tool error.")
 	base := fs.String("base", "", "baseline: a manifest file or a git ref (default: the newest frozen release)")
-	file := fs.String("manifest", "protocol.yaml", "the manifest to check")
-	root := fs.String("root", ".", "the repository root, where golden/releases lives")
+	file := fs.String("manifest", "", manifestHelp)
+	root := fs.String("root", "", rootHelp("where golden/releases lives"))
 	format := fs.String("format", "text", "report format: "+strings.Join(compat.Formats, ", "))
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
 		e.errorf("check takes no arguments (got %q); the baseline is given with -base", strings.Join(fs.Args(), " "))
+		return ExitUsage
+	}
+	if !e.locate(file, root) {
 		return ExitUsage
 	}
 	if !validFormat(*format) {
@@ -99,13 +102,16 @@ func runCheck(e *env, args []string) int {
 func runRelease(e *env, args []string) int {
 	fs := e.flags("release", "[-manifest FILE] [-root DIR]",
 		"Freezes the manifest as golden/releases/<version>.yaml, byte for byte, with the exported API of the Go package it generates\n(golden/releases/<version>.api.txt). The manifest must validate, its version must be the history's current entry, and it must\npass check against the newest older frozen release. A frozen release is never rewritten: freezing other content under an\nexisting version fails; freezing the same content again writes nothing.")
-	file := fs.String("manifest", "protocol.yaml", "the manifest to freeze")
-	root := fs.String("root", ".", "the repository root, where golden/releases lives")
+	file := fs.String("manifest", "", manifestHelp)
+	root := fs.String("root", "", rootHelp("where golden/releases lives"))
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
 		e.errorf("release takes no arguments")
+		return ExitUsage
+	}
+	if !e.locate(file, root) {
 		return ExitUsage
 	}
 	p, code := e.load(*file)

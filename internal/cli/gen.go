@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/echomq/echomq/gen/targets"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/echomq/echomq/gen/manifest"
@@ -15,8 +17,8 @@ func runGen(e *env, args []string) int {
 	fs := e.flags("gen", "[-check] [-manifest FILE] [-root DIR] | -request [-plugin NAME] | -schema request|response",
 		"Regenerates every artifact from the manifest in place: sdk/go/emq/*_gen.go, sdk/lua/, docs/protocol.md, and the files of\nthe out-of-process targets (plugins) that DIR/emqgen.yaml declares (docs/plugins.md).\nA file is written only when its bytes change; generated files the manifest no longer produces are removed.\nWith -check nothing is written: stale files are printed as unified diffs and the exit status is 1.\nWith -request the plugin request for the manifest is printed instead; -schema prints a JSON Schema of the plugin contract.")
 	check := fs.Bool("check", false, "write nothing; exit 1 and print a unified diff of every stale file")
-	file := fs.String("manifest", "protocol.yaml", "the manifest to read")
-	root := fs.String("root", ".", "the repository root to write under (and whose emqgen.yaml declares the plugins)")
+	file := fs.String("manifest", "", manifestHelp)
+	root := fs.String("root", "", rootHelp("to write under (and whose emqgen.yaml declares the plugins)"))
 	request := fs.Bool("request", false, "print the plugin request (emqgen.plugin.request/v1) for the manifest and exit")
 	pluginName := fs.String("plugin", "", "with -request: the plugin of emqgen.yaml whose out and options the request carries")
 	schema := fs.String("schema", "", "print the JSON Schema of the plugin `request` or response and exit")
@@ -33,6 +35,9 @@ func runGen(e *env, args []string) int {
 	}
 	if *schema != "" {
 		return printSchema(e, *schema)
+	}
+	if !e.locate(file, root) {
+		return ExitUsage
 	}
 	p, code := e.load(*file)
 	if p == nil {
@@ -83,11 +88,11 @@ func runGen(e *env, args []string) int {
 }
 
 func runValidate(e *env, args []string) int {
-	fs := e.flags("validate", "[FILE]", "Checks a manifest (default protocol.yaml). Exit 0 when it is valid; exit 1 with every problem as FILE:LINE:COL: message otherwise.")
+	fs := e.flags("validate", "[FILE]", "Checks a manifest (default: protocol.yaml in the working directory or the nearest parent directory).\nExit 0 when it is valid; exit 1 with every problem as FILE:LINE:COL: message, under it the offending line with a caret\nunder the column.")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	file := "protocol.yaml"
+	file := ""
 	switch fs.NArg() {
 	case 0:
 	case 1:
@@ -96,12 +101,50 @@ func runValidate(e *env, args []string) int {
 		e.errorf("validate takes at most one file")
 		return ExitUsage
 	}
+	if !e.locate(&file, nil) {
+		return ExitUsage
+	}
 	p, code := e.load(file)
 	if p == nil {
 		return code
 	}
 	fmt.Fprintf(e.stdout, "%s: valid (%s %s: %d scripts, %d wire classes, %d reserve members)\n", file, p.Name, p.Version, len(p.Scripts), len(p.Classes), len(p.Reserve))
 	return ExitOK
+}
+
+// manifestHelp and rootHelp describe the -manifest and -root flags.
+const manifestHelp = "the manifest (default: protocol.yaml in the working directory or the nearest parent directory)"
+
+func rootHelp(what string) string {
+	return "the repository root " + what + " (default: the directory of the manifest found, or . with -manifest)"
+}
+
+// locate fills in an empty *file with the manifest found by walking up
+// from the working directory, and an empty *root (when root is not nil)
+// with that manifest's directory, or "." when the manifest was named. It
+// reports false, with a hint on stderr, when no manifest is found.
+func (e *env) locate(file, root *string) bool {
+	found := false
+	if *file == "" {
+		path, err := manifest.Find(".")
+		if err != nil {
+			e.errorf("%v", err)
+			return false
+		}
+		if wd, err := os.Getwd(); err == nil {
+			if rel, err := filepath.Rel(wd, path); err == nil {
+				path = rel
+			}
+		}
+		*file, found = path, true
+	}
+	if root != nil && *root == "" {
+		*root = "."
+		if found {
+			*root = filepath.Dir(*file)
+		}
+	}
+	return true
 }
 
 // load reads and resolves a manifest, printing its problems. It returns

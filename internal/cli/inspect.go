@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
+
 	"fmt"
 	"io"
 	"sort"
@@ -18,6 +18,7 @@ import (
 	"github.com/echomq/echomq/gen/inspect"
 	"github.com/echomq/echomq/gen/live"
 	"github.com/echomq/echomq/gen/model"
+	"github.com/echomq/echomq/internal/cmdflag"
 )
 
 // inspectSub is one subcommand of inspect.
@@ -123,7 +124,7 @@ func inspectOrder(name string) int {
 
 // inspectFlags is what every inspect subcommand takes.
 type inspectFlags struct {
-	fs     *flag.FlagSet
+	fs     *cmdflag.FlagSet
 	conn   live.Conn
 	file   *string
 	queue  *string
@@ -134,7 +135,7 @@ func (e *env) inspectFlags(name string, sub inspectSub, formats bool) *inspectFl
 	help := sub.help + "\n\n" + inspectSafety
 	f := &inspectFlags{fs: e.flags("inspect "+name, sub.synopsis+" [-addr HOST:PORT] [-user NAME] [-password PASS] [-tls [-tls-ca FILE] [-tls-server-name NAME]] [-manifest FILE] [-timeout D]", help)}
 	f.file = f.fs.String("manifest", "protocol.yaml", "the manifest whose grammar and scripts to use")
-	f.conn.Flags(f.fs)
+	f.conn.Flags(f.fs.FlagSet)
 	f.queue = f.fs.String("queue", "", "the queue (required)")
 	if formats {
 		f.format = f.fs.String("format", "text", "the output: text or json")
@@ -146,17 +147,10 @@ func (e *env) inspectFlags(name string, sub inspectSub, formats bool) *inspectFl
 // show ID -queue Q alike: no queue name or id begins with a dash) and
 // returns the arguments. It checks -queue and -format.
 func (f *inspectFlags) parse(e *env, args []string) ([]string, int, bool) {
-	var pos []string
-	for {
-		if code, ok := parse(f.fs, args); !ok {
-			return nil, code, false
-		}
-		args = f.fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos, args = append(pos, args[0]), args[1:]
+	if code, ok := parse(f.fs, args); !ok {
+		return nil, code, false
 	}
+	pos := f.fs.Args()
 	if *f.queue == "" {
 		e.errorf("%s: -queue is required", f.fs.Name())
 		return nil, ExitUsage, false

@@ -690,16 +690,16 @@ func TestInspectUsage(t *testing.T) {
 		"purge":  {"-yes", "for good"},
 	} {
 		code, out, errs := run(t, "inspect", sub, "-h")
-		if code != cli.ExitOK || out != "" || !strings.HasPrefix(errs, "Usage: emqgen inspect "+sub+" -queue Q") {
+		if code != cli.ExitOK || errs != "" || !strings.HasPrefix(out, "Usage: emqgen inspect "+sub+" -queue Q") {
 			t.Errorf("inspect %s -h = %d\n%s%s", sub, code, out, errs)
 		}
 		for _, want := range append(flags, "-queue", "-addr", "-user", "-password", "EMQ_REDIS_PASSWORD", "-tls", "-tls-ca", "-tls-server-name", "-timeout", "-manifest", "before anything is sent", "refuse") {
-			if !strings.Contains(errs, want) {
+			if !strings.Contains(out, want) {
 				t.Errorf("inspect %s -h does not mention %q", sub, want)
 			}
 		}
 		if sub == "browse" {
-			t.Logf("emqgen inspect browse -h\n%s", errs)
+			t.Logf("emqgen inspect browse -h\n%s", out)
 		}
 	}
 	for _, args := range [][]string{

@@ -53,7 +53,7 @@ func runProbe(e *env, args []string) int {
 	fs := e.flags("probe", "[-addr HOST:PORT] [-user NAME] [-password PASS] [-tls [-tls-ca FILE] [-tls-server-name NAME]] [-claim] [-fence-db N] [-manifest FILE] [-timeout D]", probeHelp)
 	file := fs.String("manifest", "protocol.yaml", "the manifest whose probes to run")
 	var conn live.Conn
-	conn.Flags(fs)
+	conn.Flags(fs.FlagSet)
 	claim := fs.Bool("claim", false, "claim a keyspace that has no version record, as an SDK client does at connect")
 	fenceDB := fs.Int("fence-db", -1, "also run the fence's eight checks in this empty logical database (-1: skip)")
 	if code, ok := parse(fs, args); !ok {

@@ -529,8 +529,8 @@ func TestProbeTLS(t *testing.T) {
 // TestProbeUsage: bad flags and an unreachable server exit 2 with a
 // message; -h explains the safety guarantees.
 func TestProbeUsage(t *testing.T) {
-	if code, _, errs := probe(t, "-h"); code != cli.ExitOK || !strings.Contains(errs, "safe on a production deployment") || !strings.Contains(errs, "-fence-db") {
-		t.Errorf("probe -h = %d\n%s", code, errs)
+	if code, out, _ := probe(t, "-h"); code != cli.ExitOK || !strings.Contains(out, "safe on a production deployment") || !strings.Contains(out, "-fence-db") {
+		t.Errorf("probe -h = %d\n%s", code, out)
 	}
 	for _, args := range [][]string{
 		{"-nope"}, {"extra"}, {"-fence-db", "-2"}, {"-addr", "nohostport"}, {"-timeout", "0s"},
