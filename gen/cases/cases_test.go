@@ -26,7 +26,8 @@ var errLineRE = regexp.MustCompile(`^protocol\.yaml(:\d+:\d+)?: \S`)
 
 // TestCases runs every golden case under golden/cases: an invalid manifest
 // must be refused with exactly the errors of its stderr file; a valid one
-// must make every registered target (targets.All) generate exactly the
+// must make every registered target (targets.Configured: targets.All and
+// the plugins of emqgen.yaml) generate exactly the
 // files under its out/ folder, no more and no fewer. With -update the
 // expectations are rewritten from what emqgen does today:
 //
@@ -34,6 +35,12 @@ var errLineRE = regexp.MustCompile(`^protocol\.yaml(:\d+:\d+)?: \S`)
 //	go test ./gen/cases -run 'TestCases/NAME$' -update # one case
 func TestCases(t *testing.T) {
 	cs, err := cases.List(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every registered target: the in-process ones (targets.All) and the
+	// plugins the repository's emqgen.yaml declares.
+	ts, err := targets.Configured(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +63,7 @@ func TestCases(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s/%s is refused, but the case expects generated files (out/); if that is intended, run: %s\n%v", rel(c.Dir), c.Input, cmd, err)
 			}
-			files, err := targets.Generate(p, nil)
+			files, err := targets.Generate(p, ts)
 			if err != nil {
 				t.Fatal(err)
 			}
