@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of the repository on a fresh machine: installs
-# redis-server when it is missing, then checks that the generated files are
+# redis-server and python3 when they are missing, then checks that the generated files are
 # up to date, that the code is gofmt- and vet-clean, and runs go test.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -13,6 +13,15 @@ if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/nul
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server redis-tools >/dev/null
 fi
 redis-server --version
+
+# python3 runs the Python test plugin (gen/plugin/testdata/echo-py).
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "== installing python3 (Debian package)"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3 >/dev/null
+fi
 
 echo "== generated files up to date (emqgen gen -check)"
 go run ./cmd/emqgen gen -check

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/echomq/echomq/gen/bundle"
+	"github.com/echomq/echomq/gen/cases"
 	"github.com/echomq/echomq/gen/header"
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/gen/plugin"
@@ -63,6 +64,37 @@ func TestRequestMatchesSchema(t *testing.T) {
 				t.Fatalf("the request of %s does not match request.schema.json:\n%v", file, err)
 			}
 		})
+	}
+}
+
+// TestGoldenCasesMatchSchema validates the request of every valid golden
+// case (golden/cases): small manifests that leave parts empty or take
+// each feature to its edge.
+func TestGoldenCasesMatchSchema(t *testing.T) {
+	cs, err := cases.List("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range cs {
+		if c.Invalid() {
+			continue
+		}
+		p, err := model.Parse("protocol.yaml", c.Manifest)
+		if err != nil {
+			t.Fatalf("case %s: %v", c.Name, err)
+		}
+		b, err := bundle.Render(p)
+		if err != nil {
+			t.Fatalf("case %s: %v", c.Name, err)
+		}
+		if err := plugin.ValidateRequest(encode(t, &target.Input{Protocol: p, Bundle: b}, nil)); err != nil {
+			t.Errorf("case %s: the request does not match request.schema.json:\n%v", c.Name, err)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no valid golden case")
 	}
 }
 

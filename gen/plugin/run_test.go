@@ -339,3 +339,37 @@ func TestResponseSchema(t *testing.T) {
 		t.Error("response.schema.json does not name the response version")
 	}
 }
+
+// TestPythonTwin runs the Python twin of the echo plugin
+// (testdata/echo-py) and checks that it returns the same files, byte for
+// byte, as the Go one: the request is all a plugin in any language needs.
+func TestPythonTwin(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is not installed (Debian: apt-get install python3): %v", err)
+	}
+	dir, err := filepath.Abs("testdata/echo-py/main.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := input(t, "../../protocol.yaml")
+	opts := map[string]any{"module": "emq_constants"}
+	goFiles, err := targets.Run(in, []target.Target{plugin.Target(spec(t, opts))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := spec(t, opts)
+	s.Run = []string{py, dir}
+	pyFiles, err := targets.Run(in, []target.Target{plugin.Target(s)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pyFiles) != len(goFiles) {
+		t.Fatalf("python: %d files, go: %d", len(pyFiles), len(goFiles))
+	}
+	for i := range goFiles {
+		if pyFiles[i].Path != goFiles[i].Path || !bytes.Equal(pyFiles[i].Data, goFiles[i].Data) {
+			t.Errorf("python's %s differs from go's %s:\n%s\n---\n%s", pyFiles[i].Path, goFiles[i].Path, pyFiles[i].Data, goFiles[i].Data)
+		}
+	}
+}
