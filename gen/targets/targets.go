@@ -26,6 +26,7 @@ import (
 	"github.com/echomq/echomq/gen/targets/docs"
 	"github.com/echomq/echomq/gen/targets/golang"
 	"github.com/echomq/echomq/gen/targets/lua"
+	"github.com/echomq/echomq/gen/targets/ts"
 )
 
 // All returns every registered in-process target, in the order their
@@ -36,6 +37,7 @@ func All() []target.Target {
 		docs.Target,
 		golang.Target,
 		lua.Target,
+		ts.Target,
 	}
 }
 
