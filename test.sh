@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the repository on a fresh machine: installs
 # redis-server and python3 when they are missing, then checks that the generated files are
-# up to date, that the code is gofmt- and vet-clean, and runs go test.
+# up to date, that the code is gofmt- and vet-clean, and runs go test;
+# then builds, format-checks and tests the TypeScript SDK (sdk/ts).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -44,6 +45,18 @@ go test -count=1 "$@" ./...
 
 echo "== go test: the Go SDK (sdk/go, its own module)"
 (cd sdk/go && go test -count=1 "$@" ./...)
+
+echo "== TypeScript SDK (sdk/ts): npm ci, tsc, prettier --check, node --test"
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "node and npm are needed for sdk/ts (Node 20 or later: apt-get install nodejs npm)"; exit 1
+fi
+(
+  cd sdk/ts
+  npm ci --no-audit --no-fund --loglevel=error
+  npx --no-install tsc -p tsconfig.json
+  npx --no-install prettier --check .
+  node --test --test-concurrency=1 dist/test/
+)
 
 echo "== conformance suite: every language of conformance/languages.json against its own redis-server"
 go run ./cmd/emqconform

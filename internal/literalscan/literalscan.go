@@ -70,3 +70,30 @@ func Scan(t testing.TB, lits, files []string, hint string) {
 		}
 	}
 }
+
+// ScanQuotes is Scan for languages with several string quotes: every line
+// of files, outside // comments, that holds one of lits quoted with one of
+// quotes (or starting or ending such a string) is reported.
+func ScanQuotes(t testing.TB, lits, files, quotes []string, hint string) {
+	t.Helper()
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			code := line
+			if trimmed := strings.TrimSpace(line); strings.HasPrefix(trimmed, "//") || strings.HasPrefix(trimmed, "*") || strings.HasPrefix(trimmed, "/*") {
+				continue
+			}
+			for _, lit := range lits {
+				for _, q := range quotes {
+					if strings.Contains(code, q+lit+q) || strings.Contains(code, q+lit) && strings.Contains(code, lit+q) {
+						t.Errorf("%s:%d repeats the protocol literal %q; %s", file, i+1, lit, hint)
+						break
+					}
+				}
+			}
+		}
+	}
+}

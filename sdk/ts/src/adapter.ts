@@ -1,0 +1,206 @@
+// The client adapter: the few things the SDK needs of a Redis client, and
+// its implementation on node-redis. Another client (ioredis, say) plugs in
+// by implementing RedisAdapter; nothing else in the SDK names node-redis.
+
+import {
+  createClient,
+  ErrorReply,
+  RESP_TYPES,
+  type RedisClientOptions,
+} from "redis";
+import {
+  ReplyError,
+  type RedisArg,
+  type ScriptRunner,
+  type Settled,
+} from "./gen/index.js";
+import { ConnectionError } from "./errors.js";
+
+/**
+ * What the SDK needs of a Redis client. send and sendMany are the
+ * generated layer's ScriptRunner: replies come as integers (numbers), bulk
+ * strings (Buffers), arrays and null; an error reply rejects with a
+ * ReplyError and a failure to talk with a ConnectionError.
+ */
+export interface RedisAdapter extends ScriptRunner {
+  /**
+   * Counts the connections that became ready; it changes after every
+   * reconnect, so that the client fences again before its next command.
+   */
+  readonly generation: number;
+  /**
+   * Sends a blocking command (BLPOP) on a connection of its own, so that it
+   * never holds up the shared one. It resolves null when timeoutMs passes
+   * first or signal aborts; the server's own timeout in the command should
+   * be shorter.
+   */
+  block(
+    args: readonly RedisArg[],
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<unknown>;
+  /** Closes every connection. */
+  close(): Promise<void>;
+}
+
+/** Options of the node-redis adapter. */
+export interface NodeRedisOptions {
+  /** The server, as redis://host:port; default redis://127.0.0.1:6379. */
+  url?: string;
+  /**
+   * Further node-redis options (credentials, TLS, database, reconnect
+   * strategy). The adapter pins RESP 2 and turns the offline queue off:
+   * a command sent while the connection is down fails at once instead of
+   * running on a replacement connection before the client fenced it.
+   */
+  redis?: RedisClientOptions;
+  /** How long a command may take, in milliseconds; default 10000. */
+  commandTimeoutMs?: number;
+  /** Receives connection errors (node-redis reconnects by itself). */
+  onError?: (err: unknown) => void;
+}
+
+type NodeRedisClient = ReturnType<typeof createClient>;
+
+const typeMapping = { [RESP_TYPES.BLOB_STRING]: Buffer };
+
+function mapError(err: unknown): unknown {
+  if (err instanceof ErrorReply) {
+    return new ReplyError(err.message);
+  }
+  if (err instanceof ReplyError || err instanceof ConnectionError) {
+    return err;
+  }
+  const msg = err instanceof Error ? err.message : String(err);
+  return new ConnectionError(msg, err);
+}
+
+/** The RedisAdapter on node-redis (the redis package). */
+export class NodeRedisAdapter implements RedisAdapter {
+  #client: NodeRedisClient;
+  #blocker: NodeRedisClient | undefined;
+  #generation = 0;
+  #timeout: number;
+  #onError: (err: unknown) => void;
+
+  private constructor(client: NodeRedisClient, opts: NodeRedisOptions) {
+    this.#client = client;
+    this.#timeout = opts.commandTimeoutMs ?? 10000;
+    this.#onError = opts.onError ?? (() => {});
+    client.on("ready", () => {
+      this.#generation++;
+    });
+    client.on("error", (err: unknown) => this.#onError(err));
+  }
+
+  /** Connects to the server and returns the adapter. */
+  static async connect(opts: NodeRedisOptions = {}): Promise<NodeRedisAdapter> {
+    const client = createClient({
+      ...opts.redis,
+      url: opts.url ?? opts.redis?.url ?? "redis://127.0.0.1:6379",
+      RESP: 2,
+      disableOfflineQueue: true,
+    }) as NodeRedisClient;
+    const a = new NodeRedisAdapter(client, opts);
+    try {
+      await client.connect();
+    } catch (err) {
+      client.destroy();
+      throw mapError(err);
+    }
+    return a;
+  }
+
+  get generation(): number {
+    return this.#generation;
+  }
+
+  async send(args: readonly RedisArg[]): Promise<unknown> {
+    try {
+      return await this.#client.sendCommand(args as RedisArg[], {
+        typeMapping,
+        timeout: this.#timeout,
+      });
+    } catch (err) {
+      throw mapError(err);
+    }
+  }
+
+  async sendMany(cmds: readonly (readonly RedisArg[])[]): Promise<Settled[]> {
+    // node-redis writes the commands of one tick in one batch: a pipeline.
+    return Promise.all(
+      cmds.map((c) =>
+        this.send(c).then(
+          (value): Settled => ({ ok: true, value }),
+          (error: unknown): Settled => ({ ok: false, error }),
+        ),
+      ),
+    );
+  }
+
+  async block(
+    args: readonly RedisArg[],
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<unknown> {
+    if (signal?.aborted) {
+      return null;
+    }
+    let b = this.#blocker;
+    if (b === undefined) {
+      b = this.#client.duplicate({ RESP: 2, disableOfflineQueue: true });
+      b.on("error", (err: unknown) => this.#onError(err));
+      this.#blocker = b;
+      try {
+        await b.connect();
+      } catch (err) {
+        this.#dropBlocker(b);
+        throw mapError(err);
+      }
+    }
+    const blocker = b;
+    let cut = false;
+    const stop = () => {
+      // The command's state on the connection is unknown now: drop the
+      // connection, and open another next time.
+      cut = true;
+      this.#dropBlocker(blocker);
+    };
+    const timer = setTimeout(stop, timeoutMs);
+    signal?.addEventListener("abort", stop, { once: true });
+    try {
+      return await blocker.sendCommand(args as RedisArg[], { typeMapping });
+    } catch (err) {
+      if (cut) {
+        return null;
+      }
+      this.#dropBlocker(blocker);
+      throw mapError(err);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", stop);
+    }
+  }
+
+  #dropBlocker(b: NodeRedisClient): void {
+    if (this.#blocker === b) {
+      this.#blocker = undefined;
+    }
+    try {
+      b.destroy();
+    } catch {
+      // already closed
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#blocker !== undefined) {
+      this.#dropBlocker(this.#blocker);
+    }
+    try {
+      await this.#client.close();
+    } catch {
+      this.#client.destroy();
+    }
+  }
+}

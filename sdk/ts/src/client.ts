@@ -1,0 +1,396 @@
+// connect(): a fenced connection to an EchoMQ keyspace.
+
+import { randomBytes, randomInt } from "node:crypto";
+import {
+  BUNDLE_DIGEST,
+  IdGenerator,
+  KEY_BUNDLE,
+  KEY_LOCKS,
+  KEY_VERSION,
+  LOCK_HELD,
+  MAX_NODE,
+  ReplyError,
+  VERSION,
+  VERSION_MAJOR,
+  VERSION_MINOR,
+  VERSION_PATCH,
+  VERSION_RECORD,
+  VERSION_RECORD_PREFIX,
+  WORK_KIND,
+  lockNode,
+  runFence,
+  runLock,
+  runUnlock,
+  type Kind,
+} from "./gen/index.js";
+import {
+  NodeRedisAdapter,
+  type NodeRedisOptions,
+  type RedisAdapter,
+} from "./adapter.js";
+import {
+  BundleError,
+  FenceError,
+  NoNodeError,
+  PayloadTooLargeError,
+} from "./errors.js";
+import {
+  noMetrics,
+  stderrLogger,
+  type Logger,
+  type Metrics,
+} from "./metrics.js";
+import { Queue } from "./queue.js";
+
+/** Options of connect. */
+export interface ConnectOptions extends NodeRedisOptions {
+  /**
+   * A client adapter of your own; when set, url, redis and commandTimeoutMs
+   * are not used and close() closes it.
+   */
+  adapter?: RedisAdapter;
+  /**
+   * Fixes the snowflake node of the client's id generator. Leave it unset
+   * to lease a free node from the reserve's locks (the default), which keeps
+   * node numbers unique among live minters.
+   */
+  node?: number;
+  /** How long a leased node stays held without renewal; renewed every third of it. Default 30000 ms. */
+  nodeLeaseMs?: number;
+  /** Receives the client's notices. Default: warnings and errors to stderr. */
+  logger?: Logger;
+  /** Receives the counts of this client's queues and workers. Default: none kept. */
+  metrics?: Metrics;
+  /**
+   * Caps a job's payload in bytes: a larger one is refused with a
+   * PayloadTooLargeError before anything is sent. Default, and never above:
+   * the server's proto-max-bulk-len as read at connect, or 512 MiB.
+   */
+  maxPayload?: number;
+}
+
+const defaultMaxPayload = 512 * 1024 * 1024;
+
+/** The maxmemory policies that never evict a job's keys. */
+const safePolicies = new Set([
+  "noeviction",
+  "volatile-lru",
+  "volatile-lfu",
+  "volatile-random",
+  "volatile-ttl",
+]);
+
+/**
+ * Judges a version record found in a keyspace: "same" when it is this
+ * client's version, "ahead" when it is a higher minor or patch of this
+ * major; another major, a lower version or a value that is not a record
+ * throws a FenceError.
+ */
+export function checkVersionRecord(record: string): "same" | "ahead" {
+  const refuse = new FenceError(record, VERSION_RECORD);
+  if (!record.startsWith(VERSION_RECORD_PREFIX)) {
+    throw refuse;
+  }
+  const parts = record.slice(VERSION_RECORD_PREFIX.length).split(".");
+  if (parts.length !== 3 || !parts.every((p) => /^(0|[1-9]\d*)$/.test(p))) {
+    throw refuse;
+  }
+  const [major, minor, patch] = parts.map(Number) as [number, number, number];
+  if (major !== VERSION_MAJOR) {
+    throw refuse;
+  }
+  if (minor !== VERSION_MINOR) {
+    if (minor < VERSION_MINOR) {
+      throw refuse;
+    }
+    return "ahead";
+  }
+  if (patch < VERSION_PATCH) {
+    throw refuse;
+  }
+  return patch > VERSION_PATCH ? "ahead" : "same";
+}
+
+/**
+ * Opens a client and fences the keyspace: it claims a fresh keyspace with
+ * this version, raises a lower minor of this major, admits a higher minor
+ * (logged as ahead), refuses anything else with a FenceError, and refuses a
+ * different bundle recorded for this version with a BundleError. The client
+ * fences again before its first command after any reconnect. Unless
+ * options.node is set, it leases a snowflake node from the reserve's locks.
+ */
+export async function connect(options: ConnectOptions = {}): Promise<Client> {
+  const log = options.logger ?? stderrLogger;
+  const adapter =
+    options.adapter ??
+    (await NodeRedisAdapter.connect({
+      ...options,
+      onError:
+        options.onError ??
+        ((err) => log.debug("emq: connection error", { err })),
+    }));
+  const c = new Client(adapter, options, log);
+  try {
+    await c.ensure();
+    await c.readServerConfig();
+    if (options.node !== undefined) {
+      c.fixNode(options.node);
+    } else {
+      await c.leaseNode();
+      c.startRenewal();
+    }
+  } catch (err) {
+    await adapter.close();
+    throw err;
+  }
+  return c;
+}
+
+/** A fenced connection to an EchoMQ keyspace. */
+export class Client {
+  /** The client adapter the client sends through. */
+  readonly adapter: RedisAdapter;
+  /** Where the client's notices go. */
+  readonly logger: Logger;
+  /** Where the client's counts go. */
+  readonly metrics: Metrics;
+  /** This client's lock owner token. */
+  readonly owner: string;
+  #maxPayload: number;
+  #fenced = -1;
+  #fencing: Promise<void> | undefined;
+  #found = "";
+  #gen: IdGenerator | undefined;
+  #leaseUntil = 0;
+  #leaseMs: number;
+  #renew: NodeJS.Timeout | undefined;
+  #fixed = false;
+  #closed = false;
+
+  /** Use connect(). */
+  constructor(adapter: RedisAdapter, options: ConnectOptions, logger: Logger) {
+    this.adapter = adapter;
+    this.logger = logger;
+    this.metrics = options.metrics ?? noMetrics;
+    this.owner = randomBytes(8).toString("hex");
+    const max = options.maxPayload ?? 0;
+    this.#maxPayload =
+      max > 0 && max < defaultMaxPayload ? max : defaultMaxPayload;
+    this.#leaseMs =
+      options.nodeLeaseMs && options.nodeLeaseMs > 0
+        ? options.nodeLeaseMs
+        : 30000;
+  }
+
+  /** The version record the last fence found: this version, or a higher minor of this major. */
+  get versionFound(): string {
+    return this.#found;
+  }
+
+  /** The snowflake node the client mints with, or -1 when it holds none. */
+  get node(): number {
+    return this.#gen?.node ?? -1;
+  }
+
+  /** The payload cap in bytes. */
+  get maxPayload(): number {
+    return this.#maxPayload;
+  }
+
+  /** Returns the handle of the queue named name; a malformed name throws a QueueNameError before anything is sent. */
+  queue(name: string): Queue {
+    return new Queue(this, name);
+  }
+
+  /** Returns a fresh id of kind (default the work kind) from the client's node; a NoNodeError while the node lease is not surely held. */
+  mint(kind: Kind = WORK_KIND): string {
+    if (this.#gen === undefined || Date.now() >= this.#leaseUntil) {
+      throw new NoNodeError();
+    }
+    return this.#gen.mint(kind);
+  }
+
+  /** Throws a PayloadTooLargeError when payload is over the cap. */
+  checkPayload(payload: Uint8Array | string): void {
+    const n =
+      typeof payload === "string"
+        ? Buffer.byteLength(payload)
+        : payload.byteLength;
+    if (n > this.#maxPayload) {
+      throw new PayloadTooLargeError(n, this.#maxPayload);
+    }
+  }
+
+  /**
+   * Fences the keyspace when a connection became ready since the last
+   * fence. It costs one comparison when nothing reconnected.
+   */
+  async ensure(): Promise<void> {
+    while (this.adapter.generation !== this.#fenced) {
+      if (this.#fencing === undefined) {
+        const g = this.adapter.generation;
+        this.#fencing = this.#fence().then(
+          () => {
+            this.#fenced = g;
+            this.#fencing = undefined;
+          },
+          (err: unknown) => {
+            this.#fencing = undefined;
+            throw err;
+          },
+        );
+      }
+      await this.#fencing;
+    }
+  }
+
+  async #fence(): Promise<void> {
+    const r = await runFence(this.adapter, {
+      versionKey: KEY_VERSION,
+      bundleKey: KEY_BUNDLE,
+      version: VERSION_RECORD,
+      semver: VERSION,
+      bundle: BUNDLE_DIGEST,
+    });
+    const verdict = checkVersionRecord(r.version);
+    if (r.bundle !== BUNDLE_DIGEST) {
+      throw new BundleError(VERSION, r.bundle, BUNDLE_DIGEST);
+    }
+    if (verdict === "ahead" && this.#found !== r.version) {
+      this.logger.info(
+        "emq: the keyspace is ahead of this client; minors are additive, so it is served",
+        { keyspace: r.version, client: VERSION_RECORD },
+      );
+    }
+    this.#found = r.version;
+  }
+
+  /** @internal Reads what the server's configuration means for jobs. */
+  async readServerConfig(): Promise<void> {
+    let reply: unknown;
+    try {
+      reply = await this.adapter.send([
+        "CONFIG",
+        "GET",
+        "maxmemory-policy",
+        "proto-max-bulk-len",
+      ]);
+    } catch (err) {
+      if (err instanceof ReplyError) {
+        this.logger.debug("emq: cannot read the server's configuration", {
+          err,
+        });
+        return;
+      }
+      throw err;
+    }
+    const m = new Map<string, string>();
+    if (Array.isArray(reply)) {
+      for (let i = 0; i + 1 < reply.length; i += 2) {
+        m.set(String(reply[i]), String(reply[i + 1]));
+      }
+    }
+    const policy = m.get("maxmemory-policy");
+    if (policy && !safePolicies.has(policy)) {
+      this.logger.warn(
+        "emq: the server may evict keys without a TTL, and so lose jobs; set maxmemory-policy to noeviction",
+        { policy },
+      );
+    }
+    const bulk = Number(m.get("proto-max-bulk-len"));
+    if (Number.isSafeInteger(bulk) && bulk > 0 && bulk < this.#maxPayload) {
+      this.#maxPayload = bulk;
+    }
+  }
+
+  /** @internal */
+  fixNode(node: number): void {
+    this.#gen = new IdGenerator(node);
+    this.#fixed = true;
+    this.#leaseUntil = Number.MAX_SAFE_INTEGER;
+  }
+
+  /** @internal Takes a free snowflake node from the reserve's locks. */
+  async leaseNode(): Promise<void> {
+    const start = randomInt(MAX_NODE + 1);
+    for (let i = 0; i <= MAX_NODE; i++) {
+      const n = (start + i) % (MAX_NODE + 1);
+      if (await this.#lockNode(n)) {
+        this.#gen = new IdGenerator(n);
+        return;
+      }
+    }
+    throw new NoNodeError("all " + (MAX_NODE + 1) + " nodes are leased");
+  }
+
+  async #lockNode(n: number): Promise<boolean> {
+    const start = Date.now();
+    await this.ensure();
+    const deadline = await runLock(this.adapter, {
+      locks: KEY_LOCKS,
+      name: lockNode(n),
+      owner: this.owner,
+      ttlMs: this.#leaseMs,
+    });
+    if (deadline === LOCK_HELD) {
+      return false;
+    }
+    this.#leaseUntil = start + this.#leaseMs - this.#leaseMs / 10;
+    return true;
+  }
+
+  /** @internal Renews the node lease every third of its length until close. */
+  startRenewal(): void {
+    this.#renew = setInterval(() => {
+      void this.#renewOnce();
+    }, this.#leaseMs / 3);
+    this.#renew.unref();
+  }
+
+  async #renewOnce(): Promise<void> {
+    const g = this.#gen;
+    if (g === undefined || this.#closed) {
+      return;
+    }
+    try {
+      if (!(await this.#lockNode(g.node))) {
+        this.logger.error(
+          "emq: the node lease was lost to another owner; leasing a new node",
+          { node: g.node },
+        );
+        this.#leaseUntil = 0;
+        this.#gen = undefined;
+        await this.leaseNode();
+      }
+    } catch (err) {
+      this.logger.warn("emq: renewing the node lease failed; retrying", {
+        node: g.node,
+        err,
+      });
+    }
+  }
+
+  /** Releases the node lease and closes the connections. */
+  async close(): Promise<void> {
+    if (this.#closed) {
+      return;
+    }
+    this.#closed = true;
+    if (this.#renew !== undefined) {
+      clearInterval(this.#renew);
+    }
+    const g = this.#gen;
+    if (g !== undefined && !this.#fixed) {
+      try {
+        await runUnlock(this.adapter, {
+          locks: KEY_LOCKS,
+          name: lockNode(g.node),
+          owner: this.owner,
+        });
+      } catch {
+        // the lease expires by itself
+      }
+    }
+    await this.adapter.close();
+  }
+}

@@ -1,0 +1,122 @@
+// The SDK's own errors, beside the generated ones (malformed ids and queue
+// names, wire classes): the version fence, the bundle check, bad arguments,
+// oversized payloads, lost connections and a missing snowflake node.
+
+import { VERSION_RECORD } from "./gen/index.js";
+
+/**
+ * The version fence's refusal: the keyspace's version record is not one
+ * this client may serve (another major, a lower version the fence could not
+ * raise, or a value that is not a version record). Nothing was written.
+ */
+export class FenceError extends Error {
+  /** The version record found; empty when none could be read. */
+  readonly found: string;
+  /** This client's version record. */
+  readonly want: string;
+
+  constructor(found: string, want: string = VERSION_RECORD) {
+    super(
+      "emq: version fence: the keyspace is " +
+        JSON.stringify(found) +
+        ", this client speaks " +
+        JSON.stringify(want),
+    );
+    this.name = "FenceError";
+    this.found = found;
+    this.want = want;
+  }
+}
+
+/**
+ * The bundle check's refusal: the reserve records another script bundle for
+ * this client's version, so some client runs other scripts under the same
+ * version number.
+ */
+export class BundleError extends Error {
+  /** The version whose bundle is recorded. */
+  readonly version: string;
+  /** The digest recorded in the reserve. */
+  readonly found: string;
+  /** This client's bundle digest. */
+  readonly want: string;
+
+  constructor(version: string, found: string, want: string) {
+    super(
+      "emq: bundle identity: the reserve records bundle " +
+        found +
+        " for version " +
+        version +
+        ", this client runs " +
+        want,
+    );
+    this.name = "BundleError";
+    this.version = version;
+    this.found = found;
+    this.want = want;
+  }
+}
+
+/** An argument out of range (a lease or a limit that is not positive); nothing was sent. */
+export class ArgumentError extends Error {
+  constructor(message: string) {
+    super("emq: invalid argument: " + message);
+    this.name = "ArgumentError";
+  }
+}
+
+/** A payload larger than the client's cap; nothing was sent. */
+export class PayloadTooLargeError extends ArgumentError {
+  /** The payload's size in bytes. */
+  readonly size: number;
+  /** The cap in bytes. */
+  readonly max: number;
+
+  constructor(size: number, max: number) {
+    super(
+      "payload too large: " +
+        size +
+        " bytes, the cap is " +
+        max +
+        " (maxPayload, or the server's proto-max-bulk-len)",
+    );
+    this.name = "PayloadTooLargeError";
+    this.size = size;
+    this.max = max;
+  }
+}
+
+/** The connection failed, or the server is not reachable; the cause says why. */
+export class ConnectionError extends Error {
+  constructor(message: string, cause?: unknown) {
+    super("emq: connection: " + message, { cause });
+    this.name = "ConnectionError";
+  }
+}
+
+/** The client holds no snowflake node to mint ids with. */
+export class NoNodeError extends Error {
+  constructor(message: string = "no snowflake node held") {
+    super("emq: " + message);
+    this.name = "NoNodeError";
+  }
+}
+
+/** The reason a handler's signal aborts when its job's lease was lost. */
+export class LeaseLostError extends Error {
+  constructor() {
+    super("emq: the job's lease was lost");
+    this.name = "LeaseLostError";
+  }
+}
+
+/**
+ * The reason a handler's signal aborts when a shutdown's deadline passed
+ * before the handler returned; its job was handed back.
+ */
+export class ShutdownError extends Error {
+  constructor() {
+    super("emq: the worker shut down");
+    this.name = "ShutdownError";
+  }
+}

@@ -1,0 +1,55 @@
+// The EchoMQ TypeScript SDK: connect() to a fenced keyspace, a Queue per
+// queue name, a Worker per handler; the generated wire layer underneath
+// (also at "@echomq/sdk/gen").
+
+export * from "./gen/index.js";
+export {
+  NodeRedisAdapter,
+  type NodeRedisOptions,
+  type RedisAdapter,
+} from "./adapter.js";
+export {
+  ArgumentError,
+  BundleError,
+  ConnectionError,
+  FenceError,
+  LeaseLostError,
+  NoNodeError,
+  PayloadTooLargeError,
+  ShutdownError,
+} from "./errors.js";
+export {
+  COUNTERS,
+  Tally,
+  noMetrics,
+  stderrLogger,
+  type Counter,
+  type Logger,
+  type Metrics,
+} from "./metrics.js";
+export {
+  Client,
+  checkVersionRecord,
+  connect,
+  type ConnectOptions,
+} from "./client.js";
+export {
+  Queue,
+  type BatchResult,
+  type Job,
+  type JobInfo,
+  type NewJob,
+  type Page,
+  type Payload,
+} from "./queue.js";
+export {
+  PermanentError,
+  Worker,
+  exponentialBackoff,
+  permanent,
+  type Handler,
+  type WorkerOptions,
+} from "./worker.js";
+
+/** The SDK's own version (the package's). */
+export const SDK_VERSION = "0.1.0";

@@ -1,0 +1,728 @@
+// Worker: runs a handler over the jobs of one queue, with the Go worker's
+// semantics.
+
+import { randomInt } from "node:crypto";
+import {
+  KEY_LOCKS,
+  LOCK_HELD,
+  SCRIPT_BURY,
+  StaleError,
+  claimManyExec,
+  completeClaimExec,
+  decodeBury,
+  decodeClaimManyRecord,
+  decodeCompleteClaimRecord,
+  extendExec,
+  decodeExtend,
+  lockMaintenance,
+  runLock,
+  runScript,
+  runScripts,
+  runUnlock,
+  type ScriptExec,
+} from "./gen/index.js";
+import { ArgumentError, LeaseLostError, ShutdownError } from "./errors.js";
+import type { Logger, Metrics } from "./metrics.js";
+import type { Job, Queue } from "./queue.js";
+
+/**
+ * Processes one job. Resolving completes it. Throwing hands it back to run
+ * again after a backoff, until the job has been claimed maxAttempts times;
+ * then it is buried. An error wrapped with permanent() buries it at once.
+ *
+ * signal aborts when the job's lease is lost (its reason a LeaseLostError:
+ * another worker may be running it, nothing the handler does can be
+ * completed), and when a shutdown's deadline passes (a ShutdownError).
+ */
+export type Handler = (job: Job, signal: AbortSignal) => Promise<void>;
+
+/** A handler error that no retry can fix: the job is buried at once. */
+export class PermanentError extends Error {
+  constructor(cause: unknown) {
+    super(
+      "permanent: " + (cause instanceof Error ? cause.message : String(cause)),
+      { cause },
+    );
+    this.name = "PermanentError";
+  }
+}
+
+/** Marks err as permanent: the job is buried at once instead of retried. */
+export function permanent(err: unknown): PermanentError {
+  return new PermanentError(err);
+}
+
+/**
+ * A backoff policy: baseMs for the first attempt, doubling with each
+ * further attempt up to maxMs, with jitter drawn from the upper half of the
+ * interval so that retries of a burst spread out.
+ */
+export function exponentialBackoff(
+  baseMs: number,
+  maxMs: number,
+): (attempt: number) => number {
+  return (attempt) => {
+    let d = baseMs;
+    for (let i = 1; i < attempt && d < maxMs; i++) {
+      d *= 2;
+    }
+    d = Math.min(d, maxMs);
+    if (d < 2) {
+      return d;
+    }
+    const half = Math.floor(d / 2);
+    return half + randomInt(d - half + 1);
+  };
+}
+
+/** Options of a Worker; unset values take the defaults. */
+export interface WorkerOptions {
+  /** How many handlers run at once. Default 10. */
+  concurrency?: number;
+  /** How long a job is leased, in ms; extended every third of it while the handler runs. Default 30000. */
+  leaseMs?: number;
+  /** The most jobs claimed in one call when several handlers are idle. Default concurrency. */
+  batch?: number;
+  /** How many claims a job gets: a failure on the last one buries it. Default 25. */
+  maxAttempts?: number;
+  /** The delay in ms before a failed job runs again, by the attempt that failed. Default exponentialBackoff(1000, 600000). */
+  backoff?: (attempt: number) => number;
+  /** The longest an idle worker blocks on the doorbell before it looks for work anyway, in ms. Default 1000. */
+  waitMs?: number;
+  /**
+   * How often the queue is maintained (due jobs promoted, expired leases
+   * reaped, the doorbell rung), under the queue's maintenance lock, in ms.
+   * Default 1000; negative turns it off for this worker.
+   */
+  maintenanceMs?: number;
+  /**
+   * How long run waits, once stopped, for running handlers to return; then
+   * their jobs are handed back at once and their signals aborted. Default
+   * 30000 ms; negative hands back at once.
+   */
+  shutdownTimeoutMs?: number;
+  /** Default the client's. */
+  logger?: Logger;
+  /** Default the client's. */
+  metrics?: Metrics;
+}
+
+/** A job a handler is running. */
+interface Inflight {
+  job: Job;
+  deadlineMs: number;
+  ac: AbortController;
+  lost: boolean;
+  handedBack: boolean;
+  done: Promise<void>;
+}
+
+const maintenanceBatch = 1000;
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) {
+      resolve();
+      return;
+    }
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** Runs a handler over the jobs of one queue. */
+export class Worker {
+  readonly queue: Queue;
+  readonly #h: Handler;
+  readonly #opt: Required<Omit<WorkerOptions, "logger" | "metrics">>;
+  readonly #log: Logger;
+  readonly #m: Metrics;
+  readonly #owner: string;
+  readonly #running = new Set<Inflight>();
+  #idle: number;
+  #wake: (() => void) | undefined;
+  #draining = false;
+  #started = false;
+  #stop = new AbortController();
+
+  constructor(queue: Queue, handler: Handler, options: WorkerOptions = {}) {
+    if (typeof handler !== "function") {
+      throw new ArgumentError("a worker needs a handler");
+    }
+    const concurrency = Math.max(1, Math.floor(options.concurrency ?? 10));
+    const leaseMs = options.leaseMs ?? 30000;
+    if (!Number.isSafeInteger(leaseMs) || leaseMs < 1) {
+      throw new ArgumentError("lease " + leaseMs + " is under a millisecond");
+    }
+    const shutdown = options.shutdownTimeoutMs ?? 30000;
+    this.#opt = {
+      concurrency,
+      leaseMs,
+      batch: Math.min(
+        Math.max(1, Math.floor(options.batch ?? concurrency)),
+        concurrency,
+      ),
+      maxAttempts:
+        options.maxAttempts && options.maxAttempts > 0
+          ? options.maxAttempts
+          : 25,
+      backoff: options.backoff ?? exponentialBackoff(1000, 600000),
+      waitMs:
+        options.waitMs && options.waitMs > 0 ? Math.ceil(options.waitMs) : 1000,
+      maintenanceMs: options.maintenanceMs || 1000,
+      shutdownTimeoutMs: shutdown < 0 ? 0 : shutdown,
+    };
+    this.queue = queue;
+    this.#h = handler;
+    this.#log = options.logger ?? queue.client.logger;
+    this.#m = options.metrics ?? queue.client.metrics;
+    this.#owner =
+      queue.client.owner +
+      "/" +
+      queue.name +
+      "/" +
+      randomInt(2 ** 32).toString(16);
+    this.#idle = concurrency;
+  }
+
+  /** Stops the worker: run() shuts down gracefully and resolves. */
+  stop(): void {
+    this.#stop.abort();
+  }
+
+  /**
+   * Claims and runs jobs until signal aborts or stop() is called, then
+   * shuts down gracefully: it stops claiming, lets running handlers finish
+   * (completing their jobs without claiming more) for up to
+   * shutdownTimeoutMs, then hands the jobs of handlers still running back to
+   * the queue at once and aborts their signals. A Worker runs once.
+   */
+  async run(signal?: AbortSignal): Promise<void> {
+    if (this.#started) {
+      throw new ArgumentError("a worker runs once");
+    }
+    this.#started = true;
+    const stop = this.#stop.signal;
+    signal?.addEventListener("abort", () => this.stop(), { once: true });
+    if (signal?.aborted) {
+      this.stop();
+    }
+    await this.queue.client.ensure();
+    const every = Math.max(1, Math.floor(this.#opt.leaseMs / 3));
+    const extender = setInterval(() => void this.#extend(every), every);
+    let maintainer: NodeJS.Timeout | undefined;
+    let maintaining: Promise<unknown> = Promise.resolve();
+    let held = false;
+    if (this.#opt.maintenanceMs > 0) {
+      maintainer = setInterval(() => {
+        maintaining = this.#maintain().then((h) => {
+          held = h;
+        });
+      }, this.#opt.maintenanceMs);
+    }
+    try {
+      await this.#claimer(stop);
+      this.#draining = true;
+      await this.#drain();
+    } finally {
+      clearInterval(extender);
+      if (maintainer !== undefined) {
+        clearInterval(maintainer);
+      }
+      await maintaining.catch(() => {});
+      if (held) {
+        await runUnlock(this.queue.client.adapter, {
+          locks: KEY_LOCKS,
+          name: lockMaintenance(this.queue.name),
+          owner: this.#owner,
+        }).catch(() => {});
+      }
+    }
+  }
+
+  async #drain(): Promise<void> {
+    if (await this.#within(this.#opt.shutdownTimeoutMs)) {
+      return;
+    }
+    await this.#handBack();
+    for (const fl of this.#running) {
+      fl.ac.abort(new ShutdownError());
+    }
+    if (!(await this.#within(1000))) {
+      this.#log.warn(
+        "emq: handlers still running after the shutdown deadline; their jobs were handed back",
+        { queue: this.queue.name },
+      );
+    }
+  }
+
+  /** Resolves true when every runner is idle within ms. */
+  async #within(ms: number): Promise<boolean> {
+    const deadline = Date.now() + ms;
+    while (this.#running.size > 0) {
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        return false;
+      }
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.#wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+    }
+    return true;
+  }
+
+  #notify(): void {
+    const w = this.#wake;
+    this.#wake = undefined;
+    w?.();
+  }
+
+  async #claimer(stop: AbortSignal): Promise<void> {
+    let pause = 50;
+    while (!stop.aborted) {
+      if (this.#idle === 0) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            stop.removeEventListener("abort", done);
+            resolve();
+          };
+          this.#wake = done;
+          stop.addEventListener("abort", done, { once: true });
+        });
+        continue;
+      }
+      const n = Math.min(this.#idle, this.#opt.batch);
+      let jobs: Job[] = [];
+      let failed = false;
+      try {
+        // Not cut short by stop: a lease the server granted must reach a
+        // runner, or it would sit out its lease.
+        jobs = await this.#claim(n);
+      } catch (err) {
+        failed = true;
+        if (!stop.aborted) {
+          this.#log.warn("emq: claiming failed; retrying", {
+            err,
+            inMs: pause,
+          });
+        }
+      }
+      for (const j of jobs) {
+        this.#start(j);
+      }
+      if (stop.aborted) {
+        return;
+      }
+      if (failed) {
+        await sleep(pause, stop);
+        pause = Math.min(pause * 2, 5000);
+      } else if (jobs.length === 0) {
+        pause = 50;
+        await this.#waitBell(stop);
+      } else {
+        pause = 50;
+      }
+    }
+  }
+
+  async #waitBell(stop: AbortSignal): Promise<void> {
+    const w = this.#opt.waitMs;
+    try {
+      await this.queue.client.adapter.block(
+        ["BLPOP", this.queue.keys.wake, String(w / 1000)],
+        w + 1000,
+        stop,
+      );
+    } catch (err) {
+      if (!stop.aborted) {
+        this.#log.debug("emq: waiting on the doorbell failed", { err });
+        await sleep(Math.min(w, 100), stop);
+      }
+    }
+  }
+
+  async #claim(n: number): Promise<Job[]> {
+    await this.queue.client.ensure();
+    const k = this.queue.keys;
+    const reply = await runScript(
+      this.queue.client.adapter,
+      claimManyExec({
+        pending: k.pending,
+        active: k.active,
+        wake: k.wake,
+        prefix: k.rowPrefix,
+        leaseMs: this.#opt.leaseMs,
+        count: n,
+      }),
+    );
+    return this.#records(reply, decodeClaimManyRecord);
+  }
+
+  /**
+   * Decodes a reply of leased jobs one record at a time: a record that
+   * cannot be decoded (an id a foreign writer planted) is buried, not left
+   * to stall the queue.
+   */
+  async #records(reply: unknown, dec: (r: unknown) => Job): Promise<Job[]> {
+    const jobs: Job[] = [];
+    for (const rec of Array.isArray(reply) ? reply : []) {
+      try {
+        jobs.push(dec(rec));
+      } catch (err) {
+        await this.#buryRaw(rec, err);
+      }
+    }
+    if (jobs.length > 0) {
+      this.#m.add("claimed", this.queue.name, jobs.length);
+    }
+    return jobs;
+  }
+
+  /** Buries a leased record whose id does not parse, by the raw member. */
+  async #buryRaw(rec: unknown, why: unknown): Promise<void> {
+    const arr = Array.isArray(rec) ? rec : [];
+    const raw = arr[0];
+    const token = Number(arr[1]);
+    if (arr.length < 2 || !Number.isSafeInteger(token)) {
+      this.#log.error(
+        "emq: a leased record cannot be read; it will be reaped",
+        {
+          err: why,
+        },
+      );
+      return;
+    }
+    const rawId = Buffer.isBuffer(raw) ? raw.toString() : String(raw);
+    const k = this.queue.keys;
+    const keys = SCRIPT_BURY.keyTypes.map(
+      (t) => k.key(t) ?? k.rowPrefix + rawId,
+    );
+    const argv = SCRIPT_BURY.argTypes.map((t) =>
+      t === "id" ? rawId : String(token),
+    );
+    const x: ScriptExec = { script: SCRIPT_BURY, keys, argv };
+    try {
+      decodeBury(await runScript(this.queue.client.adapter, x));
+      this.#m.add("buried", this.queue.name, 1);
+      this.#log.error("emq: buried a job that cannot be decoded", {
+        id: rawId,
+        err: why,
+      });
+    } catch (err) {
+      this.#log.error("emq: burying an undecodable job failed", {
+        id: rawId,
+        err,
+      });
+    }
+  }
+
+  #start(job: Job): void {
+    this.#idle--;
+    void this.#runner(job).finally(() => {
+      this.#idle++;
+      this.#notify();
+    });
+  }
+
+  /** Runs a job, and the jobs each completion claims next. */
+  async #runner(first: Job): Promise<void> {
+    let job: Job | undefined = first;
+    while (job !== undefined) {
+      job = await this.#process(job);
+    }
+  }
+
+  async #process(job: Job): Promise<Job | undefined> {
+    let settle!: () => void;
+    const fl: Inflight = {
+      job,
+      deadlineMs: job.deadlineMs,
+      ac: new AbortController(),
+      lost: false,
+      handedBack: false,
+      done: new Promise<void>((r) => (settle = r)),
+    };
+    this.#running.add(fl);
+    let failure: unknown;
+    let failed = false;
+    try {
+      await this.#h(job, fl.ac.signal);
+    } catch (err) {
+      failed = true;
+      failure = err;
+    }
+    try {
+      if (fl.handedBack) {
+        return undefined;
+      }
+      if (failed) {
+        await this.#fail(job, failure);
+        return undefined;
+      }
+      return await this.#complete(job);
+    } finally {
+      this.#running.delete(fl);
+      settle();
+    }
+  }
+
+  async #complete(job: Job): Promise<Job | undefined> {
+    const k = this.queue.keys;
+    const q = this.queue.name;
+    try {
+      await this.queue.client.ensure();
+      const reply = await runScript(
+        this.queue.client.adapter,
+        completeClaimExec({
+          row: k.row(job.id),
+          active: k.active,
+          pending: k.pending,
+          wake: k.wake,
+          id: job.id,
+          token: job.token,
+          prefix: k.rowPrefix,
+          leaseMs: this.#opt.leaseMs,
+          count: this.#draining ? 0 : 1,
+        }),
+      );
+      this.#m.add("completed", q, 1);
+      const next = await this.#records(reply, decodeCompleteClaimRecord);
+      return next[0];
+    } catch (err) {
+      if (err instanceof StaleError) {
+        this.#stale(job, "complete", err);
+      } else {
+        this.#log.error(
+          "emq: completing a job failed; its lease will be reaped and it runs again",
+          { queue: q, id: job.id, err },
+        );
+      }
+      return undefined;
+    }
+  }
+
+  async #fail(job: Job, why: unknown): Promise<void> {
+    const q = this.queue.name;
+    if (why instanceof PermanentError || job.token >= this.#opt.maxAttempts) {
+      try {
+        await this.queue.bury(job.id, job.token);
+        this.#m.add("buried", q, 1);
+        this.#log.warn("emq: job buried", {
+          queue: q,
+          id: job.id,
+          attempt: job.token,
+          err: why,
+        });
+      } catch (err) {
+        this.#settleError(job, "bury", err);
+      }
+      return;
+    }
+    const delay = Math.max(0, Math.floor(this.#opt.backoff(job.token)));
+    try {
+      await this.queue.retry(job.id, job.token, delay);
+    } catch (err) {
+      this.#settleError(job, "retry", err);
+      return;
+    }
+    this.#m.add("retried", q, 1);
+    if (this.#opt.maintenanceMs <= 0 || delay < this.#opt.maintenanceMs) {
+      // Sooner than the next maintenance: promote it when it is due.
+      setTimeout(() => void this.#promote(), delay).unref();
+    }
+    this.#log.info("emq: job failed; it runs again", {
+      queue: q,
+      id: job.id,
+      attempt: job.token,
+      inMs: delay,
+      err: why,
+    });
+  }
+
+  #settleError(job: Job, op: string, err: unknown): void {
+    if (err instanceof StaleError) {
+      this.#stale(job, op, err);
+      return;
+    }
+    this.#log.error(
+      "emq: settling a job failed; its lease will be reaped and it runs again",
+      { queue: this.queue.name, op, id: job.id, err },
+    );
+  }
+
+  /**
+   * Counts a transition refused because the lease was lost: another claim
+   * took the job. It is the normal outcome of a handler slower than its
+   * lease, not an alarm.
+   */
+  #stale(job: Job, op: string, err: unknown): void {
+    this.#m.add("stale", this.queue.name, 1);
+    this.#log.info(
+      "emq: the job's lease was lost before its " +
+        op +
+        "; the holder of the new lease settles it",
+      { queue: this.queue.name, id: job.id, token: job.token, err },
+    );
+  }
+
+  /** Extends the leases of running jobs due for it, in one round trip. */
+  async #extend(every: number): Promise<void> {
+    const now = Date.now();
+    const due: Inflight[] = [];
+    const xs: ScriptExec[] = [];
+    const k = this.queue.keys;
+    for (const fl of this.#running) {
+      if (
+        fl.lost ||
+        fl.handedBack ||
+        fl.deadlineMs - now > this.#opt.leaseMs - every
+      ) {
+        continue;
+      }
+      due.push(fl);
+      xs.push(
+        extendExec({
+          active: k.active,
+          row: k.row(fl.job.id),
+          id: fl.job.id,
+          token: fl.job.token,
+          leaseMs: this.#opt.leaseMs,
+        }),
+      );
+    }
+    if (xs.length === 0) {
+      return;
+    }
+    let res;
+    try {
+      await this.queue.client.ensure();
+      res = await runScripts(this.queue.client.adapter, xs);
+    } catch (err) {
+      this.#log.warn("emq: extending leases failed; retrying", { err });
+      return;
+    }
+    res.forEach((r, i) => {
+      const fl = due[i]!;
+      if (r.ok) {
+        try {
+          fl.deadlineMs = decodeExtend(r.value);
+        } catch (err) {
+          this.#log.warn("emq: extending a lease failed", { err });
+        }
+      } else if (r.error instanceof StaleError) {
+        fl.lost = true;
+        fl.ac.abort(new LeaseLostError());
+        this.#stale(fl.job, "extend", r.error);
+      } else {
+        this.#log.warn("emq: extending a lease failed; retrying", {
+          id: fl.job.id,
+          err: r.error,
+        });
+      }
+    });
+  }
+
+  /** Gives the jobs of handlers still running back to the queue at once. */
+  async #handBack(): Promise<void> {
+    let n = 0;
+    for (const fl of this.#running) {
+      if (fl.lost || fl.handedBack) {
+        continue;
+      }
+      fl.handedBack = true;
+      try {
+        await this.queue.retry(fl.job.id, fl.job.token, 0);
+        this.#m.add("handed_back", this.queue.name, 1);
+        n++;
+      } catch (err) {
+        this.#settleError(fl.job, "hand-back", err);
+      }
+    }
+    if (n > 0) {
+      this.#log.warn(
+        "emq: handlers overran the shutdown deadline; their jobs were handed back",
+        { queue: this.queue.name, jobs: n },
+      );
+      await this.#promote();
+    }
+  }
+
+  /** Promotes and reaps while holding the queue's maintenance lock; resolves whether it is held. */
+  async #maintain(): Promise<boolean> {
+    try {
+      const d = await runLock(this.queue.client.adapter, {
+        locks: KEY_LOCKS,
+        name: lockMaintenance(this.queue.name),
+        owner: this.#owner,
+        ttlMs: 3 * this.#opt.maintenanceMs,
+      });
+      if (d === LOCK_HELD) {
+        return false;
+      }
+    } catch (err) {
+      this.#log.warn("emq: taking the maintenance lock failed", { err });
+      return false;
+    }
+    await this.#promote();
+    await this.#reap();
+    return true;
+  }
+
+  async #promote(): Promise<void> {
+    let total = 0;
+    try {
+      for (;;) {
+        const n = await this.queue.promote(maintenanceBatch);
+        total += n;
+        if (n < maintenanceBatch) {
+          break;
+        }
+      }
+    } catch (err) {
+      this.#log.warn("emq: promoting due jobs failed", { err });
+    }
+    if (total > 0) {
+      this.#m.add("promoted", this.queue.name, total);
+      await this.#ring();
+    }
+  }
+
+  async #reap(): Promise<void> {
+    let total = 0;
+    try {
+      for (;;) {
+        const n = await this.queue.reap(
+          maintenanceBatch,
+          this.#opt.maxAttempts,
+        );
+        total += n;
+        if (n < maintenanceBatch) {
+          break;
+        }
+      }
+    } catch (err) {
+      this.#log.warn("emq: reaping expired leases failed", { err });
+    }
+    if (total > 0) {
+      this.#m.add("reaped", this.queue.name, total);
+      await this.#ring();
+    }
+  }
+
+  async #ring(): Promise<void> {
+    try {
+      await this.queue.ring();
+    } catch (err) {
+      this.#log.warn("emq: ringing the doorbell failed", { err });
+    }
+  }
+}

@@ -1,0 +1,158 @@
+// Starts real redis-server processes for the tests: each on a free
+// loopback port, without persistence, in a temporary directory, stopped at
+// the end. A machine without redis-server fails with the install hint;
+// nothing is skipped.
+
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createClient, RESP_TYPES } from "redis";
+
+const hint =
+  "redis-server is not on PATH: install it (Debian: apt-get install redis-server redis-tools; ./test.sh does it)";
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const addr = s.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+type Raw = ReturnType<typeof createClient>;
+
+/** A redis-server the test started. */
+export class RedisServer {
+  readonly port: number;
+  readonly dir: string;
+  #proc: ChildProcess | undefined;
+  #raw: Raw | undefined;
+
+  private constructor(port: number, dir: string) {
+    this.port = port;
+    this.dir = dir;
+  }
+
+  /** Starts a server on a free port. */
+  static async start(): Promise<RedisServer> {
+    const probe = spawnSync("redis-server", ["--version"]);
+    if (probe.error) {
+      throw new Error(hint + " (" + probe.error.message + ")");
+    }
+    const dir = mkdtempSync(join(tmpdir(), "emq-ts-"));
+    const s = new RedisServer(await freePort(), dir);
+    await s.#spawn();
+    return s;
+  }
+
+  /** redis://127.0.0.1:<port>. */
+  get url(): string {
+    return "redis://127.0.0.1:" + this.port;
+  }
+
+  async #spawn(): Promise<void> {
+    const proc = spawn(
+      "redis-server",
+      [
+        "--port",
+        String(this.port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        this.dir,
+      ],
+      { stdio: ["ignore", "ignore", "pipe"] },
+    );
+    this.#proc = proc;
+    let exited = false;
+    proc.once("exit", () => {
+      exited = true;
+    });
+    for (let i = 0; i < 100; i++) {
+      if (exited) {
+        throw new Error("redis-server exited at start on port " + this.port);
+      }
+      const c = createClient({ url: this.url, RESP: 2 });
+      c.on("error", () => {});
+      try {
+        await c.connect();
+        await c.ping();
+        await c.close();
+        return;
+      } catch {
+        c.destroy();
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    throw new Error("redis-server did not answer on port " + this.port);
+  }
+
+  /** A plain connection for the test's own commands (planting, checking). */
+  async raw(): Promise<Raw> {
+    if (this.#raw === undefined) {
+      const c = createClient({ url: this.url, RESP: 2 });
+      c.on("error", () => {});
+      await c.connect();
+      this.#raw = c as Raw;
+    }
+    return this.#raw;
+  }
+
+  /** Sends one command on the raw connection; bulk strings as strings. */
+  async cmd(...args: string[]): Promise<unknown> {
+    const r = await this.raw();
+    return r.sendCommand(args);
+  }
+
+  /** Sends one command; bulk strings as Buffers. */
+  async cmdBytes(...args: string[]): Promise<unknown> {
+    const r = await this.raw();
+    return r.sendCommand(args, {
+      typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer },
+    });
+  }
+
+  /** The number of commands the server processed so far (INFO itself included). */
+  async commandsProcessed(): Promise<number> {
+    const info = String(await this.cmd("INFO", "stats"));
+    const m = /total_commands_processed:(\d+)/.exec(info);
+    return Number(m?.[1]);
+  }
+
+  /** Every key and its type and value, for comparing keyspaces. */
+  async snapshot(): Promise<Record<string, string>> {
+    const out: Record<string, string> = {};
+    const keys = (await this.cmd("KEYS", "*")) as string[];
+    for (const k of keys.sort()) {
+      const dump = (await this.cmdBytes("DUMP", k)) as Buffer | null;
+      out[k] = dump ? dump.toString("hex") : "";
+    }
+    return out;
+  }
+
+  /** Stops the server and removes its directory. */
+  async stop(): Promise<void> {
+    if (this.#raw !== undefined) {
+      this.#raw.destroy();
+      this.#raw = undefined;
+    }
+    const p = this.#proc;
+    if (p && p.exitCode === null) {
+      await new Promise<void>((resolve) => {
+        p.once("exit", () => resolve());
+        p.kill("SIGKILL");
+      });
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
