@@ -55,6 +55,8 @@ fi
   npm ci --no-audit --no-fund --loglevel=error
   npx --no-install tsc -p tsconfig.json
   npx --no-install prettier --check .
+  # the TypeScript the target writes for every golden case is prettier-clean too
+  npx --no-install prettier --check --ignore-path /dev/null ../../golden/cases/*/out/sdk/ts
   node --test --test-concurrency=1 dist/test/
 )
 
