@@ -45,8 +45,8 @@ func SurfaceOf(p *model.Protocol) (*Surface, error) {
 // when both sides of a comparison carry a Surface.
 func ArtifactRules() []Rule {
 	return []Rule{
-		{ID: "GO_API_NO_DELETE", Bump: Major, Wire: true, Purpose: "Code compiled against the generated Go package stops compiling when an exported name it uses is gone (golang.org/x/exp/apidiff: removal is incompatible)."},
-		{ID: "GO_API_SAME_SIGNATURE", Bump: Major, Wire: true, Purpose: "Code compiled against the generated Go package stops compiling when an exported name changes its type or signature, or an interface it implements grows."},
+		{ID: "GO_API_NO_DELETE", Bump: Major, Wire: true, Category: CategoryAPI, Purpose: "Code compiled against the generated Go package stops compiling when an exported name it uses is gone (golang.org/x/exp/apidiff: removal is incompatible)."},
+		{ID: "GO_API_SAME_SIGNATURE", Bump: Major, Wire: true, Category: CategoryAPI, Purpose: "Code compiled against the generated Go package stops compiling when an exported name changes its type or signature, or an interface it implements grows."},
 		{ID: "LUA_SAME_SLOTS", Bump: Major, Wire: true, Purpose: "Callers of a script of the baseline pass KEYS and ARGV by position: a slot lost, added or reordered sends values to the wrong place."},
 	}
 }
@@ -57,6 +57,7 @@ func compareSurfaces(d *differ, old, new Side) []Finding {
 		rules[r.ID] = r
 	}
 	var out []Finding
+	newIdents, oldIdents := goIdents(d.new), goIdents(d.old)
 	for _, b := range apirecord.CompareAPI(old.Surface.API, new.Surface.API) {
 		r := rules["GO_API_SAME_SIGNATURE"]
 		if b.Kind == apirecord.Removed {
@@ -69,7 +70,28 @@ func compareSurfaces(d *differ, old, new Side) []Finding {
 		case apirecord.Changed:
 			msg = "was: " + b.Old + "; now: " + b.New
 		}
-		f := Finding{Rule: r.ID, Bump: r.Bump, Wire: r.Wire, Path: "go: " + b.Where, Message: msg, File: new.File}
+		f := Finding{Rule: r.ID, Bump: r.Bump, Wire: r.Wire, Category: r.category(), Path: "go: " + b.Where, Message: msg, File: new.File, Judged: true}
+		// The manifest element that generates the name locates the
+		// finding, whatever the baseline: the element in the new manifest,
+		// or, when it is gone, the old one (the anchor then is what
+		// enclosed it in the new manifest).
+		f.Anchor = d.top(new.File)
+		if p, ok := locateGo(b.Where+" "+b.Old+" "+b.New, newIdents); ok {
+			l := d.new[p]
+			f.Line, f.Column = l.pos.Line, l.pos.Col
+			f.Anchor = Location{File: new.File, Line: l.pos.Line, Column: l.pos.Col}
+			f.Message += " (manifest: " + p + ")"
+		} else if p, ok := locateGo(b.Where+" "+b.Old, oldIdents); ok && d.new.has(p) {
+			l := d.new[p]
+			f.Line, f.Column = l.pos.Line, l.pos.Col
+			f.Anchor = Location{File: new.File, Line: l.pos.Line, Column: l.pos.Col}
+			f.Message += " (manifest: " + p + ")"
+		} else if ok {
+			l := d.old[p]
+			f.File, f.Line, f.Column = old.File, l.pos.Line, l.pos.Col
+			f.Anchor = d.newAnchor(p, new.File)
+			f.Message += " (manifest: " + p + ")"
+		}
 		if old.Surface.APIFile != "" {
 			// The recorded line that broke is the place to look.
 			f.File, f.Line, f.Column = old.Surface.APIFile, old.Surface.APILines[b.Old], 1
@@ -78,7 +100,7 @@ func compareSurfaces(d *differ, old, new Side) []Finding {
 	}
 	for _, b := range apirecord.CompareSlots(old.Surface.Slots, new.Surface.Slots) {
 		r := rules["LUA_SAME_SLOTS"]
-		f := Finding{Rule: r.ID, Bump: r.Bump, Wire: r.Wire, Path: "lua: " + b.Where, Message: b.Message}
+		f := Finding{Rule: r.ID, Bump: r.Bump, Wire: r.Wire, Category: r.category(), Path: "lua: " + b.Where, Message: b.Message, Judged: true}
 		// Point at the script in the manifest: the new one, or the old one
 		// when the script is gone.
 		name := scriptOf(b.Where)
@@ -90,6 +112,7 @@ func compareSurfaces(d *differ, old, new Side) []Finding {
 		} else {
 			f.File = new.File
 		}
+		f.Anchor = d.newAnchor(path, new.File)
 		out = append(out, f)
 	}
 	return out
@@ -103,4 +126,22 @@ func scriptOf(where string) string {
 		return where
 	}
 	return name
+}
+
+// locateGo finds the manifest element that generates an identifier of an
+// API line: the first identifier (or Type.Field pair) the element map
+// knows.
+func locateGo(line string, idents map[string]string) (string, bool) {
+	ws := identsOf(line)
+	for i, w := range ws {
+		if i+1 < len(ws) {
+			if p, ok := idents[w+"."+ws[i+1]]; ok {
+				return p, true
+			}
+		}
+		if p, ok := idents[w]; ok {
+			return p, true
+		}
+	}
+	return "", false
 }

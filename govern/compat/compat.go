@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/echomq/echomq/gen/manifest"
 	"github.com/echomq/echomq/gen/model"
@@ -84,15 +85,43 @@ func Declared(from, to model.Semver) (b Bump, ok bool) {
 
 // Finding is one classified change.
 type Finding struct {
-	Rule    string `json:"rule"`
-	Bump    Bump   `json:"bump"`
-	Wire    bool   `json:"wire"`
-	Path    string `json:"path"`
+	Rule string `json:"rule"`
+	Bump Bump   `json:"bump"`
+	Wire bool   `json:"wire"`
+	// Category is the rule's strictness category: wire or api.
+	Category string `json:"category"`
+	Path     string `json:"path"`
+	// Message says what changed, naming the element by its wire identity
+	// with its Go name alongside.
 	Message string `json:"message"`
-	File    string `json:"file"`
-	Line    int    `json:"line"`
-	Column  int    `json:"column"`
+	// File, Line and Column locate the change itself: in the old manifest
+	// for a deletion, else in the new one.
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
+	// Anchor locates the finding in the new manifest — the file of the
+	// pull request's checkout — always: a deletion at the element that
+	// enclosed what was deleted (as buf does), a generated-API finding at
+	// the manifest element that generates the name. Annotations attach here.
+	Anchor Location `json:"anchor"`
+	// Waiver, when set, is the acknowledgement that waives the finding: it
+	// is reported but not counted.
+	Waiver *Waiver `json:"waiver,omitempty"`
+	// Judged is false for a finding outside the report's category: it is
+	// reported but not counted.
+	Judged bool `json:"judged"`
 }
+
+// Location is a file position.
+type Location struct {
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
+}
+
+// Counts reports whether the finding counts towards the required bump:
+// judged and not waived.
+func (f Finding) Counts() bool { return f.Judged && f.Waiver == nil }
 
 // Where is the finding's file:line:col, or the file alone when the
 // position is unknown.
@@ -109,6 +138,10 @@ func (f Finding) Where() string {
 type Side struct {
 	File     string
 	Manifest *manifest.Manifest
+	// Invalid, when set, is why the manifest does not validate: it is
+	// still compared, on its leaves, but a report over an invalid new side
+	// fails and says so.
+	Invalid error
 	// Surface, when set, is compared by the artifact rules.
 	Surface *Surface
 }
@@ -121,7 +154,9 @@ func Compare(old, new Side) []Finding { return compare(old, new, Rules()) }
 // compare classifies with the given manifest rules; tests drop rules from
 // it to show that what they explained then fails closed.
 func compare(old, new Side, rules []Rule) []Finding {
-	d := &differ{old: flatten(old.Manifest), new: flatten(new.Manifest), claimed: map[*change]bool{}}
+	d := &differ{claimed: map[*change]bool{}}
+	d.old, _ = flattenWith(old.Manifest)
+	d.new, d.newLists = flattenWith(new.Manifest)
 	// The version itself is what a change is judged against, not a change.
 	delete(d.old, "version")
 	delete(d.new, "version")
@@ -158,7 +193,65 @@ func (r Rule) finding(g *group, oldFile, newFile string) Finding {
 	if isOld {
 		file = oldFile
 	}
-	return Finding{Rule: r.ID, Bump: r.Bump, Wire: r.Wire, Path: g.root, Message: r.say(g), File: file, Line: l.pos.Line, Column: l.pos.Col}
+	msg := r.say(g)
+	if msg == "" {
+		msg = g.details()
+	}
+	if msg == "" {
+		msg = "changed"
+	}
+	t := g.d.new
+	if isOld {
+		t = g.d.old
+	}
+	if n := goNameOf(t, g.root); n != "" && !strings.Contains(msg, n) {
+		msg += " (Go: " + n + ")"
+	}
+	if since := g.d.old[g.root+".deprecated.since"].value; a.kind == removed && a.path == g.root && since != "" {
+		msg += "; announced at version " + since + " (deprecated)"
+	}
+	f := Finding{Rule: r.ID, Bump: r.Bump, Wire: r.Wire, Category: r.category(), Path: g.root, Message: msg, File: file, Line: l.pos.Line, Column: l.pos.Col, Judged: true}
+	f.Anchor = Location{File: newFile, Line: l.pos.Line, Column: l.pos.Col}
+	if isOld {
+		f.Anchor = g.d.newAnchor(g.root, newFile)
+	}
+	return f
+}
+
+// category is the rule's category, wire when unset.
+func (r Rule) category() string {
+	if r.Category == "" {
+		return CategoryWire
+	}
+	return r.Category
+}
+
+// newAnchor locates path in the new manifest: the path itself when it is
+// there, else the innermost enclosing element (or list) that is, else the
+// top of the file.
+func (d *differ) newAnchor(path, newFile string) Location {
+	for p := path; p != ""; {
+		if l, ok := d.new[p]; ok && !l.pos.IsZero() {
+			return Location{File: newFile, Line: l.pos.Line, Column: l.pos.Col}
+		}
+		if pos, ok := d.newLists[p]; ok && !pos.IsZero() {
+			return Location{File: newFile, Line: pos.Line, Column: pos.Col}
+		}
+		// Up one step: an element to its list, a field to its element.
+		switch i := strings.LastIndexAny(p, ".["); {
+		case i <= 0:
+			p = ""
+		default:
+			p = p[:i]
+		}
+	}
+	return d.top(newFile)
+}
+
+// top locates the manifest's first fact (its protocol line).
+func (d *differ) top(newFile string) Location {
+	l := d.new["protocol"]
+	return Location{File: newFile, Line: max(l.pos.Line, 1), Column: max(l.pos.Col, 1)}
 }
 
 func sortFindings(fs []Finding) {
@@ -218,12 +311,12 @@ func common(a, b []string) []string {
 	return out
 }
 
-// Required is the highest bump the findings require, not counting Invalid
-// (which no bump satisfies).
+// Required is the highest bump the findings that count require, not
+// counting Invalid (which no bump satisfies).
 func Required(fs []Finding) Bump {
 	b := None
 	for _, f := range fs {
-		if f.Bump != Invalid && f.Bump > b {
+		if f.Counts() && f.Bump != Invalid && f.Bump > b {
 			b = f.Bump
 		}
 	}
@@ -233,7 +326,7 @@ func Required(fs []Finding) Bump {
 // Wire reports whether any finding changes the wire.
 func Wire(fs []Finding) bool {
 	for _, f := range fs {
-		if f.Wire {
+		if f.Wire && f.Counts() {
 			return true
 		}
 	}
@@ -255,5 +348,6 @@ func RuleIDs() []string {
 func AllRules() []Rule {
 	rs := Rules()
 	rs = append(rs, ArtifactRules()...)
+	rs = append(rs, waiverRules()...)
 	return append(rs, unclassified)
 }

@@ -34,8 +34,16 @@ const base = "../../golden/releases/2.0.0.yaml"
 //	>>>>>>>
 //	-- new --
 //	...edits...
+//	-- waivers --        (optional: a waivers file, as waivers.yaml)
+//	waivers:
+//	  - {rule: ..., path: ..., version: 2.0.0, reason: ...}
+//	-- category --       (optional: wire or wire+api, the default)
+//	wire
 //	-- want --
 //	new.yaml:12:7: minor KEY_TYPE_ADDED keys.types[audit]: key type "audit" added
+//
+// A fixture is named after the rule it shows: <RULE>.txt, or
+// <RULE>.<variant>.txt for a further case of the same rule.
 type fixture struct {
 	path     string
 	rule     string
@@ -43,6 +51,7 @@ type fixture struct {
 	old, new string
 	want     []string
 	without  []string // rules left out, to show a change then fails closed
+	opts     Options
 	// raw sections, kept to rewrite the file under -update
 	sections map[string]string
 }
@@ -63,7 +72,8 @@ func loadFixtures(t *testing.T) []*fixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := &fixture{path: p, rule: strings.TrimSuffix(filepath.Base(p), ".txt"), sections: map[string]string{}}
+		rule, _, _ := strings.Cut(strings.TrimSuffix(filepath.Base(p), ".txt"), ".")
+		f := &fixture{path: p, rule: rule, sections: map[string]string{}}
 		var cur string
 		var comment []string
 		for _, line := range strings.SplitAfter(string(data), "\n") {
@@ -84,8 +94,8 @@ func loadFixtures(t *testing.T) []*fixture {
 		}
 		f.comment = strings.TrimSpace(strings.Join(comment, "\n"))
 		for name := range f.sections {
-			if name != "old" && name != "new" && name != "want" && name != "without" {
-				t.Fatalf("%s: unknown section %q (old, new, without, want)", p, name)
+			if name != "old" && name != "new" && name != "want" && name != "without" && name != "waivers" && name != "category" {
+				t.Fatalf("%s: unknown section %q (old, new, without, waivers, category, want)", p, name)
 			}
 		}
 		if f.comment == "" {
@@ -94,6 +104,12 @@ func loadFixtures(t *testing.T) []*fixture {
 		f.old = applyEdits(t, p+" old", string(baseText), f.sections["old"])
 		f.new = applyEdits(t, p+" new", string(baseText), f.sections["new"])
 		f.without = strings.Fields(f.sections["without"])
+		f.opts.Category = strings.TrimSpace(f.sections["category"])
+		if w, ok := f.sections["waivers"]; ok {
+			if f.opts.Waivers, err = ParseWaivers("waivers.yaml", []byte(w)); err != nil {
+				t.Fatalf("%s: waivers: %v", p, err)
+			}
+		}
 		if f.old == f.new && f.rule != Unclassified {
 			t.Errorf("%s: the new manifest equals the old one", p)
 		}
@@ -175,7 +191,7 @@ func TestRuleFixtures(t *testing.T) {
 					rules = append(rules, r)
 				}
 			}
-			got := lines(compare(old, new, rules))
+			got := lines(f.opts.apply(compare(old, new, rules), new.Manifest.Version.V, new.File, Location{}))
 			if *update {
 				f.sections["want"] = strings.Join(got, "\n") + "\n"
 				f.write(t)
@@ -232,7 +248,7 @@ func (f *fixture) write(t *testing.T) {
 	for _, l := range strings.Split(f.comment, "\n") {
 		b.WriteString(l + "\n")
 	}
-	for _, name := range []string{"old", "new", "without", "want"} {
+	for _, name := range []string{"old", "new", "without", "waivers", "category", "want"} {
 		if s, ok := f.sections[name]; ok {
 			fmt.Fprintf(&b, "-- %s --\n%s", name, s)
 		}

@@ -184,6 +184,14 @@ func (c *compareFuzz) check(t *testing.T, old, new Side, oldText, newText string
 		if x.Path == "" || x.Message == "" {
 			t.Fatalf("finding %+v has no path or message", x)
 		}
+		if m := strings.TrimSpace(x.Message); strings.HasSuffix(m, ":") || strings.Contains(m, ":  ") || strings.Contains(m, ": (Go:") || strings.Contains(m, ": (manifest:") {
+			t.Fatalf("finding %+v has an empty detail", x)
+		}
+		// Every finding is anchored in the new manifest, the file of the
+		// pull request's checkout, at a line inside it.
+		if x.Anchor.File != new.File || x.Anchor.Line < 1 || x.Anchor.Line > lineCount(newText) || x.Anchor.Column < 1 {
+			t.Fatalf("finding %+v is not anchored inside %s (%d lines)", x, new.File, lineCount(newText))
+		}
 	}
 	if r, err := Judge(old, new); err == nil {
 		for _, format := range Formats {

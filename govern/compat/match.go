@@ -4,12 +4,16 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/echomq/echomq/gen/manifest"
 )
 
 // differ holds one comparison: both trees, the changes between them and
 // which changes a finding has explained.
 type differ struct {
 	old, new tree
+	// newLists locates every list of the new manifest, by path.
+	newLists map[string]manifest.Pos
 	changes  []*change
 	claimed  map[*change]bool
 }
@@ -256,7 +260,9 @@ func (g *group) details() string {
 // parentAdded reports whether an element above path exists in t but not
 // in other: the leaf came or went with its entry.
 func (t tree) parentAdded(path string, other tree) bool {
-	for i := len(path) - 1; i > 0; i-- {
+	// The leaf itself is not its own parent: a map entry (with[name]) ends
+	// in a bracket too.
+	for i := len(path) - 2; i > 0; i-- {
 		if path[i] != ']' || (i+1 < len(path) && path[i+1] != '.') {
 			continue
 		}

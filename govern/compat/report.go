@@ -13,10 +13,17 @@ import (
 // bump they require, the bump the versions declare, and whether the
 // change may land.
 type Report struct {
-	From     string    `json:"from"`
-	To       string    `json:"to"`
-	OldFile  string    `json:"old_file"`
-	NewFile  string    `json:"new_file"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	OldFile string `json:"old_file"`
+	NewFile string `json:"new_file"`
+	// NewValid is whether the new manifest validates; NewErrors are its
+	// validation errors when it does not. A report over an invalid new
+	// manifest never passes.
+	NewValid  bool     `json:"new_valid"`
+	NewErrors []string `json:"new_errors"`
+	// Category is the strictness category judged: wire or wire+api.
+	Category string    `json:"category"`
 	Required Bump      `json:"required"`
 	Declared Bump      `json:"declared"`
 	OK       bool      `json:"ok"`
@@ -29,7 +36,19 @@ type Report struct {
 // least the required one (a change that touches no wire byte, such as
 // prose, may also land without a version change), and the history records
 // a changed version. Every problem says what to do.
-func Judge(old, new Side) (*Report, error) {
+func Judge(old, new Side) (*Report, error) { return JudgeWith(old, new, Options{}) }
+
+// JudgeWith is Judge under options: a strictness category and waivers.
+// Findings outside the category and waived findings are reported but do
+// not count towards the required bump; a new manifest that does not
+// validate fails the report.
+func JudgeWith(old, new Side, o Options) (*Report, error) {
+	if o.Category == "" {
+		o.Category = CategoryWireAPI
+	}
+	if o.Category != CategoryWire && o.Category != CategoryWireAPI {
+		return nil, fmt.Errorf("category %q is not one of %s", o.Category, strings.Join(Categories, ", "))
+	}
 	from, err := model.ParseSemver(old.Manifest.Version.V)
 	if err != nil {
 		return nil, fmt.Errorf("%s: version: %v", old.File, err)
@@ -39,7 +58,12 @@ func Judge(old, new Side) (*Report, error) {
 		return nil, fmt.Errorf("%s: version: %v", new.File, err)
 	}
 	fs := Compare(old, new)
-	r := &Report{From: from.String(), To: to.String(), OldFile: old.File, NewFile: new.File, Required: Required(fs), Changes: fs, Problems: []string{}}
+	fs = o.apply(fs, to.String(), new.File, Location{File: new.File, Line: 1, Column: 1})
+	r := &Report{From: from.String(), To: to.String(), OldFile: old.File, NewFile: new.File, NewValid: new.Invalid == nil, NewErrors: []string{}, Category: o.Category, Required: Required(fs), Changes: fs, Problems: []string{}}
+	if new.Invalid != nil {
+		r.NewErrors = strings.Split(strings.TrimSpace(new.Invalid.Error()), "\n")
+		r.Problems = append(r.Problems, fmt.Sprintf("%s does not validate, so nothing it generates was compared; fix it first (emqgen validate %s):\n%v", new.File, new.File, new.Invalid))
+	}
 	if r.Changes == nil {
 		r.Changes = []Finding{}
 	}
@@ -49,7 +73,7 @@ func Judge(old, new Side) (*Report, error) {
 		r.Problems = append(r.Problems, fmt.Sprintf("the version went down from %s to %s: versions are recorded monotonically; set version to %s or higher", from, to, next(from, max(r.Required, Patch))))
 	}
 	for _, f := range fs {
-		if f.Bump == Invalid {
+		if f.Bump == Invalid && f.Judged {
 			r.Problems = append(r.Problems, fmt.Sprintf("%s %s at %s: refused at any bump — %s Undo it (%s).", f.Rule, f.Path, f.Where(), purposeOf(f.Rule), f.Message))
 		}
 	}
@@ -61,7 +85,7 @@ func Judge(old, new Side) (*Report, error) {
 	default:
 		var why []string
 		for _, f := range fs {
-			if f.Bump == r.Required {
+			if f.Bump == r.Required && f.Counts() {
 				why = append(why, f.Rule+" "+f.Path)
 			}
 		}
@@ -135,8 +159,21 @@ func (r *Report) Write(w io.Writer, format string) error {
 }
 
 // Text is a finding as one line of text: file:line:col: bump RULE path: message.
+// A waived finding ends with [waived at file:line: reason], one outside
+// the judged category with [not judged: category wire].
 func (f Finding) Text() string {
-	return fmt.Sprintf("%s: %s %s %s: %s", f.Where(), f.Bump, f.Rule, f.Path, f.Message)
+	return fmt.Sprintf("%s: %s %s %s: %s%s", f.Where(), f.Bump, f.Rule, f.Path, f.Message, f.note())
+}
+
+// note says why a reported finding does not count, or nothing.
+func (f Finding) note() string {
+	switch {
+	case f.Waiver != nil:
+		return fmt.Sprintf(" [waived at %s: %s]", f.Waiver.Where(), strings.TrimSpace(f.Waiver.Reason))
+	case !f.Judged:
+		return " [not judged: category " + CategoryWire + "]"
+	}
+	return ""
 }
 
 func (r *Report) verdict() string {
@@ -145,7 +182,25 @@ func (r *Report) verdict() string {
 	if n != 1 {
 		s += "s"
 	}
+	waived, unjudged := 0, 0
+	for _, f := range r.Changes {
+		switch {
+		case f.Waiver != nil:
+			waived++
+		case !f.Judged:
+			unjudged++
+		}
+	}
+	if waived > 0 {
+		s += fmt.Sprintf(" (%d waived)", waived)
+	}
+	if unjudged > 0 {
+		s += fmt.Sprintf(" (%d outside category %s)", unjudged, r.Category)
+	}
 	s += fmt.Sprintf("; required %s, declared %s: ", r.Required, r.Declared)
+	if !r.NewValid {
+		s += r.NewFile + " does not validate: "
+	}
 	if r.OK {
 		return s + "ok"
 	}
@@ -171,7 +226,10 @@ func (r *Report) markdown(b *strings.Builder) {
 		mark = "❌"
 	}
 	fmt.Fprintf(b, "### %s EchoMQ protocol %s → %s\n\n", mark, r.From, r.To)
-	fmt.Fprintf(b, "**Required bump:** %s · **declared:** %s · **verdict:** ", r.Required, r.Declared)
+	fmt.Fprintf(b, "**Required bump:** %s · **declared:** %s · **category:** %s · **verdict:** ", r.Required, r.Declared, r.Category)
+	if !r.NewValid {
+		fmt.Fprintf(b, "`%s` does not validate, ", r.NewFile)
+	}
 	if r.OK {
 		b.WriteString("passes the gate\n\n")
 	} else {
@@ -189,7 +247,7 @@ func (r *Report) markdown(b *strings.Builder) {
 	}
 	b.WriteString("| Bump | Rule | Path | Change | Where |\n|---|---|---|---|---|\n")
 	for _, f := range r.Changes {
-		fmt.Fprintf(b, "| %s | `%s` | `%s` | %s | `%s` |\n", f.Bump, f.Rule, mdEscape.Replace(f.Path), mdEscape.Replace(f.Message), f.Where())
+		fmt.Fprintf(b, "| %s | `%s` | `%s` | %s | `%s` |\n", f.Bump, f.Rule, mdEscape.Replace(f.Path), mdEscape.Replace(f.Message+f.note()), f.Where())
 	}
 	b.WriteString("\n<sub>Generated by `emqgen diff`; rules and their purposes: docs/reviewing.md.</sub>\n")
 }
@@ -203,15 +261,24 @@ var (
 func (r *Report) github(b *strings.Builder) {
 	for _, f := range r.Changes {
 		level := "notice"
-		if f.Bump == Invalid || (f.Bump > r.Declared && !(r.Declared == None && !f.Wire)) {
+		if f.Bump == Invalid && f.Judged || f.Counts() && (f.Bump > r.Declared && !(r.Declared == None && !f.Wire)) {
 			level = "error"
 		}
-		props := []string{"file=" + ghProps.Replace(f.File)}
-		if f.Line > 0 {
-			props = append(props, fmt.Sprintf("line=%d", f.Line), fmt.Sprintf("col=%d", f.Column))
+		// Annotations attach to the pull request's checkout: the anchor in
+		// the new manifest, which a deletion or a generated-API finding
+		// also has. The change's own position, when it is elsewhere (the
+		// baseline), is named in the message.
+		a := f.Anchor
+		if a.File == "" {
+			a = Location{File: f.File, Line: f.Line, Column: f.Column}
 		}
+		props := []string{"file=" + ghProps.Replace(a.File), fmt.Sprintf("line=%d", max(a.Line, 1)), fmt.Sprintf("col=%d", max(a.Column, 1))}
 		props = append(props, "title="+ghProps.Replace(fmt.Sprintf("%s (%s)", f.Rule, f.Bump)))
-		fmt.Fprintf(b, "::%s %s::%s\n", level, strings.Join(props, ","), ghData.Replace(f.Path+": "+f.Message))
+		msg := f.Path + ": " + f.Message + f.note()
+		if f.File != a.File || f.Line != a.Line {
+			msg += " (at " + f.Where() + ")"
+		}
+		fmt.Fprintf(b, "::%s %s::%s\n", level, strings.Join(props, ","), ghData.Replace(msg))
 	}
 	if r.OK {
 		fmt.Fprintf(b, "::notice title=emqgen check::%s\n", ghData.Replace(r.verdict()))

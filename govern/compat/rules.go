@@ -23,16 +23,34 @@ type Rule struct {
 	Wire bool
 	// Purpose says why the change requires Bump.
 	Purpose string
+	// Category is the strictness category the rule belongs to: CategoryWire
+	// (empty reads as wire) for what Lua and raw-Redis consumers see, or
+	// CategoryAPI for what only users of the generated APIs see.
+	Category string
 
 	match matcher
 	say   func(g *group) string
 }
 
+// The rule categories. A report judged under CategoryWire counts only
+// wire rules; under CategoryWireAPI (the default) it counts both.
+const (
+	CategoryWire    = "wire"
+	CategoryAPI     = "api"
+	CategoryWireAPI = "wire+api"
+)
+
+// Categories are the values -category accepts.
+var Categories = []string{CategoryWire, CategoryWireAPI}
+
 // Unclassified is the rule of changes no other rule recognises.
 const Unclassified = "UNCLASSIFIED_CHANGE"
 
 // docNames are the fields that hold prose only.
-var docNames = map[string]bool{"summary": true, "semantics": true, "invariant": true, "when": true, "server": true, "check": true, "uniqueness": true}
+// A reply's nil is the prose of when the reply is nil: its text is
+// documentation, while its presence (whether the reply may be nil) is
+// part of the reply's shape.
+var docNames = map[string]bool{"summary": true, "semantics": true, "invariant": true, "when": true, "server": true, "check": true, "uniqueness": true, "nil": true, "reason": true, "meaning": true}
 
 // Rules returns every manifest rule, in the order they are tried. The
 // artifact rules (ArtifactRules) and UNCLASSIFIED_CHANGE come after them.
@@ -61,8 +79,8 @@ func Rules() []Rule {
 		{ID: "KEY_TYPE_ADDED", Bump: Minor, Wire: true, Purpose: "A new key type is additive registration (spec §8): old clients never touch it.",
 			match: element(added, "keys.types[*]"), say: sayf("key type %q added")},
 		{ID: "ROW_FIELD_SAME_NAME", Bump: Major, Wire: true, Purpose: "A renamed row field is a new field to every stored row and to every client of the old name.",
-			match: fieldRenamed, say: func(g *group) string {
-				return fmt.Sprintf("row field %q renamed to %q (role %s)", g.id(0), g.id(1), g.d.new["row.fields["+escapeIdent(g.id(1))+"].role"].value)
+			match: renamed("row.fields[*]", ".role"), say: func(g *group) string {
+				return fmt.Sprintf("row field %q renamed to %q (role %s)", g.id(0), g.id(1), g.d.new[g.root+".role"].value)
 			}},
 		{ID: "ROW_FIELD_NO_DELETE", Bump: Major, Wire: true, Purpose: "Every stored row carries the field and every client reads it.",
 			match: element(removed, "row.fields[*]"), say: sayf("row field %q deleted")},
@@ -88,6 +106,10 @@ func Rules() []Rule {
 			match: element(added, "reserve[*].fields[*]"), say: sayf("reserve member %q: field %q added")},
 		{ID: "RESERVE_MEMBER_PROBE_NO_DELETE", Bump: Invalid, Wire: true, Purpose: "Every reserve member keeps a probe; removing it is refused at any bump.",
 			match: subtree("reserve[*].probe", probeGone), say: sayf("reserve member %q: probe removed")},
+		{ID: "CLASS_SAME_WORD", Bump: Major, Wire: true, Purpose: "Clients recognise refusals by the class word; a renamed word is an unknown error to every deployed client.",
+			match: renamed("classes[*]", ".name"), say: func(g *group) string {
+				return fmt.Sprintf("wire class %q renamed to %q", g.id(0), g.id(1))
+			}},
 		{ID: "CLASS_NO_DELETE", Bump: Major, Wire: true, Purpose: "Clients map refusals to typed errors by class; scripts of this major may still issue it.",
 			match: element(removed, "classes[*]"), say: sayf("wire class %q deleted")},
 		{ID: "CLASS_ADDED_WITHOUT_PROBE", Bump: Invalid, Wire: true, Purpose: "A wire class is registered together with the probe that provokes it on a live server (spec §8); without one it is refused at any bump.",
@@ -152,8 +174,8 @@ func Rules() []Rule {
 			match: subtree("reserve[*].probe"), say: func(g *group) string {
 				return fmt.Sprintf("reserve member %q: probe changed: %s", g.id(0), g.details())
 			}},
-		{ID: "CLASS_SAME_WORD", Bump: Major, Wire: true, Purpose: "Clients recognise refusals by the class word; a renamed word is an unknown error to every deployed client.",
-			match: subtree("classes[*].word"), say: changed("wire class %q: word")},
+		{ID: "CLASS_SAME_NAME", Bump: Major, Wire: false, Category: CategoryAPI, Purpose: "The class's Go name names its sentinel error and class constant: code compiled against them stops compiling. The wire word is unchanged, so Lua and raw-Redis consumers see nothing.",
+			match: subtree("classes[*].name"), say: changed("wire class %q: Go name")},
 		{ID: "CLASS_SAME_PROBE", Bump: Major, Wire: true, Purpose: "A changed probe expectation is a changed behaviour of the class on live servers.",
 			match: subtree("classes[*].probe"), say: func(g *group) string { return fmt.Sprintf("wire class %q: probe changed: %s", g.id(0), g.details()) }},
 		{ID: "CLASS_MESSAGE_CHANGED", Bump: Patch, Wire: true, Purpose: "Clients match the class word, never the message text after it; the text is for people.",
@@ -164,6 +186,8 @@ func Rules() []Rule {
 			match: subtree("scripts[*].keys"), say: func(g *group) string { return fmt.Sprintf("script %q: KEYS changed: %s", g.id(0), g.details()) }},
 		{ID: "SCRIPT_SAME_ARGV", Bump: Major, Wire: true, Purpose: "Callers pass ARGV by position; a slot added, removed, retyped or reordered sends arguments to the wrong place.",
 			match: subtree("scripts[*].argv"), say: func(g *group) string { return fmt.Sprintf("script %q: ARGV changed: %s", g.id(0), g.details()) }},
+		{ID: "SCRIPT_REPLY_VALUE_SAME_NAME", Bump: Major, Wire: false, Category: CategoryAPI, Purpose: "A reply value's name names its generated constant; the integer on the wire is unchanged, so only code compiled against the constant breaks.",
+			match: subtree("scripts[*].reply.values[*].name"), say: changed("script %q: reply value %s name")},
 		{ID: "SCRIPT_SAME_REPLY", Bump: Major, Wire: true, Purpose: "Callers decode the reply by its shape: its type, its values, its elements by position and whether it may be nil.",
 			match: subtree("scripts[*].reply"), say: func(g *group) string { return fmt.Sprintf("script %q: reply changed: %s", g.id(0), g.details()) }},
 		{ID: "SCRIPT_SAME_TRANSITIONS", Bump: Major, Wire: true, Purpose: "Callers rely on the state changes a script makes; other transitions break the row/set invariant as they know it.",
@@ -245,43 +269,47 @@ func historyAdded(d *differ) []*group {
 	return out
 }
 
-// fieldRenamed pairs a deleted row field with an added one of the same
-// role.
-func fieldRenamed(d *differ) []*group {
-	pt := pat("row.fields[*]")
-	var out []*group
-	for _, gone := range d.open() {
-		if gone.kind != removed || gone.old.kind != elementLeaf || d.claimed[gone] {
-			continue
-		}
-		oldIDs, ok := pt.exact(gone.path)
-		if !ok {
-			continue
-		}
-		role := d.old[gone.path+".role"].value
-		for _, came := range d.open() {
-			if came.kind != added || came.new.kind != elementLeaf || d.claimed[came] {
+// renamed pairs a deleted entry of list p with an added one that agrees
+// on the leaf same (relative to the entry): a row field of the same role,
+// a wire class of the same Go name.
+func renamed(p, same string) matcher {
+	pt := pat(p)
+	list := strings.TrimSuffix(p, "[*]")
+	return func(d *differ) []*group {
+		var out []*group
+		for _, gone := range d.open() {
+			if gone.kind != removed || gone.old.kind != elementLeaf || d.claimed[gone] {
 				continue
 			}
-			newIDs, ok := pt.exact(came.path)
-			if !ok || d.new[came.path+".role"].value != role {
+			oldIDs, ok := pt.exact(gone.path)
+			if !ok {
 				continue
 			}
-			g := d.collect(came.path, []string{oldIDs[0], newIDs[0]})
-			g.changes = append(d.collect(gone.path, nil).changes, g.changes...)
-			// The anchor is the new name: the reviewer fixes it there.
-			g.root = came.path
-			for _, c := range d.open() {
-				if c.path == "row.fields#order" {
-					g.changes = append(g.changes, c)
+			key := d.old[gone.path+same].value
+			for _, came := range d.open() {
+				if came.kind != added || came.new.kind != elementLeaf || d.claimed[came] {
+					continue
 				}
+				newIDs, ok := pt.exact(came.path)
+				if !ok || d.new[came.path+same].value != key {
+					continue
+				}
+				g := d.collect(came.path, []string{oldIDs[0], newIDs[0]})
+				g.changes = append(d.collect(gone.path, nil).changes, g.changes...)
+				// The anchor is the new name: the reviewer fixes it there.
+				g.root = came.path
+				for _, c := range d.open() {
+					if c.path == list+"#order" {
+						g.changes = append(g.changes, c)
+					}
+				}
+				d.claim(g)
+				out = append(out, g)
+				break
 			}
-			d.claim(g)
-			out = append(out, g)
-			break
 		}
+		return out
 	}
-	return out
 }
 
 // docsChanged matches prose leaves of entries that exist on both sides.
@@ -289,7 +317,7 @@ func docsChanged(d *differ) []*group {
 	var out []*group
 	for _, c := range d.open() {
 		name := c.path[strings.LastIndexAny(c.path, ".]")+1:]
-		if !docNames[name] || c.old.kind != scalarLeaf || c.new.kind != scalarLeaf {
+		if !docNames[name] || c.kind != modified || c.old.kind != scalarLeaf || c.new.kind != scalarLeaf {
 			continue
 		}
 		if d.new.parentAdded(c.path, d.old) || d.old.parentAdded(c.path, d.new) {

@@ -19,7 +19,13 @@ import (
 // order. Entries are identified by their name (or key, member, id,
 // version, bump), never by position, so that an insertion does not look
 // like a rewrite of everything after it; probe steps, whose order is their
-// meaning, are identified by position.
+// meaning, are identified by position. Wire classes are identified by their
+// word and reply values by their integer: the identity on the wire, not the
+// Go name.
+//
+// Only lists whose order carries meaning have an order leaf (see
+// orderedLists); every other list is a set, so reordering it is no change
+// at all.
 
 type leafKind int
 
@@ -41,9 +47,24 @@ type tree map[string]leaf
 
 // flatten turns a decoded manifest into leaves.
 func flatten(m *manifest.Manifest) tree {
-	t := tree{}
-	t.walk(reflect.ValueOf(*m), "", m.Pos)
+	t, _ := flattenWith(m)
 	return t
+}
+
+// flattenWith turns a decoded manifest into leaves and also locates its
+// lists, so that a finding about a deleted entry can point at the list
+// that held it.
+func flattenWith(m *manifest.Manifest) (tree, map[string]manifest.Pos) {
+	w := &walker{t: tree{}, lists: map[string]manifest.Pos{}}
+	w.walk(reflect.ValueOf(*m), "", m.Pos)
+	return w.t, w.lists
+}
+
+// walker flattens one manifest: its leaves, and where each list is (the
+// position of its first entry, or of the element holding it when empty).
+type walker struct {
+	t     tree
+	lists map[string]manifest.Pos
 }
 
 var (
@@ -56,7 +77,18 @@ var (
 
 // identityFields are the fields that identify an entry of a list, in order
 // of preference (a set has a key and a member: its key names it).
-var identityFields = []string{"name", "key", "member", "id", "version", "bump"}
+var identityFields = []string{"word", "name", "key", "member", "id", "version", "bump"}
+
+// orderedLists are the lists whose order is meaning, by name: the bundle's
+// scripts (the bundle digest hashes their SHA-1s in manifest order), a
+// script's KEYS and ARGV and its reply's array elements (callers pass and
+// decode them by position), the snowflake layout (most significant bits
+// first), probe steps (run in order) and the version history (recorded
+// monotonically). Every other list — kinds, key classes and types, row
+// fields, states, sets, reserve members and their fields, wire classes,
+// refusals, transitions, reply values, examples, governance rules,
+// tombstones — is a set.
+var orderedLists = map[string]bool{"scripts": true, "keys": true, "argv": true, "elements": true, "layout": true, "steps": true, "history": true}
 
 // positional lists are identified by position: their order is their
 // meaning and their entries have no name.
@@ -78,16 +110,16 @@ func escapeIdent(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `]`, `\]`).Replace(s)
 }
 
-func (t tree) walk(v reflect.Value, path string, pos manifest.Pos) {
+func (w *walker) walk(v reflect.Value, path string, pos manifest.Pos) {
 	switch v.Type() {
 	case strType:
 		s := v.Interface().(manifest.Str)
-		t[path] = leaf{value: s.V, pos: s.Pos}
+		w.t[path] = leaf{value: s.V, pos: s.Pos}
 		return
 	case intType:
 		i := v.Interface().(manifest.Int)
 		if i.Set {
-			t[path] = leaf{value: strconv.FormatInt(i.V, 10), pos: i.Pos}
+			w.t[path] = leaf{value: strconv.FormatInt(i.V, 10), pos: i.Pos}
 		}
 		return
 	case boolType:
@@ -96,18 +128,18 @@ func (t tree) walk(v reflect.Value, path string, pos manifest.Pos) {
 		if p.IsZero() {
 			p = pos
 		}
-		t[path] = leaf{value: strconv.FormatBool(b.V), pos: p}
+		w.t[path] = leaf{value: strconv.FormatBool(b.V), pos: p}
 		return
 	case mapType:
 		for _, pair := range v.Interface().(manifest.Map) {
-			t[path+"["+escapeIdent(pair.Key.V)+"]"] = leaf{value: pair.Value.V, pos: pair.Value.Pos}
+			w.t[path+"["+escapeIdent(pair.Key.V)+"]"] = leaf{value: pair.Value.V, pos: pair.Value.Pos}
 		}
 		return
 	}
 	switch v.Kind() {
 	case reflect.Pointer:
 		if !v.IsNil() {
-			t.walk(v.Elem(), path, pos)
+			w.walk(v.Elem(), path, pos)
 		}
 	case reflect.Struct:
 		if p := v.FieldByName("Pos"); p.IsValid() && p.Type() == posType {
@@ -119,16 +151,16 @@ func (t tree) walk(v reflect.Value, path string, pos manifest.Pos) {
 			if name == "" {
 				continue
 			}
-			t.walk(v.Field(i), join(path, name), pos)
+			w.walk(v.Field(i), join(path, name), pos)
 		}
 	case reflect.Slice:
-		t.list(v, path, pos)
+		w.list(v, path, pos)
 	default:
 		panic(fmt.Sprintf("compat: cannot flatten %s at %s", v.Type(), path))
 	}
 }
 
-func (t tree) list(v reflect.Value, path string, pos manifest.Pos) {
+func (w *walker) list(v reflect.Value, path string, pos manifest.Pos) {
 	name := path[strings.LastIndexAny(path, ".]")+1:]
 	if v.Type().Elem() == strType {
 		var vals []string
@@ -141,14 +173,20 @@ func (t tree) list(v reflect.Value, path string, pos manifest.Pos) {
 				p = v.Index(0).Interface().(manifest.Str).Pos
 			}
 			b, _ := json.Marshal(vals)
-			t[path] = leaf{value: string(b), pos: p}
+			w.t[path] = leaf{value: string(b), pos: p}
 			return
 		}
 		for i := 0; i < v.Len(); i++ {
 			s := v.Index(i).Interface().(manifest.Str)
-			t[path+"["+escapeIdent(s.V)+"]"] = leaf{kind: elementLeaf, pos: s.Pos}
+			w.t[path+"["+escapeIdent(s.V)+"]"] = leaf{kind: elementLeaf, pos: s.Pos}
 		}
 		return
+	}
+	w.lists[path] = pos
+	if v.Len() > 0 {
+		if p := v.Index(0).FieldByName("Pos"); p.IsValid() {
+			w.lists[path] = p.Interface().(manifest.Pos)
+		}
 	}
 	var idents []string
 	seen := map[string]int{}
@@ -171,11 +209,11 @@ func (t tree) list(v reflect.Value, path string, pos manifest.Pos) {
 			first = ep
 		}
 		epath := path + "[" + escapeIdent(id) + "]"
-		t[epath] = leaf{kind: elementLeaf, pos: ep}
-		t.walk(e, epath, ep)
+		w.t[epath] = leaf{kind: elementLeaf, pos: ep}
+		w.walk(e, epath, ep)
 	}
-	if v.Len() > 0 {
-		t[path+"#order"] = leaf{kind: orderLeaf, value: strings.Join(idents, "\x00"), pos: first}
+	if v.Len() > 0 && orderedLists[name] {
+		w.t[path+"#order"] = leaf{kind: orderLeaf, value: strings.Join(idents, "\x00"), pos: first}
 	}
 }
 
@@ -185,10 +223,17 @@ func identity(e reflect.Value) string {
 	if from, to := e.FieldByName("From"), e.FieldByName("To"); from.IsValid() && to.IsValid() {
 		return from.Interface().(manifest.Str).V + "->" + to.Interface().(manifest.Str).V
 	}
+	// A reply value is its integer.
+	if v := e.FieldByName("Value"); v.IsValid() && v.Type() == intType {
+		return strconv.FormatInt(v.Interface().(manifest.Int).V, 10)
+	}
 	for _, f := range identityFields {
 		for i := 0; i < e.NumField(); i++ {
 			name, _, _ := strings.Cut(e.Type().Field(i).Tag.Get("yaml"), ",")
-			if name == f && e.Field(i).Type() == strType {
+			if name != f {
+				continue
+			}
+			if e.Field(i).Type() == strType {
 				return e.Field(i).Interface().(manifest.Str).V
 			}
 		}

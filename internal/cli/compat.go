@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/echomq/echomq/gen/manifest"
@@ -19,6 +20,8 @@ func runDiff(e *env, args []string) int {
 	fs := e.flags("diff", "[-format text|markdown|json|github] OLD NEW",
 		"Classifies every change from the manifest OLD to the manifest NEW: one finding per change with its rule, the bump it requires\n(patch, minor, major, or invalid at any bump), its manifest path and file:line:col (a deletion points into OLD, the rest into NEW),\nthen the bump required overall and the one the two versions declare. When both manifests validate, the generated Go API and\nthe Lua scripts' KEYS/ARGV slots are compared too. Exit 0 when the report was produced, whatever it says; 2 on bad input.")
 	format := fs.String("format", "text", "report format: "+strings.Join(compat.Formats, ", "))
+	category := fs.String("category", compat.CategoryWireAPI, "strictness: wire (what Lua and raw-Redis consumers see) or wire+api (also the generated APIs)")
+	waivers := fs.String("waivers", "", "a waivers file (see docs/reviewing.md); none by default")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -30,15 +33,21 @@ func runDiff(e *env, args []string) int {
 		e.errorf("-format %q is not one of %s", *format, strings.Join(compat.Formats, ", "))
 		return ExitUsage
 	}
+	opts, code, ok := e.options(*category, *waivers)
+	if !ok {
+		return code
+	}
 	old, code := e.side(fs.Arg(0), nil)
 	if old == nil {
 		return code
 	}
-	new, code := e.side(fs.Arg(1), nil)
+	var invalid error
+	new, code := e.side(fs.Arg(1), &invalid)
 	if new == nil {
 		return code
 	}
-	r, err := compat.Judge(*old, *new)
+	new.Invalid = invalid
+	r, err := compat.JudgeWith(*old, *new, opts)
 	if err != nil {
 		e.errorf("%v", err)
 		return ExitUsage
@@ -50,6 +59,28 @@ func runDiff(e *env, args []string) int {
 	return ExitOK
 }
 
+// options reads -category and a waivers file into judging options.
+func (e *env) options(category, waivers string) (compat.Options, int, bool) {
+	if !slices.Contains(compat.Categories, category) {
+		e.errorf("-category %q is not one of %s", category, strings.Join(compat.Categories, ", "))
+		return compat.Options{}, ExitUsage, false
+	}
+	o := compat.Options{Category: category}
+	if waivers != "" {
+		if _, err := os.Stat(waivers); err != nil {
+			e.errorf("-waivers: %v", err)
+			return o, ExitUsage, false
+		}
+		ws, err := compat.LoadWaivers(waivers)
+		if err != nil {
+			e.errorf("%v", err)
+			return o, ExitUsage, false
+		}
+		o.Waivers = ws
+	}
+	return o, ExitOK, true
+}
+
 func runCheck(e *env, args []string) int {
 	fs := e.flags("check", "[-base REF|FILE] [-manifest FILE] [-format text|markdown|json|github]",
 		"The pull-request gate. Compares the manifest with a baseline — by default the newest frozen release under golden/releases;\n-base takes a file or a git ref (origin/main, a tag, a commit: the manifest at that ref) — and passes only when the version\nnever decreases, no change is invalid, the declared bump is at least the required one (prose-only changes may wait for the\nnext release), the history records a changed version, and a minor keeps the baseline's generated Go API and Lua slots.\nExit 0 pass; 1 the gate fails (every problem says what to do); 2 bad input or a tool error.")
@@ -57,6 +88,8 @@ func runCheck(e *env, args []string) int {
 	file := fs.String("manifest", "", manifestHelp)
 	root := fs.String("root", "", rootHelp("where golden/releases lives"))
 	format := fs.String("format", "text", "report format: "+strings.Join(compat.Formats, ", "))
+	category := fs.String("category", compat.CategoryWireAPI, "strictness: wire (what Lua and raw-Redis consumers see) or wire+api (also the generated APIs)")
+	waivers := fs.String("waivers", "", "the waivers file (default: ROOT/"+compat.WaiversFile+" when it exists)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -71,6 +104,15 @@ func runCheck(e *env, args []string) int {
 		e.errorf("-format %q is not one of %s", *format, strings.Join(compat.Formats, ", "))
 		return ExitUsage
 	}
+	if *waivers == "" {
+		if def := filepath.Join(*root, compat.WaiversFile); fileExists(def) {
+			*waivers = def
+		}
+	}
+	opts, code, ok := e.options(*category, *waivers)
+	if !ok {
+		return code
+	}
 	old, code := e.baseline(*root, *base, *file)
 	if old == nil {
 		return code
@@ -80,14 +122,11 @@ func runCheck(e *env, args []string) int {
 	if new == nil {
 		return code
 	}
-	r, err := compat.Judge(*old, *new)
+	new.Invalid = invalid
+	r, err := compat.JudgeWith(*old, *new, opts)
 	if err != nil {
 		e.errorf("%v", err)
 		return ExitUsage
-	}
-	if invalid != nil {
-		r.OK = false
-		r.Problems = append(r.Problems, fmt.Sprintf("%s does not validate; fix it first (emqgen validate %s):\n%v", *file, *file, invalid))
 	}
 	if err := r.Write(e.stdout, *format); err != nil {
 		e.errorf("%v", err)
@@ -167,6 +206,11 @@ func runRelease(e *env, args []string) int {
 		fmt.Fprintf(e.stdout, "  wrote %s\n", w)
 	}
 	return ExitOK
+}
+
+func fileExists(name string) bool {
+	st, err := os.Stat(name)
+	return err == nil && !st.IsDir()
 }
 
 func validFormat(f string) bool {

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,5 +252,166 @@ func TestReleaseCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "golden/releases", bumped(t, "minor")+".yaml")); err == nil {
 		t.Error("a failing release was frozen")
+	}
+}
+
+// A breaking pull request checked against a real git ref: every GitHub
+// annotation names the file of the checkout and a line inside it —
+// deletions and generated-API findings included, although the baseline
+// has no file in the checkout.
+func TestGitHubAnnotationsLandInCheckout(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is needed for check -base REF: install git")
+	}
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	data, err := os.ReadFile(frozen(t).Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "protocol.yaml")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("init", "-q", "-b", "main")
+	git("add", "protocol.yaml")
+	git("commit", "-qm", "base")
+	// Break it: a kind and a lock name go; the version claims a patch.
+	edits := []func(string) string{
+		replaceOnce(t, "  - name: ARC\n    summary: An archive entry; platform scope.\n", ""),
+		replaceOnce(t, "      - {name: \"probe:<queue>\", summary: the lock a probe takes and releases on its scratch queue}\n", ""),
+	}
+	changed := branch(t, bumped(t, "patch"), func(s string) string {
+		for _, e := range edits {
+			s = e(s)
+		}
+		return s
+	})
+	b, _ := os.ReadFile(changed)
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Count(string(b), "\n") + 1
+	code, out, errs := run(t, "check", "-base", "main", "-manifest", file, "-format", "github")
+	if code != cli.ExitFindings {
+		t.Fatalf("check -base main of a breaking change = %d\n%s%s", code, out, errs)
+	}
+	var annotations, deletions, api int
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(l, "::error title=") || strings.HasPrefix(l, "::notice title=") {
+			continue // the verdict
+		}
+		annotations++
+		props, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(l, "::error "), "::notice "), "::")
+		var f string
+		var line int
+		for _, p := range strings.Split(props, ",") {
+			if v, ok := strings.CutPrefix(p, "file="); ok {
+				f = v
+			}
+			if v, ok := strings.CutPrefix(p, "line="); ok {
+				fmt.Sscan(v, &line)
+			}
+		}
+		if f != file || line < 1 || line > lines {
+			t.Errorf("annotation does not land in the checkout's %s (%d lines): %s", file, lines, l)
+		}
+		if strings.Contains(l, "_NO_DELETE") {
+			deletions++
+		}
+		if strings.Contains(l, "GO_API_") {
+			api++
+		}
+	}
+	if annotations == 0 || deletions < 2 || api < 2 {
+		t.Errorf("want annotations of deletions and generated-API findings; got %d (%d deletions, %d API):\n%s", annotations, deletions, api, out)
+	}
+}
+
+// A report over a new manifest that does not validate says so, in every
+// format, and never passes.
+func TestReportOverInvalidNew(t *testing.T) {
+	bad := branch(t, bumped(t, "major"), replaceOnce(t, "  - member: \"migration:<queue>\"\n", "  - member: stats\n    redis: hash\n    summary: Counters.\n  - member: \"migration:<queue>\"\n"))
+	code, out, errs := run(t, "diff", "-format", "json", frozen(t).Manifest, bad)
+	if code != cli.ExitOK {
+		t.Fatalf("diff = %d\n%s", code, errs)
+	}
+	var rep compat.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK || rep.NewValid || len(rep.NewErrors) == 0 {
+		t.Errorf("diff -format json over an invalid NEW: ok %v, new_valid %v, new_errors %q", rep.OK, rep.NewValid, rep.NewErrors)
+	}
+	for _, format := range compat.Formats {
+		_, out, _ := run(t, "diff", "-format", format, frozen(t).Manifest, bad)
+		if !strings.Contains(out, "does not validate") {
+			t.Errorf("diff -format %s over an invalid NEW does not say so:\n%s", format, out)
+		}
+	}
+}
+
+// -category wire judges what Lua and raw-Redis consumers see: a change
+// only the generated Go API sees is reported but not counted.
+func TestCheckCategory(t *testing.T) {
+	goName := branch(t, bumped(t, "same"), replaceOnce(t, "  - word: EMQKIND\n    name: kind\n", "  - word: EMQKIND\n    name: kindness\n"))
+	if code, out, errs := run(t, "check", "-root", "../..", "-manifest", goName); code != cli.ExitFindings || !strings.Contains(out, "CLASS_SAME_NAME") {
+		t.Errorf("a Go name changed, category wire+api: exit %d; want a failure:\n%s%s", code, out, errs)
+	}
+	code, out, errs := run(t, "check", "-root", "../..", "-manifest", goName, "-category", "wire")
+	if code != cli.ExitOK || !strings.Contains(out, "[not judged: category wire]") || !strings.Contains(out, "outside category wire") {
+		t.Errorf("a Go name changed, category wire: exit %d; want a pass that still lists it:\n%s%s", code, out, errs)
+	}
+	if code, _, errs := run(t, "check", "-root", "../..", "-manifest", goName, "-category", "lua"); code != cli.ExitUsage || !strings.Contains(errs, "not one of") {
+		t.Errorf("-category lua = %d %s", code, errs)
+	}
+}
+
+// A waiver in ROOT/govern/waivers.yaml acknowledges a finding of its
+// version: it is shown with its reason in every format and no longer
+// counts; it cannot waive an invalid finding.
+func TestCheckWaivers(t *testing.T) {
+	root := t.TempDir()
+	rel := filepath.Join(root, "golden", "releases")
+	os.MkdirAll(rel, 0o755)
+	for _, ext := range []string{".yaml", ".api.txt", ".bundle.txt"} {
+		src := strings.TrimSuffix(frozen(t).Manifest, ".yaml") + ext
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(rel, filepath.Base(src)), data, 0o644)
+	}
+	minor := bumped(t, "minor")
+	drop := branch(t, minor, replaceOnce(t, "      - {name: \"probe:<queue>\", summary: the lock a probe takes and releases on its scratch queue}\n", ""))
+	if code, out, _ := run(t, "check", "-root", root, "-manifest", drop); code != cli.ExitFindings {
+		t.Fatalf("a lock name deleted at a minor, no waiver: exit %d\n%s", code, out)
+	}
+	os.MkdirAll(filepath.Join(root, "govern"), 0o755)
+	waivers := "waivers:\n" +
+		"  - {rule: RESERVE_MEMBER_FIELD_NO_DELETE, path: \"reserve[locks].fields[probe:<queue>]\", version: " + minor + ", reason: no released probe ever took this lock}\n" +
+		"  - {rule: GO_API_NO_DELETE, path: \"go: func LockProbe\", version: " + minor + ", reason: LockProbe was internal to the probe runner}\n"
+	os.WriteFile(filepath.Join(root, "govern", "waivers.yaml"), []byte(waivers), 0o644)
+	for _, format := range compat.Formats {
+		code, out, errs := run(t, "check", "-root", root, "-manifest", drop, "-format", format)
+		if code != cli.ExitOK || !strings.Contains(out, "no released probe ever took this lock") {
+			t.Errorf("waived, -format %s: exit %d; want a pass naming the waiver's reason:\n%s%s", format, code, out, errs)
+		}
+	}
+	// A waiver cannot admit an invalid change.
+	noProbe := branch(t, bumped(t, "major"), replaceOnce(t, "  - word: EMQKIND\n", "  - word: EMQBUSY\n    name: busy\n    summary: Busy.\n  - word: EMQKIND\n"))
+	os.WriteFile(filepath.Join(root, "govern", "waivers.yaml"), []byte("waivers:\n  - {rule: CLASS_ADDED_WITHOUT_PROBE, path: \"classes[EMQBUSY]\", version: "+bumped(t, "major")+", reason: later}\n"), 0o644)
+	if code, out, _ := run(t, "check", "-root", root, "-manifest", noProbe); code != cli.ExitFindings || !strings.Contains(out, "WAIVER_NOT_FOR_INVALID") {
+		t.Errorf("waiving an invalid finding: exit %d\n%s", code, out)
+	}
+	os.WriteFile(filepath.Join(root, "govern", "waivers.yaml"), []byte("waivers:\n  - {rule: NO_SUCH_RULE, path: x, version: 1.0.0, reason: r}\n"), 0o644)
+	if code, _, errs := run(t, "check", "-root", root, "-manifest", drop); code != cli.ExitUsage || !strings.Contains(errs, "waivers.yaml:2") {
+		t.Errorf("a waiver of an unknown rule = %d\n%s", code, errs)
 	}
 }

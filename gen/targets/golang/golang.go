@@ -80,6 +80,11 @@ func numbered(src string) string {
 // initialisms are spelled in capitals in Go names.
 var initialisms = map[string]string{"id": "ID", "ms": "MS", "ttl": "TTL", "sha": "SHA", "ids": "IDs", "arc": "ARC", "ord": "ORD", "job": "Job"}
 
+// GoName is the exported Go name the Go target gives a manifest name
+// (run_at_ms -> RunAtMS); governance uses it to name the Go identifier a
+// manifest element generates.
+func GoName(s string) string { return goName(s) }
+
 // goName turns a manifest name (snake_case, colons, dots) into an exported
 // Go name: run_at_ms -> RunAtMS.
 func goName(s string) string {

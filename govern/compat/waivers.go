@@ -1,0 +1,179 @@
+package compat
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/echomq/echomq/gen/model"
+)
+
+// Waiver acknowledges one finding: the rule, the manifest path and the
+// version (the new side's) it is bound to, and why it is accepted. A
+// waived finding is still reported, in every format, with the reason; it
+// no longer counts towards the required bump. An invalid finding is never
+// waived: a waiver that names one is itself an invalid finding
+// (WAIVER_NOT_FOR_INVALID).
+type Waiver struct {
+	Rule    string `json:"rule" yaml:"rule"`
+	Path    string `json:"path" yaml:"path"`
+	Version string `json:"version" yaml:"version"`
+	Reason  string `json:"reason" yaml:"reason"`
+	// File and Line say where the waiver is written.
+	File string `json:"file" yaml:"-"`
+	Line int    `json:"line" yaml:"-"`
+}
+
+// Where is the waiver's file:line.
+func (w Waiver) Where() string { return fmt.Sprintf("%s:%d", w.File, w.Line) }
+
+// WaiversFile is where a repository keeps its waivers, relative to its
+// root.
+const WaiversFile = "govern/waivers.yaml"
+
+// LoadWaivers reads a waivers file:
+//
+//	waivers:
+//	  - rule: SCRIPT_SAME_REPLY
+//	    path: scripts[claim].reply
+//	    version: 3.0.0
+//	    reason: why the change is accepted at this version
+//
+// A file that does not exist holds no waivers. Every waiver needs a known
+// rule, a path, a version and a reason; errors name file:line.
+func LoadWaivers(file string) ([]Waiver, error) {
+	data, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ParseWaivers(file, data)
+}
+
+// ParseWaivers decodes waivers from data; file names them.
+func ParseWaivers(file string, data []byte) ([]Waiver, error) {
+	var doc struct {
+		Waivers []yaml.Node `yaml:"waivers"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
+	known := map[string]bool{}
+	for _, id := range RuleIDs() {
+		known[id] = true
+	}
+	var out []Waiver
+	var problems []string
+	for _, n := range doc.Waivers {
+		var w Waiver
+		if err := n.Decode(&w); err != nil {
+			problems = append(problems, fmt.Sprintf("%s:%d:%d: %v", file, n.Line, n.Column, err))
+			continue
+		}
+		w.File, w.Line = file, n.Line
+		where := fmt.Sprintf("%s:%d:%d", file, n.Line, n.Column)
+		switch {
+		case !known[w.Rule]:
+			problems = append(problems, fmt.Sprintf("%s: waiver of rule %q: no such rule", where, w.Rule))
+		case w.Path == "":
+			problems = append(problems, fmt.Sprintf("%s: waiver of %s names no path", where, w.Rule))
+		case strings.TrimSpace(w.Reason) == "":
+			problems = append(problems, fmt.Sprintf("%s: waiver of %s %s gives no reason", where, w.Rule, w.Path))
+		default:
+			if _, err := model.ParseSemver(w.Version); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: waiver of %s %s: version: %v", where, w.Rule, w.Path, err))
+				continue
+			}
+			out = append(out, w)
+		}
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "\n"))
+	}
+	return out, nil
+}
+
+// waiverRules are the rules about waivers themselves.
+func waiverRules() []Rule {
+	return []Rule{
+		{ID: "WAIVER_NOT_FOR_INVALID", Bump: Invalid, Wire: true, Purpose: "A waiver acknowledges a bump; it cannot admit a change no bump admits. The waiver is refused and the invalid finding stands."},
+		{ID: "WAIVER_UNUSED", Bump: None, Purpose: "A waiver bound to this version matches no finding of this comparison; it is reported so that stale waivers are seen and removed, and waives nothing."},
+	}
+}
+
+// Options are how a report is judged.
+type Options struct {
+	// Category is CategoryWire or CategoryWireAPI (the default when
+	// empty): under CategoryWire, findings of API rules are reported but
+	// not judged.
+	Category string
+	// Waivers acknowledge findings of the new version.
+	Waivers []Waiver
+}
+
+// apply marks the findings outside the category as not judged, attaches
+// waivers bound to version to the findings they name, and adds a finding
+// for each waiver that may not or does not apply.
+func (o Options) apply(fs []Finding, version string, newFile string, top Location) []Finding {
+	if o.Category == CategoryWire {
+		for i := range fs {
+			if fs[i].Category == CategoryAPI {
+				fs[i].Judged = false
+			}
+		}
+	}
+	rules := map[string]Rule{}
+	for _, r := range AllRules() {
+		rules[r.ID] = r
+	}
+	for _, w := range o.Waivers {
+		if w.Version != version {
+			continue
+		}
+		w := w
+		used := false
+		for i := range fs {
+			if fs[i].Rule != w.Rule || fs[i].Path != w.Path {
+				continue
+			}
+			used = true
+			if fs[i].Bump == Invalid {
+				continue
+			}
+			fs[i].Waiver = &w
+		}
+		at := Location{File: w.File, Line: w.Line, Column: 1}
+		switch {
+		case rules[w.Rule].Bump == Invalid || used && !anyWaived(fs, w):
+			r := rules["WAIVER_NOT_FOR_INVALID"]
+			fs = append(fs, Finding{Rule: r.ID, Bump: r.Bump, Wire: r.Wire, Category: CategoryWire, Path: w.Path, Judged: true,
+				Message: fmt.Sprintf("the waiver of %s %s (%s) is refused: %s is invalid at any bump", w.Rule, w.Path, strings.TrimSpace(w.Reason), w.Rule),
+				File:    w.File, Line: w.Line, Column: 1, Anchor: at})
+		case !used:
+			r := rules["WAIVER_UNUSED"]
+			fs = append(fs, Finding{Rule: r.ID, Bump: r.Bump, Wire: r.Wire, Category: CategoryWire, Path: w.Path, Judged: true,
+				Message: fmt.Sprintf("the waiver of %s %s at %s matches no finding of this comparison; remove it once it is stale", w.Rule, w.Path, w.Version),
+				File:    w.File, Line: w.Line, Column: 1, Anchor: at})
+		}
+	}
+	sortFindings(fs)
+	return fs
+}
+
+func anyWaived(fs []Finding, w Waiver) bool {
+	for _, f := range fs {
+		if f.Waiver != nil && f.Waiver.Rule == w.Rule && f.Waiver.Path == w.Path && f.Waiver.Line == w.Line && f.Waiver.File == w.File {
+			return true
+		}
+	}
+	return false
+}
