@@ -122,11 +122,25 @@ func (e *env) value(body string) (any, error) {
 		}
 		return e.id(name, arg)
 	case "example":
-		i, err := strconv.Atoi(arg)
+		idx, field, _ := strings.Cut(arg, ":")
+		i, err := strconv.Atoi(idx)
 		if err != nil || i < 0 || i >= len(p.IDs.Examples) {
 			return nil, fmt.Errorf("${%s}: the manifest has %d id examples", body, len(p.IDs.Examples))
 		}
-		return p.IDs.Examples[i].ID, nil
+		ex := p.IDs.Examples[i]
+		switch field {
+		case "":
+			return ex.ID, nil
+		case "kind":
+			return ex.ID[:p.IDs.KindLength], nil
+		case "time_ms":
+			return ex.Time.UnixMilli(), nil
+		case "node":
+			return ex.Node, nil
+		case "sequence":
+			return ex.Sequence, nil
+		}
+		return nil, fmt.Errorf("${%s}: want ${example:i} or ${example:i:kind|time_ms|node|sequence}", body)
 	case "key":
 		typ, queue, _ := strings.Cut(arg, "@")
 		if queue == "" {
@@ -172,6 +186,19 @@ func (e *env) value(body string) (any, error) {
 			return nil, fmt.Errorf("${%s}: the row has no field with role %q", body, arg)
 		}
 		return f.Initial, nil
+	case "token":
+		if arg != "initial" {
+			return nil, fmt.Errorf("${%s}: want ${token:initial}", body)
+		}
+		f, ok := p.Field(model.RoleToken)
+		if !ok {
+			return nil, fmt.Errorf("${%s}: the row has no token field", body)
+		}
+		n, err := strconv.ParseInt(f.Initial, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("${%s}: the token's initial value %q is not an integer", body, f.Initial)
+		}
+		return n, nil
 	case "state":
 		s, ok := p.State(arg)
 		if !ok {

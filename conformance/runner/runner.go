@@ -122,6 +122,7 @@ type Scenario struct {
 	// arguments of the automatic connect (such as max_payload).
 	Connect any    `json:"connect"`
 	Steps   []Step `json:"steps"`
+	raw     []any  // the steps as written, expanded when the scenario runs
 }
 
 // Step is one op sent to the testee, with what it must answer and leave
@@ -146,7 +147,12 @@ type Step struct {
 	Plant   map[string]any `json:"plant"`
 	Del     []string       `json:"del"`
 	SleepMS int            `json:"sleep_ms"`
-	Repeat  int            `json:"repeat"`
+	// Mint mints ids for variables in this order (${job:v}), so that a
+	// scenario can use them in another order than it minted them.
+	Mint []string `json:"mint"`
+	// Repeat and Foreach expand a step (see expand).
+	Repeat  any    `json:"repeat"`
+	Foreach string `json:"foreach"`
 }
 
 func (s Step) label() string {
@@ -159,6 +165,8 @@ func (s Step) label() string {
 		return "del"
 	case s.SleepMS > 0:
 		return "sleep"
+	case s.Mint != nil:
+		return "mint ids"
 	}
 	return "check"
 }
@@ -215,19 +223,6 @@ func loadScenarios(file string) (ScenarioFile, error) {
 	seen := map[string]bool{}
 	for i, r := range raw {
 		steps, _ := r["steps"].([]any)
-		var expanded []any
-		for _, st := range steps {
-			m, _ := st.(map[string]any)
-			n, _ := m["repeat"].(int)
-			if n <= 0 {
-				expanded = append(expanded, st)
-				continue
-			}
-			for j := 1; j <= n; j++ {
-				expanded = append(expanded, substitute(st, "{{i}}", fmt.Sprint(j)))
-			}
-		}
-		r["steps"] = expanded
 		b, err := json.Marshal(r)
 		if err != nil {
 			return sf, fmt.Errorf("%s: scenario %d: %w", file, i+1, err)
@@ -240,9 +235,71 @@ func loadScenarios(file string) (ScenarioFile, error) {
 			return sf, fmt.Errorf("%s: scenario %d: every scenario needs a name of its own (%q)", file, i+1, sc.Name)
 		}
 		seen[sc.Name] = true
+		sc.raw = steps
 		sf.Scenarios = append(sf.Scenarios, sc)
 	}
 	return sf, nil
+}
+
+// expand turns a scenario's raw steps into steps: a step with repeat: n
+// becomes n steps with {{i}} = 1..n in every string, one with foreach: a
+// manifest list (ids.examples, ids.invalid, queues.examples,
+// queues.invalid) one step per element with {{i}} its 0-based index and
+// {{v}} its value.
+func expand(raw []any, p *model.Protocol) ([]Step, error) {
+	var steps []Step
+	for n, st := range raw {
+		m, _ := st.(map[string]any)
+		var copies []any
+		switch {
+		case m["repeat"] != nil:
+			count, ok := m["repeat"].(int)
+			if !ok {
+				c, isF := m["repeat"].(float64)
+				if !isF {
+					return nil, fmt.Errorf("step %d: repeat must be an integer", n+1)
+				}
+				count = int(c)
+			}
+			for j := 1; j <= count; j++ {
+				copies = append(copies, substitute(st, map[string]string{"{{i}}": fmt.Sprint(j)}))
+			}
+		case m["foreach"] != nil:
+			name, _ := m["foreach"].(string)
+			var list []string
+			switch name {
+			case "ids.examples":
+				for _, ex := range p.IDs.Examples {
+					list = append(list, ex.ID)
+				}
+			case "ids.invalid":
+				list = p.IDs.Invalid
+			case "queues.examples":
+				list = p.Queues.Examples
+			case "queues.invalid":
+				list = p.Queues.Invalid
+			default:
+				return nil, fmt.Errorf("step %d: foreach %q: want ids.examples, ids.invalid, queues.examples or queues.invalid", n+1, name)
+			}
+			for j, v := range list {
+				copies = append(copies, substitute(st, map[string]string{"{{i}}": fmt.Sprint(j), "{{v}}": v}))
+			}
+		default:
+			copies = []any{st}
+		}
+		for _, c := range copies {
+			b, err := json.Marshal(c)
+			if err != nil {
+				return nil, fmt.Errorf("step %d: %w", n+1, err)
+			}
+			var s Step
+			if err := decodeJSON(b, &s); err != nil {
+				return nil, fmt.Errorf("step %d: %w", n+1, err)
+			}
+			steps = append(steps, s)
+		}
+	}
+	return steps, nil
 }
 
 func decodeJSON(data []byte, v any) error {
@@ -255,24 +312,28 @@ func decodeJSON(data []byte, v any) error {
 	return nil
 }
 
-// substitute replaces old by new in every string (and object key) of v.
-func substitute(v any, old, new string) any {
+// substitute replaces every key of subs by its value in every string (and
+// object key) of v, and drops repeat and foreach.
+func substitute(v any, subs map[string]string) any {
 	switch x := v.(type) {
 	case string:
-		return strings.ReplaceAll(x, old, new)
+		for old, new := range subs {
+			x = strings.ReplaceAll(x, old, new)
+		}
+		return x
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			if k == "repeat" {
+			if k == "repeat" || k == "foreach" {
 				continue
 			}
-			out[strings.ReplaceAll(k, old, new)] = substitute(e, old, new)
+			out[substitute(k, subs).(string)] = substitute(e, subs)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = substitute(e, old, new)
+			out[i] = substitute(e, subs)
 		}
 		return out
 	}
@@ -602,7 +663,10 @@ func runScenario(ctx context.Context, proc *process, timeout time.Duration, s *s
 		queue = f.p.Queues.Examples[0]
 	}
 	e := newEnv(f, queue, func() (int64, error) { return s.now(ctx) })
-	steps := sc.Steps
+	steps, err := expand(sc.raw, f.p)
+	if err != nil {
+		return whole("%v", err)
+	}
 	if sc.Connect != false {
 		args := map[string]any{}
 		if m, ok := sc.Connect.(map[string]any); ok {
@@ -647,6 +711,12 @@ func runScenario(ctx context.Context, proc *process, timeout time.Duration, s *s
 			}
 		case st.SleepMS > 0:
 			time.Sleep(time.Duration(st.SleepMS) * time.Millisecond)
+		case st.Mint != nil:
+			for _, v := range st.Mint {
+				if _, err := e.id("job", v); err != nil {
+					return fail("%v", err)
+				}
+			}
 		case st.Op != "":
 			ra, err := e.resolve(normalize(st.Args))
 			if err != nil {

@@ -596,6 +596,21 @@ func (t *testee) do(req request) (any, error) {
 		}
 		return map[string]any{"moved": n}, nil
 
+	case "ring":
+		a, err := args[queueArgs](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		rung, err := q.Ring(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"rung": rung}, nil
+
 	case "sizes":
 		a, err := args[queueArgs](req)
 		if err != nil {
