@@ -333,6 +333,7 @@ func Load(path string) (*Manifest, error) {
 // every shape error found, as *Errors, rather than the first.
 func Parse(file string, data []byte) (*Manifest, error) {
 	errs := &Errors{File: file}
+	seen := checkRaw(errs, data)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -354,6 +355,7 @@ func Parse(file string, data []byte) (*Manifest, error) {
 	m := new(Manifest)
 	d := decoder{errs: errs, lines: splitLines(data)}
 	d.decode(doc.Content[0], reflect.ValueOf(m).Elem(), "manifest")
+	checkValues(errs, m, d.lines, seen)
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}
