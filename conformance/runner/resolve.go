@@ -241,7 +241,9 @@ func (e *env) value(body string) (any, error) {
 		return nil, fmt.Errorf("${%s}: want ${kind:work} or ${kind:other}", body)
 	case "version":
 		v := p.Version
-		m, _ := p.Member("version")
+		record := func(v model.Semver) string {
+			return strings.Replace(p.VersionRecord(), p.Version.String(), v.String(), 1)
+		}
 		switch arg {
 		case "":
 			if hasArg {
@@ -257,19 +259,19 @@ func (e *env) value(body string) (any, error) {
 			default:
 				return nil, fmt.Errorf("${%s}: version %s has no lower version of its major", body, p.Version)
 			}
-			return model.FillVersion(m.Value, v), nil
+			return record(v), nil
 		case "higher":
 			v.Minor, v.Patch = v.Minor+1, 0
-			return model.FillVersion(m.Value, v), nil
+			return record(v), nil
 		case "major":
 			v.Major, v.Minor, v.Patch = v.Major+1, 0, 0
-			return model.FillVersion(m.Value, v), nil
+			return record(v), nil
 		case "prior-major":
 			if v.Major == 0 {
 				return nil, fmt.Errorf("${%s}: version %s has no prior major", body, p.Version)
 			}
 			v.Major, v.Minor, v.Patch = v.Major-1, 0, 0
-			return model.FillVersion(m.Value, v), nil
+			return record(v), nil
 		}
 		return nil, fmt.Errorf("${%s}: want ${version}, ${version:lower}, ${version:higher}, ${version:major} or ${version:prior-major}", body)
 	case "semver":

@@ -241,7 +241,7 @@ func (t *testee) do(req request) (any, error) {
 		v := "devel"
 		if bi, ok := debug.ReadBuildInfo(); ok {
 			for _, d := range bi.Deps {
-				if d.Path == "github.com/echomq/echomq/sdk/go" {
+				if d.Path == "github.com/echomq/echomq/sdk/go" && d.Replace == nil {
 					v = d.Version
 				}
 			}
