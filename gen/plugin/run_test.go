@@ -373,3 +373,38 @@ func TestPythonTwin(t *testing.T) {
 		}
 	}
 }
+
+// TestRepositoryPluginsDeterministic runs every plugin the repository's
+// emqgen.yaml declares, and the echo plugin, twice on protocol.yaml and
+// compares their files byte for byte; each must also pass the host's
+// checks.
+func TestRepositoryPluginsDeterministic(t *testing.T) {
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, err := plugin.LoadConfig(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs = append(specs, spec(t, nil))
+	in := input(t, "../../protocol.yaml")
+	for _, s := range specs {
+		t.Run(s.Name, func(t *testing.T) {
+			one, err := targets.Run(in, []target.Target{plugin.Target(s)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			two, err := targets.Run(in, []target.Target{plugin.Target(s)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(one) == 0 {
+				t.Fatalf("plugin %s returned no files", s.Name)
+			}
+			if !reflect.DeepEqual(one, two) {
+				t.Fatalf("two runs of plugin %s on the same request differ", s.Name)
+			}
+		})
+	}
+}
