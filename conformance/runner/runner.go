@@ -147,6 +147,9 @@ type Step struct {
 	Plant   map[string]any `json:"plant"`
 	Del     []string       `json:"del"`
 	SleepMS int            `json:"sleep_ms"`
+	// Do sends one raw command from the runner's connection (such as
+	// SCRIPT FLUSH), its arguments resolved.
+	Do []string `json:"do"`
 	// Mint mints ids for variables in this order (${job:v}), so that a
 	// scenario can use them in another order than it minted them.
 	Mint []string `json:"mint"`
@@ -167,6 +170,8 @@ func (s Step) label() string {
 		return "sleep"
 	case s.Mint != nil:
 		return "mint ids"
+	case s.Do != nil:
+		return "do " + strings.Join(s.Do, " ")
 	}
 	return "check"
 }
@@ -725,6 +730,18 @@ func runScenario(ctx context.Context, proc *process, timeout time.Duration, s *s
 			}
 		case st.SleepMS > 0:
 			time.Sleep(time.Duration(st.SleepMS) * time.Millisecond)
+		case st.Do != nil:
+			cmd := make([]string, len(st.Do))
+			for i, a := range st.Do {
+				v, err := e.resolveString(a)
+				if err != nil {
+					return fail("%v", err)
+				}
+				cmd[i] = fmt.Sprint(v)
+			}
+			if err := s.do(ctx, cmd...).Error(); err != nil {
+				return fail("%s: %v", strings.Join(cmd, " "), err)
+			}
 		case st.Mint != nil:
 			for _, v := range st.Mint {
 				if _, err := e.id("job", v); err != nil {
