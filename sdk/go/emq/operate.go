@@ -1,0 +1,286 @@
+package emq
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// This file holds what an operator's tool (a dashboard, a command line)
+// needs beyond a queue's transitions: finding the queues of a keyspace,
+// the age of a backlog, the leases and run-ats that are due, a queue's
+// migration record, and running a scheduled job now.
+
+// ListOptions bounds ListQueues. The zero value uses the defaults.
+type ListOptions struct {
+	// Count is SCAN's COUNT hint, the keys the server looks at per call
+	// (default 1000).
+	Count int64
+	// MaxCalls bounds the SCAN calls sent to each node (default 10000);
+	// at the bound ListQueues stops and reports the list incomplete.
+	MaxCalls int
+	// Limit bounds how many queue names are returned (default 10000);
+	// when one more is found ListQueues stops and reports the list
+	// incomplete.
+	Limit int
+}
+
+// QueueList is what ListQueues found.
+type QueueList struct {
+	// Names are the queues found, sorted, without duplicates.
+	Names []string
+	// Complete reports that every node's SCAN ran to its end within the
+	// bounds, so that Names holds every queue that had a set throughout.
+	Complete bool
+}
+
+// keyShape is the queue class of the key grammar, split around the
+// queue's hashtag: a per-queue key is prefix + "{" + queue + "}" + suffix,
+// and the suffixes of the sets are kept to recognise their keys.
+type keyShape struct {
+	prefix   string
+	suffixes []string
+}
+
+// shapeQueue is any well-formed queue name; only the keys built for it are
+// read, to learn the grammar's shape.
+const shapeQueue = "q"
+
+func queueShape() keyShape {
+	k, err := NewQueueKeys(shapeQueue)
+	if err != nil {
+		panic(err) // shapeQueue is well formed
+	}
+	tag := "{" + shapeQueue + "}"
+	prefix, _, _ := strings.Cut(k.Set(SetPending), tag)
+	var sh keyShape
+	sh.prefix = prefix
+	for _, s := range Sets() {
+		sh.suffixes = append(sh.suffixes, strings.TrimPrefix(k.Set(s), prefix+tag))
+	}
+	return sh
+}
+
+// queueOf returns the queue whose set key is key, and whether key is one.
+func (sh keyShape) queueOf(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, sh.prefix+"{")
+	if !ok {
+		return "", false
+	}
+	name, suffix, ok := strings.Cut(rest, "}")
+	if !ok || !slices.Contains(sh.suffixes, suffix) || ValidateQueueName(name) != nil {
+		return "", false
+	}
+	return name, true
+}
+
+// globEscape escapes the characters SCAN's MATCH treats as special.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// ListQueues finds the queues of the keyspace: every queue with at least
+// one of its sorted sets, on every node of a cluster. It never sends KEYS:
+// it walks each node with SCAN, matching the key grammar's per-queue keys
+// and only sorted sets (TYPE), so job rows are filtered out by the server;
+// a key that does not parse as a set of a well-formed queue is ignored. The
+// walk is bounded by o; a queue created or emptied during the walk may or
+// may not be listed. It only reads, also on an observing client.
+func (c *Client) ListQueues(ctx context.Context, o ListOptions) (QueueList, error) {
+	if o.Count <= 0 {
+		o.Count = 1000
+	}
+	if o.MaxCalls <= 0 {
+		o.MaxCalls = 10000
+	}
+	if o.Limit <= 0 {
+		o.Limit = 10000
+	}
+	if err := c.ensureRead(ctx); err != nil {
+		return QueueList{}, err
+	}
+	sh := queueShape()
+	match := globEscape(sh.prefix) + "{*}*"
+	found := map[string]bool{}
+	complete := true
+	nodes := c.rc.Nodes()
+	addrs := make([]string, 0, len(nodes))
+	for a := range nodes {
+		addrs = append(addrs, a)
+	}
+	slices.Sort(addrs)
+	for _, addr := range addrs {
+		node := nodes[addr]
+		cursor, calls := uint64(0), 0
+		for {
+			if calls == o.MaxCalls || !complete {
+				complete = false
+				break
+			}
+			calls++
+			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(match).Count(o.Count).Type("zset").Build()).AsScanEntry()
+			if err != nil {
+				return QueueList{}, fmt.Errorf("emq: listing queues: SCAN on %s: %w", addr, err)
+			}
+			for _, k := range e.Elements {
+				name, ok := sh.queueOf(k)
+				switch {
+				case !ok || found[name]:
+				case len(found) < o.Limit:
+					found[name] = true
+				default:
+					complete = false // a queue beyond the limit
+				}
+			}
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
+		}
+	}
+	names := make([]string, 0, len(found))
+	for n := range found {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return QueueList{Names: names, Complete: complete}, nil
+}
+
+// Oldest returns the id Page shows last in set s: in a set whose members
+// all score zero (Set.Lex: pending, dead) the oldest by mint time, whose
+// ID.Time says how long the backlog has waited; in a scored set the one
+// with the lowest score (the earliest lease deadline or run-at). ok is
+// false when the set is empty. One command; it only reads, also on an
+// observing client.
+func (q *Queue) Oldest(ctx context.Context, s Set) (id ID, ok bool, err error) {
+	key := q.keys.Set(s)
+	if key == "" {
+		return ID{}, false, fmt.Errorf("%w: unknown set %q", ErrArgument, s)
+	}
+	if err := q.c.ensureRead(ctx); err != nil {
+		return ID{}, false, err
+	}
+	rc := q.c.rc
+	var cmd rueidis.Completed
+	if s.Lex() {
+		cmd = rc.B().Zrange().Key(key).Min("-").Max("+").Bylex().Limit(0, 1).Build()
+	} else {
+		cmd = rc.B().Zrange().Key(key).Min("0").Max("0").Build()
+	}
+	got, err := rc.Do(ctx, cmd).AsStrSlice()
+	if err != nil {
+		return ID{}, false, fmt.Errorf("emq: oldest of %s: %w", s, err)
+	}
+	if len(got) == 0 {
+		return ID{}, false, nil
+	}
+	if id, err = ParseID(got[0]); err != nil {
+		return ID{}, false, fmt.Errorf("emq: oldest of %s: %s holds %q, which is not an id: %w", s, key, got[0], err)
+	}
+	return id, true, nil
+}
+
+// Due counts the members of the scored set s whose score is at or before
+// at: in the active set the leases that have expired by then (maintenance
+// reaps them), in the schedule set the jobs whose run-at has come
+// (maintenance promotes them). Pass the server's clock (Client.ServerTime)
+// to count what is due now. A set whose members all score zero is refused
+// with ErrArgument. One command; it only reads, also on an observing
+// client.
+func (q *Queue) Due(ctx context.Context, s Set, at time.Time) (int64, error) {
+	key := q.keys.Set(s)
+	if key == "" || s.Lex() {
+		return 0, fmt.Errorf("%w: %q is not a scored set", ErrArgument, s)
+	}
+	if err := q.c.ensureRead(ctx); err != nil {
+		return 0, err
+	}
+	rc := q.c.rc
+	n, err := rc.Do(ctx, rc.B().Zcount().Key(key).Min("-inf").Max(strconv.FormatInt(at.UnixMilli(), 10)).Build()).AsInt64()
+	if err != nil {
+		return 0, fmt.Errorf("emq: due in %s: %w", s, err)
+	}
+	return n, nil
+}
+
+// Migration reads the queue's migration record in the reserve
+// (KeyMigration): the fields a migration tool wrote, as found, or an empty
+// map for a queue that was never migrated. One command; it only reads,
+// also on an observing client.
+func (q *Queue) Migration(ctx context.Context) (map[string]string, error) {
+	key, err := KeyMigration(q.Name())
+	if err != nil {
+		return nil, err
+	}
+	if err := q.c.ensureRead(ctx); err != nil {
+		return nil, err
+	}
+	m, err := q.c.rc.Do(ctx, q.c.rc.B().Hgetall().Key(key).Build()).AsStrMap()
+	if err != nil {
+		return nil, fmt.Errorf("emq: reading %s: %w", key, err)
+	}
+	return m, nil
+}
+
+// RunNow makes a scheduled job pending now instead of at its run-at. It
+// reports false, changing nothing, when the job is not scheduled. It moves
+// the job's run-at to the epoch (ZADD XX, so a job that left the schedule
+// meanwhile is not put back), which makes it due and sorts it before every
+// job whose run-at was not moved, then runs the promote script for the
+// due jobs that sort up to it (jobs that were due anyway) and rings the
+// doorbell. true means the job left the schedule: promoted here, or by
+// maintenance in between.
+func (q *Queue) RunNow(ctx context.Context, id ID) (bool, error) {
+	if _, err := q.keys.Row(id); err != nil {
+		return false, err
+	}
+	if err := q.c.ensure(ctx); err != nil {
+		return false, err
+	}
+	rc, key := q.c.rc, q.keys.Schedule
+	n, err := rc.Do(ctx, rc.B().Zadd().Key(key).Xx().Ch().ScoreMember().ScoreMember(0, id.String()).Build()).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("emq: run %s now: %w", id, err)
+	}
+	if n == 0 {
+		// Either not scheduled, or its run-at was already the epoch.
+		if _, err := rc.Do(ctx, rc.B().Zscore().Key(key).Member(id.String()).Build()).AsFloat64(); rueidis.IsRedisNil(err) {
+			return false, nil
+		} else if err != nil {
+			return false, fmt.Errorf("emq: run %s now: %w", id, err)
+		}
+	}
+	// The jobs at the epoch were all asked to run now; a few rounds cover
+	// the ones that other callers add meanwhile.
+	for range 3 {
+		due, err := rc.Do(ctx, rc.B().Zcount().Key(key).Min("-inf").Max("0").Build()).AsInt64()
+		if err != nil {
+			return false, fmt.Errorf("emq: run %s now: %w", id, err)
+		}
+		if due > 0 {
+			if _, err := q.Promote(ctx, int(due)); err != nil {
+				return false, fmt.Errorf("emq: run %s now: %w", id, err)
+			}
+		}
+		if _, err := rc.Do(ctx, rc.B().Zscore().Key(key).Member(id.String()).Build()).AsFloat64(); rueidis.IsRedisNil(err) {
+			if _, err := q.Ring(ctx); err != nil {
+				return true, fmt.Errorf("emq: run %s now: ringing the doorbell: %w", id, err)
+			}
+			return true, nil
+		} else if err != nil {
+			return false, fmt.Errorf("emq: run %s now: %w", id, err)
+		}
+	}
+	return false, fmt.Errorf("emq: run %s now: the job is still scheduled after three promotions", id)
+}
