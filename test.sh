@@ -60,6 +60,9 @@ fi
   node --test --test-concurrency=1 dist/test/
 )
 
+echo "== the dashboard (dashboard/, its own module on the public SDK): vet and tests"
+(cd dashboard && go vet ./... && go test -count=1 "$@" ./...)
+
 echo "== conformance suite: every language of conformance/languages.json against its own redis-server"
 go run ./cmd/emqconform
 

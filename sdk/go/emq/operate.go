@@ -284,3 +284,28 @@ func (q *Queue) RunNow(ctx context.Context, id ID) (bool, error) {
 	}
 	return false, fmt.Errorf("emq: run %s now: the job is still scheduled after three promotions", id)
 }
+
+// CountUpTo counts the ids of set s minted at or before id, in a set whose
+// members all score zero (Set.Lex: pending, dead), where byte order is mint
+// order: a sampler that noted the newest pending id counts, later, how many
+// of the jobs pending then are pending still. A scored set is refused with
+// ErrArgument. One command (ZLEXCOUNT); it only reads, also on an observing
+// client.
+func (q *Queue) CountUpTo(ctx context.Context, s Set, id ID) (int64, error) {
+	key := q.keys.Set(s)
+	if key == "" || !s.Lex() {
+		return 0, fmt.Errorf("%w: %q is not a set ordered by id", ErrArgument, s)
+	}
+	if id.IsZero() {
+		return 0, fmt.Errorf("%w: the zero ID", ErrID)
+	}
+	if err := q.c.ensureRead(ctx); err != nil {
+		return 0, err
+	}
+	rc := q.c.rc
+	n, err := rc.Do(ctx, rc.B().Zlexcount().Key(key).Min("-").Max("["+id.String()).Build()).AsInt64()
+	if err != nil {
+		return 0, fmt.Errorf("emq: counting %s up to %s: %w", s, id, err)
+	}
+	return n, nil
+}

@@ -160,6 +160,14 @@ func TestOldestDueRunNowMigration(t *testing.T) {
 	if got, ok, err := q.Oldest(ctx, emq.SetPending); err != nil || !ok || got != ids[0] {
 		t.Errorf("Oldest(pending) = %v %v %v, want %v", got, ok, err, ids[0])
 	}
+	for i, id := range ids {
+		if n, err := q.CountUpTo(ctx, emq.SetPending, id); err != nil || n != int64(i+1) {
+			t.Errorf("CountUpTo(pending, ids[%d]) = %d %v, want %d", i, n, err, i+1)
+		}
+	}
+	if _, err := q.CountUpTo(ctx, emq.SetActive, ids[0]); !errors.Is(err, emq.ErrArgument) {
+		t.Errorf("CountUpTo(active): %v, want ErrArgument", err)
+	}
 	// Two leases, one short: after it expires one is due.
 	j1, _, _ := q.Claim(ctx, 50*time.Millisecond)
 	j2, _, _ := q.Claim(ctx, time.Hour)
