@@ -75,6 +75,10 @@ var (
 type decoder struct {
 	errs  *Errors
 	lines []string // the file's lines, to place block scalars' content
+
+	top     bool   // the next struct decoded is the manifest itself
+	section string // the top-level field being decoded, "" outside one
+	broken  Broken // the top-level fields with shape errors
 }
 
 // strPos is where a scalar's value is: the node itself, or for a block
@@ -94,6 +98,9 @@ func (d *decoder) strPos(n *yaml.Node) Pos {
 
 func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
 	d.errs.Add(posOf(n), fmt.Sprintf(format, args...))
+	if d.section != "" && d.broken != nil {
+		d.broken[d.section] = true
+	}
 }
 
 func kindName(n *yaml.Node) string {
@@ -209,6 +216,8 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 		d.errorf(n, "%s must be a mapping, found %s", what, kindName(n))
 		return
 	}
+	top := d.top
+	d.top = false
 	t := v.Type()
 	type fieldInfo struct {
 		index    int
@@ -238,16 +247,26 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 			d.errorf(k, "%s: unknown field %q (known: %s)", what, k.Value, strings.Join(names, ", "))
 			continue
 		}
+		if top {
+			d.section = k.Value
+		}
 		if first := seen[k.Value]; first != nil {
 			d.errorf(k, "%s: duplicate field %q (first at line %d)", what, k.Value, first.Line)
+			d.section = ""
 			continue
 		}
 		seen[k.Value] = k
 		d.decode(val, v.Field(fi.index), what+"."+k.Value)
+		if top {
+			d.section = ""
+		}
 	}
 	for _, name := range names {
 		if fields[name].required && seen[name] == nil {
 			d.errorf(n, "%s: missing required field %q", what, name)
+			if top && d.broken != nil {
+				d.broken[name] = true
+			}
 		}
 	}
 }

@@ -68,3 +68,43 @@ func (e *Errors) Error() string {
 	}
 	return b.String()
 }
+
+// Excerpt lists the problems like Error, and under each one that has a
+// position inside src (the manifest's bytes) the offending source line,
+// indented, with a caret under the column:
+//
+//	protocol.yaml:25:10: version: "2.0" is not a version ...
+//	    version: 2.0
+//	             ^
+func (e *Errors) Excerpt(src []byte) string {
+	lines := splitLines(src)
+	var b strings.Builder
+	for i, x := range e.List {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(x.Error())
+		if x.Pos.Line < 1 || x.Pos.Line > len(lines) {
+			continue
+		}
+		line := strings.TrimRight(lines[x.Pos.Line-1], "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var caret strings.Builder
+		col := 1
+		for _, r := range line {
+			if col >= x.Pos.Col {
+				break
+			}
+			if r == '\t' {
+				caret.WriteByte('\t')
+			} else {
+				caret.WriteByte(' ')
+			}
+			col++
+		}
+		fmt.Fprintf(&b, "\n    %s\n    %s^", line, caret.String())
+	}
+	return b.String()
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"reflect"
 	"strings"
@@ -330,19 +331,40 @@ func Load(path string) (*Manifest, error) {
 }
 
 // Parse decodes a manifest from data; file names it in errors. It returns
-// every shape error found, as *Errors, rather than the first.
+// every shape error found, as *Errors, rather than the first, and no
+// manifest when there is any.
 func Parse(file string, data []byte) (*Manifest, error) {
+	m, _, err := ParsePartial(file, data)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Broken names the top-level sections of a manifest (ids, kinds, keys,
+// scripts, ...) that have a shape error: a missing required field, an
+// unknown or duplicate one, a value of the wrong type. What was decoded of
+// such a section is incomplete and must not be resolved.
+type Broken map[string]bool
+
+// ParsePartial decodes a manifest from data as far as its shape allows: it
+// returns every shape error (as *Errors), the manifest decoded anyway, and
+// the sections that had shape errors, so that a caller can still check the
+// sections that are whole. The manifest is nil only when the file is not
+// one YAML mapping at all (a syntax error, an empty file).
+func ParsePartial(file string, data []byte) (*Manifest, Broken, error) {
 	errs := &Errors{File: file}
 	seen := checkRaw(errs, data)
+	raw := len(errs.List)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			errs.Add(Pos{}, "the manifest is empty")
-			return nil, errs.Err()
+			return nil, nil, errs.Err()
 		}
-		errs.Add(syntaxPos(err, data), "YAML syntax: "+syntaxMsg(err))
-		return nil, errs.Err()
+		errs.Add(syntaxError(err, data))
+		return nil, nil, errs.Err()
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
@@ -350,16 +372,32 @@ func Parse(file string, data []byte) (*Manifest, error) {
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
 		errs.Add(Pos{}, "the manifest is empty")
-		return nil, errs.Err()
+		return nil, nil, errs.Err()
 	}
 	m := new(Manifest)
-	d := decoder{errs: errs, lines: splitLines(data)}
+	d := decoder{errs: errs, lines: splitLines(data), top: true, broken: Broken{}}
 	d.decode(doc.Content[0], reflect.ValueOf(m).Elem(), "manifest")
-	checkValues(errs, m, d.lines, seen)
-	if err := errs.Err(); err != nil {
-		return nil, err
+	if doc.Content[0].Kind != yaml.MappingNode {
+		return nil, nil, errs.Err()
 	}
-	return m, nil
+	values := len(errs.List)
+	checkValues(errs, m, d.lines, seen)
+	// A hostile character breaks the section it stands in, as a shape
+	// error does: its value must not be resolved.
+	hostile := append(append([]Error(nil), errs.List[:raw]...), errs.List[values:]...)
+	top := doc.Content[0].Content
+	for _, e := range hostile {
+		for i := 0; i+1 < len(top); i += 2 {
+			next := math.MaxInt
+			if i+2 < len(top) {
+				next = top[i+2].Line
+			}
+			if e.Pos.Line >= top[i].Line && e.Pos.Line < next {
+				d.broken[top[i].Value] = true
+			}
+		}
+	}
+	return m, d.broken, errs.Err()
 }
 
 // syntaxPos digs the line out of a yaml.v3 syntax error ("yaml: line N:

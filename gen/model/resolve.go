@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -15,38 +17,76 @@ import (
 // Load reads, validates and resolves the manifest at path. Its error is a
 // *manifest.Errors listing every problem as file:line:col: message.
 func Load(path string) (*Protocol, error) {
-	m, err := manifest.Load(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Resolve(path, m)
+	return Parse(path, data)
 }
 
-// Parse validates and resolves a manifest held in memory.
+// Parse validates and resolves a manifest held in memory. A shape error in
+// one section does not hide the problems of the others: every section
+// whose shape is sound, and whose sections it refers to are sound, is
+// still resolved and checked, and all the errors are returned together.
 func Parse(file string, data []byte) (*Protocol, error) {
-	m, err := manifest.Parse(file, data)
-	if err != nil {
+	m, broken, err := manifest.ParsePartial(file, data)
+	if m == nil {
 		return nil, err
 	}
-	return Resolve(file, m)
+	p, rerr := resolve(file, m, broken)
+	if err == nil {
+		return p, rerr
+	}
+	all := err.(*manifest.Errors)
+	if rerr != nil {
+		all.List = append(all.List, rerr.(*manifest.Errors).List...)
+	}
+	return nil, all.Err()
 }
 
 // Resolve checks every cross-reference of m and builds the model. It
 // reports all problems it finds, not the first.
 func Resolve(file string, m *manifest.Manifest) (*Protocol, error) {
+	return resolve(file, m, nil)
+}
+
+// steps are the resolver's passes in order: the sections each needs whole
+// (its own and those it refers to) and the section it resolves. A pass
+// runs only when none of the sections it needs is broken or left
+// unresolved, so that a broken section produces its shape errors and no
+// cascade of false ones.
+var steps = []struct {
+	resolves string
+	needs    []string
+	run      func(*resolver)
+}{
+	{"version", []string{"protocol", "version"}, (*resolver).header},
+	{"ids", []string{"ids"}, (*resolver).ids},
+	{"kinds", []string{"ids", "kinds"}, (*resolver).kinds},
+	{"queues", []string{"queues"}, (*resolver).queues},
+	{"keys", []string{"keys"}, (*resolver).keys},
+	{"row", []string{"keys", "row"}, (*resolver).row},
+	{"sets", []string{"keys", "row", "sets"}, (*resolver).sets},
+	{"reserve", []string{"protocol", "version", "reserve"}, (*resolver).reserve},
+	{"classes", []string{"classes"}, (*resolver).classes},
+	{"scripts", []string{"ids", "kinds", "keys", "row", "reserve", "classes", "scripts"}, (*resolver).scripts},
+	{"probes", []string{"ids", "kinds", "queues", "keys", "row", "sets", "reserve", "classes", "scripts"}, (*resolver).probes},
+	{"governance", []string{"version", "governance"}, (*resolver).governance},
+}
+
+func resolve(file string, m *manifest.Manifest, broken manifest.Broken) (*Protocol, error) {
 	r := &resolver{m: m, errs: &manifest.Errors{File: file}, p: &Protocol{File: file, Source: m}}
-	r.header()
-	r.ids()
-	r.kinds()
-	r.queues()
-	r.keys()
-	r.row()
-	r.sets()
-	r.reserve()
-	r.classes()
-	r.scripts()
-	r.probes()
-	r.governance()
+	unresolved := map[string]bool{}
+	for name := range broken {
+		unresolved[name] = true
+	}
+	for _, s := range steps {
+		if slices.ContainsFunc(s.needs, func(n string) bool { return unresolved[n] }) {
+			unresolved[s.resolves] = true
+			continue
+		}
+		s.run(r)
+	}
 	if err := r.errs.Err(); err != nil {
 		return nil, err
 	}

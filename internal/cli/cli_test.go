@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -38,14 +39,28 @@ func TestValidate(t *testing.T) {
 	if code != cli.ExitFindings {
 		t.Fatalf("validate of a broken manifest exited %d; want %d", code, cli.ExitFindings)
 	}
-	lines := strings.Split(strings.TrimSpace(errs), "\n")
-	if len(lines) < 2 {
+	lines := strings.Split(strings.TrimRight(errs, "\n"), "\n")
+	if len(lines) < 6 {
 		t.Fatalf("want every error, got:\n%s", errs)
 	}
-	pos := regexp.MustCompile(`^` + regexp.QuoteMeta(file) + `:\d+:\d+: `)
-	for _, l := range lines {
-		if !pos.MatchString(l) {
-			t.Errorf("line %q does not start FILE:LINE:COL:", l)
+	// Each problem is FILE:LINE:COL: message, then the source line and a
+	// caret under the column, both indented.
+	pos := regexp.MustCompile(`^` + regexp.QuoteMeta(file) + `:(\d+):(\d+): `)
+	src := strings.Split(broken, "\n")
+	for i := 0; i < len(lines); i += 3 {
+		m := pos.FindStringSubmatch(lines[i])
+		if m == nil || i+2 >= len(lines) {
+			t.Errorf("line %q does not start FILE:LINE:COL: or has no excerpt under it", lines[i])
+			continue
+		}
+		var line, col int
+		fmt.Sscan(m[1], &line)
+		fmt.Sscan(m[2], &col)
+		if lines[i+1] != "    "+src[line-1] {
+			t.Errorf("under %q: %q is not source line %d", lines[i], lines[i+1], line)
+		}
+		if lines[i+2] != "    "+strings.Repeat(" ", col-1)+"^" {
+			t.Errorf("under %q: the caret line %q is not under column %d", lines[i], lines[i+2], col)
 		}
 	}
 	if !strings.Contains(errs, `"EMQGONE", which is not declared (declared: EMQKIND, EMQSTALE)`) || !strings.Contains(errs, `"two" is not a version`) {
@@ -257,5 +272,68 @@ func TestManifestFoundByWalkingUp(t *testing.T) {
 		if code != cli.ExitUsage || out != "" || !strings.Contains(errs, "no protocol.yaml found in") || !strings.Contains(errs, "-manifest FILE") {
 			t.Errorf("%s without a manifest anywhere = %d\n%s%s", args[0], code, out, errs)
 		}
+	}
+}
+
+// TestValidateReportsEverySection: a shape error in one section no longer
+// hides the semantic errors of the others, and the sections that refer to
+// a broken one report nothing false about it.
+func TestValidateReportsEverySection(t *testing.T) {
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	for _, edit := range [][2]string{
+		{"    - {name: dead, class: queue, redis: zset,", "    - {name: dead, class: queue, redis: [zset],"},    // keys: a shape error
+		{"  examples: [orders, emails.v2, a, 0-retry_queue]", "  examples: [orders, Emails, a, 0-retry_queue]"}, // queues: semantic
+		{"    - bump: patch", "    - bump: fix"}, // governance: semantic
+	} {
+		if !strings.Contains(s, edit[0]) {
+			t.Fatalf("the manifest has no %q", edit[0])
+		}
+		s = strings.Replace(s, edit[0], edit[1], 1)
+	}
+	file := filepath.Join(t.TempDir(), "protocol.yaml")
+	if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, "validate", file)
+	if code != cli.ExitFindings {
+		t.Fatalf("validate = %d\n%s", code, errs)
+	}
+	for _, want := range []string{
+		"manifest.keys.types[3].redis must be a string, found a sequence",
+		`queue example "Emails" does not match queues.pattern`,
+		`rule bump "fix" is not one of patch, minor, major`,
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("validate does not report %q:\n%s", want, errs)
+		}
+	}
+	if strings.Contains(errs, `set "dead"`) || strings.Contains(errs, "not a declared key type") {
+		t.Errorf("a broken key type cascades into sets or scripts:\n%s", errs)
+	}
+}
+
+// TestValidateSyntaxErrorAtItsOpener: an unclosed quote is reported on its
+// own line and column, with the line and a caret, not where YAML gave up.
+func TestValidateSyntaxErrorAtItsOpener(t *testing.T) {
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(data), `    pattern: "[A-Z]{3}"`, `    pattern: "[A-Z]{3}`, 1)
+	file := filepath.Join(t.TempDir(), "protocol.yaml")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	line := 1 + strings.Count(src[:strings.Index(src, `pattern: "[A-Z]{3}`)], "\n")
+	code, _, errs := run(t, "validate", file)
+	want := fmt.Sprintf("%s:%d:14: YAML syntax: did not find expected key (the double-quoted string that begins here is not closed on its line)\n"+
+		"        pattern: \"[A-Z]{3}\n"+
+		"                 ^\n", file, line)
+	if code != cli.ExitFindings || errs != want {
+		t.Errorf("validate = %d\n%s\nwant:\n%s", code, errs, want)
 	}
 }

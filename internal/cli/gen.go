@@ -104,9 +104,20 @@ func runValidate(e *env, args []string) int {
 	if !e.locate(&file, nil) {
 		return ExitUsage
 	}
-	p, code := e.load(file)
-	if p == nil {
-		return code
+	data, err := os.ReadFile(file)
+	if err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
+	}
+	p, err := model.Parse(file, data)
+	var errs *manifest.Errors
+	if errors.As(err, &errs) {
+		fmt.Fprintln(e.stderr, errs.Excerpt(data))
+		return ExitFindings
+	}
+	if err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
 	}
 	fmt.Fprintf(e.stdout, "%s: valid (%s %s: %d scripts, %d wire classes, %d reserve members)\n", file, p.Name, p.Version, len(p.Scripts), len(p.Classes), len(p.Reserve))
 	return ExitOK
