@@ -15,6 +15,15 @@ if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/nul
 fi
 redis-server --version
 
+# The dashboard's browser test drives a real headless Chromium (Debian's package).
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "== installing chromium (Debian package) for the dashboard's browser test"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+
 # python3 runs the Python test plugin (gen/plugin/testdata/echo-py).
 if ! command -v python3 >/dev/null 2>&1; then
   echo "== installing python3 (Debian package)"
@@ -60,7 +69,7 @@ fi
   node --test --test-concurrency=1 dist/test/
 )
 
-echo "== the dashboard (dashboard/, its own module on the public SDK): vet and tests"
+echo "== the dashboard (dashboard/, its own module on the public SDK): vet and tests, the browser test in headless Chromium"
 (cd dashboard && go vet ./... && go test -count=1 "$@" ./...)
 
 echo "== conformance suite: every language of conformance/languages.json against its own redis-server"

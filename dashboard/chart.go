@@ -23,11 +23,16 @@ var chartColors = []string{"#2563eb", "#16a34a", "#d97706", "#dc2626", "#7c3aed"
 // pixels, with the largest value and the time span labelled. Everything
 // written is a number or escaped text.
 func svgChart(title string, times []time.Time, ss []series, width, height int) template.HTML {
-	const left, right, top, bottom = 48, 8, 20, 22
+	left, right, top, bottom := 48, 8, 20, 22
+	if title == "" {
+		top = 6
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" role="img" aria-label="%s" viewBox="0 0 %d %d" width="%d" height="%d" xmlns="http://www.w3.org/2000/svg">`,
 		html.EscapeString(title), width, height, width, height)
-	fmt.Fprintf(&b, `<text x="%d" y="14" class="ct">%s</text>`, left, html.EscapeString(title))
+	if title != "" {
+		fmt.Fprintf(&b, `<text x="%d" y="14" class="ct">%s</text>`, left, html.EscapeString(title))
+	}
 	pw, ph := float64(width-left-right), float64(height-top-bottom)
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.0f" height="%.0f" class="cf"/>`, left, top, pw, ph)
 	if len(times) < 2 {
@@ -48,6 +53,10 @@ func svgChart(title string, times []time.Time, ss []series, width, height int) t
 		span = 1
 	}
 	x := func(i int) float64 { return float64(left) + pw*times[i].Sub(times[0]).Seconds()/span }
+	legend := 96
+	if width < 400 {
+		legend = 64
+	}
 	y := func(v float64) float64 { return float64(top) + ph - ph*v/peak }
 	for _, g := range []float64{0, 0.5, 1} {
 		fmt.Fprintf(&b, `<line x1="%d" x2="%.1f" y1="%.1f" y2="%.1f" class="cg"/>`, left, float64(left)+pw, y(peak*g), y(peak*g))
@@ -74,7 +83,7 @@ func svgChart(title string, times []time.Time, ss []series, width, height int) t
 		}
 		flush()
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="8" height="8" fill="%s"/><text x="%d" y="%d" class="cl">%s</text>`,
-			left+8+i*96, height-10, color, left+20+i*96, height-2, html.EscapeString(s.Name))
+			left+8+i*legend, height-10, color, left+20+i*legend, height-2, html.EscapeString(s.Name))
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" class="cl" text-anchor="end">last %s</text>`, width-right, height-2, html.EscapeString(time.Duration(span*float64(time.Second)).Round(time.Second).String()))
 	b.WriteString(`</svg>`)

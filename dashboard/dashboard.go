@@ -306,20 +306,24 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "overview", data)
 }
 
-// spark is the small backlog chart of the overview.
+// spark is the small backlog chart of the overview: the pending and
+// active sets over the samples.
 func (d *Dashboard) spark(name string) template.HTML {
 	ps := d.Points(name)
 	times := make([]time.Time, len(ps))
-	var total []float64
+	shown := []emq.Set{emq.SetPending, emq.SetActive}
+	ss := make([]series, len(shown))
+	for j, s := range shown {
+		ss[j].Name = string(s)
+		at := slices.Index(emq.Sets(), s)
+		for _, p := range ps {
+			ss[j].Values = append(ss[j].Values, float64(p.Sizes[at]))
+		}
+	}
 	for i, p := range ps {
 		times[i] = p.At
-		var n int64
-		for _, s := range p.Sizes {
-			n += s
-		}
-		total = append(total, float64(n))
 	}
-	return svgChart("jobs", times, []series{{Name: "all sets", Values: total}}, 220, 64)
+	return svgChart("", times, ss, 240, 64)
 }
 
 func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {

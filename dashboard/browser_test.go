@@ -1,0 +1,173 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/echomq/echomq/dashboard"
+	"github.com/echomq/echomq/sdk/go/emq"
+)
+
+var screenshot = flag.String("screenshot", "", "write the overview's screenshot to this PNG file (../docs/dashboard.png)")
+
+// chromium finds the headless browser, failing with the install hint.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no chromium on PATH: install it with `apt-get install chromium` (./test.sh does)")
+	return ""
+}
+
+// TestBrowser drives the dashboard in a real headless Chromium against a
+// real redis-server: the overview, paging past the first page of a set, a
+// job page, a revive through its confirmation, and actions refused in a
+// read-only dashboard and without the CSRF token.
+func TestBrowser(t *testing.T) {
+	exe := chromium(t)
+	w := seed(t, 60, 3)
+	ctx := ctxT(t)
+	orders, _ := w.c.Queue("orders")
+
+	d, rw := serve(t, w.srv, dashboard.Options{Actions: true, PageSize: 20})
+	_, ro := serve(t, w.srv, dashboard.Options{})
+	// A few samples with work in between, so that the charts have lines.
+	for i := range 4 {
+		if err := d.Sample(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := orders.ClaimMany(ctx, time.Hour, 3+i); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 * i {
+			id, _ := w.c.Mint(emq.WorkKind)
+			if _, err := orders.Push(ctx, id, []byte(`{"late":true}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	if err := d.Sample(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.Flag("headless", "new"),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 860),
+	)
+	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelA()
+	bctx, cancelB := chromedp.NewContext(actx)
+	defer cancelB()
+	bctx, cancelT := context.WithTimeout(bctx, 50*time.Second)
+	defer cancelT()
+	start := time.Now()
+
+	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(bctx, chromedp.Text(css(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return strings.TrimSpace(s)
+	}
+
+	// The overview: every queue, and its screenshot.
+	do("overview", chromedp.Navigate(rw.URL+"/"), chromedp.WaitVisible(css("#queues")))
+	overview := text("#queues")
+	for _, q := range []string{"orders", "emails", "reports.v2"} {
+		if !strings.Contains(overview, q) {
+			t.Errorf("the overview in the browser lacks %s:\n%s", q, overview)
+		}
+	}
+	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("the screenshot is not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() < 1000 || b.Dy() < 300 {
+		t.Errorf("the screenshot is %v", b)
+	}
+	out := filepath.Join(t.TempDir(), "dashboard.png")
+	if *screenshot != "" {
+		out = *screenshot
+	}
+	if err := os.WriteFile(out, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("overview screenshot: %s (%d bytes)", out, len(shot))
+
+	// Browse orders' pending set past its first page, then open a job.
+	do("the pending set", chromedp.Click(css(`tr[data-queue="orders"] a[href$="/set/`+string(emq.SetPending)+`"]`)), chromedp.WaitVisible(css("#jobs")))
+	first := text("#jobs tbody tr:first-child td:first-child")
+	do("the next page", chromedp.Click(css(`a[rel="next"]`)), chromedp.WaitVisible(css("#newest")))
+	second := text("#jobs tbody tr:first-child td:first-child")
+	if first == second || !(second < first) {
+		t.Errorf("the second page starts at %s, after a first page starting at %s: want older", second, first)
+	}
+	do("a job", chromedp.Click(css("#jobs tbody tr:first-child td:first-child a")), chromedp.WaitVisible(css("#state")))
+	if state := text("#state"); state != string(emq.StatePending) {
+		t.Errorf("the job page shows state %q", state)
+	}
+	if p := text("#payload"); !strings.Contains(p, `"customer"`) {
+		t.Errorf("the job page shows payload %q", p)
+	}
+
+	// Revive a dead job through its confirmation: it shows pending.
+	dead := w.ids["orders"][emq.StateDead]
+	do("the dead job", chromedp.Navigate(rw.URL+"/queue/orders/job/"+dead[0].String()), chromedp.WaitVisible(css("#state")))
+	if state := text("#state"); state != string(emq.StateDead) {
+		t.Fatalf("the dead job shows %q", state)
+	}
+	do("revive", chromedp.Click(css(`a.action[href$="/revive"]`)), chromedp.WaitVisible(css("#confirm")),
+		chromedp.Click(css("#confirm")), chromedp.WaitVisible(css(".flash")))
+	if state, flash := text("#state"), text(".flash"); state != string(emq.StatePending) || !strings.Contains(flash, "revived") {
+		t.Errorf("after revive the page shows %q, %q", state, flash)
+	}
+	if info, _, _ := orders.Get(ctx, dead[0]); info.State != emq.StatePending {
+		t.Errorf("after revive in the browser the job is %s", info.State)
+	}
+
+	// Refused: in a read-only dashboard, and without the CSRF token.
+	do("read-only", chromedp.Navigate(ro.URL+"/queue/orders/job/"+dead[1].String()+"/revive"), chromedp.WaitVisible(css("#error")))
+	if refusal := text("#error"); !strings.Contains(refusal, "read-only") {
+		t.Errorf("the read-only dashboard answered %q", refusal)
+	}
+	do("no token", chromedp.Navigate(rw.URL+"/queue/orders/job/"+dead[1].String()+"/revive"), chromedp.WaitVisible(css("#confirm")),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('input[name=csrf]').remove()`),
+		chromedp.Click(css("#confirm")), chromedp.WaitVisible(css("#error")))
+	if refusal := text("#error"); !strings.Contains(refusal, "CSRF") {
+		t.Errorf("a revive without its token answered %q", refusal)
+	}
+	if info, _, _ := orders.Get(ctx, dead[1]); info.State != emq.StateDead {
+		t.Errorf("a revive without its token left the job %s", info.State)
+	}
+	t.Logf("browser steps took %v", time.Since(start).Round(time.Millisecond))
+}
