@@ -47,6 +47,9 @@ type config struct {
 	Script         string // the generated push.lua
 	SharedClient   bool   // the SDK worker shares the producers' client
 	Runs           int    // runs of each throughput scenario per side
+	Node           bool   // run the Node half (TypeScript SDK vs BullMQ) too
+	NodeDir        string // bench/node
+	NodeJobs       int    // jobs per throughput scenario of the Node half
 }
 
 func main() {
@@ -75,6 +78,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "results", "directory of the results files")
 	chart := fs.String("chart", "", "path of the SVG chart (default ../docs/bench.svg; with -quick, <out>/quick.svg)")
 	script := fs.String("script", filepath.Join("..", "sdk", "lua", "push.lua"), "the generated push.lua that redis-benchmark runs")
+	nodeHalf := fs.Bool("node", true, "run the Node half too: the TypeScript SDK vs BullMQ on the same server (bench/node; -node=false measures Go only, and the report says so)")
+	nodeJobs := fs.Int("node-jobs", 0, "jobs per throughput scenario of the Node half (default 20,000; 2,000 with -quick)")
 	render := fs.String("render", "", "render the Markdown file and the chart again from this results JSON, measuring nothing")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -86,11 +91,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Quick: *quick, Jobs: 50_000, Producers: *producers, Concurrency: *concurrency, Batch: *batch,
 		LatencySamples: 500, LatencyBudget: 60 * time.Second, RSSJobs: 1_000_000, SampleEvery: 100 * time.Millisecond,
 		BenchRequests: 200_000, BenchClients: 50, Out: *out, Name: "latest", Chart: *chart, Script: *script,
-		SharedClient: *shared, Runs: 3,
+		SharedClient: *shared, Runs: 3, Node: *nodeHalf, NodeDir: "node", NodeJobs: 20_000,
 	}
 	if cfg.Quick {
 		cfg.Jobs, cfg.LatencySamples, cfg.LatencyBudget, cfg.RSSJobs, cfg.SampleEvery = 5_000, 100, 4*time.Second, 200_000, 50*time.Millisecond
-		cfg.BenchRequests, cfg.Name, cfg.Runs = 50_000, "quick", 1
+		cfg.BenchRequests, cfg.Name, cfg.Runs, cfg.NodeJobs = 50_000, "quick", 1, 2_000
+	}
+	if *nodeJobs > 0 {
+		cfg.NodeJobs = *nodeJobs
 	}
 	if *runs > 0 {
 		cfg.Runs = *runs
@@ -287,6 +295,16 @@ func measure(ctx context.Context, cfg *config, cmdline string, log io.Writer) (*
 	r := rep.Resources
 	logf("== 8. resource run: %.0f jobs/s; RSS %.1f/%.1f/%.1f MiB (grows: %v); goroutines %.0f/%.0f/%.0f (grows: %v)",
 		r.JobsPerSec, r.RSSMiB.Start, r.RSSMiB.Peak, r.RSSMiB.End, r.RSSMiB.Grows, r.Goroutines.Start, r.Goroutines.Peak, r.Goroutines.End, r.Goroutines.Grows)
+
+	if cfg.Node {
+		logf("== Node half: the TypeScript SDK vs BullMQ, %d jobs per scenario (bench/node)", cfg.NodeJobs)
+		if err := srv.Reset(ctx); err != nil {
+			return nil, err
+		}
+		if rep.Node, err = runNode(ctx, cfg, srv.Addr(), log); err != nil {
+			return nil, err
+		}
+	}
 
 	cpu1 := takeCPUSnap(srv.cmd.Process.Pid)
 	rep.Meta.LoadAvgStart = load

@@ -24,6 +24,9 @@ type Report struct {
 	Resources Resources         `json:"resources"`
 	Ceiling   Ceiling           `json:"evalsha_ceiling"`
 	Notes     []string          `json:"notes"`
+	// Node is the Node half: the TypeScript SDK vs BullMQ on the same
+	// server, nil when the run was made with -node=false.
+	Node *NodeReport `json:"node,omitempty"`
 }
 
 // SidePair holds the SDK's and the peer's figure of one kind.
@@ -321,6 +324,12 @@ func writeTable(w io.Writer, rep *Report) {
 				c.Scenario, s.name, s.m.Seconds, s.m.Server.CPUSeconds, s.m.Server.CPUPerJobUs, s.m.Server.UsecPerJob, s.m.Server.CallsPerJob, s.m.ClientCPUPerJobUs)
 		}
 	}
+	if rep.Node != nil {
+		fmt.Fprintln(bw, "\nTypeScript SDK vs BullMQ (same server):")
+		for _, r := range rep.Node.Rows {
+			fmt.Fprintf(bw, "  %-52s %-7s TS %10s  BullMQ %10s  %8s  %s %s\n", r.Scenario, r.Unit, r.sdkCell(), r.asynqCell(), fmtRatio(r.Ratio), r.Target, strings.Trim(r.metCell(), "*"))
+		}
+	}
 	m := rep.Meta
 	fmt.Fprintf(bw, "machine: %s, %d cores, GOMAXPROCS %d, %s, Redis %s, asynq %s; load average %s at the start, other processes used %.1f CPU-s over the %.0f s run\n",
 		m.CPU, m.Cores, m.GOMAXPROCS, m.Go, m.Redis, m.Asynq, m.LoadAvgStart, m.OtherCPUSeconds, m.WallSeconds)
@@ -355,6 +364,19 @@ func writeMarkdown(w io.Writer, rep *Report, chart string) error {
 	for _, r := range rep.Rows {
 		fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Scenario, r.Unit, r.Better, r.sdkCell(), r.asynqCell(), fmtRatio(r.Ratio), r.ceilingCell(), r.Target, r.metCell(), r.Note)
+	}
+	if rep.Node == nil {
+		fmt.Fprintf(bw, "\nThe Node half (TypeScript SDK vs BullMQ) was not run (-node=false).\n")
+	} else {
+		n := rep.Node
+		fmt.Fprintf(bw, "\n## TypeScript SDK vs BullMQ\n\n")
+		fmt.Fprintf(bw, "The same redis-server, in the same run, after the Go scenarios (flushed first): Node %s; %s; %s. TS/BullMQ is TS ÷ BullMQ.\n\n", n.Node, n.Versions["emq"], n.Versions["bullmq"])
+		fmt.Fprintf(bw, "| scenario | unit | better | TS SDK | BullMQ | TS/BullMQ | target | met | note |\n")
+		fmt.Fprintf(bw, "|---|---|---|--:|--:|--:|---|---|---|\n")
+		for _, r := range n.Rows {
+			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				r.Scenario, r.Unit, r.Better, r.sdkCell(), r.asynqCell(), fmtRatio(r.Ratio), r.Target, r.metCell(), r.Note)
+		}
 	}
 	fmt.Fprintf(bw, "\n## Cost per scenario\n\n")
 	fmt.Fprintf(bw, "Redis runs on the same 2 cores as the benchmark, so its CPU bounds what either side can reach.\n\n")
