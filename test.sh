@@ -75,5 +75,6 @@ echo "== the dashboard (dashboard/, its own module on the public SDK): vet and t
 echo "== conformance suite: every language of conformance/languages.json against its own redis-server"
 go run ./cmd/emqconform
 
-echo "== benchmark smoke test (bench/ is its own module: SDK and asynq side by side, quick mode)"
+echo "== benchmark smoke test (bench/ is its own module: Go SDK vs asynq, TypeScript SDK vs BullMQ, quick mode)"
+(cd bench/node && npm ci --no-audit --no-fund --loglevel=error)
 (cd bench && go vet ./... && go test -count=1 ./...)

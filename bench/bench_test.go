@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,40 @@ func TestQuickRun(t *testing.T) {
 		t.Errorf("ceiling: %+v", rep.Ceiling)
 	}
 
+	// The Node half: the TypeScript SDK and BullMQ, every scenario measured
+	// on both sides, the rows built from them and judged where a target is.
+	if rep.Node == nil {
+		t.Fatal("the report has no Node half (TypeScript SDK vs BullMQ)")
+	}
+	for _, side := range []string{"emq", "bullmq"} {
+		if rep.Node.Versions[side] == "" {
+			t.Errorf("node: no version for %s", side)
+		}
+		for _, sc := range []string{"enqueue_one", "enqueue_batched", "drain", "enqueue_process"} {
+			if r := rep.Node.Results[side][sc]; r.Jobs != 2000 || !(r.JobsPerSec > 0) || !(r.ServerCPUUsPerJob > 0) {
+				t.Errorf("node %s %s: %+v", side, sc, r)
+			}
+		}
+		if l := rep.Node.Results[side]["latency"]; l.Samples < 1 || !(l.P50Ms > 0) || l.P99Ms < l.P50Ms {
+			t.Errorf("node %s latency: %+v", side, l)
+		}
+	}
+	nodeRows := map[string]Row{}
+	for _, r := range rep.Node.Rows {
+		nodeRows[r.Key] = r
+		if !(r.SDK > 0) || !(r.Asynq > 0) || math.Abs(r.Ratio-r.SDK/r.Asynq) > 1e-9*r.Ratio {
+			t.Errorf("node row %s: TS %v, BullMQ %v, ratio %v", r.Key, r.SDK, r.Asynq, r.Ratio)
+		}
+		if r.Target != "" && r.Met == nil {
+			t.Errorf("node row %s: target %q not judged", r.Key, r.Target)
+		}
+	}
+	for _, k := range []string{"ts_enqueue_one", "ts_enqueue_batch", "ts_drain", "ts_enqueue_process", "ts_latency_p50", "ts_latency_p99", "ts_server_cpu_per_job"} {
+		if _, ok := nodeRows[k]; !ok {
+			t.Errorf("node row %s missing", k)
+		}
+	}
+
 	// The Markdown file, the chart and the printed table.
 	md, err := os.ReadFile(filepath.Join(dir, "quick.md"))
 	if err != nil {
@@ -150,7 +185,7 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("quick.md lacks %q", s)
 		}
 	}
-	for _, r := range rep.Rows {
+	for _, r := range append(slices.Clone(rep.Rows), rep.Node.Rows...) {
 		if !strings.Contains(string(md), r.Scenario) || !strings.Contains(stdout.String(), r.Scenario) {
 			t.Errorf("row %q missing from quick.md or the printed table", r.Scenario)
 		}

@@ -360,6 +360,9 @@ func notes(cfg *config, rep *Report) []string {
 		"Resources (SDK only): RSS (VmRSS) and runtime.NumGoroutine sampled through a long enqueue+process run; after a 10% warm-up, the mean of the last 20% of samples against the first 20%: RSS grows when it is over 10% and 4 MiB higher, goroutines when over 5% and 2 higher.",
 		fmt.Sprintf("Redis shares the machine's %d cores with the benchmark process: the Redis CPU per job and the client CPU per job in the cost table bound what either side can reach.", rep.Meta.Cores),
 	}
+	if cfg.Node {
+		n = append(n, fmt.Sprintf("Node half (TypeScript SDK vs BullMQ): node bench/node/bench.mjs against this same redis-server after the Go scenarios, flushed before each side of each scenario; %d jobs per throughput scenario, %d producers as concurrent async loops on one connection per side (TS: one connect() client, node-redis; BullMQ: one Queue on ioredis), workers at concurrency %d on connections of their own (TS: a Worker on its own client; BullMQ: a Worker with removeOnComplete), the same 64-byte payload, the same median-of-runs rule. Batched: queue.pushBatch vs Queue.addBulk of %d. Redis CPU per job is the INFO cpu delta over the enqueue+process window.", cfg.NodeJobs, cfg.Producers, cfg.Concurrency, cfg.Batch))
+	}
 	if cfg.Quick {
 		n = append(n, "This is a -quick run (CI smoke): too small for conclusions.")
 	}
