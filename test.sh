@@ -72,6 +72,10 @@ fi
 echo "== the dashboard (dashboard/, its own module on the public SDK): vet and tests, the browser test in headless Chromium"
 (cd dashboard && go vet ./... && go test -count=1 "$@" ./...)
 
+echo "== metrics exporters (exporters/prometheus, exporters/otel: modules of their own): vet and tests"
+(cd exporters/prometheus && go vet ./... && go test -count=1 "$@" ./...)
+(cd exporters/otel && go vet ./... && go test -count=1 "$@" ./...)
+
 echo "== conformance suite: every language of conformance/languages.json against its own redis-server"
 go run ./cmd/emqconform
 
