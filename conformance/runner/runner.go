@@ -134,6 +134,10 @@ type Step struct {
 	Result map[string]any `json:"result"`
 	Error  map[string]any `json:"error"`
 	Save   string         `json:"save"`
+	// RetryConnection resends the op up to this many more times while the
+	// testee answers with the connection kind (a command on a connection
+	// the server closed), and judges the first other answer.
+	RetryConnection int `json:"retry_connection"`
 	// SendsNothing asserts that no command reached the server.
 	SendsNothing bool `json:"sends_nothing"`
 	// Keyspace is every per-queue key after the step (all of them unless
@@ -558,7 +562,11 @@ func runLanguage(ctx context.Context, opt Options, l Language, suite *Suite, s *
 		case c.vector != nil:
 			fail = runStatic(ctx, proc, opt.Timeout, c.id, *c.vector)
 		case c.scenario != nil:
-			fail = runScenario(ctx, proc, opt.Timeout, s, f, c.id, c.scenario)
+			var trace io.Writer
+			if opt.Verbose {
+				trace = opt.Out
+			}
+			fail = runScenario(ctx, proc, opt.Timeout, s, f, c.id, c.scenario, trace)
 		default:
 			fail = runHello(ctx, proc, opt.Timeout, f)
 		}
@@ -670,7 +678,7 @@ func judge(rep *Reply, result, wantErr map[string]any) string {
 }
 
 // runScenario runs one scenario on a fresh keyspace.
-func runScenario(ctx context.Context, proc *process, timeout time.Duration, s *server, f *facts, id string, sc *Scenario) *Failure {
+func runScenario(ctx context.Context, proc *process, timeout time.Duration, s *server, f *facts, id string, sc *Scenario, trace io.Writer) *Failure {
 	whole := func(format string, a ...any) *Failure {
 		return &Failure{Case: id, Step: -1, Message: fmt.Sprintf(format, a...)}
 	}
@@ -698,8 +706,14 @@ func runScenario(ctx context.Context, proc *process, timeout time.Duration, s *s
 		if !closed && proc.dead == nil {
 			_, _ = proc.call(ctx, "close", nil, timeout)
 		}
+		if trace != nil {
+			fmt.Fprintf(trace, "  %s %s: closed\n", time.Now().Format("15:04:05.000"), id)
+		}
 	}()
 	for i, st := range steps {
+		if trace != nil {
+			fmt.Fprintf(trace, "  %s %s: %s\n", time.Now().Format("15:04:05.000"), id, st.label())
+		}
 		n := i
 		if sc.Connect != false {
 			n = i - 1 // the automatic connect is step 0
@@ -781,6 +795,10 @@ func runScenario(ctx context.Context, proc *process, timeout time.Duration, s *s
 				}
 			}
 			rep, err := proc.call(ctx, st.Op, args, timeout)
+			for retries := st.RetryConnection; err == nil && retries > 0 && !rep.OK && rep.Error != nil && rep.Error.Kind == "connection"; retries-- {
+				time.Sleep(10 * time.Millisecond)
+				rep, err = proc.call(ctx, st.Op, args, timeout)
+			}
 			if err != nil {
 				return fail("%v", err)
 			}

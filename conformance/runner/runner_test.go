@@ -361,3 +361,57 @@ func TestNoProtocolLiterals(t *testing.T) {
 	lits := slices.DeleteFunc(literalscan.Literals(p), func(l string) bool { return slices.Contains(ContractWords, l) })
 	literalscan.Scan(t, lits, append(files, "../../cmd/emqconform/main.go"), "take it from the model")
 }
+
+// The scenarios cover the manifest: every per-queue script is an op of
+// some scenario, and every refusal of every script and every wire class
+// is expected somewhere; a script or refusal added to the manifest fails
+// here until a scenario covers it.
+func TestScenariosCoverTheManifest(t *testing.T) {
+	p, err := model.Load("../../protocol.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]bool{}
+	var text strings.Builder
+	for _, sf := range s.Scenarios {
+		for _, sc := range sf.Scenarios {
+			steps, err := expand(sc.raw, p)
+			if err != nil {
+				t.Fatalf("%s/%s: %v", sf.Name, sc.Name, err)
+			}
+			for _, st := range steps {
+				ops[st.Op] = true
+				b, _ := json.Marshal(st)
+				text.Write(b)
+			}
+		}
+	}
+	all := text.String()
+	for _, sc := range p.Scripts {
+		if sc.Scope == "reserve" {
+			continue // fence, lock, unlock: reached through connect, close and run_probes
+		}
+		if !ops[sc.Name] {
+			t.Errorf("no scenario runs the script %s (op %q)", sc.Name, sc.Name)
+		}
+		for _, r := range sc.Refusals {
+			if want := "${refusal:" + sc.Name + "." + r.ID + "}"; !strings.Contains(all, want) {
+				t.Errorf("no scenario expects the refusal %s", want)
+			}
+		}
+	}
+	for _, c := range p.Classes {
+		if want := "${class:" + c.Name + "}"; !strings.Contains(all, want) {
+			t.Errorf("no scenario expects the class %s", want)
+		}
+	}
+	for _, op := range []string{"connect", "run_probes", "push_batch", "sizes", "browse", "page", "get", "mint", "parse_id", "queue_keys"} {
+		if !ops[op] {
+			t.Errorf("no scenario sends op %s", op)
+		}
+	}
+}
