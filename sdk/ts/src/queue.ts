@@ -18,6 +18,8 @@ import {
   pushExec,
   runBury,
   runClaim,
+  runClaimMany,
+  runCompleteClaim,
   runComplete,
   runEnqueue,
   runEnqueueAt,
@@ -265,6 +267,53 @@ export class Queue {
   }
 
   /**
+   * Leases up to count of the oldest pending jobs for leaseMs at once,
+   * oldest first; empty when nothing is pending. It rings the doorbell again
+   * when jobs remain.
+   */
+  async claimMany(leaseMs: number, count: number): Promise<Job[]> {
+    positiveInt("lease", leaseMs);
+    positiveInt("count", count);
+    await this.client.ensure();
+    return runClaimMany(this.client.adapter, {
+      pending: this.keys.pending,
+      active: this.keys.active,
+      wake: this.keys.wake,
+      prefix: this.keys.rowPrefix,
+      leaseMs,
+      count,
+    });
+  }
+
+  /**
+   * Retires an active job like complete, then leases up to count (0 or
+   * more) of the oldest pending jobs for leaseMs, in one call. A stale token
+   * is refused with a StaleError, and nothing is leased.
+   */
+  async completeClaim(
+    id: string,
+    token: number,
+    leaseMs: number,
+    count: number,
+  ): Promise<Job[]> {
+    const row = this.keys.row(id);
+    positiveInt("lease", leaseMs);
+    nonNegativeInt("count", count);
+    await this.client.ensure();
+    return runCompleteClaim(this.client.adapter, {
+      row,
+      active: this.keys.active,
+      pending: this.keys.pending,
+      wake: this.keys.wake,
+      id,
+      token,
+      prefix: this.keys.rowPrefix,
+      leaseMs,
+      count,
+    });
+  }
+
+  /**
    * Pushes the lease of an active job to now + leaseMs and resolves the new
    * deadline; a token that is not the row's, or a job no longer active, is
    * refused with a StaleError.
@@ -414,6 +463,15 @@ export class Queue {
     const key = this.#setKey(s);
     await this.client.ensure();
     return Number(await this.client.adapter.send(["ZCARD", key]));
+  }
+
+  /**
+   * Returns up to n ids of set s, newest first: for a score-zero set that
+   * is reverse mint order; for a scored set the latest deadline or run-at
+   * first.
+   */
+  async browse(s: SetName, n: number): Promise<string[]> {
+    return (await this.page(s, "", n)).ids;
   }
 
   /** The size of every set, read in one round trip. */

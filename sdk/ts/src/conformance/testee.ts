@@ -1,0 +1,374 @@
+// The TypeScript SDK's conformance testee: it reads the requests of the
+// conformance runner from stdin, one JSON object a line, performs each with
+// the SDK's public API, and writes one JSON response a line to stdout, in
+// order (conformance/README.md is the contract). It logs to stderr and
+// exits when stdin closes.
+
+import { createInterface } from "node:readline";
+import * as emq from "../index.js";
+
+type Obj = Record<string, unknown>;
+
+interface ErrorObj {
+  kind: string;
+  class?: string;
+  message: string;
+}
+
+/** An error the testee raises itself, with its kind. */
+class OpError extends Error {
+  constructor(
+    readonly kind: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Maps an SDK error to the contract's kinds, in the contract's order. */
+function kindOf(err: unknown): ErrorObj {
+  const message = err instanceof Error ? err.message : String(err);
+  if (err instanceof OpError) {
+    return { kind: err.kind, message };
+  }
+  if (err instanceof emq.WireError) {
+    return { kind: "wire", class: err.code, message: err.detail };
+  }
+  if (err instanceof emq.IdError) {
+    return { kind: "id", message };
+  }
+  if (err instanceof emq.QueueNameError) {
+    return { kind: "queue_name", message };
+  }
+  if (err instanceof emq.PayloadTooLargeError) {
+    return { kind: "payload_too_large", message };
+  }
+  if (err instanceof emq.ArgumentError || err instanceof RangeError) {
+    return { kind: "argument", message };
+  }
+  if (err instanceof emq.FenceError) {
+    return { kind: "fence", message };
+  }
+  if (err instanceof emq.BundleError) {
+    return { kind: "bundle", message };
+  }
+  if (err instanceof emq.ConnectionError) {
+    return { kind: "connection", message };
+  }
+  return { kind: "other", message };
+}
+
+const quiet: emq.Logger = {
+  debug() {},
+  info() {},
+  warn(msg, fields) {
+    console.error(msg, fields ?? "");
+  },
+  error(msg, fields) {
+    console.error(msg, fields ?? "");
+  },
+};
+
+function str(a: Obj, name: string): string {
+  const v = a[name];
+  return typeof v === "string" ? v : v === undefined ? "" : String(v);
+}
+
+function num(a: Obj, name: string): number {
+  const v = a[name];
+  if (v === undefined || v === null) {
+    return 0;
+  }
+  if (typeof v !== "number") {
+    throw new OpError("other", "bad request: " + name + " is not a number");
+  }
+  return v;
+}
+
+/** A request's payload: UTF-8 text or base64 bytes. */
+function payloadIn(a: Obj): Buffer {
+  if (typeof a["payload_b64"] === "string") {
+    return Buffer.from(a["payload_b64"], "base64");
+  }
+  if (typeof a["payload"] === "string") {
+    return Buffer.from(a["payload"], "utf8");
+  }
+  return Buffer.alloc(0);
+}
+
+/** Renders bytes as the contract's payload fields. */
+function payloadOut(m: Obj, b: Buffer): Obj {
+  const text = b.toString("utf8");
+  if (Buffer.from(text, "utf8").equals(b)) {
+    m["payload"] = text;
+  }
+  m["payload_b64"] = b.toString("base64");
+  return m;
+}
+
+function jobOut(j: emq.Job): Obj {
+  return payloadOut(
+    { id: j.id, token: j.token, deadline_ms: j.deadlineMs },
+    j.payload,
+  );
+}
+
+class Testee {
+  client: emq.Client | undefined;
+
+  async close(): Promise<void> {
+    const c = this.client;
+    this.client = undefined;
+    await c?.close();
+  }
+
+  #connected(): emq.Client {
+    if (this.client === undefined) {
+      throw new OpError("connection", "not connected");
+    }
+    return this.client;
+  }
+
+  #queue(a: Obj): emq.Queue {
+    return this.#connected().queue(str(a, "queue"));
+  }
+
+  /** The queue and the checked id of a request: the queue first. */
+  #queueId(a: Obj): [emq.Queue, string] {
+    const q = this.#queue(a);
+    const id = str(a, "id");
+    emq.parseId(id);
+    return [q, id];
+  }
+
+  async do(op: string, a: Obj): Promise<Obj> {
+    switch (op) {
+      case "hello":
+        return {
+          language: "ts",
+          sdk_version: emq.SDK_VERSION,
+          protocol: emq.PROTOCOL,
+          version: emq.VERSION,
+          bundle_digest: emq.BUNDLE_DIGEST,
+        };
+      case "parse_id": {
+        const d = emq.parseId(str(a, "text"));
+        return {
+          kind: d.kind,
+          time_ms: d.timeMs,
+          node: d.node,
+          sequence: d.sequence,
+        };
+      }
+      case "new_id": {
+        const text = emq.newId(str(a, "kind"), {
+          timeMs: num(a, "time_ms"),
+          node: num(a, "node"),
+          sequence: num(a, "sequence"),
+        });
+        return { text };
+      }
+      case "queue_keys": {
+        const k = new emq.QueueKeys(str(a, "queue"));
+        const keys: Obj = {};
+        const types = Array.isArray(a["types"]) ? a["types"] : [];
+        for (const t of types) {
+          keys[String(t)] = k.key(String(t)) ?? null;
+        }
+        const out: Obj = { keys };
+        if (typeof a["id"] === "string") {
+          out["row"] = k.row(a["id"]);
+        }
+        return out;
+      }
+      case "reserve_key": {
+        const q = typeof a["queue"] === "string" ? a["queue"] : undefined;
+        return { key: emq.reserveKey(str(a, "member"), q) };
+      }
+      case "classify_error": {
+        const reply = str(a, "reply");
+        const e = emq.parseErrorReply(reply);
+        return e
+          ? { class: e.code, message: e.detail }
+          : { class: "", message: reply };
+      }
+      case "connect": {
+        await this.close();
+        const max = num(a, "max_payload");
+        this.client = await emq.connect({
+          url: "redis://" + str(a, "addr"),
+          // No renewal within a scenario: the runner counts commands.
+          nodeLeaseMs: 10 * 60 * 1000,
+          logger: quiet,
+          ...(max > 0 ? { maxPayload: max } : {}),
+        });
+        return { version_found: this.client.versionFound };
+      }
+      case "close":
+        await this.close();
+        return {};
+      case "mint": {
+        const kind = str(a, "kind");
+        const c = this.#connected();
+        if (!emq.isKind(kind)) {
+          throw new emq.IdError(kind, "the kind is not registered");
+        }
+        return { id: c.mint(kind) };
+      }
+      case "push":
+      case "enqueue":
+      case "enqueue_at": {
+        const [q, id] = this.#queueId(a);
+        const p = payloadIn(a);
+        let ok: boolean;
+        if (op === "push") {
+          ok = await q.push(id, p);
+        } else if (op === "enqueue") {
+          ok = await q.enqueue(id, p);
+        } else {
+          ok = await q.enqueueAt(id, p, num(a, "run_at_ms"));
+        }
+        return { enqueued: ok };
+      }
+      case "push_batch": {
+        const q = this.#queue(a);
+        const jobs = (Array.isArray(a["jobs"]) ? a["jobs"] : []).map(
+          (j: Obj) => {
+            const id = str(j, "id");
+            emq.parseId(id);
+            return { id, payload: payloadIn(j) };
+          },
+        );
+        const res = await q.pushBatch(jobs);
+        return {
+          results: res.map((r) =>
+            r.error ? { error: kindOf(r.error) } : { enqueued: r.enqueued },
+          ),
+        };
+      }
+      case "claim": {
+        const j = await this.#queue(a).claim(num(a, "lease_ms"));
+        return { job: j ? jobOut(j) : null };
+      }
+      case "claim_many": {
+        const q = this.#queue(a);
+        const js = await q.claimMany(num(a, "lease_ms"), num(a, "count"));
+        return { jobs: js.map(jobOut) };
+      }
+      case "complete": {
+        const [q, id] = this.#queueId(a);
+        await q.complete(id, num(a, "token"));
+        return {};
+      }
+      case "bury": {
+        const [q, id] = this.#queueId(a);
+        await q.bury(id, num(a, "token"));
+        return {};
+      }
+      case "complete_claim": {
+        const [q, id] = this.#queueId(a);
+        const js = await q.completeClaim(
+          id,
+          num(a, "token"),
+          num(a, "lease_ms"),
+          num(a, "count"),
+        );
+        return { jobs: js.map(jobOut) };
+      }
+      case "extend": {
+        const [q, id] = this.#queueId(a);
+        const d = await q.extend(id, num(a, "token"), num(a, "lease_ms"));
+        return { deadline_ms: d };
+      }
+      case "retry": {
+        const [q, id] = this.#queueId(a);
+        const at = await q.retry(id, num(a, "token"), num(a, "delay_ms"));
+        return { run_at_ms: at };
+      }
+      case "revive": {
+        const [q, id] = this.#queueId(a);
+        return { revived: await q.revive(id) };
+      }
+      case "purge": {
+        const [q, id] = this.#queueId(a);
+        return { purged: await q.purge(id) };
+      }
+      case "get": {
+        const [q, id] = this.#queueId(a);
+        const info = await q.get(id);
+        if (info === null) {
+          return { found: false };
+        }
+        return payloadOut(
+          {
+            found: true,
+            state: info.state,
+            attempts: info.attempts,
+            at_ms: info.atMs ?? 0,
+          },
+          info.payload,
+        );
+      }
+      case "promote":
+        return { moved: await this.#queue(a).promote(num(a, "limit")) };
+      case "reap": {
+        const q = this.#queue(a);
+        return { moved: await q.reap(num(a, "limit"), num(a, "max_attempts")) };
+      }
+      case "ring":
+        return { rung: await this.#queue(a).ring() };
+      case "sizes":
+        return { sizes: await this.#queue(a).sizes() };
+      case "browse": {
+        const q = this.#queue(a);
+        return {
+          ids: await q.browse(str(a, "set") as emq.SetName, num(a, "n")),
+        };
+      }
+      case "page": {
+        const q = this.#queue(a);
+        const p = await q.page(
+          str(a, "set") as emq.SetName,
+          str(a, "after"),
+          num(a, "n"),
+        );
+        return { ids: p.ids, next: p.next };
+      }
+    }
+    throw new OpError(
+      "unsupported",
+      "op " +
+        JSON.stringify(op) +
+        " is not implemented by the TypeScript testee",
+    );
+  }
+}
+
+async function main(): Promise<void> {
+  const t = new Testee();
+  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const line of rl) {
+    let resp: Obj;
+    let seq: unknown = 0;
+    try {
+      const req = JSON.parse(line) as Obj;
+      seq = req["seq"];
+      const args = (req["args"] ?? {}) as Obj;
+      const result = await t.do(String(req["op"]), args);
+      resp = { seq, ok: true, result };
+    } catch (err) {
+      const e =
+        err instanceof SyntaxError
+          ? { kind: "other", message: "bad request: " + err.message }
+          : kindOf(err);
+      resp = { seq, ok: false, error: e };
+    }
+    process.stdout.write(JSON.stringify(resp) + "\n");
+  }
+  await t.close();
+}
+
+main().catch((err: unknown) => {
+  console.error("testee:", err);
+  process.exit(1);
+});
