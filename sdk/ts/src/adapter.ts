@@ -95,12 +95,25 @@ export class NodeRedisAdapter implements RedisAdapter {
 
   /** Connects to the server and returns the adapter. */
   static async connect(opts: NodeRedisOptions = {}): Promise<NodeRedisAdapter> {
+    let ready = false;
+    const socket = opts.redis?.socket ?? {};
     const client = createClient({
       ...opts.redis,
       url: opts.url ?? opts.redis?.url ?? "redis://127.0.0.1:6379",
       RESP: 2,
       disableOfflineQueue: true,
-    }) as NodeRedisClient;
+      socket: {
+        connectTimeout: 5000,
+        // The first connection fails at once: a server that is not there
+        // is the caller's error. Later drops reconnect with a backoff.
+        reconnectStrategy: (retries: number, cause: Error) =>
+          ready ? Math.min(50 * 2 ** Math.min(retries, 6), 2000) : cause,
+        ...socket,
+      },
+    } as Parameters<typeof createClient>[0]) as NodeRedisClient;
+    client.once("ready", () => {
+      ready = true;
+    });
     const a = new NodeRedisAdapter(client, opts);
     try {
       await client.connect();
