@@ -33,6 +33,31 @@ type Manifest struct {
 	Classes    []Class    `yaml:"classes,required"`
 	Scripts    []Script   `yaml:"scripts,required"`
 	Governance Governance `yaml:"governance,required"`
+	// Retired holds the tombstones of names that are gone from the
+	// protocol and may never return with another meaning.
+	Retired []Tombstone `yaml:"retired"`
+}
+
+// Tombstone is a retired name: what it named, the name, the version that
+// retired it and what it meant.
+type Tombstone struct {
+	Pos Pos
+	// What is what the name named: kind, key_type, field, state, set,
+	// member, lock, class, script or reply_value.
+	What Str `yaml:"what,required"`
+	// Name is the retired name as the wire knows it: a class word, a lock
+	// name, a reply value as <script>:<integer>.
+	Name    Str `yaml:"name,required"`
+	Since   Str `yaml:"since,required"`
+	Meaning Str `yaml:"meaning"`
+}
+
+// Deprecation announces that an element will be removed at a later major:
+// the version that announced it and why, or what to use instead.
+type Deprecation struct {
+	Pos    Pos
+	Since  Str `yaml:"since,required"`
+	Reason Str `yaml:"reason"`
 }
 
 // IDs is the identity canon.
@@ -89,10 +114,11 @@ type IDExample struct {
 
 // Kind is one entry of the kind registry.
 type Kind struct {
-	Pos     Pos
-	Name    Str  `yaml:"name,required"`
-	Work    Bool `yaml:"work"`
-	Summary Str  `yaml:"summary"`
+	Pos        Pos
+	Name       Str          `yaml:"name,required"`
+	Work       Bool         `yaml:"work"`
+	Summary    Str          `yaml:"summary"`
+	Deprecated *Deprecation `yaml:"deprecated"`
 }
 
 // Queues is the queue-name grammar.
@@ -121,11 +147,14 @@ type KeyClass struct {
 
 // KeyType is a per-queue or per-job key type.
 type KeyType struct {
-	Pos     Pos
-	Name    Str `yaml:"name,required"`
-	Class   Str `yaml:"class,required"`
-	Redis   Str `yaml:"redis,required"`
-	Summary Str `yaml:"summary"`
+	Pos        Pos
+	Name       Str          `yaml:"name,required"`
+	Class      Str          `yaml:"class,required"`
+	Redis      Str          `yaml:"redis,required"`
+	Summary    Str          `yaml:"summary"`
+	Deprecated *Deprecation `yaml:"deprecated"`
+	// Duty is every-writer (every writer maintains it) or hint.
+	Duty Str `yaml:"duty"`
 }
 
 // Row is the job row.
@@ -139,20 +168,24 @@ type Row struct {
 
 // Field is one field of the job row.
 type Field struct {
-	Pos      Pos
-	Name     Str  `yaml:"name,required"`
-	Role     Str  `yaml:"role,required"`
-	Encoding Str  `yaml:"encoding,required"`
-	Initial  *Str `yaml:"initial"`
-	Summary  Str  `yaml:"summary"`
+	Pos        Pos
+	Name       Str          `yaml:"name,required"`
+	Role       Str          `yaml:"role,required"`
+	Encoding   Str          `yaml:"encoding,required"`
+	Initial    *Str         `yaml:"initial"`
+	Summary    Str          `yaml:"summary"`
+	Deprecated *Deprecation `yaml:"deprecated"`
+	// Duty is every-writer (every writer maintains it) or hint.
+	Duty Str `yaml:"duty"`
 }
 
 // State is one value of the row's state field.
 type State struct {
-	Pos     Pos
-	Name    Str `yaml:"name,required"`
-	Set     Str `yaml:"set,required"`
-	Summary Str `yaml:"summary"`
+	Pos        Pos
+	Name       Str          `yaml:"name,required"`
+	Set        Str          `yaml:"set,required"`
+	Summary    Str          `yaml:"summary"`
+	Deprecated *Deprecation `yaml:"deprecated"`
 }
 
 // Sets are the per-queue sorted sets.
@@ -164,40 +197,44 @@ type Sets struct {
 
 // Set is one sorted set and what its score means.
 type Set struct {
-	Pos     Pos
-	Key     Str `yaml:"key,required"`
-	Member  Str `yaml:"member,required"`
-	Score   Str `yaml:"score,required"`
-	Summary Str `yaml:"summary"`
+	Pos        Pos
+	Key        Str          `yaml:"key,required"`
+	Member     Str          `yaml:"member,required"`
+	Score      Str          `yaml:"score,required"`
+	Summary    Str          `yaml:"summary"`
+	Deprecated *Deprecation `yaml:"deprecated"`
 }
 
 // Member is one member of the {emq}: reserve.
 type Member struct {
-	Pos       Pos
-	Member    Str           `yaml:"member,required"`
-	Redis     Str           `yaml:"redis,required"`
-	Value     *Str          `yaml:"value"`
-	Fields    []MemberField `yaml:"fields"`
-	Summary   Str           `yaml:"summary"`
-	Semantics Str           `yaml:"semantics"`
-	Probe     *Probe        `yaml:"probe"`
+	Pos        Pos
+	Member     Str           `yaml:"member,required"`
+	Redis      Str           `yaml:"redis,required"`
+	Value      *Str          `yaml:"value"`
+	Fields     []MemberField `yaml:"fields"`
+	Summary    Str           `yaml:"summary"`
+	Semantics  Str           `yaml:"semantics"`
+	Probe      *Probe        `yaml:"probe"`
+	Deprecated *Deprecation  `yaml:"deprecated"`
 }
 
 // MemberField is a named field of a hash reserve member, such as a lock
 // name; it may have holes (<queue>, <node>).
 type MemberField struct {
-	Pos     Pos
-	Name    Str `yaml:"name,required"`
-	Summary Str `yaml:"summary"`
+	Pos        Pos
+	Name       Str          `yaml:"name,required"`
+	Summary    Str          `yaml:"summary"`
+	Deprecated *Deprecation `yaml:"deprecated"`
 }
 
 // Class is one wire class: the first word of a script's refusal.
 type Class struct {
-	Pos     Pos
-	Word    Str    `yaml:"word,required"`
-	Name    Str    `yaml:"name,required"`
-	Summary Str    `yaml:"summary"`
-	Probe   *Probe `yaml:"probe"`
+	Pos        Pos
+	Word       Str          `yaml:"word,required"`
+	Name       Str          `yaml:"name,required"`
+	Summary    Str          `yaml:"summary"`
+	Probe      *Probe       `yaml:"probe"`
+	Deprecated *Deprecation `yaml:"deprecated"`
 }
 
 // Probe is a check, runnable against a live server, that a reserve member
@@ -244,6 +281,7 @@ type Script struct {
 	Refusals    []Refusal    `yaml:"refusals"`
 	Transitions []Transition `yaml:"transitions"`
 	Body        Str          `yaml:"body,required"`
+	Deprecated  *Deprecation `yaml:"deprecated"`
 }
 
 // ScriptKey is one KEYS slot of a script.
@@ -275,10 +313,11 @@ type Reply struct {
 
 // ReplyValue names one integer reply value.
 type ReplyValue struct {
-	Pos     Pos
-	Value   Int `yaml:"value,required"`
-	Name    Str `yaml:"name,required"`
-	Summary Str `yaml:"summary"`
+	Pos        Pos
+	Value      Int          `yaml:"value,required"`
+	Name       Str          `yaml:"name,required"`
+	Summary    Str          `yaml:"summary"`
+	Deprecated *Deprecation `yaml:"deprecated"`
 }
 
 // Refusal is one typed error reply a script may issue.

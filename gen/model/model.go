@@ -33,7 +33,37 @@ type Protocol struct {
 	File string
 	// Source is the decoded manifest, kept for its positions.
 	Source *manifest.Manifest
+	// Retired are the tombstones of names that are gone and may never
+	// return with another meaning.
+	Retired []Tombstone
 }
+
+// Deprecation announces that an element will be removed at a later
+// major.
+type Deprecation struct {
+	Since  Semver // the version that announced it
+	Reason string
+}
+
+// Tombstone is a retired name.
+type Tombstone struct {
+	What    string // one of TombstoneKinds
+	Name    string // as the wire knows it; a reply value as <script>:<integer>
+	Since   Semver // the version that retired it
+	Meaning string
+}
+
+// TombstoneKinds are what a tombstone may name.
+var TombstoneKinds = []string{"kind", "key_type", "field", "state", "set", "member", "lock", "class", "script", "reply_value"}
+
+// The writer duties of key types and row fields: DutyEveryWriter when
+// every writer of the major maintains it (adding one is a major), DutyHint
+// when writers may skip it and readers never rely on it (adding one is a
+// minor, like the wake doorbell).
+const (
+	DutyEveryWriter = "every-writer"
+	DutyHint        = "hint"
+)
 
 // Semver is a major.minor.patch version.
 type Semver struct {
@@ -74,9 +104,10 @@ type IDExample struct {
 
 // Kind is a registered id kind.
 type Kind struct {
-	Name    string
-	Work    bool
-	Summary string
+	Name       string
+	Work       bool
+	Summary    string
+	Deprecated *Deprecation // set when the element is deprecated
 }
 
 // QueueGrammar is the grammar of queue names.
@@ -105,10 +136,12 @@ type Part struct {
 
 // KeyType is a per-queue or per-job key type.
 type KeyType struct {
-	Name    string
-	Class   string // queue or job
-	Redis   string
-	Summary string
+	Name       string
+	Class      string // queue or job
+	Redis      string
+	Summary    string
+	Deprecated *Deprecation // set when the element is deprecated
+	Duty       string       // DutyEveryWriter or DutyHint (the default for a key type)
 }
 
 // Row is the job row.
@@ -133,55 +166,62 @@ const ScoreZero = "zero"
 
 // Field is one field of the job row.
 type Field struct {
-	Name     string
-	Role     string // state, token or payload
-	Encoding string
-	Initial  string
-	Summary  string
+	Name       string
+	Role       string // state, token or payload
+	Encoding   string
+	Initial    string
+	Summary    string
+	Deprecated *Deprecation // set when the element is deprecated
+	Duty       string       // DutyEveryWriter (the default for a row field) or DutyHint
 }
 
 // State is one value of the row's state field.
 type State struct {
-	Name    string
-	Set     string // the key type of the set that holds ids in this state
-	Summary string
+	Name       string
+	Set        string // the key type of the set that holds ids in this state
+	Summary    string
+	Deprecated *Deprecation // set when the element is deprecated
 }
 
 // Set is one of the per-queue sorted sets.
 type Set struct {
-	Key     string
-	Member  string
-	Score   string // zero, lease_deadline_ms or run_at_ms
-	State   string // the state whose ids it holds
-	Summary string
+	Key        string
+	Member     string
+	Score      string // zero, lease_deadline_ms or run_at_ms
+	State      string // the state whose ids it holds
+	Summary    string
+	Deprecated *Deprecation // set when the element is deprecated
 }
 
 // Member is one member of the reserve.
 type Member struct {
-	Name      string // as written: version, migration:<queue>
-	Parts     []Part // the member's own parts, with a queue hole if any
-	Redis     string
-	Value     string
-	Summary   string
-	Semantics string
-	Fields    []MemberField // named fields of a hash member, such as lock names
-	Probe     Probe
+	Name       string // as written: version, migration:<queue>
+	Parts      []Part // the member's own parts, with a queue hole if any
+	Redis      string
+	Value      string
+	Summary    string
+	Semantics  string
+	Fields     []MemberField // named fields of a hash member, such as lock names
+	Probe      Probe
+	Deprecated *Deprecation // set when the element is deprecated
 }
 
 // MemberField is a named field of a hash reserve member.
 type MemberField struct {
-	Name    string // as written, e.g. node:<node>
-	Parts   []Part // with holes queue or node
-	Summary string
+	Name       string // as written, e.g. node:<node>
+	Parts      []Part // with holes queue or node
+	Summary    string
+	Deprecated *Deprecation // set when the element is deprecated
 }
 
 // Class is one wire class.
 type Class struct {
-	Word     string
-	Name     string
-	Summary  string
-	IssuedBy []string // script names, in manifest order
-	Probe    Probe
+	Word       string
+	Name       string
+	Summary    string
+	IssuedBy   []string // script names, in manifest order
+	Probe      Probe
+	Deprecated *Deprecation // set when the element is deprecated
 }
 
 // Probe is a runnable check against a live server.
@@ -224,8 +264,9 @@ type Script struct {
 	Reply       Reply
 	Refusals    []Refusal
 	Transitions []Transition
-	Template    string // the body as written in the manifest
-	Body        string // the body rendered to Lua
+	Template    string       // the body as written in the manifest
+	Body        string       // the body rendered to Lua
+	Deprecated  *Deprecation // set when the element is deprecated
 }
 
 // ScriptKey is one KEYS slot.
@@ -256,9 +297,10 @@ type Reply struct {
 
 // ReplyValue names one integer reply.
 type ReplyValue struct {
-	Value   int64
-	Name    string
-	Summary string
+	Value      int64
+	Name       string
+	Summary    string
+	Deprecated *Deprecation // set when the element is deprecated
 }
 
 // Refusal is one typed error reply.

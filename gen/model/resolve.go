@@ -72,6 +72,7 @@ var steps = []struct {
 	{"scripts", []string{"ids", "kinds", "keys", "row", "reserve", "classes", "scripts"}, (*resolver).scripts},
 	{"probes", []string{"ids", "kinds", "queues", "keys", "row", "sets", "reserve", "classes", "scripts"}, (*resolver).probes},
 	{"governance", []string{"version", "governance"}, (*resolver).governance},
+	{"retired", []string{"version", "kinds", "keys", "row", "sets", "reserve", "classes", "scripts", "retired"}, (*resolver).lifecycle},
 }
 
 func resolve(file string, m *manifest.Manifest, broken manifest.Broken) (*Protocol, error) {

@@ -66,6 +66,33 @@ func Rules() []Rule {
 			say: changed("history entry %s: status")},
 
 		// Entries deleted and added.
+		// Tombstones: a retired name never returns.
+		{ID: "RETIRED_NO_REUSE", Bump: Invalid, Wire: true, Purpose: "A retired name (a tombstone under retired) never returns, with its old meaning or another: stored data, old clients and old docs still read it the old way. Choose another name.",
+			match: reused, say: func(g *group) string {
+				return fmt.Sprintf("%s added, but %s %q is retired (tombstone %s)", g.id(0), g.id(1), g.id(2), g.id(3))
+			}},
+		{ID: "RETIRED_NO_DELETE", Bump: Invalid, Wire: true, Purpose: "A tombstone is the memory that a name may not return; removing it is refused at any bump.",
+			match: element(removed, "retired[*]"), say: sayf("tombstone %q removed")},
+		{ID: "RETIRED_ADDED", Bump: None, Purpose: "Recording a retired name is bookkeeping: it changes nothing on the wire and only forbids the name's return.",
+			match: element(added, "retired[*]"), say: sayf("tombstone %q added")},
+		{ID: "RETIRED_SAME_SINCE", Bump: Invalid, Wire: true, Purpose: "The version that retired a name is history; it is never rewritten.",
+			match: subtree("retired[*].since"), say: changed("tombstone %q: since")},
+
+		// Deprecation markers.
+		{ID: "DEPRECATED_ADDED", Bump: Minor, Wire: true, Purpose: "A deprecation announces a removal at a later major: it changes no byte, but users are told (in the generated docs and code) in a release of its own.",
+			match: deprecation(func(o, n bool) bool { return !o && n }), say: func(g *group) string {
+				return fmt.Sprintf("%s deprecated since %s", g.id(0), g.d.new[g.root+".since"].value)
+			}},
+		{ID: "DEPRECATION_WITHDRAWN", Bump: Patch, Purpose: "Withdrawing a deprecation keeps the element; the announcement of its removal is taken back.",
+			match: deprecation(func(o, n bool) bool { return o && !n }), say: func(g *group) string {
+				return fmt.Sprintf("%s no longer deprecated (was since %s)", g.id(0), g.d.old[g.root+".since"].value)
+			}},
+		{ID: "DEPRECATED_SAME_SINCE", Bump: Invalid, Wire: true, Purpose: "The version that announced a deprecation is history; it is never rewritten.",
+			match: deprecation(func(o, n bool) bool { return o && n }, ".since"), say: func(g *group) string {
+				return fmt.Sprintf("%s: deprecated since %s → %s", g.id(0), g.d.old[g.root].value, g.d.new[g.root].value)
+			}},
+
+		// Entries deleted and added.
 		{ID: "KIND_NO_DELETE", Bump: Major, Wire: true, Purpose: "Ids of a deleted kind stop parsing in every client that is upgraded while they are still stored.",
 			match: element(removed, "kinds[*]"), say: sayf("kind %q deleted")},
 		{ID: "KIND_ADDED", Bump: Minor, Wire: true, Purpose: "A new kind is additive registration: old clients never mint it, and no row key changes.",
@@ -76,6 +103,8 @@ func Rules() []Rule {
 			match: element(added, "keys.classes[*]"), say: sayf("key class %q added")},
 		{ID: "KEY_TYPE_NO_DELETE", Bump: Major, Wire: true, Purpose: "Clients still write and read a deleted key type; its keys would be orphaned.",
 			match: element(removed, "keys.types[*]"), say: sayf("key type %q deleted")},
+		{ID: "KEY_TYPE_ADDED_EVERY_WRITER", Bump: Major, Wire: true, Purpose: "A key type with duty every-writer must be kept by every writer; a client of a lower minor never writes it, so adding one is not additive.",
+			match: element(added, "keys.types[*]", dutyIs("every-writer")), say: sayf("key type %q added with duty every-writer")},
 		{ID: "KEY_TYPE_ADDED", Bump: Minor, Wire: true, Purpose: "A new key type is additive registration (spec §8): old clients never touch it.",
 			match: element(added, "keys.types[*]"), say: sayf("key type %q added")},
 		{ID: "ROW_FIELD_SAME_NAME", Bump: Major, Wire: true, Purpose: "A renamed row field is a new field to every stored row and to every client of the old name.",
@@ -84,6 +113,8 @@ func Rules() []Rule {
 			}},
 		{ID: "ROW_FIELD_NO_DELETE", Bump: Major, Wire: true, Purpose: "Every stored row carries the field and every client reads it.",
 			match: element(removed, "row.fields[*]"), say: sayf("row field %q deleted")},
+		{ID: "ROW_FIELD_ADDED_HINT", Bump: Minor, Wire: true, Purpose: "A row field with duty hint may be missing from any row (old writers never write it) and no reader relies on it: adding one is additive, as the wake doorbell is.",
+			match: element(added, "row.fields[*]", dutyIs("hint")), say: sayf("row field %q added with duty hint")},
 		{ID: "ROW_FIELD_ADDED", Bump: Major, Wire: true, Purpose: "Every writer maintains every row field: a client of a lower minor would write rows without it, so a new field is not additive.",
 			match: element(added, "row.fields[*]"), say: sayf("row field %q added")},
 		{ID: "STATE_NO_DELETE", Bump: Major, Wire: true, Purpose: "Stored rows may hold the deleted state value; no client could place them.",
@@ -150,6 +181,10 @@ func Rules() []Rule {
 			match: subtree("keys.classes[*].shape"), say: changed("key class %q: shape")},
 		{ID: "KEY_TYPE_SAME_REDIS", Bump: Major, Wire: true, Purpose: "Clients of the old type get WRONGTYPE on every key of it.",
 			match: subtree("keys.types[*].redis"), say: changed("key type %q: redis type")},
+		{ID: "KEY_TYPE_SAME_DUTY", Bump: Major, Wire: true, Purpose: "A duty raised to every-writer binds writers of lower minors that never kept it; a duty lowered to hint lets new writers skip what old readers rely on.",
+			match: subtree("keys.types[*].duty"), say: changed("key type %q: duty")},
+		{ID: "ROW_FIELD_SAME_DUTY", Bump: Major, Wire: true, Purpose: "A duty raised to every-writer binds writers of lower minors that never kept it; a duty lowered to hint lets new writers skip what old readers rely on.",
+			match: subtree("row.fields[*].duty"), say: changed("row field %q: duty")},
 		{ID: "KEY_TYPE_SAME_CLASS", Bump: Major, Wire: true, Purpose: "The key type's keys move to another pattern; clients of the old one lose them.",
 			match: subtree("keys.types[*].class"), say: changed("key type %q: class")},
 		{ID: "ROW_SAME_KEY", Bump: Major, Wire: true, Purpose: "Rows move to another key type; every stored row is lost to new clients.",
@@ -372,4 +407,111 @@ func reordered(d *differ) []*group {
 		out = append(out, g)
 	}
 	return out
+}
+
+// dutyIs holds for an added key type or row field of the given duty.
+func dutyIs(duty string) func(*group) bool {
+	return func(g *group) bool { return g.d.new[g.root+".duty"].value == duty }
+}
+
+// tombstoned are the elements a tombstone may name, with what it calls
+// them and how to read the name from the element's identities.
+var tombstoned = []struct {
+	pat  pattern
+	what string
+	name func(ids []string) string
+}{
+	{pat("kinds[*]"), "kind", last},
+	{pat("keys.types[*]"), "key_type", last},
+	{pat("row.fields[*]"), "field", last},
+	{pat("row.states[*]"), "state", last},
+	{pat("sets.list[*]"), "set", last},
+	{pat("reserve[*].fields[*]"), "lock", last},
+	{pat("reserve[*]"), "member", last},
+	{pat("classes[*]"), "class", last},
+	{pat("scripts[*].reply.values[*]"), "reply_value", func(ids []string) string { return ids[0] + ":" + ids[1] }},
+	{pat("scripts[*]"), "script", last},
+}
+
+func last(ids []string) string { return ids[len(ids)-1] }
+
+// reused matches an added element whose name a tombstone of either side
+// retired. The group's identities are the element's description, what
+// the tombstone names, the name and the tombstone's since.
+func reused(d *differ) []*group {
+	var out []*group
+	for _, c := range d.open() {
+		if c.kind != added || c.new.kind != elementLeaf || d.claimed[c] {
+			continue
+		}
+		for _, k := range tombstoned {
+			ids, ok := k.pat.exact(c.path)
+			if !ok {
+				continue
+			}
+			name := k.name(ids)
+			stone := "retired[" + escapeIdent(k.what+" "+name) + "]"
+			t := d.old
+			if _, in := t[stone]; !in {
+				t = d.new
+			}
+			if _, in := t[stone]; in {
+				desc, _ := describe(d.new, c.path)
+				g := d.collect(c.path, []string{desc, strings.ReplaceAll(k.what, "_", " "), name, "since " + t[stone+".since"].value})
+				d.claim(g)
+				out = append(out, g)
+			}
+			break
+		}
+	}
+	return out
+}
+
+// deprecation matches the deprecation marker of an element, when which
+// holds for whether the old and the new side carry one; sub narrows the
+// group to a leaf of the marker (".since"). The group's identity is the
+// element's description.
+func deprecation(which func(old, new bool) bool, sub ...string) matcher {
+	return func(d *differ) []*group {
+		var out []*group
+		for _, c := range d.open() {
+			if d.claimed[c] {
+				continue
+			}
+			i := strings.Index(c.path, ".deprecated")
+			if i < 0 || !under(c.path, c.path[:i+len(".deprecated")]) {
+				continue
+			}
+			elem := c.path[:i]
+			if _, in := d.old[elem]; !in {
+				continue // the element came with its marker: its own rule tells
+			}
+			if _, in := d.new[elem]; !in {
+				continue
+			}
+			root := elem + ".deprecated"
+			o, n := d.old.has(root+".since"), d.new.has(root+".since")
+			if !which(o, n) {
+				continue
+			}
+			if len(sub) > 0 {
+				root += sub[0]
+				if c.path != root {
+					continue
+				}
+			}
+			t := d.new
+			if !n {
+				t = d.old
+			}
+			desc, ok := describe(t, elem)
+			if !ok {
+				desc = elem
+			}
+			g := d.collect(root, []string{desc})
+			d.claim(g)
+			out = append(out, g)
+		}
+		return out
+	}
 }

@@ -98,6 +98,16 @@ var positional = map[string]bool{"steps": true}
 // are compared as one value. Other lists of strings are sets.
 var orderedScalars = map[string]bool{"command": true}
 
+// defaultDuty is the writer duty of a key type or row field that declares
+// none: a key type is a hint (as the wake doorbell is: old writers never
+// touch a new one), a row field is every writer's duty.
+func defaultDuty(path string) string {
+	if strings.HasPrefix(path, "row.fields[") {
+		return "every-writer"
+	}
+	return "hint"
+}
+
 func join(path, name string) string {
 	if path == "" {
 		return name
@@ -114,6 +124,9 @@ func (w *walker) walk(v reflect.Value, path string, pos manifest.Pos) {
 	switch v.Type() {
 	case strType:
 		s := v.Interface().(manifest.Str)
+		if s.V == "" && strings.HasSuffix(path, ".duty") {
+			s.V = defaultDuty(path)
+		}
 		w.t[path] = leaf{value: s.V, pos: s.Pos}
 		return
 	case intType:
@@ -222,6 +235,11 @@ func (w *walker) list(v reflect.Value, path string, pos manifest.Pos) {
 func identity(e reflect.Value) string {
 	if from, to := e.FieldByName("From"), e.FieldByName("To"); from.IsValid() && to.IsValid() {
 		return from.Interface().(manifest.Str).V + "->" + to.Interface().(manifest.Str).V
+	}
+	// A tombstone is what it names and the name: a state and a set may
+	// share a name.
+	if what, name := e.FieldByName("What"), e.FieldByName("Name"); what.IsValid() && name.IsValid() {
+		return what.Interface().(manifest.Str).V + " " + name.Interface().(manifest.Str).V
 	}
 	// A reply value is its integer.
 	if v := e.FieldByName("Value"); v.IsValid() && v.Type() == intType {

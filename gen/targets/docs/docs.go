@@ -189,6 +189,8 @@ func funcs(p *model.Protocol, shas map[string]string) template.FuncMap {
 		"tcode":       func(s string) string { return cell(code(s)) },
 		"text":        text,
 		"cell":        func(s string) string { return cell(text(s)) },
+		"life":        func(d *model.Deprecation) string { return note(deprecationNote(d)) },
+		"duty":        func(duty, def string) string { return note(dutyNote(duty, def)) },
 		"quote":       strconv.Quote,
 		"join":        strings.Join,
 		"codes":       codes,
@@ -511,4 +513,38 @@ func tidy(in []byte) []byte {
 		out = out[:len(out)-1]
 	}
 	return []byte(strings.Join(out, "\n") + "\n")
+}
+
+// note is a sentence appended to a summary: a space and the sentence, or
+// nothing.
+func note(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " " + cell(text(s))
+}
+
+// deprecationNote is the sentence a deprecated element's summary ends
+// with, or "" when it is not deprecated.
+func deprecationNote(d *model.Deprecation) string {
+	if d == nil {
+		return ""
+	}
+	s := "**Deprecated since " + d.Since.String() + ".**"
+	if d.Reason != "" {
+		s += " " + d.Reason
+	}
+	return s
+}
+
+// dutyNote says a key type's or row field's writer duty when it is not
+// the default of its kind.
+func dutyNote(duty, def string) string {
+	switch {
+	case duty == def || duty == "":
+		return ""
+	case duty == model.DutyEveryWriter:
+		return "**Every writer maintains it.**"
+	}
+	return "**A hint:** writers may skip it and no reader relies on it."
 }
