@@ -12,13 +12,13 @@ const reviewing = "../../docs/reviewing.md"
 // rulesTable renders every rule for the reviewer's guide.
 func rulesTable() string {
 	var b strings.Builder
-	b.WriteString("| rule | bump | wire | why |\n|---|---|---|---|\n")
+	b.WriteString("| rule | bump | wire | category | why |\n|---|---|---|---|---|\n")
 	for _, r := range AllRules() {
 		wire := "no"
 		if r.Wire {
 			wire = "yes"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.ID, r.Bump, wire, strings.ReplaceAll(r.Purpose, "|", `\|`))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", r.ID, r.Bump, wire, r.category(), strings.ReplaceAll(r.Purpose, "|", `\|`))
 	}
 	return b.String()
 }
