@@ -333,8 +333,13 @@ func Wire(fs []Finding) bool {
 	return false
 }
 
-// RuleIDs lists every rule's ID: the manifest rules, the artifact rules and
-// UNCLASSIFIED_CHANGE.
+// WitnessPrefix begins the IDs of findings reserved for the behavioural
+// witness (the conformance suite run against both sides of a change); no
+// rule of this package takes such an ID.
+const WitnessPrefix = "WITNESS_"
+
+// RuleIDs lists every rule's ID: the manifest rules, the artifact rules,
+// the waiver rules and UNCLASSIFIED_CHANGE.
 func RuleIDs() []string {
 	var ids []string
 	for _, r := range AllRules() {

@@ -232,6 +232,9 @@ func TestEveryRuleHasAFixture(t *testing.T) {
 	}
 	ids := RuleIDs()
 	for _, id := range ids {
+		if strings.HasPrefix(id, WitnessPrefix) {
+			t.Errorf("rule %s takes an ID reserved for the behavioural witness", id)
+		}
 		if !have[id] {
 			t.Errorf("rule %s has no fixture: add testdata/rules/%s.txt", id, id)
 		}
