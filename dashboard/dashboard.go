@@ -291,7 +291,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	rows := make([]map[string]any, len(stats))
 	for i, st := range stats {
-		rows[i] = map[string]any{"Stats": st, "Spark": d.spark(st.Name)}
+		rows[i] = map[string]any{"Stats": st, "Spark": d.spark(st.Queue)}
 	}
 	data := map[string]any{
 		"Queues": rows, "Total": len(list.Names), "Complete": list.Complete,
@@ -332,11 +332,12 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	st, err := Stats(r.Context(), d.opt.Client, q.Name())
+	all, err := statsOf(r.Context(), d.opt.Client, []string{q.Name()})
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
+	st := all[0]
 	ps := d.Points(q.Name())
 	times := make([]time.Time, len(ps))
 	backlog := make([]series, len(emq.Sets()))

@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -429,7 +430,7 @@ func TestOverviewPagesQueues(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, hs := serve(t, w.srv, dashboard.Options{QueuesPerPage: 5})
+	_, hs := serve(t, w.srv, dashboard.Options{QueuesPerPage: 5, ListEvery: 50 * time.Millisecond})
 	var seen []string
 	next := "/"
 	re := regexp.MustCompile(`data-queue="([^"]+)"`)
@@ -446,7 +447,50 @@ func TestOverviewPagesQueues(t *testing.T) {
 	if len(seen) != 15 || !slices.IsSorted(seen) {
 		t.Errorf("the overview pages showed %v, want 15 queues sorted", seen)
 	}
+	// A queue created later shows once the list is older than ListEvery:
+	// the page that finds it stale starts a listing in the background.
+	q, _ := w.c.Queue("zz-new")
+	id, _ := w.c.Mint(emq.WorkKind)
+	if _, err := q.Push(ctx, id, []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(60 * time.Millisecond)
+	found := false
+	for deadline := time.Now().Add(10 * time.Second); !found && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		_, body := get(t, hs.URL+"/?page=4")
+		found = strings.Contains(body, `data-queue="zz-new"`)
+	}
+	if !found {
+		t.Errorf("a new queue never showed on the overview")
+	}
 	if n := commandCalls(t, w.srv, "keys"); n != 0 {
 		t.Errorf("the dashboard sent KEYS %d times", n)
+	}
+}
+
+// Mounted under a path with http.StripPrefix, every link carries Base.
+func TestMountedUnderABase(t *testing.T) {
+	w := seed(t, 3, 1)
+	d, err := dashboard.New(dashboard.Options{Client: observe(t, w.srv), Base: "/ops/emq/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/ops/emq/", http.StripPrefix("/ops/emq", d))
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+	_, body := get(t, hs.URL+"/ops/emq/")
+	hrefs := regexp.MustCompile(`href="([^"]+)"`).FindAllStringSubmatch(body, -1)
+	if len(hrefs) < 5 {
+		t.Fatalf("the overview has %d links", len(hrefs))
+	}
+	for _, h := range hrefs {
+		if !strings.HasPrefix(h[1], "/ops/emq/") {
+			t.Errorf("link %q outside the base", h[1])
+			continue
+		}
+		if code, _ := get(t, hs.URL+h[1]); code != http.StatusOK {
+			t.Errorf("link %s = %d", h[1], code)
+		}
 	}
 }

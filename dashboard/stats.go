@@ -11,107 +11,10 @@ import (
 	"github.com/echomq/echomq/sdk/go/emq"
 )
 
-// QueueStats is what the dashboard shows of one queue at one moment.
-type QueueStats struct {
-	Name string
-	// Sizes are the sizes of the queue's sets, in emq.Sets order.
-	Sizes []int64
-	// Rung reports that the doorbell holds its marker.
-	Rung bool
-	// Migration is the queue's migration record as found (empty: never
-	// migrated).
-	Migration map[string]string
-	// OldestPending is the id of the oldest pending job (zero when none);
-	// its age is Now minus its mint time.
-	OldestPending emq.ID
-	// ExpiredLeases counts active jobs whose lease deadline has passed
-	// (maintenance reaps them); DueScheduled scheduled jobs whose run-at has
-	// come (maintenance promotes them).
-	ExpiredLeases, DueScheduled int64
-	// Now is the server's clock when the stats were read.
-	Now time.Time
-}
-
-// Size returns the size of set s.
-func (st QueueStats) Size(s emq.Set) int64 {
-	if i := slices.Index(emq.Sets(), s); i >= 0 && i < len(st.Sizes) {
-		return st.Sizes[i]
-	}
-	return 0
-}
-
-// OldestPendingAge is how long the oldest pending job has waited since it
-// was minted; zero when nothing is pending.
-func (st QueueStats) OldestPendingAge() time.Duration {
-	if st.OldestPending.IsZero() {
-		return 0
-	}
-	return max(0, st.Now.Sub(st.OldestPending.Time()))
-}
-
-// Stats reads the stats of one queue: its set sizes, doorbell, migration
-// record, oldest pending job and the leases and run-ats due, on the
-// server's clock. It only reads. A malformed name is refused with
-// emq.ErrQueueName before anything is sent.
-func Stats(ctx context.Context, c *emq.Client, name string) (QueueStats, error) {
-	q, err := c.Queue(name)
-	if err != nil {
-		return QueueStats{}, err
-	}
-	now, err := c.ServerTime(ctx)
-	if err != nil {
-		return QueueStats{}, err
-	}
-	st := QueueStats{Name: name, Now: now}
-	sizes, err := q.Sizes(ctx)
-	if err != nil {
-		return QueueStats{}, err
-	}
-	for _, s := range emq.Sets() {
-		st.Sizes = append(st.Sizes, sizes[s])
-	}
-	if st.Rung, err = q.Rung(ctx); err != nil {
-		return QueueStats{}, err
-	}
-	if st.Migration, err = q.Migration(ctx); err != nil {
-		return QueueStats{}, err
-	}
-	if id, ok, err := q.Oldest(ctx, emq.SetPending); err != nil {
-		return QueueStats{}, err
-	} else if ok {
-		st.OldestPending = id
-	}
-	if st.ExpiredLeases, err = q.Due(ctx, emq.SetActive, now); err != nil {
-		return QueueStats{}, err
-	}
-	if st.DueScheduled, err = q.Due(ctx, emq.SetSchedule, now); err != nil {
-		return QueueStats{}, err
-	}
-	return st, nil
-}
-
-// statsOf reads the stats of names concurrently (at most 8 at a time),
-// in order.
-func statsOf(ctx context.Context, c *emq.Client, names []string) ([]QueueStats, error) {
-	out := make([]QueueStats, len(names))
-	errs := make([]error, len(names))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for i, n := range names {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			out[i], errs[i] = Stats(ctx, c, n)
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("queue %s: %w", names[i], err)
-		}
-	}
-	return out, nil
+// statsOf reads the stats of names, in order, in one round trip after
+// the server's clock (emq.Client.Stats).
+func statsOf(ctx context.Context, c *emq.Client, names []string) ([]emq.QueueStats, error) {
+	return c.Stats(ctx, names)
 }
 
 // queueList caches the keyspace's queue names.
@@ -124,32 +27,57 @@ type queueList struct {
 	opts     emq.ListOptions
 	c        *emq.Client
 	refreshs atomic.Int64
+	listing  bool // a refresh runs
 }
 
-// get returns the queue names, listing them again when the cached list is
-// older than the ttl.
+// get returns the queue names. The first call lists them; later calls
+// return the cached list at once, and when it is older than the ttl start
+// one listing in the background whose result later calls get (so that a
+// page never waits for a scan of a large keyspace but the first).
 func (l *queueList) get(ctx context.Context) (emq.QueueList, error) {
 	if l.fixed != nil {
 		return emq.QueueList{Names: l.fixed, Complete: true}, nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.at.IsZero() && time.Since(l.at) < l.ttl {
-		return l.list, nil
+	if l.at.IsZero() {
+		got, err := l.c.ListQueues(ctx, l.opts)
+		if err != nil {
+			return emq.QueueList{}, err
+		}
+		l.refreshs.Add(1)
+		l.list, l.at = got, time.Now()
+		return got, nil
 	}
+	if time.Since(l.at) >= l.ttl && !l.listing {
+		l.listing = true
+		go l.refresh()
+	}
+	return l.list, nil
+}
+
+// refresh lists the queues again, keeping the old list when that fails.
+func (l *queueList) refresh() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	got, err := l.c.ListQueues(ctx, l.opts)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.listing = false
 	if err != nil {
-		return emq.QueueList{}, err
+		l.at = time.Now() // try again after another ttl
+		return
 	}
 	l.refreshs.Add(1)
 	l.list, l.at = got, time.Now()
-	return got, nil
 }
 
-// forget drops the cached list, so that the next get lists again.
+// forget makes the next get list the queues again in the background.
 func (l *queueList) forget() {
 	l.mu.Lock()
-	l.at = time.Time{}
+	if !l.at.IsZero() {
+		l.at = time.Unix(1, 0)
+	}
 	l.mu.Unlock()
 }
 

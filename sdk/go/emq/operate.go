@@ -309,3 +309,121 @@ func (q *Queue) CountUpTo(ctx context.Context, s Set, id ID) (int64, error) {
 	}
 	return n, nil
 }
+
+// QueueStats is the state of one queue at one moment, as an operator's
+// tool shows it.
+type QueueStats struct {
+	Queue string
+	// Sizes are the sizes of the queue's sets.
+	Sizes map[Set]int64
+	// Rung reports that the doorbell holds its marker.
+	Rung bool
+	// Migration is the queue's migration record as found, empty for a
+	// queue that was never migrated.
+	Migration map[string]string
+	// OldestPending is the oldest pending job (Oldest of the pending set),
+	// the zero ID when none is pending; its age is At minus its mint time.
+	OldestPending ID
+	// ExpiredLeases and DueScheduled are Due of the active and the
+	// schedule sets at At.
+	ExpiredLeases, DueScheduled int64
+	// At is the server's clock when the stats were read.
+	At time.Time
+}
+
+// OldestPendingAge is how long the oldest pending job has waited since it
+// was minted, at At; zero when nothing is pending.
+func (st QueueStats) OldestPendingAge() time.Duration {
+	if st.OldestPending.IsZero() {
+		return 0
+	}
+	return max(0, st.At.Sub(st.OldestPending.Time()))
+}
+
+// MaxStatsQueues is the most queues one Stats call reads.
+const MaxStatsQueues = 1000
+
+// Stats reads the state of each queue of names: what Sizes, Rung,
+// Migration, Oldest of the pending set and Due of the active and schedule
+// sets read, for all of them in one pipelined round trip after reading the
+// server's clock (TIME), in the order of names. Every name is checked
+// first, and more than MaxStatsQueues are refused with ErrArgument, before
+// anything is sent. It only reads, also on an observing client.
+func (c *Client) Stats(ctx context.Context, names []string) ([]QueueStats, error) {
+	if len(names) > MaxStatsQueues {
+		return nil, fmt.Errorf("%w: %d queues, more than %d", ErrArgument, len(names), MaxStatsQueues)
+	}
+	keys := make([]QueueKeys, len(names))
+	migration := make([]string, len(names))
+	for i, n := range names {
+		var err error
+		if keys[i], err = NewQueueKeys(n); err != nil {
+			return nil, err
+		}
+		if migration[i], err = KeyMigration(n); err != nil {
+			return nil, err
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	if err := c.ensureRead(ctx); err != nil {
+		return nil, err
+	}
+	now, err := c.ServerTime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	at := strconv.FormatInt(now.UnixMilli(), 10)
+	rc, sets := c.rc, Sets()
+	per := len(sets) + 5
+	cmds := make(rueidis.Commands, 0, per*len(names))
+	for i, k := range keys {
+		for _, s := range sets {
+			cmds = append(cmds, rc.B().Zcard().Key(k.Set(s)).Build())
+		}
+		cmds = append(cmds,
+			rc.B().Exists().Key(k.Wake).Build(),
+			rc.B().Hgetall().Key(migration[i]).Build(),
+			rc.B().Zrange().Key(k.Pending).Min("-").Max("+").Bylex().Limit(0, 1).Build(),
+			rc.B().Zcount().Key(k.Active).Min("-inf").Max(at).Build(),
+			rc.B().Zcount().Key(k.Schedule).Min("-inf").Max(at).Build())
+	}
+	res := rc.DoMulti(ctx, cmds...)
+	out := make([]QueueStats, len(names))
+	for i, n := range names {
+		r := res[i*per : (i+1)*per]
+		st := QueueStats{Queue: n, Sizes: make(map[Set]int64, len(sets)), At: now}
+		for j, s := range sets {
+			if st.Sizes[s], err = r[j].AsInt64(); err != nil {
+				return nil, fmt.Errorf("emq: stats of %s: the size of %s: %w", n, s, err)
+			}
+		}
+		r = r[len(sets):]
+		bell, err := r[0].AsInt64()
+		if err != nil {
+			return nil, fmt.Errorf("emq: stats of %s: the doorbell: %w", n, err)
+		}
+		st.Rung = bell > 0
+		if st.Migration, err = r[1].AsStrMap(); err != nil {
+			return nil, fmt.Errorf("emq: stats of %s: %s: %w", n, migration[i], err)
+		}
+		oldest, err := r[2].AsStrSlice()
+		if err != nil {
+			return nil, fmt.Errorf("emq: stats of %s: the oldest pending job: %w", n, err)
+		}
+		if len(oldest) == 1 {
+			if st.OldestPending, err = ParseID(oldest[0]); err != nil {
+				return nil, fmt.Errorf("emq: stats of %s: %s holds %q, which is not an id: %w", n, keys[i].Pending, oldest[0], err)
+			}
+		}
+		if st.ExpiredLeases, err = r[3].AsInt64(); err != nil {
+			return nil, fmt.Errorf("emq: stats of %s: expired leases: %w", n, err)
+		}
+		if st.DueScheduled, err = r[4].AsInt64(); err != nil {
+			return nil, fmt.Errorf("emq: stats of %s: due run-ats: %w", n, err)
+		}
+		out[i] = st
+	}
+	return out, nil
+}

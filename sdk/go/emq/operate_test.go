@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -234,6 +235,47 @@ func TestOldestDueRunNowMigration(t *testing.T) {
 	do(t, c, "HSET", key, "from", "2.0.0", "to", "2.1.0")
 	if m, err := q.Migration(ctx); err != nil || m["from"] != "2.0.0" || len(m) != 2 {
 		t.Errorf("Migration = %v %v", m, err)
+	}
+
+	// Stats reads what the single reads read, for several queues at once.
+	other := queue(t, c, "ops2")
+	if _, err := other.Enqueue(ctx, mint(t, c, emq.WorkKind), []byte("p")); err != nil {
+		t.Fatal(err)
+	}
+	before := callsByCommand(t, c)
+	all, err := c.Stats(ctx, []string{"ops", "ops2", "none"})
+	if err != nil || len(all) != 3 {
+		t.Fatalf("Stats = %v, %v", all, err)
+	}
+	if n := callsByCommand(t, c)["time"] - before["time"]; n != 1 {
+		t.Errorf("Stats read the clock %d times", n)
+	}
+	st := all[0]
+	sizes, _ := q.Sizes(ctx)
+	oldest, _, _ := q.Oldest(ctx, emq.SetPending)
+	rung, _ := q.Rung(ctx)
+	due, _ := q.Due(ctx, emq.SetActive, st.At)
+	if st.Queue != "ops" || !maps.Equal(st.Sizes, sizes) || st.OldestPending != oldest || st.Rung != rung || st.ExpiredLeases != due || st.Migration["from"] != "2.0.0" {
+		t.Errorf("Stats(ops) = %+v; sizes %v, oldest %v, rung %v, expired %d", st, sizes, oldest, rung, due)
+	}
+	if st.OldestPendingAge() <= 0 {
+		t.Errorf("OldestPendingAge = %v", st.OldestPendingAge())
+	}
+	if all[1].Sizes[emq.SetPending] != 1 || all[2].Sizes[emq.SetPending] != 0 || !all[2].OldestPending.IsZero() || all[2].OldestPendingAge() != 0 {
+		t.Errorf("Stats(ops2, none) = %+v %+v", all[1], all[2])
+	}
+	before = callsByCommand(t, c)
+	if _, err := c.Stats(ctx, []string{"ops", "Bad"}); !errors.Is(err, emq.ErrQueueName) {
+		t.Errorf("Stats with a malformed name: %v", err)
+	}
+	if _, err := c.Stats(ctx, make([]string, emq.MaxStatsQueues+1)); !errors.Is(err, emq.ErrArgument) {
+		t.Errorf("Stats of too many queues: %v", err)
+	}
+	after := callsByCommand(t, c)
+	delete(after, "info")
+	delete(before, "info")
+	if !maps.Equal(before, after) {
+		t.Errorf("refused Stats calls sent commands")
 	}
 
 	// On an observing client the reads work and RunNow is a write.
