@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,8 +45,22 @@ func main() {
 	clients := flag.Int("clients", 100, "concurrent page loads")
 	loads := flag.Int("loads", 20, "page loads per client")
 	maxP99 := flag.Duration("max-p99", 100*time.Millisecond, "fail when the p99 of the page loads exceeds it (0: report only)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the page loads (dashboard and clients) to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dashbench:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "dashbench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*jobs, *clients, *loads, *maxP99); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "dashbench:", err)
 		os.Exit(1)
 	}
