@@ -155,12 +155,12 @@ func run(jobs, clients, loads int, maxP99 time.Duration) error {
 	pages := []page{
 		{"overview", func(*rand.Rand) string { return "/" }},
 		{"queue", func(*rand.Rand) string { return "/queue/big" }},
-		{"pending, newest", func(*rand.Rand) string { return "/queue/big/set/" + string(emq.SetPending) }},
-		{"pending, deep", func(r *rand.Rand) string {
+		{string(emq.SetPending) + ", newest", func(*rand.Rand) string { return "/queue/big/set/" + string(emq.SetPending) }},
+		{string(emq.SetPending) + ", deep", func(r *rand.Rand) string {
 			return "/queue/big/set/" + string(emq.SetPending) + "?after=" + deep[r.IntN(len(deep))]
 		}},
 		{"job", func(r *rand.Rand) string { return "/queue/big/job/" + deep[r.IntN(len(deep))] }},
-		{"dead", func(*rand.Rand) string { return "/queue/big/set/" + string(emq.SetDead) }},
+		{string(emq.SetDead), func(*rand.Rand) string { return "/queue/big/set/" + string(emq.SetDead) }},
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	load := func(u string) (time.Duration, error) {
