@@ -71,6 +71,8 @@ fi
 
 echo "== the dashboard (dashboard/, its own module on the public SDK): vet and tests, the browser test in headless Chromium"
 (cd dashboard && go vet ./... && go test -count=1 "$@" ./...)
+# its load benchmark, small: no KEYS, no command of 10 ms or more, no failed page (timings reported, not judged)
+(cd dashboard && go run ./cmd/dashbench -jobs 20000 -clients 20 -loads 5 -max-p99 0)
 
 echo "== metrics exporters (exporters/prometheus, exporters/otel: modules of their own): vet and tests"
 (cd exporters/prometheus && go vet ./... && go test -count=1 "$@" ./...)
