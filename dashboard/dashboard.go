@@ -157,6 +157,7 @@ func New(o Options) (*Dashboard, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", d.overview)
+	mux.HandleFunc("GET /search", d.searchAll)
 	mux.HandleFunc("GET /queue/{queue}", d.queuePage)
 	mux.HandleFunc("GET /queue/{queue}/set/{set}", d.setPage)
 	mux.HandleFunc("GET /queue/{queue}/search", d.search)
@@ -444,6 +445,41 @@ func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, d.opt.Base+"/queue/"+q.Name()+"/job/"+id.String(), http.StatusSeeOther)
+}
+
+// searchAll finds a job by id in every listed queue (the first
+// emq.MaxStatsQueues): one match redirects to its page, several are
+// listed.
+func (d *Dashboard) searchAll(w http.ResponseWriter, r *http.Request) {
+	id, err := parseID(strings.TrimSpace(r.URL.Query().Get("id")))
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	list, err := d.queues.get(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	names := list.Names
+	complete := list.Complete
+	if len(names) > emq.MaxStatsQueues {
+		names, complete = names[:emq.MaxStatsQueues], false
+	}
+	found, err := d.opt.Client.FindJob(r.Context(), id, names)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	if len(found) == 1 {
+		http.Redirect(w, r, d.opt.Base+"/queue/"+found[0]+"/job/"+id.String(), http.StatusSeeOther)
+		return
+	}
+	status := http.StatusOK
+	if len(found) == 0 {
+		status = http.StatusNotFound
+	}
+	d.render(w, r, status, "search", map[string]any{"ID": id, "Found": found, "Searched": len(names), "Complete": complete})
 }
 
 // job reads the job of r's path.

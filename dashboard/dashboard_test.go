@@ -146,7 +146,19 @@ func TestOverviewQueueAndJobPages(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/queue/orders/job/"+dead.String() {
 		t.Errorf("search = %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
+	// Search every queue: one match redirects, none is a 404, a bad id a 400.
+	resp, err = noRedirect.Get(hs.URL + "/search?id=" + bin.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/queue/emails/job/"+bin.String() {
+		t.Errorf("search of every queue = %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
 	unknown, _ := emq.NewID(emq.WorkKind, time.Now(), 0, 1)
+	if code, body := get(t, hs.URL+"/search?id="+unknown.String()); code != http.StatusNotFound || !strings.Contains(body, "No queue of the 3 searched") {
+		t.Errorf("search of an unknown id = %d\n%s", code, body)
+	}
 	if code, _ := get(t, hs.URL+"/queue/orders/job/"+unknown.String()); code != http.StatusNotFound {
 		t.Errorf("an unknown job = %d, want 404", code)
 	}
@@ -200,7 +212,7 @@ func TestHostileInputRefusedBeforeAnyCommand(t *testing.T) {
 		"/queue/orders/job/" + url.PathEscape("JOB0NgWEfAEJf!"), "/queue/Bad/job/" + good,
 		"/queue/orders/search?id=nope", "/queue/orders/search?id=",
 		"/queue/orders/job/JOB0NgWEfAEJf/revive", "/queue/orders/job/" + good + "/explode",
-		"/?page=0", "/?page=x",
+		"/?page=0", "/?page=x", "/search?id=JOB0NgWEfAEJf", "/search?id=" + url.QueryEscape("*"),
 	}
 	for _, p := range paths {
 		before := commands(t, w.srv)
