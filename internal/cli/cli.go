@@ -36,8 +36,6 @@ func commands() map[string]command {
 		"check":    {"the PR gate: classify the manifest's changes against a baseline and check the declared version", runCheck},
 		"diff":     {"classify every change between two manifests and the version bump it requires", runDiff},
 		"gen":      {"regenerate the Go SDK, the Lua bundle and the docs from the manifest", runGen},
-		"inspect":  {"read a queue of a live keyspace (sizes, browse, show) and revive or purge its dead jobs", runInspect},
-		"probe":    {"run every probe of the manifest against a live server and print the transcript", runProbe},
 		"release":  {"freeze the current manifest as golden/releases/<version>.yaml with its API record", runRelease},
 		"validate": {"check a manifest and print every problem as FILE:LINE:COL: message", runValidate},
 	}
@@ -74,6 +72,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "emqgen turns protocol.yaml into the EchoMQ SDKs and keeps the protocol honest.")
+	fmt.Fprintln(w, "The operator's tool for live keyspaces (inspect, probe) is emq, built on the Go SDK: go run ./cmd/emq -h.")
 	fmt.Fprintln(w, "\nUsage: emqgen <command> [flags]\n\nCommands:")
 	var names []string
 	for n := range cmds {

@@ -83,6 +83,15 @@ func TestUsage(t *testing.T) {
 	if code, _, _ := run(t, "gen", "-nope"); code != cli.ExitUsage {
 		t.Errorf("a bad flag = %d; want %d", code, cli.ExitUsage)
 	}
+	// The live commands moved to emq (cmd/emq), which is built on the SDK.
+	for _, moved := range []string{"inspect", "probe"} {
+		if code, out, errs := run(t, moved, "-h"); code != cli.ExitUsage || !strings.Contains(errs, "unknown command") {
+			t.Errorf("emqgen %s = %d; want it gone\n%s%s", moved, code, out, errs)
+		}
+	}
+	if _, out, _ := run(t, "-h"); !strings.Contains(out, "emq") || strings.Contains(out, "  inspect ") || strings.Contains(out, "  probe ") {
+		t.Errorf("emqgen -h still lists a live command, or does not point to emq:\n%s", out)
+	}
 }
 
 // TestHelpOnStdout: every command's -h prints its usage on stdout, nothing
@@ -92,8 +101,7 @@ func TestHelpOnStdout(t *testing.T) {
 	for _, args := range [][]string{
 		{"gen", "-h"}, {"gen", "-check", "-h"}, {"validate", "-h"}, {"validate", "protocol.yaml", "-h"},
 		{"check", "-h"}, {"diff", "a.yaml", "b.yaml", "-h"}, {"diff", "--help"}, {"release", "-help"},
-		{"probe", "-h"}, {"inspect", "sizes", "-h"},
-	} {
+	} { // probe -h and inspect SUB -h moved to emq (internal/cli/emqcli, TestHelpOnStdout)
 		code, out, errs := run(t, args...)
 		if code != cli.ExitOK || errs != "" || !strings.HasPrefix(out, "Usage: emqgen "+args[0]) || !strings.Contains(out, "Flags:") && args[0] != "validate" {
 			t.Errorf("emqgen %s = %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errs)

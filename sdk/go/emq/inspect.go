@@ -320,22 +320,39 @@ func (q *Queue) ReviveAll(ctx context.Context, ids []ID) (revived []bool, rung b
 	return revived, rung, err
 }
 
+// CheckCursor returns nil when cursor is one Page can have returned for set
+// s (or the empty Cursor, the first page): an id for a set whose members all
+// score zero, "score/id" with a decimal score for a scored set. Otherwise
+// it returns an error wrapping ErrArgument that says which form s takes.
+// It sends nothing; Page and PageEntries check their cursor with it.
+func CheckCursor(s Set, cursor Cursor) error {
+	if s.State() == "" {
+		return fmt.Errorf("%w: unknown set %q", ErrArgument, s)
+	}
+	return validCursor(s, string(cursor))
+}
+
 // validCursor refuses a cursor Page cannot have returned, before anything
 // is sent.
 func validCursor(s Set, cursor string) error {
 	if cursor == "" {
 		return nil
 	}
+	form := "score/id"
+	if s.Lex() {
+		form = "an id"
+	}
+	bad := fmt.Errorf("%w: cursor %q is not one of set %s's (%s)", ErrArgument, cursor, s, form)
 	id := cursor
 	if !s.Lex() {
 		sc, rest, ok := strings.Cut(cursor, "/")
 		if _, err := strconv.ParseInt(sc, 10, 64); !ok || err != nil {
-			return fmt.Errorf("%w: cursor %q", ErrArgument, cursor)
+			return bad
 		}
 		id = rest
 	}
 	if _, err := ParseID(id); err != nil {
-		return fmt.Errorf("%w: cursor %q", ErrArgument, cursor)
+		return bad
 	}
 	return nil
 }

@@ -583,3 +583,26 @@ func ExampleObserve() {
 	}
 	_, _, _ = q.ReviveAll(ctx, ids)
 }
+
+// TestCheckCursor: CheckCursor agrees with Page on every cursor, sends
+// nothing, and names the form the set takes.
+func TestCheckCursor(t *testing.T) {
+	g, _ := emq.NewGenerator(3)
+	id, _ := g.Mint(emq.WorkKind)
+	for _, s := range emq.Sets() {
+		for _, cur := range []string{"", id.String(), "5/" + id.String(), "garbage", "5/x"} {
+			err := emq.CheckCursor(s, emq.Cursor(cur))
+			lexOK := cur == "" || cur == id.String()
+			scoreOK := cur == "" || cur == "5/"+id.String()
+			if want := (s.Lex() && lexOK) || (!s.Lex() && scoreOK); (err == nil) != want {
+				t.Errorf("CheckCursor(%s, %q) = %v; want accepted %v", s, cur, err, want)
+			}
+			if err != nil && (!errors.Is(err, emq.ErrArgument) || !strings.Contains(err.Error(), map[bool]string{true: "an id", false: "score/id"}[s.Lex()])) {
+				t.Errorf("CheckCursor(%s, %q) = %v", s, cur, err)
+			}
+		}
+	}
+	if err := emq.CheckCursor(emq.Set("nope"), ""); !errors.Is(err, emq.ErrArgument) {
+		t.Errorf("CheckCursor of an unknown set = %v", err)
+	}
+}

@@ -1,4 +1,4 @@
-package cli_test
+package emqcli_test
 
 import (
 	"context"
@@ -13,63 +13,60 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/echomq/echomq/gen/bundle"
-	"github.com/echomq/echomq/gen/live"
-	"github.com/echomq/echomq/gen/model"
-	"github.com/echomq/echomq/internal/cli"
+	"github.com/echomq/echomq/internal/cli/emqcli"
+	"github.com/echomq/echomq/sdk/go/emq"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
-// probeEnv is the manifest and what the tests derive from it.
+// probeEnv is what the tests derive from the SDK: the probes, the fence,
+// and the keys a probe may touch outside its scratch queue.
 type probeEnv struct {
-	p      *model.Protocol
-	fence  *live.Fence
-	sha1   string   // the fence script's SHA-1
+	probes []probeTarget
 	checks int      // the number of probe checks
-	shared []string // reserve keys a probe may touch outside its scratch queue: those with fields naming a queue
+	shared []string // reserve keys a probe may touch outside its scratch queue: the locks, whose fields name a queue
+	fenced map[string]bool
+}
+
+// probeTarget is one probe's target and number of checks.
+type probeTarget struct {
+	target string
+	steps  int
 }
 
 func loadProbeEnv(t *testing.T) probeEnv {
 	t.Helper()
-	p, err := model.Load(manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := bundle.Render(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := live.NewFence(p, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := probeEnv{p: p, fence: f}
-	for _, sc := range b.Scripts {
-		if sc.Name == f.Script {
-			env.sha1 = sc.SHA1
-		}
-	}
-	for _, pr := range live.Probes(p) {
+	env := probeEnv{shared: []string{emq.KeyLocks}, fenced: map[string]bool{}}
+	for _, pr := range emq.Probes() {
+		env.probes = append(env.probes, probeTarget{pr.Target, len(pr.Steps)})
 		env.checks += len(pr.Steps)
 	}
-	for _, m := range p.Reserve {
-		names := false
-		for _, fl := range m.Fields {
-			for _, pt := range fl.Parts {
-				names = names || pt.Hole == "queue"
-			}
+	for _, k := range []string{emq.KeyVersion, emq.KeyBundle} {
+		env.fenced["reserve member "+k] = true
+	}
+	if env.checks == 0 || len(env.fenced) != 2 {
+		t.Fatalf("no probes, or the fence's targets are not among them: %+v", env)
+	}
+	found := 0
+	for _, p := range env.probes {
+		if env.fenced[p.target] {
+			found++
 		}
-		if names && !m.HasQueue() {
-			env.shared = append(env.shared, p.MemberShape(m))
-		}
+	}
+	if found != 2 {
+		t.Fatalf("the probes do not name the fence's reserve members: %+v", env.probes)
 	}
 	return env
 }
 
-// probe runs emqgen probe with the repository's manifest.
+// recordOf is the version record of major.minor.patch.
+func recordOf(major, minor, patch int) string {
+	return strings.TrimSuffix(emq.VersionRecord, emq.Version) + strconv.Itoa(major) + "." + strconv.Itoa(minor) + "." + strconv.Itoa(patch)
+}
+
+// probe runs emq probe.
 func probe(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	return run(t, append([]string{"probe", "-manifest", manifest}, args...)...)
+	return run(t, append([]string{"probe"}, args...)...)
 }
 
 func ctxP(t *testing.T) context.Context {
@@ -201,7 +198,7 @@ func checkWrites(t *testing.T, got map[string][]string, allowed ...string) {
 	scratch := 0
 	for k, ev := range got {
 		switch {
-		case strings.Contains(k, live.ScratchPrefix):
+		case strings.Contains(k, emq.ScratchPrefix):
 			scratch++
 		case !ok[k]:
 			t.Errorf("the probe wrote %s (%v), which is neither a scratch key nor allowed", k, ev)
@@ -240,40 +237,35 @@ func TestProbeClaimsAFreshServer(t *testing.T) {
 	code, out, errs := probe(t, "-addr", srv.Addr(), "-claim")
 	t.Logf("transcript:\n%s%s", out, errs)
 	n := strconv.Itoa(env.checks)
-	if code != cli.ExitOK || !strings.HasSuffix(out, "\nPASS "+n+"/"+n+"\n") {
+	if code != emqcli.ExitOK || !strings.HasSuffix(out, "\nPASS "+n+"/"+n+"\n") {
 		t.Fatalf("probe -claim = %d; want every one of %d checks to pass\n%s%s", code, env.checks, out, errs)
 	}
-	for _, m := range env.p.Reserve {
-		if ok, _ := lines(out, live.MemberTarget(env.p, m)); ok == 0 || ok != len(m.Probe.Steps) {
-			t.Errorf("reserve member %s: %d passing lines; want %d", m.Name, ok, len(m.Probe.Steps))
-		}
-	}
-	for _, c := range env.p.Classes {
-		if ok, _ := lines(out, live.ClassTarget(c)); ok == 0 || ok != len(c.Probe.Steps) {
-			t.Errorf("wire class %s: %d passing lines; want %d", c.Word, ok, len(c.Probe.Steps))
+	for _, p := range env.probes {
+		if ok, _ := lines(out, p.target); ok == 0 || ok != p.steps {
+			t.Errorf("%s: %d passing lines; want %d", p.target, ok, p.steps)
 		}
 	}
 	if !env.fenceRan(t, srv) || !strings.Contains(errs, "claimed") {
 		t.Errorf("stderr does not report the claim:\n%s", errs)
 	}
-	checkWrites(t, w.taken(t), append(env.shared, env.fence.VersionKey, env.fence.BundleKey)...)
+	checkWrites(t, w.taken(t), append(env.shared, emq.KeyVersion, emq.KeyBundle)...)
 	rc := rclient(t, srv.Addr(), 0)
 	snap := snapshot(t, rc)
 	if len(snap) != 2 {
 		t.Errorf("keys after the run: %v; want only the version record and the bundle identity", keysOf(snap))
 	}
 	ctx := ctxP(t)
-	if v, _ := rc.Do(ctx, rc.B().Get().Key(env.fence.VersionKey).Build()).ToString(); v != env.fence.Record {
-		t.Errorf("the claimed record is %q; want %q", v, env.fence.Record)
+	if v, _ := rc.Do(ctx, rc.B().Get().Key(emq.KeyVersion).Build()).ToString(); v != emq.VersionRecord {
+		t.Errorf("the claimed record is %q; want %q", v, emq.VersionRecord)
 	}
-	if d, _ := rc.Do(ctx, rc.B().Hget().Key(env.fence.BundleKey).Field(env.fence.Semver).Build()).ToString(); d != env.fence.Digest {
-		t.Errorf("the recorded digest is %q; want %q", d, env.fence.Digest)
+	if d, _ := rc.Do(ctx, rc.B().Hget().Key(emq.KeyBundle).Field(emq.Version).Build()).ToString(); d != emq.BundleDigest {
+		t.Errorf("the recorded digest is %q; want %q", d, emq.BundleDigest)
 	}
 
 	// A second run on the claimed keyspace does not fence again: it
 	// writes only scratch keys and the probe lock, -claim or not.
 	w2 := watch(t, srv)
-	if code, out, errs := probe(t, "-addr", srv.Addr(), "-claim"); code != cli.ExitOK {
+	if code, out, errs := probe(t, "-addr", srv.Addr(), "-claim"); code != emqcli.ExitOK {
 		t.Fatalf("second run = %d\n%s%s", code, out, errs)
 	}
 	checkWrites(t, w2.taken(t), env.shared...)
@@ -287,7 +279,7 @@ func TestProbeClaimsAFreshServer(t *testing.T) {
 // EVAL only on NOSCRIPT, so a script that never ran is not cached).
 func (env probeEnv) fenceRan(t *testing.T, srv *redistest.Server) bool {
 	t.Helper()
-	got, err := srv.Do("SCRIPT", "EXISTS", env.sha1)
+	got, err := srv.Do("SCRIPT", "EXISTS", emq.ScriptFence.SHA1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,8 +314,8 @@ func TestProbeWithoutClaimWritesNothing(t *testing.T) {
 	srv := notifying(t)
 	w := watch(t, srv)
 	code, out, errs := probe(t, "-addr", srv.Addr())
-	if code != cli.ExitFindings {
-		t.Fatalf("probe on a fresh server without -claim = %d; want %d\n%s%s", code, cli.ExitFindings, out, errs)
+	if code != emqcli.ExitFindings {
+		t.Fatalf("probe on a fresh server without -claim = %d; want %d\n%s%s", code, emqcli.ExitFindings, out, errs)
 	}
 	checkWrites(t, w.taken(t), env.shared...)
 	if env.fenceRan(t, srv) {
@@ -338,12 +330,10 @@ func TestProbeWithoutClaimWritesNothing(t *testing.T) {
 		}
 	}
 	fails := 0
-	for _, m := range env.p.Reserve {
-		target := live.MemberTarget(env.p, m)
-		key := env.p.MemberShape(m)
-		_, fail := lines(out, target)
-		if (fail > 0) != (key == env.fence.VersionKey || key == env.fence.BundleKey) {
-			t.Errorf("%s: %d failed checks", target, fail)
+	for _, p := range env.probes {
+		_, fail := lines(out, p.target)
+		if (fail > 0) != env.fenced[p.target] {
+			t.Errorf("%s: %d failed checks", p.target, fail)
 		}
 		fails += fail
 	}
@@ -359,21 +349,20 @@ func TestProbeWithoutClaimWritesNothing(t *testing.T) {
 // the scratch queue and the probe lock still pass.
 func TestProbeLeavesAForeignKeyspaceAlone(t *testing.T) {
 	env := loadProbeEnv(t)
-	f := env.fence
 	srv := notifying(t)
 	rc := rclient(t, srv.Addr(), 0)
 	ctx := ctxP(t)
-	other := model.Semver{Major: env.p.Version.Major + 1}
+	otherMajor := strconv.Itoa(emq.VersionMajor+1) + ".0.0"
 	plants := map[string][]string{
-		"another major": {"SET", f.VersionKey, f.RecordOf(other)},
-		"not a record":  {"SET", f.VersionKey, "garbage"},
-		"another type":  {"HSET", f.VersionKey, "record", f.Record},
+		"another major": {"SET", emq.KeyVersion, recordOf(emq.VersionMajor+1, 0, 0)},
+		"not a record":  {"SET", emq.KeyVersion, "garbage"},
+		"another type":  {"HSET", emq.KeyVersion, "record", emq.VersionRecord},
 	}
 	for name, plant := range plants {
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
 			for _, cmd := range [][]string{
 				{"FLUSHALL"}, {"SCRIPT", "FLUSH"}, plant,
-				{"HSET", f.BundleKey, other.String(), "a foreign digest", f.Semver, "a foreign digest too"},
+				{"HSET", emq.KeyBundle, otherMajor, "a foreign digest", emq.Version, "a foreign digest too"},
 				{"SET", "app:data", "precious"},
 			} {
 				if err := rc.Do(ctx, rc.B().Arbitrary(cmd...).Build()).Error(); err != nil {
@@ -383,8 +372,8 @@ func TestProbeLeavesAForeignKeyspaceAlone(t *testing.T) {
 			before := snapshot(t, rc)
 			w := watch(t, srv)
 			code, out, errs := probe(t, "-addr", srv.Addr(), "-claim")
-			if code != cli.ExitFindings {
-				t.Fatalf("probe on a foreign keyspace = %d; want %d\n%s%s", code, cli.ExitFindings, out, errs)
+			if code != emqcli.ExitFindings {
+				t.Fatalf("probe on a foreign keyspace = %d; want %d\n%s%s", code, emqcli.ExitFindings, out, errs)
 			}
 			checkWrites(t, w.taken(t), env.shared...)
 			if env.fenceRan(t, srv) {
@@ -393,18 +382,12 @@ func TestProbeLeavesAForeignKeyspaceAlone(t *testing.T) {
 			if after := snapshot(t, rc); !equal(before, after) {
 				t.Errorf("the keyspace changed: %v -> %v", keysOf(before), keysOf(after))
 			}
-			for _, m := range env.p.Reserve {
-				key := env.p.MemberShape(m)
-				if key == f.VersionKey || key == f.BundleKey {
+			for _, p := range env.probes {
+				if env.fenced[p.target] {
 					continue
 				}
-				if ok, fail := lines(out, live.MemberTarget(env.p, m)); fail > 0 || ok == 0 {
-					t.Errorf("%s: %d passed, %d failed\n%s", key, ok, fail, out)
-				}
-			}
-			for _, c := range env.p.Classes {
-				if ok, fail := lines(out, live.ClassTarget(c)); fail > 0 || ok == 0 {
-					t.Errorf("%s: %d passed, %d failed\n%s", c.Word, ok, fail, out)
+				if ok, fail := lines(out, p.target); fail > 0 || ok == 0 {
+					t.Errorf("%s: %d passed, %d failed\n%s", p.target, ok, fail, out)
 				}
 			}
 			if !strings.Contains(out, "foreign keyspace") || !strings.Contains(errs, "not fenced") {
@@ -418,15 +401,14 @@ func TestProbeLeavesAForeignKeyspaceAlone(t *testing.T) {
 // in a database that is empty again afterwards; the probes' own database
 // is untouched by them.
 func TestProbeFenceDB(t *testing.T) {
-	env := loadProbeEnv(t)
 	srv := notifying(t)
 	w := watch(t, srv)
 	code, out, errs := probe(t, "-addr", srv.Addr(), "-claim", "-fence-db", "3")
 	t.Logf("transcript:\n%s%s", out, errs)
-	if code != cli.ExitOK {
+	if code != emqcli.ExitOK {
 		t.Fatalf("probe -fence-db 3 = %d\n%s%s", code, out, errs)
 	}
-	ok, fail := lines(out, env.fence.Target)
+	ok, fail := lines(out, emq.FenceTarget)
 	if ok != 8 || fail != 0 || !strings.HasSuffix(out, "\nPASS 8/8\n") {
 		t.Errorf("fence lines: %d ok, %d failed; want 8 ok ending PASS 8/8\n%s", ok, fail, out)
 	}
@@ -454,8 +436,8 @@ func TestProbeFenceDBMustBeEmpty(t *testing.T) {
 	before := snapshot(t, rc3)
 	w := watch(t, srv)
 	code, out, errs := probe(t, "-addr", srv.Addr(), "-claim", "-fence-db", "3")
-	if code != cli.ExitUsage || !strings.Contains(errs, "not empty") || out != "" {
-		t.Fatalf("probe -fence-db on a non-empty database = %d; want %d and a clear refusal\n%s%s", code, cli.ExitUsage, out, errs)
+	if code != emqcli.ExitUsage || !strings.Contains(errs, "not empty") || out != "" {
+		t.Fatalf("probe -fence-db on a non-empty database = %d; want %d and a clear refusal\n%s%s", code, emqcli.ExitUsage, out, errs)
 	}
 	if got := w.taken(t); len(got) != 0 {
 		t.Errorf("a refused run wrote %v", got)
@@ -479,16 +461,16 @@ func TestProbeACL(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := probe(t, "-addr", srv.Addr(), "-user", "prober", "-password", "s3cret", "-claim", "-fence-db", "1")
-	if code != cli.ExitOK {
+	if code != emqcli.ExitOK {
 		t.Fatalf("probe as an ACL user = %d\n%s%s", code, out, errs)
 	}
 	t.Setenv("EMQ_REDIS_PASSWORD", "s3cret")
-	if code, out, errs := probe(t, "-addr", srv.Addr(), "-user", "prober"); code != cli.ExitOK {
+	if code, out, errs := probe(t, "-addr", srv.Addr(), "-user", "prober"); code != emqcli.ExitOK {
 		t.Fatalf("probe with the password from the environment = %d\n%s%s", code, out, errs)
 	}
 	code, out, errs = probe(t, "-addr", srv.Addr(), "-user", "prober", "-password", "wrong")
-	if code != cli.ExitUsage || out != "" || !strings.HasPrefix(errs, "emqgen: connecting to "+srv.Addr()+": WRONGPASS") {
-		t.Fatalf("a wrong password = %d; want %d and a clear message\n%s%s", code, cli.ExitUsage, out, errs)
+	if code != emqcli.ExitUsage || out != "" || !strings.HasPrefix(errs, "emq: connecting to "+srv.Addr()+": ") || !strings.Contains(errs, "WRONGPASS") {
+		t.Fatalf("a wrong password = %d; want %d and a clear message\n%s%s", code, emqcli.ExitUsage, out, errs)
 	}
 	// A user without the right to run scripts gets failed checks naming
 	// the permission, not a crash.
@@ -496,7 +478,7 @@ func TestProbeACL(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs = probe(t, "-addr", srv.Addr(), "-user", "prober", "-password", "s3cret")
-	if code != cli.ExitFindings || !strings.Contains(out, "NOPERM") {
+	if code != emqcli.ExitFindings || !strings.Contains(out, "NOPERM") {
 		t.Fatalf("a user who may not run scripts = %d\n%s%s", code, out, errs)
 	}
 }
@@ -509,35 +491,35 @@ func TestProbeTLS(t *testing.T) {
 	srv := redistest.Start(t, x.Option())
 	addr, ca := x.Addr(), x.CA
 	code, out, errs := probe(t, "-addr", addr, "-tls", "-tls-ca", ca, "-claim", "-fence-db", "2")
-	if code != cli.ExitOK {
+	if code != emqcli.ExitOK {
 		t.Fatalf("probe over TLS = %d\n%s%s", code, out, errs)
 	}
-	if v, err := srv.Do("EXISTS", loadProbeEnv(t).fence.VersionKey); err != nil || v != "1" {
+	if v, err := srv.Do("EXISTS", emq.KeyVersion); err != nil || v != "1" {
 		t.Errorf("the TLS run did not reach the server behind the plain port: %q %v", v, err)
 	}
-	if code, _, errs := probe(t, "-addr", addr, "-tls"); code != cli.ExitUsage || !strings.Contains(errs, "certificate") {
-		t.Errorf("an untrusted certificate = %d; want %d\n%s", code, cli.ExitUsage, errs)
+	if code, _, errs := probe(t, "-addr", addr, "-tls"); code != emqcli.ExitUsage || !strings.Contains(errs, "certificate") {
+		t.Errorf("an untrusted certificate = %d; want %d\n%s", code, emqcli.ExitUsage, errs)
 	}
-	if code, _, errs := probe(t, "-addr", addr, "-tls-ca", ca, "-tls-server-name", "elsewhere.example"); code != cli.ExitUsage || !strings.Contains(errs, "certificate") {
-		t.Errorf("a wrong server name = %d; want %d\n%s", code, cli.ExitUsage, errs)
+	if code, _, errs := probe(t, "-addr", addr, "-tls-ca", ca, "-tls-server-name", "elsewhere.example"); code != emqcli.ExitUsage || !strings.Contains(errs, "certificate") {
+		t.Errorf("a wrong server name = %d; want %d\n%s", code, emqcli.ExitUsage, errs)
 	}
-	if code, _, errs := probe(t, "-addr", addr); code != cli.ExitUsage || !strings.Contains(errs, "connecting to") {
-		t.Errorf("plain text to the TLS port = %d; want %d\n%s", code, cli.ExitUsage, errs)
+	if code, _, errs := probe(t, "-addr", addr); code != emqcli.ExitUsage || !strings.Contains(errs, "connecting to") {
+		t.Errorf("plain text to the TLS port = %d; want %d\n%s", code, emqcli.ExitUsage, errs)
 	}
 }
 
 // TestProbeUsage: bad flags and an unreachable server exit 2 with a
 // message; -h explains the safety guarantees.
 func TestProbeUsage(t *testing.T) {
-	if code, out, _ := probe(t, "-h"); code != cli.ExitOK || !strings.Contains(out, "safe on a production deployment") || !strings.Contains(out, "-fence-db") {
+	if code, out, _ := probe(t, "-h"); code != emqcli.ExitOK || !strings.Contains(out, "safe on a production deployment") || !strings.Contains(out, "-fence-db") {
 		t.Errorf("probe -h = %d\n%s", code, out)
 	}
 	for _, args := range [][]string{
 		{"-nope"}, {"extra"}, {"-fence-db", "-2"}, {"-addr", "nohostport"}, {"-timeout", "0s"},
-		{"-manifest", filepath.Join(t.TempDir(), "missing.yaml")},
+		{"-manifest", filepath.Join(t.TempDir(), "protocol.yaml")}, // emq has no manifest: it speaks the SDK's protocol
 	} {
-		if code, _, errs := probe(t, args...); code != cli.ExitUsage || errs == "" {
-			t.Errorf("probe %v = %d; want %d with a message\n%s", args, code, cli.ExitUsage, errs)
+		if code, _, errs := probe(t, args...); code != emqcli.ExitUsage || errs == "" {
+			t.Errorf("probe %v = %d; want %d with a message\n%s", args, code, emqcli.ExitUsage, errs)
 		}
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -546,7 +528,7 @@ func TestProbeUsage(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	if code, out, errs := probe(t, "-addr", addr, "-timeout", "2s"); code != cli.ExitUsage || out != "" || !strings.HasPrefix(errs, "emqgen: connecting to "+addr) {
+	if code, out, errs := probe(t, "-addr", addr, "-timeout", "2s"); code != emqcli.ExitUsage || out != "" || !strings.HasPrefix(errs, "emq: connecting to "+addr) {
 		t.Errorf("an unreachable server = %d\n%s%s", code, out, errs)
 	}
 }
@@ -566,8 +548,8 @@ func TestProbeFenceDBRefusedOnCluster(t *testing.T) {
 		}
 	}
 	code, out, errs := probe(t, "-addr", srv.Addr(), "-claim", "-fence-db", "0")
-	if code != cli.ExitUsage || out != "" || !strings.Contains(errs, "Redis Cluster has no logical databases") {
-		t.Fatalf("-fence-db on a cluster = %d; want %d and a clear refusal\n%s%s", code, cli.ExitUsage, out, errs)
+	if code != emqcli.ExitUsage || out != "" || !strings.Contains(errs, "Redis Cluster has no logical databases") {
+		t.Fatalf("-fence-db on a cluster = %d; want %d and a clear refusal\n%s%s", code, emqcli.ExitUsage, out, errs)
 	}
 	if n, err := srv.Do("DBSIZE"); err != nil || n != "0" {
 		t.Errorf("a refused run wrote %s keys (%v)", n, err)

@@ -1,11 +1,8 @@
-package cli_test
+package emqcli_test
 
 import (
 	"encoding/hex"
 	"encoding/json"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,17 +11,15 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/echomq/echomq/gen/model"
-	"github.com/echomq/echomq/internal/cli"
+	"github.com/echomq/echomq/internal/cli/emqcli"
 	"github.com/echomq/echomq/sdk/go/emq"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
-// inspectRun runs emqgen inspect SUB against srv with the repository's
-// manifest.
+// inspectRun runs emq inspect SUB against srv.
 func inspectRun(t *testing.T, srv *redistest.Server, sub string, args ...string) (int, string, string) {
 	t.Helper()
-	return run(t, append([]string{"inspect", sub, "-manifest", manifest, "-addr", srv.Addr(), "-timeout", "10s"}, args...)...)
+	return run(t, append([]string{"inspect", sub, "-addr", srv.Addr(), "-timeout", "10s"}, args...)...)
 }
 
 // seeded is a queue seeded with the SDK in every state.
@@ -32,7 +27,6 @@ type seeded struct {
 	srv   *redistest.Server
 	c     *emq.Client
 	q     *emq.Queue
-	p     *model.Protocol
 	ids   map[string]emq.ID // by role in the seed
 	byID  map[emq.ID]string
 	batch []emq.ID // leased together: one shared deadline
@@ -57,9 +51,6 @@ func seed(t *testing.T) *seeded {
 	srv := redistest.Start(t)
 	s := &seeded{srv: srv, c: connect(t, srv), ids: map[string]emq.ID{}, byID: map[emq.ID]string{}}
 	var err error
-	if s.p, err = model.Load(manifest); err != nil {
-		t.Fatal(err)
-	}
 	if s.q, err = s.c.Queue("orders"); err != nil {
 		t.Fatal(err)
 	}
@@ -139,10 +130,10 @@ func TestInspectSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := inspectRun(t, s.srv, "sizes", "-queue", "orders", "-format", "json")
-	if code != cli.ExitOK || errs != "" {
+	if code != emqcli.ExitOK || errs != "" {
 		t.Fatalf("sizes = %d\n%s%s", code, out, errs)
 	}
-	stateName := field(s.p, model.RoleState)
+	stateName := emq.FieldState
 	var got struct {
 		Queue    string
 		Sets     []map[string]any
@@ -168,8 +159,8 @@ func TestInspectSizes(t *testing.T) {
 	}
 
 	code, out, errs = inspectRun(t, s.srv, "sizes", "-queue", "orders")
-	t.Logf("emqgen inspect sizes -queue orders\n%s", out)
-	if code != cli.ExitOK || errs != "" {
+	t.Logf("emq inspect sizes -queue orders\n%s", out)
+	if code != emqcli.ExitOK || errs != "" {
 		t.Fatalf("sizes = %d\n%s%s", code, out, errs)
 	}
 	for _, set := range emq.Sets() {
@@ -188,14 +179,9 @@ func TestInspectSizes(t *testing.T) {
 		t.Errorf("after the marker was taken:\n%s", out)
 	}
 	// A queue nobody used is all zeros.
-	if code, out, _ := inspectRun(t, s.srv, "sizes", "-queue", "nobody", "-format", "json"); code != cli.ExitOK || strings.Count(out, `"size": 0`) != len(emq.Sets()) {
+	if code, out, _ := inspectRun(t, s.srv, "sizes", "-queue", "nobody", "-format", "json"); code != emqcli.ExitOK || strings.Count(out, `"size": 0`) != len(emq.Sets()) {
 		t.Errorf("an unused queue = %d\n%s", code, out)
 	}
-}
-
-func field(p *model.Protocol, role string) string {
-	f, _ := p.Field(role)
-	return f.Name
 }
 
 func lineWith(out, s string) string {
@@ -218,7 +204,7 @@ type browsePage struct {
 func browseJSON(t *testing.T, srv *redistest.Server, queue string, set emq.Set, cursor string, n int) (browsePage, []map[string]any) {
 	t.Helper()
 	code, out, errs := inspectRun(t, srv, "browse", "-queue", queue, "-set", string(set), "-n", strconv.Itoa(n), "-cursor", cursor, "-format", "json")
-	if code != cli.ExitOK || errs != "" {
+	if code != emqcli.ExitOK || errs != "" {
 		t.Fatalf("browse %s -n %d -cursor %q = %d\n%s%s", set, n, cursor, code, out, errs)
 	}
 	var got struct {
@@ -244,7 +230,7 @@ func browseText(t *testing.T, srv *redistest.Server, queue string, set emq.Set, 
 		args = append(args, "-cursor", cursor)
 	}
 	code, out, errs := inspectRun(t, srv, "browse", args...)
-	if code != cli.ExitOK || errs != "" {
+	if code != emqcli.ExitOK || errs != "" {
 		t.Fatalf("browse %v = %d\n%s%s", args, code, out, errs)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -287,7 +273,7 @@ func walkBoth(t *testing.T, srv *redistest.Server, q *emq.Queue, s emq.Set, n in
 		js, _ := browseJSON(t, srv, q.Name(), s, cursor, n)
 		for _, got := range []browsePage{txt, js} {
 			if !slices.Equal(got.ids, want) || got.next != next {
-				t.Fatalf("%s page of %d after %q: emqgen %v next %q; SDK %v next %q\n%s", s, n, cursor, got.ids, got.next, want, next, got.out)
+				t.Fatalf("%s page of %d after %q: emq %v next %q; SDK %v next %q\n%s", s, n, cursor, got.ids, got.next, want, next, got.out)
 			}
 		}
 		all = append(all, want...)
@@ -368,7 +354,7 @@ func TestInspectBrowseMatchesSDKPage(t *testing.T) {
 
 	// A page of active shows each id's attempts and deadline: the SDK's.
 	pg, entries := browseJSON(t, srv, "pages", emq.SetActive, "", 4)
-	token, state := field(loadProbeEnv(t).p, model.RoleToken), field(loadProbeEnv(t).p, model.RoleState)
+	token, state := emq.FieldToken, emq.FieldState
 	for i, e := range entries {
 		info, ok, err := q.Get(ctx, emq.MustParseID(pg.ids[i]))
 		if err != nil || !ok {
@@ -380,17 +366,17 @@ func TestInspectBrowseMatchesSDKPage(t *testing.T) {
 		}
 	}
 	txt := browseText(t, srv, "pages", emq.SetActive, "", 2)
-	t.Logf("emqgen inspect browse -queue pages -set active -n 2\n%s", txt.out)
+	t.Logf("emq inspect browse -queue pages -set active -n 2\n%s", txt.out)
 	for _, id := range txt.ids {
 		if l := lineWith(txt.out, id); !strings.Contains(l, token+"=1") || !strings.Contains(l, "lease_deadline=") || !strings.Contains(l, "(in ") {
 			t.Errorf("line %q lacks the attempts or the deadline", l)
 		}
 	}
 	// A state names its set too; a cursor of the other kind is refused.
-	if code, _, errs := inspectRun(t, srv, "browse", "-queue", "pages", "-set", string(emq.StateScheduled), "-n", "1"); code != cli.ExitOK {
+	if code, _, errs := inspectRun(t, srv, "browse", "-queue", "pages", "-set", string(emq.StateScheduled), "-n", "1"); code != emqcli.ExitOK {
 		t.Errorf("browse by state = %d\n%s", code, errs)
 	}
-	if code, _, errs := inspectRun(t, srv, "browse", "-queue", "pages", "-set", "active", "-cursor", pg.ids[0]); code != cli.ExitUsage || !strings.Contains(errs, "score/id") {
+	if code, _, errs := inspectRun(t, srv, "browse", "-queue", "pages", "-set", "active", "-cursor", pg.ids[0]); code != emqcli.ExitUsage || !strings.Contains(errs, "score/id") {
 		t.Errorf("an id as the cursor of a scored set = %d\n%s", code, errs)
 	}
 }
@@ -399,7 +385,7 @@ func TestInspectBrowseMatchesSDKPage(t *testing.T) {
 func showJSON(t *testing.T, s *seeded, id emq.ID) map[string]any {
 	t.Helper()
 	code, out, errs := inspectRun(t, s.srv, "show", "-queue", "orders", "-format", "json", id.String())
-	if code != cli.ExitOK || errs != "" {
+	if code != emqcli.ExitOK || errs != "" {
 		t.Fatalf("show %s (%s) = %d\n%s%s", id, s.byID[id], code, out, errs)
 	}
 	var m map[string]any
@@ -415,7 +401,7 @@ func showJSON(t *testing.T, s *seeded, id emq.ID) map[string]any {
 func TestInspectShowMatchesSDKGet(t *testing.T) {
 	s := seed(t)
 	ctx := ctxP(t)
-	state, token, payload := field(s.p, model.RoleState), field(s.p, model.RoleToken), field(s.p, model.RolePayload)
+	state, token, payload := emq.FieldState, emq.FieldToken, emq.FieldPayload
 	seen := map[emq.State]bool{}
 	for name, id := range s.ids {
 		info, ok, err := s.q.Get(ctx, id)
@@ -444,7 +430,7 @@ func TestInspectShowMatchesSDKGet(t *testing.T) {
 			t.Errorf("show %s: at %v; SDK Get %v", name, at, info.At)
 		}
 		code, out, _ := inspectRun(t, s.srv, "show", "-queue", "orders", "-raw", id.String())
-		if code != cli.ExitOK || out != string(info.Payload) {
+		if code != emqcli.ExitOK || out != string(info.Payload) {
 			t.Errorf("show -raw %s = %d %q; want %q", name, code, out, info.Payload)
 		}
 	}
@@ -458,16 +444,16 @@ func TestInspectShowMatchesSDKGet(t *testing.T) {
 		"escape": "hex: 1b5b33316d", "bidi": "hex: 616263e280ae", "empty": "0 bytes",
 	} {
 		code, out, _ := inspectRun(t, s.srv, "show", s.ids[name].String(), "-queue", "orders")
-		if code != cli.ExitOK || !strings.Contains(lineWith(out, payload), want) || strings.Contains(out, "\x1b") {
+		if code != emqcli.ExitOK || !strings.Contains(lineWith(out, payload), want) || strings.Contains(out, "\x1b") {
 			t.Errorf("show %s = %d; want the payload line to say %q\n%s", name, code, want, out)
 		}
 	}
 	for _, name := range []string{"batch1", "later1", "dead1", "text"} {
 		_, out, _ := inspectRun(t, s.srv, "show", "-queue", "orders", s.ids[name].String())
-		t.Logf("emqgen inspect show -queue orders %s   # %s\n%s", s.ids[name], name, out)
+		t.Logf("emq inspect show -queue orders %s   # %s\n%s", s.ids[name], name, out)
 	}
 	gone, _ := s.c.Mint(emq.WorkKind)
-	if code, out, errs := inspectRun(t, s.srv, "show", "-queue", "orders", gone.String()); code != cli.ExitFindings || out != "" || !strings.Contains(errs, "no job "+gone.String()) {
+	if code, out, errs := inspectRun(t, s.srv, "show", "-queue", "orders", gone.String()); code != emqcli.ExitFindings || out != "" || !strings.Contains(errs, "no job "+gone.String()) {
 		t.Errorf("show of a job never enqueued = %d\n%s%s", code, out, errs)
 	}
 }
@@ -486,12 +472,11 @@ func TestInspectRevive(t *testing.T) {
 	before, _, _ := s.q.Get(ctx, s.ids["text"])
 	dead1, dead2, pending := s.ids["dead1"].String(), s.ids["dead2"].String(), s.ids["text"].String()
 	code, out, errs := inspectRun(t, s.srv, "revive", "-queue", "orders", dead1, pending)
-	t.Logf("emqgen inspect revive -queue orders %s %s\n%s%s", dead1, pending, out, errs)
-	if code != cli.ExitFindings {
-		t.Fatalf("revive of a dead and a pending job = %d; want %d\n%s%s", code, cli.ExitFindings, out, errs)
+	t.Logf("emq inspect revive -queue orders %s %s\n%s%s", dead1, pending, out, errs)
+	if code != emqcli.ExitFindings {
+		t.Fatalf("revive of a dead and a pending job = %d; want %d\n%s%s", code, emqcli.ExitFindings, out, errs)
 	}
-	revive, _ := s.p.Script("revive")
-	if !strings.HasPrefix(lineWith(out, dead1), dead1+"  "+revive.Reply.Values[0].Name) || !strings.HasPrefix(lineWith(out, pending), pending+"  "+revive.Reply.Values[1].Name+": ") {
+	if lineWith(out, dead1) != dead1+"  revived" || !strings.HasPrefix(lineWith(out, pending), pending+"  not revived: it is not dead") {
 		t.Errorf("outcomes not reported:\n%s", out)
 	}
 	if !strings.Contains(out, "doorbell  rung") {
@@ -507,7 +492,7 @@ func TestInspectRevive(t *testing.T) {
 	if after, _, _ := s.q.Get(ctx, s.ids["text"]); after.State != before.State || after.Attempts != before.Attempts {
 		t.Errorf("the pending job changed: %+v -> %+v", before, after)
 	}
-	if code, out, errs := inspectRun(t, s.srv, "revive", "-queue", "orders", dead2); code != cli.ExitOK || !strings.Contains(out, "doorbell  already_rung") {
+	if code, out, errs := inspectRun(t, s.srv, "revive", "-queue", "orders", dead2); code != emqcli.ExitOK || !strings.Contains(out, "doorbell  already rung") {
 		t.Errorf("revive of a dead job = %d\n%s%s", code, out, errs)
 	}
 	if sz, _ := s.q.Sizes(ctx); sz[emq.SetDead] != 0 {
@@ -526,9 +511,9 @@ func TestInspectPurge(t *testing.T) {
 	gone, _ := s.c.Mint(emq.WorkKind)
 	before := snapshot(t, rc)
 	code, out, errs := inspectRun(t, s.srv, "purge", "-queue", "orders", dead1, active, gone.String())
-	t.Logf("emqgen inspect purge -queue orders %s %s %s\n%s%s", dead1, active, gone, out, errs)
-	if code != cli.ExitFindings || !strings.Contains(errs, "-yes") {
-		t.Fatalf("purge without -yes = %d; want %d\n%s%s", code, cli.ExitFindings, out, errs)
+	t.Logf("emq inspect purge -queue orders %s %s %s\n%s%s", dead1, active, gone, out, errs)
+	if code != emqcli.ExitFindings || !strings.Contains(errs, "-yes") {
+		t.Fatalf("purge without -yes = %d; want %d\n%s%s", code, emqcli.ExitFindings, out, errs)
 	}
 	if !strings.Contains(lineWith(out, dead1), "would purge") || !strings.Contains(lineWith(out, active), "would not purge: it is active, not dead") || !strings.Contains(lineWith(out, gone.String()), "no such job") {
 		t.Errorf("the dry run does not say what it would do:\n%s", out)
@@ -537,8 +522,8 @@ func TestInspectPurge(t *testing.T) {
 		t.Fatalf("purge without -yes changed the keyspace")
 	}
 	code, out, errs = inspectRun(t, s.srv, "purge", "-yes", "-queue", "orders", dead1, active)
-	t.Logf("emqgen inspect purge -yes -queue orders %s %s\n%s%s", dead1, active, out, errs)
-	if code != cli.ExitFindings {
+	t.Logf("emq inspect purge -yes -queue orders %s %s\n%s%s", dead1, active, out, errs)
+	if code != emqcli.ExitFindings {
 		t.Fatalf("purge -yes of a dead and an active job = %d\n%s%s", code, out, errs)
 	}
 	if _, ok, _ := s.q.Get(ctx, s.ids["dead1"]); ok {
@@ -547,7 +532,7 @@ func TestInspectPurge(t *testing.T) {
 	if info, _, _ := s.q.Get(ctx, s.ids["claimed"]); info.State != emq.StateActive {
 		t.Errorf("the active job became %+v", info)
 	}
-	if code, _, errs := inspectRun(t, s.srv, "purge", "-queue", "orders", "-yes", dead2); code != cli.ExitOK {
+	if code, _, errs := inspectRun(t, s.srv, "purge", "-queue", "orders", "-yes", dead2); code != emqcli.ExitOK {
 		t.Errorf("purge -yes of a dead job = %d\n%s", code, errs)
 	}
 	if sz, _ := s.q.Sizes(ctx); sz[emq.SetDead] != 0 {
@@ -591,8 +576,8 @@ func TestInspectRefusesMalformedInput(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"sizes", "-queue", "Orders"}, `queue name "Orders" is malformed`},
-		{[]string{"sizes", "-queue", "a{b}"}, "queue pattern"},
+		{[]string{"sizes", "-queue", "Orders"}, `malformed queue name "Orders"`},
+		{[]string{"sizes", "-queue", "a{b}"}, "a queue name matches"},
 		{[]string{"browse", "-queue", "a:b", "-set", "pending"}, "malformed"},
 		{[]string{"browse", "-queue", "orders", "-set", "nope"}, `"nope" is not a set`},
 		{[]string{"browse", "-queue", "orders", "-set", "active", "-cursor", "garbage"}, `cursor "garbage"`},
@@ -602,7 +587,7 @@ func TestInspectRefusesMalformedInput(t *testing.T) {
 		{[]string{"show", "-queue", " orders", id}, "malformed"},
 		{[]string{"revive", "-queue", "orders", id, id + "X"}, "15 bytes"},
 		{[]string{"revive", "-queue", "-orders", id}, "malformed"},
-		{[]string{"purge", "-yes", "-queue", "orders", id, "JOBzzzzzzzzzzz"}, "overflows"},
+		{[]string{"purge", "-yes", "-queue", "orders", id, "JOBzzzzzzzzzzz"}, "base62 snowflake"},
 		{[]string{"purge", "-yes", "-queue", strings.Repeat("a", 65), id}, "malformed"},
 	}
 	if _, err := s.srv.Do("CONFIG", "RESETSTAT"); err != nil {
@@ -610,8 +595,8 @@ func TestInspectRefusesMalformedInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		code, out, errs := inspectRun(t, s.srv, c.args[0], c.args[1:]...)
-		if code != cli.ExitUsage || out != "" || !strings.Contains(errs, c.msg) || !strings.Contains(errs, "nothing was sent") {
-			t.Errorf("inspect %q = %d; want %d and a message with %q\n%s%s", c.args, code, cli.ExitUsage, c.msg, out, errs)
+		if code != emqcli.ExitUsage || out != "" || !strings.Contains(errs, c.msg) || !strings.Contains(errs, "nothing was sent") {
+			t.Errorf("inspect %q = %d; want %d and a message with %q\n%s%s", c.args, code, emqcli.ExitUsage, c.msg, out, errs)
 		}
 	}
 	for name := range commandStats(t, s.srv) {
@@ -630,19 +615,17 @@ func TestInspectRefusesMalformedInput(t *testing.T) {
 // warn and read.
 func TestInspectForeignKeyspace(t *testing.T) {
 	s := seed(t)
-	env := loadProbeEnv(t)
-	f := env.fence
 	ctx := ctxP(t)
 	rc := rclient(t, s.srv.Addr(), 0)
 	dead := s.ids["dead1"].String()
-	other := f.RecordOf(model.Semver{Major: env.p.Version.Major + 1})
+	other := recordOf(emq.VersionMajor+1, 0, 0)
 	for _, tc := range []struct {
 		name, why string
 		plant     rueidis.Completed
 	}{
-		{"another major", "another major", rc.B().Set().Key(f.VersionKey).Value(other).Build()},
-		{"not a record", "another major", rc.B().Set().Key(f.VersionKey).Value("garbage").Build()},
-		{"absent", "no version record", rc.B().Del().Key(f.VersionKey).Build()},
+		{"another major", "another major", rc.B().Set().Key(emq.KeyVersion).Value(other).Build()},
+		{"not a record", "another major", rc.B().Set().Key(emq.KeyVersion).Value("garbage").Build()},
+		{"absent", "no version record", rc.B().Del().Key(emq.KeyVersion).Build()},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			if err := rc.Do(ctx, tc.plant).Error(); err != nil {
@@ -651,35 +634,48 @@ func TestInspectForeignKeyspace(t *testing.T) {
 			before := snapshot(t, rc)
 			for _, args := range [][]string{{"revive", "-queue", "orders", dead}, {"purge", "-yes", "-queue", "orders", dead}} {
 				code, out, errs := inspectRun(t, s.srv, args[0], args[1:]...)
-				if code != cli.ExitUsage || out != "" || !strings.Contains(errs, "refusing to write") || !strings.Contains(errs, tc.why) {
-					t.Errorf("inspect %v = %d; want %d saying %q\n%s%s", args, code, cli.ExitUsage, tc.why, out, errs)
+				if code != emqcli.ExitUsage || out != "" || !strings.Contains(errs, "refusing to write") || !strings.Contains(errs, tc.why) {
+					t.Errorf("inspect %v = %d; want %d saying %q\n%s%s", args, code, emqcli.ExitUsage, tc.why, out, errs)
 				}
 			}
 			if after := snapshot(t, rc); !equal(before, after) {
 				t.Error("a refused write changed the keyspace")
 			}
 			code, out, errs := inspectRun(t, s.srv, "sizes", "-queue", "orders")
-			if code != cli.ExitOK || !strings.Contains(out, s.q.Keys().Dead) || !strings.HasPrefix(errs, "emqgen: warning: ") || !strings.Contains(errs, tc.why) {
+			if code != emqcli.ExitOK || !strings.Contains(out, s.q.Keys().Dead) || !strings.HasPrefix(errs, "emq: warning: ") || !strings.Contains(errs, tc.why) {
 				t.Errorf("sizes = %d; want the sizes and a warning\n%s%s", code, out, errs)
 			}
 			code, _, errs = inspectRun(t, s.srv, "purge", "-queue", "orders", dead)
-			if code != cli.ExitFindings || !strings.Contains(errs, "-yes would be refused") {
-				t.Errorf("purge without -yes = %d; want %d saying -yes would be refused\n%s", code, cli.ExitFindings, errs)
+			if code != emqcli.ExitFindings || !strings.Contains(errs, "-yes would be refused") {
+				t.Errorf("purge without -yes = %d; want %d saying -yes would be refused\n%s", code, emqcli.ExitFindings, errs)
 			}
 		})
+	}
+	// A keyspace ahead of the SDK (a higher minor of its major) is read
+	// with a warning that it is ahead, and written: minors are additive.
+	ahead := recordOf(emq.VersionMajor, emq.VersionMinor+1, 0)
+	if err := rc.Do(ctx, rc.B().Set().Key(emq.KeyVersion).Value(ahead).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := inspectRun(t, s.srv, "revive", "-queue", "orders", dead)
+	if code != emqcli.ExitOK || !strings.Contains(out, dead+"  revived") || !strings.HasPrefix(errs, "emq: warning: ") || !strings.Contains(errs, "ahead") {
+		t.Errorf("revive on a keyspace ahead = %d; want it revived with a warning\n%s%s", code, out, errs)
+	}
+	if v, _ := rc.Do(ctx, rc.B().Get().Key(emq.KeyVersion).Build()).ToString(); v != ahead {
+		t.Errorf("the record became %q", v)
 	}
 }
 
 // TestInspectUsage: every subcommand explains itself with -h; bad flags
 // and missing arguments exit 2.
 func TestInspectUsage(t *testing.T) {
-	if code, _, errs := run(t, "inspect", "-h"); code != cli.ExitOK || !strings.Contains(errs, "sizes") || !strings.Contains(errs, "purge") {
-		t.Errorf("inspect -h = %d\n%s", code, errs)
+	if code, out, errs := run(t, "inspect", "-h"); code != emqcli.ExitOK || errs != "" || !strings.Contains(out, "sizes") || !strings.Contains(out, "purge") {
+		t.Errorf("inspect -h = %d\n%s%s", code, out, errs)
 	}
-	if code, _, _ := run(t, "inspect"); code != cli.ExitUsage {
+	if code, _, _ := run(t, "inspect"); code != emqcli.ExitUsage {
 		t.Errorf("inspect without a subcommand = %d", code)
 	}
-	if code, _, errs := run(t, "inspect", "nope"); code != cli.ExitUsage || !strings.Contains(errs, "unknown subcommand") {
+	if code, _, errs := run(t, "inspect", "nope"); code != emqcli.ExitUsage || !strings.Contains(errs, "unknown subcommand") {
 		t.Errorf("inspect nope = %d\n%s", code, errs)
 	}
 	for sub, flags := range map[string][]string{
@@ -690,16 +686,16 @@ func TestInspectUsage(t *testing.T) {
 		"purge":  {"-yes", "for good"},
 	} {
 		code, out, errs := run(t, "inspect", sub, "-h")
-		if code != cli.ExitOK || errs != "" || !strings.HasPrefix(out, "Usage: emqgen inspect "+sub+" -queue Q") {
+		if code != emqcli.ExitOK || errs != "" || !strings.HasPrefix(out, "Usage: emq inspect "+sub+" -queue Q") {
 			t.Errorf("inspect %s -h = %d\n%s%s", sub, code, out, errs)
 		}
-		for _, want := range append(flags, "-queue", "-addr", "-user", "-password", "EMQ_REDIS_PASSWORD", "-tls", "-tls-ca", "-tls-server-name", "-timeout", "-manifest", "before anything is sent", "refuse") {
+		for _, want := range append(flags, "-queue", "-addr", "-user", "-password", "EMQ_REDIS_PASSWORD", "-tls", "-tls-ca", "-tls-server-name", "-timeout", "before anything is sent", "refuse", "emq.Observe") {
 			if !strings.Contains(out, want) {
 				t.Errorf("inspect %s -h does not mention %q", sub, want)
 			}
 		}
 		if sub == "browse" {
-			t.Logf("emqgen inspect browse -h\n%s", out)
+			t.Logf("emq inspect browse -h\n%s", out)
 		}
 	}
 	for _, args := range [][]string{
@@ -709,28 +705,8 @@ func TestInspectUsage(t *testing.T) {
 		{"revive", "-queue", "q"}, {"purge", "-queue", "q", "-yes"}, {"sizes", "-queue", "q", "-nope"},
 		{"sizes", "-queue", "q", "-addr", "nohostport"}, {"sizes", "-queue", "q", "-timeout", "0s"},
 	} {
-		if code, _, errs := run(t, append([]string{"inspect"}, args...)...); code != cli.ExitUsage || errs == "" {
-			t.Errorf("inspect %v = %d; want %d with a message\n%s", args, code, cli.ExitUsage, errs)
-		}
-	}
-}
-
-// TestEmqgenDoesNotImportTheSDKForInspect: emqgen, inspect included, is
-// built from the model alone, so it builds even when generated code is
-// broken.
-func TestEmqgenDoesNotImportTheSDKForInspect(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	out, err := exec.Command(goBin, "list", "-deps", "../../cmd/emqgen").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, "github.com/echomq/echomq/gen/inspect") {
-		t.Errorf("emqgen does not use gen/inspect")
-	}
-	for _, d := range deps {
-		if strings.HasSuffix(d, "/sdk/go/emq") {
-			t.Errorf("emqgen imports %s", d)
+		if code, _, errs := run(t, append([]string{"inspect"}, args...)...); code != emqcli.ExitUsage || errs == "" {
+			t.Errorf("inspect %v = %d; want %d with a message\n%s", args, code, emqcli.ExitUsage, errs)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package cli_test
+package emqcli_test
 
 import (
 	"context"
@@ -11,13 +11,12 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/echomq/echomq/gen/live"
-	"github.com/echomq/echomq/internal/cli"
+	"github.com/echomq/echomq/internal/cli/emqcli"
 	"github.com/echomq/echomq/sdk/go/emq"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
-// The least-privilege ACL of emqgen's live commands, one ACL SETUSER word
+// The least-privilege ACL of emq's commands, one ACL SETUSER word
 // per rule, built from generated names. docs/security.md shows the same
 // lines, with why each rule is there; TestCLIACLDocumented keeps them in
 // step, and the tests below show each rule is needed.
@@ -30,7 +29,7 @@ func aclSetUser(name, password string, rules []string) []string {
 
 const aclPassword = "s3cret-acl-test"
 
-// aclOperator runs every emqgen inspect subcommand on the queue of k: it
+// aclOperator runs every emq inspect subcommand on the queue of k: it
 // reads the version record and every key of the queue, and writes only
 // what revive, the doorbell's ring and purge write.
 func aclOperator(k emq.QueueKeys) []string {
@@ -43,7 +42,7 @@ func aclOperator(k emq.QueueKeys) []string {
 	}
 }
 
-// aclProber runs emqgen probe on a keyspace a client already fenced (no
+// aclProber runs emq probe on a keyspace a client already fenced (no
 // -claim, no -fence-db): the version record and the bundle identity are
 // only read; it writes its scratch queues, their migration record and its
 // own lock field.
@@ -75,11 +74,11 @@ func aclProberFence(t testing.TB) []string {
 // prefix of two scratch queues' keys.
 func aclScratch(t testing.TB, key func(queue string) (string, error)) string {
 	t.Helper()
-	a, err := key(live.ScratchPrefix + "a")
+	a, err := key(emq.ScratchPrefix + "a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := key(live.ScratchPrefix + "b")
+	b, err := key(emq.ScratchPrefix + "b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,29 +161,29 @@ func operatorFlow(t *testing.T, s *seeded, user []string) []string {
 	var wrong []string
 	step := func(want int, sub string, args ...string) string {
 		code, out, errs := inspectRun(t, s.srv, sub, append(append([]string{"-queue", "orders"}, user...), args...)...)
-		if code != want || (want == cli.ExitOK && errs != "") {
+		if code != want || (want == emqcli.ExitOK && errs != "") {
 			wrong = append(wrong, fmt.Sprintf("inspect %s %v = %d, want %d: %s%s", sub, args, code, want, out, errs))
 		}
 		return out
 	}
-	step(cli.ExitOK, "sizes")
+	step(emqcli.ExitOK, "sizes")
 	for _, set := range emq.Sets() {
-		out := step(cli.ExitOK, "browse", "-set", string(set), "-n", "1")
+		out := step(emqcli.ExitOK, "browse", "-set", string(set), "-n", "1")
 		if c := aclCursor(out); c != "" {
-			step(cli.ExitOK, "browse", "-set", string(set), "-n", "1", "-cursor", c)
+			step(emqcli.ExitOK, "browse", "-set", string(set), "-n", "1", "-cursor", c)
 		}
 	}
-	step(cli.ExitOK, "show", s.ids["claimed"].String())
-	step(cli.ExitOK, "show", "-format", "json", s.ids["later1"].String())
-	if out := step(cli.ExitOK, "revive", s.ids["dead1"].String()); !strings.Contains(out, "doorbell  rung") {
+	step(emqcli.ExitOK, "show", s.ids["claimed"].String())
+	step(emqcli.ExitOK, "show", "-format", "json", s.ids["later1"].String())
+	if out := step(emqcli.ExitOK, "revive", s.ids["dead1"].String()); !strings.Contains(out, "doorbell  rung") {
 		wrong = append(wrong, "revive did not ring the doorbell:\n"+out)
 	}
-	step(cli.ExitFindings, "purge", s.ids["dead2"].String())
-	step(cli.ExitOK, "purge", "-yes", s.ids["dead2"].String())
+	step(emqcli.ExitFindings, "purge", s.ids["dead2"].String())
+	step(emqcli.ExitOK, "purge", "-yes", s.ids["dead2"].String())
 	return wrong
 }
 
-// TestInspectACL: emqgen inspect as a user with exactly the operator's ACL
+// TestInspectACL: emq inspect as a user with exactly the operator's ACL
 // (-user, -password) runs every subcommand with nothing refused; without
 // any one rule something fails or the server logs a refusal; and the
 // operator of one queue is refused another.
@@ -204,11 +203,11 @@ func TestInspectACL(t *testing.T) {
 			t.Fatalf("refused: %q", d)
 		}
 		code, out, errs := inspectRun(t, s.srv, "sizes", append([]string{"-queue", "invoices"}, user...)...)
-		if code != cli.ExitUsage || out != "" || !strings.Contains(errs, "NOPERM") {
-			t.Errorf("sizes of another queue = %d; want %d and NOPERM\n%s%s", code, cli.ExitUsage, out, errs)
+		if code != emqcli.ExitUsage || out != "" || !strings.Contains(errs, "NOPERM") {
+			t.Errorf("sizes of another queue = %d; want %d and NOPERM\n%s%s", code, emqcli.ExitUsage, out, errs)
 		}
 		code, out, errs = inspectRun(t, s.srv, "sizes", "-queue", "orders", "-user", "emq-operator", "-password", "wrong")
-		if code != cli.ExitUsage || out != "" || !strings.Contains(errs, "WRONGPASS") {
+		if code != emqcli.ExitUsage || out != "" || !strings.Contains(errs, "WRONGPASS") {
 			t.Errorf("a wrong password = %d\n%s%s", code, out, errs)
 		}
 	})
@@ -226,7 +225,7 @@ func TestInspectACL(t *testing.T) {
 	}
 }
 
-// TestInspectTLS: emqgen inspect over TLS (-tls-ca trusts the CA made
+// TestInspectTLS: emq inspect over TLS (-tls-ca trusts the CA made
 // here) reads and revives, also as the operator (-user, -password and
 // TLS together); without the CA it is a certificate error.
 func TestInspectTLS(t *testing.T) {
@@ -254,20 +253,20 @@ func TestInspectTLS(t *testing.T) {
 		dead = append(dead, j.ID.String())
 	}
 	tlsRun := func(sub string, args ...string) (int, string, string) {
-		return run(t, append([]string{"inspect", sub, "-manifest", manifest, "-addr", x.Addr(), "-tls-ca", x.CA, "-timeout", "10s", "-queue", "orders"}, args...)...)
+		return run(t, append([]string{"inspect", sub, "-addr", x.Addr(), "-tls-ca", x.CA, "-timeout", "10s", "-queue", "orders"}, args...)...)
 	}
-	if code, out, errs := tlsRun("sizes"); code != cli.ExitOK || !strings.Contains(lineWith(out, q.Keys().Dead), " 3 ") {
+	if code, out, errs := tlsRun("sizes"); code != emqcli.ExitOK || !strings.Contains(lineWith(out, q.Keys().Dead), " 3 ") {
 		t.Fatalf("sizes over TLS = %d\n%s%s", code, out, errs)
 	}
-	if code, out, errs := tlsRun("revive", dead[0]); code != cli.ExitOK {
+	if code, out, errs := tlsRun("revive", dead[0]); code != emqcli.ExitOK {
 		t.Fatalf("revive over TLS = %d\n%s%s", code, out, errs)
 	}
 	k := q.Keys()
 	user := aclUser(t, srv, "emq-operator", aclOperator(k))
-	if code, out, errs := tlsRun("revive", append(user, dead[1])...); code != cli.ExitOK {
+	if code, out, errs := tlsRun("revive", append(user, dead[1])...); code != emqcli.ExitOK {
 		t.Fatalf("revive over TLS as the operator = %d\n%s%s", code, out, errs)
 	}
-	if code, out, errs := tlsRun("purge", append(user, "-yes", dead[2])...); code != cli.ExitOK {
+	if code, out, errs := tlsRun("purge", append(user, "-yes", dead[2])...); code != emqcli.ExitOK {
 		t.Fatalf("purge over TLS as the operator = %d\n%s%s", code, out, errs)
 	}
 	if d := aclDenials(t, srv); len(d) > 0 {
@@ -276,13 +275,13 @@ func TestInspectTLS(t *testing.T) {
 	if sz, err := q.Sizes(ctx); err != nil || sz[emq.SetDead] != 0 || sz[emq.SetPending] != 2 {
 		t.Errorf("sizes after revive, revive, purge: %v, %v", sz, err)
 	}
-	code, _, errs := run(t, "inspect", "sizes", "-manifest", manifest, "-addr", x.Addr(), "-tls", "-timeout", "5s", "-queue", "orders")
-	if code != cli.ExitUsage || !strings.Contains(errs, "certificate") {
-		t.Errorf("-tls without the CA = %d; want %d and a certificate error\n%s", code, cli.ExitUsage, errs)
+	code, _, errs := run(t, "inspect", "sizes", "-addr", x.Addr(), "-tls", "-timeout", "5s", "-queue", "orders")
+	if code != emqcli.ExitUsage || !strings.Contains(errs, "certificate") {
+		t.Errorf("-tls without the CA = %d; want %d and a certificate error\n%s", code, emqcli.ExitUsage, errs)
 	}
 }
 
-// TestProbeLeastPrivilegeACL: emqgen probe as a user with exactly the
+// TestProbeLeastPrivilegeACL: emq probe as a user with exactly the
 // prober's ACL passes every check on a fenced keyspace with an empty script
 // cache, nothing refused, and cannot without any one rule; with -claim and
 // -fence-db on a fresh server, the fence prober's ACL is exactly enough
@@ -304,7 +303,7 @@ func TestProbeLeastPrivilegeACL(t *testing.T) {
 		flow := func(t *testing.T, rules []string) (ok bool, out string, denied []string) {
 			srv := redistest.Start(t)
 			if !tc.fresh {
-				if code, out, errs := probe(t, "-addr", srv.Addr(), "-claim"); code != cli.ExitOK {
+				if code, out, errs := probe(t, "-addr", srv.Addr(), "-claim"); code != emqcli.ExitOK {
 					t.Fatalf("claiming as the default user = %d\n%s%s", code, out, errs)
 				}
 				if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
@@ -313,7 +312,7 @@ func TestProbeLeastPrivilegeACL(t *testing.T) {
 			}
 			user := aclUser(t, srv, tc.name, rules)
 			code, out, errs := probe(t, append(append([]string{"-addr", srv.Addr()}, user...), tc.args...)...)
-			return code == cli.ExitOK && strings.HasSuffix(out, tc.pass), out + errs, aclDenials(t, srv)
+			return code == emqcli.ExitOK && strings.HasSuffix(out, tc.pass), out + errs, aclDenials(t, srv)
 		}
 		t.Run(tc.name, func(t *testing.T) {
 			t.Run("all", func(t *testing.T) {
@@ -339,7 +338,7 @@ func TestProbeLeastPrivilegeACL(t *testing.T) {
 // TestCLIACLDocumented: docs/security.md shows the operator's and the
 // probers' ACL SETUSER lines exactly as these tests enforce them.
 func TestCLIACLDocumented(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/security.md")
+	doc, err := os.ReadFile("../../../docs/security.md")
 	if err != nil {
 		t.Fatal(err)
 	}

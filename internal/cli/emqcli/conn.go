@@ -1,6 +1,7 @@
-package live
+package emqcli
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"flag"
@@ -10,16 +11,18 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/sdk/go/emq"
 )
 
 // PasswordEnv is read for the password when -password is empty, so that it
 // need not appear in the process list.
 const PasswordEnv = "EMQ_REDIS_PASSWORD"
 
-// Conn is how emqgen's live commands (probe, inspect) reach a server: the
-// connection flags they share, defined on a flag set by Flags and turned
-// into a client option by Option.
-type Conn struct {
+// conn is how emq's commands reach a server: the connection flags they
+// share, defined on a flag set by flags and turned into a client option by
+// option.
+type conn struct {
 	Addr          string
 	User          string
 	Password      string
@@ -31,9 +34,12 @@ type Conn struct {
 	fs *flag.FlagSet
 }
 
-// Flags defines -addr, -user, -password, -tls, -tls-ca, -tls-server-name
+// connSynopsis is the connection flags in a command's synopsis.
+const connSynopsis = "[-addr HOST:PORT] [-user NAME] [-password PASS] [-tls [-tls-ca FILE] [-tls-server-name NAME]] [-timeout D]"
+
+// flags defines -addr, -user, -password, -tls, -tls-ca, -tls-server-name
 // and -timeout on fs; parsing fs fills c.
-func (c *Conn) Flags(fs *flag.FlagSet) {
+func (c *conn) flags(fs *flag.FlagSet) {
 	c.fs = fs
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:6379", "the server, host:port (a cluster is found from any of its nodes)")
 	fs.StringVar(&c.User, "user", "", "the ACL user name (default: the default user)")
@@ -44,11 +50,11 @@ func (c *Conn) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "give up after this long")
 }
 
-// Option checks the parsed flags and returns the client option they
+// option checks the parsed flags and returns the client option they
 // describe: the password from PasswordEnv when -password is empty, TLS when
 // -tls, -tls-ca or -tls-server-name was given, client-side caching and
 // CLIENT SETINFO off. Its errors name the flag at fault.
-func (c *Conn) Option() (rueidis.ClientOption, error) {
+func (c *conn) option() (rueidis.ClientOption, error) {
 	if c.Timeout <= 0 {
 		return rueidis.ClientOption{}, fmt.Errorf("-timeout %v: give a positive duration", c.Timeout)
 	}
@@ -91,11 +97,12 @@ func (c *Conn) Option() (rueidis.ClientOption, error) {
 	return opt, nil
 }
 
-// Dial connects with opt (from Option); the error names the address.
-func (c *Conn) Dial(opt rueidis.ClientOption) (rueidis.Client, error) {
-	rc, err := rueidis.NewClient(opt)
+// observe opens an observing client (emq.Observe: it never fences, and
+// writes only a keyspace of the SDK's major); the error names the address.
+func (c *conn) observe(ctx context.Context, opt rueidis.ClientOption) (*emq.Client, error) {
+	cl, err := emq.Observe(ctx, emq.Options{Redis: opt})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", c.Addr, err)
 	}
-	return rc, nil
+	return cl, nil
 }

@@ -1,0 +1,13 @@
+// Command emq is the EchoMQ operator's tool for live keyspaces: inspect a
+// queue (sizes, browse, show) and revive or purge its dead jobs, and probe
+// a server against the protocol. It is built on the public Go SDK alone
+// (sdk/go/emq), never on the generator. Run emq -h.
+package main
+
+import (
+	"os"
+
+	"github.com/echomq/echomq/internal/cli/emqcli"
+)
+
+func main() { os.Exit(emqcli.Main(os.Args[1:], os.Stdout, os.Stderr)) }
