@@ -249,21 +249,21 @@ func parseID(s string) (emq.ID, error) {
 	return id, nil
 }
 
-// fail answers err: 400 for input refused before any command, 500
-// (logged) otherwise.
+// fail answers err: 400 for input refused before any command, 409 for a
+// write the keyspace's version refuses, 500 (logged) otherwise.
 func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var br badRequest
 	switch {
 	case errors.As(err, &br), errors.Is(err, emq.ErrQueueName), errors.Is(err, emq.ErrID), errors.Is(err, emq.ErrArgument):
 		d.render(w, r, http.StatusBadRequest, "error", map[string]any{"Status": http.StatusBadRequest, "Message": err.Error()})
+	case errors.As(err, new(*emq.KeyspaceError)):
+		// A write refused by an observing client: the keyspace is not of
+		// the SDK's major (or has no version record).
+		d.render(w, r, http.StatusConflict, "error", map[string]any{"Status": http.StatusConflict, "Message": err.Error()})
 	default:
 		d.opt.Logger.Error("dashboard: request failed", "path", r.URL.Path, "err", err)
-		var ke *emq.KeyspaceError
-		msg := "the server could not be read; see the dashboard's log"
-		if errors.As(err, &ke) {
-			msg = err.Error()
-		}
-		d.render(w, r, http.StatusInternalServerError, "error", map[string]any{"Status": http.StatusInternalServerError, "Message": msg})
+		d.render(w, r, http.StatusInternalServerError, "error", map[string]any{"Status": http.StatusInternalServerError,
+			"Message": "The server could not be read; the dashboard's log has the error."})
 	}
 }
 

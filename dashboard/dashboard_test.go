@@ -506,3 +506,22 @@ func TestMountedUnderABase(t *testing.T) {
 		}
 	}
 }
+
+// On a keyspace without a version record an observing client refuses to
+// write: an action answers 409 and changes nothing.
+func TestActionOnAnUnfencedKeyspace(t *testing.T) {
+	w := seed(t, 1, 1)
+	if _, err := w.srv.Do("DEL", emq.KeyVersion); err != nil {
+		t.Fatal(err)
+	}
+	_, hs := serve(t, w.srv, dashboard.Options{Actions: true})
+	dead := w.ids["orders"][emq.StateDead][0]
+	tok := confirmToken(t, hs.URL, "orders", dead, "revive")
+	if resp := post(t, hs.URL+"/queue/orders/job/"+dead.String()+"/revive", url.Values{"csrf": {tok}}); resp.StatusCode != http.StatusConflict {
+		t.Errorf("revive on an unfenced keyspace = %d, want 409", resp.StatusCode)
+	}
+	orders, _ := w.c.Queue("orders")
+	if info, _, _ := orders.Get(ctxT(t), dead); info.State != emq.StateDead {
+		t.Errorf("the job is %s", info.State)
+	}
+}
