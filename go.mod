@@ -18,8 +18,11 @@ require (
 require golang.org/x/text v0.41.0 // indirect
 
 require (
+	github.com/echomq/echomq/dashboard v0.0.0-00010101000000-000000000000
 	github.com/echomq/echomq/sdk/go v0.0.0-00010101000000-000000000000
 	golang.org/x/sys v0.47.0 // indirect
 )
 
 replace github.com/echomq/echomq/sdk/go => ./sdk/go
+
+replace github.com/echomq/echomq/dashboard => ./dashboard

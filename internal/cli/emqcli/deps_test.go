@@ -39,12 +39,13 @@ func deps(t *testing.T, pkg string) (own, std []string) {
 
 // TestEmqIsBuiltOnTheSDKAlone: cmd/emq imports the standard library,
 // rueidis and the SDK (sdk/go/...), its own glue and the flag habits it
-// shares with emqgen (internal/cmdflag);
+// shares with emqgen (internal/cmdflag), and the dashboard module (itself
+// on the SDK alone);
 // never the generator (gen/...), governance (govern/...) or anything else
 // of emqgen's.
 func TestEmqIsBuiltOnTheSDKAlone(t *testing.T) {
 	own, _ := deps(t, "cmd/emq")
-	allowed := []string{module + "cmd/emq", module + "internal/cli/emqcli", module + "internal/cmdflag"}
+	allowed := []string{module + "cmd/emq", module + "internal/cli/emqcli", module + "internal/cmdflag", module + "dashboard"}
 	sdk := false
 	for _, d := range own {
 		switch {

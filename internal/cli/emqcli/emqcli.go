@@ -1,5 +1,6 @@
 // Package emqcli is the command line of emq, the operator's tool for live
-// EchoMQ keyspaces: inspect (sizes, browse, show, revive, purge) and probe.
+// EchoMQ keyspaces: inspect (sizes, browse, show, revive, purge), probe,
+// and dashboard (the web dashboard of the dashboard module).
 // Everything it knows of the protocol comes from the public Go SDK
 // (sdk/go/emq): keys, ids, scripts, pages and cursors, the version verdict
 // and the probes; it imports neither the generator nor its model. Its flag
@@ -50,8 +51,9 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"inspect": {"read a queue of a live keyspace (sizes, browse, show) and revive or purge its dead jobs", runInspect},
-		"probe":   {"run every probe of the protocol against a live server and print the transcript", runProbe},
+		"dashboard": {"serve the web dashboard of a live keyspace (read-only unless -actions)", runDashboard},
+		"inspect":   {"read a queue of a live keyspace (sizes, browse, show) and revive or purge its dead jobs", runInspect},
+		"probe":     {"run every probe of the protocol against a live server and print the transcript", runProbe},
 	}
 }
 
@@ -93,7 +95,7 @@ func usage(w io.Writer, cmds map[string]command) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, cmds[n].summary)
+		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun emq <command> -h for a command's flags.")
 }
