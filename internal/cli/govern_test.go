@@ -213,13 +213,13 @@ func TestJSONReportFields(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &raw); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"from", "to", "required", "declared", "ok", "changes"} {
+	for _, k := range []string{"from", "to", "new_valid", "new_errors", "category", "required", "declared", "ok", "changes"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("JSON report has no %q", k)
 		}
 	}
 	for _, c := range raw["changes"].([]any) {
-		for _, k := range []string{"rule", "bump", "path", "message", "file", "line", "column"} {
+		for _, k := range []string{"rule", "bump", "category", "path", "message", "file", "line", "column", "anchor", "judged"} {
 			if _, ok := c.(map[string]any)[k]; !ok {
 				t.Errorf("change has no %q: %v", k, c)
 			}
