@@ -191,7 +191,7 @@ func TestRuleFixtures(t *testing.T) {
 					rules = append(rules, r)
 				}
 			}
-			got := lines(f.opts.apply(compare(old, new, rules), new.Manifest.Version.V, new.File, Location{}))
+			got := lines(f.opts.apply(compare(old, new, rules), new.Manifest.Version.V))
 			if *update {
 				f.sections["want"] = strings.Join(got, "\n") + "\n"
 				f.write(t)

@@ -58,7 +58,7 @@ func JudgeWith(old, new Side, o Options) (*Report, error) {
 		return nil, fmt.Errorf("%s: version: %v", new.File, err)
 	}
 	fs := Compare(old, new)
-	fs = o.apply(fs, to.String(), new.File, Location{File: new.File, Line: 1, Column: 1})
+	fs = o.apply(fs, to.String())
 	r := &Report{From: from.String(), To: to.String(), OldFile: old.File, NewFile: new.File, NewValid: new.Invalid == nil, NewErrors: []string{}, Category: o.Category, Required: Required(fs), Changes: fs, Problems: []string{}}
 	if new.Invalid != nil {
 		r.NewErrors = strings.Split(strings.TrimSpace(new.Invalid.Error()), "\n")

@@ -123,7 +123,7 @@ type Options struct {
 // apply marks the findings outside the category as not judged, attaches
 // waivers bound to version to the findings they name, and adds a finding
 // for each waiver that may not or does not apply.
-func (o Options) apply(fs []Finding, version string, newFile string, top Location) []Finding {
+func (o Options) apply(fs []Finding, version string) []Finding {
 	if o.Category == CategoryWire {
 		for i := range fs {
 			if fs[i].Category == CategoryAPI {
