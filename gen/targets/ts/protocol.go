@@ -66,6 +66,17 @@ func protocolFile(s *src, in *target.Input) {
 	s.doc("", "The row's field names in manifest order; a row has exactly these. "+p.Row.Summary)
 	s.list("", "export const ROW_FIELDS = [", fields, "] as const;")
 	s.blank()
+	s.doc("", "Returns the name of the row field with role (state, token, payload), or undefined.")
+	s.line("export function fieldByRole(role: string): string | undefined {")
+	s.line("  switch (role) {")
+	for _, fl := range p.Row.Fields {
+		s.line("    case " + q(fl.Role) + ":")
+		s.line("      return FIELD_" + constName(fl.Role) + ";")
+	}
+	s.line("  }")
+	s.line("  return undefined;")
+	s.line("}")
+	s.blank()
 	tok, _ := p.Field("token")
 	s.doc("", "The token field's value at admission.")
 	s.decl("", "export const INITIAL_TOKEN", q(tok.Initial))

@@ -39,6 +39,7 @@ func Generate(in *target.Input) ([]target.File, error) {
 		{"keys.ts", keysFile},
 		{"errors.ts", errorsFile},
 		{"scripts.ts", scriptsFile},
+		{"probes.ts", probesFile},
 		{"index.ts", indexFile},
 	}
 	var files []target.File
@@ -267,7 +268,7 @@ func concat(parts []model.Part, lit map[string]string, expr map[string]string) s
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func indexFile(s *src, _ *target.Input) {
-	for _, m := range []string{"protocol", "ids", "keys", "errors", "scripts"} {
+	for _, m := range []string{"protocol", "ids", "keys", "errors", "scripts", "probes"} {
 		s.line(fmt.Sprintf("export * from %s;", q("./"+m+".js")))
 	}
 }

@@ -43,6 +43,12 @@ export {
   type Payload,
 } from "./queue.js";
 export {
+  ProbeTranscript,
+  SCRATCH_PREFIX,
+  runProbes,
+  type ProbeResult,
+} from "./probe.js";
+export {
   PermanentError,
   Worker,
   exponentialBackoff,

@@ -334,6 +334,10 @@ class Testee {
         );
         return { ids: p.ids, next: p.next };
       }
+      case "run_probes": {
+        const t = await emq.runProbes(this.#connected());
+        return { passed: t.passed, total: t.results.length, lines: t.lines() };
+      }
     }
     throw new OpError(
       "unsupported",

@@ -6,3 +6,4 @@ export * from "./ids.js";
 export * from "./keys.js";
 export * from "./errors.js";
 export * from "./scripts.js";
+export * from "./probes.js";

@@ -47,6 +47,19 @@ export const FIELD_PAYLOAD = "body";
 /** The row's field names in manifest order; a row has exactly these. */
 export const ROW_FIELDS = [FIELD_STATE, FIELD_TOKEN, FIELD_PAYLOAD] as const;
 
+/** Returns the name of the row field with role (state, token, payload), or undefined. */
+export function fieldByRole(role: string): string | undefined {
+  switch (role) {
+    case "state":
+      return FIELD_STATE;
+    case "token":
+      return FIELD_TOKEN;
+    case "payload":
+      return FIELD_PAYLOAD;
+  }
+  return undefined;
+}
+
 /** The token field's value at admission. */
 export const INITIAL_TOKEN = "0";
 
