@@ -536,6 +536,7 @@ func runLanguage(ctx context.Context, opt Options, l Language, suite *Suite, s *
 			return nil, fmt.Errorf("building the testee (%s): %w\n%s", strings.Join(argv, " "), err, out)
 		}
 	}
+	built := time.Now()
 	var echo io.Writer
 	if opt.Verbose {
 		echo = os.Stderr
@@ -555,12 +556,25 @@ func runLanguage(ctx context.Context, opt Options, l Language, suite *Suite, s *
 			r.Stale = append(r.Stale, fmt.Sprintf("%s is listed in conformance/expected_failures/%s.txt but is no case of the suite; remove it from the list", id, l.Name))
 		}
 	}
-	for _, c := range suite.cases(opt.Match) {
+	cases := suite.cases(opt.Match)
+	static := map[int]*Failure{} // the vectors' outcomes, run in pipelined batches
+	ran := 0                     // vectors before this index have run
+	for i, c := range cases {
 		r.Total++
 		var fail *Failure
 		switch {
 		case c.vector != nil:
-			fail = runStatic(ctx, proc, opt.Timeout, c.id, *c.vector)
+			if i >= ran {
+				j := i
+				for j < len(cases) && cases[j].vector != nil && j-i < vectorBatch {
+					j++
+				}
+				for k, f := range runStatic(ctx, proc, opt.Timeout, cases[i:j]) {
+					static[i+k] = f
+				}
+				ran = j
+			}
+			fail = static[i]
 		case c.scenario != nil:
 			var trace io.Writer
 			if opt.Verbose {
@@ -605,7 +619,7 @@ func runLanguage(ctx context.Context, opt Options, l Language, suite *Suite, s *
 	case r.OK():
 		verdict = fmt.Sprintf(", %d expected failures (not conformant)", len(r.Expected))
 	}
-	fmt.Fprintf(opt.Out, "%s: PASS %d/%d%s (%.1fs)\n", l.Name, r.Passed, r.Total, verdict, time.Since(started).Seconds())
+	fmt.Fprintf(opt.Out, "%s: PASS %d/%d%s (build %.1fs, run %.1fs)\n", l.Name, r.Passed, r.Total, verdict, built.Sub(started).Seconds(), time.Since(built).Seconds())
 	return r, nil
 }
 
@@ -622,24 +636,36 @@ func runHello(ctx context.Context, proc *process, timeout time.Duration, f *fact
 	return nil
 }
 
-// runStatic runs one vector.
-func runStatic(ctx context.Context, proc *process, timeout time.Duration, id string, st Step) *Failure {
-	args := normalize(st.Args).(map[string]any)
-	rep, err := proc.call(ctx, st.Op, args, timeout)
-	if err != nil {
-		return &Failure{Case: id, Step: 0, Op: st.Op, Message: err.Error()}
+// vectorBatch is how many vectors are pipelined to a testee at once.
+const vectorBatch = 256
+
+// runStatic runs vectors, pipelined, and returns each one's failure (nil
+// when it passed).
+func runStatic(ctx context.Context, proc *process, timeout time.Duration, cases []caseRun) []*Failure {
+	reqs := make([]request, len(cases))
+	for i, c := range cases {
+		reqs[i] = request{op: c.vector.Op, args: normalize(c.vector.Args).(map[string]any)}
 	}
-	var result, wantErr map[string]any
-	if st.Result != nil {
-		result = normalize(st.Result).(map[string]any)
+	out := make([]*Failure, len(cases))
+	reps, err := proc.callMany(ctx, reqs, timeout)
+	for i, c := range cases {
+		st := *c.vector
+		if err != nil {
+			out[i] = &Failure{Case: c.id, Step: 0, Op: st.Op, Message: err.Error()}
+			continue
+		}
+		var result, wantErr map[string]any
+		if st.Result != nil {
+			result = normalize(st.Result).(map[string]any)
+		}
+		if st.Error != nil {
+			wantErr = normalize(st.Error).(map[string]any)
+		}
+		if msg := judge(reps[i], result, wantErr); msg != "" {
+			out[i] = &Failure{Case: c.id, Step: 0, Op: st.Op, Message: fmt.Sprintf("args %s: %s", show(reqs[i].args), msg)}
+		}
 	}
-	if st.Error != nil {
-		wantErr = normalize(st.Error).(map[string]any)
-	}
-	if msg := judge(rep, result, wantErr); msg != "" {
-		return &Failure{Case: id, Step: 0, Op: st.Op, Message: fmt.Sprintf("args %s: %s", show(args), msg)}
-	}
-	return nil
+	return out
 }
 
 // judge compares a reply with the expected result or error; "" when it

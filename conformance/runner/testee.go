@@ -104,23 +104,68 @@ func start(dir string, argv []string, echo io.Writer) (*process, error) {
 	return p, nil
 }
 
+// request is one op to send.
+type request struct {
+	op   string
+	args map[string]any
+}
+
 // call sends one request and waits for its response.
 func (p *process) call(ctx context.Context, op string, args map[string]any, timeout time.Duration) (*Reply, error) {
-	if p.dead != nil {
-		return nil, p.dead
-	}
-	p.seq++
-	if args == nil {
-		args = map[string]any{}
-	}
-	line, err := json.Marshal(map[string]any{"seq": p.seq, "op": op, "args": args})
+	reps, err := p.callMany(ctx, []request{{op, args}}, timeout)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := p.stdin.Write(append(line, '\n')); err != nil {
+	return reps[0], nil
+}
+
+// callMany pipelines requests: it writes them all while it reads the
+// responses, which come in order, so that a testee's per-request latency
+// is paid once per batch instead of once per case.
+func (p *process) callMany(ctx context.Context, reqs []request, timeout time.Duration) ([]*Reply, error) {
+	if p.dead != nil {
+		return nil, p.dead
+	}
+	var buf bytes.Buffer
+	first := p.seq + 1
+	for _, r := range reqs {
+		p.seq++
+		args := r.args
+		if args == nil {
+			args = map[string]any{}
+		}
+		line, err := json.Marshal(map[string]any{"seq": p.seq, "op": r.op, "args": args})
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := p.stdin.Write(buf.Bytes())
+		wrote <- err
+	}()
+	reps := make([]*Reply, 0, len(reqs))
+	for i, r := range reqs {
+		rep, err := p.read(ctx, r.op, first+int64(i), timeout)
+		if err != nil {
+			if werr := <-wrote; werr != nil && p.dead == nil {
+				p.dead = fmt.Errorf("the testee stopped reading: %w; stderr: %s", werr, p.stderr)
+			}
+			return nil, err
+		}
+		reps = append(reps, rep)
+	}
+	if err := <-wrote; err != nil {
 		p.dead = fmt.Errorf("the testee stopped reading: %w; stderr: %s", err, p.stderr)
 		return nil, p.dead
 	}
+	return reps, nil
+}
+
+// read waits for the response to request seq.
+func (p *process) read(ctx context.Context, op string, seq int64, timeout time.Duration) (*Reply, error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
@@ -135,8 +180,8 @@ func (p *process) call(ctx context.Context, op string, args map[string]any, time
 		if err := dec.Decode(&r); err != nil {
 			return nil, fmt.Errorf("the testee answered a line that is not a response (%v): %.200s", err, out)
 		}
-		if r.Seq != p.seq {
-			p.dead = fmt.Errorf("the testee answered seq %d to request %d", r.Seq, p.seq)
+		if r.Seq != seq {
+			p.dead = fmt.Errorf("the testee answered seq %d to request %d", r.Seq, seq)
 			return nil, p.dead
 		}
 		r.Result = normalize(r.Result).(map[string]any)
