@@ -150,9 +150,8 @@ func (p *process) callMany(ctx context.Context, reqs []request, timeout time.Dur
 	for i, r := range reqs {
 		rep, err := p.read(ctx, r.op, first+int64(i), timeout)
 		if err != nil {
-			if werr := <-wrote; werr != nil && p.dead == nil {
-				p.dead = fmt.Errorf("the testee stopped reading: %w; stderr: %s", werr, p.stderr)
-			}
+			// The writer may be blocked on a testee that stopped reading;
+			// stop closes stdin, which ends it.
 			return nil, err
 		}
 		reps = append(reps, rep)
