@@ -2,7 +2,8 @@
 # Runs every test of the repository on a fresh machine: installs
 # redis-server and python3 when they are missing, then checks that the generated files are
 # up to date, that the code is gofmt- and vet-clean, and runs go test;
-# then builds, format-checks and tests the TypeScript SDK (sdk/ts).
+# the TypeScript SDK (sdk/ts) is built before the root module's tests
+# (internal/chaos runs it), then format-checked and tested.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -49,13 +50,10 @@ echo "== go vet (generator module, SDK module)"
 go vet ./...
 (cd sdk/go && go vet ./...)
 
-echo "== go test: the generator, governance and tools (root module)"
-go test -count=1 "$@" ./...
-
-echo "== go test: the Go SDK (sdk/go, its own module)"
-(cd sdk/go && go test -count=1 "$@" ./...)
-
-echo "== TypeScript SDK (sdk/ts): npm ci, tsc, prettier --check, node --test"
+# The root module's tests run the TypeScript SDK too (internal/chaos's
+# interop scenario runs its chaos worker and driver under node): build it
+# before them.
+echo "== TypeScript SDK (sdk/ts): npm ci, tsc (before the root module's tests, which run it)"
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "node and npm are needed for sdk/ts (Node 20 or later: apt-get install nodejs npm)"; exit 1
 fi
@@ -63,6 +61,17 @@ fi
   cd sdk/ts
   npm ci --no-audit --no-fund --loglevel=error
   npx --no-install tsc -p tsconfig.json
+)
+
+echo "== go test: the generator, governance and tools (root module)"
+go test -count=1 "$@" ./...
+
+echo "== go test: the Go SDK (sdk/go, its own module)"
+(cd sdk/go && go test -count=1 "$@" ./...)
+
+echo "== TypeScript SDK (sdk/ts): prettier --check, node --test"
+(
+  cd sdk/ts
   npx --no-install prettier --check .
   # the TypeScript the target writes for every golden case is prettier-clean too
   npx --no-install prettier --check --ignore-path /dev/null ../../golden/cases/*/out/sdk/ts

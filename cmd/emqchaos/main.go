@@ -4,15 +4,19 @@
 //	go run ./cmd/emqchaos [-long] [-only NAMES] [-seed N] [-out docs/reliability.md]
 //
 // Each scenario (internal/chaos: workers, restarts, pause, and any other
-// registered, such as failover) runs producers, real worker processes and
-// an invariant checker, injects its faults, and accounts for every
+// registered, such as failover and interop — Go and TypeScript producers
+// and worker processes on one queue) runs producers, real worker processes
+// and an invariant checker, injects its faults, and accounts for every
 // acknowledged job. Without -long it runs the quick variants CI runs.
 // emqchaos exits 1 when a scenario fails to run, or loses or finishes
 // twice a job it promises not to, or sees an invariant violation.
 //
 // The harness starts its worker processes by running this binary again
 // (with the environment variable EMQCHAOS_WORKER set); the hidden
-// subcommand `worker` is what they run.
+// subcommand `worker` is what they run. The interop scenario's TypeScript
+// worker processes and producer run the TypeScript SDK's chaos programs
+// (sdk/ts/chaos, built to sdk/ts/dist/chaos) under node: build sdk/ts
+// first (cd sdk/ts && npm ci && npx tsc -p tsconfig.json).
 package main
 
 import (

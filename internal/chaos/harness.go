@@ -34,6 +34,13 @@ type plan struct {
 	batch      int
 	workers    int // worker processes
 	worker     WorkerConfig
+	// workerLangs are the languages of the worker processes, in turn
+	// (none: all Go).
+	workerLangs []Lang
+	// producerLangs, when set, runs one producer per language, each with
+	// an even share of the jobs, the rate and the producer goroutines;
+	// none runs one Go producer.
+	producerLangs []Lang
 	serverArgs []string
 	checkEvery time.Duration
 	drain      time.Duration // the longest wait for the queue to drain once the load is pushed
@@ -57,10 +64,14 @@ type run struct {
 	acks   *AckLog
 	chk    *Checker
 	pool   *Pool
+	// ts is the TypeScript SDK client of a plan with a TypeScript
+	// producer; nil otherwise.
+	ts *tsDriver
 	// loadDone is closed when the producers are done.
 	loadDone chan struct{}
 
 	mu         sync.Mutex
+	origin     map[string]Lang // the language of the producer that pushed each id, with producerLangs
 	counts     map[string]int64
 	violations []string
 	notes      []string
@@ -140,7 +151,7 @@ type outcome struct {
 // process it starts is killed before it returns, on every path.
 func execute(ctx context.Context, cfg Config, p *plan) (*outcome, error) {
 	start := time.Now()
-	r := &run{cfg: cfg, plan: p, seed: pickSeed(cfg), counts: map[string]int64{}, loadDone: make(chan struct{})}
+	r := &run{cfg: cfg, plan: p, seed: pickSeed(cfg), counts: map[string]int64{}, origin: map[string]Lang{}, loadDone: make(chan struct{})}
 	r.rng = rand.New(rand.NewPCG(r.seed, streamSeed(p.name)))
 	base := cfg.Dir
 	if base == "" {
@@ -215,8 +226,20 @@ func execute(ctx context.Context, cfg Config, p *plan) (*outcome, error) {
 		return nil, err
 	}
 	defer r.pool.Close()
+	if len(p.workerLangs) > 0 {
+		if err := r.pool.SetLangs(p.workerLangs...); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.pool.Start(p.workers); err != nil {
 		return nil, err
+	}
+	prods, err := r.producers(ctx, addrs)
+	if err != nil {
+		return nil, err
+	}
+	if r.ts != nil {
+		defer r.ts.Close()
 	}
 
 	// The producers and the fault injector use the server and the pool:
@@ -224,14 +247,24 @@ func execute(ctx context.Context, cfg Config, p *plan) (*outcome, error) {
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var loaders sync.WaitGroup
 	defer func() { stopLoad(); loaders.Wait() }()
-	prod := &Producer{Queue: r.queue, Client: r.client, Acks: r.acks, Jobs: p.jobs, Rate: p.rate,
-		Producers: p.producers, Batch: p.batch, Log: r.logf}
 	var stats ProducerStats
 	loaders.Add(2)
 	go func() {
 		defer loaders.Done()
 		defer close(r.loadDone)
-		stats = prod.Run(loadCtx)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, prod := range prods {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := prod.Run(loadCtx)
+				mu.Lock()
+				stats.Pushed, stats.Retries, stats.GaveUp = stats.Pushed+s.Pushed, stats.Retries+s.Retries, stats.GaveUp+s.GaveUp
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
 	}()
 	faultErr := make(chan error, 1)
 	go func() {
@@ -284,6 +317,51 @@ func execute(ctx context.Context, cfg Config, p *plan) (*outcome, error) {
 	}
 	v := Judge(r.acks.IDs(), ledger, final, r.chk.MaxAttempts())
 	return &outcome{run: r, verdict: v, ledger: ledger, stats: stats, took: time.Since(start)}, nil
+}
+
+// producers makes the plan's producers: one Go producer, or one per
+// language of producerLangs (a TypeScript one pushes through a driver
+// process, started here and kept in r.ts).
+func (r *run) producers(ctx context.Context, addrs []string) ([]*Producer, error) {
+	p := r.plan
+	if len(p.producerLangs) == 0 {
+		return []*Producer{{Queue: r.queue, Client: r.client, Acks: r.acks, Jobs: p.jobs, Rate: p.rate,
+			Producers: p.producers, Batch: p.batch, Log: r.logf}}, nil
+	}
+	n := len(p.producerLangs)
+	var out []*Producer
+	for i, lang := range p.producerLangs {
+		jobs := p.jobs / n
+		if i < p.jobs%n {
+			jobs++
+		}
+		prod := &Producer{Queue: r.queue, Client: r.client, Acks: r.acks, Jobs: jobs, Rate: p.rate / float64(n),
+			Producers: max(1, p.producers/n), Batch: p.batch, Log: r.logf}
+		prod.OnAck = func(id string) {
+			r.mu.Lock()
+			r.origin[id] = lang
+			r.mu.Unlock()
+		}
+		switch lang {
+		case LangGo:
+		case LangTS:
+			if r.ts == nil {
+				d, err := startTSDriver(ctx, addrs[0], filepath.Join(r.dir, "ts-producer.log"))
+				if err != nil {
+					return nil, err
+				}
+				r.ts = d
+			}
+			prod.MintIDs = r.ts.Mint
+			prod.PushBatch = func(ctx context.Context, jobs []emq.NewJob) error {
+				return r.ts.PushBatch(ctx, queueName, jobs)
+			}
+		default:
+			return nil, fmt.Errorf("chaos: no producer for language %q", lang)
+		}
+		out = append(out, prod)
+	}
+	return out, nil
 }
 
 // progress logs the run's figures every few seconds.

@@ -14,13 +14,18 @@ import (
 	"time"
 )
 
-// Pool runs worker processes: real OS processes, each the harness's own
-// executable run again as a worker (see IsWorker), with its own record file.
+// Pool runs worker processes: real OS processes, each with its own record
+// file. A Go worker process is the harness's own executable run again as a
+// worker (see IsWorker); a TypeScript one is the TypeScript SDK's chaos
+// worker (sdk/ts/chaos/worker.ts, built to dist) under node. Both read the
+// same WorkerConfig from the same environment variable and write the same
+// records.
 type Pool struct {
-	exe  string
-	base WorkerConfig
-	dir  string
-	log  func(format string, args ...any)
+	exe   string
+	base  WorkerConfig
+	dir   string
+	log   func(format string, args ...any)
+	langs []Lang
 
 	mu   sync.Mutex
 	live []*Proc
@@ -31,6 +36,7 @@ type Pool struct {
 // Proc is one worker process.
 type Proc struct {
 	N       int    // its number in the pool, from 1
+	Lang    Lang   // the SDK it runs
 	Records string // its record file
 	cmd     *exec.Cmd
 	done    chan struct{}
@@ -50,7 +56,8 @@ func (p *Proc) Exited() bool {
 }
 
 // NewPool makes a pool whose processes run base (Records is set per
-// process) and keep their records and logs in dir.
+// process) and keep their records and logs in dir. Its processes are Go
+// worker processes; SetLangs mixes in others.
 func NewPool(base WorkerConfig, dir string, log func(string, ...any)) (*Pool, error) {
 	if IsWorker() {
 		return nil, errors.New("chaos: a worker process cannot start worker processes")
@@ -65,23 +72,58 @@ func NewPool(base WorkerConfig, dir string, log func(string, ...any)) (*Pool, er
 	if log == nil {
 		log = func(string, ...any) {}
 	}
-	return &Pool{exe: exe, base: base, dir: dir, log: log}, nil
+	return &Pool{exe: exe, base: base, dir: dir, log: log, langs: []Lang{LangGo}}, nil
 }
 
-// Start starts n worker processes and waits until each has begun
-// recording.
+// SetLangs sets the languages of the processes Start starts, in turn: the
+// i-th process (from 0) runs langs[i % len(langs)]. It fails, with the
+// install hint, when a language's program cannot run here (node missing,
+// the TypeScript SDK not built).
+func (p *Pool) SetLangs(langs ...Lang) error {
+	if len(langs) == 0 {
+		return errors.New("chaos: a pool needs a language")
+	}
+	for _, l := range langs {
+		switch l {
+		case LangGo:
+		case LangTS:
+			if _, _, err := tsProgram("worker"); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("chaos: no worker program for language %q", l)
+		}
+	}
+	p.langs = append([]Lang(nil), langs...)
+	return nil
+}
+
+// Start starts n worker processes, their languages in turn, and waits
+// until each has begun recording.
 func (p *Pool) Start(n int) error {
 	for i := 0; i < n; i++ {
-		if _, err := p.spawn(); err != nil {
+		if _, err := p.spawn(p.langs[i%len(p.langs)]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// spawn starts one worker process and waits (up to 10s) for its first
-// record, which proves the executable runs workers.
-func (p *Pool) spawn() (*Proc, error) {
+// command returns the command that runs a worker process of lang.
+func (p *Pool) command(lang Lang) (*exec.Cmd, error) {
+	if lang == LangTS {
+		node, script, err := tsProgram("worker")
+		if err != nil {
+			return nil, err
+		}
+		return exec.Command(node, script), nil
+	}
+	return exec.Command(p.exe, "worker"), nil
+}
+
+// spawn starts one worker process of lang and waits (up to 10s) for its
+// first record, which proves the program runs workers.
+func (p *Pool) spawn(lang Lang) (*Proc, error) {
 	p.mu.Lock()
 	p.seq++
 	n := p.seq
@@ -97,15 +139,19 @@ func (p *Pool) spawn() (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(p.exe, "worker")
+	cmd, err := p.command(lang)
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
 	cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("chaos: starting a worker process: %w", err)
+		return nil, fmt.Errorf("chaos: starting a %s worker process: %w", lang, err)
 	}
-	proc := &Proc{N: n, Records: cfg.Records, cmd: cmd, done: make(chan struct{})}
+	proc := &Proc{N: n, Lang: lang, Records: cfg.Records, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		logf.Close()
@@ -125,6 +171,9 @@ func (p *Pool) spawn() (*Proc, error) {
 			_ = cmd.Process.Kill()
 			<-proc.done
 			log, _ := os.ReadFile(filepath.Join(p.dir, fmt.Sprintf("worker-%03d.log", n)))
+			if lang == LangTS {
+				return nil, fmt.Errorf("chaos: TypeScript worker process %d did not start recording (%s); its output:\n%s", n, tsBuildHint, log)
+			}
 			return nil, fmt.Errorf("chaos: worker process %d did not start recording; the executable must begin with `if chaos.IsWorker() { os.Exit(chaos.RunWorker()) }`; its output:\n%s", n, log)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -143,13 +192,23 @@ func (p *Pool) remove(proc *Proc) {
 }
 
 // pick returns a random live process, or nil.
-func (p *Pool) pick(rng *rand.Rand) *Proc {
+func (p *Pool) pick(rng *rand.Rand) *Proc { return p.pickOf(rng, "") }
+
+// pickOf returns a random live process of lang (any when lang is ""), or
+// nil.
+func (p *Pool) pickOf(rng *rand.Rand, lang Lang) *Proc {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.live) == 0 {
+	var of []*Proc
+	for _, q := range p.live {
+		if lang == "" || q.Lang == lang {
+			of = append(of, q)
+		}
+	}
+	if len(of) == 0 {
 		return nil
 	}
-	return p.live[rng.IntN(len(p.live))]
+	return of[rng.IntN(len(of))]
 }
 
 // Live returns how many worker processes run.
@@ -160,24 +219,40 @@ func (p *Pool) Live() int {
 }
 
 // KillRandom SIGKILLs a random worker process, waits for it to die and
-// starts a replacement. It returns the killed process.
-func (p *Pool) KillRandom(rng *rand.Rand) (*Proc, error) {
-	proc := p.pick(rng)
+// starts a replacement of the same language. It returns the killed
+// process.
+func (p *Pool) KillRandom(rng *rand.Rand) (*Proc, error) { return p.KillRandomOf(rng, "") }
+
+// KillRandomOf is KillRandom among the processes of lang ("" for any).
+func (p *Pool) KillRandomOf(rng *rand.Rand, lang Lang) (*Proc, error) {
+	proc := p.pickOf(rng, lang)
 	if proc == nil {
-		return nil, errors.New("chaos: no worker process to kill")
+		return nil, fmt.Errorf("chaos: no %sworker process to kill", langWord(lang))
 	}
 	_ = proc.cmd.Process.Signal(syscall.SIGKILL)
 	<-proc.done
 	p.remove(proc)
-	_, err := p.spawn()
+	_, err := p.spawn(proc.Lang)
 	return proc, err
+}
+
+func langWord(l Lang) string {
+	if l == "" {
+		return ""
+	}
+	return string(l) + " "
 }
 
 // FreezeRandom SIGSTOPs a random worker process for d (or until ctx ends)
 // and then SIGCONTs it: its leases expire meanwhile, and when it thaws its
 // handlers' completions must be refused. It returns the frozen process.
 func (p *Pool) FreezeRandom(ctx context.Context, rng *rand.Rand, d time.Duration) (*Proc, error) {
-	proc := p.pick(rng)
+	return p.FreezeRandomOf(ctx, rng, "", d)
+}
+
+// FreezeRandomOf is FreezeRandom among the processes of lang ("" for any).
+func (p *Pool) FreezeRandomOf(ctx context.Context, rng *rand.Rand, lang Lang, d time.Duration) (*Proc, error) {
+	proc := p.pickOf(rng, lang)
 	if proc == nil {
 		return nil, errors.New("chaos: no worker process to freeze")
 	}
@@ -232,6 +307,13 @@ func (p *Pool) Close() {
 			<-proc.done
 		}
 	}
+}
+
+// Procs returns every process the pool started, in start order.
+func (p *Pool) Procs() []*Proc {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]*Proc(nil), p.all...)
 }
 
 // Records returns the record file of every process the pool started.

@@ -35,18 +35,20 @@ func NewAckLog(path string) (*AckLog, error) {
 	return a, nil
 }
 
-// Ack records id as acknowledged.
-func (a *AckLog) Ack(id string) {
+// Ack records id as acknowledged; it reports whether id was not
+// acknowledged before.
+func (a *AckLog) Ack(id string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.set[id] {
-		return
+		return false
 	}
 	a.set[id] = true
 	a.ids = append(a.ids, id)
 	if a.f != nil {
 		_, _ = a.f.Write([]byte(id + "\n"))
 	}
+	return true
 }
 
 // markRePushed records that id was pushed again after a failed push.
@@ -99,6 +101,17 @@ type Producer struct {
 	Batch     int           // jobs per PushBatch (default 10)
 	GiveUp    time.Duration // a job unacknowledged this long is given up (default 2 min)
 	Log       func(format string, args ...any)
+	// MintIDs, when set, mints the ids of a batch instead of Client: the
+	// id generator of another SDK.
+	MintIDs func(ctx context.Context, n int) ([]emq.ID, error)
+	// PushBatch, when set, pushes a batch instead of Queue.PushBatch (with
+	// another SDK): it returns nil when every job was acknowledged, a
+	// *emq.BatchError naming those that failed, or another error when
+	// nothing was answered.
+	PushBatch func(ctx context.Context, jobs []emq.NewJob) error
+	// OnAck, when set, is called with each id this producer saw
+	// acknowledged first.
+	OnAck func(id string)
 
 	pushed, retries, gaveUp atomic.Int64
 }
@@ -152,6 +165,19 @@ func (p *Producer) run(ctx context.Context, jobs int, producers float64) {
 			return
 		}
 		batch := make([]emq.NewJob, 0, min(p.Batch, jobs))
+		for p.MintIDs != nil && len(batch) < cap(batch) {
+			ids, err := p.MintIDs(ctx, cap(batch))
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				sleepCtx(ctx, 50*time.Millisecond)
+				continue
+			}
+			for _, id := range ids {
+				batch = append(batch, emq.NewJob{ID: id, Payload: []byte("chaos " + id.String())})
+			}
+		}
 		for len(batch) < cap(batch) {
 			id, err := p.Client.Mint(emq.WorkKind)
 			if err != nil {
@@ -181,7 +207,12 @@ func (p *Producer) push(ctx context.Context, batch []emq.NewJob) {
 			p.retries.Add(int64(len(batch)))
 		}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := p.Queue.PushBatch(pctx, batch)
+		var err error
+		if p.PushBatch != nil {
+			err = p.PushBatch(pctx, batch)
+		} else {
+			_, err = p.Queue.PushBatch(pctx, batch)
+		}
 		cancel()
 		var be *emq.BatchError
 		var left []emq.NewJob
@@ -197,8 +228,8 @@ func (p *Producer) push(ctx context.Context, batch []emq.NewJob) {
 			left = batch // nothing was answered
 		}
 		for _, j := range batch {
-			if !contains(left, j.ID) {
-				p.Acks.Ack(j.ID.String())
+			if !contains(left, j.ID) && p.Acks.Ack(j.ID.String()) && p.OnAck != nil {
+				p.OnAck(j.ID.String())
 			}
 		}
 		batch = left

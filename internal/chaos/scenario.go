@@ -58,7 +58,7 @@ type Result struct {
 
 // Scenario is one fault scenario.
 type Scenario interface {
-	// Name is stable and short: workers, restarts, pause, failover.
+	// Name is stable and short: workers, restarts, pause, failover, interop.
 	Name() string
 	// Run runs the scenario to completion and accounts for every job.
 	Run(ctx context.Context, cfg Config) (Result, error)
