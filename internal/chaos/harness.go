@@ -27,13 +27,13 @@ const queueName = "chaos"
 // the harness process, worker processes, the invariant checker, and a
 // fault injector.
 type plan struct {
-	name       string  // the scenario's name (its directory)
-	jobs       int     // jobs to push
-	rate       float64 // pushes per second, in all
-	producers  int
-	batch      int
-	workers    int // worker processes
-	worker     WorkerConfig
+	name      string  // the scenario's name (its directory)
+	jobs      int     // jobs to push
+	rate      float64 // pushes per second, in all
+	producers int
+	batch     int
+	workers   int // worker processes
+	worker    WorkerConfig
 	// workerLangs are the languages of the worker processes, in turn
 	// (none: all Go).
 	workerLangs []Lang
@@ -41,9 +41,9 @@ type plan struct {
 	// an even share of the jobs, the rate and the producer goroutines;
 	// none runs one Go producer.
 	producerLangs []Lang
-	serverArgs []string
-	checkEvery time.Duration
-	drain      time.Duration // the longest wait for the queue to drain once the load is pushed
+	serverArgs    []string
+	checkEvery    time.Duration
+	drain         time.Duration // the longest wait for the queue to drain once the load is pushed
 	// faults injects faults while the load runs. It returns once the
 	// producers are done (r.loadDone) and it injected what it must; it
 	// must leave the server and the workers running.

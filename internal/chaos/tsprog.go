@@ -93,13 +93,13 @@ func (e *tsError) Error() string { return "ts " + e.Name + ": " + e.Message }
 
 // tsReply is one reply line of the driver.
 type tsReply struct {
-	Seq     int64           `json:"seq"`
-	Error   *tsError        `json:"error"`
-	Node    int             `json:"node"`
-	IDs     []string        `json:"ids"`
-	N       int             `json:"n"`
-	Results []tsPushResult  `json:"results"`
-	Job     *tsJob          `json:"job"`
+	Seq     int64          `json:"seq"`
+	Error   *tsError       `json:"error"`
+	Node    int            `json:"node"`
+	IDs     []string       `json:"ids"`
+	N       int            `json:"n"`
+	Results []tsPushResult `json:"results"`
+	Job     *tsJob         `json:"job"`
 }
 
 type tsPushResult struct {
