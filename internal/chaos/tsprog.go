@@ -252,7 +252,7 @@ func (d *tsDriver) Mint(ctx context.Context, n int) ([]emq.ID, error) {
 func (d *tsDriver) PushBatch(ctx context.Context, queue string, jobs []emq.NewJob) error {
 	js := make([]map[string]string, len(jobs))
 	for i, j := range jobs {
-		js[i] = map[string]string{"id": j.ID.String(), "payload": string(j.Payload)}
+		js[i] = map[string]string{"id": j.ID.String(), "data": string(j.Payload)}
 	}
 	r, err := d.call(ctx, map[string]any{"op": "push", "queue": queue, "jobs": js})
 	if err != nil {

@@ -7,7 +7,7 @@
 // Requests: {seq, op, ...}:
 //   connect  {url}                 -> {node}
 //   mint     {n}                   -> {ids}
-//   push     {queue, jobs: [{id, payload}]} -> {results: [{enqueued} | {error}]}
+//   push     {queue, jobs: [{id, data}]} -> {results: [{enqueued} | {error}]}
 //   claim    {queue, leaseMs}       -> {job: {id, token} | null}
 //   complete {queue, id, token}     -> {}
 //   reap     {queue}                -> {n}
@@ -31,7 +31,7 @@ interface Request {
   url?: string;
   n?: number;
   queue?: string;
-  jobs?: { id: string; payload: string }[];
+  jobs?: { id: string; data: string }[];
   leaseMs?: number;
   id?: string;
   token?: number;
@@ -88,7 +88,7 @@ async function handle(r: Request): Promise<Record<string, unknown>> {
     case "push": {
       const res = await need()
         .queue(r.queue ?? "")
-        .pushBatch(r.jobs ?? []);
+        .pushBatch((r.jobs ?? []).map((j) => ({ id: j.id, payload: j.data })));
       return {
         results: res.map((x) =>
           x.error ? { error: report(x.error) } : { enqueued: x.enqueued },
