@@ -24,6 +24,7 @@ func main() {
 	run := flag.String("run", "", "run only the cases whose id matches this regexp")
 	verbose := flag.Bool("v", false, "name every case and pass the testee's stderr through")
 	timeout := flag.Duration("timeout", 30*time.Second, "how long one request may take")
+	list := flag.Bool("list", false, "print the id of every case (that -run selects) and exit")
 	flag.Parse()
 	opt := runner.Options{Root: *root, Verbose: *verbose, Timeout: *timeout}
 	if *langs != "" {
@@ -36,6 +37,17 @@ func main() {
 			os.Exit(2)
 		}
 		opt.Match = re
+	}
+	if *list {
+		suite, err := runner.Load(*root)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "emqconform:", err)
+			os.Exit(1)
+		}
+		for _, id := range suite.IDs(opt.Match) {
+			fmt.Println(id)
+		}
+		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

@@ -347,13 +347,17 @@ func (e *env) otherKind() (string, error) {
 	return "", fmt.Errorf("the manifest registers no kind besides the work kind")
 }
 
-// idOf returns the id of a variable, minting a work-kind id for a new
-// one; a saved id (a string that parses) may be named too.
+// idOf returns the id a row placeholder names: a variable (a work-kind id
+// minted for a new one), job:v or other:v as in ${job:v} and ${other:v},
+// example:i, or a saved result's field holding an id.
 func (e *env) idOf(v string) (string, error) {
+	if which, name, ok := strings.Cut(v, ":"); ok && (which == "job" || which == "other") {
+		return e.id(which, name)
+	}
 	if id, ok := e.ids[v]; ok {
 		return id, nil
 	}
-	if strings.Contains(v, ".") {
+	if strings.HasPrefix(v, "example:") || strings.Contains(v, ".") {
 		x, err := e.value(v)
 		if err != nil {
 			return "", err

@@ -504,6 +504,16 @@ func (s *Suite) cases(match *regexp.Regexp) []caseRun {
 	return out
 }
 
+// IDs returns the id of every case whose id match matches (all when
+// match is nil), in the order the runner runs them.
+func (s *Suite) IDs(match *regexp.Regexp) []string {
+	var ids []string
+	for _, c := range s.cases(match) {
+		ids = append(ids, c.id)
+	}
+	return ids
+}
+
 // allIDs is every case id of the suite, for checking expected-failure
 // lists.
 func (s *Suite) allIDs() map[string]bool {

@@ -415,3 +415,34 @@ func TestScenariosCoverTheManifest(t *testing.T) {
 		}
 	}
 }
+
+// A row placeholder names the same id as the id placeholder it quotes.
+func TestRowPlaceholders(t *testing.T) {
+	p, err := model.Load("../../protocol.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := manifestFacts(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(f, "orders", func() (int64, error) { return 0, nil })
+	for _, c := range [][2]string{
+		{"${row:o}", "${job:o}"},
+		{"${row:other:x}", "${other:x}"},
+		{"${row:job:y}", "${job:y}"},
+		{"${row:example:1}", "${example:1}"},
+	} {
+		row, err := e.resolve(c[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := e.resolve(c[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(row.(string), ":"+id.(string)) || !strings.Contains(row.(string), "{orders}") {
+			t.Errorf("%s = %v, not the row of %s = %v", c[0], row, c[1], id)
+		}
+	}
+}
