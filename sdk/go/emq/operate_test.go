@@ -139,6 +139,25 @@ func TestListQueuesOnACluster(t *testing.T) {
 	if !slices.Equal(got.Names, want) || !got.Complete {
 		t.Errorf("ListQueues on %d primaries = %v complete %v, want %v", len(primaries), got.Names, got.Complete, want)
 	}
+	// Stats and FindJob pipeline across the slots of every primary.
+	stats, err := c.Stats(ctx, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range stats {
+		if st.Sizes[emq.SetPending] != 1 || st.OldestPending.IsZero() {
+			t.Errorf("Stats(%s) on the cluster = %+v", st.Queue, st)
+		}
+	}
+	id := mint(t, c, emq.WorkKind)
+	for _, name := range want[:3] {
+		if _, err := queue(t, c, name).Enqueue(ctx, id, []byte("p")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if found, err := c.FindJob(ctx, id, want); err != nil || !slices.Equal(found, want[:3]) {
+		t.Errorf("FindJob on the cluster = %v %v, want %v", found, err, want[:3])
+	}
 }
 
 func TestOldestDueRunNowMigration(t *testing.T) {
