@@ -15,8 +15,9 @@ func errorsFile(f *jen.File, p *model.Protocol, _ *bundle.Bundle) {
 	for _, c := range p.Classes {
 		name := goName(c.Name)
 		consts = append(consts, jen.Comment(doc("Class"+name, fmt.Sprintf("is the class word of refusals issued by %s: %s", strings.Join(c.IssuedBy, ", "), c.Summary))), jen.Id("Class"+name).Op("=").Lit(c.Word))
+		sentinels = append(sentinels, jen.Comment(doc("Err"+name, fmt.Sprintf("means a script refused with wire class %s: %s Match it with errors.Is; errors.As to *ClassError gives the message and the script", c.Word, strings.TrimSuffix(c.Summary, ".")+"."))))
+		sentinels = append(sentinels, deprecation(c.Deprecated)...)
 		sentinels = append(sentinels,
-			jen.Comment(doc("Err"+name, fmt.Sprintf("means a script refused with wire class %s: %s Match it with errors.Is; errors.As to *ClassError gives the message and the script", c.Word, strings.TrimSuffix(c.Summary, ".")+"."))),
 			jen.Id("Err"+name).Op("=").Op("&").Id("ClassError").Values(jen.Id("Class").Op(":").Id("Class"+name)),
 		)
 		words = append(words, jen.Id("Class"+name))

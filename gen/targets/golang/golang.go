@@ -108,6 +108,19 @@ func lowerName(s string) string {
 	return strings.ToLower(n[:1]) + n[1:]
 }
 
+// deprecation is the doc comment's closing paragraph for a deprecated
+// element, as go doc and linters read it, or nothing.
+func deprecation(d *model.Deprecation) []jen.Code {
+	if d == nil {
+		return nil
+	}
+	text := "Deprecated: since " + d.Since.String() + "."
+	if d.Reason != "" {
+		text += " " + strings.TrimSpace(d.Reason)
+	}
+	return []jen.Code{jen.Comment(""), jen.Comment(text)}
+}
+
 // doc writes a doc comment: the first line starts with name.
 func doc(name, text string) string {
 	text = strings.TrimSpace(text)

@@ -39,7 +39,7 @@ func protocolFile(f *jen.File, p *model.Protocol, _ *bundle.Bundle) {
 	f.Line()
 	var defs []jen.Code
 	for _, k := range p.Kinds {
-		defs = append(defs, jen.Comment(doc("Kind"+k.Name, "is "+k.Summary)), jen.Id("Kind"+k.Name).Id("Kind").Op("=").Lit(k.Name))
+		defs = append(append(append(defs, jen.Comment(doc("Kind"+k.Name, "is "+k.Summary))), deprecation(k.Deprecated)...), jen.Id("Kind"+k.Name).Id("Kind").Op("=").Lit(k.Name))
 	}
 	comment(f, "The kind registry.")
 	f.Const().Defs(defs...)
@@ -65,7 +65,7 @@ func protocolFile(f *jen.File, p *model.Protocol, _ *bundle.Bundle) {
 	// Row fields.
 	defs = nil
 	for _, fl := range p.Row.Fields {
-		defs = append(defs, jen.Comment(doc("Field"+goName(fl.Role), fmt.Sprintf("names the row field with the %s role (encoding %s): %s", fl.Role, fl.Encoding, fl.Summary))), jen.Id("Field"+goName(fl.Role)).Op("=").Lit(fl.Name))
+		defs = append(append(append(defs, jen.Comment(doc("Field"+goName(fl.Role), fmt.Sprintf("names the row field with the %s role (encoding %s): %s", fl.Role, fl.Encoding, fl.Summary)))), deprecation(fl.Deprecated)...), jen.Id("Field"+goName(fl.Role)).Op("=").Lit(fl.Name))
 	}
 	comment(f, "The job row's fields, by role. "+p.Row.Summary)
 	f.Const().Defs(defs...)
@@ -96,7 +96,7 @@ func protocolFile(f *jen.File, p *model.Protocol, _ *bundle.Bundle) {
 	defs = nil
 	var states []jen.Code
 	for _, st := range p.Row.States {
-		defs = append(defs, jen.Comment(doc("State"+goName(st.Name), st.Summary)), jen.Id("State"+goName(st.Name)).Id("State").Op("=").Lit(st.Name))
+		defs = append(append(append(defs, jen.Comment(doc("State"+goName(st.Name), st.Summary))), deprecation(st.Deprecated)...), jen.Id("State"+goName(st.Name)).Id("State").Op("=").Lit(st.Name))
 		states = append(states, jen.Id("State"+goName(st.Name)))
 	}
 	comment(f, "The row states.")
@@ -117,7 +117,7 @@ func protocolFile(f *jen.File, p *model.Protocol, _ *bundle.Bundle) {
 	defs = nil
 	var sets []jen.Code
 	for _, s := range p.Sets {
-		defs = append(defs, jen.Comment(doc("Set"+goName(s.Key), fmt.Sprintf("holds ids in state %s, scored %s: %s", s.State, s.Score, s.Summary))), jen.Id("Set"+goName(s.Key)).Id("Set").Op("=").Lit(s.Key))
+		defs = append(append(append(defs, jen.Comment(doc("Set"+goName(s.Key), fmt.Sprintf("holds ids in state %s, scored %s: %s", s.State, s.Score, s.Summary)))), deprecation(s.Deprecated)...), jen.Id("Set"+goName(s.Key)).Id("Set").Op("=").Lit(s.Key))
 		sets = append(sets, jen.Id("Set"+goName(s.Key)))
 	}
 	comment(f, "The sorted sets of a queue.")

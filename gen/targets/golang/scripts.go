@@ -302,7 +302,7 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 				if v.Summary != "" {
 					c += ": " + v.Summary
 				}
-				defs = append(defs, jen.Comment(c+"."), jen.Id(name+goName(v.Name)).Int64().Op("=").Lit(int(v.Value)))
+				defs = append(append(append(defs, jen.Comment(c+".")), deprecation(v.Deprecated)...), jen.Id(name+goName(v.Name)).Int64().Op("=").Lit(int(v.Value)))
 			}
 			comment(f, fmt.Sprintf("The replies of the %s script.", s.Name))
 			f.Const().Defs(defs...)
