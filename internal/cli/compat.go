@@ -17,7 +17,7 @@ import (
 )
 
 func runDiff(e *env, args []string) int {
-	fs := e.flags("diff", "[-format text|markdown|json|github] OLD NEW",
+	fs := e.flags("diff", "[-format text|markdown|json|github] [-category wire|wire+api] [-waivers FILE] OLD NEW",
 		"Classifies every change from the manifest OLD to the manifest NEW: one finding per change with its rule, the bump it requires\n(patch, minor, major, or invalid at any bump), its manifest path and file:line:col (a deletion points into OLD, the rest into NEW),\nthen the bump required overall and the one the two versions declare. When both manifests validate, the generated Go API and\nthe Lua scripts' KEYS/ARGV slots are compared too. Exit 0 when the report was produced, whatever it says; 2 on bad input.")
 	format := fs.String("format", "text", "report format: "+strings.Join(compat.Formats, ", "))
 	category := fs.String("category", compat.CategoryWireAPI, "strictness: wire (what Lua and raw-Redis consumers see) or wire+api (also the generated APIs)")
@@ -82,7 +82,7 @@ func (e *env) options(category, waivers string) (compat.Options, int, bool) {
 }
 
 func runCheck(e *env, args []string) int {
-	fs := e.flags("check", "[-base REF|FILE] [-manifest FILE] [-format text|markdown|json|github]",
+	fs := e.flags("check", "[-base REF|FILE] [-manifest FILE] [-format text|markdown|json|github] [-category wire|wire+api] [-waivers FILE]",
 		"The pull-request gate. Compares the manifest with a baseline — by default the newest frozen release under golden/releases;\n-base takes a file or a git ref (origin/main, a tag, a commit: the manifest at that ref) — and passes only when the version\nnever decreases, no change is invalid, the declared bump is at least the required one (prose-only changes may wait for the\nnext release), the history records a changed version, and a minor keeps the baseline's generated Go API and Lua slots.\nExit 0 pass; 1 the gate fails (every problem says what to do); 2 bad input or a tool error.")
 	base := fs.String("base", "", "baseline: a manifest file or a git ref (default: the newest frozen release)")
 	file := fs.String("manifest", "", manifestHelp)
