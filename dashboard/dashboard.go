@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -290,9 +291,9 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	rows := make([]map[string]any, len(stats))
+	rows := make([]queueRow, len(stats))
 	for i, st := range stats {
-		rows[i] = map[string]any{"Stats": st, "Spark": d.spark(st.Queue)}
+		rows[i] = d.queueRow(st)
 	}
 	data := map[string]any{
 		"Queues": rows, "Total": len(list.Names), "Complete": list.Complete,
@@ -305,6 +306,49 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		data["Next"] = page + 1
 	}
 	d.render(w, r, http.StatusOK, "overview", data)
+}
+
+// queueRow is one queue of the overview, ready to print: the page holds
+// many, and every action of a template costs.
+type queueRow struct {
+	Queue, Href  string
+	Sets         []setCell
+	Rung         bool
+	Migration    string
+	Oldest       string // how long ago the oldest pending job was minted, "" when none
+	Expired, Due int64
+	Spark        template.HTML
+}
+
+type setCell struct {
+	Href string
+	N    int64
+}
+
+func (d *Dashboard) queueRow(st emq.QueueStats) queueRow {
+	href := d.opt.Base + "/queue/" + st.Queue
+	row := queueRow{Queue: st.Queue, Href: href, Rung: st.Rung, Expired: st.ExpiredLeases, Due: st.DueScheduled, Spark: d.spark(st.Queue)}
+	for _, s := range emq.Sets() {
+		row.Sets = append(row.Sets, setCell{Href: href + "/set/" + string(s), N: st.Sizes[s]})
+	}
+	if len(st.Migration) > 0 {
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(st.Migration)) {
+			kv = append(kv, k+"="+st.Migration[k])
+		}
+		row.Migration = strings.Join(kv, " ")
+	}
+	if !st.OldestPending.IsZero() {
+		row.Oldest = ago(st.At, st.OldestPending.Time())
+	}
+	return row
+}
+
+// entryRow is one job of a set's page, ready to print.
+type entryRow struct {
+	Href, ID, Minted, At, State string
+	Attempts                    int64
+	Exists                      bool
 }
 
 // spark is the small backlog chart of the overview: the pending and
@@ -419,8 +463,15 @@ func (d *Dashboard) setPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
+	rows := make([]entryRow, len(entries))
+	for i, e := range entries {
+		rows[i] = entryRow{
+			Href: d.opt.Base + "/queue/" + q.Name() + "/job/" + e.ID.String(), ID: e.ID.String(),
+			Minted: stamp(e.ID.Time()), At: stamp(e.At), State: string(e.State), Attempts: e.Attempts, Exists: e.Exists,
+		}
+	}
 	data := map[string]any{
-		"Queue": q.Name(), "Set": set, "Sets": emq.Sets(), "Entries": entries,
+		"Queue": q.Name(), "Set": set, "Sets": emq.Sets(), "Rows": rows,
 		"Size": size, "Scored": !set.Lex(), "First": after == "", "N": n,
 		"AtLabel": atLabel[set.State()],
 	}

@@ -15,16 +15,11 @@ var pageNames = []string{"overview", "queue", "set", "job", "confirm", "error", 
 
 func (d *Dashboard) parseTemplates() error {
 	funcs := template.FuncMap{
-		"base":  func() string { return d.opt.Base },
-		"title": func() string { return d.opt.Title },
-		"sets":  emq.Sets,
-		"ago":   ago,
-		"ts": func(t time.Time) string {
-			if t.IsZero() {
-				return ""
-			}
-			return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
-		},
+		"base":       func() string { return d.opt.Base },
+		"title":      func() string { return d.opt.Title },
+		"sets":       emq.Sets,
+		"ago":        ago,
+		"ts":         stamp,
 		"isZeroTime": func(t time.Time) bool { return t.IsZero() },
 		"short":      func(n int64) string { return shortNumber(float64(n)) },
 		"readOnly":   func() bool { return !d.opt.Actions },
@@ -40,6 +35,14 @@ func (d *Dashboard) parseTemplates() error {
 		d.pages[name] = t
 	}
 	return nil
+}
+
+// stamp prints t in UTC to the millisecond, "" for the zero time.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
 }
 
 // ago prints how long ago t was, from now, to the second (to the
@@ -76,6 +79,7 @@ func age(d time.Duration) string {
 // render writes page with data under status; a template failure is a 500.
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, page string, data map[string]any) {
 	var buf bytes.Buffer
+	data["Base"] = d.opt.Base
 	if err := d.pages[page].Execute(&buf, data); err != nil {
 		d.opt.Logger.Error("dashboard: rendering", "page", page, "err", err)
 		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
