@@ -364,7 +364,7 @@ func TestProducerInterrupted(t *testing.T) {
 	srv := redistest.Start(t)
 	_, q := openQueue(t, srv, orders.DefaultQueue)
 	for _, batch := range []string{"1", "50"} {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second) // connect and some sends fit, 1000 at 100/s do not
 		var out syncBuffer
 		err := orders.RunProducer(ctx, []string{"-addr", srv.Addr(), "-n", "1000", "-rate", "100", "-batch", batch, "-linger", "1m"}, &out)
 		cancel()
@@ -376,7 +376,7 @@ func TestProducerInterrupted(t *testing.T) {
 		}
 		got := enqueuedLines(t, out.String())
 		if len(got) == 0 || len(got) >= 1000 {
-			t.Errorf("-batch %s: %d orders enqueued in 300ms at 100/s", batch, len(got))
+			t.Errorf("-batch %s: %d orders enqueued in 2s at 100/s", batch, len(got))
 		}
 		for id := range got {
 			if _, ok, err := q.Get(testCtx(t, time.Second), id); !ok || err != nil {

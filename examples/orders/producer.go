@@ -109,6 +109,9 @@ loop:
 		case qty, ok = <-src:
 		}
 		if !ok {
+			// The source also closes when ctx ends; that is an interruption,
+			// whichever of the two the select saw first.
+			interrupted = ctx.Err() != nil
 			break loop
 		}
 		job, o, err := newOrder(client, qty)
