@@ -263,8 +263,12 @@ func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
 		d.render(w, r, http.StatusConflict, "error", map[string]any{"Status": http.StatusConflict, "Message": err.Error()})
 	default:
 		d.opt.Logger.Error("dashboard: request failed", "path", r.URL.Path, "err", err)
-		d.render(w, r, http.StatusInternalServerError, "error", map[string]any{"Status": http.StatusInternalServerError,
-			"Message": "The server could not be read; the dashboard's log has the error."})
+		msg := "The server could not be read; the dashboard's log has the error."
+		if strings.Contains(err.Error(), "NOPERM") {
+			// The dashboard's Redis user lacks a rule (docs/security.md).
+			msg = "The server refused the dashboard's user: " + err.Error()
+		}
+		d.render(w, r, http.StatusInternalServerError, "error", map[string]any{"Status": http.StatusInternalServerError, "Message": msg})
 	}
 }
 

@@ -1,0 +1,262 @@
+package dashboard_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/dashboard"
+	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
+)
+
+// The least-privilege ACLs of the dashboard, one ACL SETUSER word per
+// rule, built from generated names; docs/security.md shows the same lines
+// (TestDashboardACLDocumented).
+
+func aclSetUser(name, password string, rules []string) []string {
+	return append([]string{"ACL", "SETUSER", name, "reset", "on", ">" + password, "resetchannels"}, rules...)
+}
+
+const aclPassword = "s3cret-dashboard-acl"
+
+// aclDashboard reads queue q's pages, read-only, with Options.Queues
+// naming it: no SCAN.
+func aclDashboard(q string) []string {
+	k, _ := emq.NewQueueKeys(q)
+	mig, _ := emq.KeyMigration(q)
+	return []string{
+		"+ping", "+cluster|slots",
+		"+get", "+time", "+zcard", "+exists", "+zrange", "+zscore", "+hmget", "+hgetall", "+zcount", "+zlexcount",
+		"%R~" + emq.KeyVersion, "%R~" + mig, "%R~" + commonPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
+	}
+}
+
+// commonPrefix is what keys share at their start.
+func commonPrefix(keys ...string) string {
+	p := keys[0]
+	for _, k := range keys[1:] {
+		n := 0
+		for n < len(p) && n < len(k) && p[n] == k[n] {
+			n++
+		}
+		p = p[:n]
+	}
+	return p
+}
+
+func mustNew(t *testing.T, o dashboard.Options) *dashboard.Dashboard {
+	t.Helper()
+	d, err := dashboard.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func newServer(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+// aclDashboardActions adds what revive, purge and run-now write.
+func aclDashboardActions(q string) []string {
+	k, _ := emq.NewQueueKeys(q)
+	return append(aclDashboard(q),
+		"+evalsha", "+eval", "+hget", "+hset", "+hlen", "+zadd", "+zrem", "+llen", "+rpush", "+del",
+		"~"+k.Pending, "~"+k.Schedule, "~"+k.Dead, "~"+k.Wake, "~"+k.RowPrefix()+"*")
+}
+
+// asUser is an observing client of srv logged in as user.
+func asUser(t *testing.T, srv *redistest.Server, user string) (*emq.Client, error) {
+	t.Helper()
+	return emq.Observe(ctxT(t), emq.Options{Redis: rueidis.ClientOption{
+		InitAddress: []string{srv.Addr()}, Username: user, Password: aclPassword,
+		DisableCache: true, ClientSetInfo: rueidis.DisableClientSetInfo,
+	}})
+}
+
+// aclLog is what ACL LOG holds; ACL LOG RESET empties it.
+func aclLog(t *testing.T, srv *redistest.Server) string {
+	t.Helper()
+	out, err := srv.Do("ACL", "LOG")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// readFlow loads every page of queue orders as the user and samples it;
+// it reports the first failure.
+func readFlow(t *testing.T, w *world, c *emq.Client) string {
+	t.Helper()
+	d := mustNew(t, dashboard.Options{Client: c, Queues: []string{"orders"}, PageSize: 2})
+	for range 2 {
+		if err := d.Sample(ctxT(t)); err != nil {
+			return "sample: " + err.Error()
+		}
+	}
+	hs := newServer(t, d)
+	paths := []string{"/", "/queue/orders"}
+	for _, s := range emq.Sets() {
+		paths = append(paths, "/queue/orders/set/"+string(s))
+		for _, id := range w.ids["orders"][s.State()][:1] {
+			paths = append(paths, "/queue/orders/job/"+id.String())
+		}
+	}
+	pending := w.ids["orders"][emq.StatePending]
+	paths = append(paths, "/queue/orders/set/"+string(emq.SetPending)+"?after="+pending[len(pending)-1].String(),
+		"/search?id="+pending[0].String())
+	for _, p := range paths {
+		code, body := get(t, hs.URL+p)
+		if code != http.StatusOK && !(code == http.StatusSeeOther && strings.HasPrefix(p, "/search")) {
+			return p + ": " + http.StatusText(code) + ": " + errorText(body)
+		}
+	}
+	return ""
+}
+
+func errorText(body string) string {
+	if _, rest, ok := strings.Cut(body, `id="error">`); ok {
+		msg, _, _ := strings.Cut(rest, "<")
+		return msg
+	}
+	return ""
+}
+
+func TestDashboardACL(t *testing.T) {
+	w := seed(t, 5, 2)
+	rules := aclDashboard("orders")
+	if _, err := w.srv.Do(aclSetUser("emq-dashboard", aclPassword, rules)...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.srv.Do("ACL", "LOG", "RESET"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := asUser(t, w.srv, "emq-dashboard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if msg := readFlow(t, w, c); msg != "" {
+		t.Fatalf("the dashboard's ACL: %s", msg)
+	}
+	if l := aclLog(t, w.srv); l != "" {
+		t.Fatalf("the dashboard's ACL: refusals logged:\n%s", l)
+	}
+	// Every rule is needed: without any one of them a page fails or the
+	// server logs a refusal.
+	for i, r := range rules {
+		less := slices.Delete(slices.Clone(rules), i, i+1)
+		if _, err := w.srv.Do(aclSetUser("emq-dashboard-less", aclPassword, less)...); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.srv.Do("ACL", "LOG", "RESET"); err != nil {
+			t.Fatal(err)
+		}
+		c, err := asUser(t, w.srv, "emq-dashboard-less")
+		if err != nil {
+			continue // refused at connect: needed
+		}
+		msg := readFlow(t, w, c)
+		c.Close()
+		if strings.Contains(msg, "refused the dashboard's user") && !strings.Contains(msg, "NOPERM") {
+			t.Errorf("without %s: %s", r, msg)
+		}
+		if msg == "" && aclLog(t, w.srv) == "" && r != "+cluster|slots" {
+			t.Errorf("rule %s is not needed: everything passed without it", r)
+		}
+	}
+	// Read-only, every action is refused by the dashboard before Redis.
+	ro := newServer(t, mustNew(t, dashboard.Options{Client: c, Queues: []string{"orders"}}))
+	dead := w.ids["orders"][emq.StateDead][0]
+	if resp := post(t, ro.URL+"/queue/orders/job/"+dead.String()+"/revive", url.Values{"csrf": {"x"}}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a read-only revive = %d", resp.StatusCode)
+	}
+
+	// With actions: revive, purge, run-now pass with nothing refused.
+	if _, err := w.srv.Do(aclSetUser("emq-dashboard-actions", aclPassword, aclDashboardActions("orders"))...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.srv.Do("ACL", "LOG", "RESET"); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := asUser(t, w.srv, "emq-dashboard-actions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ca.Close()
+	rw := newServer(t, mustNew(t, dashboard.Options{Client: ca, Queues: []string{"orders"}, Actions: true}))
+	for _, a := range []struct {
+		id     emq.ID
+		action string
+	}{{w.ids["orders"][emq.StateDead][0], "revive"}, {w.ids["orders"][emq.StateDead][1], "purge"}, {w.ids["orders"][emq.StateScheduled][0], "run-now"}} {
+		tok := confirmToken(t, rw.URL, "orders", a.id, a.action)
+		if resp := post(t, rw.URL+"/queue/orders/job/"+a.id.String()+"/"+a.action, url.Values{"csrf": {tok}}); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("%s as emq-dashboard-actions = %d", a.action, resp.StatusCode)
+		}
+	}
+	if l := aclLog(t, w.srv); l != "" {
+		t.Errorf("the actions' ACL: refusals logged:\n%s", l)
+	}
+	if msg := readFlow(t, w, ca); msg != "" {
+		t.Errorf("the actions' ACL cannot read: %s", msg)
+	}
+}
+
+// Finding every queue itself: +scan and the patterns widened to every
+// queue, as docs/security.md says.
+func TestDashboardACLDiscovery(t *testing.T) {
+	w := seed(t, 3, 1)
+	var rules []string
+	for _, r := range aclDashboard("orders") {
+		switch {
+		case strings.HasPrefix(r, "%R~{emq}:migration:"):
+			r = "%R~{emq}:migration:*"
+		case strings.HasPrefix(r, "%R~emq:"):
+			r = "%R~emq:*"
+		}
+		rules = append(rules, r)
+	}
+	rules = append(rules, "+scan")
+	if _, err := w.srv.Do(aclSetUser("emq-dashboard-all", aclPassword, rules)...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.srv.Do("ACL", "LOG", "RESET"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := asUser(t, w.srv, "emq-dashboard-all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	hs := newServer(t, mustNew(t, dashboard.Options{Client: c}))
+	code, body := get(t, hs.URL+"/")
+	if code != http.StatusOK || !strings.Contains(body, `data-queue="emails"`) || !strings.Contains(body, `data-queue="reports.v2"`) {
+		t.Errorf("the overview with +scan = %d %s", code, errorText(body))
+	}
+	if l := aclLog(t, w.srv); l != "" {
+		t.Errorf("refusals logged:\n%s", l)
+	}
+}
+
+func TestDashboardACLDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, rules := range map[string][]string{"emq-dashboard": aclDashboard("orders"), "emq-dashboard-actions": aclDashboardActions("orders")} {
+		line := strings.Join(aclSetUser(name, "PASSWORD", rules), " ")
+		if !strings.Contains(string(doc), line+"\n") {
+			t.Errorf("docs/security.md does not show the %s line:\n%s", name, line)
+		}
+	}
+}
