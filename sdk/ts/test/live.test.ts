@@ -397,3 +397,23 @@ test("page walks a set newest first without repeats", async () => {
   assert.equal(rest.next, "");
   assert.equal(new Set([...act.ids, ...rest.ids]).size, 4);
 });
+
+test("the adapter's blocking pop runs on its own connection, bounded by its timeout and its signal", async () => {
+  const q = c.queue("orders");
+  const a = c.adapter;
+  // A BLPOP the server would hold for 30 s ends at the 200 ms bound.
+  let t0 = Date.now();
+  assert.equal(await a.block(["BLPOP", q.keys.wake, "30"], 200), null);
+  assert.ok(Date.now() - t0 < 2000);
+  // The shared connection is never held up meanwhile.
+  const ac = new AbortController();
+  t0 = Date.now();
+  const blocked = a.block(["BLPOP", q.keys.wake, "30"], 30000, ac.signal);
+  assert.equal(await q.push(c.mint(), "x"), true);
+  const rung = await blocked;
+  assert.ok(Array.isArray(rung), String(rung));
+  const again = a.block(["BLPOP", q.keys.wake, "30"], 30000, ac.signal);
+  setTimeout(() => ac.abort(), 100);
+  assert.equal(await again, null);
+  assert.ok(Date.now() - t0 < 5000);
+});

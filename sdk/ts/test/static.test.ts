@@ -175,3 +175,10 @@ test("checkVersionRecord judges records like the fence", () => {
     assert.throws(() => emq.checkVersionRecord(bad), emq.FenceError, bad);
   }
 });
+
+test("SDK_VERSION is the package's version", () => {
+  const pkg = JSON.parse(
+    readFileSync(join(root, "sdk", "ts", "package.json"), "utf8"),
+  ) as { version: string };
+  assert.equal(emq.SDK_VERSION, pkg.version);
+});

@@ -12,6 +12,9 @@ let srv: RedisServer;
 let c: emq.Client;
 let tally: emq.Tally;
 
+// The worker logs retries and burials; the tests assert on counts.
+const silent: emq.Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
 before(async () => {
   srv = await RedisServer.start();
 });
@@ -25,7 +28,7 @@ beforeEach(async () => {
   await c?.close();
   await srv.cmd("FLUSHALL");
   tally = new emq.Tally();
-  c = await emq.connect({ url: srv.url, metrics: tally });
+  c = await emq.connect({ url: srv.url, metrics: tally, logger: silent });
 });
 
 async function until(
