@@ -149,6 +149,8 @@ export class Worker {
   #draining = false;
   #started = false;
   #stop = new AbortController();
+  /** The promotions due retries are waiting for; cleared when run ends. */
+  readonly #timers = new Set<NodeJS.Timeout>();
 
   constructor(queue: Queue, handler: Handler, options: WorkerOptions = {}) {
     if (typeof handler !== "function") {
@@ -216,12 +218,16 @@ export class Worker {
     const every = Math.max(1, Math.floor(this.#opt.leaseMs / 3));
     const extender = setInterval(() => void this.#extend(every), every);
     let maintainer: NodeJS.Timeout | undefined;
-    let maintaining: Promise<unknown> = Promise.resolve();
+    let maintaining: Promise<unknown> | undefined;
     let held = false;
     if (this.#opt.maintenanceMs > 0) {
       maintainer = setInterval(() => {
+        if (maintaining !== undefined) {
+          return; // the last round is still running
+        }
         maintaining = this.#maintain().then((h) => {
           held = h;
+          maintaining = undefined;
         });
       }, this.#opt.maintenanceMs);
     }
@@ -234,7 +240,10 @@ export class Worker {
       if (maintainer !== undefined) {
         clearInterval(maintainer);
       }
-      await maintaining.catch(() => {});
+      for (const t of this.#timers) {
+        clearTimeout(t);
+      }
+      await maintaining?.catch(() => {});
       if (held) {
         await runUnlock(this.queue.client.adapter, {
           locks: KEY_LOCKS,
@@ -537,7 +546,11 @@ export class Worker {
     this.#m.add("retried", q, 1);
     if (this.#opt.maintenanceMs <= 0 || delay < this.#opt.maintenanceMs) {
       // Sooner than the next maintenance: promote it when it is due.
-      setTimeout(() => void this.#promote(), delay).unref();
+      const t = setTimeout(() => {
+        this.#timers.delete(t);
+        void this.#promote();
+      }, delay);
+      this.#timers.add(t);
     }
     this.#log.info("emq: job failed; it runs again", {
       queue: q,

@@ -417,3 +417,36 @@ test("the adapter's blocking pop runs on its own connection, bounded by its time
   assert.equal(await again, null);
   assert.ok(Date.now() - t0 < 5000);
 });
+
+test("another client plugs in through RedisAdapter, without touching the SDK", async () => {
+  const inner = await emq.NodeRedisAdapter.connect({ url: srv.url });
+  const sent: string[] = [];
+  let closed = false;
+  const counting: emq.RedisAdapter = {
+    get generation() {
+      return inner.generation;
+    },
+    send(args) {
+      sent.push(String(args[0]));
+      return inner.send(args);
+    },
+    sendMany(cmds) {
+      sent.push(...cmds.map((x) => String(x[0])));
+      return inner.sendMany(cmds);
+    },
+    block(args, ms, signal) {
+      return inner.block(args, ms, signal);
+    },
+    async close() {
+      closed = true;
+      await inner.close();
+    },
+  };
+  const own = await emq.connect({ adapter: counting, node: 3 });
+  assert.equal(own.node, 3);
+  assert.equal(own.versionFound, emq.VERSION_RECORD);
+  assert.equal(await own.queue("orders").push(own.mint(), "x"), true);
+  assert.ok(sent.includes("EVALSHA"), sent.join(" "));
+  await own.close();
+  assert.ok(closed);
+});
