@@ -579,8 +579,18 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		status = http.StatusNotFound
 	}
+	// The sets invariant: a row's state names exactly the set holding its
+	// id, and no set holds an id without a row.
+	mismatch := ""
+	switch {
+	case ok && !slices.Equal(info.In, []emq.Set{info.State.Set()}):
+		mismatch = fmt.Sprintf("the row says %s: the job moved while it was read, or the sets disagree with the row", info.State)
+	case !ok && len(info.In) > 0:
+		mismatch = "a set holds this id, which has no row"
+	}
 	d.render(w, r, status, "job", map[string]any{
-		"Queue": q.Name(), "Job": info, "Exists": ok, "Payload": p,
+		"Mismatch": mismatch,
+		"Queue":    q.Name(), "Job": info, "Exists": ok, "Payload": p,
 		"Minted": info.ID.Time(), "Actions": can, "ReadOnly": !d.opt.Actions,
 		"Flash":   flash(r.URL.Query().Get("done")),
 		"AtLabel": atLabel[info.State],

@@ -525,3 +525,27 @@ func TestActionOnAnUnfencedKeyspace(t *testing.T) {
 		t.Errorf("the job is %s", info.State)
 	}
 }
+
+// A job whose row and sets disagree is shown with a warning.
+func TestJobPageShowsABrokenInvariant(t *testing.T) {
+	w := seed(t, 2, 0)
+	_, hs := serve(t, w.srv, dashboard.Options{})
+	id := w.ids["orders"][emq.StatePending][0]
+	orders, _ := w.c.Queue("orders")
+	if _, err := w.srv.Do("ZADD", orders.Keys().Dead, "0", id.String()); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := get(t, hs.URL+"/queue/orders/job/"+id.String()); !strings.Contains(body, "the sets disagree with the row") {
+		t.Errorf("no warning for a job in two sets")
+	}
+	orphan, _ := w.c.Mint(emq.WorkKind)
+	if _, err := w.srv.Do("ZADD", orders.Keys().Dead, "0", orphan.String()); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(t, hs.URL+"/queue/orders/job/"+orphan.String()); code != http.StatusNotFound || !strings.Contains(body, "has no row") {
+		t.Errorf("no warning for an id without a row: %d", code)
+	}
+	if _, body := get(t, hs.URL+"/queue/orders/job/"+w.ids["orders"][emq.StatePending][1].String()); strings.Contains(body, `class="warn"`) {
+		t.Errorf("a warning for a sound job")
+	}
+}
