@@ -173,11 +173,18 @@ func New(o Options) (*Dashboard, error) {
 	return d, nil
 }
 
-// ServeHTTP serves the dashboard's pages.
+// ServeHTTP serves the dashboard's pages. Any page reloads itself every N
+// seconds with ?refresh=N (2 to 3600), without JavaScript.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Referrer-Policy", "same-origin")
+	if v := r.URL.Query().Get("refresh"); v != "" {
+		if n, err := strconv.Atoi(v); err != nil || n < 2 || n > 3600 {
+			d.fail(w, r, badRequest{fmt.Sprintf("refresh %q: seconds between 2 and 3600", v)})
+			return
+		}
+	}
 	d.mux.ServeHTTP(w, r)
 }
 

@@ -55,6 +55,9 @@ func TestOverviewQueueAndJobPages(t *testing.T) {
 		t.Errorf("the overview does not say it is read-only")
 	}
 
+	if _, body := get(t, hs.URL+"/?refresh=10"); !strings.Contains(body, `<meta http-equiv="refresh" content="10">`) {
+		t.Errorf("?refresh=10 does not reload the page")
+	}
 	code, body = get(t, hs.URL+"/queue/orders")
 	if code != http.StatusOK || !strings.Contains(body, "oldest pending") || !strings.Contains(body, "<svg") {
 		t.Fatalf("GET /queue/orders = %d\n%s", code, body)
@@ -212,7 +215,7 @@ func TestHostileInputRefusedBeforeAnyCommand(t *testing.T) {
 		"/queue/orders/job/" + url.PathEscape("JOB0NgWEfAEJf!"), "/queue/Bad/job/" + good,
 		"/queue/orders/search?id=nope", "/queue/orders/search?id=",
 		"/queue/orders/job/JOB0NgWEfAEJf/revive", "/queue/orders/job/" + good + "/explode",
-		"/?page=0", "/?page=x", "/search?id=JOB0NgWEfAEJf", "/search?id=" + url.QueryEscape("*"),
+		"/?page=0", "/?page=x", "/?refresh=1", "/queue/orders?refresh=x", "/search?id=JOB0NgWEfAEJf", "/search?id=" + url.QueryEscape("*"),
 	}
 	for _, p := range paths {
 		before := commands(t, w.srv)

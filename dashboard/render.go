@@ -80,6 +80,9 @@ func age(d time.Duration) string {
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, page string, data map[string]any) {
 	var buf bytes.Buffer
 	data["Base"] = d.opt.Base
+	if r.Method == http.MethodGet && status == http.StatusOK {
+		data["Refresh"] = r.URL.Query().Get("refresh") // checked by ServeHTTP
+	}
 	if err := d.pages[page].Execute(&buf, data); err != nil {
 		d.opt.Logger.Error("dashboard: rendering", "page", page, "err", err)
 		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
