@@ -51,6 +51,21 @@ type Options struct {
 	Verbose   bool           // name every case and show testee stderr
 	Out       io.Writer      // the report; default os.Stdout
 	Timeout   time.Duration  // per request; default 30s
+
+	// Manifest is the manifest placeholders resolve from and hello is
+	// checked against; default Root/protocol.yaml.
+	Manifest string
+	// Suite, when set, is run instead of the suite under Root/conformance.
+	Suite *Suite
+	// Testees, when set, are the languages to run instead of those of
+	// languages.json (Languages still selects among them).
+	Testees []Language
+	// Addr, when set, is a server to run against (it is flushed before
+	// every scenario) instead of one the runner starts.
+	Addr string
+	// NoExpected ignores the expected-failures lists: every failing case
+	// is a failure.
+	NoExpected bool
 }
 
 // Result is one language's outcome.
@@ -79,6 +94,10 @@ type Failure struct {
 	Step    int    // 0-based; -1 for the case as a whole
 	Op      string // the step's op or runner action
 	Message string
+	// File and Line locate the failing step (or the scenario) in its
+	// scenario file; empty and 0 for vectors and hello.
+	File string
+	Line int
 }
 
 func (f Failure) String() string {
@@ -123,6 +142,11 @@ type Scenario struct {
 	Connect any    `json:"connect"`
 	Steps   []Step `json:"steps"`
 	raw     []any  // the steps as written, expanded when the scenario runs
+	// File is the scenario's file; Line is where the scenario starts and
+	// StepLines where each of its raw steps does.
+	File      string `json:"-"`
+	Line      int    `json:"-"`
+	StepLines []int  `json:"-"`
 }
 
 // Step is one op sent to the testee, with what it must answer and leave
@@ -160,6 +184,8 @@ type Step struct {
 	// Repeat and Foreach expand a step (see expand).
 	Repeat  any    `json:"repeat"`
 	Foreach string `json:"foreach"`
+
+	raw int // the index of the raw step it was expanded from
 }
 
 func (s Step) label() string {
@@ -201,19 +227,29 @@ func Load(root string) (*Suite, error) {
 		vf.Name = strings.TrimSuffix(filepath.Base(file), ".json")
 		s.Vectors = append(s.Vectors, vf)
 	}
-	scenarios, err := filepath.Glob(filepath.Join(dir, "scenarios", "*.yaml"))
+	if s.Scenarios, err = LoadScenarios(filepath.Join(dir, "scenarios")); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// LoadScenarios reads every scenario file (*.yaml) of dir, in the order
+// their names sort.
+func LoadScenarios(dir string) ([]ScenarioFile, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(scenarios)
-	for _, file := range scenarios {
+	sort.Strings(files)
+	var out []ScenarioFile
+	for _, file := range files {
 		sf, err := loadScenarios(file)
 		if err != nil {
 			return nil, err
 		}
-		s.Scenarios = append(s.Scenarios, sf)
+		out = append(out, sf)
 	}
-	return s, nil
+	return out, nil
 }
 
 // loadScenarios reads one YAML file of scenarios: it expands repeated
@@ -229,6 +265,7 @@ func loadScenarios(file string) (ScenarioFile, error) {
 	if err := yaml.Unmarshal(data, &raw); err != nil {
 		return sf, fmt.Errorf("%s: %w", file, err)
 	}
+	lines := scenarioLines(data)
 	seen := map[string]bool{}
 	for i, r := range raw {
 		steps, _ := r["steps"].([]any)
@@ -245,9 +282,41 @@ func loadScenarios(file string) (ScenarioFile, error) {
 		}
 		seen[sc.Name] = true
 		sc.raw = steps
+		sc.File = file
+		if i < len(lines) {
+			sc.Line, sc.StepLines = lines[i].line, lines[i].steps
+		}
 		sf.Scenarios = append(sf.Scenarios, sc)
 	}
 	return sf, nil
+}
+
+// scenarioLine is where a scenario and each of its steps start.
+type scenarioLine struct {
+	line  int
+	steps []int
+}
+
+// scenarioLines locates the scenarios of a file and their steps; a file
+// that does not decode as a list of mappings locates nothing.
+func scenarioLines(data []byte) []scenarioLine {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.SequenceNode {
+		return nil
+	}
+	var out []scenarioLine
+	for _, sc := range doc.Content[0].Content {
+		l := scenarioLine{line: sc.Line}
+		for i := 0; i+1 < len(sc.Content); i += 2 {
+			if sc.Content[i].Value == "steps" && sc.Content[i+1].Kind == yaml.SequenceNode {
+				for _, st := range sc.Content[i+1].Content {
+					l.steps = append(l.steps, st.Line)
+				}
+			}
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // expand turns a scenario's raw steps into steps: a step with repeat: n
@@ -305,6 +374,7 @@ func expand(raw []any, p *model.Protocol) ([]Step, error) {
 			if err := decodeJSON(b, &s); err != nil {
 				return nil, fmt.Errorf("step %d: %w", n+1, err)
 			}
+			s.raw = n
 			steps = append(steps, s)
 		}
 	}
@@ -398,7 +468,10 @@ func Run(ctx context.Context, opt Options) ([]*Result, error) {
 	if opt.Timeout <= 0 {
 		opt.Timeout = 30 * time.Second
 	}
-	p, err := model.Load(filepath.Join(opt.Root, "protocol.yaml"))
+	if opt.Manifest == "" {
+		opt.Manifest = filepath.Join(opt.Root, "protocol.yaml")
+	}
+	p, err := model.Load(opt.Manifest)
 	if err != nil {
 		return nil, err
 	}
@@ -406,18 +479,22 @@ func Run(ctx context.Context, opt Options) ([]*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	suite, err := Load(opt.Root)
-	if err != nil {
-		return nil, err
+	suite := opt.Suite
+	if suite == nil {
+		if suite, err = Load(opt.Root); err != nil {
+			return nil, err
+		}
 	}
 	for _, vf := range suite.Vectors {
 		if vf.Generated == "" {
 			return nil, fmt.Errorf("conformance/vectors/%s.json has no generated header; regenerate with emqgen gen", vf.Name)
 		}
 	}
-	langs, err := LoadLanguages(opt.Root)
-	if err != nil {
-		return nil, err
+	langs := opt.Testees
+	if langs == nil {
+		if langs, err = LoadLanguages(opt.Root); err != nil {
+			return nil, err
+		}
 	}
 	if len(opt.Languages) > 0 {
 		known := map[string]Language{}
@@ -428,24 +505,28 @@ func Run(ctx context.Context, opt Options) ([]*Result, error) {
 		for _, n := range opt.Languages {
 			l, ok := known[n]
 			if !ok {
-				return nil, fmt.Errorf("no language %q in conformance/languages.json", n)
+				return nil, fmt.Errorf("no language %q among the testees (conformance/languages.json)", n)
 			}
 			sel = append(sel, l)
 		}
 		langs = sel
 	}
-	srv, err := redistest.StartServer()
-	if err != nil {
-		return nil, err
+	addr := opt.Addr
+	if addr == "" {
+		srv, err := redistest.StartServer()
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Close()
+		addr = srv.Addr()
 	}
-	defer srv.Close()
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true, ForceSingleClient: true})
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the server at %s: %w", addr, err)
 	}
 	defer rc.Close()
 	reserve, _ := p.KeyClass("reserve")
-	s := &server{rc: rc, addr: srv.Addr(), reserve: reserve.Parts[0].Lit}
+	s := &server{rc: rc, addr: addr, reserve: reserve.Parts[0].Lit}
 	var results []*Result
 	for _, l := range langs {
 		r, err := runLanguage(ctx, opt, l, suite, s, f)
@@ -555,9 +636,11 @@ func runLanguage(ctx context.Context, opt Options, l Language, suite *Suite, s *
 	if err != nil {
 		return nil, err
 	}
-	expected, err := ExpectedFailures(opt.Root, l.Name)
-	if err != nil {
-		return nil, err
+	expected := map[string]bool{}
+	if !opt.NoExpected {
+		if expected, err = ExpectedFailures(opt.Root, l.Name); err != nil {
+			return nil, err
+		}
 	}
 	r := &Result{Language: l.Name}
 	all := suite.allIDs()
@@ -716,7 +799,7 @@ func judge(rep *Reply, result, wantErr map[string]any) string {
 // runScenario runs one scenario on a fresh keyspace.
 func runScenario(ctx context.Context, proc *process, timeout time.Duration, s *server, f *facts, id string, sc *Scenario, trace io.Writer) *Failure {
 	whole := func(format string, a ...any) *Failure {
-		return &Failure{Case: id, Step: -1, Message: fmt.Sprintf(format, a...)}
+		return &Failure{Case: id, Step: -1, Message: fmt.Sprintf(format, a...), File: sc.File, Line: sc.Line}
 	}
 	if err := s.flush(ctx); err != nil {
 		return whole("flushing the server: %v", err)
@@ -754,8 +837,12 @@ func runScenario(ctx context.Context, proc *process, timeout time.Duration, s *s
 		if sc.Connect != false {
 			n = i - 1 // the automatic connect is step 0
 		}
+		line := sc.Line // the automatic connect: the scenario's own line
+		if n >= 0 && st.raw < len(sc.StepLines) {
+			line = sc.StepLines[st.raw]
+		}
 		fail := func(format string, a ...any) *Failure {
-			return &Failure{Case: id, Step: n, Op: st.label(), Message: fmt.Sprintf(format, a...)}
+			return &Failure{Case: id, Step: n, Op: st.label(), Message: fmt.Sprintf(format, a...), File: sc.File, Line: line}
 		}
 		switch {
 		case st.Plant != nil:
