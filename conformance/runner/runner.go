@@ -96,8 +96,9 @@ type Failure struct {
 	Message string
 	// File and Line locate the failing step (or the scenario) in its
 	// scenario file; empty and 0 for vectors and hello.
-	File string
-	Line int
+	File   string
+	Line   int
+	Column int
 }
 
 func (f Failure) String() string {
@@ -144,9 +145,10 @@ type Scenario struct {
 	raw     []any  // the steps as written, expanded when the scenario runs
 	// File is the scenario's file; Line is where the scenario starts and
 	// StepLines where each of its raw steps does.
-	File      string `json:"-"`
-	Line      int    `json:"-"`
-	StepLines []int  `json:"-"`
+	File      string   `json:"-"`
+	Line      int      `json:"-"`
+	StepLines [][2]int `json:"-"` // line and column of each raw step
+	Column    int      `json:"-"`
 }
 
 // Step is one op sent to the testee, with what it must answer and leave
@@ -284,7 +286,7 @@ func loadScenarios(file string) (ScenarioFile, error) {
 		sc.raw = steps
 		sc.File = file
 		if i < len(lines) {
-			sc.Line, sc.StepLines = lines[i].line, lines[i].steps
+			sc.Line, sc.Column, sc.StepLines = lines[i].line, lines[i].col, lines[i].steps
 		}
 		sf.Scenarios = append(sf.Scenarios, sc)
 	}
@@ -293,8 +295,8 @@ func loadScenarios(file string) (ScenarioFile, error) {
 
 // scenarioLine is where a scenario and each of its steps start.
 type scenarioLine struct {
-	line  int
-	steps []int
+	line, col int
+	steps     [][2]int
 }
 
 // scenarioLines locates the scenarios of a file and their steps; a file
@@ -306,11 +308,11 @@ func scenarioLines(data []byte) []scenarioLine {
 	}
 	var out []scenarioLine
 	for _, sc := range doc.Content[0].Content {
-		l := scenarioLine{line: sc.Line}
+		l := scenarioLine{line: sc.Line, col: sc.Column}
 		for i := 0; i+1 < len(sc.Content); i += 2 {
 			if sc.Content[i].Value == "steps" && sc.Content[i+1].Kind == yaml.SequenceNode {
 				for _, st := range sc.Content[i+1].Content {
-					l.steps = append(l.steps, st.Line)
+					l.steps = append(l.steps, [2]int{st.Line, st.Column})
 				}
 			}
 		}
@@ -799,7 +801,7 @@ func judge(rep *Reply, result, wantErr map[string]any) string {
 // runScenario runs one scenario on a fresh keyspace.
 func runScenario(ctx context.Context, proc *process, timeout time.Duration, s *server, f *facts, id string, sc *Scenario, trace io.Writer) *Failure {
 	whole := func(format string, a ...any) *Failure {
-		return &Failure{Case: id, Step: -1, Message: fmt.Sprintf(format, a...), File: sc.File, Line: sc.Line}
+		return &Failure{Case: id, Step: -1, Message: fmt.Sprintf(format, a...), File: sc.File, Line: sc.Line, Column: sc.Column}
 	}
 	if err := s.flush(ctx); err != nil {
 		return whole("flushing the server: %v", err)
@@ -837,12 +839,12 @@ func runScenario(ctx context.Context, proc *process, timeout time.Duration, s *s
 		if sc.Connect != false {
 			n = i - 1 // the automatic connect is step 0
 		}
-		line := sc.Line // the automatic connect: the scenario's own line
+		line, col := sc.Line, sc.Column // the automatic connect: the scenario's own place
 		if n >= 0 && st.raw < len(sc.StepLines) {
-			line = sc.StepLines[st.raw]
+			line, col = sc.StepLines[st.raw][0], sc.StepLines[st.raw][1]
 		}
 		fail := func(format string, a ...any) *Failure {
-			return &Failure{Case: id, Step: n, Op: st.label(), Message: fmt.Sprintf(format, a...), File: sc.File, Line: line}
+			return &Failure{Case: id, Step: n, Op: st.label(), Message: fmt.Sprintf(format, a...), File: sc.File, Line: line, Column: col}
 		}
 		switch {
 		case st.Plant != nil:

@@ -29,6 +29,9 @@ type Report struct {
 	OK       bool      `json:"ok"`
 	Problems []string  `json:"problems"`
 	Changes  []Finding `json:"changes"`
+	// Witness is the behavioural witness's outcome, when it was asked for
+	// (emqgen check): ran, off (an explicit opt-out), failed or skipped.
+	Witness *Witness `json:"witness,omitempty"`
 }
 
 // Judge compares old with new and decides. The change may land when the
@@ -59,6 +62,10 @@ func JudgeWith(old, new Side, o Options) (*Report, error) {
 	}
 	fs := Compare(old, new)
 	fs = o.apply(fs, to.String())
+	if o.Witness != nil {
+		fs = append(fs, o.Witness.Findings...)
+		sortFindings(fs)
+	}
 	r := &Report{From: from.String(), To: to.String(), OldFile: old.File, NewFile: new.File, NewValid: new.Invalid == nil, NewErrors: []string{}, Category: o.Category, Required: Required(fs), Changes: fs, Problems: []string{}}
 	if new.Invalid != nil {
 		r.NewErrors = strings.Split(strings.TrimSpace(new.Invalid.Error()), "\n")
@@ -91,6 +98,12 @@ func JudgeWith(old, new Side, o Options) (*Report, error) {
 		}
 		r.Problems = append(r.Problems, fmt.Sprintf("these changes require a %s bump but %s → %s declares %s (%s): set version to %s and add its history entry, or undo them",
 			r.Required, from, to, declared, strings.Join(why, ", "), next(from, r.Required)))
+	}
+	if o.Witness != nil {
+		r.Witness = o.Witness
+		if p := o.Witness.problem(); p != "" {
+			r.Problems = append(r.Problems, p)
+		}
 	}
 	if declared != None && up && !hasHistory(new, to) {
 		r.Problems = append(r.Problems, fmt.Sprintf("governance.history has no entry for %s: add one with status current (and mark %s released)", to, from))
@@ -197,7 +210,11 @@ func (r *Report) verdict() string {
 	if unjudged > 0 {
 		s += fmt.Sprintf(" (%d outside category %s)", unjudged, r.Category)
 	}
-	s += fmt.Sprintf("; required %s, declared %s: ", r.Required, r.Declared)
+	s += fmt.Sprintf("; required %s, declared %s", r.Required, r.Declared)
+	if r.Witness != nil {
+		s += "; " + r.Witness.summary()
+	}
+	s += ": "
 	if !r.NewValid {
 		s += r.NewFile + " does not validate: "
 	}
@@ -214,6 +231,14 @@ func (r *Report) text(b *strings.Builder) {
 	fmt.Fprintln(b, r.verdict())
 	for _, p := range r.Problems {
 		fmt.Fprintln(b, "  - "+p)
+	}
+	if r.Witness != nil {
+		for _, n := range r.Witness.NewBehaviour {
+			fmt.Fprintln(b, "  new behaviour (fails on the old bundle, not counted): "+n)
+		}
+		for _, n := range r.Witness.Notes {
+			fmt.Fprintln(b, "  note: "+n)
+		}
 	}
 }
 
@@ -234,6 +259,18 @@ func (r *Report) markdown(b *strings.Builder) {
 		b.WriteString("passes the gate\n\n")
 	} else {
 		b.WriteString("fails the gate\n\n")
+	}
+	if r.Witness != nil {
+		fmt.Fprintf(b, "**Behavioural witness:** %s\n\n", mdEscape.Replace(strings.TrimPrefix(r.Witness.summary(), "witness: ")))
+		for _, n := range r.Witness.NewBehaviour {
+			fmt.Fprintf(b, "- new behaviour (fails on the old bundle, not counted): %s\n", mdEscape.Replace(n))
+		}
+		for _, n := range r.Witness.Notes {
+			fmt.Fprintf(b, "- note: %s\n", mdEscape.Replace(n))
+		}
+		if len(r.Witness.NewBehaviour)+len(r.Witness.Notes) > 0 {
+			b.WriteString("\n")
+		}
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(b, "- %s\n", mdEscape.Replace(p))

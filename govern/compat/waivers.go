@@ -118,6 +118,10 @@ type Options struct {
 	Category string
 	// Waivers acknowledge findings of the new version.
 	Waivers []Waiver
+	// Witness, when set, is the behavioural witness's outcome: its
+	// findings count (they are never waived), a witness that could not run
+	// fails the report, and every format states it.
+	Witness *Witness
 }
 
 // apply marks the findings outside the category as not judged, attaches

@@ -4,7 +4,10 @@
 // generated (<version>.api.txt) and the identity of its Lua bundle
 // (<version>.bundle.txt: each script's SHA-1 and the bundle digest, which
 // deployed keyspaces record and verify). A frozen release is never rewritten; it is
-// the baseline every later manifest is checked against.
+// the baseline every later manifest is checked against. Beside them, its
+// witness (<version>.witness/scenarios/*.yaml) keeps the conformance
+// scenarios as they were at the release, which the gate's behavioural
+// witness replays against every later bundle.
 package release
 
 import (
@@ -34,6 +37,20 @@ type Release struct {
 	Manifest string // path of the frozen manifest
 	API      string // path of the recorded Go API
 	Bundle   string // path of the recorded bundle identity
+	// Witness is the directory of the release's witness: its conformance
+	// scenarios under scenarios/ (it may be absent for a release frozen
+	// before witnesses were kept).
+	Witness string
+}
+
+// WitnessScenarios is the directory of the release's witness scenarios.
+func (r Release) WitnessScenarios() string { return filepath.Join(r.Witness, "scenarios") }
+
+// HasWitness reports whether the release keeps a witness with at least
+// one scenario file.
+func (r Release) HasWitness() bool {
+	m, _ := filepath.Glob(filepath.Join(r.WitnessScenarios(), "*.yaml"))
+	return len(m) > 0
 }
 
 // List returns the frozen releases under root, oldest first.
@@ -56,7 +73,7 @@ func List(root string) ([]Release, error) {
 
 func at(dir string, v model.Semver) Release {
 	base := filepath.Join(dir, v.String())
-	return Release{Version: v, Manifest: base + ".yaml", API: base + ".api.txt", Bundle: base + ".bundle.txt"}
+	return Release{Version: v, Manifest: base + ".yaml", API: base + ".api.txt", Bundle: base + ".bundle.txt", Witness: base + ".witness"}
 }
 
 // Newest returns the newest frozen release under root.
@@ -134,8 +151,11 @@ func BundleRecord(v model.Semver, b *bundle.Bundle) []byte {
 var ErrFrozen = errors.New("release: that version is frozen with other content")
 
 // Freeze records the manifest at path as the frozen release of its
-// version under root: the manifest byte for byte and the Go API it
-// generates. Freezing the same bytes again writes nothing (and leaves the
+// version under root: the manifest byte for byte, the Go API it
+// generates, its bundle identity, and its witness — root's conformance
+// scenarios (conformance/scenarios/*.yaml) copied byte for byte under
+// <version>.witness/scenarios, written only when the release has no
+// witness yet. Freezing the same bytes again writes nothing (and leaves the
 // API record as it was released); freezing other bytes under an existing
 // version fails with ErrFrozen. The manifest must be valid, and its version the history's
 // current entry.
@@ -177,6 +197,10 @@ func Freeze(root, path string) (Release, []string, error) {
 	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return r, nil, err
 	}
+	scenarios, werr := witnessSources(root, r)
+	if werr != nil {
+		return r, nil, werr
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return r, nil, err
 	}
@@ -203,5 +227,51 @@ func Freeze(root, path string) (Release, []string, error) {
 			return r, written, err
 		}
 	}
-	return r, written, nil
+	w, err := writeWitness(r, scenarios)
+	written = append(written, w...)
+	return r, written, err
+}
+
+// witnessSources lists root's conformance scenario files when the release
+// has no witness yet (nil when it has one); none at all is an error.
+func witnessSources(root string, r Release) ([]string, error) {
+	if _, err := os.Stat(r.Witness); err == nil {
+		return nil, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	files, err := filepath.Glob(filepath.Join(root, "conformance", "scenarios", "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s has no scenario files: a release keeps the conformance scenarios as its witness", filepath.Join(root, "conformance", "scenarios"))
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// writeWitness copies the scenario files into the release's witness (none
+// when it has one already: a witness is never rewritten).
+func writeWitness(r Release, files []string) ([]string, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	dir := r.WitnessScenarios()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var written []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return written, err
+		}
+		dst := filepath.Join(dir, filepath.Base(f))
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return written, err
+		}
+		written = append(written, dst)
+	}
+	return written, nil
 }

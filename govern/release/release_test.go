@@ -89,6 +89,16 @@ func TestFrozenReleasesReproduce(t *testing.T) {
 	}
 }
 
+// The newest frozen release keeps its witness: the conformance scenarios
+// the gate replays against every later bundle.
+func TestNewestReleaseHasWitness(t *testing.T) {
+	rs := releases(t)
+	r := rs[len(rs)-1]
+	if !r.HasWitness() {
+		t.Fatalf("%s has no witness: %s/*.yaml (emqgen release writes it)", r.Version, r.WitnessScenarios())
+	}
+}
+
 // The committed manifest passes the gate against every frozen release.
 func TestProtocolPassesCheckAgainstEveryRelease(t *testing.T) {
 	file := filepath.Join(root, "protocol.yaml")
@@ -139,9 +149,52 @@ func TestFreeze(t *testing.T) {
 		}
 	}
 	write(string(data))
+	if _, _, err := release.Freeze(dir, file); err == nil || !strings.Contains(err.Error(), "no scenario files") {
+		t.Fatalf("froze a release without conformance scenarios for its witness: %v", err)
+	}
+	if rs, _ := release.List(dir); len(rs) != 0 {
+		t.Fatalf("a refused freeze left %d releases", len(rs))
+	}
+	scenarios, err := filepath.Glob(filepath.Join(root, "conformance", "scenarios", "*.yaml"))
+	if err != nil || len(scenarios) == 0 {
+		t.Fatalf("no conformance scenarios: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "conformance", "scenarios"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range scenarios {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "conformance", "scenarios", filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r, written, err := release.Freeze(dir, file)
-	if err != nil || len(written) != 3 {
-		t.Fatalf("first freeze wrote %v, %v; want the manifest, the API and the bundle records", written, err)
+	if err != nil || len(written) != 3+len(scenarios) {
+		t.Fatalf("first freeze wrote %v, %v; want the manifest, the API and the bundle records and %d witness scenarios", written, err, len(scenarios))
+	}
+	for _, f := range scenarios {
+		want, _ := os.ReadFile(f)
+		got, err := os.ReadFile(filepath.Join(r.WitnessScenarios(), filepath.Base(f)))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("the witness's %s is not the scenario file byte for byte (%v)", filepath.Base(f), err)
+		}
+	}
+	if !r.HasWitness() {
+		t.Error("HasWitness is false after a freeze")
+	}
+	// A witness is never rewritten: a later scenario edit leaves it.
+	edited := filepath.Join(dir, "conformance", "scenarios", filepath.Base(scenarios[0]))
+	if err := os.WriteFile(edited, []byte("# edited after the release\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, written, err := release.Freeze(dir, file); err != nil || len(written) != 0 {
+		t.Errorf("freezing again after a scenario edit wrote %v, %v; want nothing", written, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(r.WitnessScenarios(), filepath.Base(scenarios[0]))); bytes.Contains(got, []byte("edited after")) {
+		t.Error("a second freeze rewrote the witness")
 	}
 	frozen, _ := os.ReadFile(r.Manifest)
 	if !bytes.Equal(frozen, data) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/govern/compat"
 	"github.com/echomq/echomq/govern/release"
+	"github.com/echomq/echomq/govern/witness"
 )
 
 func runDiff(e *env, args []string) int {
@@ -82,19 +84,25 @@ func (e *env) options(category, waivers string) (compat.Options, int, bool) {
 }
 
 func runCheck(e *env, args []string) int {
-	fs := e.flags("check", "[-base REF|FILE] [-manifest FILE] [-format text|markdown|json|github] [-category wire|wire+api] [-waivers FILE]",
-		"The pull-request gate. Compares the manifest with a baseline — by default the newest frozen release under golden/releases;\n-base takes a file or a git ref (origin/main, a tag, a commit: the manifest at that ref) — and passes only when the version\nnever decreases, no change is invalid, the declared bump is at least the required one (prose-only changes may wait for the\nnext release), the history records a changed version, and a minor keeps the baseline's generated Go API and Lua slots.\nExit 0 pass; 1 the gate fails (every problem says what to do); 2 bad input or a tool error.")
+	fs := e.flags("check", "[-base REF|FILE] [-manifest FILE] [-format text|markdown|json|github] [-category wire|wire+api] [-waivers FILE] [-witness on|off] [-addr HOST:PORT]",
+		"The pull-request gate. Compares the manifest with a baseline — by default the newest frozen release under golden/releases;\n-base takes a file or a git ref (origin/main, a tag, a commit: the manifest at that ref) — and passes only when the version\nnever decreases, no change is invalid, the declared bump is at least the required one (prose-only changes may wait for the\nnext release), the history records a changed version, and a minor keeps the baseline's generated Go API and Lua slots.\nThe behavioural witness then replays the baseline's conformance scenarios (a release's <version>.witness/, or\nconformance/scenarios at a git ref) against the Go SDK generated from the manifest, on a redis-server it starts (or -addr):\na failing case is WITNESS_BEHAVIOUR_CHANGED (major). When it cannot run the gate fails closed, unless -witness=off, which\nevery report format then states. Exit 0 pass; 1 the gate fails (every problem says what to do); 2 bad input or a tool error.")
 	base := fs.String("base", "", "baseline: a manifest file or a git ref (default: the newest frozen release)")
 	file := fs.String("manifest", "", manifestHelp)
 	root := fs.String("root", "", rootHelp("where golden/releases lives"))
 	format := fs.String("format", "text", "report format: "+strings.Join(compat.Formats, ", "))
 	category := fs.String("category", compat.CategoryWireAPI, "strictness: wire (what Lua and raw-Redis consumers see) or wire+api (also the generated APIs)")
 	waivers := fs.String("waivers", "", "the waivers file (default: ROOT/"+compat.WaiversFile+" when it exists)")
+	witnessMode := fs.String("witness", "on", "the behavioural witness: on (replay the baseline's scenarios against the new bundle; fail closed when it cannot run) or off (an explicit opt-out, stated in the verdict)")
+	addr := fs.String("addr", "", "a scratch redis-server for the witness (it is flushed); default: start one")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
 		e.errorf("check takes no arguments (got %q); the baseline is given with -base", strings.Join(fs.Args(), " "))
+		return ExitUsage
+	}
+	if *witnessMode != "on" && *witnessMode != "off" {
+		e.errorf("-witness %q is not one of on, off", *witnessMode)
 		return ExitUsage
 	}
 	if !e.locate(file, root) {
@@ -123,6 +131,16 @@ func runCheck(e *env, args []string) int {
 		return code
 	}
 	new.Invalid = invalid
+	first, err := compat.JudgeWith(*old, *new, opts)
+	if err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
+	}
+	if *witnessMode == "off" {
+		opts.Witness = &compat.Witness{Status: compat.WitnessOff, Reason: "opted out with -witness=off", NewBehaviour: []string{}, Notes: []string{}}
+	} else {
+		opts.Witness = e.witness(*root, *base, *file, *addr, new, first.Required == compat.Minor)
+	}
 	r, err := compat.JudgeWith(*old, *new, opts)
 	if err != nil {
 		e.errorf("%v", err)
@@ -138,9 +156,121 @@ func runCheck(e *env, args []string) int {
 	return ExitOK
 }
 
+// witness runs the behavioural witness of check: the baseline's
+// scenarios against the new manifest's SDK, and for an additive change
+// today's scenarios against the baseline's.
+func (e *env) witness(root, base, file, addr string, new *compat.Side, additive bool) *compat.Witness {
+	w := func(status, format string, a ...any) *compat.Witness {
+		return &compat.Witness{Status: status, Reason: fmt.Sprintf(format, a...), NewBehaviour: []string{}, Notes: []string{}}
+	}
+	if new.Invalid != nil {
+		return w(compat.WitnessSkipped, "%s does not validate, so no SDK can be generated from it", file)
+	}
+	np, err := model.Load(file)
+	if err != nil {
+		return w(compat.WitnessSkipped, "%s does not validate, so no SDK can be generated from it", file)
+	}
+	src, err := e.witnessBaseline(root, base, file)
+	if err != nil {
+		return w(compat.WitnessFailed, "%v", err)
+	}
+	defer src.cleanup()
+	op, err := model.Load(src.manifest)
+	if err != nil {
+		return w(compat.WitnessFailed, "the baseline %s does not validate: %v", src.manifest, err)
+	}
+	return witness.Run(context.Background(), witness.Options{
+		Root: root, New: witness.Side{File: file, Protocol: np}, Old: witness.Side{File: src.manifest, Protocol: op},
+		Baseline: src.scenarios, BaselineLabel: src.label, Additive: additive, Addr: addr,
+	})
+}
+
+// witnessSource is where the baseline's witness comes from: its scenario
+// directory, its manifest file and what to call it.
+type witnessSource struct {
+	scenarios, manifest, label string
+	cleanup                    func()
+}
+
+// witnessBaseline finds the baseline's scenarios: a frozen release's
+// witness (the newest, or the release -base names by its file), or the
+// conformance scenarios at the git ref -base names.
+func (e *env) witnessBaseline(root, base, file string) (witnessSource, error) {
+	none := func() {}
+	if base == "" {
+		r, err := release.Newest(root)
+		if err != nil {
+			return witnessSource{}, err
+		}
+		if !r.HasWitness() {
+			return witnessSource{}, fmt.Errorf("the frozen release %s keeps no witness (%s/*.yaml), so there is nothing to replay", r.Version, r.WitnessScenarios())
+		}
+		return witnessSource{scenarios: r.WitnessScenarios(), manifest: r.Manifest, label: r.Version.String(), cleanup: none}, nil
+	}
+	if st, err := os.Stat(base); err == nil && !st.IsDir() {
+		r := release.Release{Witness: strings.TrimSuffix(base, filepath.Ext(base)) + ".witness"}
+		if !r.HasWitness() {
+			return witnessSource{}, fmt.Errorf("the baseline %s has no witness beside it (%s/*.yaml): give -base a frozen release or a git ref, whose conformance scenarios are replayed", base, r.WitnessScenarios())
+		}
+		return witnessSource{scenarios: r.WitnessScenarios(), manifest: base, label: base, cleanup: none}, nil
+	}
+	// A git ref: its conformance scenarios and its manifest, into a scratch directory.
+	tmp, err := os.MkdirTemp("", "emqgen-witness-")
+	if err != nil {
+		return witnessSource{}, err
+	}
+	cleanup := func() { os.RemoveAll(tmp) }
+	gitOut := func(args ...string) ([]byte, error) {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command("git", append([]string{"-C", root}, args...)...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		}
+		return stdout.Bytes(), nil
+	}
+	names, err := gitOut("ls-tree", "--name-only", base+":./conformance/scenarios")
+	if err != nil {
+		cleanup()
+		return witnessSource{}, fmt.Errorf("the conformance scenarios at %s: %v", base, err)
+	}
+	dir := filepath.Join(tmp, "scenarios")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		cleanup()
+		return witnessSource{}, err
+	}
+	for _, n := range strings.Fields(string(names)) {
+		if !strings.HasSuffix(n, ".yaml") {
+			continue
+		}
+		data, err := gitOut("show", base+":./conformance/scenarios/"+n)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, filepath.Base(n)), data, 0o644)
+		}
+		if err != nil {
+			cleanup()
+			return witnessSource{}, err
+		}
+	}
+	mdir, mname := filepath.Split(file)
+	if mdir == "" {
+		mdir = "."
+	}
+	data, err := exec.Command("git", "-C", mdir, "show", base+":./"+mname).Output()
+	manifestFile := filepath.Join(tmp, mname)
+	if err == nil {
+		err = os.WriteFile(manifestFile, data, 0o644)
+	}
+	if err != nil {
+		cleanup()
+		return witnessSource{}, fmt.Errorf("the manifest at %s: %v", base, err)
+	}
+	return witnessSource{scenarios: dir, manifest: manifestFile, label: base, cleanup: cleanup}, nil
+}
+
 func runRelease(e *env, args []string) int {
 	fs := e.flags("release", "[-manifest FILE] [-root DIR]",
-		"Freezes the manifest as golden/releases/<version>.yaml, byte for byte, with the exported API of the Go package it generates\n(golden/releases/<version>.api.txt). The manifest must validate, its version must be the history's current entry, and it must\npass check against the newest older frozen release. A frozen release is never rewritten: freezing other content under an\nexisting version fails; freezing the same content again writes nothing.")
+		"Freezes the manifest as golden/releases/<version>.yaml, byte for byte, with the exported API of the Go package it generates\n(golden/releases/<version>.api.txt), its bundle identity (<version>.bundle.txt) and its witness (<version>.witness/scenarios:\nthe conformance scenarios, which check replays against every later bundle). The manifest must validate, its version must be the history's current entry, and it must\npass check against the newest older frozen release. A frozen release is never rewritten: freezing other content under an\nexisting version fails; freezing the same content again writes nothing.")
 	file := fs.String("manifest", "", manifestHelp)
 	root := fs.String("root", "", rootHelp("where golden/releases lives"))
 	if code, ok := parse(fs, args); !ok {

@@ -88,7 +88,7 @@ func TestReviewerScenarios(t *testing.T) {
 		"    - {name: row, class: job, redis: hash, summary: The job row.}\n    - {name: audit, class: queue, redis: stream, summary: An audit trail of the queue.}\n")
 	renameAttempts := replaceOnce(t, "    - name: attempts\n", "    - name: tries\n")
 	check := func(file string) (int, string) {
-		code, out, errs := run(t, "check", "-root", "../..", "-manifest", file)
+		code, out, errs := run(t, "check", "-witness=off", "-root", "../..", "-manifest", file)
 		return code, out + errs
 	}
 
@@ -171,7 +171,7 @@ func TestCheckBaseGitRef(t *testing.T) {
 	if err := os.WriteFile(file, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs := run(t, "check", "-base", "v2", "-manifest", file, "-format", "json")
+	code, out, errs := run(t, "check", "-witness=off", "-base", "v2", "-manifest", file, "-format", "json")
 	var rep compat.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("check -format json printed no JSON (%v):\n%s%s", err, out, errs)
@@ -182,7 +182,7 @@ func TestCheckBaseGitRef(t *testing.T) {
 	if len(rep.Changes) == 0 || rep.Changes[0].File != file || rep.Changes[0].Line == 0 {
 		t.Errorf("findings do not locate the change in the new file: %+v", rep.Changes)
 	}
-	if code, _, errs := run(t, "check", "-base", "no-such-ref", "-manifest", file); code != cli.ExitUsage || !strings.Contains(errs, "neither a file nor a git ref") {
+	if code, _, errs := run(t, "check", "-witness=off", "-base", "no-such-ref", "-manifest", file); code != cli.ExitUsage || !strings.Contains(errs, "neither a file nor a git ref") {
 		t.Errorf("an unknown ref = %d:\n%s", code, errs)
 	}
 }
@@ -233,7 +233,16 @@ func TestReleaseCommand(t *testing.T) {
 	data, _ := os.ReadFile(frozen(t).Manifest)
 	file := filepath.Join(dir, "protocol.yaml")
 	os.WriteFile(file, data, 0o644)
-	if code, out, errs := run(t, "release", "-root", dir, "-manifest", file); code != cli.ExitOK || !strings.Contains(out, "froze") {
+	if code, _, errs := run(t, "release", "-root", dir, "-manifest", file); code != cli.ExitUsage || !strings.Contains(errs, "no scenario files") {
+		t.Fatalf("release without conformance scenarios for its witness = %d\n%s", code, errs)
+	}
+	scenarios, _ := filepath.Glob("../../conformance/scenarios/*.yaml")
+	os.MkdirAll(filepath.Join(dir, "conformance", "scenarios"), 0o755)
+	for _, f := range scenarios {
+		b, _ := os.ReadFile(f)
+		os.WriteFile(filepath.Join(dir, "conformance", "scenarios", filepath.Base(f)), b, 0o644)
+	}
+	if code, out, errs := run(t, "release", "-root", dir, "-manifest", file); code != cli.ExitOK || !strings.Contains(out, "froze") || !strings.Contains(out, ".witness/scenarios/lifecycle.yaml") {
 		t.Fatalf("release = %d\n%s%s", code, out, errs)
 	}
 	if code, out, _ := run(t, "release", "-root", dir, "-manifest", file); code != cli.ExitOK || !strings.Contains(out, "already frozen") {
@@ -298,7 +307,7 @@ func TestGitHubAnnotationsLandInCheckout(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Count(string(b), "\n") + 1
-	code, out, errs := run(t, "check", "-base", "main", "-manifest", file, "-format", "github")
+	code, out, errs := run(t, "check", "-witness=off", "-base", "main", "-manifest", file, "-format", "github")
 	if code != cli.ExitFindings {
 		t.Fatalf("check -base main of a breaking change = %d\n%s%s", code, out, errs)
 	}
@@ -361,14 +370,14 @@ func TestReportOverInvalidNew(t *testing.T) {
 // only the generated Go API sees is reported but not counted.
 func TestCheckCategory(t *testing.T) {
 	goName := branch(t, bumped(t, "same"), replaceOnce(t, "  - word: EMQKIND\n    name: kind\n", "  - word: EMQKIND\n    name: kindness\n"))
-	if code, out, errs := run(t, "check", "-root", "../..", "-manifest", goName); code != cli.ExitFindings || !strings.Contains(out, "CLASS_SAME_NAME") {
+	if code, out, errs := run(t, "check", "-witness=off", "-root", "../..", "-manifest", goName); code != cli.ExitFindings || !strings.Contains(out, "CLASS_SAME_NAME") {
 		t.Errorf("a Go name changed, category wire+api: exit %d; want a failure:\n%s%s", code, out, errs)
 	}
-	code, out, errs := run(t, "check", "-root", "../..", "-manifest", goName, "-category", "wire")
+	code, out, errs := run(t, "check", "-witness=off", "-root", "../..", "-manifest", goName, "-category", "wire")
 	if code != cli.ExitOK || !strings.Contains(out, "[not judged: category wire]") || !strings.Contains(out, "outside category wire") {
 		t.Errorf("a Go name changed, category wire: exit %d; want a pass that still lists it:\n%s%s", code, out, errs)
 	}
-	if code, _, errs := run(t, "check", "-root", "../..", "-manifest", goName, "-category", "lua"); code != cli.ExitUsage || !strings.Contains(errs, "not one of") {
+	if code, _, errs := run(t, "check", "-witness=off", "-root", "../..", "-manifest", goName, "-category", "lua"); code != cli.ExitUsage || !strings.Contains(errs, "not one of") {
 		t.Errorf("-category lua = %d %s", code, errs)
 	}
 }
@@ -390,7 +399,7 @@ func TestCheckWaivers(t *testing.T) {
 	}
 	minor := bumped(t, "minor")
 	drop := branch(t, minor, replaceOnce(t, "      - {name: \"probe:<queue>\", summary: the lock a probe takes and releases on its scratch queue}\n", ""))
-	if code, out, _ := run(t, "check", "-root", root, "-manifest", drop); code != cli.ExitFindings {
+	if code, out, _ := run(t, "check", "-witness=off", "-root", root, "-manifest", drop); code != cli.ExitFindings {
 		t.Fatalf("a lock name deleted at a minor, no waiver: exit %d\n%s", code, out)
 	}
 	os.MkdirAll(filepath.Join(root, "govern"), 0o755)
@@ -399,7 +408,7 @@ func TestCheckWaivers(t *testing.T) {
 		"  - {rule: GO_API_NO_DELETE, path: \"go: func LockProbe\", version: " + minor + ", reason: LockProbe was internal to the probe runner}\n"
 	os.WriteFile(filepath.Join(root, "govern", "waivers.yaml"), []byte(waivers), 0o644)
 	for _, format := range compat.Formats {
-		code, out, errs := run(t, "check", "-root", root, "-manifest", drop, "-format", format)
+		code, out, errs := run(t, "check", "-witness=off", "-root", root, "-manifest", drop, "-format", format)
 		if code != cli.ExitOK || !strings.Contains(out, "no released probe ever took this lock") {
 			t.Errorf("waived, -format %s: exit %d; want a pass naming the waiver's reason:\n%s%s", format, code, out, errs)
 		}
@@ -407,11 +416,11 @@ func TestCheckWaivers(t *testing.T) {
 	// A waiver cannot admit an invalid change.
 	noProbe := branch(t, bumped(t, "major"), replaceOnce(t, "  - word: EMQKIND\n", "  - word: EMQBUSY\n    name: busy\n    summary: Busy.\n  - word: EMQKIND\n"))
 	os.WriteFile(filepath.Join(root, "govern", "waivers.yaml"), []byte("waivers:\n  - {rule: CLASS_ADDED_WITHOUT_PROBE, path: \"classes[EMQBUSY]\", version: "+bumped(t, "major")+", reason: later}\n"), 0o644)
-	if code, out, _ := run(t, "check", "-root", root, "-manifest", noProbe); code != cli.ExitFindings || !strings.Contains(out, "WAIVER_NOT_FOR_INVALID") {
+	if code, out, _ := run(t, "check", "-witness=off", "-root", root, "-manifest", noProbe); code != cli.ExitFindings || !strings.Contains(out, "WAIVER_NOT_FOR_INVALID") {
 		t.Errorf("waiving an invalid finding: exit %d\n%s", code, out)
 	}
 	os.WriteFile(filepath.Join(root, "govern", "waivers.yaml"), []byte("waivers:\n  - {rule: NO_SUCH_RULE, path: x, version: 1.0.0, reason: r}\n"), 0o644)
-	if code, _, errs := run(t, "check", "-root", root, "-manifest", drop); code != cli.ExitUsage || !strings.Contains(errs, "waivers.yaml:2") {
+	if code, _, errs := run(t, "check", "-witness=off", "-root", root, "-manifest", drop); code != cli.ExitUsage || !strings.Contains(errs, "waivers.yaml:2") {
 		t.Errorf("a waiver of an unknown rule = %d\n%s", code, errs)
 	}
 }

@@ -1,0 +1,88 @@
+package compat
+
+import (
+	"fmt"
+	"strings"
+)
+
+// WitnessBehaviourChanged is the witness's finding: a scenario or probe of
+// the baseline release fails against the new bundle, so the scripts do
+// something else than they did, whatever the manifest's text says. It
+// requires a major.
+const WitnessBehaviourChanged = WitnessPrefix + "BEHAVIOUR_CHANGED"
+
+// WitnessBehaviourChangedPurpose says why a witness finding requires a major.
+const WitnessBehaviourChangedPurpose = "A scenario of the baseline release fails against the new bundle: deployed clients and workers rely on what the scripts did then (a refusal, a state change, a reply), so the behaviour changed whatever the declared contract says — a major, or undo the change."
+
+// The witness's statuses.
+const (
+	// WitnessRan: the witness ran; its findings are in the report.
+	WitnessRan = "ran"
+	// WitnessOff: the reviewer opted out; the verdict says so.
+	WitnessOff = "off"
+	// WitnessFailed: the witness could not run (no server, no build): the
+	// gate fails closed.
+	WitnessFailed = "failed"
+	// WitnessSkipped: the witness had nothing to run against (the new
+	// manifest does not validate, so no SDK can be generated from it); the
+	// report fails for that reason already.
+	WitnessSkipped = "skipped"
+)
+
+// Witness is the behavioural witness's part of a verdict: the baseline
+// release's conformance scenarios (and through them every probe) replayed
+// against an SDK generated from the new manifest, on a real server.
+type Witness struct {
+	Status string `json:"status"`
+	// Reason says why the witness is off, failed or skipped.
+	Reason string `json:"reason,omitempty"`
+	// Baseline is where the baseline's scenarios came from.
+	Baseline string `json:"baseline,omitempty"`
+	// Bundle is the digest of the new bundle the scenarios ran against.
+	Bundle string `json:"bundle,omitempty"`
+	// Cases and Passed count the baseline cases run against the new bundle.
+	Cases  int `json:"cases"`
+	Passed int `json:"passed"`
+	// Findings are the failures, as WITNESS_BEHAVIOUR_CHANGED findings.
+	Findings []Finding `json:"-"`
+	// NewBehaviour lists, for a change classified additive, the new
+	// scenarios that fail against the old bundle: behaviour the old bundle
+	// does not have. It is reported, never counted.
+	NewBehaviour []string `json:"new_behaviour"`
+	// Notes say what else the witness noticed (a new scenario it could
+	// not run against the old bundle).
+	Notes []string `json:"notes"`
+}
+
+// WitnessFinding is the finding of a baseline case that fails against the
+// new bundle: where the failing step is written (file, line), the case
+// id, and what was expected and got.
+func WitnessFinding(caseID, file string, line int, message string, anchor Location) Finding {
+	return Finding{Rule: WitnessBehaviourChanged, Bump: Major, Wire: true, Category: CategoryWire,
+		Path: caseID, Message: message, File: file, Line: line, Column: 1, Anchor: anchor, Judged: true}
+}
+
+// summary is the witness's clause of a verdict line.
+func (w *Witness) summary() string {
+	switch w.Status {
+	case WitnessRan:
+		s := fmt.Sprintf("witness: %d/%d baseline cases pass on the new bundle", w.Passed, w.Cases)
+		if len(w.NewBehaviour) > 0 {
+			s += fmt.Sprintf(", %d new scenarios fail on the old bundle (new behaviour)", len(w.NewBehaviour))
+		}
+		return s
+	case WitnessOff:
+		return "witness: OFF — " + w.Reason + "; the scripts' behaviour was not checked"
+	case WitnessFailed:
+		return "witness: could not run — " + w.Reason
+	}
+	return "witness: skipped — " + w.Reason
+}
+
+// witnessProblem is the problem a witness that could not run adds.
+func (w *Witness) problem() string {
+	if w.Status != WitnessFailed {
+		return ""
+	}
+	return fmt.Sprintf("the behavioural witness could not run (%s), so nothing shows the scripts still behave as the baseline's did: the gate fails closed. Install redis-server, or pass -addr HOST:PORT of a scratch server (it is flushed), or opt out explicitly with -witness=off (the verdict then says so)", strings.TrimSpace(w.Reason))
+}
