@@ -1,0 +1,155 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/echomq/echomq/govern/compat"
+	"github.com/echomq/echomq/internal/cli"
+)
+
+// deadFencing is the issue's behaviour-breaking patch: the complete
+// script's stale-token comparison disabled in its body. Every declared
+// contract (KEYS, ARGV, reply, refusals, transitions) stays, so the
+// classifier alone calls it SCRIPT_BODY_CHANGED, a patch.
+func deadFencing(t *testing.T) func(string) string {
+	return replaceOnce(t, `      if att ~= {{arg "token"}} then return {{refuse "token"}} end
+      if redis.call('HGET', {{key "row"}}, '{{field "state"}}') ~= '{{state "active"}}' then return {{refuse "state"}} end
+      redis.call('DEL', {{key "row"}})`, `      if false and att ~= {{arg "token"}} then return {{refuse "token"}} end
+      if redis.call('HGET', {{key "row"}}, '{{field "state"}}') ~= '{{state "active"}}' then return {{refuse "state"}} end
+      redis.call('DEL', {{key "row"}})`)
+}
+
+// A 2.1.2 that disables the stale-token check of complete, declared as a
+// patch with its history entry, passes the classifier but fails the gate:
+// the witness replays 2.1.1's scenarios against the 2.1.2 bundle (through
+// the Go SDK generated from it, on a real redis-server) and names the
+// failing step with what it expected and got.
+func TestCheckWitnessCatchesDeadFencing(t *testing.T) {
+	file := branch(t, bumped(t, "patch"), deadFencing(t))
+	if code, out, errs := run(t, "check", "-witness=off", "-root", "../..", "-manifest", file); code != cli.ExitOK || !strings.Contains(out, "SCRIPT_BODY_CHANGED scripts[complete].body") {
+		t.Fatalf("without the witness the dead fencing check should pass as a patch (the hole the witness closes) = %d\n%s%s", code, out, errs)
+	}
+	code, out, errs := run(t, "check", "-root", "../..", "-manifest", file)
+	if code != cli.ExitFindings {
+		t.Fatalf("check of the dead fencing patch = %d; want %d (the gate fails)\n%s%s", code, cli.ExitFindings, out, errs)
+	}
+	for _, want := range []string{
+		"patch SCRIPT_BODY_CHANGED scripts[complete].body",
+		// the step of refusals.yaml that completes with a stale token, where it is written
+		"golden/releases/" + frozen(t).Version.String() + ".witness/scenarios/refusals.yaml:145:7: major WITNESS_BEHAVIOUR_CHANGED scenarios/refusals/complete-token:",
+		"at step 5 (complete)",
+		`expected error {"class":"EMQSTALE","kind":"wire","message":"complete token mismatch"}, got result {}`,
+		"required major, declared patch",
+		"WITNESS_BEHAVIOUR_CHANGED scenarios/refusals/complete-token",
+		": FAIL",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check of the dead fencing patch does not say %q:\n%s", want, out)
+		}
+	}
+	// Only complete changed: the other scripts' token refusals still hold.
+	for _, other := range []string{"scenarios/refusals/extend-token", "scenarios/refusals/retry-token", "scenarios/refusals/bury-token"} {
+		if strings.Contains(out, other+":") {
+			t.Errorf("the witness blames %s, whose script did not change:\n%s", other, out)
+		}
+	}
+
+	// JSON: the findings and the witness's outcome.
+	code, out, _ = run(t, "check", "-root", "../..", "-manifest", file, "-format", "json")
+	var rep compat.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != cli.ExitFindings {
+		t.Fatalf("check -format json = %d, %v\n%s", code, err, out)
+	}
+	if rep.OK || rep.Required != compat.Major || rep.Witness == nil || rep.Witness.Status != compat.WitnessRan || rep.Witness.Passed >= rep.Witness.Cases {
+		t.Errorf("JSON verdict: ok %v required %s witness %+v", rep.OK, rep.Required, rep.Witness)
+	}
+	n := 0
+	for _, f := range rep.Changes {
+		if f.Rule == compat.WitnessBehaviourChanged {
+			n++
+			if f.Bump != compat.Major || f.Line == 0 || !strings.HasSuffix(f.File, ".yaml") || f.Anchor.File != file {
+				t.Errorf("witness finding %+v", f)
+			}
+		}
+	}
+	if n == 0 || n != rep.Witness.Cases-rep.Witness.Passed {
+		t.Errorf("%d witness findings for %d failing cases", n, rep.Witness.Cases-rep.Witness.Passed)
+	}
+
+	// GitHub: an error annotation in the checkout's manifest.
+	_, out, _ = run(t, "check", "-root", "../..", "-manifest", file, "-format", "github")
+	if !strings.Contains(out, "::error file="+file) || !strings.Contains(out, "title=WITNESS_BEHAVIOUR_CHANGED (major)") {
+		t.Errorf("github annotations do not flag the witness finding:\n%s", out)
+	}
+}
+
+// The committed manifest passes the gate with the witness run: every
+// case of the newest release's witness passes on today's bundle.
+func TestCheckWitnessPassesUnchanged(t *testing.T) {
+	code, out, errs := run(t, "check", "-root", "../..", "-manifest", "../../protocol.yaml")
+	if code != cli.ExitOK || !strings.Contains(out, "baseline cases pass on the new bundle: ok") {
+		t.Fatalf("check of the committed manifest = %d\n%s%s", code, out, errs)
+	}
+	var cases, passed int
+	line := out[strings.Index(out, "witness: "):]
+	if _, err := fmtSscanf(line, &passed, &cases); err != nil || cases < 10 || passed != cases {
+		t.Errorf("witness ran %d/%d cases (%v): %s", passed, cases, err, out)
+	}
+}
+
+// The opt-out is explicit and stated in every report format.
+func TestCheckWitnessOffIsStated(t *testing.T) {
+	for _, format := range compat.Formats {
+		code, out, errs := run(t, "check", "-witness=off", "-root", "../..", "-manifest", "../../protocol.yaml", "-format", format)
+		if code != cli.ExitOK {
+			t.Fatalf("check -witness=off -format %s = %d\n%s%s", format, code, out, errs)
+		}
+		want := "witness: OFF — opted out with -witness=off"
+		switch format {
+		case "markdown":
+			want = "**Behavioural witness:** OFF — opted out with -witness=off"
+		case "json":
+			want = `"status": "off"`
+		}
+		if !strings.Contains(out, want) {
+			t.Errorf("-format %s does not state the opt-out (%q):\n%s", format, want, out)
+		}
+	}
+	if code, _, errs := run(t, "check", "-witness=maybe", "-root", "../..", "-manifest", "../../protocol.yaml"); code != cli.ExitUsage || !strings.Contains(errs, "not one of on, off") {
+		t.Errorf("-witness=maybe = %d %s", code, errs)
+	}
+}
+
+// No server, no pass: without redis-server on PATH, or with -addr naming
+// a server that is not there, the gate fails closed and says how to run
+// it or opt out.
+func TestCheckWitnessFailsClosed(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	code, out, errs := run(t, "check", "-root", "../..", "-manifest", "../../protocol.yaml", "-addr", dead)
+	if code != cli.ExitFindings || !strings.Contains(out, "the behavioural witness could not run") || !strings.Contains(out, "fails closed") || !strings.Contains(out, "-witness=off") || !strings.Contains(out, dead) {
+		t.Errorf("check -addr of no server = %d\n%s%s", code, out, errs)
+	}
+	t.Setenv("PATH", t.TempDir())
+	code, out, errs = run(t, "check", "-root", "../..", "-manifest", "../../protocol.yaml")
+	if code != cli.ExitFindings || !strings.Contains(out, "no redis-server could be started") || !strings.Contains(out, "fails closed") || !strings.Contains(out, ": FAIL") {
+		t.Errorf("check without redis-server = %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat("../../protocol.yaml"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fmtSscanf reads "witness: P/C" at the start of s.
+func fmtSscanf(s string, passed, cases *int) (int, error) {
+	return fmt.Sscanf(s, "witness: %d/%d", passed, cases)
+}
