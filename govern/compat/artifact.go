@@ -21,6 +21,13 @@ type Surface struct {
 	APILines map[string]int
 	// Slots are each script's KEYS and ARGV slot names, in order.
 	Slots map[string]apirecord.Slots
+	// TS is the public API of the TypeScript SDK (sdk/ts), one feature per
+	// line (apirecord.TSAPI); nil when it was not read, and then the
+	// TypeScript API is not compared (TSRules). TSFile and TSLines locate a
+	// recorded one, as APIFile and APILines do.
+	TS      []string
+	TSFile  string
+	TSLines map[string]int
 }
 
 // SurfaceOf generates the artifacts of p in memory and reads their

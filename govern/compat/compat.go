@@ -175,6 +175,7 @@ func compare(old, new Side, rules []Rule) []Finding {
 	}
 	if old.Surface != nil && new.Surface != nil {
 		out = append(out, compareSurfaces(d, old, new)...)
+		out = append(out, compareTS(d, old, new)...)
 	}
 	sortFindings(out)
 	return out
@@ -353,6 +354,7 @@ func RuleIDs() []string {
 func AllRules() []Rule {
 	rs := Rules()
 	rs = append(rs, ArtifactRules()...)
+	rs = append(rs, TSRules()...)
 	rs = append(rs, waiverRules()...)
 	return append(rs, unclassified)
 }

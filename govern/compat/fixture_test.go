@@ -39,6 +39,9 @@ const base = "../../golden/releases/2.0.0.yaml"
 //	  - {rule: ..., path: ..., version: 2.0.0, reason: ...}
 //	-- category --       (optional: wire or wire+api, the default)
 //	wire
+//	-- ts-old --         (optional: TypeScript API record lines of the old side)
+//	@echomq/sdk class Queue method purge: (string) => Promise<boolean>
+//	-- ts-new --         (optional: ... of the new side; with either, both sides carry one)
 //	-- want --
 //	new.yaml:12:7: minor KEY_TYPE_ADDED keys.types[audit]: key type "audit" added
 //
@@ -94,8 +97,8 @@ func loadFixtures(t *testing.T) []*fixture {
 		}
 		f.comment = strings.TrimSpace(strings.Join(comment, "\n"))
 		for name := range f.sections {
-			if name != "old" && name != "new" && name != "want" && name != "without" && name != "waivers" && name != "category" {
-				t.Fatalf("%s: unknown section %q (old, new, without, waivers, category, want)", p, name)
+			if name != "old" && name != "new" && name != "want" && name != "without" && name != "waivers" && name != "category" && name != "ts-old" && name != "ts-new" {
+				t.Fatalf("%s: unknown section %q (old, new, without, waivers, category, ts-old, ts-new, want)", p, name)
 			}
 		}
 		if f.comment == "" {
@@ -110,7 +113,7 @@ func loadFixtures(t *testing.T) []*fixture {
 				t.Fatalf("%s: waivers: %v", p, err)
 			}
 		}
-		if f.old == f.new && f.rule != Unclassified {
+		if f.old == f.new && f.rule != Unclassified && f.sections["ts-old"] == f.sections["ts-new"] {
 			t.Errorf("%s: the new manifest equals the old one", p)
 		}
 		for _, l := range strings.Split(f.sections["want"], "\n") {
@@ -167,8 +170,31 @@ func (f *fixture) sides(t *testing.T) (Side, Side) {
 	if err != nil {
 		t.Fatalf("%s: new manifest: %v", f.path, err)
 	}
-	return Side{File: "old.yaml", Manifest: old, Surface: fixtureSurface(t, "old.yaml", f.old)},
-		Side{File: "new.yaml", Manifest: new, Surface: fixtureSurface(t, "new.yaml", f.new)}
+	os, ns := fixtureSurface(t, "old.yaml", f.old), fixtureSurface(t, "new.yaml", f.new)
+	_, hasOld := f.sections["ts-old"]
+	_, hasNew := f.sections["ts-new"]
+	if hasOld || hasNew {
+		os, ns = withTS(t, f.path, os, f.sections["ts-old"]), withTS(t, f.path, ns, f.sections["ts-new"])
+	}
+	return Side{File: "old.yaml", Manifest: old, Surface: os},
+		Side{File: "new.yaml", Manifest: new, Surface: ns}
+}
+
+// withTS returns a copy of s (shared between fixtures) carrying the
+// TypeScript API record lines of a ts-old or ts-new section.
+func withTS(t *testing.T, path string, s *Surface, record string) *Surface {
+	t.Helper()
+	if s == nil {
+		t.Fatalf("%s: a fixture with a TypeScript API needs manifests that resolve", path)
+	}
+	c := *s
+	c.TS = []string{}
+	for _, l := range strings.Split(record, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			c.TS = append(c.TS, l)
+		}
+	}
+	return &c
 }
 
 func lines(fs []Finding) []string {
@@ -251,7 +277,7 @@ func (f *fixture) write(t *testing.T) {
 	for _, l := range strings.Split(f.comment, "\n") {
 		b.WriteString(l + "\n")
 	}
-	for _, name := range []string{"old", "new", "without", "waivers", "category", "want"} {
+	for _, name := range []string{"old", "new", "without", "waivers", "category", "ts-old", "ts-new", "want"} {
 		if s, ok := f.sections[name]; ok {
 			fmt.Fprintf(&b, "-- %s --\n%s", name, s)
 		}

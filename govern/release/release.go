@@ -91,7 +91,8 @@ func Newest(root string) (Release, error) {
 // Side loads a frozen release as the baseline side of a comparison: its
 // manifest, and a surface whose Go API is the recorded one (what users
 // compiled against then, whatever the generator makes of it today) and
-// whose Lua slots are generated from the frozen manifest.
+// whose Lua slots are generated from the frozen manifest; when the release
+// records a TypeScript API (TSAPI), the surface carries it too.
 func (r Release) Side() (compat.Side, error) {
 	data, err := os.ReadFile(r.Manifest)
 	if err != nil {
@@ -114,6 +115,9 @@ func (r Release) Side() (compat.Side, error) {
 		return compat.Side{}, err
 	}
 	s.API, s.APIFile, s.APILines = api, r.API, lines
+	if err := r.addTS(s); err != nil {
+		return compat.Side{}, err
+	}
 	return compat.Side{File: r.Manifest, Manifest: m, Surface: s}, nil
 }
 

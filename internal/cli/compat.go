@@ -85,7 +85,7 @@ func (e *env) options(category, waivers string) (compat.Options, int, bool) {
 
 func runCheck(e *env, args []string) int {
 	fs := e.flags("check", "[-base REF|FILE] [-manifest FILE] [-format text|markdown|json|github] [-category wire|wire+api] [-waivers FILE] [-witness on|off] [-addr HOST:PORT]",
-		"The pull-request gate. Compares the manifest with a baseline — by default the newest frozen release under golden/releases;\n-base takes a file or a git ref (origin/main, a tag, a commit: the manifest at that ref) — and passes only when the version\nnever decreases, no change is invalid, the declared bump is at least the required one (prose-only changes may wait for the\nnext release), the history records a changed version, and a minor keeps the baseline's generated Go API and Lua slots.\nThe behavioural witness then replays the baseline's conformance scenarios (a release's <version>.witness/, or\nconformance/scenarios at a git ref) against the Go SDK generated from the manifest, on a redis-server it starts (or -addr):\na failing case is WITNESS_BEHAVIOUR_CHANGED (major). When it cannot run the gate fails closed, unless -witness=off, which\nevery report format then states. Exit 0 pass; 1 the gate fails (every problem says what to do); 2 bad input or a tool error.")
+		"The pull-request gate. Compares the manifest with a baseline — by default the newest frozen release under golden/releases;\n-base takes a file or a git ref (origin/main, a tag, a commit: the manifest at that ref) — and passes only when the version\nnever decreases, no change is invalid, the declared bump is at least the required one (prose-only changes may wait for the\nnext release), the history records a changed version, and a minor keeps the baseline's generated Go API and Lua slots, and\nthe TypeScript SDK's public API when the baseline records one (then sdk/ts is read with tsc under node).\nThe behavioural witness then replays the baseline's conformance scenarios (a release's <version>.witness/, or\nconformance/scenarios at a git ref) against the Go SDK generated from the manifest, on a redis-server it starts (or -addr):\na failing case is WITNESS_BEHAVIOUR_CHANGED (major). When it cannot run the gate fails closed, unless -witness=off, which\nevery report format then states. Exit 0 pass; 1 the gate fails (every problem says what to do); 2 bad input or a tool error.")
 	base := fs.String("base", "", "baseline: a manifest file or a git ref (default: the newest frozen release)")
 	file := fs.String("manifest", "", manifestHelp)
 	root := fs.String("root", "", rootHelp("where golden/releases lives"))
@@ -131,6 +131,15 @@ func runCheck(e *env, args []string) int {
 		return code
 	}
 	new.Invalid = invalid
+	tsBase := "the baseline " + *base
+	if *base == "" {
+		if r, err := release.Newest(*root); err == nil {
+			tsBase = "the frozen release " + r.Version.String() + " (no " + r.TSAPI() + ")"
+		}
+	}
+	if code := e.compareTS(*root, tsBase, old, new); code != ExitOK {
+		return code
+	}
 	first, err := compat.JudgeWith(*old, *new, opts)
 	if err != nil {
 		e.errorf("%v", err)
@@ -270,7 +279,7 @@ func (e *env) witnessBaseline(root, base, file string) (witnessSource, error) {
 
 func runRelease(e *env, args []string) int {
 	fs := e.flags("release", "[-manifest FILE] [-root DIR]",
-		"Freezes the manifest as golden/releases/<version>.yaml, byte for byte, with the exported API of the Go package it generates\n(golden/releases/<version>.api.txt), its bundle identity (<version>.bundle.txt) and its witness (<version>.witness/scenarios:\nthe conformance scenarios, which check replays against every later bundle). The manifest must validate, its version must be the history's current entry, and it must\npass check against the newest older frozen release. A frozen release is never rewritten: freezing other content under an\nexisting version fails; freezing the same content again writes nothing.")
+		"Freezes the manifest as golden/releases/<version>.yaml, byte for byte, with the exported API of the Go package it generates\n(golden/releases/<version>.api.txt), the public API of the TypeScript SDK under ROOT/sdk/ts (<version>.ts-api.txt, read\nwith tsc under node; a root without sdk/ts records none), its bundle identity (<version>.bundle.txt) and its witness (<version>.witness/scenarios:\nthe conformance scenarios, which check replays against every later bundle). The manifest must validate, its version must be the history's current entry, and it must\npass check against the newest older frozen release. A frozen release is never rewritten: freezing other content under an\nexisting version fails; freezing the same content again writes nothing.")
 	file := fs.String("manifest", "", manifestHelp)
 	root := fs.String("root", "", rootHelp("where golden/releases lives"))
 	if code, ok := parse(fs, args); !ok {
@@ -292,6 +301,16 @@ func runRelease(e *env, args []string) int {
 		e.errorf("%v", err)
 		return ExitUsage
 	}
+	// The TypeScript API is read first, when the version is not frozen
+	// yet: when it cannot be read, nothing is frozen.
+	var ts []string
+	if !fileExists(filepath.Join(*root, release.Dir, p.Version.String()+".yaml")) {
+		var code int
+		if ts, code = e.tsAPI(*root, "release records the TypeScript SDK's API"); code != ExitOK {
+			e.errorf("nothing was frozen")
+			return code
+		}
+	}
 	var prev *release.Release
 	for i := range rs {
 		if rs[i].Version.Compare(p.Version) < 0 {
@@ -307,6 +326,9 @@ func runRelease(e *env, args []string) int {
 		new, code := e.side(*file, nil)
 		if new == nil {
 			return code
+		}
+		if old.Surface != nil && old.Surface.TS != nil && new.Surface != nil && ts != nil {
+			new.Surface.TS = ts
 		}
 		r, err := compat.Judge(old, *new)
 		if err != nil {
@@ -326,6 +348,21 @@ func runRelease(e *env, args []string) int {
 			return ExitFindings
 		}
 		return ExitUsage
+	}
+	switch {
+	case ts != nil && slices.Contains(written, rel.Manifest):
+		// Recorded with the manifest it was released with, never added to
+		// a release frozen before.
+		w, err := release.FreezeTS(rel, ts)
+		if err != nil {
+			e.errorf("%v", err)
+			return ExitUsage
+		}
+		if w != "" {
+			written = append(written, w)
+		}
+	case ts == nil && len(written) > 0:
+		e.errorf("note: %s has no TypeScript SDK: no TypeScript API recorded for %s", filepath.Join(*root, tsDir), rel.Version)
 	}
 	if len(written) == 0 {
 		fmt.Fprintf(e.stdout, "%s is already frozen as %s; nothing written\n", rel.Version, rel.Manifest)

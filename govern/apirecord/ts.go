@@ -1,0 +1,179 @@
+package apirecord
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// The TypeScript surface is the public API of the TypeScript SDK
+// (sdk/ts, @echomq/sdk): every name its package.json entry points export,
+// read from the .d.ts declarations tsc emits, one feature per line. A line
+// is "<module> <feature>: <type>" — everything before the first ": " is
+// the feature's key, e.g. "@echomq/sdk class Queue method push" with the
+// type "(string, Payload) => Promise<boolean>". sdk/ts/tools/api.mjs
+// (run under node with the package's own TypeScript compiler) writes the
+// lines; TSAPI runs it.
+
+// TSHeader is the comment line after Header in a TypeScript API record.
+const TSHeader = "# The public TypeScript API of sdk/ts, from the .d.ts declarations tsc emits (sdk/ts/tools/api.mjs)."
+
+// TSTool is the program that prints the TypeScript API, relative to sdk/ts.
+const TSTool = "tools/api.mjs"
+
+// ErrNoNode means the TypeScript API cannot be read here: node, or the
+// TypeScript SDK's dependencies, are missing.
+var ErrNoNode = errors.New("surface: the TypeScript API cannot be recorded here")
+
+// tsHint says how to make the TypeScript API readable.
+const tsHint = "recording the TypeScript API runs the TypeScript compiler under node: install Node 20 or later (Debian: apt-get install nodejs npm) and the SDK's dependencies (cd sdk/ts && npm ci); ./test.sh does both"
+
+// TSAPI reads the public TypeScript API of the package in dir (sdk/ts):
+// it runs TSTool there under node, which compiles the package's sources
+// with its tsconfig.json in memory and reads the declarations; nothing is
+// written. It fails with ErrNoNode, saying what to install, when node or
+// the package's TypeScript compiler is missing, and with the compiler's
+// diagnostics when the sources do not compile.
+func TSAPI(ctx context.Context, dir string) ([]string, error) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, fmt.Errorf("%w: node is not on PATH: %s", ErrNoNode, tsHint)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "typescript", "package.json")); err != nil {
+		return nil, fmt.Errorf("%w: %s has no node_modules/typescript: %s", ErrNoNode, dir, tsHint)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, TSTool), dir)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("surface: reading the TypeScript API of %s: %v: %s", dir, err, strings.TrimSpace(stderr.String()))
+	}
+	var lines []string
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if l == "" {
+			continue
+		}
+		if _, _, err := tsKey(l); err != nil {
+			return nil, fmt.Errorf("surface: %s printed %w", TSTool, err)
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) == 0 {
+		return nil, fmt.Errorf("surface: %s printed no API for %s", TSTool, dir)
+	}
+	return lines, nil
+}
+
+// tsKey splits a TypeScript API line into its key and its type.
+func tsKey(line string) (key, typ string, err error) {
+	key, typ, ok := strings.Cut(line, ": ")
+	if !ok || strings.TrimSpace(key) == "" || strings.ContainsAny(line, "\r\n") || strings.Count(key, " ") < 2 {
+		return "", "", fmt.Errorf("a TypeScript API line is \"<module> <kind> <name>...: <type>\", not %q", line)
+	}
+	return key, typ, nil
+}
+
+// WriteTSAPI writes the on-disk record of a TypeScript API: the Header
+// line, TSHeader, "# Version: <version>", then the lines sorted and
+// without duplicates. A malformed line, or a version that is empty or
+// spans lines, is an error and nothing is written.
+func WriteTSAPI(w io.Writer, version string, lines []string) error {
+	if version == "" || strings.ContainsAny(version, "\r\n") {
+		return fmt.Errorf("surface: version %q is empty or spans lines", version)
+	}
+	sorted := sortedKeys(set(lines))
+	for _, l := range sorted {
+		if _, _, err := tsKey(l); err != nil {
+			return fmt.Errorf("surface: %w", err)
+		}
+	}
+	var b strings.Builder
+	b.WriteString(Header + "\n" + TSHeader + "\n" + versionPrefix + version + "\n")
+	for _, l := range sorted {
+		b.WriteString(l + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ReadTSAPI reads a record WriteTSAPI wrote and returns its lines.
+// Comment and blank lines are ignored; a malformed line, a duplicate or a
+// line out of order is reported with its line number.
+func ReadTSAPI(r io.Reader) ([]string, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	var lines []string
+	n := 0
+	for sc.Scan() {
+		n++
+		l := strings.TrimSuffix(sc.Text(), "\r")
+		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if _, _, err := tsKey(l); err != nil {
+			return nil, fmt.Errorf("surface: line %d: %w", n, err)
+		}
+		if k := len(lines); k > 0 {
+			switch prev := lines[k-1]; {
+			case prev == l:
+				return nil, fmt.Errorf("surface: line %d: duplicate %q", n, l)
+			case prev > l:
+				return nil, fmt.Errorf("surface: line %d: %q is out of order (after %q)", n, l, prev)
+			}
+		}
+		lines = append(lines, l)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("surface: line %d: %w", n+1, err)
+	}
+	return lines, nil
+}
+
+// CompareTSAPI compares two TypeScript API records: every line of old
+// missing from new is a break, Changed when new has a line with the same
+// key (the feature exists with another type or signature; an overloaded
+// method has one line per signature) and Removed otherwise. Additions are
+// compatible. The breaks are sorted by Where, then Old.
+func CompareTSAPI(old, new []string) []Break {
+	newSet := set(new)
+	newByKey := map[string][]string{}
+	for _, l := range sortedKeys(newSet) {
+		k, _, err := tsKey(l)
+		if err != nil {
+			k = l
+		}
+		newByKey[k] = append(newByKey[k], l)
+	}
+	var out []Break
+	for _, l := range sortedKeys(set(old)) {
+		if newSet[l] {
+			continue
+		}
+		k, _, err := tsKey(l)
+		if err != nil {
+			k = l
+		}
+		if now := newByKey[k]; len(now) > 0 {
+			out = append(out, Break{Kind: Changed, Where: k, Old: l, New: strings.Join(now, "; "),
+				Message: fmt.Sprintf("%s changed: was %s; now %s", k, l, strings.Join(now, "; "))})
+			continue
+		}
+		out = append(out, Break{Kind: Removed, Where: k, Old: l, Message: fmt.Sprintf("%s removed (was: %s)", k, l)})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Where != out[j].Where {
+			return out[i].Where < out[j].Where
+		}
+		return out[i].Old < out[j].Old
+	})
+	return out
+}

@@ -1,0 +1,80 @@
+package apirecord
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestTSRecordRoundTrip(t *testing.T) {
+	lines := []string{
+		"@echomq/sdk function connect: (ConnectOptions?) => Promise<Client>",
+		"@echomq/sdk class Queue method push: (string, Payload) => Promise<boolean>",
+		"@echomq/sdk class Queue: class",
+		"@echomq/sdk class Queue: class", // a duplicate is written once
+	}
+	var b bytes.Buffer
+	if err := WriteTSAPI(&b, "2.2.0", lines); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), Header+"\n"+TSHeader+"\n# Version: 2.2.0\n") {
+		t.Errorf("record starts %q", b.String())
+	}
+	got, err := ReadTSAPI(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{lines[1], lines[2], lines[0]}
+	if !slices.Equal(got, want) {
+		t.Errorf("read back %q; want %q", got, want)
+	}
+	if err := WriteTSAPI(&b, "2.2.0", []string{"no type here"}); err == nil {
+		t.Error("a line without a type was written")
+	}
+	if _, err := ReadTSAPI(strings.NewReader(lines[1] + "\n" + lines[0] + "\n" + lines[2] + "\n")); err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Errorf("a record out of order: %v; want an error at line 3", err)
+	}
+}
+
+func TestCompareTSAPI(t *testing.T) {
+	old := []string{
+		"@echomq/sdk class Queue method purge: (string) => Promise<boolean>",
+		"@echomq/sdk class Queue method push: (string, Payload) => Promise<boolean>",
+		"@echomq/sdk function mint: () => string",
+		"@echomq/sdk type SetName member \"dead\": literal",
+	}
+	new := []string{
+		"@echomq/sdk class Queue method push: (string, Payload, number) => Promise<boolean>",
+		"@echomq/sdk function mint: () => string",
+		"@echomq/sdk function mint: (Kind) => string", // an overload added
+		"@echomq/sdk function connect: () => Promise<Client>",
+	}
+	var got []string
+	for _, b := range CompareTSAPI(old, new) {
+		got = append(got, b.Kind+" "+b.Where)
+	}
+	want := []string{
+		"removed @echomq/sdk class Queue method purge",
+		"changed @echomq/sdk class Queue method push",
+		"removed @echomq/sdk type SetName member \"dead\"",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("breaks %q; want %q", got, want)
+	}
+	if bs := CompareTSAPI(old, old); len(bs) != 0 {
+		t.Errorf("a record compared with itself: %v", bs)
+	}
+}
+
+// Without node on PATH the TypeScript API cannot be read, and the error
+// says what to install.
+func TestTSAPINeedsNode(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := TSAPI(context.Background(), "../../sdk/ts")
+	if !errors.Is(err, ErrNoNode) || !strings.Contains(err.Error(), "apt-get install nodejs") {
+		t.Errorf("TSAPI without node: %v; want ErrNoNode with the install hint", err)
+	}
+}
