@@ -34,6 +34,20 @@ if ! command -v python3 >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3 >/dev/null
 fi
 
+# The TypeScript SDK is installed and built first: emqgen check reads its
+# public API with its tsc when the baseline release records one, and the
+# root module's tests run it (internal/chaos's interop scenario runs its
+# chaos worker and driver under node; the TypeScript API gate's test).
+echo "== TypeScript SDK (sdk/ts): npm ci, tsc (before check and the root module's tests, which run it)"
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "node and npm are needed for sdk/ts (Node 20 or later: apt-get install nodejs npm)"; exit 1
+fi
+(
+  cd sdk/ts
+  npm ci --no-audit --no-fund --loglevel=error
+  npx --no-install tsc -p tsconfig.json
+)
+
 echo "== generated files up to date (emqgen gen -check)"
 go run ./cmd/emqgen gen -check
 
@@ -49,19 +63,6 @@ fi
 echo "== go vet (generator module, SDK module)"
 go vet ./...
 (cd sdk/go && go vet ./...)
-
-# The root module's tests run the TypeScript SDK too (internal/chaos's
-# interop scenario runs its chaos worker and driver under node): build it
-# before them.
-echo "== TypeScript SDK (sdk/ts): npm ci, tsc (before the root module's tests, which run it)"
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  echo "node and npm are needed for sdk/ts (Node 20 or later: apt-get install nodejs npm)"; exit 1
-fi
-(
-  cd sdk/ts
-  npm ci --no-audit --no-fund --loglevel=error
-  npx --no-install tsc -p tsconfig.json
-)
 
 echo "== go test: the generator, governance and tools (root module)"
 go test -count=1 "$@" ./...
