@@ -11,7 +11,8 @@ import (
 // pending jobs remain behind them. It returns no jobs and no error when
 // nothing is pending. A lease under a millisecond or an n under 1 is
 // refused with ErrArgument before anything is sent.
-func (q *Queue) ClaimMany(ctx context.Context, lease time.Duration, n int) ([]Job, error) {
+func (q *Queue) ClaimMany(ctx context.Context, lease time.Duration, n int) (_ []Job, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	if err := positive("lease", lease); err != nil {
 		return nil, err
 	}
@@ -39,7 +40,8 @@ func (q *Queue) ClaimMany(ctx context.Context, lease time.Duration, n int) ([]Jo
 // be 0: complete only). A stale token is refused with ErrStale and nothing
 // is leased. A malformed id, a lease under a millisecond or a negative n
 // is refused before anything is sent.
-func (q *Queue) CompleteClaim(ctx context.Context, id ID, token int64, lease time.Duration, n int) ([]Job, error) {
+func (q *Queue) CompleteClaim(ctx context.Context, id ID, token int64, lease time.Duration, n int) (_ []Job, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	if err := positive("lease", lease); err != nil {
 		return nil, err
 	}

@@ -86,8 +86,11 @@ type Client struct {
 // keyspace with VersionRecord, raises a lower minor of this major, admits a
 // higher minor (reported as ahead), refuses anything else with a
 // *FenceError, and refuses a different bundle recorded for this version
-// with a *BundleError. The client fences again before the first command
-// after any reconnect.
+// with a *BundleError. A server that cannot be reached, or a fence that
+// fails in transport, is an error matching ErrConnection (never a
+// *FenceError). The client fences again before the first command after
+// any reconnect; idempotent calls are resent across a reconnect, the
+// others fail with ErrConnection (see ErrConnection).
 func Connect(ctx context.Context, opt Options) (*Client, error) {
 	c := &Client{log: opt.Logger, metrics: opt.Metrics, maxPayload: opt.MaxPayload, lease: opt.NodeLease, stop: make(chan struct{})}
 	if c.maxPayload <= 0 || c.maxPayload > defaultMaxPayload {
@@ -126,9 +129,10 @@ func Connect(ctx context.Context, opt Options) (*Client, error) {
 		}
 		return &watchedConn{Conn: conn, c: c}, nil
 	}
+	ro.RetryDelay = retryDelay(ro.RetryDelay)
 	rc, err := rueidis.NewClient(ro)
 	if err != nil {
-		return nil, fmt.Errorf("emq: connect: %w", err)
+		return nil, connectionError(fmt.Errorf("emq: connect: %w", err))
 	}
 	if rc.Mode() == rueidis.ClientModeCluster {
 		rc = tryAgainClient{rc} // resend what a slot migration answers TRYAGAIN
@@ -312,6 +316,14 @@ func (c *Client) fence(ctx context.Context) error {
 	call := FenceCall{VersionKey: KeyVersion, BundleKey: KeyBundle, Version: VersionRecord, Semver: Version, Bundle: BundleDigest}
 	r, err := call.Exec(ctx, c.rc)
 	if err != nil {
+		if transient(err) {
+			// The fence could not run: not a refusal. Matches ErrConnection,
+			// never ErrVersionFence.
+			if errors.Is(err, ErrConnection) {
+				return err
+			}
+			return fmt.Errorf("%w: the version fence could not run: %w", ErrConnection, err)
+		}
 		if refused(err) {
 			return fmt.Errorf("emq: the server refuses this user the version fence on %s and %s (an ACL permission is missing; docs/security.md lists what every client needs): %w", KeyVersion, KeyBundle, err)
 		}

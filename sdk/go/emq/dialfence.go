@@ -27,7 +27,7 @@ func (c *Client) dialFence(conn net.Conn, ro rueidis.ClientOption) error {
 		timeout = 5 * time.Second
 	}
 	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return err
+		return fmt.Errorf("%w: fencing a new connection: %w", ErrConnection, err)
 	}
 	defer conn.SetDeadline(time.Time{})
 	br := bufio.NewReader(conn)
@@ -56,12 +56,12 @@ func (c *Client) dialFence(conn net.Conn, ro rueidis.ClientOption) error {
 			args = []string{"AUTH", user, pass}
 		}
 		if v, err := ask(args...); err != nil || v.err != "" {
-			return fmt.Errorf("emq: fencing a new connection: auth: %v%s", err, v.err)
+			return connectionError(fmt.Errorf("emq: fencing a new connection: auth: %w", errors.Join(err, replyError(v.err))))
 		}
 	}
 	if ro.SelectDB != 0 {
 		if v, err := ask("SELECT", strconv.Itoa(ro.SelectDB)); err != nil || v.err != "" {
-			return fmt.Errorf("emq: fencing a new connection: select: %v%s", err, v.err)
+			return connectionError(fmt.Errorf("emq: fencing a new connection: select: %w", errors.Join(err, replyError(v.err))))
 		}
 	}
 	call := FenceCall{VersionKey: KeyVersion, BundleKey: KeyBundle, Version: VersionRecord, Semver: Version, Bundle: BundleDigest}
@@ -72,8 +72,12 @@ func (c *Client) dialFence(conn net.Conn, ro rueidis.ClientOption) error {
 		v, err = ask(append([]string{"EVAL", ScriptFence.Source}, tail...)...)
 	}
 	switch {
-	case err != nil:
+	case err != nil && errors.Is(err, errResp):
 		return fmt.Errorf("emq: fencing a new connection: %w", err)
+	case err != nil, loadingReply(v.err):
+		// The fence could not run: a transport failure (or a server still
+		// loading), never a refusal.
+		return fmt.Errorf("%w: fencing a new connection: %w", ErrConnection, errors.Join(err, replyError(v.err)))
 	case v.err != "":
 		return fmt.Errorf("%w: fencing a new connection: %s", ErrVersionFence, v.err)
 	case len(v.arr) != 2:
@@ -100,6 +104,14 @@ type respValue struct {
 }
 
 var errResp = errors.New("emq: malformed reply")
+
+// replyError is an error reply's text as an error; nil for none.
+func replyError(msg string) error {
+	if msg == "" {
+		return nil
+	}
+	return errors.New(msg)
+}
 
 func readResp(br *bufio.Reader) (respValue, error) {
 	line, err := br.ReadString('\n')

@@ -103,7 +103,8 @@ func (e *DurabilityError) worse(o *DurabilityError) *DurabilityError {
 // returns them: the enqueue may or may not have taken effect. Pushing the
 // same id again then does not duplicate a job still queued or running,
 // but enqueues anew one that already ran and was retired.
-func (q *Queue) PushDurable(ctx context.Context, id ID, payload []byte, d Durability) (bool, error) {
+func (q *Queue) PushDurable(ctx context.Context, id ID, payload []byte, d Durability) (_ bool, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	if err := d.check(); err != nil {
 		return false, err
 	}
@@ -132,7 +133,8 @@ func (q *Queue) PushDurable(ctx context.Context, id ID, payload []byte, d Durabi
 // replicas acknowledged what the batch wrote within d.Timeout the error is
 // (or, with a *BatchError, joins) a *DurabilityError; nothing is rolled
 // back. Duplicates are checked as PushDurable checks them.
-func (q *Queue) PushBatchDurable(ctx context.Context, jobs []NewJob, d Durability) ([]bool, error) {
+func (q *Queue) PushBatchDurable(ctx context.Context, jobs []NewJob, d Durability) (_ []bool, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	if err := d.check(); err != nil {
 		return nil, err
 	}

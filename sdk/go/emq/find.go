@@ -13,7 +13,8 @@ import (
 // the id are checked, and more than MaxStatsQueues names are refused with
 // ErrArgument, before anything is sent. It only reads, also on an
 // observing client.
-func (c *Client) FindJob(ctx context.Context, id ID, names []string) ([]string, error) {
+func (c *Client) FindJob(ctx context.Context, id ID, names []string) (_ []string, err error) {
+	defer c.afterFailure(ctx, &err)
 	if len(names) > MaxStatsQueues {
 		return nil, fmt.Errorf("%w: %d queues, more than %d", ErrArgument, len(names), MaxStatsQueues)
 	}

@@ -32,7 +32,16 @@ type JobInfo struct {
 // and retired); the JobInfo's ID and In are filled even then, so that a
 // set holding an id without a row shows. It only reads, also on an
 // observing client.
-func (q *Queue) Get(ctx context.Context, id ID) (JobInfo, bool, error) {
+func (q *Queue) Get(ctx context.Context, id ID) (info JobInfo, ok bool, err error) {
+	err = q.c.idempotent(ctx, func(ctx context.Context) (err error) {
+		info, ok, err = q.getOnce(ctx, id)
+		return err
+	})
+	return info, ok, err
+}
+
+// getOnce is one attempt of Get.
+func (q *Queue) getOnce(ctx context.Context, id ID) (JobInfo, bool, error) {
 	row, err := q.keys.Row(id)
 	if err != nil {
 		return JobInfo{}, false, err
@@ -96,7 +105,16 @@ type Cursor string
 // id, both descending, and its cursor is "score/id". A cursor Page cannot
 // have returned is refused with ErrArgument before anything is sent. It
 // only reads, also on an observing client.
-func (q *Queue) Page(ctx context.Context, s Set, after Cursor, n int) ([]ID, Cursor, error) {
+func (q *Queue) Page(ctx context.Context, s Set, after Cursor, n int) (ids []ID, next Cursor, err error) {
+	err = q.c.idempotent(ctx, func(ctx context.Context) (err error) {
+		ids, next, err = q.pageOnce(ctx, s, after, n)
+		return err
+	})
+	return ids, next, err
+}
+
+// pageOnce is one attempt of Page.
+func (q *Queue) pageOnce(ctx context.Context, s Set, after Cursor, n int) ([]ID, Cursor, error) {
 	ids, _, next, err := q.page(ctx, s, after, n)
 	return ids, next, err
 }
@@ -121,7 +139,16 @@ type Entry struct {
 // order and the same next cursor, each with its score and its row's state
 // and attempts (read in a second round trip, one HMGET per id). It only
 // reads, also on an observing client.
-func (q *Queue) PageEntries(ctx context.Context, s Set, after Cursor, n int) ([]Entry, Cursor, error) {
+func (q *Queue) PageEntries(ctx context.Context, s Set, after Cursor, n int) (entries []Entry, next Cursor, err error) {
+	err = q.c.idempotent(ctx, func(ctx context.Context) (err error) {
+		entries, next, err = q.pageEntriesOnce(ctx, s, after, n)
+		return err
+	})
+	return entries, next, err
+}
+
+// pageEntriesOnce is one attempt of PageEntries.
+func (q *Queue) pageEntriesOnce(ctx context.Context, s Set, after Cursor, n int) ([]Entry, Cursor, error) {
 	ids, scores, next, err := q.page(ctx, s, after, n)
 	if err != nil || len(ids) == 0 {
 		return nil, next, err
@@ -239,7 +266,8 @@ func (q *Queue) page(ctx context.Context, s Set, after Cursor, n int) ([]ID, []f
 
 // ServerTime reads the server's clock (TIME), by which lease deadlines and
 // run-ats are kept.
-func (c *Client) ServerTime(ctx context.Context) (time.Time, error) {
+func (c *Client) ServerTime(ctx context.Context) (_ time.Time, err error) {
+	defer c.afterFailure(ctx, &err)
 	t, err := c.rc.Do(ctx, c.rc.B().Time().Build()).AsStrSlice()
 	if err != nil {
 		return time.Time{}, fmt.Errorf("emq: server time: %w", err)
@@ -257,7 +285,8 @@ func (c *Client) ServerTime(ctx context.Context) (time.Time, error) {
 
 // Rung reports whether the queue's doorbell holds its marker, so that an
 // idle worker would wake. It only reads, also on an observing client.
-func (q *Queue) Rung(ctx context.Context) (bool, error) {
+func (q *Queue) Rung(ctx context.Context) (_ bool, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	if err := q.c.ensureRead(ctx); err != nil {
 		return false, err
 	}
@@ -271,7 +300,8 @@ func (q *Queue) Rung(ctx context.Context) (bool, error) {
 
 // Ring rings the queue's doorbell, waking an idle worker. It reports false
 // when the marker was already there.
-func (q *Queue) Ring(ctx context.Context) (bool, error) {
+func (q *Queue) Ring(ctx context.Context) (_ bool, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	if err := q.c.ensure(ctx); err != nil {
 		return false, err
 	}
@@ -289,6 +319,7 @@ func (q *Queue) Ring(ctx context.Context) (bool, error) {
 // the first error, returning what it did and still ringing for the jobs it
 // revived.
 func (q *Queue) ReviveAll(ctx context.Context, ids []ID) (revived []bool, rung bool, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	rows := make([]string, len(ids))
 	for i, id := range ids {
 		if rows[i], err = q.keys.Row(id); err != nil {
@@ -359,7 +390,8 @@ func validCursor(s Set, cursor string) error {
 
 // Purge deletes a dead job for good: its row and its id. It reports false
 // when the job is not dead (nothing is deleted).
-func (q *Queue) Purge(ctx context.Context, id ID) (bool, error) {
+func (q *Queue) Purge(ctx context.Context, id ID) (_ bool, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	row, err := q.row(ctx, id)
 	if err != nil {
 		return false, err

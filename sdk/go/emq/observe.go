@@ -73,7 +73,8 @@ func (c *Client) Keyspace() KeyspaceVersion {
 // ReadVersion reads the keyspace's version record with one GET and judges
 // it (JudgeVersionRecord), writing nothing. On an observing client what it
 // read becomes Keyspace, by which later writes are allowed or refused.
-func (c *Client) ReadVersion(ctx context.Context) (KeyspaceVersion, error) {
+func (c *Client) ReadVersion(ctx context.Context) (_ KeyspaceVersion, err error) {
+	defer c.afterFailure(ctx, &err)
 	v, err := readVersion(ctx, c.rc)
 	if err != nil {
 		return v, err

@@ -98,7 +98,8 @@ func globEscape(s string) string {
 // a key that does not parse as a set of a well-formed queue is ignored. The
 // walk is bounded by o; a queue created or emptied during the walk may or
 // may not be listed. It only reads, also on an observing client.
-func (c *Client) ListQueues(ctx context.Context, o ListOptions) (QueueList, error) {
+func (c *Client) ListQueues(ctx context.Context, o ListOptions) (_ QueueList, err error) {
+	defer c.afterFailure(ctx, &err)
 	if o.Count <= 0 {
 		o.Count = 1000
 	}
@@ -164,6 +165,7 @@ func (c *Client) ListQueues(ctx context.Context, o ListOptions) (QueueList, erro
 // false when the set is empty. One command; it only reads, also on an
 // observing client.
 func (q *Queue) Oldest(ctx context.Context, s Set) (id ID, ok bool, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	key := q.keys.Set(s)
 	if key == "" {
 		return ID{}, false, fmt.Errorf("%w: unknown set %q", ErrArgument, s)
@@ -198,7 +200,8 @@ func (q *Queue) Oldest(ctx context.Context, s Set) (id ID, ok bool, err error) {
 // to count what is due now. A set whose members all score zero is refused
 // with ErrArgument. One command; it only reads, also on an observing
 // client.
-func (q *Queue) Due(ctx context.Context, s Set, at time.Time) (int64, error) {
+func (q *Queue) Due(ctx context.Context, s Set, at time.Time) (_ int64, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	key := q.keys.Set(s)
 	if key == "" || s.Lex() {
 		return 0, fmt.Errorf("%w: %q is not a scored set", ErrArgument, s)
@@ -218,7 +221,8 @@ func (q *Queue) Due(ctx context.Context, s Set, at time.Time) (int64, error) {
 // (KeyMigration): the fields a migration tool wrote, as found, or an empty
 // map for a queue that was never migrated. One command; it only reads,
 // also on an observing client.
-func (q *Queue) Migration(ctx context.Context) (map[string]string, error) {
+func (q *Queue) Migration(ctx context.Context) (_ map[string]string, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	key, err := KeyMigration(q.Name())
 	if err != nil {
 		return nil, err
@@ -241,7 +245,8 @@ func (q *Queue) Migration(ctx context.Context) (map[string]string, error) {
 // due jobs that sort up to it (jobs that were due anyway) and rings the
 // doorbell. true means the job left the schedule: promoted here, or by
 // maintenance in between.
-func (q *Queue) RunNow(ctx context.Context, id ID) (bool, error) {
+func (q *Queue) RunNow(ctx context.Context, id ID) (_ bool, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	if _, err := q.keys.Row(id); err != nil {
 		return false, err
 	}
@@ -291,7 +296,8 @@ func (q *Queue) RunNow(ctx context.Context, id ID) (bool, error) {
 // of the jobs pending then are pending still. A scored set is refused with
 // ErrArgument. One command (ZLEXCOUNT); it only reads, also on an observing
 // client.
-func (q *Queue) CountUpTo(ctx context.Context, s Set, id ID) (int64, error) {
+func (q *Queue) CountUpTo(ctx context.Context, s Set, id ID) (_ int64, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	key := q.keys.Set(s)
 	if key == "" || !s.Lex() {
 		return 0, fmt.Errorf("%w: %q is not a set ordered by id", ErrArgument, s)
@@ -349,7 +355,8 @@ const MaxStatsQueues = 1000
 // server's clock (TIME), in the order of names. Every name is checked
 // first, and more than MaxStatsQueues are refused with ErrArgument, before
 // anything is sent. It only reads, also on an observing client.
-func (c *Client) Stats(ctx context.Context, names []string) ([]QueueStats, error) {
+func (c *Client) Stats(ctx context.Context, names []string) (_ []QueueStats, err error) {
+	defer c.afterFailure(ctx, &err)
 	if len(names) > MaxStatsQueues {
 		return nil, fmt.Errorf("%w: %d queues, more than %d", ErrArgument, len(names), MaxStatsQueues)
 	}

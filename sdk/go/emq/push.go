@@ -23,7 +23,24 @@ type NewJob struct {
 // first is queued, running or dead. Once the job completed its row is
 // retired, and the same id admits a new job: retry a failed push soon, not
 // after the job may have run.
-func (q *Queue) Push(ctx context.Context, id ID, payload []byte) (bool, error) {
+//
+// Push does that itself across a reconnect: a push that failed in
+// transport (the server restarted, the connection was killed) is sent
+// again on a fresh, re-fenced connection, a few times within a short
+// bounded backoff and ctx; an error after that matches ErrConnection. A
+// keyspace that came back with another major refuses the resend with a
+// *FenceError, and nothing is written. Should the lost attempt have
+// admitted the job, the resend reports false (a duplicate).
+func (q *Queue) Push(ctx context.Context, id ID, payload []byte) (enqueued bool, err error) {
+	err = q.c.idempotent(ctx, func(ctx context.Context) (err error) {
+		enqueued, err = q.pushOnce(ctx, id, payload)
+		return err
+	})
+	return enqueued, err
+}
+
+// pushOnce is one attempt of Push.
+func (q *Queue) pushOnce(ctx context.Context, id ID, payload []byte) (bool, error) {
 	call, err := q.pushCall(id, payload)
 	if err != nil {
 		return false, err
@@ -103,33 +120,76 @@ func (e *BatchError) Unwrap() []error {
 // node). Malformed ids are refused before anything is sent. The result
 // tells, per job, whether it was enqueued (false: a duplicate); when some
 // jobs fail the error is a *BatchError and the others still took effect.
+//
+// Like Push, it resends across a reconnect: the jobs whose calls failed in
+// transport, and only those, are pushed again on a fresh, re-fenced
+// connection, a few times within a short backoff and ctx (a resent job the
+// lost attempt had admitted reports false, a duplicate). A job still
+// failing then is reported in the *BatchError matching ErrConnection.
 func (q *Queue) PushBatch(ctx context.Context, jobs []NewJob) ([]bool, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
 	execs, err := q.pushExecs(ctx, jobs)
-	if err != nil {
+	if err != nil && !transient(err) {
 		return nil, err
 	}
 	out := make([]bool, len(jobs))
-	var errs []error
-	enqueued := int64(0)
-	for i, r := range q.c.execMany(ctx, ScriptPush, execs) {
-		n, err := DecodePush(r)
-		if err != nil {
-			if errs == nil {
-				errs = make([]error, len(jobs))
+	errs := make([]error, len(jobs))
+	todo := make([]int, len(jobs))
+	for i := range todo {
+		todo[i], errs[i] = i, err // err: nil, or the fence failed in transport
+	}
+	enqueued, settled := int64(0), 0
+	for attempt := 0; attempt < resendAttempts && len(todo) > 0; attempt++ {
+		if attempt > 0 {
+			if d := resendWait(attempt); (d > 0 && !pause(ctx, d)) || ctx.Err() != nil {
+				break
 			}
-			errs[i] = err
+			err = q.c.ensure(ctx)
+			if err != nil && !transient(err) && settled == 0 {
+				return nil, err // the keyspace came back refused: nothing was written
+			}
+		}
+		if err != nil {
+			for _, i := range todo {
+				errs[i] = err
+			}
+			if !transient(err) {
+				break
+			}
 			continue
 		}
-		out[i] = n == PushEnqueued
-		if out[i] {
-			enqueued++
+		calls := make([]rueidis.LuaExec, len(todo))
+		for j, i := range todo {
+			calls[j] = execs[i]
 		}
+		var again []int
+		for j, r := range q.c.execMany(ctx, ScriptPush, calls) {
+			i := todo[j]
+			n, err := DecodePush(r)
+			errs[i] = err
+			switch {
+			case err == nil:
+				settled++
+				out[i] = n == PushEnqueued
+				if out[i] {
+					enqueued++
+				}
+			case transient(err):
+				again = append(again, i)
+			}
+		}
+		todo = again
 	}
 	q.c.metrics.Add(Enqueued, q.Name(), enqueued)
-	if errs != nil {
+	failed := false
+	for i, err := range errs {
+		if err != nil {
+			errs[i], failed = connectionError(err), true
+		}
+	}
+	if failed {
 		return out, &BatchError{Errs: errs}
 	}
 	return out, nil

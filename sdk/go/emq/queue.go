@@ -72,8 +72,18 @@ func positive(what string, d time.Duration) error {
 // Enqueue admits a job with id and payload. It reports true when the job
 // was enqueued and false when a job with this id already exists (the row is
 // left untouched: a duplicate is a success). An id of a kind other than
-// WorkKind is refused with ErrKind.
-func (q *Queue) Enqueue(ctx context.Context, id ID, payload []byte) (bool, error) {
+// WorkKind is refused with ErrKind. Like Push it is resent across a
+// reconnect (see ErrConnection).
+func (q *Queue) Enqueue(ctx context.Context, id ID, payload []byte) (enqueued bool, err error) {
+	err = q.c.idempotent(ctx, func(ctx context.Context) (err error) {
+		enqueued, err = q.enqueueOnce(ctx, id, payload)
+		return err
+	})
+	return enqueued, err
+}
+
+// enqueueOnce is one attempt of Enqueue.
+func (q *Queue) enqueueOnce(ctx context.Context, id ID, payload []byte) (bool, error) {
 	row, err := q.keys.Row(id)
 	if err != nil {
 		return false, err
@@ -94,7 +104,16 @@ func (q *Queue) Enqueue(ctx context.Context, id ID, payload []byte) (bool, error
 
 // EnqueueAt admits a job that becomes claimable at at (server clock), once
 // Promote has moved it. Replies and refusals are Enqueue's.
-func (q *Queue) EnqueueAt(ctx context.Context, id ID, payload []byte, at time.Time) (bool, error) {
+func (q *Queue) EnqueueAt(ctx context.Context, id ID, payload []byte, at time.Time) (enqueued bool, err error) {
+	err = q.c.idempotent(ctx, func(ctx context.Context) (err error) {
+		enqueued, err = q.enqueueAtOnce(ctx, id, payload, at)
+		return err
+	})
+	return enqueued, err
+}
+
+// enqueueAtOnce is one attempt of EnqueueAt.
+func (q *Queue) enqueueAtOnce(ctx context.Context, id ID, payload []byte, at time.Time) (bool, error) {
 	row, err := q.keys.Row(id)
 	if err != nil {
 		return false, err
@@ -116,6 +135,7 @@ func (q *Queue) EnqueueAt(ctx context.Context, id ID, payload []byte, at time.Ti
 // Claim leases the oldest pending job for lease. ok is false when nothing
 // is pending. The job's Token must be presented to every later transition.
 func (q *Queue) Claim(ctx context.Context, lease time.Duration) (job Job, ok bool, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	if err := positive("lease", lease); err != nil {
 		return Job{}, false, err
 	}
@@ -133,7 +153,8 @@ func (q *Queue) Claim(ctx context.Context, lease time.Duration) (job Job, ok boo
 // Extend pushes the lease of an active job to now+lease and returns the new
 // deadline. A token that is not the row's, or a job no longer active, is
 // refused with ErrStale.
-func (q *Queue) Extend(ctx context.Context, id ID, token int64, lease time.Duration) (time.Time, error) {
+func (q *Queue) Extend(ctx context.Context, id ID, token int64, lease time.Duration) (_ time.Time, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	if err := positive("lease", lease); err != nil {
 		return time.Time{}, err
 	}
@@ -152,7 +173,8 @@ func (q *Queue) Extend(ctx context.Context, id ID, token int64, lease time.Durat
 // Complete retires an active job: its row is deleted and nothing of it
 // remains. A stale token is refused with ErrStale, and the lease holder's
 // work survives.
-func (q *Queue) Complete(ctx context.Context, id ID, token int64) error {
+func (q *Queue) Complete(ctx context.Context, id ID, token int64) (err error) {
+	defer q.c.afterFailure(ctx, &err)
 	row, err := q.row(ctx, id)
 	if err != nil {
 		return err
@@ -165,7 +187,8 @@ func (q *Queue) Complete(ctx context.Context, id ID, token int64) error {
 // Retry hands an active job back to run again after delay (it is
 // scheduled, and Promote makes it pending) and returns its run-at. A stale
 // token is refused with ErrStale.
-func (q *Queue) Retry(ctx context.Context, id ID, token int64, delay time.Duration) (time.Time, error) {
+func (q *Queue) Retry(ctx context.Context, id ID, token int64, delay time.Duration) (_ time.Time, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	if delay < 0 {
 		return time.Time{}, fmt.Errorf("%w: negative delay %v", ErrArgument, delay)
 	}
@@ -183,7 +206,8 @@ func (q *Queue) Retry(ctx context.Context, id ID, token int64, delay time.Durati
 
 // Bury moves an active job to the dead set. A stale token is refused with
 // ErrStale.
-func (q *Queue) Bury(ctx context.Context, id ID, token int64) error {
+func (q *Queue) Bury(ctx context.Context, id ID, token int64) (err error) {
+	defer q.c.afterFailure(ctx, &err)
 	row, err := q.row(ctx, id)
 	if err != nil {
 		return err
@@ -195,7 +219,8 @@ func (q *Queue) Bury(ctx context.Context, id ID, token int64) error {
 
 // Promote moves up to limit scheduled jobs whose run-at has come to
 // pending and returns how many moved.
-func (q *Queue) Promote(ctx context.Context, limit int) (int, error) {
+func (q *Queue) Promote(ctx context.Context, limit int) (_ int, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	if limit <= 0 {
 		return 0, fmt.Errorf("%w: limit %d", ErrArgument, limit)
 	}
@@ -210,7 +235,8 @@ func (q *Queue) Promote(ctx context.Context, limit int) (int, error) {
 // Reap takes back up to limit expired leases: each job goes back to
 // pending, or to dead when maxAttempts > 0 and its attempts reached it. It
 // returns how many moved.
-func (q *Queue) Reap(ctx context.Context, limit, maxAttempts int) (int, error) {
+func (q *Queue) Reap(ctx context.Context, limit, maxAttempts int) (_ int, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	if limit <= 0 || maxAttempts < 0 {
 		return 0, fmt.Errorf("%w: limit %d, max attempts %d", ErrArgument, limit, maxAttempts)
 	}
@@ -224,7 +250,8 @@ func (q *Queue) Reap(ctx context.Context, limit, maxAttempts int) (int, error) {
 
 // Revive moves a dead job back to pending, keeping its attempts, and rings
 // the queue's doorbell. It reports false when the job is not dead.
-func (q *Queue) Revive(ctx context.Context, id ID) (bool, error) {
+func (q *Queue) Revive(ctx context.Context, id ID) (_ bool, err error) {
+	defer q.c.afterFailure(ctx, &err)
 	row, err := q.row(ctx, id)
 	if err != nil {
 		return false, err
@@ -243,7 +270,16 @@ func (q *Queue) Revive(ctx context.Context, id ID) (bool, error) {
 // (pending, dead) that is reverse mint order, read from the ids themselves;
 // for a scored set (active, schedule) it is the latest deadline or run-at
 // first.
-func (q *Queue) Browse(ctx context.Context, s Set, n int) ([]ID, error) {
+func (q *Queue) Browse(ctx context.Context, s Set, n int) (ids []ID, err error) {
+	err = q.c.idempotent(ctx, func(ctx context.Context) (err error) {
+		ids, err = q.browseOnce(ctx, s, n)
+		return err
+	})
+	return ids, err
+}
+
+// browseOnce is one attempt of Browse.
+func (q *Queue) browseOnce(ctx context.Context, s Set, n int) ([]ID, error) {
 	key := q.keys.Set(s)
 	if key == "" {
 		return nil, fmt.Errorf("%w: unknown set %q", ErrArgument, s)
@@ -276,7 +312,16 @@ func (q *Queue) Browse(ctx context.Context, s Set, n int) ([]ID, error) {
 }
 
 // Size returns how many ids set s holds.
-func (q *Queue) Size(ctx context.Context, s Set) (int64, error) {
+func (q *Queue) Size(ctx context.Context, s Set) (n int64, err error) {
+	err = q.c.idempotent(ctx, func(ctx context.Context) (err error) {
+		n, err = q.sizeOnce(ctx, s)
+		return err
+	})
+	return n, err
+}
+
+// sizeOnce is one attempt of Size.
+func (q *Queue) sizeOnce(ctx context.Context, s Set) (int64, error) {
 	key := q.keys.Set(s)
 	if key == "" {
 		return 0, fmt.Errorf("%w: unknown set %q", ErrArgument, s)
@@ -297,7 +342,16 @@ func (q *Queue) PendingSize(ctx context.Context) (int64, error) {
 }
 
 // Sizes returns the size of every set, read in one round trip.
-func (q *Queue) Sizes(ctx context.Context) (map[Set]int64, error) {
+func (q *Queue) Sizes(ctx context.Context) (sizes map[Set]int64, err error) {
+	err = q.c.idempotent(ctx, func(ctx context.Context) (err error) {
+		sizes, err = q.sizesOnce(ctx)
+		return err
+	})
+	return sizes, err
+}
+
+// sizesOnce is one attempt of Sizes.
+func (q *Queue) sizesOnce(ctx context.Context) (map[Set]int64, error) {
 	if err := q.c.ensureRead(ctx); err != nil {
 		return nil, err
 	}
