@@ -87,7 +87,7 @@ func kindOf(err error) *errorObj {
 		return &errorObj{Kind: "fence", Message: err.Error()}
 	case errors.Is(err, emq.ErrBundle):
 		return &errorObj{Kind: "bundle", Message: err.Error()}
-	case errors.As(err, &ne), errors.Is(err, rueidis.ErrClosing), errors.Is(err, io.EOF):
+	case errors.Is(err, emq.ErrConnection), errors.As(err, &ne), errors.Is(err, rueidis.ErrClosing), errors.Is(err, io.EOF):
 		return &errorObj{Kind: "connection", Message: err.Error()}
 	}
 	return &errorObj{Kind: "other", Message: err.Error()}
