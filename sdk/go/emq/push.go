@@ -130,7 +130,15 @@ func (q *Queue) PushBatch(ctx context.Context, jobs []NewJob) ([]bool, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	execs, err := q.pushExecs(ctx, jobs)
+	execs := make([]rueidis.LuaExec, len(jobs))
+	for i, j := range jobs {
+		call, err := q.pushCall(j.ID, j.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("job %d: %w", i, err)
+		}
+		execs[i] = call.LuaExec()
+	}
+	err := q.c.ensure(ctx)
 	if err != nil && !transient(err) {
 		return nil, err
 	}
