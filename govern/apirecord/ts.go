@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -142,7 +143,8 @@ func ReadTSAPI(r io.Reader) ([]string, error) {
 // missing from new is a break, Changed when new has a line with the same
 // key (the feature exists with another type or signature; an overloaded
 // method has one line per signature) and Removed otherwise. Additions are
-// compatible. The breaks are sorted by Where, then Old.
+// compatible, and so is a function's or method's signature that only
+// gained trailing optional parameters (every old call still compiles). The breaks are sorted by Where, then Old.
 func CompareTSAPI(old, new []string) []Break {
 	newSet := set(new)
 	newByKey := map[string][]string{}
@@ -163,6 +165,9 @@ func CompareTSAPI(old, new []string) []Break {
 			k = l
 		}
 		if now := newByKey[k]; len(now) > 0 {
+			if slices.ContainsFunc(now, func(n string) bool { return optionalsAdded(l, n) }) {
+				continue // every call written against the old signature still compiles
+			}
 			out = append(out, Break{Kind: Changed, Where: k, Old: l, New: strings.Join(now, "; "),
 				Message: fmt.Sprintf("%s changed: was %s; now %s", k, l, strings.Join(now, "; "))})
 			continue
@@ -176,4 +181,59 @@ func CompareTSAPI(old, new []string) []Break {
 		return out[i].Old < out[j].Old
 	})
 	return out
+}
+
+// optionalsAdded reports whether the new line is the old function or
+// method signature "(P...) => R" with trailing optional parameters added
+// ("T?" or "(T)?"), everything else equal.
+func optionalsAdded(oldLine, newLine string) bool {
+	_, o, err1 := tsKey(oldLine)
+	_, n, err2 := tsKey(newLine)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	op, or, ok1 := splitSignature(o)
+	np, nr, ok2 := splitSignature(n)
+	if !ok1 || !ok2 || or != nr || len(np) <= len(op) || !slices.Equal(op, np[:len(op)]) {
+		return false
+	}
+	for _, p := range np[len(op):] {
+		if !strings.HasSuffix(p, "?") || strings.HasPrefix(p, "...") {
+			return false
+		}
+	}
+	return true
+}
+
+// splitSignature splits "(A, B) => R" into its parameters, split at the
+// commas outside brackets, and its return type.
+func splitSignature(sig string) (params []string, ret string, ok bool) {
+	if !strings.HasPrefix(sig, "(") {
+		return nil, "", false
+	}
+	depth, start := 0, 1
+	for i := 0; i < len(sig); i++ {
+		switch sig[i] {
+		case '(', '<', '[', '{':
+			depth++
+		case ')', '>', ']', '}':
+			if sig[i] == '>' && i > 0 && sig[i-1] == '=' {
+				continue // the arrow of a function type
+			}
+			depth--
+			if depth == 0 {
+				if p := strings.TrimSpace(sig[start:i]); p != "" {
+					params = append(params, p)
+				}
+				rest, found := strings.CutPrefix(sig[i+1:], " => ")
+				return params, rest, found
+			}
+		case ',':
+			if depth == 1 {
+				params = append(params, strings.TrimSpace(sig[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	return nil, "", false
 }

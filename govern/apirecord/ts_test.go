@@ -45,8 +45,16 @@ func TestCompareTSAPI(t *testing.T) {
 		"@echomq/sdk class Queue method push: (string, Payload) => Promise<boolean>",
 		"@echomq/sdk function mint: () => string",
 		"@echomq/sdk type SetName member \"dead\": literal",
+		"@echomq/sdk class Queue method claim: (number) => Promise<Job | null>",
+		"@echomq/sdk function open: (string) => void",
+		"@echomq/sdk function run: (string, (a: number) => void) => void",
 	}
 	new := []string{
+		// trailing optional parameters added: compatible
+		"@echomq/sdk class Queue method claim: (number, (Map<string, number>)?, boolean?) => Promise<Job | null>",
+		"@echomq/sdk function run: (string, (a: number) => void, number?) => void",
+		// a required one, or a rest parameter, added: a break
+		"@echomq/sdk function open: (string, ...string[]) => void",
 		"@echomq/sdk class Queue method push: (string, Payload, number) => Promise<boolean>",
 		"@echomq/sdk function mint: () => string",
 		"@echomq/sdk function mint: (Kind) => string", // an overload added
@@ -59,6 +67,7 @@ func TestCompareTSAPI(t *testing.T) {
 	want := []string{
 		"removed @echomq/sdk class Queue method purge",
 		"changed @echomq/sdk class Queue method push",
+		"changed @echomq/sdk function open",
 		"removed @echomq/sdk type SetName member \"dead\"",
 	}
 	if !slices.Equal(got, want) {
