@@ -214,11 +214,12 @@ func replay(ctx context.Context, o Options, addr, bin, manifest string, suite *r
 }
 
 // DefaultCacheDir is where built testees are kept: the user's cache
-// directory's emqgen/witness.
+// directory's emqgen/witness, or the temporary directory's
+// emqgen-witness when the user has no cache directory (no $HOME).
 func DefaultCacheDir() (string, error) {
 	d, err := os.UserCacheDir()
 	if err != nil {
-		return "", err
+		return filepath.Join(os.TempDir(), "emqgen-witness"), nil
 	}
 	return filepath.Join(d, "emqgen", "witness"), nil
 }
@@ -264,10 +265,17 @@ func Build(ctx context.Context, root string, p *model.Protocol, cacheDir string)
 	if st, err := os.Stat(bin); err == nil && st.Mode().IsRegular() {
 		return bin, true, nil
 	}
-	src := filepath.Join(dir, "src")
-	if err := os.RemoveAll(src); err != nil {
+	// A scratch tree of its own, so that concurrent builds of the same
+	// inputs (two checks, two test packages) never share one; the first
+	// binary renamed into place wins, and both are the same.
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", false, err
 	}
+	src, err := os.MkdirTemp(dir, "src-")
+	if err != nil {
+		return "", false, err
+	}
+	defer os.RemoveAll(src)
 	for _, path := range paths {
 		dst := filepath.Join(src, filepath.FromSlash(path))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -277,7 +285,7 @@ func Build(ctx context.Context, root string, p *model.Protocol, cacheDir string)
 			return "", false, err
 		}
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
+	tmp := filepath.Join(src, "testee")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, "./"+testeeDir)
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
@@ -287,7 +295,36 @@ func Build(ctx context.Context, root string, p *model.Protocol, cacheDir string)
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", false, err
 	}
+	prune(cacheDir, dir)
 	return bin, false, nil
+}
+
+// keep is how many built testees the cache keeps.
+const keep = 16
+
+// prune removes the oldest cache entries beyond keep, never the one just
+// built.
+func prune(cacheDir, fresh string) {
+	ents, err := os.ReadDir(cacheDir)
+	if err != nil {
+		return
+	}
+	type entry struct {
+		path string
+		mod  time.Time
+	}
+	var es []entry
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && e.IsDir() {
+			es = append(es, entry{filepath.Join(cacheDir, e.Name()), info.ModTime()})
+		}
+	}
+	sort.Slice(es, func(i, j int) bool { return es[i].mod.After(es[j].mod) })
+	for i, e := range es {
+		if i >= keep && e.path != fresh {
+			os.RemoveAll(e.path)
+		}
+	}
 }
 
 // testeeDir is the Go testee's package, relative to the repository root.

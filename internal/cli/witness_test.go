@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -152,4 +153,25 @@ func TestCheckWitnessFailsClosed(t *testing.T) {
 // fmtSscanf reads "witness: P/C" at the start of s.
 func fmtSscanf(s string, passed, cases *int) (int, error) {
 	return fmt.Sscanf(s, "witness: %d/%d", passed, cases)
+}
+
+// -base REF replays the conformance scenarios at that git ref against the
+// manifest's bundle.
+func TestCheckWitnessAtGitRef(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is needed for check -base REF: install git")
+	}
+	code, out, errs := run(t, "check", "-root", "../..", "-manifest", "../../protocol.yaml", "-base", "HEAD", "-format", "json")
+	var rep compat.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("check -base HEAD -format json = %d (%v)\n%s%s", code, err, out, errs)
+	}
+	if rep.Witness == nil || rep.Witness.Status != compat.WitnessRan || rep.Witness.Baseline != "HEAD" || rep.Witness.Cases == 0 {
+		t.Errorf("check -base HEAD: witness %+v (%s)", rep.Witness, errs)
+	}
+	// A baseline file that is no frozen release keeps no witness: closed.
+	code, out, _ = run(t, "check", "-root", "../..", "-manifest", "../../protocol.yaml", "-base", "../../protocol.yaml")
+	if code != cli.ExitFindings || !strings.Contains(out, "has no witness beside it") || !strings.Contains(out, "-witness=off") {
+		t.Errorf("check -base of a plain file = %d\n%s", code, out)
+	}
 }
