@@ -70,15 +70,15 @@ type Options struct {
 
 // Result is one language's outcome.
 type Result struct {
-	Language string
-	Passed   int
-	Total    int
+	Language string `json:"language"`
+	Passed   int    `json:"passed"`
+	Total    int    `json:"total"`
 	// Failures are the cases that failed and are not expected to.
-	Failures []Failure
+	Failures []Failure `json:"failures"`
 	// Expected are the listed cases that failed, as listed.
-	Expected []Failure
+	Expected []Failure `json:"expected"`
 	// Stale are listed cases that passed or that do not exist.
-	Stale []string
+	Stale []string `json:"stale"`
 }
 
 // OK reports whether the language met its expected-failures list exactly.
@@ -90,15 +90,15 @@ func (r *Result) Conformant() bool { return r.OK() && len(r.Expected) == 0 && r.
 
 // Failure is one failed case: which step, what was expected and got.
 type Failure struct {
-	Case    string
-	Step    int    // 0-based; -1 for the case as a whole
-	Op      string // the step's op or runner action
-	Message string
+	Case    string `json:"case"`
+	Step    int    `json:"step"` // 0-based; -1 for the case as a whole
+	Op      string `json:"op"`   // the step's op or runner action
+	Message string `json:"message"`
 	// File and Line locate the failing step (or the scenario) in its
 	// scenario file; empty and 0 for vectors and hello.
-	File   string
-	Line   int
-	Column int
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
 }
 
 func (f Failure) String() string {
@@ -517,7 +517,7 @@ func Run(ctx context.Context, opt Options) ([]*Result, error) {
 	if addr == "" {
 		srv, err := redistest.StartServer()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("no redis-server could be started: %w", err)
 		}
 		defer srv.Close()
 		addr = srv.Addr()

@@ -18,7 +18,11 @@
 // a major, a removed one is refused), so the baseline's probes are
 // replayed against the new bundle too.
 //
-// There is one runtime: the SDK. Nothing here interprets the scripts.
+// There is one runtime: the SDK. Nothing here interprets the scripts or
+// talks to a server: the conformance runner (cmd/emqconform, run from the
+// repository with go run) starts the server, drives the testee and checks
+// the keyspace; this package builds the testee and reads the runner's
+// JSON results.
 package witness
 
 import (
@@ -26,10 +30,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,7 +43,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/echomq/echomq/conformance/runner"
 	"github.com/echomq/echomq/gen/bundle"
 	"github.com/echomq/echomq/gen/header"
 	"github.com/echomq/echomq/gen/model"
@@ -45,7 +50,6 @@ import (
 	"github.com/echomq/echomq/gen/targets"
 	"github.com/echomq/echomq/gen/targets/golang"
 	"github.com/echomq/echomq/govern/compat"
-	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 // Side is one manifest the witness builds an SDK from: the file
@@ -111,21 +115,20 @@ func Run(ctx context.Context, o Options) *compat.Witness {
 		return failed("rendering the new bundle: %v", err)
 	}
 	w.Bundle = b.Digest
-	baseline, err := runner.LoadScenarios(o.Baseline)
-	if err != nil {
-		return failed("the baseline's scenarios: %v", err)
-	}
-	if len(baseline) == 0 {
+	if files, _ := filepath.Glob(filepath.Join(o.Baseline, "*.yaml")); len(files) == 0 {
 		return failed("the baseline %s has no scenario files under %s", o.BaselineLabel, o.Baseline)
 	}
 	addr := o.Addr
 	if addr == "" {
-		srv, err := redistest.StartServer()
-		if err != nil {
-			return failed("no redis-server could be started: %v", err)
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			return failed("no redis-server could be started: redis-server is not on PATH (install it: sudo apt-get install -y redis-server)")
 		}
-		defer srv.Close()
-		addr = srv.Addr()
+	} else {
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			return failed("no server at -addr %s: %v", addr, err)
+		}
+		c.Close()
 	}
 	started := time.Now()
 	bin, cached, err := Build(ctx, o.Root, o.New.Protocol, o.CacheDir)
@@ -134,7 +137,7 @@ func Run(ctx context.Context, o Options) *compat.Witness {
 	}
 	logf("testee for bundle %s: %s (cached: %v, %.1fs)", short(b.Digest), bin, cached, time.Since(started).Seconds())
 	started = time.Now()
-	res, err := replay(ctx, o, addr, bin, o.New.File, &runner.Suite{Scenarios: baseline})
+	res, err := replay(ctx, o, addr, bin, o.New.File, o.Baseline)
 	if err != nil {
 		return failed("%v", err)
 	}
@@ -152,7 +155,7 @@ func Run(ctx context.Context, o Options) *compat.Witness {
 
 // finding turns a baseline case failing on the new bundle into a finding
 // that names the scenario, the step, what was expected and what came.
-func finding(o Options, f runner.Failure, anchor compat.Location) compat.Finding {
+func finding(o Options, f failure, anchor compat.Location) compat.Finding {
 	step := "the case as a whole"
 	if f.Step >= 0 {
 		step = fmt.Sprintf("step %d (%s)", f.Step+1, f.Op)
@@ -174,9 +177,8 @@ func finding(o Options, f runner.Failure, anchor compat.Location) compat.Finding
 // old bundle fails is new behaviour, reported and never counted.
 func reverse(ctx context.Context, o Options, addr string, w *compat.Witness, logf func(string, ...any)) {
 	dir := filepath.Join(o.Root, "conformance", "scenarios")
-	scen, err := runner.LoadScenarios(dir)
-	if err != nil || len(scen) == 0 {
-		w.Notes = append(w.Notes, fmt.Sprintf("today's scenarios (%s) could not be read, so new behaviour was not told apart: %v", dir, err))
+	if files, _ := filepath.Glob(filepath.Join(dir, "*.yaml")); len(files) == 0 {
+		w.Notes = append(w.Notes, fmt.Sprintf("today's scenarios (%s) are missing, so new behaviour was not told apart", dir))
 		return
 	}
 	started := time.Now()
@@ -185,7 +187,7 @@ func reverse(ctx context.Context, o Options, addr string, w *compat.Witness, log
 		w.Notes = append(w.Notes, fmt.Sprintf("today's SDK does not build against the old bundle (%v), so today's scenarios were not run against it", firstLine(err.Error())))
 		return
 	}
-	res, err := replay(ctx, o, addr, bin, o.Old.File, &runner.Suite{Scenarios: scen})
+	res, err := replay(ctx, o, addr, bin, o.Old.File, dir)
 	if err != nil {
 		w.Notes = append(w.Notes, fmt.Sprintf("today's scenarios could not run against the old bundle: %v", err))
 		return
@@ -196,21 +198,67 @@ func reverse(ctx context.Context, o Options, addr string, w *compat.Witness, log
 	}
 }
 
-// replay runs a suite against a built testee, placeholders resolved from
-// manifest, and returns the Go testee's result.
-func replay(ctx context.Context, o Options, addr, bin, manifest string, suite *runner.Suite) (*runner.Result, error) {
-	var out bytes.Buffer
-	rs, err := runner.Run(ctx, runner.Options{
-		Root: o.Root, Manifest: manifest, Suite: suite, Addr: addr, NoExpected: true, Out: &out, Timeout: o.Timeout,
-		Testees: []runner.Language{{Name: "go", Run: []string{bin}}},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("running the scenarios: %v\n%s", err, out.String())
+// failure is one failed case as the runner reports it.
+type failure struct {
+	Case    string `json:"case"`
+	Step    int    `json:"step"`
+	Op      string `json:"op"`
+	Message string `json:"message"`
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Column  int    `json:"column"`
+}
+
+// String is the failure as the runner prints it.
+func (f failure) String() string {
+	if f.Step < 0 {
+		return fmt.Sprintf("%s: %s", f.Case, f.Message)
 	}
-	if len(rs) != 1 {
-		return nil, fmt.Errorf("running the scenarios: %d results", len(rs))
+	return fmt.Sprintf("%s step %d (%s): %s", f.Case, f.Step+1, f.Op, f.Message)
+}
+
+// result is one language's outcome as the runner reports it.
+type result struct {
+	Passed   int       `json:"passed"`
+	Total    int       `json:"total"`
+	Failures []failure `json:"failures"`
+}
+
+// replay runs hello and the scenario files of dir against a built testee,
+// placeholders resolved from manifest, through the conformance runner
+// (go run ./cmd/emqconform from the repository root), on the server at
+// addr or on one the runner starts.
+func replay(ctx context.Context, o Options, addr, bin, manifest, dir string) (*result, error) {
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return p
 	}
-	return rs[0], nil
+	args := []string{"run", "./cmd/emqconform", "-json", "-root", ".", "-testee", abs(bin), "-manifest", abs(manifest), "-scenarios", abs(dir), "-timeout", o.Timeout.String()}
+	if addr != "" {
+		args = append(args, "-addr", addr)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = o.Root
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	var out struct {
+		Error   string   `json:"error"`
+		Results []result `json:"results"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		return nil, fmt.Errorf("the conformance runner (go %s): %v: %s", strings.Join(args, " "), runErr, strings.TrimSpace(stderr.String()))
+	}
+	if out.Error != "" {
+		return nil, errors.New(out.Error)
+	}
+	if len(out.Results) != 1 {
+		return nil, fmt.Errorf("the conformance runner reported %d results", len(out.Results))
+	}
+	return &out.Results[0], nil
 }
 
 // DefaultCacheDir is where built testees are kept: the user's cache
