@@ -284,16 +284,29 @@ type Script struct {
 	Deprecated  *Deprecation `yaml:"deprecated"`
 }
 
-// ScriptKey is one KEYS slot of a script.
+// ScriptKey is one KEYS slot of a script. A repeated slot is a group of
+// zero or more KEYS, the last of the script's, one per element of the
+// script's repeated ARGV group.
 type ScriptKey struct {
-	Pos    Pos
-	Name   Str  `yaml:"name,required"`
-	Type   Str  `yaml:"type,required"`
-	Member *Str `yaml:"member"`
+	Pos      Pos
+	Name     Str  `yaml:"name,required"`
+	Type     Str  `yaml:"type,required"`
+	Member   *Str `yaml:"member"`
+	Repeated Bool `yaml:"repeated"`
 }
 
-// Arg is one ARGV slot of a script.
+// Arg is one ARGV slot of a script. A repeated slot is a group of zero or
+// more ARGV, the last of the script's.
 type Arg struct {
+	Pos      Pos
+	Name     Str  `yaml:"name,required"`
+	Type     Str  `yaml:"type,required"`
+	Summary  Str  `yaml:"summary"`
+	Repeated Bool `yaml:"repeated"`
+}
+
+// Element is one element of an array reply's record.
+type Element struct {
 	Pos     Pos
 	Name    Str `yaml:"name,required"`
 	Type    Str `yaml:"type,required"`
@@ -308,7 +321,7 @@ type Reply struct {
 	Nil      *Str         `yaml:"nil"`
 	Repeated Bool         `yaml:"repeated"`
 	Values   []ReplyValue `yaml:"values"`
-	Elements []Arg        `yaml:"elements"`
+	Elements []Element    `yaml:"elements"`
 }
 
 // ReplyValue names one integer reply value.

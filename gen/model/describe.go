@@ -93,3 +93,42 @@ func (s Script) TransitionText() string {
 	}
 	return strings.Join(t, ", ")
 }
+
+// KeySlot names the i-th (0-based) KEYS slot of the script as its header
+// prints it: KEYS[2], or KEYS[4..] for a repeated group.
+func (s Script) KeySlot(i int) string {
+	if s.Keys[i].Repeated {
+		return fmt.Sprintf("KEYS[%d..]", i+1)
+	}
+	return fmt.Sprintf("KEYS[%d]", i+1)
+}
+
+// ArgSlot names the i-th (0-based) ARGV slot of the script as its header
+// prints it: ARGV[1], or ARGV[3..] for a repeated group.
+func (s Script) ArgSlot(i int) string {
+	if s.Argv[i].Repeated {
+		return fmt.Sprintf("ARGV[%d..]", i+1)
+	}
+	return fmt.Sprintf("ARGV[%d]", i+1)
+}
+
+// KeyCount says how many keys the i-th KEYS slot takes: "" for one key,
+// "one per <arg>" for a repeated group.
+func (s Script) KeyCount(i int) string {
+	if !s.Keys[i].Repeated {
+		return ""
+	}
+	if a, j := s.RepeatedArg(); j > 0 {
+		return "one per " + a.Name
+	}
+	return "zero or more"
+}
+
+// ArgCount says how many values the i-th ARGV slot takes: "" for one,
+// "zero or more" for a repeated group.
+func (s Script) ArgCount(i int) string {
+	if !s.Argv[i].Repeated {
+		return ""
+	}
+	return "zero or more"
+}

@@ -274,6 +274,10 @@ type ScriptKey struct {
 	Name   string
 	Type   string // a key type name, or "reserve"
 	Member string // the reserve member when Type is reserve
+	// Repeated marks a group of zero or more KEYS: the script's last
+	// slot, one key per element of its repeated ARGV group (ids), each
+	// the row of that id.
+	Repeated bool
 }
 
 // Arg is one ARGV slot or reply element.
@@ -281,6 +285,9 @@ type Arg struct {
 	Name    string
 	Type    string // id, token, bytes, int, string, prefix
 	Summary string
+	// Repeated marks a group of zero or more ARGV, the script's last
+	// slot (never a reply element).
+	Repeated bool
 }
 
 // Reply is the shape of a script's reply.
@@ -464,6 +471,24 @@ func (s Script) Key(name string) (ScriptKey, int) {
 		}
 	}
 	return ScriptKey{}, 0
+}
+
+// RepeatedKey returns the script's repeated KEYS group and the 1-based
+// index of its first key, or index 0 when the script has none.
+func (s Script) RepeatedKey() (ScriptKey, int) {
+	if n := len(s.Keys); n > 0 && s.Keys[n-1].Repeated {
+		return s.Keys[n-1], n
+	}
+	return ScriptKey{}, 0
+}
+
+// RepeatedArg returns the script's repeated ARGV group and the 1-based
+// index of its first value, or index 0 when the script has none.
+func (s Script) RepeatedArg() (Arg, int) {
+	if n := len(s.Argv); n > 0 && s.Argv[n-1].Repeated {
+		return s.Argv[n-1], n
+	}
+	return Arg{}, 0
 }
 
 // Refusal returns the refusal with id.

@@ -61,6 +61,11 @@ func (r *resolver) probe(in *manifest.Probe, owner string) Probe {
 				break
 			}
 			script = sc
+			if _, i := sc.RepeatedKey(); i > 0 {
+				r.errf(st.Script.Pos, "%s probe step %q: script %q has a repeated key group; a probe step runs only scripts of fixed KEYS", owner, st.Check.V, sc.Name)
+			} else if _, i := sc.RepeatedArg(); i > 0 {
+				r.errf(st.Script.Pos, "%s probe step %q: script %q has a repeated argument group; a probe step runs only scripts of fixed ARGV", owner, st.Check.V, sc.Name)
+			}
 			for _, kv := range st.With {
 				if a, i := sc.Arg(kv.Key.V); i == 0 || a.Type == "prefix" {
 					r.errf(kv.Key.Pos, "%s probe step %q: script %q has no argument %q to give", owner, st.Check.V, sc.Name, kv.Key.V)

@@ -646,7 +646,7 @@ func (r *resolver) scripts() {
 		for _, k := range in.Keys {
 			keys.add(k.Name)
 			r.ident(k.Name, "key name")
-			sk := ScriptKey{Name: k.Name.V, Type: k.Type.V}
+			sk := ScriptKey{Name: k.Name.V, Type: k.Type.V, Repeated: k.Repeated.V}
 			if k.Type.V == "reserve" {
 				scopes["reserve"] = true
 				if k.Member == nil {
@@ -668,6 +668,11 @@ func (r *resolver) scripts() {
 			}
 			s.Keys = append(s.Keys, sk)
 		}
+		for i, k := range in.Keys {
+			if k.Repeated.V && i != len(in.Keys)-1 {
+				r.errf(k.Repeated.Pos, "script %q key %q: a repeated key group is the script's last key (found %d after it)", in.Name.V, k.Name.V, len(in.Keys)-1-i)
+			}
+		}
 		switch {
 		case len(scopes) > 1:
 			r.errf(in.Name.Pos, "script %q mixes per-queue and reserve keys; a script's keys must share one cluster slot", in.Name.V)
@@ -683,9 +688,21 @@ func (r *resolver) scripts() {
 			if !argTypes[a.Type.V] {
 				r.errf(a.Type.Pos, "script %q argument %q: type %q is not one of id, token, bytes, int, string, prefix", in.Name.V, a.Name.V, a.Type.V)
 			}
-			s.Argv = append(s.Argv, Arg{Name: a.Name.V, Type: a.Type.V, Summary: a.Summary.V})
+			if a.Repeated.V && a.Type.V == "prefix" {
+				r.errf(a.Repeated.Pos, "script %q argument %q: a prefix is one value and cannot be repeated", in.Name.V, a.Name.V)
+			}
+			s.Argv = append(s.Argv, Arg{Name: a.Name.V, Type: a.Type.V, Summary: a.Summary.V, Repeated: a.Repeated.V})
 		}
+		for i, a := range in.Argv {
+			if a.Repeated.V && i != len(in.Argv)-1 {
+				r.errf(a.Repeated.Pos, "script %q argument %q: a repeated argument group is the script's last argument (found %d after it)", in.Name.V, a.Name.V, len(in.Argv)-1-i)
+			}
+		}
+		r.repeatedKeys(in, s)
 		for _, k := range s.Keys {
+			if k.Repeated {
+				continue
+			}
 			if t, _ := r.p.KeyType(k.Type); t.Class == "job" {
 				if a, i := s.Arg("id"); i == 0 || a.Type != "id" {
 					r.errf(in.Name.Pos, "script %q has a job key (%q) but no argument \"id\" of type id to build it from", in.Name.V, k.Name)
@@ -742,6 +759,33 @@ func (r *resolver) scripts() {
 		if _, ok := r.p.Script(need); !ok {
 			r.errf(r.m.Pos, "scripts: the %q script is missing; the client needs it", need)
 		}
+	}
+}
+
+// repeatedKeys checks a script's repeated KEYS group: at most one, of the
+// job class (one row per id), its cardinality tied to a repeated ARGV
+// group of type id, the script's last argument.
+func (r *resolver) repeatedKeys(in manifest.Script, s Script) {
+	var groups []manifest.ScriptKey
+	for _, k := range in.Keys {
+		if k.Repeated.V {
+			groups = append(groups, k)
+		}
+	}
+	if len(groups) == 0 {
+		return
+	}
+	if len(groups) > 1 {
+		r.errf(groups[1].Repeated.Pos, "script %q key %q: a script has at most one repeated key group (%q is one already)", in.Name.V, groups[1].Name.V, groups[0].Name.V)
+	}
+	k := groups[0]
+	if t, ok := r.p.KeyType(k.Type.V); ok && t.Class != "job" {
+		r.errf(k.Type.Pos, "script %q key %q: a repeated key group holds the rows of ids (a key type of class job); %q is of class %q, one key per queue", in.Name.V, k.Name.V, k.Type.V, t.Class)
+	} else if k.Type.V == "reserve" {
+		r.errf(k.Type.Pos, "script %q key %q: a repeated key group holds the rows of ids, not reserve members", in.Name.V, k.Name.V)
+	}
+	if a, i := s.RepeatedArg(); i == 0 || a.Type != "id" {
+		r.errf(k.Repeated.Pos, "script %q key %q: a repeated key group needs a repeated argument group of type id, the script's last argument, that gives its cardinality (one key per id)", in.Name.V, k.Name.V)
 	}
 }
 

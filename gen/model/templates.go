@@ -34,18 +34,49 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 	}
 	funcs := template.FuncMap{
 		"key": func(name string) string {
-			if _, i := s.Key(name); i > 0 {
+			if k, i := s.Key(name); i > 0 {
 				usedKeys[name] = true
+				if k.Repeated {
+					return fail("key", name, "{{key %q}}: key %q of script %q is a repeated group; address it with {{keys_from %q}}, the index of its first key", name, name, s.Name, name)
+				}
 				return "KEYS[" + strconv.Itoa(i) + "]"
 			}
 			return fail("key", name, "{{key %q}}: script %q has no key %q (keys: %s)", name, s.Name, name, keyNames(s))
 		},
+		// keys_from is the Lua index of the first key of a repeated
+		// group: KEYS[{{keys_from "rows"}} + i - 1] is the row of the
+		// i-th id of the repeated argument group.
+		"keys_from": func(name string) string {
+			if k, i := s.Key(name); i > 0 {
+				usedKeys[name] = true
+				if !k.Repeated {
+					return fail("keys_from", name, "{{keys_from %q}}: key %q of script %q is one key, not a repeated group; address it with {{key %q}}", name, name, s.Name, name)
+				}
+				return strconv.Itoa(i)
+			}
+			return fail("keys_from", name, "{{keys_from %q}}: script %q has no key %q (keys: %s)", name, s.Name, name, keyNames(s))
+		},
 		"arg": func(name string) string {
-			if _, i := s.Arg(name); i > 0 {
+			if a, i := s.Arg(name); i > 0 {
 				usedArgs[name] = true
+				if a.Repeated {
+					return fail("arg", name, "{{arg %q}}: argument %q of script %q is a repeated group; address it with {{args_from %q}}, the index of its first value", name, name, s.Name, name)
+				}
 				return "ARGV[" + strconv.Itoa(i) + "]"
 			}
 			return fail("arg", name, "{{arg %q}}: script %q has no argument %q (argv: %s)", name, s.Name, name, argNames(s))
+		},
+		// args_from is the Lua index of the first value of a repeated
+		// argument group: ARGV[{{args_from "ids"}} + i - 1] is its i-th.
+		"args_from": func(name string) string {
+			if a, i := s.Arg(name); i > 0 {
+				usedArgs[name] = true
+				if !a.Repeated {
+					return fail("args_from", name, "{{args_from %q}}: argument %q of script %q is one value, not a repeated group; address it with {{arg %q}}", name, name, s.Name, name)
+				}
+				return strconv.Itoa(i)
+			}
+			return fail("args_from", name, "{{args_from %q}}: script %q has no argument %q (argv: %s)", name, s.Name, name, argNames(s))
 		},
 		"field": func(role string) string {
 			if f, ok := p.Field(role); ok {
@@ -89,7 +120,17 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 				} else if t, ok := p.KeyType(k.Type); ok {
 					redis = t.Redis
 				}
-				if cmd := typeProbe[redis]; cmd != "" {
+				cmd := typeProbe[redis]
+				switch {
+				case cmd == "":
+				case k.Repeated:
+					// One key per value of the repeated argument group,
+					// each probed like a single key.
+					if _, j := s.RepeatedArg(); j > 0 {
+						parts = append(parts, fmt.Sprintf("if #KEYS - %d ~= #ARGV - %d then return redis.error_reply('ERR %s: one key per %s') end", i, j-1, luaQuote(k.Name), luaQuote(s.Argv[j-1].Name)))
+					}
+					parts = append(parts, fmt.Sprintf("for i = %d, #KEYS do redis.call('%s', KEYS[i]) end", i+1, cmd))
+				default:
 					parts = append(parts, "redis.call('"+cmd+"', KEYS["+strconv.Itoa(i+1)+"])")
 				}
 			}

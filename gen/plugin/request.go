@@ -299,18 +299,23 @@ type Script struct {
 }
 
 // ScriptKey is one KEYS slot; Member is set when Type is "reserve".
+// Repeated marks a group of zero or more keys, the script's last, one per
+// value of its repeated ARGV group.
 type ScriptKey struct {
-	Name   string `json:"name"`
-	Type   string `json:"type"`
-	Member string `json:"member"`
-	Shape  string `json:"shape"`
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Member   string `json:"member"`
+	Shape    string `json:"shape"`
+	Repeated bool   `json:"repeated"`
 }
 
-// Arg is one ARGV slot or reply element.
+// Arg is one ARGV slot or reply element. Repeated marks a group of zero
+// or more ARGV, the script's last (never a reply element).
 type Arg struct {
-	Name    string `json:"name"`
-	Type    string `json:"type"`
-	Summary string `json:"summary"`
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Summary  string `json:"summary"`
+	Repeated bool   `json:"repeated"`
 }
 
 // Reply is the shape of a script's reply. Nil, when not empty, says what
@@ -539,7 +544,7 @@ func script(p *model.Protocol, s model.Script) Script {
 		},
 	}
 	for _, k := range s.Keys {
-		out.Keys = append(out.Keys, ScriptKey{Name: k.Name, Type: k.Type, Member: k.Member, Shape: p.KeyShape(k)})
+		out.Keys = append(out.Keys, ScriptKey{Name: k.Name, Type: k.Type, Member: k.Member, Shape: p.KeyShape(k), Repeated: k.Repeated})
 	}
 	for _, v := range s.Reply.Values {
 		out.Reply.Values = append(out.Reply.Values, ReplyValue{Value: v.Value, Name: v.Name, Summary: v.Summary})
@@ -569,7 +574,7 @@ func probe(p model.Probe) Probe {
 func args(in []model.Arg) []Arg {
 	out := []Arg{}
 	for _, a := range in {
-		out = append(out, Arg{Name: a.Name, Type: a.Type, Summary: a.Summary})
+		out = append(out, Arg{Name: a.Name, Type: a.Type, Summary: a.Summary, Repeated: a.Repeated})
 	}
 	return out
 }

@@ -16,11 +16,16 @@ import (
 )
 
 // Slots are the positional inputs of one Lua script: the names of its
-// KEYS and of its ARGV, in order.
+// KEYS and of its ARGV, in order. A repeated group (zero or more keys or
+// values, the last slot) is its name followed by RepeatedMark.
 type Slots struct {
 	Keys []string
 	Argv []string
 }
+
+// RepeatedMark follows the name of a repeated slot group in Slots:
+// "rows..." for the header line "-- KEYS[3..] -> rows, one per ids: ...".
+const RepeatedMark = "..."
 
 // String returns "KEYS a, b; ARGV c, d".
 func (s Slots) String() string {
@@ -33,10 +38,12 @@ type indexFile struct {
 		Name string `json:"name"`
 		File string `json:"file"`
 		Keys []struct {
-			Name string `json:"name"`
+			Name     string `json:"name"`
+			Repeated bool   `json:"repeated"`
 		} `json:"keys"`
 		Argv []struct {
-			Name string `json:"name"`
+			Name     string `json:"name"`
+			Repeated bool   `json:"repeated"`
 		} `json:"argv"`
 	} `json:"scripts"`
 }
@@ -88,10 +95,10 @@ func LuaSlots(files []target.File) (map[string]Slots, error) {
 			}
 			sl := Slots{Keys: []string{}, Argv: []string{}}
 			for _, k := range s.Keys {
-				sl.Keys = append(sl.Keys, k.Name)
+				sl.Keys = append(sl.Keys, k.Name+repeatedMark(k.Repeated))
 			}
 			for _, a := range s.Argv {
-				sl.Argv = append(sl.Argv, a.Name)
+				sl.Argv = append(sl.Argv, a.Name+repeatedMark(a.Repeated))
 			}
 			out[s.Name] = sl
 			if s.File == "" {
@@ -129,7 +136,14 @@ func equalSlots(a, b Slots) bool {
 	return slices.Equal(a.Keys, b.Keys) && slices.Equal(a.Argv, b.Argv)
 }
 
-var slotLine = regexp.MustCompile(`^-- (KEYS|ARGV)\[([0-9]+)\] -> ([^\s:(]+)`)
+func repeatedMark(repeated bool) string {
+	if repeated {
+		return RepeatedMark
+	}
+	return ""
+}
+
+var slotLine = regexp.MustCompile(`^-- (KEYS|ARGV)\[([0-9]+)(\.\.)?\] -> ([^\s:(,]+)`)
 
 // luaHeader reads the slot lines of a script's leading comment block; the
 // slots must be numbered 1, 2, ... in order.
@@ -156,7 +170,7 @@ func luaHeader(p string, data []byte) (Slots, error) {
 		if err != nil || i != len(*list)+1 {
 			return Slots{}, fmt.Errorf("surface: %s:%d: %s[%s] out of order, want %s[%d]", p, n, m[1], m[2], m[1], len(*list)+1)
 		}
-		*list = append(*list, m[3])
+		*list = append(*list, m[4]+repeatedMark(m[3] != ""))
 	}
 	if err := sc.Err(); err != nil {
 		return Slots{}, fmt.Errorf("surface: %s: %w", p, err)

@@ -217,6 +217,14 @@ func Rules() []Rule {
 			match: subtree("scripts[*].refusals[*].message"), say: changed("script %q: refusal %q message")},
 		{ID: "SCRIPT_REFUSAL_SAME_CLASS", Bump: Major, Wire: true, Purpose: "Callers map the refusal to a typed error by its class.",
 			match: subtree("scripts[*].refusals[*].class"), say: changed("script %q: refusal %q class")},
+		{ID: "SCRIPT_REPEATED_KEYS_ADDED", Bump: Major, Wire: true, Purpose: "A repeated KEYS group added to an existing script changes how many keys every caller passes and where the script reads them: callers of the old contract send none, and the script's per-id keys go missing.",
+			match: element(added, "scripts[*].keys[*]", newRepeated), say: sayf("script %q: repeated key group %q added")},
+		{ID: "SCRIPT_REPEATED_ARGV_ADDED", Bump: Major, Wire: true, Purpose: "A repeated ARGV group added to an existing script changes how many arguments every caller passes; callers of the old contract send none.",
+			match: element(added, "scripts[*].argv[*]", newRepeated), say: sayf("script %q: repeated argument group %q added")},
+		{ID: "SCRIPT_KEY_SAME_REPEATED", Bump: Major, Wire: true, Purpose: "Turning a KEYS slot into a repeated group, or back, changes how many keys callers pass and how the script indexes them.",
+			match: subtree("scripts[*].keys[*].repeated", slotOnBothSides), say: changed("script %q: key %q: repeated")},
+		{ID: "SCRIPT_ARG_SAME_REPEATED", Bump: Major, Wire: true, Purpose: "Turning an ARGV slot into a repeated group, or back, changes how many arguments callers pass and how the script indexes them.",
+			match: subtree("scripts[*].argv[*].repeated", slotOnBothSides), say: changed("script %q: argument %q: repeated")},
 		{ID: "SCRIPT_SAME_KEYS", Bump: Major, Wire: true, Purpose: "Callers pass KEYS by position; a slot added, removed, retyped or reordered sends keys to the wrong place.",
 			match: subtree("scripts[*].keys"), say: func(g *group) string { return fmt.Sprintf("script %q: KEYS changed: %s", g.id(0), g.details()) }},
 		{ID: "SCRIPT_SAME_ARGV", Bump: Major, Wire: true, Purpose: "Callers pass ARGV by position; a slot added, removed, retyped or reordered sends arguments to the wrong place.",
@@ -514,4 +522,17 @@ func deprecation(which func(old, new bool) bool, sub ...string) matcher {
 		}
 		return out
 	}
+}
+
+// newRepeated holds for an added KEYS or ARGV slot that is a repeated
+// group (repeated: true).
+func newRepeated(g *group) bool {
+	return g.d.new[g.root+".repeated"].value == "true"
+}
+
+// slotOnBothSides holds for a change under a KEYS or ARGV slot that both
+// manifests have: a slot added or removed is another rule's.
+func slotOnBothSides(g *group) bool {
+	slot := strings.TrimSuffix(g.root, ".repeated")
+	return g.d.old.has(slot) && g.d.new.has(slot)
 }

@@ -144,10 +144,10 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 	var lines []string
 	lines = append(lines, fmt.Sprintf("%s runs the %s script: %s", call, s.Name, lowerFirst(strings.TrimSuffix(s.Summary, "."))+"."), "")
 	for i, k := range s.Keys {
-		lines = append(lines, fmt.Sprintf("\tKEYS[%d] -> %s: %s", i+1, keyFields[i], p.KeyShape(k)))
+		lines = append(lines, fmt.Sprintf("\t%s -> %s%s: %s", s.KeySlot(i), keyFields[i], countText(s.KeyCount(i)), p.KeyShape(k)))
 	}
 	for i, a := range s.Argv {
-		line := fmt.Sprintf("\tARGV[%d] -> %s (%s)", i+1, argFields[i], a.Type)
+		line := fmt.Sprintf("\t%s -> %s (%s)%s", s.ArgSlot(i), argFields[i], a.Type, countText(s.ArgCount(i)))
 		if a.Summary != "" {
 			line += ": " + a.Summary
 		}
@@ -166,34 +166,69 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 	comment(f, strings.Join(lines, "\n"))
 	var fields []jen.Code
 	for i, k := range s.Keys {
+		if k.Repeated {
+			fields = append(fields, jen.Id(keyFields[i]).Index().String().Comment(fmt.Sprintf("%s, %s: %s", s.KeySlot(i), s.KeyCount(i), p.KeyShape(k))))
+			continue
+		}
 		fields = append(fields, jen.Id(keyFields[i]).String().Comment(fmt.Sprintf("KEYS[%d]: %s", i+1, p.KeyShape(k))))
 	}
 	for i, a := range s.Argv {
+		if a.Repeated {
+			fields = append(fields, jen.Id(argFields[i]).Index().Add(goType(a.Type)).Comment(fmt.Sprintf("%s, %s: %s", s.ArgSlot(i), s.ArgCount(i), a.Name)))
+			continue
+		}
 		fields = append(fields, jen.Id(argFields[i]).Add(goType(a.Type)).Comment(fmt.Sprintf("ARGV[%d]: %s", i+1, a.Name)))
 	}
 	f.Type().Id(call).Struct(fields...)
 	f.Line()
 
 	var keyVals, argVals []jen.Code
-	for _, k := range keyFields {
-		keyVals = append(keyVals, jen.Id("c").Dot(k))
+	for i, k := range keyFields {
+		if !s.Keys[i].Repeated {
+			keyVals = append(keyVals, jen.Id("c").Dot(k))
+		}
+	}
+	argValue := func(t string, v *jen.Statement) *jen.Statement {
+		switch t {
+		case "id":
+			return v.Dot("String").Call()
+		case "token", "int":
+			return jen.Qual("strconv", "FormatInt").Call(v, jen.Lit(10))
+		}
+		return v
 	}
 	for i, a := range s.Argv {
-		v := jen.Id("c").Dot(argFields[i])
-		switch a.Type {
-		case "id":
-			v = v.Dot("String").Call()
-		case "token", "int":
-			v = jen.Qual("strconv", "FormatInt").Call(v, jen.Lit(10))
+		if !a.Repeated {
+			argVals = append(argVals, argValue(a.Type, jen.Id("c").Dot(argFields[i])))
 		}
-		argVals = append(argVals, v)
 	}
 	recv := jen.Id("c").Op("*").Id(call)
 	comment(f, "Keys returns the call's KEYS in order.")
-	f.Func().Params(recv.Clone()).Id("Keys").Params().Index().String().Block(jen.Return(jen.Index().String().Values(keyVals...)))
+	if _, i := s.RepeatedKey(); i > 0 {
+		// A repeated group follows the single keys, one key per element.
+		f.Func().Params(recv.Clone()).Id("Keys").Params().Index().String().Block(
+			jen.Return(jen.Append(jen.Index().String().Values(keyVals...), jen.Id("c").Dot(keyFields[i-1]).Op("..."))),
+		)
+	} else {
+		f.Func().Params(recv.Clone()).Id("Keys").Params().Index().String().Block(jen.Return(jen.Index().String().Values(keyVals...)))
+	}
 	f.Line()
 	comment(f, "Args returns the call's ARGV in order.")
-	f.Func().Params(recv.Clone()).Id("Args").Params().Index().String().Block(jen.Return(jen.Index().String().Values(argVals...)))
+	if a, i := s.RepeatedArg(); i > 0 {
+		field := argFields[i-1]
+		body := []jen.Code{jen.Id("out").Op(":=").Make(jen.Index().String(), jen.Lit(0), jen.Lit(len(argVals)).Op("+").Len(jen.Id("c").Dot(field)))}
+		if len(argVals) > 0 {
+			body = append(body, jen.Id("out").Op("=").Append(append([]jen.Code{jen.Id("out")}, argVals...)...))
+		}
+		f.Func().Params(recv.Clone()).Id("Args").Params().Index().String().Block(append(body,
+			jen.For(jen.List(jen.Id("_"), jen.Id("v")).Op(":=").Range().Id("c").Dot(field)).Block(
+				jen.Id("out").Op("=").Append(jen.Id("out"), argValue(a.Type, jen.Id("v"))),
+			),
+			jen.Return(jen.Id("out")),
+		)...)
+	} else {
+		f.Func().Params(recv.Clone()).Id("Args").Params().Index().String().Block(jen.Return(jen.Index().String().Values(argVals...)))
+	}
 	f.Line()
 	comment(f, "LuaExec returns the call for "+script+".Lua().ExecMulti, to pipeline many calls.")
 	f.Func().Params(recv.Clone()).Id("LuaExec").Params().Qual(rueidisPath, "LuaExec").Block(
@@ -350,6 +385,14 @@ func decodeRecord(s model.Script, reply, out string, ret func(jen.Code) jen.Code
 		}
 	}
 	return body
+}
+
+// countText is ", " and a slot's count (one per ids), or "" for one.
+func countText(count string) string {
+	if count == "" {
+		return ""
+	}
+	return ", " + count
 }
 
 func contains(list []string, s string) bool {

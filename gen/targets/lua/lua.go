@@ -35,14 +35,20 @@ type indexScript struct {
 	Refusals []indexRefusal `json:"refusals"`
 }
 
+// indexKey is one KEYS slot; Repeated marks a group of zero or more keys,
+// the script's last, one per value of its repeated ARGV group.
 type indexKey struct {
-	Name  string `json:"name"`
-	Shape string `json:"shape"`
+	Name     string `json:"name"`
+	Shape    string `json:"shape"`
+	Repeated bool   `json:"repeated,omitempty"`
 }
 
+// indexArg is one ARGV slot or reply element; Repeated marks a group of
+// zero or more ARGV, the script's last.
 type indexArg struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Repeated bool   `json:"repeated,omitempty"`
 }
 
 type indexReply struct {
@@ -79,10 +85,10 @@ func Generate(in *target.Input) ([]target.File, error) {
 		files = append(files, target.File{Path: Dir + "/" + r.File, Data: []byte(r.Source)})
 		is := indexScript{Name: s.Name, File: r.File, SHA1: r.SHA1, Keys: []indexKey{}, Argv: []indexArg{}, Refusals: []indexRefusal{}}
 		for _, k := range s.Keys {
-			is.Keys = append(is.Keys, indexKey{Name: k.Name, Shape: p.KeyShape(k)})
+			is.Keys = append(is.Keys, indexKey{Name: k.Name, Shape: p.KeyShape(k), Repeated: k.Repeated})
 		}
 		for _, a := range s.Argv {
-			is.Argv = append(is.Argv, indexArg{Name: a.Name, Type: a.Type})
+			is.Argv = append(is.Argv, indexArg{Name: a.Name, Type: a.Type, Repeated: a.Repeated})
 		}
 		is.Reply = indexReply{Type: s.Reply.Type, Nil: s.Reply.Nil != "", Repeated: s.Reply.Repeated}
 		if len(s.Reply.Values) > 0 {

@@ -301,10 +301,10 @@ func scriptCall(s *src, p *model.Protocol, sc model.Script) {
 	var lines []string
 	lines = append(lines, fmt.Sprintf("A call of the %s script: %s", sc.Name, lowerFirst(sentence(sc.Summary))), "")
 	for i, k := range sc.Keys {
-		lines = append(lines, fmt.Sprintf("- KEYS[%d] -> %s: %s", i+1, keyFields[i], p.KeyShape(k)))
+		lines = append(lines, fmt.Sprintf("- %s -> %s%s: %s", sc.KeySlot(i), keyFields[i], countText(sc.KeyCount(i)), p.KeyShape(k)))
 	}
 	for i, a := range sc.Argv {
-		line := fmt.Sprintf("- ARGV[%d] -> %s (%s)", i+1, argFields[i], a.Type)
+		line := fmt.Sprintf("- %s -> %s (%s)%s", sc.ArgSlot(i), argFields[i], a.Type, countText(sc.ArgCount(i)))
 		if a.Summary != "" {
 			line += ": " + a.Summary
 		}
@@ -336,15 +336,24 @@ func scriptCall(s *src, p *model.Protocol, sc model.Script) {
 	} else {
 		s.line("export interface " + call + " {")
 		for i, k := range sc.Keys {
+			if k.Repeated {
+				s.doc("  ", fmt.Sprintf("%s, %s: %s", sc.KeySlot(i), sc.KeyCount(i), p.KeyShape(k)))
+				s.line("  readonly " + keyFields[i] + ": readonly string[];")
+				continue
+			}
 			s.doc("  ", fmt.Sprintf("KEYS[%d]: %s", i+1, p.KeyShape(k)))
 			s.line("  readonly " + keyFields[i] + ": string;")
 		}
 		for i, a := range sc.Argv {
-			text := fmt.Sprintf("ARGV[%d]: %s (%s)", i+1, a.Name, a.Type)
+			text := fmt.Sprintf("%s: %s (%s)%s", sc.ArgSlot(i), a.Name, a.Type, countText(sc.ArgCount(i)))
 			if a.Summary != "" {
 				text += ": " + a.Summary
 			}
 			s.doc("  ", text)
+			if a.Repeated {
+				s.line("  readonly " + argFields[i] + ": readonly " + tsType(a.Type) + "[];")
+				continue
+			}
 			s.line("  readonly " + argFields[i] + ": " + tsType(a.Type) + ";")
 		}
 		s.line("}")
@@ -352,18 +361,33 @@ func scriptCall(s *src, p *model.Protocol, sc model.Script) {
 
 	// Exec.
 	var keyVals, argVals []string
-	for _, k := range keyFields {
+	for i, k := range keyFields {
+		if sc.Keys[i].Repeated {
+			// A repeated group follows the single keys, one key per element.
+			keyVals = append(keyVals, "...c."+k)
+			continue
+		}
 		keyVals = append(keyVals, "c."+k)
+	}
+	argValue := func(a model.Arg, v string) string {
+		switch a.Type {
+		case "id":
+			return "idArg(" + lit + ", " + q(a.Name) + ", " + v + ")"
+		case "token", "int":
+			return "intArg(" + lit + ", " + q(a.Name) + ", " + v + ")"
+		}
+		return v
 	}
 	for i, a := range sc.Argv {
 		v := "c." + argFields[i]
-		switch a.Type {
-		case "id":
-			v = "idArg(" + lit + ", " + q(a.Name) + ", " + v + ")"
-		case "token", "int":
-			v = "intArg(" + lit + ", " + q(a.Name) + ", " + v + ")"
+		if a.Repeated {
+			if m := argValue(a, "v"); m != "v" {
+				v += ".map((v) => " + m + ")"
+			}
+			argVals = append(argVals, "..."+v)
+			continue
 		}
-		argVals = append(argVals, v)
+		argVals = append(argVals, argValue(a, v))
 	}
 	s.blank()
 	s.doc("", "Builds the call's KEYS and ARGV; a malformed id throws an IdError and a number that is not an integer a RangeError, before anything is sent.")
@@ -480,4 +504,12 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// countText is ", " and a slot's count (one per ids), or "" for one.
+func countText(count string) string {
+	if count == "" {
+		return ""
+	}
+	return ", " + count
 }
