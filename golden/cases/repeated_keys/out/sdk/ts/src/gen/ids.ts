@@ -177,10 +177,12 @@ export interface IdParts {
 
 /**
  * Returns the id of kind whose snowflake holds the time (to the
- * millisecond), node and sequence; a time outside the snowflake's range and
- * a node or sequence out of range throw a RangeError.
+ * millisecond), node and sequence. A malformed kind throws an IdError; a
+ * time outside the snowflake's range and a node or sequence out of range
+ * throw a RangeError.
  */
 export function newId(kind: string, parts: IdParts): string {
+  formatId(kind, 0n);
   const ms = parts.timeMs - ID_EPOCH_MS;
   if (!Number.isSafeInteger(ms) || ms < 0 || ms > MAX_TIME_OFFSET_MS) {
     throw new RangeError("emq: time is outside the snowflake's range");
