@@ -1,0 +1,141 @@
+package bundle_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/gen/bundle"
+	"github.com/echomq/echomq/gen/model"
+	"github.com/echomq/echomq/sdk/go/redistest"
+)
+
+// declaredPrelude runs before a script's own text, in the same chunk: it
+// shadows redis with a table whose call and pcall raise UNDECLARED
+// <command> <key> for any key argument not among KEYS (key positions per
+// command: DEL and EXISTS take keys only, TIME none, every other command
+// of the bundle one key first) and otherwise call through.
+const declaredPrelude = `local real = redis
+local declared = {}
+for _, k in ipairs(KEYS) do declared[k] = true end
+local allkeys = {DEL = true, EXISTS = true}
+local nokeys = {TIME = true}
+local function check(cmd, ...)
+  local args = {...}
+  local c = string.upper(cmd)
+  local last = 1
+  if allkeys[c] then last = #args elseif nokeys[c] then last = 0 end
+  for i = 1, last do
+    if not declared[args[i]] then
+      error('UNDECLARED ' .. c .. ' ' .. tostring(args[i]))
+    end
+  end
+end
+local redis = setmetatable({
+  call = function(cmd, ...) check(cmd, ...) return real.call(cmd, ...) end,
+  pcall = function(cmd, ...) check(cmd, ...) return real.pcall(cmd, ...) end,
+}, {__index = real})
+`
+
+// TestDeclaredKeys runs every script of the current bundle, on a seeded
+// queue where each has work to do, under declaredPrelude, and pins which
+// scripts touch a key they do not declare: exactly the pop paths that
+// reach rows through the row prefix (issue 12). A script that starts or
+// stops doing so fails the test.
+func TestDeclaredKeys(t *testing.T) {
+	data, err := os.ReadFile("../../protocol.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := model.Parse("protocol.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.Render(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := redistest.Start(t)
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	do := func(args ...string) {
+		t.Helper()
+		if err := rc.Do(ctx, rc.B().Arbitrary(args...).Build()).Error(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	const queue = "q"
+	key := func(k model.ScriptKey, id string) string {
+		return strings.NewReplacer("<queue>", queue, "<id>", id).Replace(p.KeyShape(k))
+	}
+	rowKey := key(model.ScriptKey{Type: p.Row.Key}, "")
+	work := p.WorkKind().Name
+	id := func(n string) string { return work + strings.Repeat("0", p.IDs.Length-len(work)-len(n)) + n }
+	set := func(state string) string { s, _ := p.State(state); return key(model.ScriptKey{Type: s.Set}, "") }
+	field := func(role string) string { f, _ := p.Field(role); return f.Name }
+	seed := func() {
+		do("FLUSHALL")
+		for _, j := range []struct{ id, state, score, token string }{
+			{id("1"), "pending", "0", "0"}, {id("2"), "pending", "0", "0"},
+			{id("3"), "scheduled", "1", "0"}, {id("4"), "active", "1", "1"},
+			{id("5"), "active", "99999999999999", "1"}, {id("6"), "dead", "0", "1"},
+		} {
+			do("HSET", rowKey+j.id, field(model.RoleState), j.state, field(model.RoleToken), j.token, field(model.RolePayload), "p")
+			do("ZADD", set(j.state), j.score, j.id)
+		}
+	}
+	ints := map[string]string{"lease_ms": "30000", "count": "5", "limit": "10", "max_attempts": "0", "delay_ms": "0", "run_at_ms": "0", "ttl_ms": "1000"}
+	var undeclared []string
+	for i, s := range p.Scripts {
+		seed()
+		target := id("5") // active, token 1
+		if s.Name == "revive" || s.Name == "purge" {
+			target = id("6")
+		}
+		var keys, argv []string
+		for _, k := range s.Keys {
+			keys = append(keys, key(k, target))
+		}
+		for _, a := range s.Argv {
+			switch a.Type {
+			case "id":
+				argv = append(argv, target)
+			case "token":
+				argv = append(argv, "1")
+			case "prefix":
+				argv = append(argv, rowKey)
+			case "int":
+				argv = append(argv, ints[a.Name])
+			default:
+				argv = append(argv, "x")
+			}
+		}
+		src := declaredPrelude + b.Scripts[i].Source
+		err := rueidis.NewLuaScript(src).Exec(ctx, rc, keys, argv).Error()
+		switch {
+		case err != nil && strings.Contains(err.Error(), "UNDECLARED"):
+			t.Logf("%s: %v", s.Name, err)
+			undeclared = append(undeclared, s.Name)
+		case err != nil && !rueidis.IsRedisNil(err):
+			t.Errorf("%s: %v", s.Name, err)
+		}
+	}
+	sort.Strings(undeclared)
+	// The pop paths of 2.0 and 2.1 (issue 12): rows of popped ids, built
+	// from the prefix argument.
+	want := []string{"claim", "claim_many", "complete_claim", "promote", "reap"}
+	if !slices.Equal(undeclared, want) {
+		t.Errorf("scripts touching undeclared keys: %v, want %v", undeclared, want)
+	}
+}
