@@ -66,6 +66,11 @@ const typeMapping = { [RESP_TYPES.BLOB_STRING]: Buffer };
 
 function mapError(err: unknown): unknown {
   if (err instanceof ErrorReply) {
+    // A server still loading its dataset ran nothing: like a lost
+    // connection, the call may be sent again.
+    if (err.message.startsWith("LOADING")) {
+      return new ConnectionError(err.message, err);
+    }
     return new ReplyError(err.message);
   }
   if (err instanceof ReplyError || err instanceof ConnectionError) {

@@ -30,7 +30,9 @@ import {
 } from "./adapter.js";
 import {
   BundleError,
+  ConnectionError,
   FenceError,
+  RESEND_ATTEMPTS,
   NoNodeError,
   PayloadTooLargeError,
 } from "./errors.js";
@@ -146,6 +148,24 @@ export async function connect(options: ConnectOptions = {}): Promise<Client> {
   return c;
 }
 
+/** The pause before resend n (1 for the first): none, then 10 ms doubling up to 500 ms, jittered to its upper half. */
+function resendPause(n: number, signal?: AbortSignal): Promise<void> {
+  if (n <= 1) {
+    return Promise.resolve();
+  }
+  const d = Math.min(10 * 2 ** (n - 2), 500);
+  const ms = d / 2 + Math.random() * (d / 2);
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
 /** A fenced connection to an EchoMQ keyspace. */
 export class Client {
   /** The client adapter the client sends through. */
@@ -218,6 +238,41 @@ export class Client {
         : payload.byteLength;
     if (n > this.#maxPayload) {
       throw new PayloadTooLargeError(n, this.#maxPayload);
+    }
+  }
+
+  /**
+   * @internal Runs attempt, one attempt of an idempotent call (which checks
+   * its arguments and fences before it sends anything), again while it
+   * fails with a ConnectionError: up to RESEND_ATTEMPTS attempts, the first
+   * resend at once and then after a doubling, jittered pause (10 ms up to
+   * 500 ms; about a second in all, each command bounded by the adapter's
+   * timeout), stopping when signal aborts. Each resend fences first on the
+   * connection that replaced the failed one, so a keyspace that came back
+   * foreign refuses it with a FenceError and nothing is written. The last
+   * error is thrown.
+   */
+  async resend<T>(attempt: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    for (let n = 0; ; n++) {
+      try {
+        return await attempt();
+      } catch (err) {
+        if (
+          !(err instanceof ConnectionError) ||
+          n + 1 >= RESEND_ATTEMPTS ||
+          signal?.aborted
+        ) {
+          throw err;
+        }
+        this.logger.debug(
+          "emq: an idempotent call failed in transport; resending it",
+          {
+            attempt: n + 1,
+            err: String(err),
+          },
+        );
+        await resendPause(n + 1, signal);
+      }
     }
   }
 

@@ -86,8 +86,30 @@ export class PayloadTooLargeError extends ArgumentError {
   }
 }
 
-/** The connection failed, or the server is not reachable; the cause says why. */
+/** How many attempts an idempotent call gets in all, across reconnects. */
+export const RESEND_ATTEMPTS = 8;
+
+/** The code of every ConnectionError. */
+export const CONNECTION_ERROR_CODE = "ECONNECTION";
+
+/**
+ * A call failed in transport, not by any answer of the server's: the
+ * connection was lost (the server restarted, or closed it), could not be
+ * opened, timed out, or met a server still loading its dataset; the cause
+ * says why. It is never a FenceError, even when the step that failed was
+ * the version fence. It is retryable: the client fences again before its
+ * next command. Idempotent calls (push, pushBatch, enqueue, enqueueAt and
+ * the read-only size, sizes, browse, get, page) are already resent by the
+ * client a few times over about a second; the others (claim, complete,
+ * retry, bury, extend, revive, purge, promote, reap, completeClaim, ...)
+ * are never resent, as they may or may not have run.
+ */
 export class ConnectionError extends Error {
+  /** Always CONNECTION_ERROR_CODE. */
+  readonly code = CONNECTION_ERROR_CODE;
+  /** Always true: the call may be made again. */
+  readonly retryable = true;
+
   constructor(message: string, cause?: unknown) {
     super("emq: connection: " + message, { cause });
     this.name = "ConnectionError";

@@ -12,6 +12,7 @@ export {
   ArgumentError,
   BundleError,
   ConnectionError,
+  CONNECTION_ERROR_CODE,
   FenceError,
   LeaseLostError,
   NoNodeError,

@@ -36,10 +36,11 @@ import {
   setIsLex,
   stateSet,
   type ScriptExec,
+  type Settled,
   type SetName,
   type State,
 } from "./gen/index.js";
-import { ArgumentError } from "./errors.js";
+import { ArgumentError, ConnectionError, RESEND_ATTEMPTS } from "./errors.js";
 import type { Client } from "./client.js";
 
 /** A job's payload as given: bytes, or text (sent as UTF-8). */
@@ -154,15 +155,19 @@ export class Queue {
    * duplicate id (the row is left untouched); an id of another kind than the
    * work kind is refused with a KindError. A push is idempotent while the
    * job exists: pushing an id again after an error never makes a second job
-   * while the first is queued, running or dead.
+   * while the first is queued, running or dead. A push that failed in
+   * transport is resent so (see Client.resend); should the lost attempt
+   * have admitted the job, the resend resolves false.
    */
   async push(id: string, payload: Payload): Promise<boolean> {
-    const x = this.#pushExec(id, payload);
-    await this.client.ensure();
-    const ok =
-      decodePush(await runScript(this.client.adapter, x)) === PUSH_ENQUEUED;
-    this.#counted(ok ? 1 : 0);
-    return ok;
+    return this.client.resend(async () => {
+      const x = this.#pushExec(id, payload);
+      await this.client.ensure();
+      const ok =
+        decodePush(await runScript(this.client.adapter, x)) === PUSH_ENQUEUED;
+      this.#counted(ok ? 1 : 0);
+      return ok;
+    });
   }
 
   /**
@@ -185,23 +190,58 @@ export class Queue {
         throw err;
       }
     });
-    await this.client.ensure();
-    const res = await runScripts(this.client.adapter, xs);
+    // Resent across a reconnect: the jobs whose calls failed in transport,
+    // and only those (a resent job the lost attempt admitted reports false).
+    const out: BatchResult[] = jobs.map(() => ({ enqueued: false }));
+    let todo = xs.map((_, i) => i);
     let n = 0;
-    const out = res.map((r): BatchResult => {
-      if (!r.ok) {
-        const error =
-          r.error instanceof Error ? r.error : new Error(String(r.error));
-        return { enqueued: false, error };
-      }
+    for (let attempt = 0; todo.length > 0; attempt++) {
+      const idx = todo;
+      let res: Settled[];
       try {
-        const ok = decodePush(r.value) === PUSH_ENQUEUED;
-        n += ok ? 1 : 0;
-        return { enqueued: ok };
+        await this.client.resend(() => this.client.ensure());
+        res = await runScripts(
+          this.client.adapter,
+          idx.map((i) => xs[i]!),
+        );
       } catch (err) {
-        return { enqueued: false, error: err as Error };
+        if (
+          !(err instanceof ConnectionError) ||
+          attempt + 1 >= RESEND_ATTEMPTS
+        ) {
+          throw err;
+        }
+        continue;
       }
-    });
+      todo = [];
+      res.forEach((r, j) => {
+        const i = idx[j]!;
+        if (!r.ok) {
+          const error =
+            r.error instanceof Error ? r.error : new Error(String(r.error));
+          out[i] = { enqueued: false, error };
+          if (
+            error instanceof ConnectionError &&
+            attempt + 1 < RESEND_ATTEMPTS
+          ) {
+            todo.push(i);
+          }
+          return;
+        }
+        try {
+          const ok = decodePush(r.value) === PUSH_ENQUEUED;
+          n += ok ? 1 : 0;
+          out[i] = { enqueued: ok };
+        } catch (err) {
+          out[i] = { enqueued: false, error: err as Error };
+        }
+      });
+      if (todo.length > 0) {
+        await new Promise((r) =>
+          setTimeout(r, Math.min(10 * 2 ** attempt, 500)),
+        );
+      }
+    }
     this.#counted(n);
     return out;
   }
@@ -212,17 +252,19 @@ export class Queue {
    * kind than the work kind is refused with a KindError.
    */
   async enqueue(id: string, payload: Payload): Promise<boolean> {
-    const row = this.keys.row(id);
-    this.client.checkPayload(payload);
-    await this.client.ensure();
-    const n = await runEnqueue(this.client.adapter, {
-      row,
-      pending: this.keys.pending,
-      id,
-      payload: bytes(payload),
+    return this.client.resend(async () => {
+      const row = this.keys.row(id);
+      this.client.checkPayload(payload);
+      await this.client.ensure();
+      const n = await runEnqueue(this.client.adapter, {
+        row,
+        pending: this.keys.pending,
+        id,
+        payload: bytes(payload),
+      });
+      this.#counted(n === ENQUEUE_ENQUEUED ? 1 : 0);
+      return n === ENQUEUE_ENQUEUED;
     });
-    this.#counted(n === ENQUEUE_ENQUEUED ? 1 : 0);
-    return n === ENQUEUE_ENQUEUED;
   }
 
   /**
@@ -235,19 +277,21 @@ export class Queue {
     payload: Payload,
     runAtMs: number,
   ): Promise<boolean> {
-    const row = this.keys.row(id);
-    this.client.checkPayload(payload);
-    nonNegativeInt("run-at", runAtMs);
-    await this.client.ensure();
-    const n = await runEnqueueAt(this.client.adapter, {
-      row,
-      schedule: this.keys.schedule,
-      id,
-      payload: bytes(payload),
-      runAtMs,
+    return this.client.resend(async () => {
+      const row = this.keys.row(id);
+      this.client.checkPayload(payload);
+      nonNegativeInt("run-at", runAtMs);
+      await this.client.ensure();
+      const n = await runEnqueueAt(this.client.adapter, {
+        row,
+        schedule: this.keys.schedule,
+        id,
+        payload: bytes(payload),
+        runAtMs,
+      });
+      this.#counted(n === ENQUEUE_AT_ENQUEUED ? 1 : 0);
+      return n === ENQUEUE_AT_ENQUEUED;
     });
-    this.#counted(n === ENQUEUE_AT_ENQUEUED ? 1 : 0);
-    return n === ENQUEUE_AT_ENQUEUED;
   }
 
   /**
@@ -460,9 +504,11 @@ export class Queue {
 
   /** How many ids set s holds. */
   async size(s: SetName): Promise<number> {
-    const key = this.#setKey(s);
-    await this.client.ensure();
-    return Number(await this.client.adapter.send(["ZCARD", key]));
+    return this.client.resend(async () => {
+      const key = this.#setKey(s);
+      await this.client.ensure();
+      return Number(await this.client.adapter.send(["ZCARD", key]));
+    });
   }
 
   /**
@@ -476,19 +522,21 @@ export class Queue {
 
   /** The size of every set, read in one round trip. */
   async sizes(): Promise<Record<SetName, number>> {
-    await this.client.ensure();
-    const res = await this.client.adapter.sendMany(
-      SETS.map((s) => ["ZCARD", this.keys.set(s)]),
-    );
-    const out = {} as Record<SetName, number>;
-    SETS.forEach((s, i) => {
-      const r = res[i]!;
-      if (!r.ok) {
-        throw r.error;
-      }
-      out[s] = Number(r.value);
+    return this.client.resend(async () => {
+      await this.client.ensure();
+      const res = await this.client.adapter.sendMany(
+        SETS.map((s) => ["ZCARD", this.keys.set(s)]),
+      );
+      const out = {} as Record<SetName, number>;
+      SETS.forEach((s, i) => {
+        const r = res[i]!;
+        if (!r.ok) {
+          throw r.error;
+        }
+        out[s] = Number(r.value);
+      });
+      return out;
     });
-    return out;
   }
 
   /**
@@ -497,55 +545,59 @@ export class Queue {
    * or completed and retired).
    */
   async get(id: string): Promise<JobInfo | null> {
-    const row = this.keys.row(id);
-    await this.client.ensure();
-    const cmds = [
-      ["HGETALL", row],
-      ...SETS.map((s) => ["ZSCORE", this.keys.set(s), id]),
-    ];
-    const res = await this.client.adapter.sendMany(cmds);
-    const h = res[0]!;
-    if (!h.ok) {
-      throw h.error;
-    }
-    const flat = h.value as unknown[];
-    if (!Array.isArray(flat) || flat.length === 0) {
-      return null;
-    }
-    const m = new Map<string, Buffer>();
-    for (let i = 0; i + 1 < flat.length; i += 2) {
-      const v = flat[i + 1];
-      m.set(str(flat[i]), Buffer.isBuffer(v) ? v : Buffer.from(String(v)));
-    }
-    const state = m.get(FIELD_STATE)?.toString() ?? "";
-    if (!isState(state)) {
-      throw new Error(
-        "emq: get " +
-          id +
-          ": the row holds an unknown state " +
-          JSON.stringify(state),
-      );
-    }
-    const attempts = Number(m.get(FIELD_TOKEN)?.toString());
-    if (!Number.isSafeInteger(attempts)) {
-      throw new Error("emq: get " + id + ": the row's token is not an integer");
-    }
-    let atMs: number | undefined;
-    const set = stateSet(state);
-    SETS.forEach((s, i) => {
-      const r = res[i + 1]!;
-      if (s === set && !setIsLex(s) && r.ok && r.value !== null) {
-        atMs = Number(str(r.value));
+    return this.client.resend(async () => {
+      const row = this.keys.row(id);
+      await this.client.ensure();
+      const cmds = [
+        ["HGETALL", row],
+        ...SETS.map((s) => ["ZSCORE", this.keys.set(s), id]),
+      ];
+      const res = await this.client.adapter.sendMany(cmds);
+      const h = res[0]!;
+      if (!h.ok) {
+        throw h.error;
       }
+      const flat = h.value as unknown[];
+      if (!Array.isArray(flat) || flat.length === 0) {
+        return null;
+      }
+      const m = new Map<string, Buffer>();
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const v = flat[i + 1];
+        m.set(str(flat[i]), Buffer.isBuffer(v) ? v : Buffer.from(String(v)));
+      }
+      const state = m.get(FIELD_STATE)?.toString() ?? "";
+      if (!isState(state)) {
+        throw new Error(
+          "emq: get " +
+            id +
+            ": the row holds an unknown state " +
+            JSON.stringify(state),
+        );
+      }
+      const attempts = Number(m.get(FIELD_TOKEN)?.toString());
+      if (!Number.isSafeInteger(attempts)) {
+        throw new Error(
+          "emq: get " + id + ": the row's token is not an integer",
+        );
+      }
+      let atMs: number | undefined;
+      const set = stateSet(state);
+      SETS.forEach((s, i) => {
+        const r = res[i + 1]!;
+        if (s === set && !setIsLex(s) && r.ok && r.value !== null) {
+          atMs = Number(str(r.value));
+        }
+      });
+      const info: JobInfo = {
+        id,
+        state,
+        attempts,
+        payload: m.get(FIELD_PAYLOAD) ?? Buffer.alloc(0),
+        ...(atMs === undefined ? {} : { atMs }),
+      };
+      return info;
     });
-    const info: JobInfo = {
-      id,
-      state,
-      attempts,
-      payload: m.get(FIELD_PAYLOAD) ?? Buffer.alloc(0),
-      ...(atMs === undefined ? {} : { atMs }),
-    };
-    return info;
   }
 
   /**
@@ -557,98 +609,100 @@ export class Queue {
    * anything is sent.
    */
   async page(s: SetName, after: string, n: number): Promise<Page> {
-    const key = this.#setKey(s);
-    positiveInt("page size", n);
-    const lex = setIsLex(s);
-    let curScore = "";
-    let curId = "";
-    if (after !== "") {
-      if (lex) {
-        curId = after;
-      } else {
-        const slash = after.indexOf("/");
-        curScore = slash < 0 ? "" : after.slice(0, slash);
-        curId = slash < 0 ? "" : after.slice(slash + 1);
-        if (!/^-?\d+$/.test(curScore)) {
+    return this.client.resend(async () => {
+      const key = this.#setKey(s);
+      positiveInt("page size", n);
+      const lex = setIsLex(s);
+      let curScore = "";
+      let curId = "";
+      if (after !== "") {
+        if (lex) {
+          curId = after;
+        } else {
+          const slash = after.indexOf("/");
+          curScore = slash < 0 ? "" : after.slice(0, slash);
+          curId = slash < 0 ? "" : after.slice(slash + 1);
+          if (!/^-?\d+$/.test(curScore)) {
+            throw new ArgumentError("cursor " + JSON.stringify(after));
+          }
+        }
+        try {
+          parseId(curId);
+        } catch {
           throw new ArgumentError("cursor " + JSON.stringify(after));
         }
       }
-      try {
-        parseId(curId);
-      } catch {
-        throw new ArgumentError("cursor " + JSON.stringify(after));
-      }
-    }
-    await this.client.ensure();
-    const a = this.client.adapter;
-    const ids: string[] = [];
-    const scores: string[] = [];
-    if (lex) {
-      const max = after === "" ? "+" : "(" + curId;
-      const got = (await a.send([
-        "ZRANGE",
-        key,
-        max,
-        "-",
-        "BYLEX",
-        "REV",
-        "LIMIT",
-        "0",
-        String(n),
-      ])) as unknown[];
-      for (const m of got) {
-        ids.push(str(m));
-      }
-    } else {
-      let rest = "+inf";
-      if (after !== "") {
-        const same = (await a.send([
+      await this.client.ensure();
+      const a = this.client.adapter;
+      const ids: string[] = [];
+      const scores: string[] = [];
+      if (lex) {
+        const max = after === "" ? "+" : "(" + curId;
+        const got = (await a.send([
           "ZRANGE",
           key,
-          curScore,
-          curScore,
-          "BYSCORE",
-          "REV",
-          "WITHSCORES",
-        ])) as unknown[];
-        for (let i = 0; i + 1 < same.length && ids.length < n; i += 2) {
-          const m = str(same[i]);
-          if (m < curId) {
-            ids.push(m);
-            scores.push(str(same[i + 1]));
-          }
-        }
-        rest = "(" + curScore;
-      }
-      if (ids.length < n) {
-        const zs = (await a.send([
-          "ZRANGE",
-          key,
-          rest,
-          "-inf",
-          "BYSCORE",
+          max,
+          "-",
+          "BYLEX",
           "REV",
           "LIMIT",
           "0",
-          String(n - ids.length),
-          "WITHSCORES",
+          String(n),
         ])) as unknown[];
-        for (let i = 0; i + 1 < zs.length; i += 2) {
-          ids.push(str(zs[i]));
-          scores.push(str(zs[i + 1]));
+        for (const m of got) {
+          ids.push(str(m));
+        }
+      } else {
+        let rest = "+inf";
+        if (after !== "") {
+          const same = (await a.send([
+            "ZRANGE",
+            key,
+            curScore,
+            curScore,
+            "BYSCORE",
+            "REV",
+            "WITHSCORES",
+          ])) as unknown[];
+          for (let i = 0; i + 1 < same.length && ids.length < n; i += 2) {
+            const m = str(same[i]);
+            if (m < curId) {
+              ids.push(m);
+              scores.push(str(same[i + 1]));
+            }
+          }
+          rest = "(" + curScore;
+        }
+        if (ids.length < n) {
+          const zs = (await a.send([
+            "ZRANGE",
+            key,
+            rest,
+            "-inf",
+            "BYSCORE",
+            "REV",
+            "LIMIT",
+            "0",
+            String(n - ids.length),
+            "WITHSCORES",
+          ])) as unknown[];
+          for (let i = 0; i + 1 < zs.length; i += 2) {
+            ids.push(str(zs[i]));
+            scores.push(str(zs[i + 1]));
+          }
         }
       }
-    }
-    for (const id of ids) {
-      parseId(id);
-    }
-    if (ids.length < n) {
-      return { ids, next: "" };
-    }
-    const last = ids.length - 1;
-    const next = lex
-      ? ids[last]!
-      : String(Math.trunc(Number(scores[last]))) + "/" + ids[last]!;
-    return { ids, next };
+      for (const id of ids) {
+        parseId(id);
+      }
+      if (ids.length < n) {
+        return { ids, next: "" };
+      }
+      const last = ids.length - 1;
+      const next = lex
+        ? ids[last]!
+        : String(Math.trunc(Number(scores[last]))) + "/" + ids[last]!;
+      return { ids, next };
+    });
   }
 }

@@ -33,20 +33,25 @@ export class RedisServer {
   readonly dir: string;
   #proc: ChildProcess | undefined;
   #raw: Raw | undefined;
+  #aof = false;
 
   private constructor(port: number, dir: string) {
     this.port = port;
     this.dir = dir;
   }
 
-  /** Starts a server on a free port. */
-  static async start(): Promise<RedisServer> {
+  /**
+   * Starts a server on a free port; with aof, one that writes every command
+   * to its append-only file before answering (a SIGKILL loses nothing).
+   */
+  static async start(opts: { aof?: boolean } = {}): Promise<RedisServer> {
     const probe = spawnSync("redis-server", ["--version"]);
     if (probe.error) {
       throw new Error(hint + " (" + probe.error.message + ")");
     }
     const dir = mkdtempSync(join(tmpdir(), "emq-ts-"));
     const s = new RedisServer(await freePort(), dir);
+    s.#aof = opts.aof ?? false;
     await s.#spawn();
     return s;
   }
@@ -67,7 +72,9 @@ export class RedisServer {
         "--save",
         "",
         "--appendonly",
-        "no",
+        this.#aof ? "yes" : "no",
+        "--appendfsync",
+        "always",
         "--dir",
         this.dir,
       ],
@@ -140,6 +147,27 @@ export class RedisServer {
     return out;
   }
 
+  /** Kills the server (SIGKILL: no shutdown save), leaving its directory. */
+  async kill(): Promise<void> {
+    if (this.#raw !== undefined) {
+      this.#raw.destroy();
+      this.#raw = undefined;
+    }
+    const p = this.#proc;
+    if (p && p.exitCode === null && p.signalCode === null) {
+      await new Promise<void>((resolve) => {
+        p.once("exit", () => resolve());
+        p.kill("SIGKILL");
+      });
+    }
+  }
+
+  /** Kills the server and starts it again on the same port and directory. */
+  async restart(): Promise<void> {
+    await this.kill();
+    await this.#spawn();
+  }
+
   /** Stops the server and removes its directory. */
   async stop(): Promise<void> {
     if (this.#raw !== undefined) {
@@ -147,7 +175,7 @@ export class RedisServer {
       this.#raw = undefined;
     }
     const p = this.#proc;
-    if (p && p.exitCode === null) {
+    if (p && p.exitCode === null && p.signalCode === null) {
       await new Promise<void>((resolve) => {
         p.once("exit", () => resolve());
         p.kill("SIGKILL");
