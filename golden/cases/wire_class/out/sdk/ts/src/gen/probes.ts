@@ -28,7 +28,7 @@ export interface ProbeStep {
 
 /** A named list of checks that a live server behaves as the manifest says. */
 export interface Probe {
-  /** What it checks, e.g. "wire class EMQKIND". */
+  /** What it checks, e.g. "a wire class" and its class word. */
   readonly target: string;
   readonly summary: string;
   readonly steps: readonly ProbeStep[];
