@@ -13,6 +13,7 @@ import (
 
 	"github.com/echomq/echomq/dashboard"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -29,12 +30,12 @@ const aclPassword = "s3cret-dashboard-acl"
 // aclDashboard reads queue q's pages, read-only, with Options.Queues
 // naming it: no SCAN.
 func aclDashboard(q string) []string {
-	k, _ := emq.NewQueueKeys(q)
-	mig, _ := emq.KeyMigration(q)
+	k, _ := wire.NewQueueKeys(q)
+	mig, _ := wire.KeyMigration(q)
 	return []string{
 		"+ping", "+cluster|slots",
 		"+get", "+time", "+zcard", "+exists", "+zrange", "+zscore", "+hmget", "+hgetall", "+zcount", "+zlexcount",
-		"%R~" + emq.KeyVersion, "%R~" + mig, "%R~" + commonPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
+		"%R~" + wire.KeyVersion, "%R~" + mig, "%R~" + commonPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
 	}
 }
 
@@ -69,7 +70,7 @@ func newServer(t *testing.T, h http.Handler) *httptest.Server {
 
 // aclDashboardActions adds what revive, purge and run-now write.
 func aclDashboardActions(q string) []string {
-	k, _ := emq.NewQueueKeys(q)
+	k, _ := wire.NewQueueKeys(q)
 	return append(aclDashboard(q),
 		"+evalsha", "+eval", "+hget", "+hset", "+hlen", "+zadd", "+zrem", "+llen", "+rpush", "+del",
 		"~"+k.Pending, "~"+k.Schedule, "~"+k.Dead, "~"+k.Wake, "~"+k.RowPrefix()+"*")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/echomq/echomq/dashboard"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 var idRE = regexp.MustCompile(`/job/([0-9A-Za-z]{14})"`)
@@ -514,7 +515,7 @@ func TestMountedUnderABase(t *testing.T) {
 // write: an action answers 409 and changes nothing.
 func TestActionOnAnUnfencedKeyspace(t *testing.T) {
 	w := seed(t, 1, 1)
-	if _, err := w.srv.Do("DEL", emq.KeyVersion); err != nil {
+	if _, err := w.srv.Do("DEL", wire.KeyVersion); err != nil {
 		t.Fatal(err)
 	}
 	_, hs := serve(t, w.srv, dashboard.Options{Actions: true})

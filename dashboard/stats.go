@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // statsOf reads the stats of names, in order, in one round trip after
@@ -201,7 +202,7 @@ func (d *Dashboard) sampleQueue(ctx context.Context, name string) error {
 		return err
 	}
 	p := Point{At: now, LeftPending: -1, Completed: -1}
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		p.Sizes = append(p.Sizes, sizes[s])
 	}
 	// The newest pending id, and how many of the previous sample's
@@ -212,7 +213,7 @@ func (d *Dashboard) sampleQueue(ctx context.Context, name string) error {
 		p.newest = ids[0]
 	}
 	if prev, ok := d.hist.last(name); ok {
-		pending := prev.Sizes[slices.Index(emq.Sets(), emq.SetPending)]
+		pending := prev.Sizes[slices.Index(wire.Sets(), emq.SetPending)]
 		still := int64(0)
 		if !prev.newest.IsZero() {
 			if still, err = q.CountUpTo(ctx, emq.SetPending, prev.newest); err != nil {

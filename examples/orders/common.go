@@ -13,8 +13,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/redis/rueidis"
-
 	"github.com/echomq/echomq/sdk/go/emq"
 )
 
@@ -59,7 +57,7 @@ func parse(fs *flag.FlagSet, args []string, out io.Writer) error {
 // handle of c.queue.
 func (c *common) open(ctx context.Context, log *slog.Logger, m emq.Metrics) (*emq.Client, *emq.Queue, error) {
 	client, err := emq.Connect(ctx, emq.Options{
-		Redis:   rueidis.ClientOption{InitAddress: []string{c.addr}},
+		Addr:    c.addr,
 		Logger:  log,
 		Metrics: m,
 	})

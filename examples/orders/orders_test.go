@@ -21,6 +21,7 @@ import (
 
 	"github.com/echomq/echomq/examples/orders"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -403,7 +404,7 @@ func TestProducerFlags(t *testing.T) {
 // TestDecode is the payload contract: an ORD id and a positive quantity,
 // the id re-parsed on decoding.
 func TestDecode(t *testing.T) {
-	gen, err := emq.NewGenerator(1)
+	gen, err := wire.NewGenerator(1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,24 +440,24 @@ func TestDecode(t *testing.T) {
 // string, and no row field, state, set or kind name as a whole string. The
 // examples use the SDK's names only.
 func TestNoProtocolLiterals(t *testing.T) {
-	keys, err := emq.NewQueueKeys("q")
+	keys, err := wire.NewQueueKeys("q")
 	if err != nil {
 		t.Fatal(err)
 	}
 	prefix, _, _ := strings.Cut(keys.Pending, "{")
-	reserve, _, _ := strings.Cut(emq.KeyVersion, ":")
-	inside := []string{prefix, reserve, emq.Version, emq.VersionRecord}
+	reserve, _, _ := strings.Cut(wire.KeyVersion, ":")
+	inside := []string{prefix, reserve, emq.Version, wire.VersionRecord}
 	whole := map[string]bool{}
-	for _, f := range emq.RowFields() {
+	for _, f := range wire.RowFields() {
 		whole[f] = true
 	}
-	for _, k := range emq.Kinds() {
+	for _, k := range wire.Kinds() {
 		whole[string(k)] = true
 	}
-	for _, s := range emq.States() {
+	for _, s := range wire.States() {
 		whole[string(s)] = true
 	}
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		whole[string(s)] = true
 	}
 	files, _ := filepath.Glob("../*/*.go")

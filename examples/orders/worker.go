@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // errSimulated is the failure -fail-rate injects.
@@ -122,7 +123,7 @@ func RunWorker(ctx context.Context, args []string, stdout io.Writer) error {
 	defer cancel()
 	if sizes, err := q.Sizes(sctx); err == nil {
 		attrs := make([]any, 0, 2*len(sizes))
-		for _, s := range emq.Sets() {
+		for _, s := range wire.Sets() {
 			attrs = append(attrs, string(s), sizes[s])
 		}
 		log.Info("queue sizes", attrs...)

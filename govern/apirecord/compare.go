@@ -86,7 +86,7 @@ func CompareAPI(old, new []string) []Break {
 	for _, l := range sortedKeys(oldSet) {
 		f := describe(l)
 		if f.member == "unexported" {
-			delete(openIface, "type "+f.owner)
+			delete(openIface, f.pkg+"type "+f.owner)
 		}
 		if newSet[l] {
 			continue
@@ -114,7 +114,7 @@ func CompareAPI(old, new []string) []Break {
 		if oldSet[l] || oldKeys[f.key] || f.container != "interface" || f.member == "" {
 			continue
 		}
-		header := "type " + f.owner
+		header := f.pkg + "type " + f.owner
 		if !openIface[header] || describe(newByKey[header]).container != "interface" {
 			continue
 		}

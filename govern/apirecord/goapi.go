@@ -5,13 +5,14 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"path"
 	"sort"
 	"strings"
 
 	"github.com/echomq/echomq/gen/target"
 )
 
-// GoAPI returns the exported API of the generated Go package: every file
+// GoAPI returns the exported API of one generated Go package: every file
 // of files whose path ends in _gen.go is parsed (they must all declare the
 // same package) and each exported feature becomes one line, in the style
 // of Go's api/go1.*.txt files without their "pkg p, " prefix. The lines
@@ -61,32 +62,48 @@ func GoAPI(files []target.File) ([]string, error) {
 	if len(gen) == 0 {
 		return nil, fmt.Errorf("surface: no _gen.go file among %d files", len(files))
 	}
-	sort.Slice(gen, func(i, j int) bool { return gen[i].Path < gen[j].Path })
+	pkg, err := parsePackage(token.NewFileSet(), "", gen)
+	if err != nil {
+		return nil, err
+	}
+	return pkg.lines()
+}
+
+// parsePackage parses the files of one package, which must all declare
+// the same package name, and collects its declarations.
+func parsePackage(fset *token.FileSet, importPath string, files []target.File) (*pkgInfo, error) {
+	files = append([]target.File(nil), files...)
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	pkg := &pkgInfo{
-		fset:     token.NewFileSet(),
+		fset:     fset,
+		path:     importPath,
 		consts:   map[string]*constDecl{},
 		vars:     map[string]*varDecl{},
 		funcs:    map[string]*funcDecl{},
 		methods:  map[string]map[string]*funcDecl{},
 		types:    map[string]bool{},
+		specs:    map[string]*typeDecl{},
 		memo:     map[string]valueType{},
 		visiting: map[string]bool{},
 	}
-	var name string
-	for _, f := range gen {
+	for _, f := range files {
 		af, err := parser.ParseFile(pkg.fset, f.Path, f.Data, parser.SkipObjectResolution)
 		if err != nil {
 			return nil, fmt.Errorf("surface: %w", err)
 		}
-		if name == "" {
-			name = af.Name.Name
-		} else if af.Name.Name != name {
-			return nil, fmt.Errorf("surface: %s is package %s, not %s", f.Path, af.Name.Name, name)
+		if pkg.name == "" {
+			pkg.name = af.Name.Name
+		} else if af.Name.Name != pkg.name {
+			return nil, fmt.Errorf("surface: %s is package %s, not %s", f.Path, af.Name.Name, pkg.name)
 		}
 		pkg.files = append(pkg.files, &parsedFile{ast: af, ctx: newFileCtx(pkg.fset, af)})
 	}
 	pkg.collect()
+	return pkg, nil
+}
 
+// lines returns the package's API lines, sorted and free of duplicates.
+func (p *pkgInfo) lines() ([]string, error) {
 	seen := map[string]bool{}
 	var lines []string
 	add := func(l string) {
@@ -95,8 +112,8 @@ func GoAPI(files []target.File) ([]string, error) {
 			lines = append(lines, l)
 		}
 	}
-	for _, f := range pkg.files {
-		if err := pkg.fileLines(f, add); err != nil {
+	for _, f := range p.files {
+		if err := p.fileLines(f, add); err != nil {
 			return nil, err
 		}
 	}
@@ -113,12 +130,16 @@ type parsedFile struct {
 // printing and for inferring the types of untyped declarations.
 type pkgInfo struct {
 	fset    *token.FileSet
+	name    string              // the package name the files declare
+	path    string              // the import path; "" for GoAPI's single package
+	deps    map[string]*pkgInfo // the other recorded packages, by import path
 	files   []*parsedFile
 	consts  map[string]*constDecl
 	vars    map[string]*varDecl
 	funcs   map[string]*funcDecl
 	methods map[string]map[string]*funcDecl // receiver base type -> name -> decl
 	types   map[string]bool                 // package-level type names
+	specs   map[string]*typeDecl            // package-level type declarations
 
 	memo     map[string]valueType // "const X" / "var X" -> type
 	visiting map[string]bool
@@ -139,6 +160,11 @@ type varDecl struct {
 	// multi is set when the names share one multi-valued call.
 	multi bool
 	file  *fileCtx
+}
+
+type typeDecl struct {
+	spec *ast.TypeSpec
+	file *fileCtx
 }
 
 type funcDecl struct {
@@ -166,7 +192,9 @@ func (p *pkgInfo) collect() {
 				switch d.Tok {
 				case token.TYPE:
 					for _, s := range d.Specs {
-						p.types[s.(*ast.TypeSpec).Name.Name] = true
+						ts := s.(*ast.TypeSpec)
+						p.types[ts.Name.Name] = true
+						p.specs[ts.Name.Name] = &typeDecl{spec: ts, file: f.ctx}
 					}
 				case token.CONST:
 					// A spec without type and values repeats the
@@ -418,4 +446,93 @@ func (p *pkgInfo) typeLines(f *fileCtx, ts *ast.TypeSpec, add func(string)) erro
 		add(head + " " + u)
 	}
 	return nil
+}
+
+// ModulePath is the import path of the repository root: a directory dir
+// of the tree holds the package ModulePath + "/" + dir (the Go SDK's own
+// module, sdk/go, is github.com/echomq/echomq/sdk/go, so this holds there
+// too).
+const ModulePath = "github.com/echomq/echomq"
+
+// LegacyPackage is the package that the unqualified lines of a record
+// written before records were package-qualified describe: those records
+// (2.0.0 to 2.1.1) held the generated wire layer, then package emq in
+// sdk/go/emq and now package wire in sdk/go/emq/wire, with the same
+// exported names. ReadAPI reads such a line as that package's.
+const LegacyPackage = ModulePath + "/sdk/go/emq/wire"
+
+// pkgPrefix starts every package-qualified line.
+const pkgPrefix = "pkg "
+
+// Qualify returns line as a line of the package importPath: "pkg
+// <importPath>, <line>".
+func Qualify(importPath, line string) string { return pkgPrefix + importPath + ", " + line }
+
+// SDKAPI returns the whole public API of the Go packages among files:
+// every .go file that is not a test is grouped by its directory, each
+// directory is one package (ModulePath + "/" + directory), and each line
+// GoAPI would give for the package's files — generated and hand-written
+// alike — is package-qualified with Qualify, in the style of Go's
+// api/go1.*.txt files:
+//
+//	pkg github.com/echomq/echomq/sdk/go/emq, method (*Worker) Run(context.Context) error
+//	pkg github.com/echomq/echomq/sdk/go/emq/wire, func ParseID(string) (ID, error)
+//
+// Types are written as the package's own source spells them (an alias
+// ID = wire.ID keeps ID in emq's signatures, and its own line "type ID =
+// wire.ID" records what it stands for), except that a constant or
+// variable declared without a type whose value is another recorded
+// package's constant, variable or function takes that declaration's type,
+// qualified (const KindJOB = wire.KindJOB records "const KindJOB
+// wire.Kind").
+//
+// Why the syntax and not go/types (golang.org/x/tools/go/packages or
+// golang.org/x/exp/apidiff): the frozen records under golden/releases are
+// compared line by line with what this function produces, so the lines
+// must keep exactly the spelling those records were written in; the gate
+// runs on generated files that exist only in memory, beside hand-written
+// files on disk, without building the SDK module or loading rueidis; and
+// what the syntax cannot decide is refused with a position asking for an
+// explicit type, never guessed. The cost is that a type is recorded as
+// spelled: a change behind an alias shows up on the alias's own line, and
+// a hand-written declaration must have a type the files decide.
+func SDKAPI(files []target.File) ([]string, error) {
+	byDir := map[string][]target.File{}
+	for _, f := range files {
+		if !strings.HasSuffix(f.Path, ".go") || strings.HasSuffix(f.Path, "_test.go") {
+			continue
+		}
+		d := path.Dir(f.Path)
+		byDir[d] = append(byDir[d], f)
+	}
+	if len(byDir) == 0 {
+		return nil, fmt.Errorf("surface: no Go file among %d files", len(files))
+	}
+	fset := token.NewFileSet()
+	pkgs := map[string]*pkgInfo{}
+	var paths []string
+	for d, fs := range byDir {
+		ip := ModulePath + "/" + d
+		p, err := parsePackage(fset, ip, fs)
+		if err != nil {
+			return nil, err
+		}
+		pkgs[ip] = p
+		paths = append(paths, ip)
+	}
+	sort.Strings(paths)
+	var out []string
+	for _, ip := range paths {
+		p := pkgs[ip]
+		p.deps = pkgs
+		lines, err := p.lines()
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range lines {
+			out = append(out, Qualify(ip, l))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

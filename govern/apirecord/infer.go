@@ -3,6 +3,7 @@ package apirecord
 import (
 	"fmt"
 	"go/ast"
+	"go/scanner"
 	"go/token"
 	"strings"
 )
@@ -128,6 +129,11 @@ func (p *pkgInfo) constExpr(f *fileCtx, e ast.Expr) (valueType, error) {
 			return p.constType(e.Name)
 		}
 		return valueType{}, f.errorf(e, "cannot infer the type of %s: not a constant of the generated files", e.Name)
+	case *ast.SelectorExpr:
+		if dep, name, ok := p.imported(f, e); ok && dep.consts[name] != nil {
+			t, err := dep.constType(name)
+			return dep.qualify(t), err
+		}
 	case *ast.ParenExpr:
 		return p.constExpr(f, e.X)
 	case *ast.UnaryExpr:
@@ -269,6 +275,30 @@ func (p *pkgInfo) valueExpr(f *fileCtx, e ast.Expr) (valueType, error) {
 			return untyped("bool"), nil
 		}
 		return valueType{}, f.errorf(e, "cannot infer the type of %s: not declared in the generated files", e.Name)
+	case *ast.SelectorExpr:
+		if dep, name, ok := p.imported(f, e); ok {
+			switch {
+			case dep.consts[name] != nil:
+				t, err := dep.constType(name)
+				return dep.qualify(t), err
+			case dep.vars[name] != nil:
+				t, err := dep.varType(name)
+				return dep.qualify(t), err
+			case dep.funcs[name] != nil:
+				fd := dep.funcs[name]
+				s, err := dep.printer(fd.file).typ(fd.decl.Type)
+				return dep.qualify(typed(s)), err
+			}
+		} else if x, ok := e.X.(*ast.Ident); !ok || f.paths[x.Name] == "" || p.vars[x.Name] != nil || p.consts[x.Name] != nil {
+			// A field of a value of a struct type the recorded files declare.
+			xt, err := p.valueExpr(f, e.X)
+			if err != nil {
+				return valueType{}, err
+			}
+			if t, ok := p.field(xt.defaulted().typ, e.Sel.Name); ok {
+				return t, nil
+			}
+		}
 	case *ast.ParenExpr:
 		return p.valueExpr(f, e.X)
 	case *ast.CompositeLit:
@@ -381,6 +411,18 @@ func (p *pkgInfo) results(f *fileCtx, e ast.Expr) ([]valueType, error) {
 			if r, ok := knownResults[q+"."+fn.Sel.Name]; ok {
 				return []valueType{typed(r)}, nil
 			}
+			if dep, name, ok := p.imported(f, fn); ok {
+				if fd := dep.funcs[name]; fd != nil {
+					rs, err := dep.funcResults(fd, name)
+					for i := range rs {
+						rs[i] = dep.qualify(rs[i])
+					}
+					return rs, err
+				}
+				if dep.types[name] {
+					return []valueType{typed(dep.name + "." + name)}, nil
+				}
+			}
 			return nil, f.errorf(fn, "cannot infer the result of %s.%s without type-checking its package", x.Name, fn.Sel.Name)
 		}
 		// A method of a value of a package type.
@@ -427,4 +469,93 @@ func (p *pkgInfo) funcResults(fd *funcDecl, name string) ([]valueType, error) {
 func receiverParams(d *ast.FuncDecl) []string {
 	_, _, tps := receiver(d)
 	return tps
+}
+
+// imported resolves pkg.Name written in f to a recorded package other than
+// p (see SDKAPI) and the name in it.
+func (p *pkgInfo) imported(f *fileCtx, e *ast.SelectorExpr) (*pkgInfo, string, bool) {
+	x, ok := e.X.(*ast.Ident)
+	if !ok || p.vars[x.Name] != nil || p.consts[x.Name] != nil || p.funcs[x.Name] != nil || p.types[x.Name] {
+		return nil, "", false
+	}
+	dep := p.deps[f.paths[x.Name]]
+	if dep == nil || dep == p {
+		return nil, "", false
+	}
+	return dep, e.Sel.Name, true
+}
+
+// qualify spells a type printed inside p as another package sees it: every
+// package-level type name of p gets p's package name as its qualifier
+// (Kind becomes wire.Kind, *ClassError *wire.ClassError). Untyped kinds
+// and predeclared types are unchanged.
+func (p *pkgInfo) qualify(t valueType) valueType {
+	if !t.isTyped() {
+		return t
+	}
+	var s scanner.Scanner
+	fset := token.NewFileSet()
+	src := []byte(t.typ)
+	s.Init(fset.AddFile("", -1, len(src)), src, nil, 0)
+	var b strings.Builder
+	last, prev := 0, token.ILLEGAL
+	for {
+		pos, tok, lit := s.Scan()
+		if tok == token.EOF {
+			break
+		}
+		off := fset.Position(pos).Offset
+		if tok == token.IDENT && prev != token.PERIOD && p.types[lit] {
+			b.WriteString(t.typ[last:off])
+			b.WriteString(p.name + ".")
+			last = off
+		}
+		prev = tok
+	}
+	b.WriteString(t.typ[last:])
+	return typed(b.String())
+}
+
+// field returns the type of field name of the struct type typ (or a
+// pointer to it), as package p spells it, when one of the recorded
+// packages declares that type with that field (not promoted).
+func (p *pkgInfo) field(typ, name string) (valueType, bool) {
+	base := strings.TrimPrefix(typ, "*")
+	owner := p
+	if q, n, ok := strings.Cut(base, "."); ok {
+		owner = nil
+		for _, d := range p.deps {
+			if d.name == q && d != p {
+				owner = d
+			}
+		}
+		base = n
+	}
+	if owner == nil {
+		return valueType{}, false
+	}
+	td := owner.specs[base]
+	if td == nil || td.spec.TypeParams != nil {
+		return valueType{}, false
+	}
+	st, ok := td.spec.Type.(*ast.StructType)
+	if !ok {
+		return valueType{}, false
+	}
+	for _, fl := range st.Fields.List {
+		for _, n := range fl.Names {
+			if n.Name != name {
+				continue
+			}
+			s, err := owner.printer(td.file).typ(fl.Type)
+			if err != nil {
+				return valueType{}, false
+			}
+			if owner != p {
+				return owner.qualify(typed(s)), true
+			}
+			return typed(s), true
+		}
+	}
+	return valueType{}, false
 }

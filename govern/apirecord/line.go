@@ -1,6 +1,7 @@
 package apirecord
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
@@ -25,13 +26,36 @@ type feature struct {
 	// container is "struct" or "interface" for member lines and for the
 	// type header lines of structs and interfaces.
 	container string
+	// pkg is the "pkg <import path>, " prefix of a package-qualified
+	// line, which key also starts with; "" for an unqualified line.
+	pkg string
 }
 
-// parseLine takes an API line apart; it fails on anything GoAPI does not
-// produce.
+// parseLine takes an API line apart, package-qualified (see SDKAPI) or
+// not; it fails on anything SDKAPI or GoAPI does not produce.
 func parseLine(line string) (feature, error) {
+	rest, ok := strings.CutPrefix(line, pkgPrefix)
+	if !ok {
+		return parseBare(line)
+	}
+	ip, rest, ok := strings.Cut(rest, ", ")
+	if !ok || ip == "" || strings.ContainsAny(ip, " ,") {
+		return feature{}, fmt.Errorf("malformed API line %q: want pkg IMPORTPATH, FEATURE", line)
+	}
+	f, err := parseBare(rest)
+	if err != nil {
+		return feature{}, fmt.Errorf("malformed API line %q: %w", line, errors.Unwrap(err))
+	}
+	f.pkg = pkgPrefix + ip + ", "
+	f.key = f.pkg + f.key
+	return f, nil
+}
+
+// parseBare takes an unqualified API line apart; it fails on anything
+// GoAPI does not produce.
+func parseBare(line string) (feature, error) {
 	bad := func(why string) (feature, error) {
-		return feature{}, fmt.Errorf("malformed API line %q: %s", line, why)
+		return feature{}, fmt.Errorf("malformed API line %q: %w", line, errors.New(why))
 	}
 	if line != strings.TrimSpace(line) || strings.ContainsAny(line, "\n\r\t") {
 		return bad("stray whitespace")

@@ -39,10 +39,13 @@ func WriteAPI(w io.Writer, version string, lines []string) error {
 	return err
 }
 
-// ReadAPI reads a record WriteAPI wrote and returns its feature lines.
-// Lines starting with # and blank lines are ignored (a trailing \r is
-// tolerated); a malformed feature line, a duplicate or a line out of
-// order is reported with its line number.
+// ReadAPI reads a record WriteAPI wrote and returns its feature lines as
+// written. Lines starting with # and blank lines are ignored (a trailing
+// \r is tolerated); a malformed feature line, a duplicate, a line out of
+// order, or an unqualified line in a record whose first line is
+// package-qualified (or the reverse) is reported with its line number.
+// Normalize turns the lines of an old, unqualified record into
+// package-qualified ones.
 func ReadAPI(r io.Reader) ([]string, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
@@ -56,6 +59,9 @@ func ReadAPI(r io.Reader) ([]string, error) {
 		}
 		if _, err := parseLine(l); err != nil {
 			return nil, fmt.Errorf("surface: line %d: %w", n, err)
+		}
+		if k := len(lines); k > 0 && strings.HasPrefix(l, pkgPrefix) != strings.HasPrefix(lines[0], pkgPrefix) {
+			return nil, fmt.Errorf("surface: line %d: %q mixes package-qualified and unqualified lines (the record's first line is %q)", n, l, lines[0])
 		}
 		if k := len(lines); k > 0 {
 			switch prev := lines[k-1]; {
@@ -71,4 +77,24 @@ func ReadAPI(r io.Reader) ([]string, error) {
 		return nil, fmt.Errorf("surface: line %d: %w", n+1, err)
 	}
 	return lines, nil
+}
+
+// Normalize returns the lines of a record in the package-qualified form
+// SDKAPI produces. The lines of a record written before records were
+// package-qualified (releases 2.0.0 to 2.1.1, whose record holds only the
+// generated layer) are read as lines of LegacyPackage, where that layer
+// lives now with the same exported names: "func ParseID(string) (ID,
+// error)" becomes "pkg <LegacyPackage>, func ParseID(string) (ID,
+// error)". Qualified lines are returned as they are. The frozen files
+// themselves are never rewritten.
+func Normalize(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if strings.HasPrefix(l, pkgPrefix) {
+			out[i] = l
+		} else {
+			out[i] = Qualify(LegacyPackage, l)
+		}
+	}
+	return out
 }

@@ -2,19 +2,22 @@ package apirecord
 
 import (
 	"bytes"
-	"github.com/echomq/echomq/gen/targets"
 	"go/ast"
 	"go/parser"
+	"path"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/echomq/echomq/gen/targets"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/echomq/echomq/gen/header"
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/gen/target"
+	"github.com/echomq/echomq/gen/targets/golang"
 )
 
 var (
@@ -39,10 +42,22 @@ func realBundle(t *testing.T) (*model.Protocol, []target.File) {
 	return realProto, realFiles
 }
 
+// wireFiles are the files of the generated wire package among files.
+func wireFiles(files []target.File) []target.File {
+	var out []target.File
+	for _, f := range files {
+		if path.Dir(f.Path) == golang.Dir {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// realAPI returns the model and the API of the generated wire package.
 func realAPI(t *testing.T) (*model.Protocol, []string) {
 	t.Helper()
 	p, files := realBundle(t)
-	lines, err := GoAPI(files)
+	lines, err := GoAPI(wireFiles(files))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +244,7 @@ func TestGoAPINoParameterNames(t *testing.T) {
 
 func TestGoAPIDeterministic(t *testing.T) {
 	_, files := realBundle(t)
+	files = wireFiles(files)
 	a, err := GoAPI(files)
 	if err != nil {
 		t.Fatal(err)

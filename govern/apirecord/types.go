@@ -21,10 +21,13 @@ type fileCtx struct {
 	// unaliased import keeps the package name it is referred to by, an
 	// aliased one is spelled with the name its import path suggests.
 	quals map[string]string
+	// paths maps a qualifier used in the file to the import path it
+	// stands for (an unaliased import by the name its path suggests).
+	paths map[string]string
 }
 
 func newFileCtx(fset *token.FileSet, f *ast.File) *fileCtx {
-	c := &fileCtx{fset: fset, quals: map[string]string{}}
+	c := &fileCtx{fset: fset, quals: map[string]string{}, paths: map[string]string{}}
 	for _, imp := range f.Imports {
 		p, err := strconv.Unquote(imp.Path.Value)
 		if err != nil {
@@ -32,6 +35,7 @@ func newFileCtx(fset *token.FileSet, f *ast.File) *fileCtx {
 		}
 		if imp.Name == nil {
 			// Referred to by its declared name, which the code spells.
+			c.paths[guessPackageName(p)] = p
 			continue
 		}
 		switch imp.Name.Name {
@@ -39,6 +43,7 @@ func newFileCtx(fset *token.FileSet, f *ast.File) *fileCtx {
 			continue
 		}
 		c.quals[imp.Name.Name] = guessPackageName(p)
+		c.paths[imp.Name.Name] = p
 	}
 	return c
 }

@@ -1,18 +1,27 @@
 package compat
 
 import (
+	"errors"
 	"fmt"
-	"github.com/echomq/echomq/gen/targets"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
 
+	"github.com/echomq/echomq/gen/header"
 	"github.com/echomq/echomq/gen/model"
+	"github.com/echomq/echomq/gen/target"
+	"github.com/echomq/echomq/gen/targets"
 	"github.com/echomq/echomq/govern/apirecord"
 )
 
 // Surface is what users compile and call against, taken from the
 // artifacts generated from one manifest.
 type Surface struct {
-	// API is the exported API of the generated Go package, one feature per
-	// line (see package surface).
+	// API is the public API of the Go SDK, packages emq and emq/wire,
+	// one package-qualified feature per line (see apirecord.SDKAPI).
 	API []string
 	// APIFile names where API was read from, for positions; APILines gives
 	// the 1-based line of each feature in it. Both are empty when the API
@@ -31,13 +40,19 @@ type Surface struct {
 }
 
 // SurfaceOf generates the artifacts of p in memory and reads their
-// surface.
-func SurfaceOf(p *model.Protocol) (*Surface, error) {
+// surface: the Lua slots of the bundle, and the public API of the Go SDK
+// from the generated Go files (in memory) together with the hand-written
+// files beside them in the working tree at root (HandWritten).
+func SurfaceOf(root string, p *model.Protocol) (*Surface, error) {
 	files, err := targets.Generate(p, nil)
 	if err != nil {
 		return nil, err
 	}
-	api, err := apirecord.GoAPI(files)
+	hand, err := HandWritten(root, files)
+	if err != nil {
+		return nil, err
+	}
+	api, err := apirecord.SDKAPI(append(goFiles(files), hand...))
 	if err != nil {
 		return nil, err
 	}
@@ -48,12 +63,74 @@ func SurfaceOf(p *model.Protocol) (*Surface, error) {
 	return &Surface{API: api, Slots: slots}, nil
 }
 
+func goFiles(files []target.File) []target.File {
+	var out []target.File
+	for _, f := range files {
+		if strings.HasSuffix(f.Path, ".go") {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// HandWritten reads, from the working tree at root, the hand-written Go
+// files of every directory that generated holds a Go file in: each .go
+// file there that is not a test, not among generated (the in-memory
+// version is the one that counts) and does not carry the generated-file
+// marker (a stale generated file the next emqgen gen removes). A
+// directory missing from the tree contributes nothing.
+func HandWritten(root string, generated []target.File) ([]target.File, error) {
+	gen := map[string]bool{}
+	dirs := map[string]bool{}
+	for _, f := range generated {
+		if strings.HasSuffix(f.Path, ".go") {
+			gen[f.Path] = true
+			dirs[path.Dir(f.Path)] = true
+		}
+	}
+	var out []target.File
+	for _, d := range sortedDirs(dirs) {
+		entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(d)))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			n := e.Name()
+			rel := d + "/" + n
+			if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") || gen[rel] {
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+			if err != nil {
+				return nil, err
+			}
+			if header.Check(rel, data) == nil {
+				continue
+			}
+			out = append(out, target.File{Path: rel, Data: data})
+		}
+	}
+	return out, nil
+}
+
+func sortedDirs(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for d := range m {
+		out = append(out, d)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // ArtifactRules are the rules that compare generated artifacts. They apply
 // when both sides of a comparison carry a Surface.
 func ArtifactRules() []Rule {
 	return []Rule{
-		{ID: "GO_API_NO_DELETE", Bump: Major, Wire: true, Category: CategoryAPI, Purpose: "Code compiled against the generated Go package stops compiling when an exported name it uses is gone (golang.org/x/exp/apidiff: removal is incompatible)."},
-		{ID: "GO_API_SAME_SIGNATURE", Bump: Major, Wire: true, Category: CategoryAPI, Purpose: "Code compiled against the generated Go package stops compiling when an exported name changes its type or signature, or an interface it implements grows."},
+		{ID: "GO_API_NO_DELETE", Bump: Major, Wire: true, Category: CategoryAPI, Purpose: "Code compiled against the Go SDK (packages emq and emq/wire, generated and hand-written) stops compiling when an exported name it uses is gone (golang.org/x/exp/apidiff: removal is incompatible)."},
+		{ID: "GO_API_SAME_SIGNATURE", Bump: Major, Wire: true, Category: CategoryAPI, Purpose: "Code compiled against the Go SDK (packages emq and emq/wire, generated and hand-written) stops compiling when an exported name changes its type or signature, or an interface it implements grows."},
 		{ID: "LUA_SAME_SLOTS", Bump: Major, Wire: true, Purpose: "Callers of a script of the baseline pass KEYS and ARGV by position: a slot lost, added or reordered sends values to the wrong place."},
 	}
 }
@@ -73,22 +150,22 @@ func compareSurfaces(d *differ, old, new Side) []Finding {
 		msg := b.Message
 		switch b.Kind {
 		case apirecord.Removed:
-			msg = "gone from the generated Go package (was: " + b.Old + ")"
+			msg = "gone from the Go SDK's public API (was: " + shortGo(b.Old) + ")"
 		case apirecord.Changed:
-			msg = "was: " + b.Old + "; now: " + b.New
+			msg = "was: " + shortGo(b.Old) + "; now: " + shortGo(b.New)
 		}
-		f := Finding{Rule: r.ID, Bump: r.Bump, Wire: r.Wire, Category: r.category(), Path: "go: " + b.Where, Message: msg, File: new.File, Judged: true}
+		f := Finding{Rule: r.ID, Bump: r.Bump, Wire: r.Wire, Category: r.category(), Path: "go: " + shortGo(b.Where), Message: msg, File: new.File, Judged: true}
 		// The manifest element that generates the name locates the
 		// finding, whatever the baseline: the element in the new manifest,
 		// or, when it is gone, the old one (the anchor then is what
 		// enclosed it in the new manifest).
 		f.Anchor = d.top(new.File)
-		if p, ok := locateGo(b.Where+" "+b.Old+" "+b.New, newIdents); ok {
+		if p, ok := locateGo(bareGo(b.Where)+" "+bareGo(b.Old)+" "+bareGo(b.New), newIdents); ok {
 			l := d.new[p]
 			f.Line, f.Column = l.pos.Line, l.pos.Col
 			f.Anchor = Location{File: new.File, Line: l.pos.Line, Column: l.pos.Col}
 			f.Message += " (manifest: " + p + ")"
-		} else if p, ok := locateGo(b.Where+" "+b.Old, oldIdents); ok && d.new.has(p) {
+		} else if p, ok := locateGo(bareGo(b.Where)+" "+bareGo(b.Old), oldIdents); ok && d.new.has(p) {
 			l := d.new[p]
 			f.Line, f.Column = l.pos.Line, l.pos.Col
 			f.Anchor = Location{File: new.File, Line: l.pos.Line, Column: l.pos.Col}
@@ -151,4 +228,26 @@ func locateGo(line string, idents map[string]string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// sdkPackages is the import path prefix of the Go SDK's packages.
+const sdkPackages = "pkg " + apirecord.ModulePath + "/sdk/go/"
+
+// shortGo spells a package-qualified API line or key with the package's
+// path inside the Go SDK module ("emq/wire, func ParseID"), for findings.
+func shortGo(s string) string {
+	if rest, ok := strings.CutPrefix(s, sdkPackages); ok {
+		return rest
+	}
+	return s
+}
+
+// bareGo is an API line or key without its "pkg <path>, " qualifier.
+func bareGo(s string) string {
+	if rest, ok := strings.CutPrefix(s, "pkg "); ok {
+		if _, feature, ok := strings.Cut(rest, ", "); ok {
+			return feature
+		}
+	}
+	return s
 }

@@ -133,7 +133,7 @@ func newCompareFuzz(f *testing.F, manifests bool) *compareFuzz {
 	if err != nil {
 		f.Fatal(err)
 	}
-	if c.generated, err = SurfaceOf(baseP); err != nil {
+	if c.generated, err = SurfaceOf("../..", baseP); err != nil {
 		f.Fatal(err)
 	}
 	apiText, err := os.ReadFile(c.apiFile)
@@ -250,7 +250,7 @@ func FuzzCompareSurface(f *testing.F) {
 		if err != nil {
 			return
 		}
-		s, err := SurfaceOf(p)
+		s, err := SurfaceOf("../..", p)
 		if err != nil {
 			t.Fatalf("a resolved manifest has no surface: %v", err)
 		}
@@ -322,7 +322,7 @@ func FuzzCompareEdits(f *testing.F) {
 		// An edit that still resolves: its artifacts generate, and the
 		// artifact findings against the recorded API obey the same checks.
 		if p, err := model.Resolve("new.yaml", m); err == nil {
-			s, err := SurfaceOf(p)
+			s, err := SurfaceOf("../..", p)
 			if err != nil {
 				t.Fatalf("a resolved manifest has no surface: %v", err)
 			}

@@ -19,7 +19,7 @@ func fixtureSurface(t *testing.T, file, text string) *Surface {
 	}
 	var s *Surface
 	if p, err := model.Parse(file, []byte(text)); err == nil {
-		if s, err = SurfaceOf(p); err != nil {
+		if s, err = SurfaceOf("../..", p); err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
 	}

@@ -33,6 +33,7 @@ const Dir = "golden/releases"
 
 // Release is one frozen release.
 type Release struct {
+	Root     string // the repository root the release was listed under
 	Version  model.Semver
 	Manifest string // path of the frozen manifest
 	API      string // path of the recorded Go API
@@ -65,7 +66,9 @@ func List(root string) ([]Release, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: a frozen release is named <major>.<minor>.<patch>.yaml: %v", p, err)
 		}
-		out = append(out, at(filepath.Dir(p), v))
+		r := at(filepath.Dir(p), v)
+		r.Root = root
+		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version.Compare(out[j].Version) < 0 })
 	return out, nil
@@ -90,9 +93,10 @@ func Newest(root string) (Release, error) {
 
 // Side loads a frozen release as the baseline side of a comparison: its
 // manifest, and a surface whose Go API is the recorded one (what users
-// compiled against then, whatever the generator makes of it today) and
-// whose Lua slots are generated from the frozen manifest; when the release
-// records a TypeScript API (TSAPI), the surface carries it too.
+// compiled against then, whatever the generator and the hand-written
+// layer make of it today; see ReadAPI) and whose Lua slots are generated
+// from the frozen manifest; when the release records a TypeScript API
+// (TSAPI), the surface carries it too.
 func (r Release) Side() (compat.Side, error) {
 	data, err := os.ReadFile(r.Manifest)
 	if err != nil {
@@ -106,7 +110,7 @@ func (r Release) Side() (compat.Side, error) {
 	if err != nil {
 		return compat.Side{}, err
 	}
-	s, err := compat.SurfaceOf(p)
+	s, err := compat.SurfaceOf(r.root(), p)
 	if err != nil {
 		return compat.Side{}, err
 	}
@@ -121,20 +125,38 @@ func (r Release) Side() (compat.Side, error) {
 	return compat.Side{File: r.Manifest, Manifest: m, Surface: s}, nil
 }
 
-// ReadAPI reads a recorded Go API and the line of each feature in it.
+// root is the repository root: Root, or the directory that holds Dir.
+func (r Release) root() string {
+	if r.Root != "" {
+		return r.Root
+	}
+	return filepath.Dir(filepath.Dir(filepath.Dir(r.Manifest)))
+}
+
+// ReadAPI reads a recorded Go API, package-qualified (apirecord.Normalize
+// reads the unqualified records of 2.0.0 to 2.1.1 as the wire package's),
+// and the line of each feature in it, keyed by the qualified line.
 func ReadAPI(path string) ([]string, map[string]int, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	api, err := apirecord.ReadAPI(bytes.NewReader(data))
+	raw, err := apirecord.ReadAPI(bytes.NewReader(data))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %v", path, err)
+	}
+	api := apirecord.Normalize(raw)
+	qualified := map[string]string{}
+	for i, l := range raw {
+		qualified[l] = api[i]
 	}
 	lines := map[string]int{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {
-		lines[sc.Text()] = n
+		l := strings.TrimSuffix(sc.Text(), "\r")
+		if q, ok := qualified[l]; ok {
+			lines[q] = n
+		}
 	}
 	return api, lines, nil
 }
@@ -179,7 +201,7 @@ func Freeze(root, path string) (Release, []string, error) {
 	if !current {
 		return Release{}, nil, fmt.Errorf("%s: the history has no current entry for %s; add it before freezing", path, p.Version)
 	}
-	s, err := compat.SurfaceOf(p)
+	s, err := compat.SurfaceOf(root, p)
 	if err != nil {
 		return Release{}, nil, err
 	}

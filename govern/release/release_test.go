@@ -61,7 +61,7 @@ func TestFrozenReleasesReproduce(t *testing.T) {
 		if got := release.BundleRecord(p.Version, b); !bytes.Equal(got, recorded) {
 			t.Errorf("%s: the regenerated bundle differs from the recorded one:\n got %s\nwant %s", r.Version, got, recorded)
 		}
-		s, err := compat.SurfaceOf(p)
+		s, err := compat.SurfaceOf("../..", p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestProtocolPassesCheckAgainstEveryRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := compat.SurfaceOf(p)
+	s, err := compat.SurfaceOf("../..", p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,5 +227,43 @@ func TestFreeze(t *testing.T) {
 	rs, _ := release.List(dir)
 	if len(rs) != 1 {
 		t.Errorf("%d releases after the refusals; want 1", len(rs))
+	}
+}
+
+// TestLegacyRecordPositions reads the frozen 2.1.1 record, written before
+// records were package-qualified: its lines come back as lines of the
+// wire package, each with the line of the frozen file it was read from,
+// and the file itself stays as it was.
+func TestLegacyRecordPositions(t *testing.T) {
+	path := filepath.Join(root, release.Dir, "2.1.1.api.txt")
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, at, err := release.ReadAPI(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(api) == 0 {
+		t.Fatal("no lines")
+	}
+	text := strings.Split(string(before), "\n")
+	for _, l := range api {
+		bare, ok := strings.CutPrefix(l, "pkg "+apirecord.LegacyPackage+", ")
+		if !ok {
+			t.Errorf("%q is not a line of %s", l, apirecord.LegacyPackage)
+			continue
+		}
+		n := at[l]
+		if n < 1 || n > len(text) || text[n-1] != bare {
+			t.Errorf("%q: line %d of %s is not %q", l, n, path, bare)
+		}
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("reading %s rewrote it", path)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // checkScript reads, atomically, the row of each id and which of the
@@ -45,7 +46,7 @@ const checkBatch = 200
 // then seen again counts as a decrease).
 type Checker struct {
 	rc     rueidis.Client
-	queues []emq.QueueKeys
+	queues []wire.QueueKeys
 	// Annotate, when set, adds a note to a violation about id (such as
 	// "the id was pushed again after a failed push").
 	Annotate func(id string) string
@@ -64,7 +65,7 @@ type Checker struct {
 
 // NewChecker connects a checker to the server (or cluster nodes) at addrs
 // for the queues.
-func NewChecker(addrs []string, queues ...emq.QueueKeys) (*Checker, error) {
+func NewChecker(addrs []string, queues ...wire.QueueKeys) (*Checker, error) {
 	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, DisableCache: true})
 	if err != nil {
 		return nil, err
@@ -154,7 +155,7 @@ func (c *Checker) runIDs(ctx context.Context) (string, error) {
 
 // ids collects the ids of q: the rows' ids on every node and the members
 // of every set.
-func (c *Checker) ids(ctx context.Context, q emq.QueueKeys) ([]string, error) {
+func (c *Checker) ids(ctx context.Context, q wire.QueueKeys) ([]string, error) {
 	seen := map[string]bool{}
 	prefix := q.RowPrefix()
 	for _, node := range c.rc.Nodes() {
@@ -172,7 +173,7 @@ func (c *Checker) ids(ctx context.Context, q emq.QueueKeys) ([]string, error) {
 			}
 		}
 	}
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		var cursor uint64
 		for {
 			e, err := c.rc.Do(ctx, c.rc.B().Zscan().Key(q.Set(s)).Cursor(cursor).Count(500).Build()).AsScanEntry()
@@ -196,8 +197,8 @@ func (c *Checker) ids(ctx context.Context, q emq.QueueKeys) ([]string, error) {
 }
 
 // check reads ids atomically and judges what it read.
-func (c *Checker) check(ctx context.Context, q emq.QueueKeys, ids []string) error {
-	sets := emq.Sets()
+func (c *Checker) check(ctx context.Context, q wire.QueueKeys, ids []string) error {
+	sets := wire.Sets()
 	keys := make([]string, 0, len(sets)+len(ids))
 	for _, s := range sets {
 		keys = append(keys, q.Set(s))
@@ -252,7 +253,7 @@ func (c *Checker) judge(queue, id string, nfields int, row map[string]string, in
 		return
 	}
 	c.present[id] = true
-	fields := emq.RowFields()
+	fields := wire.RowFields()
 	if nfields != len(fields) {
 		c.violate(queue, id, fmt.Sprintf("the row has %d fields, not %d", nfields, len(fields)))
 	}
@@ -261,9 +262,9 @@ func (c *Checker) judge(queue, id string, nfields int, row map[string]string, in
 			c.violate(queue, id, fmt.Sprintf("the row lacks field %s", f))
 		}
 	}
-	state, ok := emq.ParseState(row[emq.FieldState])
+	state, ok := wire.ParseState(row[wire.FieldState])
 	if !ok {
-		c.violate(queue, id, fmt.Sprintf("the row's %s %q is not a state", emq.FieldState, row[emq.FieldState]))
+		c.violate(queue, id, fmt.Sprintf("the row's %s %q is not a state", wire.FieldState, row[wire.FieldState]))
 	} else {
 		want := state.Set()
 		if !slices.Contains(in, want) {
@@ -275,17 +276,17 @@ func (c *Checker) judge(queue, id string, nfields int, row map[string]string, in
 			}
 		}
 	}
-	att, err := strconv.ParseInt(row[emq.FieldToken], 10, 64)
+	att, err := strconv.ParseInt(row[wire.FieldToken], 10, 64)
 	if err != nil {
-		c.violate(queue, id, fmt.Sprintf("the row's %s %q is not a decimal", emq.FieldToken, row[emq.FieldToken]))
+		c.violate(queue, id, fmt.Sprintf("the row's %s %q is not a decimal", wire.FieldToken, row[wire.FieldToken]))
 		return
 	}
 	prev, seen := c.maxAtt[id]
 	switch {
 	case seen && c.gone[id]:
-		c.violate(queue, id, fmt.Sprintf("the row was retired, then seen again (%s %d, was %d)", emq.FieldToken, att, prev))
+		c.violate(queue, id, fmt.Sprintf("the row was retired, then seen again (%s %d, was %d)", wire.FieldToken, att, prev))
 	case seen && att < prev:
-		c.violate(queue, id, fmt.Sprintf("%s decreased from %d to %d", emq.FieldToken, prev, att))
+		c.violate(queue, id, fmt.Sprintf("%s decreased from %d to %d", wire.FieldToken, prev, att))
 	}
 	delete(c.gone, id)
 	if !seen || att > prev {
@@ -339,7 +340,7 @@ func (c *Checker) Stats() (passes, checked, failed int64, last error) {
 func (c *Checker) Final(ctx context.Context) (map[string]emq.Set, error) {
 	out := map[string]emq.Set{}
 	for _, q := range c.queues {
-		for _, s := range emq.Sets() {
+		for _, s := range wire.Sets() {
 			ids, err := c.rc.Do(ctx, c.rc.B().Zrange().Key(q.Set(s)).Min("0").Max("-1").Build()).AsStrSlice()
 			if err != nil {
 				return nil, fmt.Errorf("chaos: reading set %s: %w", s, err)

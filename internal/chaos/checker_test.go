@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -16,7 +17,7 @@ import (
 // checks that one pass reports each, and nothing about the sound jobs.
 func TestCheckerDetects(t *testing.T) {
 	srv := redistest.Start(t)
-	keys, err := emq.NewQueueKeys("chk")
+	keys, err := wire.NewQueueKeys("chk")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,12 +36,12 @@ func TestCheckerDetects(t *testing.T) {
 	}
 	row := func(id string, state emq.State, attempts string, extra ...string) {
 		t.Helper()
-		do(append([]string{"HSET", keys.RowPrefix() + id, emq.FieldState, string(state), emq.FieldToken, attempts, emq.FieldPayload, "p"}, extra...)...)
+		do(append([]string{"HSET", keys.RowPrefix() + id, wire.FieldState, string(state), wire.FieldToken, attempts, wire.FieldPayload, "p"}, extra...)...)
 	}
 	member := func(s emq.Set, id string) { t.Helper(); do("ZADD", keys.Set(s), "0", id) }
 
 	// Sound: one job per state, in its set.
-	for i, st := range emq.States() {
+	for i, st := range wire.States() {
 		id := "SOUND" + string(rune('a'+i))
 		row(id, st, "1")
 		member(st.Set(), id)
@@ -54,7 +55,7 @@ func TestCheckerDetects(t *testing.T) {
 	member(emq.SetDead, "TWOSETS")
 	member(emq.SetSchedule, "ORPHAN")
 	row("BADSTATE", emq.State("nowhere"), "0")
-	do("HSET", keys.RowPrefix()+"NOSET", emq.FieldState, string(emq.StatePending), emq.FieldToken, "0")
+	do("HSET", keys.RowPrefix()+"NOSET", wire.FieldState, string(emq.StatePending), wire.FieldToken, "0")
 	row("DOWN", emq.StateActive, "3")
 	member(emq.SetActive, "DOWN")
 	row("BACK", emq.StateActive, "2")
@@ -88,10 +89,10 @@ func TestCheckerDetects(t *testing.T) {
 		"job WRONGSET: the row's state is " + string(emq.StatePending) + ", but set " + string(emq.SetActive) + " holds the id too",
 		"job TWOSETS: the row's state is " + string(emq.StatePending) + ", but set " + string(emq.SetDead) + " holds the id too",
 		"job ORPHAN: set " + string(emq.SetSchedule) + " holds the id, which has no row",
-		"job BADSTATE: the row's " + emq.FieldState,
+		"job BADSTATE: the row's " + wire.FieldState,
 		"job NOSET: the row has 2 fields, not 3",
-		"job NOSET: the row lacks field " + emq.FieldPayload,
-		"job DOWN: " + emq.FieldToken + " decreased from 3 to 1",
+		"job NOSET: the row lacks field " + wire.FieldPayload,
+		"job DOWN: " + wire.FieldToken + " decreased from 3 to 1",
 		"job BACK: the row was retired, then seen again",
 	} {
 		if !strings.Contains(got, want) {

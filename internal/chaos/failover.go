@@ -19,6 +19,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -358,7 +359,7 @@ func (Failover) Run(ctx context.Context, cfg Config) (res Result, err error) {
 	name := ""
 	for i := 0; name == "" && i < 10000; i++ {
 		n := fmt.Sprintf("failover-%d", i)
-		keys, err := emq.NewQueueKeys(n)
+		keys, err := wire.NewQueueKeys(n)
 		if err != nil {
 			return Result{}, err
 		}
@@ -633,7 +634,7 @@ func (r *failoverRun) inject(ctx context.Context, rng *rand.Rand) (err error) {
 			return fmt.Errorf("the primary %s serving slot %d has replicas %v", victim, r.slot, reps)
 		}
 		ev := failoverEvent{victim: victim, replica: reps[0], pending: -1}
-		ev.reserve = r.cl.NodeForKey(emq.KeyVersion) == victim
+		ev.reserve = r.cl.NodeForKey(wire.KeyVersion) == victim
 		sctx, cancel := context.WithTimeout(ctx, time.Second)
 		if n, err := r.queue.Size(sctx, emq.SetPending); err == nil {
 			ev.pending = n
@@ -751,7 +752,7 @@ func (r *failoverRun) drain(ctx context.Context, q *emq.Queue) error {
 // failoverFinal reads which set holds each id of the queue at the end.
 func failoverFinal(ctx context.Context, q *emq.Queue) (map[string]emq.Set, error) {
 	out := map[string]emq.Set{}
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		var cur emq.Cursor
 		for {
 			ids, next, err := q.Page(ctx, s, cur, 1000)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -118,12 +119,12 @@ func (Interop) Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res.Notes = fmt.Sprintf("completed across languages: %s pushed by Go and completed by TypeScript, %s pushed by TypeScript and completed by Go (%s and %s within a language); %s late completions refused with %s after the other language took the job over, %s within a language; ",
 		thousands(cross["go_to_ts"]), thousands(cross["ts_to_go"]), thousands(cross["go_to_go"]), thousands(cross["ts_to_ts"]),
-		thousands(cross["stale_cross"]), emq.ClassStale, thousands(cross["stale_same"])) + res.Notes
+		thousands(cross["stale_cross"]), wire.ClassStale, thousands(cross["stale_same"])) + res.Notes
 	res.Details = fmt.Sprintf(`**Injected.** %d worker processes work one queue: Go worker processes (emq.NewWorker) and TypeScript worker processes (the TypeScript SDK's Worker under node, sdk/ts/chaos/worker.ts) in turn, %d handlers each, while a Go producer (the Go SDK in the harness) and a TypeScript producer (the TypeScript SDK's pushBatch, its ids minted by the TypeScript id generator on a node of its own) push %s jobs between them. Every 0.8–2.3 s a worker process is SIGKILLed — Go and TypeScript in turn, each replaced at once by one of its language — or, every third fault, frozen with SIGSTOP for %v (longer than the %v lease) and thawed; handlers ignore their signal, so a thawed worker still tries to complete what it ran.
 
 **Checked.** Both languages' worker processes write the same records, one write(2) per line (the TypeScript worker records each transition's outcome as the server answered it, from a client adapter that wraps the SDK's). The accounting of the crashing-workers scenario holds across languages: every acknowledged job finished exactly once, none lost, the accepted completion carrying the highest token, every other refused; here %s jobs pushed by Go were completed by TypeScript and %s pushed by TypeScript were completed by Go, and %s late completions were refused with %s after a worker of the other language took the job over. Before the load, a job claimed by the TypeScript SDK, reaped and claimed again by the Go SDK was completed late by TypeScript — refused with the TypeScript SDK's StaleError of class %s — and the same the other way round (refused with emq.ErrStale); the new holder's completion was accepted each time.
 %s`, p.workers, w.Concurrency, thousands(int64(p.jobs)), freeze, w.Lease,
-		thousands(cross["go_to_ts"]), thousands(cross["ts_to_go"]), thousands(cross["stale_cross"]), emq.ClassStale, emq.ClassStale, o.problems())
+		thousands(cross["go_to_ts"]), thousands(cross["ts_to_go"]), thousands(cross["stale_cross"]), wire.ClassStale, wire.ClassStale, o.problems())
 	return res, nil
 }
 
@@ -205,7 +206,7 @@ func crossStaleChecks(ctx context.Context, r *run) error {
 			continue
 		}
 		r.count("stale_probes", 1)
-		r.logf("cross-language stale check (%s first): the late completion was refused with %s", first, emq.ClassStale)
+		r.logf("cross-language stale check (%s first): the late completion was refused with %s", first, wire.ClassStale)
 	}
 	return nil
 }
@@ -281,8 +282,8 @@ func crossStale(ctx context.Context, c *emq.Client, q *emq.Queue, ts *tsDriver, 
 		return fmt.Errorf("the Go SDK's late completion failed with %v; want emq.ErrStale", err)
 	case first == LangTS:
 		var te *tsError
-		if !errors.As(err, &te) || !te.Stale || te.Code != emq.ClassStale {
-			return fmt.Errorf("the TypeScript SDK's late completion failed with %v; want its StaleError of class %s", err, emq.ClassStale)
+		if !errors.As(err, &te) || !te.Stale || te.Code != wire.ClassStale {
+			return fmt.Errorf("the TypeScript SDK's late completion failed with %v; want its StaleError of class %s", err, wire.ClassStale)
 		}
 	}
 	if err := complete2(id2, tok2); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 func init() { Register(Restarts{}) }
@@ -83,7 +84,7 @@ func (Restarts) Run(ctx context.Context, cfg Config) (Result, error) {
 	res.Details = fmt.Sprintf(`**Injected.** redis-server runs with appendonly yes and appendfsync always. Every 2–4 s it is SIGKILLed, left down for 0–1 s, and started again on the same port and data directory (%d times here), while two producers push %s jobs and %d worker processes (%d handlers each) work them.
 
 **Checked.** A producer counts an enqueue acknowledged only when the server replied to it; a push that failed is pushed again with the same id and payload until it is (enqueue is idempotent by id). Every acknowledged job must be finished exactly once, nothing lost. After each restart the harness checks that the SDK fenced the keyspace again: the fence script is back in the restarted server's script cache (it was emptied by the restart, so an SDK client ran it after reconnecting; scripts are reloaded on NOSCRIPT), the reserve's version record is %s and the bundle recorded for %s is this bundle. The invariant checker runs throughout (its passes fail while the server is down and resume after).
-%s`, restarts, thousands(int64(p.jobs)), p.workers, w.Concurrency, emq.VersionRecord, emq.Version, o.problems())
+%s`, restarts, thousands(int64(p.jobs)), p.workers, w.Concurrency, wire.VersionRecord, emq.Version, o.problems())
 	return res, nil
 }
 
@@ -96,21 +97,21 @@ func (r *run) verifyFence(ctx context.Context) {
 	ok := waitUntil(ctx, 15*time.Second, func(ctx context.Context) bool {
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
-		exists, err := rc.Do(cctx, rc.B().ScriptExists().Sha1(emq.ScriptFence.SHA1).Build()).AsIntSlice()
+		exists, err := rc.Do(cctx, rc.B().ScriptExists().Sha1(wire.ScriptFence.SHA1).Build()).AsIntSlice()
 		if err != nil || len(exists) != 1 || exists[0] != 1 {
 			return false
 		}
-		version, err := rc.Do(cctx, rc.B().Get().Key(emq.KeyVersion).Build()).ToString()
-		if err != nil || version != emq.VersionRecord {
+		version, err := rc.Do(cctx, rc.B().Get().Key(wire.KeyVersion).Build()).ToString()
+		if err != nil || version != wire.VersionRecord {
 			return false
 		}
-		bundle, err := rc.Do(cctx, rc.B().Hget().Key(emq.KeyBundle).Field(emq.Version).Build()).ToString()
-		return err == nil && bundle == emq.BundleDigest
+		bundle, err := rc.Do(cctx, rc.B().Hget().Key(wire.KeyBundle).Field(emq.Version).Build()).ToString()
+		return err == nil && bundle == wire.BundleDigest
 	})
 	switch {
-	case ok && r.client.VersionFound() == emq.VersionRecord:
+	case ok && r.client.VersionFound() == wire.VersionRecord:
 		r.count("fence_verified", 1)
 	case ctx.Err() == nil:
-		r.violate("after restart %d the keyspace was not fenced again within 15s (fence script cached, version %s, bundle %s)", r.get("restarts"), emq.VersionRecord, emq.BundleDigest)
+		r.violate("after restart %d the keyspace was not fenced again within 15s (fence script cached, version %s, bundle %s)", r.get("restarts"), wire.VersionRecord, wire.BundleDigest)
 	}
 }

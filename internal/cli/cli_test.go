@@ -209,7 +209,7 @@ func TestRenameReachesEveryTarget(t *testing.T) {
 	if code, out, errs := run(t, "gen", "-manifest", file, "-root", root); code != 0 {
 		t.Fatalf("gen = %d\n%s%s", code, out, errs)
 	}
-	for _, path := range []string{"sdk/go/emq/errors_gen.go", "sdk/go/emq/protocol_gen.go", "sdk/lua/complete.lua", "docs/protocol.md"} {
+	for _, path := range []string{"sdk/go/emq/wire/errors_gen.go", "sdk/go/emq/wire/protocol_gen.go", "sdk/lua/complete.lua", "docs/protocol.md"} {
 		b, err := os.ReadFile(filepath.Join(root, path))
 		if err != nil {
 			t.Fatal(err)
@@ -225,7 +225,7 @@ func TestRenameReachesEveryTarget(t *testing.T) {
 	if !strings.Contains(string(lua), "'tries'") || strings.Contains(string(lua), "'attempts'") {
 		t.Errorf("claim.lua does not use the renamed field:\n%s", lua)
 	}
-	proto, _ := os.ReadFile(filepath.Join(root, "sdk/go/emq/protocol_gen.go"))
+	proto, _ := os.ReadFile(filepath.Join(root, "sdk/go/emq/wire/protocol_gen.go"))
 	if !strings.Contains(string(proto), `FieldToken = "tries"`) {
 		t.Error(`protocol_gen.go lacks FieldToken = "tries"`)
 	}

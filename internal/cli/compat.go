@@ -39,12 +39,12 @@ func runDiff(e *env, args []string) int {
 	if !ok {
 		return code
 	}
-	old, code := e.side(fs.Arg(0), nil)
+	old, code := e.side(".", fs.Arg(0), nil)
 	if old == nil {
 		return code
 	}
 	var invalid error
-	new, code := e.side(fs.Arg(1), &invalid)
+	new, code := e.side(".", fs.Arg(1), &invalid)
 	if new == nil {
 		return code
 	}
@@ -126,7 +126,7 @@ func runCheck(e *env, args []string) int {
 		return code
 	}
 	var invalid error
-	new, code := e.side(*file, &invalid)
+	new, code := e.side(*root, *file, &invalid)
 	if new == nil {
 		return code
 	}
@@ -323,7 +323,7 @@ func runRelease(e *env, args []string) int {
 			e.errorf("%v", err)
 			return ExitUsage
 		}
-		new, code := e.side(*file, nil)
+		new, code := e.side(*root, *file, nil)
 		if new == nil {
 			return code
 		}
@@ -393,16 +393,19 @@ func validFormat(f string) bool {
 // decodes but does not validate is still compared, on its leaves only
 // (its artifacts cannot be generated); when invalid is not nil its
 // validation errors are stored there, else they are noted on stderr.
-func (e *env) side(file string, invalid *error) (*compat.Side, int) {
+func (e *env) side(root, file string, invalid *error) (*compat.Side, int) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		e.errorf("%v", err)
 		return nil, ExitUsage
 	}
-	return e.sideOf(file, data, invalid)
+	return e.sideOf(root, file, data, invalid)
 }
 
-func (e *env) sideOf(label string, data []byte, invalid *error) (*compat.Side, int) {
+// sideOf decodes a manifest as one side of a comparison; the hand-written
+// layer of the Go SDK, part of its surface, is read from the working tree
+// at root.
+func (e *env) sideOf(root, label string, data []byte, invalid *error) (*compat.Side, int) {
 	m, err := manifest.Parse(label, data)
 	if err != nil {
 		var errs *manifest.Errors
@@ -424,7 +427,7 @@ func (e *env) sideOf(label string, data []byte, invalid *error) (*compat.Side, i
 		}
 		return s, ExitOK
 	}
-	if s.Surface, err = compat.SurfaceOf(p); err != nil {
+	if s.Surface, err = compat.SurfaceOf(root, p); err != nil {
 		e.errorf("%v", err)
 		return nil, ExitUsage
 	}
@@ -448,7 +451,7 @@ func (e *env) baseline(root, base, file string) (*compat.Side, int) {
 		return &s, ExitOK
 	}
 	if st, err := os.Stat(base); err == nil && !st.IsDir() {
-		return e.side(base, nil)
+		return e.side(root, base, nil)
 	}
 	dir, name := filepath.Split(file)
 	if dir == "" {
@@ -461,5 +464,5 @@ func (e *env) baseline(root, base, file string) (*compat.Side, int) {
 		e.errorf("-base %q is neither a file nor a git ref with %s: git show: %v: %s", base, name, err, strings.TrimSpace(stderr.String()))
 		return nil, ExitUsage
 	}
-	return e.sideOf(base+":"+filepath.ToSlash(file), stdout.Bytes(), nil)
+	return e.sideOf(root, base+":"+filepath.ToSlash(file), stdout.Bytes(), nil)
 }

@@ -405,7 +405,7 @@ func TestCheckWaivers(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "govern"), 0o755)
 	waivers := "waivers:\n" +
 		"  - {rule: RESERVE_MEMBER_FIELD_NO_DELETE, path: \"reserve[locks].fields[probe:<queue>]\", version: " + minor + ", reason: no released probe ever took this lock}\n" +
-		"  - {rule: GO_API_NO_DELETE, path: \"go: func LockProbe\", version: " + minor + ", reason: LockProbe was internal to the probe runner}\n"
+		"  - {rule: GO_API_NO_DELETE, path: \"go: emq/wire, func LockProbe\", version: " + minor + ", reason: LockProbe was internal to the probe runner}\n"
 	os.WriteFile(filepath.Join(root, "govern", "waivers.yaml"), []byte(waivers), 0o644)
 	for _, format := range compat.Formats {
 		code, out, errs := run(t, "check", "-witness=off", "-root", root, "-manifest", drop, "-format", format)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // render fills a key shape's holes from vals.
@@ -111,14 +112,14 @@ func FuzzQueueKeys(f *testing.F) {
 		f.Fatal("the manifest has no reserve member with a queue hole")
 	}
 	f.Fuzz(func(t *testing.T, name, idText string) {
-		k, err := emq.NewQueueKeys(name)
+		k, err := wire.NewQueueKeys(name)
 		want := nameRE.MatchString(name) && len(name) <= p.Queues.MaxLength
 		if (err == nil) != want {
 			t.Fatalf("NewQueueKeys(%q) = %v; the manifest's pattern admits it: %v", name, err, want)
 		}
 		verr := emq.ValidateQueueName(name)
-		mig, merr := emq.KeyMigration(name)
-		rkey, rerr := emq.ReserveKey(strings.TrimRight(migration.Parts[0].Lit, ":"), name)
+		mig, merr := wire.KeyMigration(name)
+		rkey, rerr := wire.ReserveKey(strings.TrimRight(migration.Parts[0].Lit, ":"), name)
 		if !want {
 			for what, err := range map[string]error{"NewQueueKeys": err, "ValidateQueueName": verr, "KeyMigration": merr, "ReserveKey": rerr} {
 				if !errors.Is(err, emq.ErrQueueName) {
@@ -128,7 +129,7 @@ func FuzzQueueKeys(f *testing.F) {
 					t.Fatalf("%s(%q): the error spans lines: %q", what, name, err)
 				}
 			}
-			if k != (emq.QueueKeys{}) || mig != "" || rkey != "" {
+			if k != (wire.QueueKeys{}) || mig != "" || rkey != "" {
 				t.Fatalf("a refused name %q still built keys: %+v %q %q", name, k, mig, rkey)
 			}
 			return
@@ -159,7 +160,7 @@ func FuzzQueueKeys(f *testing.F) {
 				t.Fatalf("%q parses back to queue %q, rest %q", key, q, tp)
 			}
 		}
-		for _, s := range emq.Sets() {
+		for _, s := range wire.Sets() {
 			if key, ok := k.Key(string(s)); !ok || k.Set(s) != key {
 				t.Fatalf("Set(%s) = %q; Key gives %q", s, k.Set(s), key)
 			}
@@ -212,7 +213,7 @@ func FuzzIDText(f *testing.F) {
 	// The largest snowflake, and one past it.
 	top := p.IDs.FormatID(string(emq.WorkKind), 1<<63-1)
 	f.Add(top)
-	f.Add(top[:emq.IDLength-1] + string(top[emq.IDLength-1]+1))
+	f.Add(top[:wire.IDLength-1] + string(top[wire.IDLength-1]+1))
 	f.Fuzz(func(t *testing.T, s string) {
 		id, err := emq.ParseID(s)
 		var un emq.ID
@@ -513,44 +514,44 @@ func rec(id emq.ID, token int64, payload string, deadline int64) []string {
 }
 
 // decoders is every script's decoder, by script.
-func decoders() map[*emq.Script]decoder {
-	return map[*emq.Script]decoder{
-		emq.ScriptEnqueue:   intDecoder(emq.DecodeEnqueue),
-		emq.ScriptEnqueueAt: intDecoder(emq.DecodeEnqueueAt),
-		emq.ScriptExtend:    intDecoder(emq.DecodeExtend),
-		emq.ScriptComplete:  intDecoder(emq.DecodeComplete),
-		emq.ScriptRetry:     intDecoder(emq.DecodeRetry),
-		emq.ScriptBury:      intDecoder(emq.DecodeBury),
-		emq.ScriptPromote:   intDecoder(emq.DecodePromote),
-		emq.ScriptReap:      intDecoder(emq.DecodeReap),
-		emq.ScriptRevive:    intDecoder(emq.DecodeRevive),
-		emq.ScriptLock:      intDecoder(emq.DecodeLock),
-		emq.ScriptUnlock:    intDecoder(emq.DecodeUnlock),
-		emq.ScriptPush:      intDecoder(emq.DecodePush),
-		emq.ScriptRing:      intDecoder(emq.DecodeRing),
-		emq.ScriptPurge:     intDecoder(emq.DecodePurge),
-		emq.ScriptClaim: func(r rueidis.RedisResult) (decoded, error) {
-			v, ok, err := emq.DecodeClaim(r)
+func decoders() map[*wire.Script]decoder {
+	return map[*wire.Script]decoder{
+		wire.ScriptEnqueue:   intDecoder(wire.DecodeEnqueue),
+		wire.ScriptEnqueueAt: intDecoder(wire.DecodeEnqueueAt),
+		wire.ScriptExtend:    intDecoder(wire.DecodeExtend),
+		wire.ScriptComplete:  intDecoder(wire.DecodeComplete),
+		wire.ScriptRetry:     intDecoder(wire.DecodeRetry),
+		wire.ScriptBury:      intDecoder(wire.DecodeBury),
+		wire.ScriptPromote:   intDecoder(wire.DecodePromote),
+		wire.ScriptReap:      intDecoder(wire.DecodeReap),
+		wire.ScriptRevive:    intDecoder(wire.DecodeRevive),
+		wire.ScriptLock:      intDecoder(wire.DecodeLock),
+		wire.ScriptUnlock:    intDecoder(wire.DecodeUnlock),
+		wire.ScriptPush:      intDecoder(wire.DecodePush),
+		wire.ScriptRing:      intDecoder(wire.DecodeRing),
+		wire.ScriptPurge:     intDecoder(wire.DecodePurge),
+		wire.ScriptClaim: func(r rueidis.RedisResult) (decoded, error) {
+			v, ok, err := wire.DecodeClaim(r)
 			d := decoded{ok: ok}
 			if ok {
 				d.records = [][]string{rec(v.ID, v.Token, v.Payload, v.DeadlineMS)}
 			}
 			return d, err
 		},
-		emq.ScriptFence: func(r rueidis.RedisResult) (decoded, error) {
-			v, err := emq.DecodeFence(r)
+		wire.ScriptFence: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeFence(r)
 			return decoded{fence: []string{v.Version, v.Bundle}}, err
 		},
-		emq.ScriptClaimMany: func(r rueidis.RedisResult) (decoded, error) {
-			v, err := emq.DecodeClaimMany(r)
+		wire.ScriptClaimMany: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeClaimMany(r)
 			d := decoded{records: [][]string{}}
 			for _, x := range v {
 				d.records = append(d.records, rec(x.ID, x.Token, x.Payload, x.DeadlineMS))
 			}
 			return d, err
 		},
-		emq.ScriptCompleteClaim: func(r rueidis.RedisResult) (decoded, error) {
-			v, err := emq.DecodeCompleteClaim(r)
+		wire.ScriptCompleteClaim: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeCompleteClaim(r)
 			d := decoded{records: [][]string{}}
 			for _, x := range v {
 				d.records = append(d.records, rec(x.ID, x.Token, x.Payload, x.DeadlineMS))
@@ -590,13 +591,13 @@ func recordOf(v resp) ([]string, bool) {
 // *ClassError of the script when the reply's first word (after rueidis
 // drops a leading "ERR ") is a registered class, the Redis error wrapped
 // otherwise; and ErrKind or ErrStale exactly when the class is theirs.
-func checkRefusal(t *testing.T, s *emq.Script, v resp, err error) {
+func checkRefusal(t *testing.T, s *wire.Script, v resp, err error) {
 	t.Helper()
 	text := strings.TrimPrefix(v.str, "ERR ")
 	word, rest, _ := strings.Cut(text, " ")
 	var ce *emq.ClassError
 	isClass := false
-	for _, c := range emq.Classes() {
+	for _, c := range wire.Classes() {
 		isClass = isClass || c == word
 	}
 	if isClass {
@@ -609,7 +610,7 @@ func checkRefusal(t *testing.T, s *emq.Script, v resp, err error) {
 			t.Fatalf("%s: the error reply %q decoded to %#v; want the Redis error wrapped", s.Name, v.str, err)
 		}
 	}
-	if errors.Is(err, emq.ErrStale) != (word == emq.ClassStale) || errors.Is(err, emq.ErrKind) != (word == emq.ClassKind) {
+	if errors.Is(err, emq.ErrStale) != (word == wire.ClassStale) || errors.Is(err, emq.ErrKind) != (word == wire.ClassKind) {
 		t.Fatalf("%s: %q: errors.Is ErrStale %v, ErrKind %v", s.Name, v.str, errors.Is(err, emq.ErrStale), errors.Is(err, emq.ErrKind))
 	}
 }
@@ -623,14 +624,14 @@ func seedIDs(t testing.TB) (work, other emq.ID, bad []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range emq.Kinds() {
+	for _, k := range wire.Kinds() {
 		if k != emq.WorkKind {
 			other, _ = emq.NewID(k, at, 0, 0)
 		}
 	}
 	w := work.String()
-	bad = []string{"", w[:emq.IDLength-1], w + "0", strings.ToLower(w), w[:emq.IDLength-1] + "!", w[:emq.IDLength-1] + "\x00",
-		string(emq.WorkKind) + strings.Repeat("z", emq.IDLength-emq.KindLength), "x}y", w[:emq.IDLength-1] + "\n"}
+	bad = []string{"", w[:wire.IDLength-1], w + "0", strings.ToLower(w), w[:wire.IDLength-1] + "!", w[:wire.IDLength-1] + "\x00",
+		string(emq.WorkKind) + strings.Repeat("z", wire.IDLength-wire.KindLength), "x}y", w[:wire.IDLength-1] + "\n"}
 	return work, other, bad
 }
 
@@ -646,15 +647,15 @@ func replySeeds(t testing.TB) []string {
 	}
 	vals := []resp{
 		num(1), num(0), num(-1), num(math.MaxInt64), str("17"), {typ: '_'},
-		{typ: '-', str: emq.ClassStale + " token 3 is not the row's 4"}, {typ: '-', str: emq.ClassKind + " job id must be " + string(emq.WorkKind) + "-namespaced"},
-		{typ: '-', str: "ERR " + emq.ClassStale + " x"}, {typ: '-', str: emq.ClassStale}, {typ: '!', str: emq.ClassKind},
+		{typ: '-', str: wire.ClassStale + " token 3 is not the row's 4"}, {typ: '-', str: wire.ClassKind + " job id must be " + string(emq.WorkKind) + "-namespaced"},
+		{typ: '-', str: "ERR " + wire.ClassStale + " x"}, {typ: '-', str: wire.ClassStale}, {typ: '!', str: wire.ClassKind},
 		{typ: '-', str: "WRONGTYPE Operation against a key holding the wrong kind of value"}, {typ: '-', str: "ERR run_at_ms is not an integer"},
 		{typ: '-', str: "NOSCRIPT No matching script."},
 		record(work.String(), 1, str("payload")), record(work.String(), 1, resp{typ: '_'}), record(other.String(), 1, str("")),
 		arr(str(work.String()), num(1), str("p")), arr(num(1), num(1), num(1), num(1)),
-		arr(str(emq.VersionRecord), str(emq.BundleDigest)), arr(str(strings.TrimSuffix(emq.VersionRecord, emq.Version)+"9.0.0"), resp{typ: '_'}),
+		arr(str(wire.VersionRecord), str(wire.BundleDigest)), arr(str(strings.TrimSuffix(wire.VersionRecord, emq.Version)+"9.0.0"), resp{typ: '_'}),
 		arr(), arr(record(work.String(), 1, str("a")), record(other.String(), 2, str("b"))),
-		arr(arr(str(work.String()), str("x"), str("a"), num(5))), arr(resp{typ: '_'}, arr()), arr(resp{typ: '-', str: emq.ClassStale + " inner"}),
+		arr(arr(str(work.String()), str("x"), str("a"), num(5))), arr(resp{typ: '_'}, arr()), arr(resp{typ: '-', str: wire.ClassStale + " inner"}),
 		{typ: '%', kids: []resp{{typ: '+', str: "id"}, str(work.String())}}, {typ: '~', kids: []resp{record(work.String(), 1, str("a"))}},
 		{typ: '#', n: 1}, {typ: ',', str: "1.5"}, {typ: '(', str: "99999999999999999999"}, {typ: '=', str: "txt:abc"},
 	}
@@ -671,7 +672,7 @@ func replySeeds(t testing.TB) []string {
 // namesScript reports whether a decoder's error says which script failed:
 // "emq: <script>: ...", or for a record of a repeated reply "record <i>:
 // emq: <script>: ..." (the record decoder names the script itself).
-func namesScript(err error, s *emq.Script) bool {
+func namesScript(err error, s *wire.Script) bool {
 	msg := err.Error()
 	if rest, ok := strings.CutPrefix(msg, "record "); ok {
 		_, msg, _ = strings.Cut(rest, ": ")
@@ -690,8 +691,8 @@ func FuzzDecodeReply(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	decs := decoders()
-	if len(decs) != len(emq.Scripts()) {
-		f.Fatalf("%d decoders under test; the bundle has %d scripts", len(decs), len(emq.Scripts()))
+	if len(decs) != len(wire.Scripts()) {
+		f.Fatalf("%d decoders under test; the bundle has %d scripts", len(decs), len(wire.Scripts()))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, _, err := parseRESP(data, 0)
@@ -708,13 +709,13 @@ func FuzzDecodeReply(f *testing.F) {
 				if !namesScript(err, s) {
 					t.Fatalf("%s: the error for %q does not name the script: %v", s.Name, v.text(), err)
 				}
-				if s == emq.ScriptClaim && v.typ == '_' {
+				if s == wire.ScriptClaim && v.typ == '_' {
 					t.Fatalf("claim: a nil reply (nothing pending) decoded to an error: %v", err)
 				}
 				continue
 			}
 			switch {
-			case s == emq.ScriptClaim:
+			case s == wire.ScriptClaim:
 				if v.typ == '_' {
 					if d.ok {
 						t.Fatal("claim: a nil reply decoded as a job")
@@ -725,7 +726,7 @@ func FuzzDecodeReply(f *testing.F) {
 				if !ok || !d.ok || strings.Join(d.records[0], "\x00") != strings.Join(want, "\x00") {
 					t.Fatalf("claim: %q decoded to %q (ok %v); want %q (decodable %v)", v.text(), d.records, d.ok, want, ok)
 				}
-			case s == emq.ScriptFence:
+			case s == wire.ScriptFence:
 				if (v.typ != '*' && v.typ != '~') || len(v.kids) != 2 {
 					t.Fatalf("fence: %q decoded to %q", v.text(), d.fence)
 				}
@@ -779,10 +780,10 @@ func FuzzDecodeRecords(f *testing.F) {
 		}
 		_, idErr := emq.ParseID(id)
 		want := []string{id, strconv.FormatInt(token, 10), string(payload), strconv.FormatInt(deadline, 10)}
-		check := func(s *emq.Script, d decoded, err error, records int) {
+		check := func(s *wire.Script, d decoded, err error, records int) {
 			t.Helper()
 			if idErr != nil {
-				if records == 0 && s != emq.ScriptClaim {
+				if records == 0 && s != wire.ScriptClaim {
 					if err != nil || len(d.records) != 0 {
 						t.Fatalf("%s: no records decoded to %v, %v", s.Name, d.records, err)
 					}
@@ -791,7 +792,7 @@ func FuzzDecodeRecords(f *testing.F) {
 				if !errors.Is(err, emq.ErrID) || !namesScript(err, s) {
 					t.Fatalf("%s: a record with the id %q decoded to %v; want ErrID naming the script", s.Name, id, err)
 				}
-				if s != emq.ScriptClaim && !strings.Contains(err.Error(), "record 0") {
+				if s != wire.ScriptClaim && !strings.Contains(err.Error(), "record 0") {
 					t.Fatalf("%s: the error does not name the record: %v", s.Name, err)
 				}
 				return
@@ -806,9 +807,9 @@ func FuzzDecodeRecords(f *testing.F) {
 			}
 		}
 		decs := decoders()
-		d, err := decs[emq.ScriptClaim](record.result(t))
-		check(emq.ScriptClaim, d, err, 1)
-		for _, s := range []*emq.Script{emq.ScriptClaimMany, emq.ScriptCompleteClaim} {
+		d, err := decs[wire.ScriptClaim](record.result(t))
+		check(wire.ScriptClaim, d, err, 1)
+		for _, s := range []*wire.Script{wire.ScriptClaimMany, wire.ScriptCompleteClaim} {
 			d, err := decs[s](many.result(t))
 			check(s, d, err, int(n))
 		}

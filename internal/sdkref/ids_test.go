@@ -10,6 +10,7 @@ import (
 
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // reference loads the manifest: the generator's model is the reference
@@ -63,19 +64,19 @@ func TestIDAgreesWithReference(t *testing.T) {
 func TestQueueNames(t *testing.T) {
 	p := reference(t)
 	for _, ok := range p.Queues.Examples {
-		if _, err := emq.NewQueueKeys(ok); err != nil {
+		if _, err := wire.NewQueueKeys(ok); err != nil {
 			t.Errorf("NewQueueKeys(%q): %v", ok, err)
 		}
 	}
 	for _, bad := range p.Queues.Invalid {
-		if _, err := emq.NewQueueKeys(bad); !errors.Is(err, emq.ErrQueueName) {
+		if _, err := wire.NewQueueKeys(bad); !errors.Is(err, emq.ErrQueueName) {
 			t.Errorf("NewQueueKeys(%q) = %v; want ErrQueueName", bad, err)
 		}
-		if _, err := emq.KeyMigration(bad); !errors.Is(err, emq.ErrQueueName) {
+		if _, err := wire.KeyMigration(bad); !errors.Is(err, emq.ErrQueueName) {
 			t.Errorf("KeyMigration(%q) = %v; want ErrQueueName", bad, err)
 		}
 	}
-	k, _ := emq.NewQueueKeys("orders")
+	k, _ := wire.NewQueueKeys("orders")
 	if _, err := k.Row(emq.ID{}); !errors.Is(err, emq.ErrID) {
 		t.Errorf("Row(zero ID) = %v; want ErrID", err)
 	}
@@ -84,7 +85,7 @@ func TestQueueNames(t *testing.T) {
 // TestGeneratorMonotonic mints from many goroutines: every id is unique,
 // and sorting by bytes, by value and by mint order agree per goroutine.
 func TestGeneratorMonotonic(t *testing.T) {
-	g, err := emq.NewGenerator(7)
+	g, err := wire.NewGenerator(7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestGeneratorMonotonic(t *testing.T) {
 	if _, err := g.Mint("XYZ"); err == nil {
 		t.Error("Mint of an unregistered kind succeeded")
 	}
-	if _, err := emq.NewGenerator(emq.MaxNode + 1); err == nil {
+	if _, err := wire.NewGenerator(wire.MaxNode + 1); err == nil {
 		t.Error("NewGenerator(MaxNode+1) succeeded")
 	}
 }

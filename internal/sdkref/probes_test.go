@@ -11,6 +11,7 @@ import (
 	"github.com/echomq/echomq/gen/bundle"
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/probe"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
@@ -54,7 +55,7 @@ func modelProbes(p *model.Protocol) []probe.Probe {
 // TestProbesMatchModel: the generated probes are the manifest's, target
 // names included.
 func TestProbesMatchModel(t *testing.T) {
-	if d := cmp.Diff(modelProbes(reference(t)), emq.Probes()); d != "" {
+	if d := cmp.Diff(modelProbes(reference(t)), wire.Probes()); d != "" {
 		t.Errorf("emq.Probes differs from the manifest's probes (-model +sdk):\n%s", d)
 	}
 }
@@ -70,7 +71,7 @@ func TestFenceMatchesModel(t *testing.T) {
 	}
 	vm, _ := p.Member("version")
 	bm, _ := p.Member("bundle")
-	if p.MemberShape(vm) != emq.KeyVersion || p.MemberShape(bm) != emq.KeyBundle || p.VersionRecord() != emq.VersionRecord || p.Version.String() != emq.Version || b.Digest != emq.BundleDigest {
+	if p.MemberShape(vm) != wire.KeyVersion || p.MemberShape(bm) != wire.KeyBundle || p.VersionRecord() != wire.VersionRecord || p.Version.String() != emq.Version || b.Digest != wire.BundleDigest {
 		t.Fatalf("the SDK's fence constants differ from the manifest's")
 	}
 	v := p.Version
@@ -115,17 +116,17 @@ func TestFenceRefusesEveryOtherMajorOfTheHistory(t *testing.T) {
 		}
 		others++
 		rec := model.FillVersion(vm.Value, h.Version)
-		if _, err := srv.Do("SET", emq.KeyVersion, rec); err != nil {
+		if _, err := srv.Do("SET", wire.KeyVersion, rec); err != nil {
 			t.Fatal(err)
 		}
-		before, _ := srv.Do("DUMP", emq.KeyVersion)
-		call := emq.FenceCall{VersionKey: emq.KeyVersion, BundleKey: emq.KeyBundle, Version: emq.VersionRecord, Semver: emq.Version, Bundle: emq.BundleDigest}
+		before, _ := srv.Do("DUMP", wire.KeyVersion)
+		call := wire.FenceCall{VersionKey: wire.KeyVersion, BundleKey: wire.KeyBundle, Version: wire.VersionRecord, Semver: emq.Version, Bundle: wire.BundleDigest}
 		r, err := call.Exec(ctx, rc)
 		if err != nil || r.Version != rec || r.Bundle != "" {
 			t.Errorf("the fence on %q answered %+v, %v; want it refused", rec, r, err)
 		}
-		after, _ := srv.Do("DUMP", emq.KeyVersion)
-		if n, _ := srv.Do("EXISTS", emq.KeyBundle); before != after || n != "0" {
+		after, _ := srv.Do("DUMP", wire.KeyVersion)
+		if n, _ := srv.Do("EXISTS", wire.KeyBundle); before != after || n != "0" {
 			t.Errorf("the fence changed a keyspace of %s", h.Version)
 		}
 	}

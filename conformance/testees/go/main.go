@@ -23,6 +23,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // request is one line from the runner.
@@ -246,7 +247,7 @@ func (t *testee) do(req request) (any, error) {
 				}
 			}
 		}
-		return map[string]any{"language": "go", "sdk_version": v, "protocol": emq.Protocol, "version": emq.Version, "bundle_digest": emq.BundleDigest}, nil
+		return map[string]any{"language": "go", "sdk_version": v, "protocol": wire.Protocol, "version": emq.Version, "bundle_digest": wire.BundleDigest}, nil
 
 	case "parse_id":
 		a, err := args[struct {
@@ -286,7 +287,7 @@ func (t *testee) do(req request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		k, err := emq.NewQueueKeys(a.Queue)
+		k, err := wire.NewQueueKeys(a.Queue)
 		if err != nil {
 			return nil, err
 		}
@@ -320,7 +321,7 @@ func (t *testee) do(req request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		key, err := emq.ReserveKey(a.Member, a.Queue)
+		key, err := wire.ReserveKey(a.Member, a.Queue)
 		if err != nil {
 			return nil, err
 		}

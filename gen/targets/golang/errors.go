@@ -56,7 +56,7 @@ class.`)
 		jen.Return(jen.Id("ok").Op("&&").Id("t").Dot("Class").Op("==").Id("e").Dot("Class").Op("&&").Id("t").Dot("Message").Op("==").Lit("").Op("&&").Id("t").Dot("Script").Op("==").Lit("")),
 	)
 	f.Line()
-	comment(f, "scriptError turns a script's error reply into a *ClassError when its first word is a registered class, and wraps any other error with the script's name.")
+	comment(f, "ScriptError turns the error of a call of script into a *ClassError when it is an error reply whose first word is a registered class, and wraps any other error with the script's name; nil stays nil.")
 	// A protocol without wire classes has no error reply to recognise.
 	recognise := jen.Null()
 	if len(words) > 0 {
@@ -71,7 +71,7 @@ class.`)
 			),
 		)
 	}
-	f.Func().Id("scriptError").Params(jen.Id("script").String(), jen.Err().Error()).Error().Block(
+	f.Func().Id("ScriptError").Params(jen.Id("script").String(), jen.Err().Error()).Error().Block(
 		jen.If(jen.Err().Op("==").Nil()).Block(jen.Return(jen.Nil())),
 		recognise,
 		jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("emq: %s: %w"), jen.Id("script"), jen.Err())),

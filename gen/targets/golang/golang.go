@@ -1,8 +1,13 @@
-// Package golang emits the generated wire layer of the Go SDK (package emq
-// in sdk/go/emq) with jennifer: constants, the id canon, key builders,
-// wire-class errors, typed script wrappers and probe data. Every file is
-// formatted by go/format; a file that does not parse is reported with the
-// failing source, never written.
+// Package golang emits the generated part of the Go SDK with jennifer: the
+// wire layer, package wire in sdk/go/emq/wire (constants, the id canon, key
+// builders, wire-class errors, typed script wrappers and probe data), and
+// in package emq (sdk/go/emq) one file, wire_gen.go, that re-exports the
+// few wire names a user of the idiomatic API needs (ID, Kind, Set, State,
+// the sentinel errors, ParseID, ...) as aliases, constants, variables and
+// thin functions, so that the idiomatic layer never spells a protocol
+// literal and errors.Is(err, emq.ErrStale) matches what the wire layer
+// returns. Every file is formatted by go/format; a file that does not
+// parse is reported with the failing source, never written.
 package golang
 
 import (
@@ -20,11 +25,25 @@ import (
 	"github.com/echomq/echomq/gen/target"
 )
 
-// Dir is where the package is written, relative to the repository root.
-const Dir = "sdk/go/emq"
+// Dir is where the wire package is written, relative to the repository
+// root.
+const Dir = "sdk/go/emq/wire"
 
-// Package is the generated package's name.
-const Package = "emq"
+// Package is the wire package's name.
+const Package = "wire"
+
+// APIDir is where the idiomatic package emq lives, relative to the
+// repository root; the target writes only ReexportFile there.
+const APIDir = "sdk/go/emq"
+
+// APIPackage is the idiomatic package's name.
+const APIPackage = "emq"
+
+// ReexportFile is the name of the generated file of package emq.
+const ReexportFile = "wire_gen.go"
+
+// WirePath is the import path of the wire package.
+const WirePath = "github.com/echomq/echomq/sdk/go/emq/wire"
 
 const (
 	rueidisPath = "github.com/redis/rueidis"
@@ -34,37 +53,41 @@ const (
 // Target writes the generated wire layer of the Go SDK.
 var Target = target.Func("go", Generate)
 
-// Generate returns the generated Go files of package emq.
+// Generate returns the generated Go files: package wire, then the
+// re-exports of package emq.
 func Generate(in *target.Input) ([]target.File, error) {
 	p, b := in.Protocol, in.Bundle
 	gens := []struct {
-		name string
-		fill func(*jen.File, *model.Protocol, *bundle.Bundle)
+		dir, pkg, name string
+		fill           func(*jen.File, *model.Protocol, *bundle.Bundle)
 	}{
-		{"protocol_gen.go", protocolFile},
-		{"ids_gen.go", idsFile},
-		{"keys_gen.go", keysFile},
-		{"errors_gen.go", errorsFile},
-		{"scripts_gen.go", scriptsFile},
-		{"probes_gen.go", probesFile},
+		{Dir, Package, "doc_gen.go", wireDocFile},
+		{Dir, Package, "protocol_gen.go", protocolFile},
+		{Dir, Package, "ids_gen.go", idsFile},
+		{Dir, Package, "keys_gen.go", keysFile},
+		{Dir, Package, "errors_gen.go", errorsFile},
+		{Dir, Package, "scripts_gen.go", scriptsFile},
+		{Dir, Package, "probes_gen.go", probesFile},
+		{APIDir, APIPackage, ReexportFile, reexportFile},
 	}
 	var files []target.File
 	for _, g := range gens {
-		f := jen.NewFile(Package)
+		f := jen.NewFilePathName("github.com/echomq/echomq/"+g.dir, g.pkg)
 		f.HeaderComment(header.Marker)
 		f.HeaderComment(fmt.Sprintf("Source: %s (%s %s). Regenerate with: %s", header.Source, p.Name, p.Version, header.Regenerate))
 		f.ImportName(rueidisPath, "rueidis")
 		f.ImportName(probePath, "probe")
+		f.ImportName(WirePath, Package)
 		g.fill(f, p, b)
 		var buf bytes.Buffer
 		if err := f.Render(&buf); err != nil {
-			return nil, fmt.Errorf("golang: %s: %w", g.name, err)
+			return nil, fmt.Errorf("golang: %s/%s: %w", g.dir, g.name, err)
 		}
 		src, err := format.Source(buf.Bytes())
 		if err != nil {
-			return nil, fmt.Errorf("golang: %s does not format: %w\n%s", g.name, err, numbered(buf.String()))
+			return nil, fmt.Errorf("golang: %s/%s does not format: %w\n%s", g.dir, g.name, err, numbered(buf.String()))
 		}
-		files = append(files, target.File{Path: Dir + "/" + g.name, Data: src})
+		files = append(files, target.File{Path: g.dir + "/" + g.name, Data: src})
 	}
 	return files, nil
 }

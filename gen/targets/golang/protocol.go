@@ -29,8 +29,8 @@ func protocolFile(f *jen.File, p *model.Protocol, _ *bundle.Bundle) {
 	comment(f, doc("VersionRecord", fmt.Sprintf("is the value of the reserve's version member that this package claims and fences on (%s)", vm.Value)))
 	f.Const().Id("VersionRecord").Op("=").Lit(p.VersionRecord())
 	f.Line()
-	comment(f, "versionRecordPrefix starts every version record.")
-	f.Const().Id("versionRecordPrefix").Op("=").Lit(prefix)
+	comment(f, "VersionRecordPrefix starts every version record; the major, minor and patch follow it.")
+	f.Const().Id("VersionRecordPrefix").Op("=").Lit(prefix)
 	f.Line()
 
 	// Kinds.

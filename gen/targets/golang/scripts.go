@@ -60,6 +60,9 @@ EVALSHA and falls back to EVAL when the server answers NOSCRIPT.`)
 	comment(f, "Lua returns the script as a *rueidis.Lua: Exec runs EVALSHA with an EVAL fallback, ExecMulti loads the script on every node first.")
 	f.Func().Params(jen.Id("s").Op("*").Id("Script")).Id("Lua").Params().Op("*").Qual(rueidisPath, "Lua").Block(jen.Return(jen.Id("s").Dot("lua")))
 	f.Line()
+	comment(f, "ReplyElements returns the names of the elements of one reply record, in order; it is empty when the script replies with a single value. The slice is a copy.")
+	f.Func().Params(jen.Id("s").Op("*").Id("Script")).Id("ReplyElements").Params().Index().String().Block(jen.Return(jen.Qual("slices", "Clone").Call(jen.Id("s").Dot("replyElements"))))
+	f.Line()
 	f.Func().Id("newScript").Params(jen.List(jen.Id("name"), jen.Id("sha1"), jen.Id("source")).String(), jen.List(jen.Id("keys"), jen.Id("argv"), jen.Id("keyTypes"), jen.Id("argTypes"), jen.Id("replyElements")).Index().String()).Op("*").Id("Script").Block(
 		jen.Return(jen.Op("&").Id("Script").Values(jen.Dict{
 			jen.Id("Name"):          jen.Id("name"),
@@ -271,7 +274,7 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 		f.Line()
 		if s.Reply.Repeated {
 			results := []jen.Code{jen.Index().Id(reply), jen.Error()}
-			recDec := "decode" + name + "Record"
+			recDec := "Decode" + name + "Record"
 			recRet := func(err jen.Code) jen.Code { return jen.Return(jen.Id(reply).Values(), err) }
 			recBody := append(decodeRecord(s, reply, "out", recRet), jen.Return(jen.Id("out"), jen.Nil()))
 			comment(f, fmt.Sprintf("%s decodes one record of a reply of the %s script.", recDec, s.Name))
@@ -280,7 +283,7 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 			ret := func(err jen.Code) jen.Code { return jen.Return(jen.Nil(), err) }
 			body := []jen.Code{
 				jen.List(jen.Id("items"), jen.Err()).Op(":=").Id("r").Dot("ToArray").Call(),
-				jen.If(jen.Err().Op("!=").Nil()).Block(ret(jen.Id("scriptError").Call(jen.Lit(s.Name), jen.Err()))),
+				jen.If(jen.Err().Op("!=").Nil()).Block(ret(jen.Id("ScriptError").Call(jen.Lit(s.Name), jen.Err()))),
 				jen.Id("out").Op(":=").Make(jen.Index().Id(reply), jen.Lit(0), jen.Len(jen.Id("items"))),
 			}
 			loop := []jen.Code{
@@ -313,7 +316,7 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 		if s.Reply.Nil != "" {
 			body = append(body, jen.If(jen.Qual(rueidisPath, "IsRedisNil").Call(jen.Err())).Block(jen.Return(append(append([]jen.Code{}, zero...), jen.Nil())...)))
 		}
-		body = append(body, jen.If(jen.Err().Op("!=").Nil()).Block(ret(jen.Id("scriptError").Call(jen.Lit(s.Name), jen.Err()))))
+		body = append(body, jen.If(jen.Err().Op("!=").Nil()).Block(ret(jen.Id("ScriptError").Call(jen.Lit(s.Name), jen.Err()))))
 		body = append(body, decodeRecord(s, reply, "out", ret)...)
 		body = append(body, jen.Return(append(append([]jen.Code{jen.Id("out")}, okTrue...), jen.Nil())...))
 		nilText := ""
@@ -346,7 +349,7 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 		comment(f, fmt.Sprintf("%s decodes a reply of the %s script.%s", dec, s.Name, refusalText))
 		f.Func().Id(dec).Params(res).Params(typ.Clone(), jen.Error()).Block(
 			jen.List(jen.Id("v"), jen.Err()).Op(":=").Id("r").Dot(conv).Call(),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Id("v"), jen.Id("scriptError").Call(jen.Lit(s.Name), jen.Err()))),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Id("v"), jen.Id("ScriptError").Call(jen.Lit(s.Name), jen.Err()))),
 			jen.Return(jen.Id("v"), jen.Nil()),
 		)
 		f.Line()

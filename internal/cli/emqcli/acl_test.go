@@ -13,6 +13,7 @@ import (
 
 	"github.com/echomq/echomq/internal/cli/emqcli"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -32,12 +33,12 @@ const aclPassword = "s3cret-acl-test"
 // aclOperator runs every emq inspect subcommand on the queue of k: it
 // reads the version record and every key of the queue, and writes only
 // what revive, the doorbell's ring and purge write.
-func aclOperator(k emq.QueueKeys) []string {
+func aclOperator(k wire.QueueKeys) []string {
 	return []string{
 		"+ping", "+cluster|slots",
 		"+get", "+time", "+zcard", "+exists", "+zrange", "+zscore", "+hmget", "+hgetall", // sizes, browse, show
 		"+evalsha", "+eval", "+hget", "+hset", "+hlen", "+zadd", "+zrem", "+llen", "+rpush", "+del", // revive, ring, purge
-		"%R~" + emq.KeyVersion, "%R~" + aclPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
+		"%R~" + wire.KeyVersion, "%R~" + aclPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
 		"~" + k.Pending, "~" + k.Dead, "~" + k.Wake, "~" + k.RowPrefix() + "*",
 	}
 }
@@ -51,10 +52,10 @@ func aclProber(t testing.TB) []string {
 		"+ping", "+cluster|slots", "+evalsha", "+eval", "+command|info",
 		"+get", "+type", "+exists", "+hget", "+hexists", "+hdel", "+del", // the probes' commands, the clean-up
 		"+hset", "+hlen", "+time", "+zadd", "+zcard", "+zpopmin", "+zrem", "+hincrby", // what the probed scripts call
-		"%R~" + emq.KeyVersion, "%R~" + emq.KeyBundle, "~" + emq.KeyLocks,
-		"~" + aclScratch(t, emq.KeyMigration) + "*",
+		"%R~" + wire.KeyVersion, "%R~" + wire.KeyBundle, "~" + wire.KeyLocks,
+		"~" + aclScratch(t, wire.KeyMigration) + "*",
 		"~" + aclScratch(t, func(q string) (string, error) {
-			k, err := emq.NewQueueKeys(q)
+			k, err := wire.NewQueueKeys(q)
 			return k.Pending, err
 		}) + "*",
 	}
@@ -65,9 +66,9 @@ func aclProber(t testing.TB) []string {
 // fence's checks in a logical database of their own).
 func aclProberFence(t testing.TB) []string {
 	rules := slices.DeleteFunc(aclProber(t), func(r string) bool {
-		return r == "%R~"+emq.KeyVersion || r == "%R~"+emq.KeyBundle
+		return r == "%R~"+wire.KeyVersion || r == "%R~"+wire.KeyBundle
 	})
-	return append(rules, "+set", "+hsetnx", "+strlen", "+select", "+dbsize", "+dump", "~"+emq.KeyVersion, "~"+emq.KeyBundle)
+	return append(rules, "+set", "+hsetnx", "+strlen", "+select", "+dbsize", "+dump", "~"+wire.KeyVersion, "~"+wire.KeyBundle)
 }
 
 // aclScratch is what every scratch queue's key of key shares: the common
@@ -188,7 +189,7 @@ func operatorFlow(t *testing.T, s *seeded, user []string) []string {
 // any one rule something fails or the server logs a refusal; and the
 // operator of one queue is refused another.
 func TestInspectACL(t *testing.T) {
-	k, err := emq.NewQueueKeys("orders")
+	k, err := wire.NewQueueKeys("orders")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +343,7 @@ func TestCLIACLDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := emq.NewQueueKeys("orders")
+	k, err := wire.NewQueueKeys("orders")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/echomq/echomq/internal/cmdflag"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // inspectSub is one subcommand of inspect.
@@ -249,13 +250,13 @@ func runInspectSizes(e *env, sub inspectSub, name string, args []string) int {
 	if *f.format == "json" {
 		var sets []map[string]any
 		for _, st := range emq.Sets() {
-			sets = append(sets, map[string]any{"set": st, emq.FieldState: st.State(), "key": keys.Set(st), "size": sizes[st]})
+			sets = append(sets, map[string]any{"set": st, wire.FieldState: st.State(), "key": keys.Set(st), "size": sizes[st]})
 		}
 		writeJSON(e.stdout, map[string]any{"queue": s.q.Name(), "sets": sets, "doorbell": map[string]any{"key": keys.Wake, "rung": rung}})
 		return ExitOK
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "SET\t%s\tSIZE\tKEY\n", strings.ToUpper(emq.FieldState))
+	fmt.Fprintf(tw, "SET\t%s\tSIZE\tKEY\n", strings.ToUpper(wire.FieldState))
 	var total int64
 	for _, st := range emq.Sets() {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", st, st.State(), sizes[st], keys.Set(st))
@@ -356,7 +357,7 @@ func runInspectBrowse(e *env, sub inspectSub, name string, args []string) int {
 		for _, en := range entries {
 			m := map[string]any{"id": en.ID, "exists": en.Exists}
 			if en.Exists {
-				m[emq.FieldState], m[emq.FieldToken] = en.State, en.Attempts
+				m[wire.FieldState], m[wire.FieldToken] = en.State, en.Attempts
 			}
 			if at != "" {
 				m["score"], m[at] = en.At.UnixMilli(), en.At.UTC()
@@ -371,9 +372,9 @@ func runInspectBrowse(e *env, sub inspectSub, name string, args []string) int {
 	for _, en := range entries {
 		line := en.ID.String() + "\t"
 		if en.Exists {
-			line += fmt.Sprintf("%s=%d\t", emq.FieldToken, en.Attempts)
+			line += fmt.Sprintf("%s=%d\t", wire.FieldToken, en.Attempts)
 		} else {
-			line += emq.FieldToken + "=-\t"
+			line += wire.FieldToken + "=-\t"
 		}
 		if at != "" {
 			line += at + "=" + when(en.At, now) + "\t"
@@ -382,7 +383,7 @@ func runInspectBrowse(e *env, sub inspectSub, name string, args []string) int {
 		case !en.Exists:
 			line += "(no row: the id has no job)"
 		case en.State != set.State():
-			line += fmt.Sprintf("%s=%s (not %s)", emq.FieldState, en.State, set.State())
+			line += fmt.Sprintf("%s=%s (not %s)", wire.FieldState, en.State, set.State())
 		}
 		fmt.Fprintln(tw, strings.TrimRight(line, "\t"))
 	}
@@ -474,11 +475,11 @@ func runInspectShow(e *env, sub inspectSub, name string, args []string) int {
 	}
 	text, isText := Text(job.Payload)
 	if *f.format == "json" {
-		m := map[string]any{"id": job.ID, "queue": s.q.Name(), emq.FieldState: job.State, emq.FieldToken: job.Attempts, "in": in, "bytes": len(job.Payload)}
+		m := map[string]any{"id": job.ID, "queue": s.q.Name(), wire.FieldState: job.State, wire.FieldToken: job.Attempts, "in": in, "bytes": len(job.Payload)}
 		if isText {
-			m[emq.FieldPayload], m[emq.FieldPayload+"_encoding"] = text, "text"
+			m[wire.FieldPayload], m[wire.FieldPayload+"_encoding"] = text, "text"
 		} else {
-			m[emq.FieldPayload], m[emq.FieldPayload+"_encoding"] = hex.EncodeToString(job.Payload), "hex"
+			m[wire.FieldPayload], m[wire.FieldPayload+"_encoding"] = hex.EncodeToString(job.Payload), "hex"
 		}
 		if at != "" {
 			m["score"], m[at] = job.At.UnixMilli(), job.At.UTC()
@@ -493,18 +494,18 @@ func runInspectShow(e *env, sub inspectSub, name string, args []string) int {
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "id\t%s\n", job.ID)
 	fmt.Fprintf(tw, "queue\t%s\n", s.q.Name())
-	fmt.Fprintf(tw, "%s\t%s\n", emq.FieldState, job.State)
-	fmt.Fprintf(tw, "%s\t%d\n", emq.FieldToken, job.Attempts)
+	fmt.Fprintf(tw, "%s\t%s\n", wire.FieldState, job.State)
+	fmt.Fprintf(tw, "%s\t%d\n", wire.FieldToken, job.Attempts)
 	if at != "" {
 		fmt.Fprintf(tw, "%s\t%s\n", at, when(job.At, now))
 	}
 	switch {
 	case len(job.Payload) == 0:
-		fmt.Fprintf(tw, "%s\t0 bytes\n", emq.FieldPayload)
+		fmt.Fprintf(tw, "%s\t0 bytes\n", wire.FieldPayload)
 	case isText:
-		fmt.Fprintf(tw, "%s\t%d bytes, text: %s\n", emq.FieldPayload, len(job.Payload), text)
+		fmt.Fprintf(tw, "%s\t%d bytes, text: %s\n", wire.FieldPayload, len(job.Payload), text)
 	default:
-		fmt.Fprintf(tw, "%s\t%d bytes, hex: %s\n", emq.FieldPayload, len(job.Payload), hex.EncodeToString(job.Payload))
+		fmt.Fprintf(tw, "%s\t%d bytes, hex: %s\n", wire.FieldPayload, len(job.Payload), hex.EncodeToString(job.Payload))
 	}
 	_ = tw.Flush()
 	return ExitOK
@@ -620,7 +621,7 @@ func runInspectPurge(e *env, sub inspectSub, name string, args []string) int {
 		switch {
 		case ok && job.State == emq.StateDead && slices.Contains(job.In, emq.SetDead):
 			would++
-			fmt.Fprintf(e.stdout, "%s  would purge: %s, %s=%d, %d-byte payload\n", id, job.State, emq.FieldToken, job.Attempts, len(job.Payload))
+			fmt.Fprintf(e.stdout, "%s  would purge: %s, %s=%d, %d-byte payload\n", id, job.State, wire.FieldToken, job.Attempts, len(job.Payload))
 		case !ok:
 			fmt.Fprintf(e.stdout, "%s  would not purge: no such job\n", id)
 		default:

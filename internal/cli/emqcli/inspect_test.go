@@ -13,6 +13,7 @@ import (
 
 	"github.com/echomq/echomq/internal/cli/emqcli"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -71,7 +72,7 @@ func seed(t *testing.T) *seeded {
 		}
 	}
 	k := s.q.Keys()
-	call := emq.ClaimManyCall{Pending: k.Pending, Active: k.Active, Wake: k.Wake, Prefix: k.RowPrefix(), LeaseMS: 60000, Count: 3}
+	call := wire.ClaimManyCall{Pending: k.Pending, Active: k.Active, Wake: k.Wake, Prefix: k.RowPrefix(), LeaseMS: 60000, Count: 3}
 	got, err := call.Exec(ctx, s.c.Redis())
 	if err != nil || len(got) != 3 {
 		t.Fatalf("claim_many = %v, %v", got, err)
@@ -133,7 +134,7 @@ func TestInspectSizes(t *testing.T) {
 	if code != emqcli.ExitOK || errs != "" {
 		t.Fatalf("sizes = %d\n%s%s", code, out, errs)
 	}
-	stateName := emq.FieldState
+	stateName := wire.FieldState
 	var got struct {
 		Queue    string
 		Sets     []map[string]any
@@ -316,7 +317,7 @@ func TestInspectBrowseMatchesSDKPage(t *testing.T) {
 		}
 	}
 	for _, n := range []int{9, 9, 5} {
-		call := emq.ClaimManyCall{Pending: q.Keys().Pending, Active: q.Keys().Active, Wake: q.Keys().Wake, Prefix: q.Keys().RowPrefix(), LeaseMS: 60000, Count: int64(n)}
+		call := wire.ClaimManyCall{Pending: q.Keys().Pending, Active: q.Keys().Active, Wake: q.Keys().Wake, Prefix: q.Keys().RowPrefix(), LeaseMS: 60000, Count: int64(n)}
 		if got, err := call.Exec(ctx, c.Redis()); err != nil || len(got) != n {
 			t.Fatalf("claim_many %d = %d jobs, %v", n, len(got), err)
 		}
@@ -354,7 +355,7 @@ func TestInspectBrowseMatchesSDKPage(t *testing.T) {
 
 	// A page of active shows each id's attempts and deadline: the SDK's.
 	pg, entries := browseJSON(t, srv, "pages", emq.SetActive, "", 4)
-	token, state := emq.FieldToken, emq.FieldState
+	token, state := wire.FieldToken, wire.FieldState
 	for i, e := range entries {
 		info, ok, err := q.Get(ctx, emq.MustParseID(pg.ids[i]))
 		if err != nil || !ok {
@@ -401,7 +402,7 @@ func showJSON(t *testing.T, s *seeded, id emq.ID) map[string]any {
 func TestInspectShowMatchesSDKGet(t *testing.T) {
 	s := seed(t)
 	ctx := ctxP(t)
-	state, token, payload := emq.FieldState, emq.FieldToken, emq.FieldPayload
+	state, token, payload := wire.FieldState, wire.FieldToken, wire.FieldPayload
 	seen := map[emq.State]bool{}
 	for name, id := range s.ids {
 		info, ok, err := s.q.Get(ctx, id)
@@ -618,14 +619,14 @@ func TestInspectForeignKeyspace(t *testing.T) {
 	ctx := ctxP(t)
 	rc := rclient(t, s.srv.Addr(), 0)
 	dead := s.ids["dead1"].String()
-	other := recordOf(emq.VersionMajor+1, 0, 0)
+	other := recordOf(wire.VersionMajor+1, 0, 0)
 	for _, tc := range []struct {
 		name, why string
 		plant     rueidis.Completed
 	}{
-		{"another major", "another major", rc.B().Set().Key(emq.KeyVersion).Value(other).Build()},
-		{"not a record", "another major", rc.B().Set().Key(emq.KeyVersion).Value("garbage").Build()},
-		{"absent", "no version record", rc.B().Del().Key(emq.KeyVersion).Build()},
+		{"another major", "another major", rc.B().Set().Key(wire.KeyVersion).Value(other).Build()},
+		{"not a record", "another major", rc.B().Set().Key(wire.KeyVersion).Value("garbage").Build()},
+		{"absent", "no version record", rc.B().Del().Key(wire.KeyVersion).Build()},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			if err := rc.Do(ctx, tc.plant).Error(); err != nil {
@@ -653,15 +654,15 @@ func TestInspectForeignKeyspace(t *testing.T) {
 	}
 	// A keyspace ahead of the SDK (a higher minor of its major) is read
 	// with a warning that it is ahead, and written: minors are additive.
-	ahead := recordOf(emq.VersionMajor, emq.VersionMinor+1, 0)
-	if err := rc.Do(ctx, rc.B().Set().Key(emq.KeyVersion).Value(ahead).Build()).Error(); err != nil {
+	ahead := recordOf(wire.VersionMajor, wire.VersionMinor+1, 0)
+	if err := rc.Do(ctx, rc.B().Set().Key(wire.KeyVersion).Value(ahead).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errs := inspectRun(t, s.srv, "revive", "-queue", "orders", dead)
 	if code != emqcli.ExitOK || !strings.Contains(out, dead+"  revived") || !strings.HasPrefix(errs, "emq: warning: ") || !strings.Contains(errs, "ahead") {
 		t.Errorf("revive on a keyspace ahead = %d; want it revived with a warning\n%s%s", code, out, errs)
 	}
-	if v, _ := rc.Do(ctx, rc.B().Get().Key(emq.KeyVersion).Build()).ToString(); v != ahead {
+	if v, _ := rc.Do(ctx, rc.B().Get().Key(wire.KeyVersion).Build()).ToString(); v != ahead {
 		t.Errorf("the record became %q", v)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/probe"
 )
 
@@ -121,22 +122,22 @@ func runProbe(e *env, args []string) int {
 			e.errorf("claiming the keyspace: %v", err)
 			return ExitUsage
 		case claimed:
-			e.errorf("claimed the keyspace: the fence found no version record and recorded %s = %q, as an SDK client of %s does at connect", emq.KeyVersion, cl.Keyspace().Record, emq.Version)
+			e.errorf("claimed the keyspace: the fence found no version record and recorded %s = %q, as an SDK client of %s does at connect", wire.KeyVersion, cl.Keyspace().Record, emq.Version)
 			if err != nil {
 				e.errorf("the fence's answer: %v", err)
 			}
 		default:
-			e.errorf("-claim: nothing to claim, %s already holds %q; it was not fenced", emq.KeyVersion, cl.Keyspace().Record)
+			e.errorf("-claim: nothing to claim, %s already holds %q; it was not fenced", wire.KeyVersion, cl.Keyspace().Record)
 		}
 	}
 	v := cl.Keyspace()
 	switch v.Verdict {
 	case emq.VersionAbsent:
-		e.errorf("the keyspace has no version record (%s is absent) and nothing was claimed; run with -claim to claim it as an SDK client does at connect", emq.KeyVersion)
+		e.errorf("the keyspace has no version record (%s is absent) and nothing was claimed; run with -claim to claim it as an SDK client does at connect", wire.KeyVersion)
 	case emq.VersionBehind:
 		e.errorf("the keyspace's record %q is below %s; an SDK client of this version would raise it at connect, the prober does not", v.Record, emq.Version)
 	case emq.VersionForeign:
-		e.errorf("the keyspace belongs to another major or protocol (%s holds %q), so it was not fenced; only its scratch queues and probe locks were touched", emq.KeyVersion, v.Record)
+		e.errorf("the keyspace belongs to another major or protocol (%s holds %q), so it was not fenced; only its scratch queues and probe locks were touched", wire.KeyVersion, v.Record)
 	}
 
 	t, err := cl.RunProbes(ctx)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/echomq/echomq/internal/cli/emqcli"
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -35,12 +36,12 @@ type probeTarget struct {
 
 func loadProbeEnv(t *testing.T) probeEnv {
 	t.Helper()
-	env := probeEnv{shared: []string{emq.KeyLocks}, fenced: map[string]bool{}}
-	for _, pr := range emq.Probes() {
+	env := probeEnv{shared: []string{wire.KeyLocks}, fenced: map[string]bool{}}
+	for _, pr := range wire.Probes() {
 		env.probes = append(env.probes, probeTarget{pr.Target, len(pr.Steps)})
 		env.checks += len(pr.Steps)
 	}
-	for _, k := range []string{emq.KeyVersion, emq.KeyBundle} {
+	for _, k := range []string{wire.KeyVersion, wire.KeyBundle} {
 		env.fenced["reserve member "+k] = true
 	}
 	if env.checks == 0 || len(env.fenced) != 2 {
@@ -60,7 +61,7 @@ func loadProbeEnv(t *testing.T) probeEnv {
 
 // recordOf is the version record of major.minor.patch.
 func recordOf(major, minor, patch int) string {
-	return strings.TrimSuffix(emq.VersionRecord, emq.Version) + strconv.Itoa(major) + "." + strconv.Itoa(minor) + "." + strconv.Itoa(patch)
+	return strings.TrimSuffix(wire.VersionRecord, emq.Version) + strconv.Itoa(major) + "." + strconv.Itoa(minor) + "." + strconv.Itoa(patch)
 }
 
 // probe runs emq probe.
@@ -248,18 +249,18 @@ func TestProbeClaimsAFreshServer(t *testing.T) {
 	if !env.fenceRan(t, srv) || !strings.Contains(errs, "claimed") {
 		t.Errorf("stderr does not report the claim:\n%s", errs)
 	}
-	checkWrites(t, w.taken(t), append(env.shared, emq.KeyVersion, emq.KeyBundle)...)
+	checkWrites(t, w.taken(t), append(env.shared, wire.KeyVersion, wire.KeyBundle)...)
 	rc := rclient(t, srv.Addr(), 0)
 	snap := snapshot(t, rc)
 	if len(snap) != 2 {
 		t.Errorf("keys after the run: %v; want only the version record and the bundle identity", keysOf(snap))
 	}
 	ctx := ctxP(t)
-	if v, _ := rc.Do(ctx, rc.B().Get().Key(emq.KeyVersion).Build()).ToString(); v != emq.VersionRecord {
-		t.Errorf("the claimed record is %q; want %q", v, emq.VersionRecord)
+	if v, _ := rc.Do(ctx, rc.B().Get().Key(wire.KeyVersion).Build()).ToString(); v != wire.VersionRecord {
+		t.Errorf("the claimed record is %q; want %q", v, wire.VersionRecord)
 	}
-	if d, _ := rc.Do(ctx, rc.B().Hget().Key(emq.KeyBundle).Field(emq.Version).Build()).ToString(); d != emq.BundleDigest {
-		t.Errorf("the recorded digest is %q; want %q", d, emq.BundleDigest)
+	if d, _ := rc.Do(ctx, rc.B().Hget().Key(wire.KeyBundle).Field(emq.Version).Build()).ToString(); d != wire.BundleDigest {
+		t.Errorf("the recorded digest is %q; want %q", d, wire.BundleDigest)
 	}
 
 	// A second run on the claimed keyspace does not fence again: it
@@ -279,7 +280,7 @@ func TestProbeClaimsAFreshServer(t *testing.T) {
 // EVAL only on NOSCRIPT, so a script that never ran is not cached).
 func (env probeEnv) fenceRan(t *testing.T, srv *redistest.Server) bool {
 	t.Helper()
-	got, err := srv.Do("SCRIPT", "EXISTS", emq.ScriptFence.SHA1)
+	got, err := srv.Do("SCRIPT", "EXISTS", wire.ScriptFence.SHA1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,17 +353,17 @@ func TestProbeLeavesAForeignKeyspaceAlone(t *testing.T) {
 	srv := notifying(t)
 	rc := rclient(t, srv.Addr(), 0)
 	ctx := ctxP(t)
-	otherMajor := strconv.Itoa(emq.VersionMajor+1) + ".0.0"
+	otherMajor := strconv.Itoa(wire.VersionMajor+1) + ".0.0"
 	plants := map[string][]string{
-		"another major": {"SET", emq.KeyVersion, recordOf(emq.VersionMajor+1, 0, 0)},
-		"not a record":  {"SET", emq.KeyVersion, "garbage"},
-		"another type":  {"HSET", emq.KeyVersion, "record", emq.VersionRecord},
+		"another major": {"SET", wire.KeyVersion, recordOf(wire.VersionMajor+1, 0, 0)},
+		"not a record":  {"SET", wire.KeyVersion, "garbage"},
+		"another type":  {"HSET", wire.KeyVersion, "record", wire.VersionRecord},
 	}
 	for name, plant := range plants {
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
 			for _, cmd := range [][]string{
 				{"FLUSHALL"}, {"SCRIPT", "FLUSH"}, plant,
-				{"HSET", emq.KeyBundle, otherMajor, "a foreign digest", emq.Version, "a foreign digest too"},
+				{"HSET", wire.KeyBundle, otherMajor, "a foreign digest", emq.Version, "a foreign digest too"},
 				{"SET", "app:data", "precious"},
 			} {
 				if err := rc.Do(ctx, rc.B().Arbitrary(cmd...).Build()).Error(); err != nil {
@@ -494,7 +495,7 @@ func TestProbeTLS(t *testing.T) {
 	if code != emqcli.ExitOK {
 		t.Fatalf("probe over TLS = %d\n%s%s", code, out, errs)
 	}
-	if v, err := srv.Do("EXISTS", emq.KeyVersion); err != nil || v != "1" {
+	if v, err := srv.Do("EXISTS", wire.KeyVersion); err != nil || v != "1" {
 		t.Errorf("the TLS run did not reach the server behind the plain port: %q %v", v, err)
 	}
 	if code, _, errs := probe(t, "-addr", addr, "-tls"); code != emqcli.ExitUsage || !strings.Contains(errs, "certificate") {

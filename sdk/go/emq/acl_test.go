@@ -17,6 +17,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -40,20 +41,20 @@ func aclConnect() []string {
 		"+ping", "+cluster|slots", "+evalsha", "+eval",
 		"+get", "+set", "+hget", "+hsetnx", "+strlen", // fence
 		"+hset", "+time", "+hdel", "+hlen", // lock, unlock; every script reads its hashes' type first
-		"~" + emq.KeyVersion, "~" + emq.KeyBundle, "~" + emq.KeyLocks,
+		"~" + wire.KeyVersion, "~" + wire.KeyBundle, "~" + wire.KeyLocks,
 	}
 }
 
 // aclProducer can Push, PushBatch and Enqueue to the queue of k, and
 // nothing else: it never reaches the active, schedule or dead sets.
-func aclProducer(k emq.QueueKeys) []string {
+func aclProducer(k wire.QueueKeys) []string {
 	return append(aclConnect(), "+exists", "+zadd", "+zcard", "+llen", "+rpush",
 		"~"+k.Pending, "~"+k.Wake, "~"+k.RowPrefix()+"*")
 }
 
 // aclWorker runs NewWorker/Run on the queue of k: claims, completions,
 // extensions, retries, burials, maintenance and the doorbell.
-func aclWorker(k emq.QueueKeys) []string {
+func aclWorker(k wire.QueueKeys) []string {
 	return append(aclConnect(), "+blpop", "+exists", "+del", "+hincrby", "+hmget", "+llen", "+rpush",
 		"+zadd", "+zcard", "+zpopmin", "+zrange", "+zrem",
 		"~"+aclQueuePattern(k))
@@ -62,7 +63,7 @@ func aclWorker(k emq.QueueKeys) []string {
 // aclQueuePattern matches every key of one queue, rows included, and no
 // key of another: the keys' common prefix ends with the hashtag's closing
 // brace and the separator.
-func aclQueuePattern(k emq.QueueKeys) string {
+func aclQueuePattern(k wire.QueueKeys) string {
 	p := k.RowPrefix()
 	for _, key := range []string{k.Pending, k.Active, k.Schedule, k.Dead, k.Wake} {
 		p = aclCommonPrefix(p, key)
@@ -78,9 +79,9 @@ func aclCommonPrefix(a, b string) string {
 	return a[:n]
 }
 
-func aclKeys(t testing.TB, queue string) emq.QueueKeys {
+func aclKeys(t testing.TB, queue string) wire.QueueKeys {
 	t.Helper()
-	k, err := emq.NewQueueKeys(queue)
+	k, err := wire.NewQueueKeys(queue)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func producerFlow(ctx context.Context, s *aclServer, opt emq.Options, queue stri
 	if n, err := s.int(ctx, "LLEN", k.Wake); err != nil || n != 1 {
 		return fmt.Errorf("the doorbell holds %d (%v); want the marker", n, err)
 	}
-	if n, err := s.int(ctx, "HLEN", emq.KeyLocks); err != nil || n != 0 {
+	if n, err := s.int(ctx, "HLEN", wire.KeyLocks); err != nil || n != 0 {
 		return fmt.Errorf("the locks hold %d fields (%v) after Close; want the node released", n, err)
 	}
 	return nil
@@ -469,12 +470,12 @@ func workerFlow(ctx context.Context, s *aclServer, opt emq.Options, queue string
 	if _, err := wc.Mint(emq.WorkKind); err != nil {
 		return fmt.Errorf("the worker's node lease was not renewed: %w", err)
 	}
-	if n, err := s.int(ctx, "HEXISTS", emq.KeyLocks, emq.LockMaintenance(queue)); err != nil || n != 0 {
+	if n, err := s.int(ctx, "HEXISTS", wire.KeyLocks, wire.LockMaintenance(queue)); err != nil || n != 0 {
 		return fmt.Errorf("the maintenance lock is still held (%d, %v) after Run", n, err)
 	}
 	wc.Close()
 	admin.Close()
-	if n, err := s.int(ctx, "HLEN", emq.KeyLocks); err != nil || n != 0 {
+	if n, err := s.int(ctx, "HLEN", wire.KeyLocks); err != nil || n != 0 {
 		return fmt.Errorf("the locks hold %d fields (%v) after Close; want every node released", n, err)
 	}
 	return nil
@@ -538,7 +539,7 @@ func TestACLProducer(t *testing.T) {
 			t.Errorf("the producer's %s = %v; want a NOPERM refusal", op, err)
 		}
 	}
-	if !strings.Contains(refusals["Claim"].Error(), emq.ScriptClaim.Name) {
+	if !strings.Contains(refusals["Claim"].Error(), wire.ScriptClaim.Name) {
 		t.Errorf("the refusal of Claim does not name the script: %v", refusals["Claim"])
 	}
 
@@ -665,7 +666,7 @@ func TestACLEveryRuleIsNeeded(t *testing.T) {
 func TestACLConnectRefusedClearly(t *testing.T) {
 	k := aclKeys(t, "orders")
 	noReserve := slices.DeleteFunc(slices.Clone(aclProducer(k)), func(r string) bool {
-		return r == "~"+emq.KeyVersion || r == "~"+emq.KeyBundle
+		return r == "~"+wire.KeyVersion || r == "~"+wire.KeyBundle
 	})
 	noTime := slices.DeleteFunc(slices.Clone(aclProducer(k)), func(r string) bool { return r == "+time" })
 	cases := []struct {
@@ -674,9 +675,9 @@ func TestACLConnectRefusedClearly(t *testing.T) {
 		want  []string // in the message
 		empty bool     // nothing written
 	}{
-		{"no rights at all", nil, []string{"refuses this user the version fence", emq.KeyVersion, "NOPERM", "evalsha"}, true},
-		{"not the reserve's keys", noReserve, []string{"refuses this user the version fence", emq.KeyBundle, "NOPERM", "keys"}, true},
-		{"not TIME, which the lock script calls", noTime, []string{"leasing a node", "refuses this user the lock script", emq.KeyLocks}, false},
+		{"no rights at all", nil, []string{"refuses this user the version fence", wire.KeyVersion, "NOPERM", "evalsha"}, true},
+		{"not the reserve's keys", noReserve, []string{"refuses this user the version fence", wire.KeyBundle, "NOPERM", "keys"}, true},
+		{"not TIME, which the lock script calls", noTime, []string{"leasing a node", "refuses this user the lock script", wire.KeyLocks}, false},
 	}
 	for _, tc := range cases {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -158,7 +159,7 @@ func hostileQueueNames() map[string]string {
 		"leading dash":       "-orders",
 		"leading dot":        ".orders",
 		"glob":               "orders*",
-		"one byte too long":  strings.Repeat("q", emq.MaxQueueLength+1),
+		"one byte too long":  strings.Repeat("q", wire.MaxQueueLength+1),
 		"a megabyte":         strings.Repeat("q", 1<<20),
 		"unicode letter":     "bestellungen-ü",
 		"CJK":                "队列",
@@ -223,7 +224,7 @@ func TestBadInputRefusedBeforeAnyCommand(t *testing.T) {
 		if strings.ContainsAny(err.Error(), "\r\n") || len(err.Error()) > 200 {
 			t.Errorf("Queue(%s): the error is not one short line: %q", what, err)
 		}
-		if _, err := emq.KeyMigration(name); !errors.Is(err, emq.ErrQueueName) {
+		if _, err := wire.KeyMigration(name); !errors.Is(err, emq.ErrQueueName) {
 			t.Errorf("KeyMigration(%s) = %v; want ErrQueueName", what, err)
 		}
 		t.Logf("Queue(%s): %v", what, err)
@@ -238,7 +239,7 @@ func TestBadInputRefusedBeforeAnyCommand(t *testing.T) {
 	// cursor, so when the client has dialed a connection since its last
 	// fence, the fence script runs first: the one command allowed here.
 	resetStats(t, srv)
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		for _, cur := range []emq.Cursor{"x", emq.Cursor(good.String() + "/" + good.String()), "1/", "/" + emq.Cursor(good.String()), "1.5/" + emq.Cursor(good.String()), "\n"} {
 			if _, _, err := q.Page(ctx, s, cur, 10); !errors.Is(err, emq.ErrArgument) {
 				t.Errorf("Page(%s, %q) = %v; want ErrArgument", s, cur, err)
@@ -348,8 +349,8 @@ func TestBadInputPayloads(t *testing.T) {
 // op is one queue operation, run against a prepared keyspace.
 type op struct {
 	name    string
-	scripts []*emq.Script // the scripts it runs; nil for plain commands
-	keys    []string      // the key types it reads with plain commands
+	scripts []*wire.Script // the scripts it runs; nil for plain commands
+	keys    []string       // the key types it reads with plain commands
 	run     func(ctx context.Context) error
 }
 
@@ -405,7 +406,7 @@ func TestBadInputWrongType(t *testing.T) {
 	freshRow, _ := k.Row(fresh)
 	// The key types of a row and of the doorbell, as the scripts name them.
 	var rowType, wakeType string
-	for _, s := range emq.Scripts() {
+	for _, s := range wire.Scripts() {
 		for _, kt := range s.KeyTypes {
 			switch key, ok := k.Key(kt); {
 			case !ok && !strings.Contains(kt, ":"):
@@ -420,52 +421,52 @@ func TestBadInputWrongType(t *testing.T) {
 	}
 
 	ops := []op{
-		{"Enqueue", []*emq.Script{emq.ScriptEnqueue}, nil, func(ctx context.Context) error { _, err := q.Enqueue(ctx, fresh, []byte("n")); return err }},
-		{"EnqueueAt", []*emq.Script{emq.ScriptEnqueueAt}, nil, func(ctx context.Context) error {
+		{"Enqueue", []*wire.Script{wire.ScriptEnqueue}, nil, func(ctx context.Context) error { _, err := q.Enqueue(ctx, fresh, []byte("n")); return err }},
+		{"EnqueueAt", []*wire.Script{wire.ScriptEnqueueAt}, nil, func(ctx context.Context) error {
 			_, err := q.EnqueueAt(ctx, fresh, []byte("n"), time.Now())
 			return err
 		}},
-		{"Push", []*emq.Script{emq.ScriptPush}, nil, func(ctx context.Context) error { _, err := q.Push(ctx, fresh, []byte("n")); return err }},
-		{"PushBatch", []*emq.Script{emq.ScriptPush}, nil, func(ctx context.Context) error {
+		{"Push", []*wire.Script{wire.ScriptPush}, nil, func(ctx context.Context) error { _, err := q.Push(ctx, fresh, []byte("n")); return err }},
+		{"PushBatch", []*wire.Script{wire.ScriptPush}, nil, func(ctx context.Context) error {
 			_, err := q.PushBatch(ctx, []emq.NewJob{{ID: fresh, Payload: []byte("n")}})
 			return err
 		}},
-		{"Claim", []*emq.Script{emq.ScriptClaim}, nil, func(ctx context.Context) error { _, _, err := q.Claim(ctx, time.Minute); return err }},
-		{"Extend", []*emq.Script{emq.ScriptExtend}, nil, func(ctx context.Context) error {
+		{"Claim", []*wire.Script{wire.ScriptClaim}, nil, func(ctx context.Context) error { _, _, err := q.Claim(ctx, time.Minute); return err }},
+		{"Extend", []*wire.Script{wire.ScriptExtend}, nil, func(ctx context.Context) error {
 			_, err := q.Extend(ctx, active.ID, active.Token, time.Minute)
 			return err
 		}},
-		{"Complete", []*emq.Script{emq.ScriptComplete}, nil, func(ctx context.Context) error { return q.Complete(ctx, active.ID, active.Token) }},
-		{"Retry", []*emq.Script{emq.ScriptRetry}, nil, func(ctx context.Context) error {
+		{"Complete", []*wire.Script{wire.ScriptComplete}, nil, func(ctx context.Context) error { return q.Complete(ctx, active.ID, active.Token) }},
+		{"Retry", []*wire.Script{wire.ScriptRetry}, nil, func(ctx context.Context) error {
 			_, err := q.Retry(ctx, active.ID, active.Token, time.Second)
 			return err
 		}},
-		{"Bury", []*emq.Script{emq.ScriptBury}, nil, func(ctx context.Context) error { return q.Bury(ctx, active.ID, active.Token) }},
-		{"Promote", []*emq.Script{emq.ScriptPromote}, nil, func(ctx context.Context) error { _, err := q.Promote(ctx, 10); return err }},
-		{"Reap", []*emq.Script{emq.ScriptReap}, nil, func(ctx context.Context) error { _, err := q.Reap(ctx, 10, 0); return err }},
-		{"Reap(bury)", []*emq.Script{emq.ScriptReap}, nil, func(ctx context.Context) error { _, err := q.Reap(ctx, 10, 1); return err }},
-		{"Revive", []*emq.Script{emq.ScriptRevive}, nil, func(ctx context.Context) error { _, err := q.Revive(ctx, dead); return err }},
-		{"Purge", []*emq.Script{emq.ScriptPurge}, nil, func(ctx context.Context) error { _, err := q.Purge(ctx, dead); return err }},
+		{"Bury", []*wire.Script{wire.ScriptBury}, nil, func(ctx context.Context) error { return q.Bury(ctx, active.ID, active.Token) }},
+		{"Promote", []*wire.Script{wire.ScriptPromote}, nil, func(ctx context.Context) error { _, err := q.Promote(ctx, 10); return err }},
+		{"Reap", []*wire.Script{wire.ScriptReap}, nil, func(ctx context.Context) error { _, err := q.Reap(ctx, 10, 0); return err }},
+		{"Reap(bury)", []*wire.Script{wire.ScriptReap}, nil, func(ctx context.Context) error { _, err := q.Reap(ctx, 10, 1); return err }},
+		{"Revive", []*wire.Script{wire.ScriptRevive}, nil, func(ctx context.Context) error { _, err := q.Revive(ctx, dead); return err }},
+		{"Purge", []*wire.Script{wire.ScriptPurge}, nil, func(ctx context.Context) error { _, err := q.Purge(ctx, dead); return err }},
 		// The worker's calls: it claims with claim_many and completes with
 		// complete_claim, and maintenance rings the doorbell.
-		{"ClaimMany", []*emq.Script{emq.ScriptClaimMany}, nil, func(ctx context.Context) error {
-			call := emq.ClaimManyCall{Pending: k.Pending, Active: k.Active, Wake: k.Wake, Prefix: k.RowPrefix(), LeaseMS: 60000, Count: 10}
+		{"ClaimMany", []*wire.Script{wire.ScriptClaimMany}, nil, func(ctx context.Context) error {
+			call := wire.ClaimManyCall{Pending: k.Pending, Active: k.Active, Wake: k.Wake, Prefix: k.RowPrefix(), LeaseMS: 60000, Count: 10}
 			_, err := call.Exec(ctx, c.Redis())
 			return err
 		}},
-		{"CompleteClaim", []*emq.Script{emq.ScriptCompleteClaim}, nil, func(ctx context.Context) error {
-			call := emq.CompleteClaimCall{Row: activeRow, Active: k.Active, Pending: k.Pending, Wake: k.Wake, ID: active.ID, Token: active.Token, Prefix: k.RowPrefix(), LeaseMS: 60000, Count: 10}
+		{"CompleteClaim", []*wire.Script{wire.ScriptCompleteClaim}, nil, func(ctx context.Context) error {
+			call := wire.CompleteClaimCall{Row: activeRow, Active: k.Active, Pending: k.Pending, Wake: k.Wake, ID: active.ID, Token: active.Token, Prefix: k.RowPrefix(), LeaseMS: 60000, Count: 10}
 			_, err := call.Exec(ctx, c.Redis())
 			return err
 		}},
-		{"Ring", []*emq.Script{emq.ScriptRing}, nil, func(ctx context.Context) error {
-			_, err := (&emq.RingCall{Wake: k.Wake}).Exec(ctx, c.Redis())
+		{"Ring", []*wire.Script{wire.ScriptRing}, nil, func(ctx context.Context) error {
+			_, err := (&wire.RingCall{Wake: k.Wake}).Exec(ctx, c.Redis())
 			return err
 		}},
 		{"Sizes", nil, setTypes(), func(ctx context.Context) error { _, err := q.Sizes(ctx); return err }},
 		{"Get", nil, []string{rowType}, func(ctx context.Context) error { _, _, err := q.Get(ctx, active.ID); return err }},
 	}
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		ops = append(ops,
 			op{"Size(" + string(s) + ")", nil, []string{string(s)}, func(ctx context.Context) error { _, err := q.Size(ctx, s); return err }},
 			op{"Browse(" + string(s) + ")", nil, []string{string(s)}, func(ctx context.Context) error { _, err := q.Browse(ctx, s, 10); return err }},
@@ -478,7 +479,7 @@ func TestBadInputWrongType(t *testing.T) {
 		name, typ, key string
 	}
 	var plants []plant
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		plants = append(plants, plant{string(s), string(s), k.Set(s)})
 	}
 	plants = append(plants, plant{wakeType, wakeType, k.Wake}, plant{"active row", rowType, activeRow}, plant{"fresh row", rowType, freshRow})
@@ -573,7 +574,7 @@ func TestBadInputWrongType(t *testing.T) {
 
 func setTypes() []string {
 	var out []string
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		out = append(out, string(s))
 	}
 	return out
@@ -587,11 +588,11 @@ func setTypes() []string {
 func TestBadInputFencedKeyspace(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := ctxT(t)
-	other, _ := record(emq.VersionMajor+1, 0, 0)
-	lower, _ := record(emq.VersionMajor-1, emq.VersionMinor+1, 0)
-	prefix := strings.TrimSuffix(emq.VersionRecord, emq.Version)
-	padded := prefix + fmt.Sprintf("%d.0%d.%d", emq.VersionMajor, emq.VersionMinor, emq.VersionPatch)
-	huge := prefix + fmt.Sprintf("%d.%d.99999999999999999999", emq.VersionMajor, emq.VersionMinor)
+	other, _ := record(wire.VersionMajor+1, 0, 0)
+	lower, _ := record(wire.VersionMajor-1, wire.VersionMinor+1, 0)
+	prefix := strings.TrimSuffix(wire.VersionRecord, emq.Version)
+	padded := prefix + fmt.Sprintf("%d.0%d.%d", wire.VersionMajor, wire.VersionMinor, wire.VersionPatch)
+	huge := prefix + fmt.Sprintf("%d.%d.99999999999999999999", wire.VersionMajor, wire.VersionMinor)
 	for _, tc := range []struct {
 		name  string
 		plant [][]string
@@ -600,14 +601,14 @@ func TestBadInputFencedKeyspace(t *testing.T) {
 		// known is what a refusal writes today (a known hazard, see below).
 		known []string
 	}{
-		{name: "another major", plant: [][]string{{"SET", emq.KeyVersion, other}}, fence: true, found: other},
-		{name: "a lower major", plant: [][]string{{"SET", emq.KeyVersion, lower}}, fence: true, found: lower},
-		{name: "not a record", plant: [][]string{{"SET", emq.KeyVersion, "garbage"}}, fence: true, found: "garbage"},
-		{name: "empty record", plant: [][]string{{"SET", emq.KeyVersion, ""}}, fence: true, found: ""},
-		{name: "another protocol", plant: [][]string{{"SET", emq.KeyVersion, "x" + emq.VersionRecord}}, fence: true, found: "x" + emq.VersionRecord},
-		{name: "trailing newline", plant: [][]string{{"SET", emq.KeyVersion, emq.VersionRecord + "\n"}}, fence: true, found: emq.VersionRecord + "\n"},
-		{name: "the version key is a hash", plant: [][]string{{"HSET", emq.KeyVersion, "a", "b"}}},
-		{name: "the bundle key is a string", plant: [][]string{{"SET", emq.KeyVersion, emq.VersionRecord}, {"SET", emq.KeyBundle, "foreign"}}},
+		{name: "another major", plant: [][]string{{"SET", wire.KeyVersion, other}}, fence: true, found: other},
+		{name: "a lower major", plant: [][]string{{"SET", wire.KeyVersion, lower}}, fence: true, found: lower},
+		{name: "not a record", plant: [][]string{{"SET", wire.KeyVersion, "garbage"}}, fence: true, found: "garbage"},
+		{name: "empty record", plant: [][]string{{"SET", wire.KeyVersion, ""}}, fence: true, found: ""},
+		{name: "another protocol", plant: [][]string{{"SET", wire.KeyVersion, "x" + wire.VersionRecord}}, fence: true, found: "x" + wire.VersionRecord},
+		{name: "trailing newline", plant: [][]string{{"SET", wire.KeyVersion, wire.VersionRecord + "\n"}}, fence: true, found: wire.VersionRecord + "\n"},
+		{name: "the version key is a hash", plant: [][]string{{"HSET", wire.KeyVersion, "a", "b"}}},
+		{name: "the bundle key is a string", plant: [][]string{{"SET", wire.KeyVersion, wire.VersionRecord}, {"SET", wire.KeyBundle, "foreign"}}},
 		// Known hazards: the fence script and CheckVersionRecord disagree
 		// on what a record is. The script reads digits with tonumber, so
 		// it takes a zero-padded or overflowing number for this version
@@ -616,9 +617,9 @@ func TestBadInputFencedKeyspace(t *testing.T) {
 		// used to claim the version first; since 2.1.1 it reads both keys'
 		// types before writing.) When the script checks first, these
 		// writes go: drop them from known.
-		{name: "zero-padded minor", plant: [][]string{{"SET", emq.KeyVersion, padded}}, fence: true, found: padded, known: []string{"+" + emq.KeyBundle}},
-		{name: "overflowing patch", plant: [][]string{{"SET", emq.KeyVersion, huge}}, fence: true, found: huge, known: []string{"+" + emq.KeyBundle}},
-		{name: "a fresh keyspace with a foreign bundle key", plant: [][]string{{"SET", emq.KeyBundle, "foreign"}}},
+		{name: "zero-padded minor", plant: [][]string{{"SET", wire.KeyVersion, padded}}, fence: true, found: padded, known: []string{"+" + wire.KeyBundle}},
+		{name: "overflowing patch", plant: [][]string{{"SET", wire.KeyVersion, huge}}, fence: true, found: huge, known: []string{"+" + wire.KeyBundle}},
+		{name: "a fresh keyspace with a foreign bundle key", plant: [][]string{{"SET", wire.KeyBundle, "foreign"}}},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			if _, err := srv.Do("FLUSHALL"); err != nil {
@@ -639,7 +640,7 @@ func TestBadInputFencedKeyspace(t *testing.T) {
 				t.Fatalf("Connect = %v; want ErrVersionFence", err)
 			}
 			var fe *emq.FenceError
-			if isFence := errors.As(err, &fe); isFence != tc.fence || isFence && (fe.Found != tc.found || fe.Want != emq.VersionRecord) {
+			if isFence := errors.As(err, &fe); isFence != tc.fence || isFence && (fe.Found != tc.found || fe.Want != wire.VersionRecord) {
 				t.Errorf("Connect = %#v; want a *FenceError %v, finding %q", err, tc.fence, tc.found)
 			}
 			d := diffKeys(before, keyspace(t, srv))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // ClaimMany leases up to n of the oldest pending jobs for lease in one
@@ -22,7 +24,7 @@ func (q *Queue) ClaimMany(ctx context.Context, lease time.Duration, n int) (_ []
 	if err := q.c.ensure(ctx); err != nil {
 		return nil, err
 	}
-	call := ClaimManyCall{Pending: q.keys.Pending, Active: q.keys.Active, Wake: q.keys.Wake, Prefix: q.keys.RowPrefix(), LeaseMS: ms(lease), Count: int64(n)}
+	call := wire.ClaimManyCall{Pending: q.keys.Pending, Active: q.keys.Active, Wake: q.keys.Wake, Prefix: q.keys.RowPrefix(), LeaseMS: ms(lease), Count: int64(n)}
 	rs, err := call.Exec(ctx, q.c.rc)
 	if err != nil {
 		return nil, err
@@ -52,7 +54,7 @@ func (q *Queue) CompleteClaim(ctx context.Context, id ID, token int64, lease tim
 	if err != nil {
 		return nil, err
 	}
-	call := CompleteClaimCall{Row: row, Active: q.keys.Active, Pending: q.keys.Pending, Wake: q.keys.Wake,
+	call := wire.CompleteClaimCall{Row: row, Active: q.keys.Active, Pending: q.keys.Pending, Wake: q.keys.Wake,
 		ID: id, Token: token, Prefix: q.keys.RowPrefix(), LeaseMS: ms(lease), Count: int64(n)}
 	rs, err := call.Exec(ctx, q.c.rc)
 	if err != nil {

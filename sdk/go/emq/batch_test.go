@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -115,8 +116,8 @@ func commandCalls(t *testing.T, srv *redistest.Server) int64 {
 
 func ExampleParseRefusal() {
 	for _, reply := range []string{
-		emq.ClassStale + " complete token mismatch",
-		"ERR " + emq.ClassKind + " wrapped in the generic prefix",
+		wire.ClassStale + " complete token mismatch",
+		"ERR " + wire.ClassKind + " wrapped in the generic prefix",
 		"WRONGTYPE Operation against a key holding the wrong kind of value",
 	} {
 		if ce, ok := emq.ParseRefusal(reply); ok {

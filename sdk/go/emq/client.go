@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"net"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,12 +19,29 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
-// Options configure Connect.
+// Options configure Connect. Say where the server is with exactly one of
+// Addr, Addrs, URL and Redis.InitAddress; Connect refuses none or several
+// with an error wrapping ErrArgument, before dialing.
 type Options struct {
-	// Redis is the connection: addresses, credentials, TLS, cluster. Connect
-	// wraps its dialer to notice reconnects and fence again after them.
+	// Addr is the host:port of one server, standalone or any node of a
+	// cluster: "127.0.0.1:6379".
+	Addr string
+	// Addrs are several host:port seeds, e.g. nodes of a cluster.
+	Addrs []string
+	// URL is a redis:// URL, or rediss:// for TLS, with optional
+	// credentials and database: "redis://user:pass@host:6379/0". It is
+	// read by rueidis.ParseURL, query parameters (dial_timeout, ...)
+	// included. Whatever it sets, Redis must leave unset, except that with
+	// rediss:// Redis.TLSConfig replaces the default TLS configuration
+	// (to trust a private CA, say).
+	URL string
+	// Redis is everything else about the connection: credentials, TLS,
+	// timeouts, cluster options — any rueidis.ClientOption. Connect wraps
+	// its dialer to notice reconnects and fence again after them.
 	Redis rueidis.ClientOption
 	// Node fixes the snowflake node of the client's id Generator. Leave it
 	// nil to lease a free node from the reserve's locks (the default), which
@@ -74,7 +93,7 @@ type Client struct {
 	keyspace   atomic.Pointer[KeyspaceVersion] // an observer's last reading of the version record
 
 	owner      string // this client's lock owner token
-	gen        atomic.Pointer[Generator]
+	gen        atomic.Pointer[wire.Generator]
 	leaseUntil atomic.Int64 // Unix ms until which the node lease surely holds
 	lease      time.Duration
 	stop       chan struct{}
@@ -108,7 +127,10 @@ func Connect(ctx context.Context, opt Options) (*Client, error) {
 	var tok [8]byte
 	_, _ = rand.Read(tok[:])
 	c.owner = hex.EncodeToString(tok[:])
-	ro := opt.Redis
+	ro, err := clientOption(opt)
+	if err != nil {
+		return nil, err
+	}
 	dial := ro.DialCtxFn
 	if dial == nil {
 		dial = defaultDial
@@ -148,7 +170,7 @@ func Connect(ctx context.Context, opt Options) (*Client, error) {
 	c.standalone.Store(rc.Mode() == rueidis.ClientModeStandalone)
 	c.readServerConfig(ctx)
 	if opt.Node != nil {
-		g, err := NewGenerator(*opt.Node)
+		g, err := wire.NewGenerator(*opt.Node)
 		if err != nil {
 			rc.Close()
 			return nil, err
@@ -164,6 +186,80 @@ func Connect(ctx context.Context, opt Options) (*Client, error) {
 		go c.renewNode()
 	}
 	return c, nil
+}
+
+// clientOption is opt.Redis with the server's address taken from Addr,
+// Addrs or URL (exactly one of them and Redis.InitAddress).
+func clientOption(opt Options) (rueidis.ClientOption, error) {
+	var given []string
+	for _, g := range []struct {
+		name string
+		set  bool
+	}{{"Addr", opt.Addr != ""}, {"Addrs", len(opt.Addrs) > 0}, {"URL", opt.URL != ""}, {"Redis.InitAddress", len(opt.Redis.InitAddress) > 0}} {
+		if g.set {
+			given = append(given, g.name)
+		}
+	}
+	switch len(given) {
+	case 0:
+		return rueidis.ClientOption{}, fmt.Errorf("%w: Connect: no server address: set Options.Addr (host:port), Addrs, URL (redis://host:port/db) or Redis.InitAddress", ErrArgument)
+	case 1:
+	default:
+		return rueidis.ClientOption{}, fmt.Errorf("%w: Connect: the server address is given %d times (%s): set exactly one", ErrArgument, len(given), strings.Join(given, ", "))
+	}
+	ro := opt.Redis
+	switch {
+	case opt.Addr != "":
+		ro.InitAddress = []string{opt.Addr}
+	case len(opt.Addrs) > 0:
+		ro.InitAddress = slices.Clone(opt.Addrs)
+	case opt.URL != "":
+		u, err := rueidis.ParseURL(opt.URL)
+		if err != nil {
+			return rueidis.ClientOption{}, fmt.Errorf("%w: Connect: Options.URL: %w", ErrArgument, err)
+		}
+		tlsConf := ro.TLSConfig
+		switch {
+		case tlsConf != nil && u.TLSConfig == nil:
+			return rueidis.ClientOption{}, fmt.Errorf("%w: Connect: Options.URL is not rediss:// but Redis.TLSConfig is set: use rediss:// for TLS", ErrArgument)
+		case tlsConf != nil:
+			ro.TLSConfig = nil // rediss:// with the caller's configuration
+		}
+		if err := overlay(reflect.ValueOf(&u).Elem(), reflect.ValueOf(ro), "Redis"); err != nil {
+			return rueidis.ClientOption{}, err
+		}
+		if tlsConf != nil {
+			u.TLSConfig = tlsConf
+		}
+		ro = u
+	}
+	return ro, nil
+}
+
+// overlay copies every field set in src (non-zero, exported) into dst,
+// descending into struct fields, and refuses a field both set: what a URL
+// sets, Options.Redis must leave alone.
+func overlay(dst, src reflect.Value, path string) error {
+	t := src.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		sv, dv := src.Field(i), dst.Field(i)
+		if !f.IsExported() || sv.IsZero() {
+			continue
+		}
+		name := path + "." + f.Name
+		if f.Type.Kind() == reflect.Struct {
+			if err := overlay(dv, sv, name); err != nil {
+				return err
+			}
+			continue
+		}
+		if !dv.IsZero() {
+			return fmt.Errorf("%w: Connect: Options.URL sets %s, and so does Options.%s: set it in one place", ErrArgument, strings.TrimPrefix(name, "Redis."), name)
+		}
+		dv.Set(sv)
+	}
+	return nil
 }
 
 // safePolicies are the maxmemory policies that never evict a job's keys:
@@ -218,7 +314,7 @@ func (c *Client) Close() {
 		c.done.Wait()
 		if g := c.gen.Load(); g != nil && c.leaseUntil.Load() != 1<<62-1 {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			call := UnlockCall{Locks: KeyLocks, Name: LockNode(g.Node()), Owner: c.owner}
+			call := wire.UnlockCall{Locks: wire.KeyLocks, Name: wire.LockNode(g.Node()), Owner: c.owner}
 			_, _ = call.Exec(ctx, c.rc)
 			cancel()
 		}
@@ -313,7 +409,7 @@ func (c *Client) ensure(ctx context.Context) error {
 
 // fence runs the fence script and judges what it found.
 func (c *Client) fence(ctx context.Context) error {
-	call := FenceCall{VersionKey: KeyVersion, BundleKey: KeyBundle, Version: VersionRecord, Semver: Version, Bundle: BundleDigest}
+	call := wire.FenceCall{VersionKey: wire.KeyVersion, BundleKey: wire.KeyBundle, Version: wire.VersionRecord, Semver: Version, Bundle: wire.BundleDigest}
 	r, err := call.Exec(ctx, c.rc)
 	if err != nil {
 		if transient(err) {
@@ -325,7 +421,7 @@ func (c *Client) fence(ctx context.Context) error {
 			return fmt.Errorf("%w: the version fence could not run: %w", ErrConnection, err)
 		}
 		if refused(err) {
-			return fmt.Errorf("emq: the server refuses this user the version fence on %s and %s (an ACL permission is missing; docs/security.md lists what every client needs): %w", KeyVersion, KeyBundle, err)
+			return fmt.Errorf("emq: the server refuses this user the version fence on %s and %s (an ACL permission is missing; docs/security.md lists what every client needs): %w", wire.KeyVersion, wire.KeyBundle, err)
 		}
 		if re, ok := rueidis.IsRedisErr(errors.Unwrap(err)); ok && !clusterState(re) {
 			return fmt.Errorf("%w: %v", ErrVersionFence, err)
@@ -336,11 +432,11 @@ func (c *Client) fence(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.Bundle != BundleDigest {
-		return &BundleError{Version: Version, Found: r.Bundle, Want: BundleDigest}
+	if r.Bundle != wire.BundleDigest {
+		return &BundleError{Version: Version, Found: r.Bundle, Want: wire.BundleDigest}
 	}
 	if ahead && c.VersionFound() != r.Version {
-		c.log.Info("emq: the keyspace is ahead of this client; minors are additive, so it is served", "keyspace", r.Version, "client", VersionRecord)
+		c.log.Info("emq: the keyspace is ahead of this client; minors are additive, so it is served", "keyspace", r.Version, "client", wire.VersionRecord)
 	}
 	found := r.Version
 	c.found.Store(&found)
@@ -372,24 +468,24 @@ func CheckVersionRecord(record string) (ahead bool, err error) {
 	case VersionAhead:
 		return true, nil
 	}
-	return false, &FenceError{Found: record, Want: VersionRecord}
+	return false, &FenceError{Found: record, Want: wire.VersionRecord}
 }
 
 // leaseNode takes a free snowflake node from the reserve's locks, starting
 // at a random node so that clients spread out.
 func (c *Client) leaseNode(ctx context.Context) error {
-	start := mrand.IntN(MaxNode + 1)
-	for i := 0; i <= MaxNode; i++ {
-		n := (start + i) % (MaxNode + 1)
+	start := mrand.IntN(wire.MaxNode + 1)
+	for i := 0; i <= wire.MaxNode; i++ {
+		n := (start + i) % (wire.MaxNode + 1)
 		ok, err := c.lockNode(ctx, n)
 		if err != nil && refused(err) {
-			return fmt.Errorf("emq: leasing a node: the server refuses this user the lock script on %s (an ACL permission is missing; docs/security.md lists what every client needs): %w", KeyLocks, err)
+			return fmt.Errorf("emq: leasing a node: the server refuses this user the lock script on %s (an ACL permission is missing; docs/security.md lists what every client needs): %w", wire.KeyLocks, err)
 		}
 		if err != nil {
 			return fmt.Errorf("emq: leasing a node: %w", err)
 		}
 		if ok {
-			g, err := NewGenerator(n)
+			g, err := wire.NewGenerator(n)
 			if err != nil {
 				return err
 			}
@@ -397,16 +493,16 @@ func (c *Client) leaseNode(ctx context.Context) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: all %d nodes are leased", ErrNoNode, MaxNode+1)
+	return fmt.Errorf("%w: all %d nodes are leased", ErrNoNode, wire.MaxNode+1)
 }
 
 // lockNode takes or renews the lease on node n; the lease is taken to hold
 // until the call's start plus the lease, less a margin for clock drift.
 func (c *Client) lockNode(ctx context.Context, n int) (bool, error) {
 	start := time.Now()
-	call := LockCall{Locks: KeyLocks, Name: LockNode(n), Owner: c.owner, TTLMS: c.lease.Milliseconds()}
+	call := wire.LockCall{Locks: wire.KeyLocks, Name: wire.LockNode(n), Owner: c.owner, TTLMS: c.lease.Milliseconds()}
 	deadline, err := call.Exec(ctx, c.rc)
-	if err != nil || deadline == LockHeld {
+	if err != nil || deadline == wire.LockHeld {
 		return false, err
 	}
 	c.leaseUntil.Store(start.Add(c.lease - c.lease/10).UnixMilli())

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -223,13 +224,13 @@ func clusterSlotFunction(t *testing.T, cl *redistest.Cluster) {
 	if got := clusterCRC16([]byte("123456789")); got != 0x31C3 {
 		t.Fatalf("CRC16(123456789) = %#x, want 0x31c3", got)
 	}
-	keys := []string{"foo", "{user1000}.following", "foo{}{bar}", "foo{{bar}}zap", "foo{bar}{zap}", "{}x", "emq:{orders}:pending", emq.KeyVersion}
+	keys := []string{"foo", "{user1000}.following", "foo{}{bar}", "foo{{bar}}zap", "foo{bar}{zap}", "{}x", "emq:{orders}:pending", wire.KeyVersion}
 	for _, k := range keys {
 		if got, want := clusterSlot(k), cl.KeySlot(k); got != want {
 			t.Errorf("slot of %q: CRC16 says %d, CLUSTER KEYSLOT %d", k, got, want)
 		}
 	}
-	qk, err := emq.NewQueueKeys("orders")
+	qk, err := wire.NewQueueKeys("orders")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,8 +240,8 @@ func clusterSlotFunction(t *testing.T, cl *redistest.Cluster) {
 			t.Errorf("%s is in slot %d, not the queue's %d", k, s, clusterSlot("orders"))
 		}
 	}
-	mig, _ := emq.KeyMigration("orders")
-	for _, k := range []string{emq.KeyVersion, emq.KeyLocks, emq.KeyBundle, mig} {
+	mig, _ := wire.KeyMigration("orders")
+	for _, k := range []string{wire.KeyVersion, wire.KeyLocks, wire.KeyBundle, mig} {
 		if s := cl.KeySlot(k); s != reserveSlot {
 			t.Errorf("reserve member %s is in slot %d, not the reserve's %d", k, s, reserveSlot)
 		}
@@ -263,24 +264,24 @@ func clusterConnectFenceLease(t *testing.T, cl *redistest.Cluster) {
 	if m := c.Redis().Mode(); m != rueidis.ClientModeCluster {
 		t.Fatalf("client mode %s, want cluster", m)
 	}
-	if c.VersionFound() != emq.VersionRecord {
-		t.Fatalf("VersionFound %q, want %q", c.VersionFound(), emq.VersionRecord)
+	if c.VersionFound() != wire.VersionRecord {
+		t.Fatalf("VersionFound %q, want %q", c.VersionFound(), wire.VersionRecord)
 	}
 	owner := cl.NodeForSlot(reserveSlot)
-	if v, err := cl.Do(owner, "GET", emq.KeyVersion); err != nil || v != emq.VersionRecord {
-		t.Errorf("GET %s on the reserve's primary: %q, %v", emq.KeyVersion, v, err)
+	if v, err := cl.Do(owner, "GET", wire.KeyVersion); err != nil || v != wire.VersionRecord {
+		t.Errorf("GET %s on the reserve's primary: %q, %v", wire.KeyVersion, v, err)
 	}
-	if v, err := cl.Do(owner, "HGET", emq.KeyBundle, emq.Version); err != nil || v != emq.BundleDigest {
-		t.Errorf("HGET %s %s on the reserve's primary: %q, %v", emq.KeyBundle, emq.Version, v, err)
+	if v, err := cl.Do(owner, "HGET", wire.KeyBundle, emq.Version); err != nil || v != wire.BundleDigest {
+		t.Errorf("HGET %s %s on the reserve's primary: %q, %v", wire.KeyBundle, emq.Version, v, err)
 	}
-	lease, err := cl.Do(owner, "HGET", emq.KeyLocks, emq.LockNode(c.Node()))
+	lease, err := cl.Do(owner, "HGET", wire.KeyLocks, wire.LockNode(c.Node()))
 	if err != nil || lease == "(nil)" || !strings.Contains(lease, " ") {
-		t.Errorf("the node lease %s is %q (%v), want \"<owner> <deadline>\"", emq.LockNode(c.Node()), lease, err)
+		t.Errorf("the node lease %s is %q (%v), want \"<owner> <deadline>\"", wire.LockNode(c.Node()), lease, err)
 	}
 	for _, p := range cl.Primaries() {
 		if p != owner {
-			wantMoved(t, cl, p, owner, emq.KeyVersion)
-			wantMoved(t, cl, p, owner, emq.KeyLocks)
+			wantMoved(t, cl, p, owner, wire.KeyVersion)
+			wantMoved(t, cl, p, owner, wire.KeyLocks)
 		}
 	}
 	if _, err := c.Mint(emq.WorkKind); err != nil {
@@ -297,7 +298,7 @@ func clusterConnectFenceLease(t *testing.T, cl *redistest.Cluster) {
 		t.Fatalf("the clients hold nodes %d and %d", c.Node(), n2)
 	}
 	c2.Close()
-	if v, err := cl.Do(owner, "HEXISTS", emq.KeyLocks, emq.LockNode(n2)); err != nil || v != "0" {
+	if v, err := cl.Do(owner, "HEXISTS", wire.KeyLocks, wire.LockNode(n2)); err != nil || v != "0" {
 		t.Errorf("the closed client's lease is still there (%q, %v)", v, err)
 	}
 }
@@ -348,7 +349,7 @@ func clusterQueuesOnEveryPrimary(t *testing.T, cl *redistest.Cluster) {
 			t.Fatalf("%s: Complete: %v", name, err)
 		}
 		delete(ids, job.ID)
-		call := emq.ClaimManyCall{Pending: q.Keys().Pending, Active: q.Keys().Active, Wake: q.Keys().Wake, Prefix: q.Keys().RowPrefix(), LeaseMS: 60000, Count: 10}
+		call := wire.ClaimManyCall{Pending: q.Keys().Pending, Active: q.Keys().Active, Wake: q.Keys().Wake, Prefix: q.Keys().RowPrefix(), LeaseMS: 60000, Count: 10}
 		recs, err := call.Exec(ctx, c.Redis())
 		if err != nil || len(recs) != 5 {
 			t.Fatalf("%s: ClaimMany: %d records, %v", name, len(recs), err)
@@ -387,7 +388,7 @@ func clusterProbes(t *testing.T, cl *redistest.Cluster) {
 		t.Fatal(err)
 	}
 	total := 0
-	for _, p := range emq.Probes() {
+	for _, p := range wire.Probes() {
 		total += len(p.Steps)
 	}
 	out := tr.String()
@@ -400,7 +401,7 @@ func clusterProbes(t *testing.T, cl *redistest.Cluster) {
 			t.Errorf("the probes left %q behind on %s (%v)", keys, addr, err)
 		}
 	}
-	locks, err := cl.Do(cl.NodeForSlot(reserveSlot), "HKEYS", emq.KeyLocks)
+	locks, err := cl.Do(cl.NodeForSlot(reserveSlot), "HKEYS", wire.KeyLocks)
 	if err != nil || strings.Contains(locks, "emqprobe-") {
 		t.Errorf("the probes left locks behind: %q (%v)", locks, err)
 	}
@@ -431,13 +432,13 @@ func clusterPipeline(t *testing.T, cl *redistest.Cluster) {
 		for j := 0; j < per; j++ {
 			id := mint(t, c, emq.WorkKind)
 			row, _ := q.Keys().Row(id)
-			call := emq.EnqueueCall{Row: row, Pending: q.Keys().Pending, ID: id, Payload: "p"}
+			call := wire.EnqueueCall{Row: row, Pending: q.Keys().Pending, ID: id, Payload: "p"}
 			execs = append(execs, call.LuaExec())
 			want[q.Name()][id] = true
 		}
 	}
-	for i, r := range emq.ScriptEnqueue.Lua().ExecMulti(ctx, c.Redis(), execs...) {
-		if n, err := emq.DecodeEnqueue(r); err != nil || n != emq.EnqueueEnqueued {
+	for i, r := range wire.ScriptEnqueue.Lua().ExecMulti(ctx, c.Redis(), execs...) {
+		if n, err := wire.DecodeEnqueue(r); err != nil || n != wire.EnqueueEnqueued {
 			t.Fatalf("pipelined enqueue %d: %d, %v", i, n, err)
 		}
 	}
@@ -452,7 +453,7 @@ func clusterPipeline(t *testing.T, cl *redistest.Cluster) {
 			t.Fatalf("%s: PushBatch: %v, %v", q.Name(), got, err)
 		}
 	}
-	zcard := func(key func(emq.QueueKeys) string) []int64 {
+	zcard := func(key func(wire.QueueKeys) string) []int64 {
 		cmds := make(rueidis.Commands, len(qs))
 		for i, q := range qs {
 			cmds[i] = c.Redis().B().Zcard().Key(key(q.Keys())).Build()
@@ -467,20 +468,20 @@ func clusterPipeline(t *testing.T, cl *redistest.Cluster) {
 		}
 		return out
 	}
-	for i, n := range zcard(func(k emq.QueueKeys) string { return k.Pending }) {
+	for i, n := range zcard(func(k wire.QueueKeys) string { return k.Pending }) {
 		if n != 2*per {
 			t.Errorf("%s: %d pending, want %d", qs[i].Name(), n, 2*per)
 		}
 	}
 	var claims []rueidis.LuaExec
 	for _, q := range qs {
-		call := emq.ClaimManyCall{Pending: q.Keys().Pending, Active: q.Keys().Active, Wake: q.Keys().Wake, Prefix: q.Keys().RowPrefix(), LeaseMS: 60000, Count: 2 * per}
+		call := wire.ClaimManyCall{Pending: q.Keys().Pending, Active: q.Keys().Active, Wake: q.Keys().Wake, Prefix: q.Keys().RowPrefix(), LeaseMS: 60000, Count: 2 * per}
 		claims = append(claims, call.LuaExec())
 	}
 	var completes []rueidis.LuaExec
-	for i, r := range emq.ScriptClaimMany.Lua().ExecMulti(ctx, c.Redis(), claims...) {
+	for i, r := range wire.ScriptClaimMany.Lua().ExecMulti(ctx, c.Redis(), claims...) {
 		q := qs[i]
-		recs, err := emq.DecodeClaimMany(r)
+		recs, err := wire.DecodeClaimMany(r)
 		if err != nil || len(recs) != 2*per {
 			t.Fatalf("%s: pipelined claim_many: %d records, %v", q.Name(), len(recs), err)
 		}
@@ -490,12 +491,12 @@ func clusterPipeline(t *testing.T, cl *redistest.Cluster) {
 			}
 			delete(want[q.Name()], rec.ID)
 			row, _ := q.Keys().Row(rec.ID)
-			call := emq.CompleteCall{Active: q.Keys().Active, Row: row, ID: rec.ID, Token: rec.Token}
+			call := wire.CompleteCall{Active: q.Keys().Active, Row: row, ID: rec.ID, Token: rec.Token}
 			completes = append(completes, call.LuaExec())
 		}
 	}
-	for i, r := range emq.ScriptComplete.Lua().ExecMulti(ctx, c.Redis(), completes...) {
-		if _, err := emq.DecodeComplete(r); err != nil {
+	for i, r := range wire.ScriptComplete.Lua().ExecMulti(ctx, c.Redis(), completes...) {
+		if _, err := wire.DecodeComplete(r); err != nil {
 			t.Fatalf("pipelined complete %d: %v", i, err)
 		}
 	}
@@ -504,8 +505,8 @@ func clusterPipeline(t *testing.T, cl *redistest.Cluster) {
 			t.Errorf("%s: %d jobs never claimed", name, len(left))
 		}
 	}
-	pending := zcard(func(k emq.QueueKeys) string { return k.Pending })
-	active := zcard(func(k emq.QueueKeys) string { return k.Active })
+	pending := zcard(func(k wire.QueueKeys) string { return k.Pending })
+	active := zcard(func(k wire.QueueKeys) string { return k.Active })
 	for i := range qs {
 		if pending[i] != 0 || active[i] != 0 {
 			t.Errorf("%s: %d pending, %d active after the batch", qs[i].Name(), pending[i], active[i])
@@ -961,13 +962,13 @@ func clusterReserveMigration(t *testing.T, cl *redistest.Cluster) {
 		t.Errorf("logged: %s", r)
 	}
 	t.Logf("reserve slot %d (%d keys) moved from %s to %s; meanwhile %d mints, %d connects", reserveSlot, moved, from, to, mints.Load(), connects.Load())
-	if v, err := cl.Do(to, "GET", emq.KeyVersion); err != nil || v != emq.VersionRecord {
-		t.Errorf("GET %s on the new primary: %q, %v", emq.KeyVersion, v, err)
+	if v, err := cl.Do(to, "GET", wire.KeyVersion); err != nil || v != wire.VersionRecord {
+		t.Errorf("GET %s on the new primary: %q, %v", wire.KeyVersion, v, err)
 	}
-	if v, err := cl.Do(to, "HGET", emq.KeyLocks, emq.LockNode(c.Node())); err != nil || v == "(nil)" {
+	if v, err := cl.Do(to, "HGET", wire.KeyLocks, wire.LockNode(c.Node())); err != nil || v == "(nil)" {
 		t.Errorf("the node lease is not on the new primary: %q, %v", v, err)
 	}
-	wantMoved(t, cl, from, to, emq.KeyLocks)
+	wantMoved(t, cl, from, to, wire.KeyLocks)
 	src := clusterErrorStats(t, cl, from)
 	if src["ASK"] == 0 && src["TRYAGAIN"] == 0 {
 		t.Errorf("the clients never met the migration: %v", src)

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -54,7 +55,7 @@ func TestJ2Idempotent(t *testing.T) {
 		t.Fatalf("second Enqueue = %v, %v; want false (duplicate), nil", second, err)
 	}
 	row, _ := q.Keys().Row(id)
-	want := map[string]string{emq.FieldState: string(emq.StatePending), emq.FieldToken: emq.InitialToken, emq.FieldPayload: "first"}
+	want := map[string]string{wire.FieldState: string(emq.StatePending), wire.FieldToken: wire.InitialToken, wire.FieldPayload: "first"}
 	if diff := cmp.Diff(want, hgetall(t, c, row)); diff != "" {
 		t.Errorf("row after the duplicate (-want +got):\n%s", diff)
 	}
@@ -80,8 +81,8 @@ func TestJ3Kind(t *testing.T) {
 		t.Fatalf("Enqueue(ORD id) = %v, %v; want false, ErrKind", ok, err)
 	}
 	var ce *emq.ClassError
-	if !errors.As(err, &ce) || ce.Class != emq.ClassKind || ce.Script != "enqueue" || ce.Message == "" {
-		t.Fatalf("errors.As(*ClassError) = %+v; want class %s from enqueue with a message", ce, emq.ClassKind)
+	if !errors.As(err, &ce) || ce.Class != wire.ClassKind || ce.Script != "enqueue" || ce.Message == "" {
+		t.Fatalf("errors.As(*ClassError) = %+v; want class %s from enqueue with a message", ce, wire.ClassKind)
 	}
 	if errors.Is(err, emq.ErrStale) {
 		t.Error("an EMQKIND refusal matches ErrStale")
@@ -135,7 +136,7 @@ func TestJ4Dividend(t *testing.T) {
 		switch {
 		case strings.HasPrefix(k, q.Keys().RowPrefix()):
 			rows++
-		case k == q.Keys().Pending || k == q.Keys().Active || k == emq.KeyVersion || k == emq.KeyBundle || k == emq.KeyLocks:
+		case k == q.Keys().Pending || k == q.Keys().Active || k == wire.KeyVersion || k == wire.KeyBundle || k == wire.KeyLocks:
 		default:
 			t.Errorf("unexpected key %q: a second index", k)
 		}
@@ -209,7 +210,7 @@ func TestTokenWalkthrough(t *testing.T) {
 	if err := q.Complete(ctx, id, 2); !errors.Is(err, emq.ErrStale) {
 		t.Fatalf("complete with token 2 = %v; want ErrStale", err)
 	}
-	if got := hgetall(t, c, row); got[emq.FieldState] != string(emq.StateActive) || got[emq.FieldToken] != "1" {
+	if got := hgetall(t, c, row); got[wire.FieldState] != string(emq.StateActive) || got[wire.FieldToken] != "1" {
 		t.Fatalf("after the stale complete the row is %v; want active with attempts 1", got)
 	}
 	if err := q.Complete(ctx, id, 1); err != nil {
@@ -241,7 +242,7 @@ func TestTokenWalkthrough(t *testing.T) {
 		t.Fatalf("the zombie's complete = %v; want ErrStale", err)
 	}
 	row2, _ := q.Keys().Row(id2)
-	if got := hgetall(t, c, row2); got[emq.FieldState] != string(emq.StateActive) || got[emq.FieldToken] != "2" {
+	if got := hgetall(t, c, row2); got[wire.FieldState] != string(emq.StateActive) || got[wire.FieldToken] != "2" {
 		t.Fatalf("the lease holder's work did not survive the zombie: %v", got)
 	}
 	if err := q.Complete(ctx, id2, holder.Token); err != nil {
@@ -272,9 +273,9 @@ func TestFence(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := ctxT(t)
 	get := func() string {
-		v, err := srv.Do("GET", emq.KeyVersion)
+		v, err := srv.Do("GET", wire.KeyVersion)
 		if err != nil {
-			t.Fatalf("GET %s: %v", emq.KeyVersion, err)
+			t.Fatalf("GET %s: %v", wire.KeyVersion, err)
 		}
 		return v
 	}
@@ -291,28 +292,28 @@ func TestFence(t *testing.T) {
 
 	check("fresh keyspace has no record", get() == "(nil)", "found %q", get())
 	c := connect(t, srv)
-	check("claimed on a fresh keyspace", get() == emq.VersionRecord && c.VersionFound() == emq.VersionRecord, "record %q, client found %q", get(), c.VersionFound())
-	v, err := c.Redis().Do(ctx, c.Redis().B().Get().Key(emq.KeyVersion).Build()).ToString()
-	check("read back through the fenced client", err == nil && v == emq.VersionRecord, "GET = %q, %v", v, err)
+	check("claimed on a fresh keyspace", get() == wire.VersionRecord && c.VersionFound() == wire.VersionRecord, "record %q, client found %q", get(), c.VersionFound())
+	v, err := c.Redis().Do(ctx, c.Redis().B().Get().Key(wire.KeyVersion).Build()).ToString()
+	check("read back through the fenced client", err == nil && v == wire.VersionRecord, "GET = %q, %v", v, err)
 	c2, err := emq.Connect(ctx, options(srv))
-	check("a second client is admitted, record unchanged", err == nil && get() == emq.VersionRecord, "err %v, record %q", err, get())
+	check("a second client is admitted, record unchanged", err == nil && get() == wire.VersionRecord, "err %v, record %q", err, get())
 	if c2 != nil {
 		c2.Close()
 	}
 
 	// A planted record of another major is refused with the typed error, and left as found.
 	planted := "echomq:1.3.0"
-	if _, err := srv.Do("SET", emq.KeyVersion, planted); err != nil {
+	if _, err := srv.Do("SET", wire.KeyVersion, planted); err != nil {
 		t.Fatal(err)
 	}
 	_, err = emq.Connect(ctx, options(srv))
 	var fe *emq.FenceError
-	check("planted mismatch refused, typed, fatal at boot", errors.As(err, &fe) && fe.Found == planted && fe.Want == emq.VersionRecord && errors.Is(err, emq.ErrVersionFence) && get() == planted,
+	check("planted mismatch refused, typed, fatal at boot", errors.As(err, &fe) && fe.Found == planted && fe.Want == wire.VersionRecord && errors.Is(err, emq.ErrVersionFence) && get() == planted,
 		"Connect = %v, record %q", err, get())
 
 	// A higher minor of this major is admitted as ahead and never lowered.
-	ahead := strings.TrimSuffix(emq.VersionRecord, emq.Version) + strconv.Itoa(emq.VersionMajor) + "." + strconv.Itoa(emq.VersionMinor+1) + ".0"
-	if _, err := srv.Do("SET", emq.KeyVersion, ahead); err != nil {
+	ahead := strings.TrimSuffix(wire.VersionRecord, emq.Version) + strconv.Itoa(wire.VersionMajor) + "." + strconv.Itoa(wire.VersionMinor+1) + ".0"
+	if _, err := srv.Do("SET", wire.KeyVersion, ahead); err != nil {
 		t.Fatal(err)
 	}
 	c3, err := emq.Connect(ctx, options(srv))
@@ -320,7 +321,7 @@ func TestFence(t *testing.T) {
 	if c3 != nil {
 		c3.Close()
 	}
-	if _, err := srv.Do("DEL", emq.KeyVersion); err != nil {
+	if _, err := srv.Do("DEL", wire.KeyVersion); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Queue("x"); err != nil { // no command: only proves the client is alive
@@ -339,11 +340,11 @@ func TestFence(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	check("restart re-fences and serves", err == nil && ok && get() == emq.VersionRecord, "Enqueue = %v, %v; record %q", ok, err, get())
+	check("restart re-fences and serves", err == nil && ok && get() == wire.VersionRecord, "Enqueue = %v, %v; record %q", ok, err, get())
 
 	// Restart into a keyspace fenced by another version: refused, nothing written.
 	srv.Restart()
-	if _, err := srv.Do("SET", emq.KeyVersion, "echomq:3.0.0"); err != nil {
+	if _, err := srv.Do("SET", wire.KeyVersion, "echomq:3.0.0"); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 50; i++ {

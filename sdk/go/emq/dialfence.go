@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // dialFence fences a standalone server on a connection rueidis has just
@@ -64,12 +66,12 @@ func (c *Client) dialFence(conn net.Conn, ro rueidis.ClientOption) error {
 			return connectionError(fmt.Errorf("emq: fencing a new connection: select: %w", errors.Join(err, replyError(v.err))))
 		}
 	}
-	call := FenceCall{VersionKey: KeyVersion, BundleKey: KeyBundle, Version: VersionRecord, Semver: Version, Bundle: BundleDigest}
+	call := wire.FenceCall{VersionKey: wire.KeyVersion, BundleKey: wire.KeyBundle, Version: wire.VersionRecord, Semver: Version, Bundle: wire.BundleDigest}
 	keys, args := call.Keys(), call.Args()
 	tail := append(append([]string{strconv.Itoa(len(keys))}, keys...), args...)
-	v, err := ask(append([]string{"EVALSHA", ScriptFence.SHA1}, tail...)...)
+	v, err := ask(append([]string{"EVALSHA", wire.ScriptFence.SHA1}, tail...)...)
 	if err == nil && strings.HasPrefix(v.err, "NOSCRIPT") {
-		v, err = ask(append([]string{"EVAL", ScriptFence.Source}, tail...)...)
+		v, err = ask(append([]string{"EVAL", wire.ScriptFence.Source}, tail...)...)
 	}
 	switch {
 	case err != nil && errors.Is(err, errResp):
@@ -87,8 +89,8 @@ func (c *Client) dialFence(conn net.Conn, ro rueidis.ClientOption) error {
 	if _, err := CheckVersionRecord(found); err != nil {
 		return err
 	}
-	if bundle != BundleDigest {
-		return &BundleError{Version: Version, Found: bundle, Want: BundleDigest}
+	if bundle != wire.BundleDigest {
+		return &BundleError{Version: Version, Found: bundle, Want: wire.BundleDigest}
 	}
 	c.found.Store(&found)
 	return nil

@@ -1,25 +1,87 @@
-// Package emq is the Go SDK of EchoMQ, a Redis/Valkey job queue whose wire
-// contract is written down in protocol.yaml.
+// Package emq is the Go SDK of EchoMQ, a job queue on Redis or Valkey whose
+// wire contract — keys, Lua scripts, ids, refusals, the version fence — is
+// written down in protocol.yaml.
 //
-// The package has two layers. The wire layer (*_gen.go) is generated from
-// the manifest by emqgen: the version and wire constants, the id canon
-// (ParseID, Generator), key builders that refuse malformed queue names and
-// ids before any command is sent (NewQueueKeys), one sentinel error per
-// wire class (ErrKind, ErrStale), one typed call per Lua script
-// (EnqueueCall, ClaimCall, ...) and the probes. The idiomatic layer on top
-// is written by hand and uses only generated names:
+// # Connecting
 //
-//	c, err := emq.Connect(ctx, emq.Options{Redis: rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}}})
-//	if err != nil { ... } // a keyspace fenced by another major is a *FenceError
+// Connect opens a client from an address, a URL or any rueidis option, and
+// fences the keyspace before returning: a fresh keyspace is claimed for
+// this version, an older minor of this major is raised, and a keyspace of
+// another major, or one running another script bundle under this version,
+// is refused with a *FenceError or a *BundleError. The client fences again
+// after every reconnect.
+//
+//	c, err := emq.Connect(ctx, emq.Options{Addr: "127.0.0.1:6379"})
+//	c, err := emq.Connect(ctx, emq.Options{URL: "rediss://app:secret@redis.internal:6380/0"})
+//	c, err := emq.Connect(ctx, emq.Options{Addrs: clusterSeeds, Redis: rueidis.ClientOption{...}})
 //	defer c.Close()
-//	q, err := c.Queue("orders")           // ErrQueueName before any command
-//	id, _ := c.Mint(emq.WorkKind)
-//	ok, err := q.Enqueue(ctx, id, payload) // false: a duplicate, the row untouched
-//	job, err := q.Claim(ctx, 30*time.Second)
-//	err = q.Complete(ctx, job.ID, job.Token) // errors.Is(err, emq.ErrStale) after a lost lease
 //
-// Connect fences the keyspace (the version record and the bundle identity
-// in the reserve) and fences it again after every reconnect. Every id is a
-// branded snowflake; its mint time lives in the id, so nothing else records
-// when a job was enqueued.
+// # Producing
+//
+// A queue is a name checked against the protocol's grammar before any
+// command is sent (ErrQueueName). A job is an id the client mints (a
+// branded snowflake of WorkKind: its mint time lives in the id) and a
+// payload of bytes. Push admits one job and wakes an idle worker; PushBatch
+// admits many in one round trip; a duplicate id reports false and changes
+// nothing, so a push is safe to retry. PushDurable and PushBatchDurable
+// also wait for replicas to acknowledge (Durability).
+//
+//	q, err := c.Queue("orders")
+//	id, err := c.Mint(emq.WorkKind)
+//	ok, err := q.Push(ctx, id, payload)
+//
+// # Consuming
+//
+// A Worker runs a Handler over a queue's jobs with the concurrency, lease
+// and retry policy of WorkerOptions: it claims in batches, extends leases
+// while handlers run, retries a failed job with backoff (Permanent buries
+// it at once), buries it after MaxAttempts, keeps the queue maintained
+// (scheduled jobs promoted, expired leases reaped) and, when Run's context
+// is done, shuts down without losing a job. Queue.Claim, Extend, Complete,
+// Retry and Bury are the same steps by hand.
+//
+//	w, err := emq.NewWorker(q, func(ctx context.Context, job emq.Job) error {
+//		return send(ctx, job.Payload) // nil completes the job; an error retries it
+//	}, emq.WorkerOptions{Concurrency: 8})
+//	err = w.Run(ctx)
+//
+// # Inspecting
+//
+// Get reads one job's row (JobInfo), Size and Sizes count a queue's sets,
+// Page and PageEntries walk a set newest first with a stable Cursor,
+// Revive and Purge act on dead jobs. Observe opens a client that reads a
+// keyspace without fencing it, for dashboards and operators.
+//
+// # Errors
+//
+// Every refusal of a script is a *ClassError whose wire class has a
+// sentinel: errors.Is(err, ErrStale) after a lost lease, errors.Is(err,
+// ErrKind) for an id of the wrong kind. Bad input is refused before any
+// command is sent with an error wrapping ErrArgument, ErrID or
+// ErrQueueName. A batch's partial failure is a *BatchError (errors.Is
+// finds a class anywhere in it); the version fence's refusal is a
+// *FenceError (ErrVersionFence), a bundle mismatch a *BundleError
+// (ErrBundle), missing replica acknowledgements a *DurabilityError. All
+// errors wrap their causes for errors.Is and errors.As.
+//
+// # Two layers
+//
+// This package is the idiomatic layer, written by hand. Under it is the
+// wire layer, package github.com/echomq/echomq/sdk/go/emq/wire, generated
+// by emqgen from protocol.yaml: the version and wire constants, the id
+// canon, key builders, one sentinel per wire class, one typed call per
+// Lua script (wire.PushCall, wire.ClaimCall, ... with Exec and a Decode
+// function) and the manifest's probes. The idiomatic layer spells no
+// protocol literal; it uses the wire layer's names, and re-exports (in
+// wire_gen.go, generated too) the few an application needs: ID, Kind,
+// Set, State, ClassError, the kinds, sets and states, Version, the
+// sentinel errors, ParseID, MustParseID, NewID and ValidateQueueName.
+// These are the wire names themselves — emq.ID is wire.ID and emq.ErrStale
+// is wire.ErrStale — so values pass between the layers unchanged. Import
+// package wire to call a script by hand, build a key or test the protocol;
+// an application needs only this package.
+//
+// Both packages are the public API that a release records: removing an
+// exported name of either, or changing its signature, is a major change
+// of the protocol (emqgen check).
 package emq

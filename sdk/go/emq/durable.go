@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // Durability asks that an enqueue be acknowledged by replicas before it is
@@ -222,12 +224,12 @@ func (q *Queue) pushDurable(ctx context.Context, calls []rueidis.LuaExec, d Dura
 					continue
 				}
 			}
-			n, err := DecodePush(r)
+			n, err := wire.DecodePush(r)
 			if err != nil {
 				errs[i] = err
 				continue
 			}
-			oks[i] = n == PushEnqueued
+			oks[i] = n == wire.PushEnqueued
 			if oks[i] {
 				enqueued++
 			}
@@ -247,7 +249,7 @@ func (q *Queue) pushDurable(ctx context.Context, calls []rueidis.LuaExec, d Dura
 		if !pause(ctx, wait) {
 			// ctx ended while the cluster redirected: the calls left did not run.
 			for _, i := range todo {
-				errs[i] = fmt.Errorf("emq: %s: %w; the cluster answered %v", ScriptPush.Name, ctx.Err(), last[i])
+				errs[i] = fmt.Errorf("emq: %s: %w; the cluster answered %v", wire.ScriptPush.Name, ctx.Err(), last[i])
 			}
 			break
 		}
@@ -297,9 +299,9 @@ func (q *Queue) durableRound(ctx context.Context, route roundRoute, todo []int, 
 		for _, i := range todo {
 			x := calls[i]
 			if eval[i] {
-				cmds = append(cmds, b.Eval().Script(ScriptPush.Source).Numkeys(int64(len(x.Keys))).Key(x.Keys...).Arg(x.Args...).Build())
+				cmds = append(cmds, b.Eval().Script(wire.ScriptPush.Source).Numkeys(int64(len(x.Keys))).Key(x.Keys...).Arg(x.Args...).Build())
 			} else {
-				cmds = append(cmds, b.Evalsha().Sha1(ScriptPush.SHA1).Numkeys(int64(len(x.Keys))).Key(x.Keys...).Arg(x.Args...).Build())
+				cmds = append(cmds, b.Evalsha().Sha1(wire.ScriptPush.SHA1).Numkeys(int64(len(x.Keys))).Key(x.Keys...).Arg(x.Args...).Build())
 			}
 		}
 		cmds = append(cmds, b.Wait().Numreplicas(int64(d.Replicas)).Timeout(d.Timeout.Milliseconds()).Build())
@@ -310,7 +312,7 @@ func (q *Queue) durableRound(ctx context.Context, route roundRoute, todo []int, 
 		rd.replies = out[:len(todo)]
 		lastWrite, lastDup := -1, -1
 		for j, r := range rd.replies {
-			if n, err := DecodePush(r); err == nil && n == PushEnqueued {
+			if n, err := wire.DecodePush(r); err == nil && n == wire.PushEnqueued {
 				lastWrite = j
 			} else if err == nil {
 				lastDup = j

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // ErrVersionFence means the keyspace's version record is not one this
@@ -55,7 +57,7 @@ func (e *BundleError) Unwrap() error { return ErrBundle }
 // class word behind another prefix) returns nil and false.
 func ParseRefusal(reply string) (*ClassError, bool) {
 	word, rest, _ := strings.Cut(reply, " ")
-	for _, c := range Classes() {
+	for _, c := range wire.Classes() {
 		if word == c {
 			return &ClassError{Class: word, Message: rest}, true
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/probe"
 )
 
@@ -25,7 +26,7 @@ var ErrFenceDBCluster = errors.New("emq: Redis Cluster has no logical databases 
 
 // FenceTarget names the fence checks in a transcript: "script " and the
 // fence script's name.
-var FenceTarget = "script " + ScriptFence.Name
+var FenceTarget = "script " + wire.ScriptFence.Name
 
 // RunFenceChecks runs the version fence's eight checks with rc, which must
 // be connected to an empty logical database of a standalone server (a
@@ -43,7 +44,7 @@ var FenceTarget = "script " + ScriptFence.Name
 // the checks wrote is deleted afterwards. The transcript has one line per
 // check, ending PASS n/m.
 func RunFenceChecks(ctx context.Context, rc rueidis.Client) (*probe.Transcript, error) {
-	return fenceSpec{version: thisVersion, digest: BundleDigest}.run(ctx, rc)
+	return fenceSpec{version: thisVersion, digest: wire.BundleDigest}.run(ctx, rc)
 }
 
 // fenceSpec is the version and bundle digest the fence checks run as: this
@@ -138,14 +139,14 @@ func (c *fenceChecks) checks() []fenceCheck {
 }
 
 // exec runs the fence script once, as Connect does.
-func (c *fenceChecks) exec(ctx context.Context) (FenceReply, error) {
-	call := FenceCall{VersionKey: KeyVersion, BundleKey: KeyBundle, Version: c.f.record(), Semver: c.f.semver(), Bundle: c.f.digest}
+func (c *fenceChecks) exec(ctx context.Context) (wire.FenceReply, error) {
+	call := wire.FenceCall{VersionKey: wire.KeyVersion, BundleKey: wire.KeyBundle, Version: c.f.record(), Semver: c.f.semver(), Bundle: c.f.digest}
 	return call.Exec(ctx, c.rc)
 }
 
 // reset deletes both keys of the fence.
 func (c *fenceChecks) reset(ctx context.Context) error {
-	for _, k := range []string{KeyVersion, KeyBundle} {
+	for _, k := range []string{wire.KeyVersion, wire.KeyBundle} {
 		if err := c.rc.Do(ctx, c.rc.B().Del().Key(k).Build()).Error(); err != nil {
 			return err
 		}
@@ -155,7 +156,7 @@ func (c *fenceChecks) reset(ctx context.Context) error {
 
 // readRecord reads the version record; "" when there is none.
 func (c *fenceChecks) readRecord(ctx context.Context) (string, error) {
-	s, err := c.rc.Do(ctx, c.rc.B().Get().Key(KeyVersion).Build()).ToString()
+	s, err := c.rc.Do(ctx, c.rc.B().Get().Key(wire.KeyVersion).Build()).ToString()
 	if rueidis.IsRedisNil(err) {
 		return "", nil
 	}
@@ -164,7 +165,7 @@ func (c *fenceChecks) readRecord(ctx context.Context) (string, error) {
 
 // digestOf reads the digest recorded for the spec's version; "" when none.
 func (c *fenceChecks) digestOf(ctx context.Context) (string, error) {
-	s, err := c.rc.Do(ctx, c.rc.B().Hget().Key(KeyBundle).Field(c.f.semver()).Build()).ToString()
+	s, err := c.rc.Do(ctx, c.rc.B().Hget().Key(wire.KeyBundle).Field(c.f.semver()).Build()).ToString()
 	if rueidis.IsRedisNil(err) {
 		return "", nil
 	}
@@ -174,7 +175,7 @@ func (c *fenceChecks) digestOf(ctx context.Context) (string, error) {
 // dump is the serialized value of both fence keys ("" for an absent key).
 func (c *fenceChecks) dump(ctx context.Context) ([2]string, error) {
 	var out [2]string
-	for i, k := range []string{KeyVersion, KeyBundle} {
+	for i, k := range []string{wire.KeyVersion, wire.KeyBundle} {
 		s, err := c.rc.Do(ctx, c.rc.B().Dump().Key(k).Build()).ToString()
 		if err != nil && !rueidis.IsRedisNil(err) {
 			return out, err
@@ -189,12 +190,12 @@ func (c *fenceChecks) plant(ctx context.Context, record string) error {
 	if err := c.reset(ctx); err != nil {
 		return err
 	}
-	return c.rc.Do(ctx, c.rc.B().Set().Key(KeyVersion).Value(record).Build()).Error()
+	return c.rc.Do(ctx, c.rc.B().Set().Key(wire.KeyVersion).Value(record).Build()).Error()
 }
 
 // admitted checks a fence reply that should admit the keyspace at record
 // with the spec's bundle, and the record the keyspace holds.
-func (c *fenceChecks) admitted(ctx context.Context, r FenceReply, record string) error {
+func (c *fenceChecks) admitted(ctx context.Context, r wire.FenceReply, record string) error {
 	if r.Version != record {
 		return fmt.Errorf("the fence answered the record %q, want %q", r.Version, record)
 	}
@@ -227,8 +228,8 @@ func (c *fenceChecks) fresh(ctx context.Context) error {
 	if got != "" {
 		return fmt.Errorf("found the record %q", got)
 	}
-	if n, err := c.rc.Do(ctx, c.rc.B().Exists().Key(KeyBundle).Build()).AsInt64(); err != nil || n != 0 {
-		return fmt.Errorf("the bundle identity %s exists (%d, %v)", KeyBundle, n, err)
+	if n, err := c.rc.Do(ctx, c.rc.B().Exists().Key(wire.KeyBundle).Build()).AsInt64(); err != nil || n != 0 {
+		return fmt.Errorf("the bundle identity %s exists (%d, %v)", wire.KeyBundle, n, err)
 	}
 	return nil
 }
@@ -355,7 +356,7 @@ func (c *fenceChecks) digest(ctx context.Context) error {
 	if err := c.reset(ctx); err != nil {
 		return err
 	}
-	if err := c.rc.Do(ctx, c.rc.B().Hset().Key(KeyBundle).FieldValue().FieldValue(c.f.semver(), foreign).Build()).Error(); err != nil {
+	if err := c.rc.Do(ctx, c.rc.B().Hset().Key(wire.KeyBundle).FieldValue().FieldValue(c.f.semver(), foreign).Build()).Error(); err != nil {
 		return err
 	}
 	if r, err = c.exec(ctx); err != nil {

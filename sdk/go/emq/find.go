@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // FindJob returns the queues among names that hold a row for id, in the
@@ -20,7 +22,7 @@ func (c *Client) FindJob(ctx context.Context, id ID, names []string) (_ []string
 	}
 	rows := make([]string, len(names))
 	for i, n := range names {
-		k, err := NewQueueKeys(n)
+		k, err := wire.NewQueueKeys(n)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -47,7 +48,7 @@ func TestArgumentGuards(t *testing.T) {
 	row2, _ := q.Keys().Row(id2)
 	before := hgetall(t, c, row2)
 	keyspace := queueKeyspace(t, c)
-	for _, s := range emq.Scripts() {
+	for _, s := range wire.Scripts() {
 		for i, typ := range s.ArgTypes {
 			if typ != "int" {
 				continue
@@ -64,7 +65,7 @@ func TestArgumentGuards(t *testing.T) {
 				for k, kt := range s.KeyTypes {
 					switch {
 					case strings.HasPrefix(kt, "reserve:"):
-						keys[k], _ = emq.ReserveKey(strings.TrimPrefix(kt, "reserve:"), q.Name())
+						keys[k], _ = wire.ReserveKey(strings.TrimPrefix(kt, "reserve:"), q.Name())
 					default:
 						if key, ok := q.Keys().Key(kt); ok {
 							keys[k] = key
@@ -95,7 +96,7 @@ func TestArgumentGuards(t *testing.T) {
 		}
 	}
 	after := hgetall(t, c, row2)
-	if len(after) != len(before) || after[emq.FieldState] != before[emq.FieldState] || after[emq.FieldToken] != before[emq.FieldToken] {
+	if len(after) != len(before) || after[wire.FieldState] != before[wire.FieldState] || after[wire.FieldToken] != before[wire.FieldToken] {
 		t.Errorf("the refused calls changed the row: %v -> %v", before, after)
 	}
 	if n, _ := q.PendingSize(ctx); n != 1 {
@@ -130,7 +131,7 @@ func queueKeyspace(t *testing.T, c *emq.Client) map[string]string {
 	}
 	out := map[string]string{}
 	for _, k := range keys {
-		if k == emq.KeyVersion || k == emq.KeyBundle || k == emq.KeyLocks {
+		if k == wire.KeyVersion || k == wire.KeyBundle || k == wire.KeyLocks {
 			continue // the client's node lease renews itself in the locks
 		}
 		v, err := do(t, c, "DUMP", k).ToString()

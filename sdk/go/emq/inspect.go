@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // JobInfo is what inspection shows of one job.
@@ -51,7 +53,7 @@ func (q *Queue) getOnce(ctx context.Context, id ID) (JobInfo, bool, error) {
 	}
 	rc := q.c.rc
 	cmds := rueidis.Commands{rc.B().Hgetall().Key(row).Build()}
-	sets := Sets()
+	sets := wire.Sets()
 	for _, s := range sets {
 		cmds = append(cmds, rc.B().Zscore().Key(q.keys.Set(s)).Member(id.String()).Build())
 	}
@@ -75,14 +77,14 @@ func (q *Queue) getOnce(ctx context.Context, id ID) (JobInfo, bool, error) {
 	if len(m) == 0 {
 		return info, false, nil
 	}
-	info.Payload = []byte(m[FieldPayload])
-	st, ok := ParseState(m[FieldState])
+	info.Payload = []byte(m[wire.FieldPayload])
+	st, ok := wire.ParseState(m[wire.FieldState])
 	if !ok {
-		return JobInfo{}, false, fmt.Errorf("emq: get %s: the row holds an unknown state %q", id, m[FieldState])
+		return JobInfo{}, false, fmt.Errorf("emq: get %s: the row holds an unknown state %q", id, m[wire.FieldState])
 	}
 	info.State = st
-	if info.Attempts, err = strconv.ParseInt(m[FieldToken], 10, 64); err != nil {
-		return JobInfo{}, false, fmt.Errorf("emq: get %s: the row's token %q: %w", id, m[FieldToken], err)
+	if info.Attempts, err = strconv.ParseInt(m[wire.FieldToken], 10, 64); err != nil {
+		return JobInfo{}, false, fmt.Errorf("emq: get %s: the row's token %q: %w", id, m[wire.FieldToken], err)
 	}
 	for i, s := range sets {
 		if s == st.Set() && !s.Lex() && slices.Contains(info.In, s) {
@@ -157,7 +159,7 @@ func (q *Queue) pageEntriesOnce(ctx context.Context, s Set, after Cursor, n int)
 	cmds := make(rueidis.Commands, len(ids))
 	for i, id := range ids {
 		row, _ := q.keys.Row(id)
-		cmds[i] = rc.B().Hmget().Key(row).Field(FieldState, FieldToken).Build()
+		cmds[i] = rc.B().Hmget().Key(row).Field(wire.FieldState, wire.FieldToken).Build()
 	}
 	out := make([]Entry, len(ids))
 	for i, res := range rc.DoMulti(ctx, cmds...) {
@@ -173,10 +175,10 @@ func (q *Queue) pageEntriesOnce(ctx context.Context, s Set, after Cursor, n int)
 			e.Exists, e.State = true, State(st)
 			tok, err := vals[1].ToString()
 			if err != nil {
-				return nil, "", fmt.Errorf("emq: page of %s: the row of %s has no %s: %w", s, ids[i], FieldToken, err)
+				return nil, "", fmt.Errorf("emq: page of %s: the row of %s has no %s: %w", s, ids[i], wire.FieldToken, err)
 			}
 			if e.Attempts, err = strconv.ParseInt(tok, 10, 64); err != nil {
-				return nil, "", fmt.Errorf("emq: page of %s: the row of %s holds %s %q: %w", s, ids[i], FieldToken, tok, err)
+				return nil, "", fmt.Errorf("emq: page of %s: the row of %s holds %s %q: %w", s, ids[i], wire.FieldToken, tok, err)
 			}
 		} else if !rueidis.IsRedisNil(err) {
 			return nil, "", fmt.Errorf("emq: page of %s: reading the row of %s: %w", s, ids[i], err)
@@ -305,9 +307,9 @@ func (q *Queue) Ring(ctx context.Context) (_ bool, err error) {
 	if err := q.c.ensure(ctx); err != nil {
 		return false, err
 	}
-	call := RingCall{Wake: q.keys.Wake}
+	call := wire.RingCall{Wake: q.keys.Wake}
 	n, err := call.Exec(ctx, q.c.rc)
-	return n == RingRung, err
+	return n == wire.RingRung, err
 }
 
 // ReviveAll moves each dead job of ids back to pending, in order, keeping
@@ -331,22 +333,22 @@ func (q *Queue) ReviveAll(ctx context.Context, ids []ID) (revived []bool, rung b
 	}
 	any := false
 	for i, id := range ids {
-		call := ReviveCall{Dead: q.keys.Dead, Pending: q.keys.Pending, Row: rows[i], ID: id}
+		call := wire.ReviveCall{Dead: q.keys.Dead, Pending: q.keys.Pending, Row: rows[i], ID: id}
 		n, cerr := call.Exec(ctx, q.c.rc)
 		if cerr != nil {
 			err = fmt.Errorf("emq: revive %s: %w", id, cerr)
 			break
 		}
-		revived = append(revived, n == ReviveRevived)
-		any = any || n == ReviveRevived
+		revived = append(revived, n == wire.ReviveRevived)
+		any = any || n == wire.ReviveRevived
 	}
 	if any {
-		ring := RingCall{Wake: q.keys.Wake}
+		ring := wire.RingCall{Wake: q.keys.Wake}
 		n, rerr := ring.Exec(ctx, q.c.rc)
 		if rerr != nil {
 			err = errors.Join(err, fmt.Errorf("emq: ringing the doorbell: %w", rerr))
 		}
-		rung = n == RingRung
+		rung = n == wire.RingRung
 	}
 	return revived, rung, err
 }
@@ -396,7 +398,7 @@ func (q *Queue) Purge(ctx context.Context, id ID) (_ bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	call := PurgeCall{Dead: q.keys.Dead, Row: row, ID: id}
+	call := wire.PurgeCall{Dead: q.keys.Dead, Row: row, ID: id}
 	n, err := call.Exec(ctx, q.c.rc)
-	return n == PurgePurged, err
+	return n == wire.PurgePurged, err
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -106,7 +107,7 @@ func TestInspectPage(t *testing.T) {
 	}
 	// Lease them in three batches: three distinct deadlines, many ids each.
 	for _, n := range []int{20, 20, 7} {
-		call := emq.ClaimManyCall{Pending: q.Keys().Pending, Active: q.Keys().Active, Wake: q.Keys().Wake, Prefix: q.Keys().RowPrefix(), LeaseMS: 60000, Count: int64(n)}
+		call := wire.ClaimManyCall{Pending: q.Keys().Pending, Active: q.Keys().Active, Wake: q.Keys().Wake, Prefix: q.Keys().RowPrefix(), LeaseMS: 60000, Count: int64(n)}
 		if got, err := call.Exec(ctx, c.Redis()); err != nil || len(got) != n {
 			t.Fatalf("claim_many %d = %d jobs, %v", n, len(got), err)
 		}

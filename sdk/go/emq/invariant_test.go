@@ -46,6 +46,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -84,11 +85,11 @@ type invariant struct {
 	ctx   context.Context
 	c     *emq.Client
 	q     *emq.Queue
-	k     emq.QueueKeys
+	k     wire.QueueKeys
 	rnd   *rand.Rand
 	seed  uint64
 	model invModel
-	by    emq.QueueKeys    // the bystander queue, which nothing touches
+	by    wire.QueueKeys   // the bystander queue, which nothing touches
 	pool  []emq.ID         // ids to enqueue and act on
 	floor map[emq.ID]int64 // the highest attempts seen per id
 	step  int
@@ -156,23 +157,23 @@ func TestInvariant(t *testing.T) {
 		run    func()
 	}
 	table := []op{
-		{emq.ScriptEnqueue.Name, 10, v.enqueue},
-		{emq.ScriptEnqueueAt.Name, 8, v.enqueueAt},
+		{wire.ScriptEnqueue.Name, 10, v.enqueue},
+		{wire.ScriptEnqueueAt.Name, 8, v.enqueueAt},
 		{"foreign kind", 1, v.enqueueKind},
-		{emq.ScriptClaim.Name, 14, v.claim},
-		{emq.ScriptExtend.Name, 5, v.extend},
-		{emq.ScriptComplete.Name, 6, v.complete},
-		{emq.ScriptRetry.Name, 6, v.retry},
-		{emq.ScriptBury.Name, 4, v.bury},
-		{emq.ScriptPromote.Name, 7, v.promote},
-		{emq.ScriptReap.Name, 7, v.reap},
-		{emq.ScriptRevive.Name, 4, v.revive},
-		{emq.ScriptPush.Name, 9, v.push},
-		{emq.ScriptClaimMany.Name, 7, v.claimMany},
-		{emq.ScriptCompleteClaim.Name, 7, v.completeClaim},
-		{emq.ScriptRing.Name, 3, v.ring},
+		{wire.ScriptClaim.Name, 14, v.claim},
+		{wire.ScriptExtend.Name, 5, v.extend},
+		{wire.ScriptComplete.Name, 6, v.complete},
+		{wire.ScriptRetry.Name, 6, v.retry},
+		{wire.ScriptBury.Name, 4, v.bury},
+		{wire.ScriptPromote.Name, 7, v.promote},
+		{wire.ScriptReap.Name, 7, v.reap},
+		{wire.ScriptRevive.Name, 4, v.revive},
+		{wire.ScriptPush.Name, 9, v.push},
+		{wire.ScriptClaimMany.Name, 7, v.claimMany},
+		{wire.ScriptCompleteClaim.Name, 7, v.completeClaim},
+		{wire.ScriptRing.Name, 3, v.ring},
 		{"answer the doorbell", 4, v.answer},
-		{emq.ScriptPurge.Name, 2, v.purge},
+		{wire.ScriptPurge.Name, 2, v.purge},
 		{"sleep", 1, func() { v.note("sleep 2ms"); time.Sleep(2 * time.Millisecond) }},
 	}
 	total := 0
@@ -193,7 +194,7 @@ func TestInvariant(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 
-	if got := hgetall(t, c, mustRow(t, bystander, by)); got[emq.FieldState] != string(emq.StatePending) || got[emq.FieldPayload] != "untouched" {
+	if got := hgetall(t, c, mustRow(t, bystander, by)); got[wire.FieldState] != string(emq.StatePending) || got[wire.FieldPayload] != "untouched" {
 		t.Errorf("the bystander queue's job changed: %v", got)
 	}
 	names := make([]string, 0, len(v.stats))
@@ -208,8 +209,8 @@ func TestInvariant(t *testing.T) {
 	t.Logf("seed %d: %d operations in %v (succeeded/refused or empty):%s", seed, ops, elapsed.Round(time.Millisecond), summary.String())
 	// The run must have exercised both sides of every operation.
 	if ops >= 3000 {
-		for _, sc := range emq.Scripts() {
-			if sc == emq.ScriptFence || sc == emq.ScriptLock || sc == emq.ScriptUnlock {
+		for _, sc := range wire.Scripts() {
+			if sc == wire.ScriptFence || sc == wire.ScriptLock || sc == wire.ScriptUnlock {
 				continue // not queue operations
 			}
 			name := sc.Name
@@ -345,7 +346,7 @@ func (v *invariant) enqueue() {
 	if err != nil || ok == exists {
 		v.fail("Enqueue(%v) = %v, %v; the row exists: %v", id, ok, err, exists)
 	}
-	v.count(emq.ScriptEnqueue.Name, ok)
+	v.count(wire.ScriptEnqueue.Name, ok)
 	if ok {
 		v.model.jobs[id] = &invJob{state: emq.StatePending, payload: p}
 	}
@@ -369,7 +370,7 @@ func (v *invariant) enqueueAt() {
 	if err != nil || ok == exists {
 		v.fail("EnqueueAt(%v) = %v, %v; the row exists: %v", id, ok, err, exists)
 	}
-	v.count(emq.ScriptEnqueueAt.Name, ok)
+	v.count(wire.ScriptEnqueueAt.Name, ok)
 	if ok {
 		v.model.jobs[id] = &invJob{state: emq.StateScheduled, payload: p, score: at.UnixMilli()}
 	}
@@ -387,7 +388,7 @@ func (v *invariant) enqueueKind() {
 		// doorbell is unchanged, and check holds the keyspace to it).
 		v.note("push %v", id)
 		n, err := v.pushCall(id, v.payload()).Exec(v.ctx, v.c.Redis())
-		if n != 0 || !errors.Is(err, emq.ErrKind) || !errors.As(err, &ce) || ce.Script != emq.ScriptPush.Name {
+		if n != 0 || !errors.Is(err, emq.ErrKind) || !errors.As(err, &ce) || ce.Script != wire.ScriptPush.Name {
 			v.fail("push(%v) = %d, %v; want EMQKIND", id, n, err)
 		}
 		v.count("foreign kind", false)
@@ -395,7 +396,7 @@ func (v *invariant) enqueueKind() {
 	}
 	v.note("enqueue %v", id)
 	ok, err := v.q.Enqueue(v.ctx, id, []byte(v.payload()))
-	if ok || !errors.Is(err, emq.ErrKind) || !errors.As(err, &ce) || ce.Script != emq.ScriptEnqueue.Name {
+	if ok || !errors.Is(err, emq.ErrKind) || !errors.As(err, &ce) || ce.Script != wire.ScriptEnqueue.Name {
 		v.fail("Enqueue(%v) = %v, %v; want EMQKIND", id, ok, err)
 	}
 	v.count("foreign kind", false)
@@ -423,7 +424,7 @@ func (v *invariant) claim() {
 	if err != nil {
 		v.fail("Claim: %v", err)
 	}
-	v.count(emq.ScriptClaim.Name, ok)
+	v.count(wire.ScriptClaim.Name, ok)
 	if head.IsZero() {
 		if ok {
 			v.fail("Claim = %v; the model has nothing pending", job.ID)
@@ -446,9 +447,9 @@ func (v *invariant) extend() {
 	t0 := v.now()
 	until, err := v.q.Extend(v.ctx, id, tok, lease)
 	t1 := v.now()
-	v.count(emq.ScriptExtend.Name, err == nil)
+	v.count(wire.ScriptExtend.Name, err == nil)
 	if !v.current(id, tok) {
-		v.wantStale(err, emq.ScriptExtend.Name)
+		v.wantStale(err, wire.ScriptExtend.Name)
 		return
 	}
 	if err != nil {
@@ -463,9 +464,9 @@ func (v *invariant) complete() {
 	tok := v.token(id)
 	v.note("complete %v token %d", id, tok)
 	err := v.q.Complete(v.ctx, id, tok)
-	v.count(emq.ScriptComplete.Name, err == nil)
+	v.count(wire.ScriptComplete.Name, err == nil)
 	if !v.current(id, tok) {
-		v.wantStale(err, emq.ScriptComplete.Name)
+		v.wantStale(err, wire.ScriptComplete.Name)
 		return
 	}
 	if err != nil {
@@ -501,9 +502,9 @@ func (v *invariant) retry() {
 	t0 := v.now()
 	at, err := v.q.Retry(v.ctx, id, tok, delay)
 	t1 := v.now()
-	v.count(emq.ScriptRetry.Name, err == nil)
+	v.count(wire.ScriptRetry.Name, err == nil)
 	if !v.current(id, tok) {
-		v.wantStale(err, emq.ScriptRetry.Name)
+		v.wantStale(err, wire.ScriptRetry.Name)
 		return
 	}
 	if err != nil {
@@ -519,9 +520,9 @@ func (v *invariant) bury() {
 	tok := v.token(id)
 	v.note("bury %v token %d", id, tok)
 	err := v.q.Bury(v.ctx, id, tok)
-	v.count(emq.ScriptBury.Name, err == nil)
+	v.count(wire.ScriptBury.Name, err == nil)
 	if !v.current(id, tok) {
-		v.wantStale(err, emq.ScriptBury.Name)
+		v.wantStale(err, wire.ScriptBury.Name)
 		return
 	}
 	if err != nil {
@@ -543,7 +544,7 @@ func (v *invariant) revive() {
 	if err != nil || ok != want {
 		v.fail("Revive(%v) = %v, %v; want %v", id, ok, err, want)
 	}
-	v.count(emq.ScriptRevive.Name, ok)
+	v.count(wire.ScriptRevive.Name, ok)
 	if ok {
 		j.state, j.score = emq.StatePending, 0
 		v.model.wake = true // Queue.Revive rings after a revive
@@ -557,23 +558,23 @@ func (v *invariant) purge() {
 		id = v.target()
 	}
 	v.note("purge %v", id)
-	n, err := (&emq.PurgeCall{Dead: v.k.Dead, Row: mustRow(v.t, v.q, id), ID: id}).Exec(v.ctx, v.c.Redis())
+	n, err := (&wire.PurgeCall{Dead: v.k.Dead, Row: mustRow(v.t, v.q, id), ID: id}).Exec(v.ctx, v.c.Redis())
 	j := v.model.jobs[id]
-	want := emq.PurgeNotDead
+	want := wire.PurgeNotDead
 	if j != nil && j.state == emq.StateDead {
-		want = emq.PurgePurged
+		want = wire.PurgePurged
 	}
 	if err != nil || n != want {
 		v.fail("purge(%v) = %d, %v; want %d", id, n, err, want)
 	}
-	v.count(emq.ScriptPurge.Name, n == emq.PurgePurged)
-	if n == emq.PurgePurged {
+	v.count(wire.ScriptPurge.Name, n == wire.PurgePurged)
+	if n == wire.PurgePurged {
 		v.retire(id)
 	}
 }
 
-func (v *invariant) pushCall(id emq.ID, payload string) *emq.PushCall {
-	return &emq.PushCall{Row: mustRow(v.t, v.q, id), Pending: v.k.Pending, Wake: v.k.Wake, ID: id, Payload: payload}
+func (v *invariant) pushCall(id emq.ID, payload string) *wire.PushCall {
+	return &wire.PushCall{Row: mustRow(v.t, v.q, id), Pending: v.k.Pending, Wake: v.k.Wake, ID: id, Payload: payload}
 }
 
 // push admits like enqueue and rings the doorbell when it admits a job to a
@@ -583,15 +584,15 @@ func (v *invariant) push() {
 	v.note("push %v", id)
 	n, err := v.pushCall(id, p).Exec(v.ctx, v.c.Redis())
 	_, exists := v.model.jobs[id]
-	want := emq.PushEnqueued
+	want := wire.PushEnqueued
 	if exists {
-		want = emq.PushDuplicate
+		want = wire.PushDuplicate
 	}
 	if err != nil || n != want {
 		v.fail("push(%v) = %d, %v; want %d (the row exists: %v)", id, n, err, want, exists)
 	}
-	v.count(emq.ScriptPush.Name, n == emq.PushEnqueued)
-	if n == emq.PushEnqueued {
+	v.count(wire.ScriptPush.Name, n == wire.PushEnqueued)
+	if n == wire.PushEnqueued {
 		v.model.jobs[id] = &invJob{state: emq.StatePending, payload: p}
 		v.model.wake = true
 	}
@@ -626,7 +627,7 @@ func (v *invariant) pendingOrder() []emq.ID {
 // jobs, in order, each with its next token and payload, one deadline inside
 // the call's window — and moves them to active in the model. A batch that
 // leased something and left jobs pending rings the doorbell.
-func (v *invariant) leased(what string, got []emq.ClaimManyReply, count int, lease time.Duration, t0, t1 int64) {
+func (v *invariant) leased(what string, got []wire.ClaimManyReply, count int, lease time.Duration, t0, t1 int64) {
 	v.t.Helper()
 	order := v.pendingOrder()
 	want := order[:min(count, len(order))]
@@ -653,30 +654,30 @@ func (v *invariant) leased(what string, got []emq.ClaimManyReply, count int, lea
 func (v *invariant) claimMany() {
 	count, lease := v.batch(1), v.lease()
 	v.note("claim_many %d %v", count, lease)
-	call := emq.ClaimManyCall{Pending: v.k.Pending, Active: v.k.Active, Wake: v.k.Wake, Prefix: v.k.RowPrefix(), LeaseMS: lease.Milliseconds(), Count: int64(count)}
+	call := wire.ClaimManyCall{Pending: v.k.Pending, Active: v.k.Active, Wake: v.k.Wake, Prefix: v.k.RowPrefix(), LeaseMS: lease.Milliseconds(), Count: int64(count)}
 	t0 := v.now()
 	got, err := call.Exec(v.ctx, v.c.Redis())
 	t1 := v.now()
 	if err != nil || got == nil {
 		v.fail("claim_many: %#v, %v; want a (possibly empty) slice", got, err)
 	}
-	v.count(emq.ScriptClaimMany.Name, len(got) > 0)
-	v.leased(emq.ScriptClaimMany.Name, got, count, lease, t0, t1)
+	v.count(wire.ScriptClaimMany.Name, len(got) > 0)
+	v.leased(wire.ScriptClaimMany.Name, got, count, lease, t0, t1)
 }
 
 func (v *invariant) completeClaim() {
 	id := v.target()
 	tok, count, lease := v.token(id), v.batch(0), v.lease()
 	v.note("complete_claim %v token %d count %d %v", id, tok, count, lease)
-	call := emq.CompleteClaimCall{Row: mustRow(v.t, v.q, id), Active: v.k.Active, Pending: v.k.Pending, Wake: v.k.Wake, ID: id, Token: tok, Prefix: v.k.RowPrefix(), LeaseMS: lease.Milliseconds(), Count: int64(count)}
+	call := wire.CompleteClaimCall{Row: mustRow(v.t, v.q, id), Active: v.k.Active, Pending: v.k.Pending, Wake: v.k.Wake, ID: id, Token: tok, Prefix: v.k.RowPrefix(), LeaseMS: lease.Milliseconds(), Count: int64(count)}
 	t0 := v.now()
 	got, err := call.Exec(v.ctx, v.c.Redis())
 	t1 := v.now()
-	v.count(emq.ScriptCompleteClaim.Name, err == nil)
+	v.count(wire.ScriptCompleteClaim.Name, err == nil)
 	if !v.current(id, tok) {
 		// Refused: nothing completed, nothing leased, nothing rung — the
 		// unchanged model says so, and check holds the keyspace to it.
-		v.wantStale(err, emq.ScriptCompleteClaim.Name)
+		v.wantStale(err, wire.ScriptCompleteClaim.Name)
 		if got != nil {
 			v.fail("the refused complete_claim leased %+v", got)
 		}
@@ -686,25 +687,25 @@ func (v *invariant) completeClaim() {
 		v.fail("complete_claim(%v, %d) with the current token: %#v, %v", id, tok, got, err)
 	}
 	v.retire(id)
-	recs := make([]emq.ClaimManyReply, len(got))
+	recs := make([]wire.ClaimManyReply, len(got))
 	for i, r := range got {
-		recs[i] = emq.ClaimManyReply(r)
+		recs[i] = wire.ClaimManyReply(r)
 	}
-	v.leased(emq.ScriptCompleteClaim.Name, recs, count, lease, t0, t1)
+	v.leased(wire.ScriptCompleteClaim.Name, recs, count, lease, t0, t1)
 }
 
 // ring answers rung on a silent doorbell and already rung otherwise.
 func (v *invariant) ring() {
 	v.note("ring")
-	n, err := (&emq.RingCall{Wake: v.k.Wake}).Exec(v.ctx, v.c.Redis())
-	want := emq.RingAlreadyRung
+	n, err := (&wire.RingCall{Wake: v.k.Wake}).Exec(v.ctx, v.c.Redis())
+	want := wire.RingAlreadyRung
 	if !v.model.wake {
-		want = emq.RingRung
+		want = wire.RingRung
 	}
 	if err != nil || n != want {
 		v.fail("ring = %d, %v; want %d (rung before: %v)", n, err, want, v.model.wake)
 	}
-	v.count(emq.ScriptRing.Name, n == emq.RingRung)
+	v.count(wire.ScriptRing.Name, n == wire.RingRung)
 	v.model.wake = true
 }
 
@@ -777,9 +778,9 @@ func (v *invariant) promote() {
 	if err != nil {
 		v.fail("Promote: %v", err)
 	}
-	v.count(emq.ScriptPromote.Name, n > 0)
+	v.count(wire.ScriptPromote.Name, n > 0)
 	order, by0, by1 := v.due(emq.StateScheduled, t0, t1)
-	for _, id := range v.moved(emq.ScriptPromote.Name, n, limit, order, by0, by1) {
+	for _, id := range v.moved(wire.ScriptPromote.Name, n, limit, order, by0, by1) {
 		j := v.model.jobs[id]
 		j.state, j.score = emq.StatePending, 0
 	}
@@ -797,9 +798,9 @@ func (v *invariant) reap() {
 	if err != nil {
 		v.fail("Reap: %v", err)
 	}
-	v.count(emq.ScriptReap.Name, n > 0)
+	v.count(wire.ScriptReap.Name, n > 0)
 	order, by0, by1 := v.due(emq.StateActive, t0, t1)
-	for _, id := range v.moved(emq.ScriptReap.Name, n, limit, order, by0, by1) {
+	for _, id := range v.moved(wire.ScriptReap.Name, n, limit, order, by0, by1) {
 		j := v.model.jobs[id]
 		if maxAttempts > 0 && j.attempts >= int64(maxAttempts) {
 			j.state = emq.StateDead
@@ -815,10 +816,10 @@ func (v *invariant) reap() {
 // member, or a key of the bystander queue.
 func (v *invariant) other(key string) bool {
 	switch key {
-	case emq.KeyVersion, emq.KeyBundle, emq.KeyLocks:
+	case wire.KeyVersion, wire.KeyBundle, wire.KeyLocks:
 		return true
 	}
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		if key == v.by.Set(s) {
 			return true
 		}
@@ -837,7 +838,7 @@ func (v *invariant) scan() invSnap {
 	}
 	snap := invSnap{rows: map[emq.ID]map[string]string{}, sets: map[emq.Set]map[emq.ID]int64{}}
 	setOf := map[string]emq.Set{}
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		setOf[v.k.Set(s)] = s
 	}
 	var cmds rueidis.Commands
@@ -918,22 +919,22 @@ func (v *invariant) scan() invSnap {
 func (v *invariant) invariantHolds(s invSnap) {
 	v.t.Helper()
 	for id, row := range s.rows {
-		if len(row) != len(emq.RowFields()) {
-			v.fail("row %v has %d fields, want exactly %v: %v", id, len(row), emq.RowFields(), row)
+		if len(row) != len(wire.RowFields()) {
+			v.fail("row %v has %d fields, want exactly %v: %v", id, len(row), wire.RowFields(), row)
 		}
-		for _, f := range emq.RowFields() {
+		for _, f := range wire.RowFields() {
 			if _, ok := row[f]; !ok {
 				v.fail("row %v lacks %s: %v", id, f, row)
 			}
 		}
-		st, ok := emq.ParseState(row[emq.FieldState])
+		st, ok := wire.ParseState(row[wire.FieldState])
 		if !ok {
-			v.fail("row %v has state %q", id, row[emq.FieldState])
+			v.fail("row %v has state %q", id, row[wire.FieldState])
 		}
-		if a, err := strconv.ParseInt(row[emq.FieldToken], 10, 64); err != nil || a < 0 || strconv.FormatInt(a, 10) != row[emq.FieldToken] {
-			v.fail("row %v has %s %q, not a decimal count", id, emq.FieldToken, row[emq.FieldToken])
+		if a, err := strconv.ParseInt(row[wire.FieldToken], 10, 64); err != nil || a < 0 || strconv.FormatInt(a, 10) != row[wire.FieldToken] {
+			v.fail("row %v has %s %q, not a decimal count", id, wire.FieldToken, row[wire.FieldToken])
 		}
-		for _, set := range emq.Sets() {
+		for _, set := range wire.Sets() {
 			_, in := s.sets[set][id]
 			if want := set == st.Set(); in != want {
 				v.fail("row %v is %s but membership in %s is %v", id, st, set, in)
@@ -968,7 +969,7 @@ func (v *invariant) check() {
 	s := v.scan()
 	v.invariantHolds(s)
 	for id, row := range s.rows {
-		a, _ := strconv.ParseInt(row[emq.FieldToken], 10, 64)
+		a, _ := strconv.ParseInt(row[wire.FieldToken], 10, 64)
 		if a < v.floor[id] {
 			v.fail("the attempts of %v went down from %d to %d", id, v.floor[id], a)
 		}
@@ -985,7 +986,7 @@ func (v *invariant) check() {
 	}
 	for id, j := range v.model.jobs {
 		row, ok := s.rows[id]
-		want := map[string]string{emq.FieldState: string(j.state), emq.FieldToken: strconv.FormatInt(j.attempts, 10), emq.FieldPayload: j.payload}
+		want := map[string]string{wire.FieldState: string(j.state), wire.FieldToken: strconv.FormatInt(j.attempts, 10), wire.FieldPayload: j.payload}
 		if !ok || !maps.Equal(row, want) {
 			v.fail("row %v = %v; the model says %v", id, row, want)
 		}

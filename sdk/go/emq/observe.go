@@ -8,6 +8,8 @@ import (
 	"log/slog"
 
 	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // Observe opens a client for tools that look at a keyspace they do not
@@ -23,7 +25,8 @@ import (
 // refused with a *KeyspaceError, before anything is sent, while the record
 // is absent or foreign (KeyspaceVersion.Writable); a keyspace of this
 // major, ahead or behind, is written as it is found. Options.Node,
-// NodeLease and MaxPayload are ignored beyond the payload cap.
+// NodeLease and MaxPayload are ignored beyond the payload cap. The server
+// is found as for Connect: Addr, Addrs, URL or Redis.InitAddress.
 func Observe(ctx context.Context, opt Options) (*Client, error) {
 	c := &Client{log: opt.Logger, metrics: opt.Metrics, maxPayload: opt.MaxPayload, stop: make(chan struct{}), observer: true}
 	if c.maxPayload <= 0 || c.maxPayload > defaultMaxPayload {
@@ -38,7 +41,11 @@ func Observe(ctx context.Context, opt Options) (*Client, error) {
 	var tok [8]byte
 	_, _ = rand.Read(tok[:])
 	c.owner = hex.EncodeToString(tok[:])
-	rc, err := rueidis.NewClient(opt.Redis)
+	ro, err := clientOption(opt)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := rueidis.NewClient(ro)
 	if err != nil {
 		return nil, fmt.Errorf("emq: observe: %w", err)
 	}
@@ -103,11 +110,11 @@ func (c *Client) ClaimKeyspace(ctx context.Context) (claimed bool, err error) {
 	if err != nil || v.Verdict != VersionAbsent {
 		return false, err
 	}
-	call := FenceCall{VersionKey: KeyVersion, BundleKey: KeyBundle, Version: VersionRecord, Semver: Version, Bundle: BundleDigest}
+	call := wire.FenceCall{VersionKey: wire.KeyVersion, BundleKey: wire.KeyBundle, Version: wire.VersionRecord, Semver: Version, Bundle: wire.BundleDigest}
 	r, err := call.Exec(ctx, c.rc)
 	if err != nil {
 		if refused(err) {
-			return false, fmt.Errorf("emq: the server refuses this user the version fence on %s and %s (an ACL permission is missing): %w", KeyVersion, KeyBundle, err)
+			return false, fmt.Errorf("emq: the server refuses this user the version fence on %s and %s (an ACL permission is missing): %w", wire.KeyVersion, wire.KeyBundle, err)
 		}
 		return false, fmt.Errorf("%w: %v", ErrVersionFence, err)
 	}
@@ -118,8 +125,8 @@ func (c *Client) ClaimKeyspace(ctx context.Context) (claimed bool, err error) {
 	if _, err := CheckVersionRecord(r.Version); err != nil {
 		return true, err
 	}
-	if r.Bundle != BundleDigest {
-		return true, &BundleError{Version: Version, Found: r.Bundle, Want: BundleDigest}
+	if r.Bundle != wire.BundleDigest {
+		return true, &BundleError{Version: Version, Found: r.Bundle, Want: wire.BundleDigest}
 	}
 	found := r.Version
 	c.found.Store(&found)

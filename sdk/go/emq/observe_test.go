@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -27,22 +28,22 @@ func observe(t *testing.T, srv *redistest.Server) *emq.Client {
 // recordAt is the version record of major.minor.patch, built from
 // VersionRecord by replacing its version.
 func recordAt(major, minor, patch int) string {
-	return strings.TrimSuffix(emq.VersionRecord, emq.Version) + strconv.Itoa(major) + "." + strconv.Itoa(minor) + "." + strconv.Itoa(patch)
+	return strings.TrimSuffix(wire.VersionRecord, emq.Version) + strconv.Itoa(major) + "." + strconv.Itoa(minor) + "." + strconv.Itoa(patch)
 }
 
 // TestJudgeVersionRecord: the verdict on every kind of record, and
 // CheckVersionRecord agrees with it (admitted exactly when current or
 // ahead, ahead exactly when ahead).
 func TestJudgeVersionRecord(t *testing.T) {
-	M, m, p := emq.VersionMajor, emq.VersionMinor, emq.VersionPatch
-	prefix := strings.TrimSuffix(emq.VersionRecord, emq.Version)
+	M, m, p := wire.VersionMajor, wire.VersionMinor, wire.VersionPatch
+	prefix := strings.TrimSuffix(wire.VersionRecord, emq.Version)
 	cases := map[string]emq.Verdict{
-		emq.VersionRecord:           emq.VersionCurrent,
-		"":                          emq.VersionForeign,
-		"garbage":                   emq.VersionForeign,
-		emq.VersionRecord + " ":     emq.VersionForeign,
-		" " + emq.VersionRecord:     emq.VersionForeign,
-		emq.VersionRecord + "-rc.1": emq.VersionForeign,
+		wire.VersionRecord:           emq.VersionCurrent,
+		"":                           emq.VersionForeign,
+		"garbage":                    emq.VersionForeign,
+		wire.VersionRecord + " ":     emq.VersionForeign,
+		" " + wire.VersionRecord:     emq.VersionForeign,
+		wire.VersionRecord + "-rc.1": emq.VersionForeign,
 		prefix + strconv.Itoa(M) + "." + strconv.Itoa(m): emq.VersionForeign,
 		recordAt(M, m+1, 0): emq.VersionAhead,
 		recordAt(M, m, p+1): emq.VersionAhead,
@@ -139,9 +140,9 @@ func sameDB(a, b map[string]string) bool {
 func TestObserveRefusesToWriteAForeignKeyspace(t *testing.T) {
 	for name, plant := range map[string][]string{
 		"absent":        nil,
-		"another major": {"SET", emq.KeyVersion, recordAt(emq.VersionMajor+1, 0, 0)},
-		"not a record":  {"SET", emq.KeyVersion, "garbage"},
-		"another type":  {"HSET", emq.KeyVersion, "record", emq.VersionRecord},
+		"another major": {"SET", wire.KeyVersion, recordAt(wire.VersionMajor+1, 0, 0)},
+		"not a record":  {"SET", wire.KeyVersion, "garbage"},
+		"another type":  {"HSET", wire.KeyVersion, "record", wire.VersionRecord},
 	} {
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
 			srv := redistest.Start(t)
@@ -174,7 +175,7 @@ func TestObserveRefusesToWriteAForeignKeyspace(t *testing.T) {
 			if _, _, err := q.Page(ctx, emq.SetDead, "", 10); err != nil {
 				t.Errorf("Page: %v", err)
 			}
-			id, _ := emq.NewGenerator(1)
+			id, _ := wire.NewGenerator(1)
 			jid, _ := id.Mint(emq.WorkKind)
 			if _, _, err := q.Get(ctx, jid); err != nil {
 				t.Errorf("Get: %v", err)
@@ -202,7 +203,7 @@ func TestObserveRefusesToWriteAForeignKeyspace(t *testing.T) {
 			if after := snapshotDB(t, srv); !sameDB(before, after) {
 				t.Errorf("the keyspace changed: %v -> %v", before, after)
 			}
-			if got, _ := srv.Do("SCRIPT", "EXISTS", emq.ScriptFence.SHA1); got != "0" {
+			if got, _ := srv.Do("SCRIPT", "EXISTS", wire.ScriptFence.SHA1); got != "0" {
 				t.Error("the fence script ran")
 			}
 		})
@@ -213,9 +214,9 @@ func TestObserveRefusesToWriteAForeignKeyspace(t *testing.T) {
 // version, ahead of it or behind it, an observing client revives, rings
 // and purges, and never raises or rewrites the record.
 func TestObserveWritesAKeyspaceOfItsMajor(t *testing.T) {
-	recs := map[string]string{"current": emq.VersionRecord, "ahead": recordAt(emq.VersionMajor, emq.VersionMinor+1, 0)}
-	if emq.VersionMinor > 0 {
-		recs["behind"] = recordAt(emq.VersionMajor, 0, 0)
+	recs := map[string]string{"current": wire.VersionRecord, "ahead": recordAt(wire.VersionMajor, wire.VersionMinor+1, 0)}
+	if wire.VersionMinor > 0 {
+		recs["behind"] = recordAt(wire.VersionMajor, 0, 0)
 	}
 	for name, rec := range recs {
 		t.Run(name, func(t *testing.T) {
@@ -232,7 +233,7 @@ func TestObserveWritesAKeyspaceOfItsMajor(t *testing.T) {
 				t.Fatal(err)
 			}
 			owner.Close()
-			if _, err := srv.Do("SET", emq.KeyVersion, rec); err != nil {
+			if _, err := srv.Do("SET", wire.KeyVersion, rec); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := srv.Do("DEL", oq.Keys().Wake); err != nil {
@@ -257,7 +258,7 @@ func TestObserveWritesAKeyspaceOfItsMajor(t *testing.T) {
 			if err != nil || !ok || info.State != emq.StatePending || info.Attempts != 1 || len(info.In) != 1 || info.In[0] != emq.SetPending {
 				t.Errorf("the revived job = %+v, %v, %v", info, ok, err)
 			}
-			if got, _ := srv.Do("GET", emq.KeyVersion); got != rec {
+			if got, _ := srv.Do("GET", wire.KeyVersion); got != rec {
 				t.Errorf("the record became %q", got)
 			}
 		})
@@ -274,17 +275,17 @@ func TestClaimKeyspace(t *testing.T) {
 	if err != nil || !claimed {
 		t.Fatalf("ClaimKeyspace on a fresh keyspace = %v, %v", claimed, err)
 	}
-	if v := c.Keyspace(); v.Record != emq.VersionRecord || v.Verdict != emq.VersionCurrent {
+	if v := c.Keyspace(); v.Record != wire.VersionRecord || v.Verdict != emq.VersionCurrent {
 		t.Errorf("Keyspace after the claim = %+v", v)
 	}
-	if d, _ := srv.Do("HGET", emq.KeyBundle, emq.Version); d != emq.BundleDigest {
+	if d, _ := srv.Do("HGET", wire.KeyBundle, emq.Version); d != wire.BundleDigest {
 		t.Errorf("the recorded digest is %q", d)
 	}
 	before := snapshotDB(t, srv)
 	if claimed, err := c.ClaimKeyspace(ctx); err != nil || claimed {
 		t.Errorf("a second ClaimKeyspace = %v, %v; want nothing done", claimed, err)
 	}
-	if _, err := srv.Do("SET", emq.KeyVersion, recordAt(emq.VersionMajor+1, 0, 0)); err != nil {
+	if _, err := srv.Do("SET", wire.KeyVersion, recordAt(wire.VersionMajor+1, 0, 0)); err != nil {
 		t.Fatal(err)
 	}
 	before = snapshotDB(t, srv)
@@ -310,10 +311,10 @@ func scratchLeft(t *testing.T, srv *redistest.Server) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	locks, _ := rc.Do(ctx, rc.B().Hkeys().Key(emq.KeyLocks).Build()).AsStrSlice()
+	locks, _ := rc.Do(ctx, rc.B().Hkeys().Key(wire.KeyLocks).Build()).AsStrSlice()
 	for _, l := range locks {
 		if strings.Contains(l, emq.ScratchPrefix) {
-			left = append(left, emq.KeyLocks+" "+l)
+			left = append(left, wire.KeyLocks+" "+l)
 		}
 	}
 	return left
@@ -340,7 +341,7 @@ func TestObserveRunProbes(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 	if snap := snapshotDB(t, srv); len(snap) != 2 {
-		t.Errorf("keys after the run: %v; want only %s and %s", snap, emq.KeyVersion, emq.KeyBundle)
+		t.Errorf("keys after the run: %v; want only %s and %s", snap, wire.KeyVersion, wire.KeyBundle)
 	}
 }
 
@@ -350,17 +351,17 @@ func TestObserveRunProbes(t *testing.T) {
 // and nothing of the scratch queues remains.
 func TestRunProbesOnAnUnfencedKeyspace(t *testing.T) {
 	cases := map[string]string{"absent": ""}
-	if emq.VersionMinor > 0 {
-		cases["behind"] = recordAt(emq.VersionMajor, 0, 0)
-	} else if emq.VersionPatch > 0 {
-		cases["behind"] = recordAt(emq.VersionMajor, emq.VersionMinor, 0)
+	if wire.VersionMinor > 0 {
+		cases["behind"] = recordAt(wire.VersionMajor, 0, 0)
+	} else if wire.VersionPatch > 0 {
+		cases["behind"] = recordAt(wire.VersionMajor, wire.VersionMinor, 0)
 	}
-	cases["foreign"] = recordAt(emq.VersionMajor+1, 0, 0)
+	cases["foreign"] = recordAt(wire.VersionMajor+1, 0, 0)
 	for name, rec := range cases {
 		t.Run(name, func(t *testing.T) {
 			srv := redistest.Start(t)
 			if rec != "" {
-				if _, err := srv.Do("SET", emq.KeyVersion, rec); err != nil {
+				if _, err := srv.Do("SET", wire.KeyVersion, rec); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -373,7 +374,7 @@ func TestRunProbesOnAnUnfencedKeyspace(t *testing.T) {
 			if tr.OK() || !strings.Contains(tr.String(), says) {
 				t.Fatalf("transcript on a keyspace %s:\n%s", name, tr)
 			}
-			fenced := map[string]bool{"reserve member " + emq.KeyVersion: true, "reserve member " + emq.KeyBundle: true}
+			fenced := map[string]bool{"reserve member " + wire.KeyVersion: true, "reserve member " + wire.KeyBundle: true}
 			for _, r := range tr.Results {
 				var nf *emq.NotFencedError
 				switch {
@@ -383,9 +384,9 @@ func TestRunProbesOnAnUnfencedKeyspace(t *testing.T) {
 					t.Errorf("%s: %s: %v; want it explained by the %s keyspace", r.Target, r.Check, r.Err, name)
 				}
 			}
-			got, _ := srv.Do("GET", emq.KeyVersion)
+			got, _ := srv.Do("GET", wire.KeyVersion)
 			if rec == "" {
-				got, _ = srv.Do("EXISTS", emq.KeyVersion)
+				got, _ = srv.Do("EXISTS", wire.KeyVersion)
 				rec = "0"
 			}
 			if got != rec {
@@ -394,7 +395,7 @@ func TestRunProbesOnAnUnfencedKeyspace(t *testing.T) {
 			if left := scratchLeft(t, srv); len(left) != 0 {
 				t.Errorf("left behind: %v", left)
 			}
-			if gotScript, _ := srv.Do("SCRIPT", "EXISTS", emq.ScriptFence.SHA1); gotScript != "0" {
+			if gotScript, _ := srv.Do("SCRIPT", "EXISTS", wire.ScriptFence.SHA1); gotScript != "0" {
 				t.Error("the fence script ran")
 			}
 		})
@@ -523,7 +524,7 @@ func TestPageEntriesMatchPage(t *testing.T) {
 	if _, err := srv.Do("CONFIG", "RESETSTAT"); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		for _, cur := range []string{id, "1/" + id, "-5/" + id, "x/" + id, "1/" + id + "x", "1", "garbage", "1.5/" + id} {
 			want := false
 			if s.Lex() {
@@ -570,7 +571,7 @@ func TestPageEntriesMatchPage(t *testing.T) {
 // this major.
 func ExampleObserve() {
 	ctx := context.Background()
-	c, err := emq.Observe(ctx, emq.Options{Redis: rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}}})
+	c, err := emq.Observe(ctx, emq.Options{Addr: "127.0.0.1:6379"})
 	if err != nil {
 		return
 	}
@@ -587,9 +588,9 @@ func ExampleObserve() {
 // TestCheckCursor: CheckCursor agrees with Page on every cursor, sends
 // nothing, and names the form the set takes.
 func TestCheckCursor(t *testing.T) {
-	g, _ := emq.NewGenerator(3)
+	g, _ := wire.NewGenerator(3)
 	id, _ := g.Mint(emq.WorkKind)
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		for _, cur := range []string{"", id.String(), "5/" + id.String(), "garbage", "5/x"} {
 			err := emq.CheckCursor(s, emq.Cursor(cur))
 			lexOK := cur == "" || cur == id.String()

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // This file holds what an operator's tool (a dashboard, a command line)
@@ -52,7 +54,7 @@ type keyShape struct {
 const shapeQueue = "q"
 
 func queueShape() keyShape {
-	k, err := NewQueueKeys(shapeQueue)
+	k, err := wire.NewQueueKeys(shapeQueue)
 	if err != nil {
 		panic(err) // shapeQueue is well formed
 	}
@@ -223,7 +225,7 @@ func (q *Queue) Due(ctx context.Context, s Set, at time.Time) (_ int64, err erro
 // also on an observing client.
 func (q *Queue) Migration(ctx context.Context) (_ map[string]string, err error) {
 	defer q.c.afterFailure(ctx, &err)
-	key, err := KeyMigration(q.Name())
+	key, err := wire.KeyMigration(q.Name())
 	if err != nil {
 		return nil, err
 	}
@@ -360,14 +362,14 @@ func (c *Client) Stats(ctx context.Context, names []string) (_ []QueueStats, err
 	if len(names) > MaxStatsQueues {
 		return nil, fmt.Errorf("%w: %d queues, more than %d", ErrArgument, len(names), MaxStatsQueues)
 	}
-	keys := make([]QueueKeys, len(names))
+	keys := make([]wire.QueueKeys, len(names))
 	migration := make([]string, len(names))
 	for i, n := range names {
 		var err error
-		if keys[i], err = NewQueueKeys(n); err != nil {
+		if keys[i], err = wire.NewQueueKeys(n); err != nil {
 			return nil, err
 		}
-		if migration[i], err = KeyMigration(n); err != nil {
+		if migration[i], err = wire.KeyMigration(n); err != nil {
 			return nil, err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -67,7 +68,7 @@ func TestListQueues(t *testing.T) {
 	}
 	// Keys that look like a queue's but are not: a malformed name, an
 	// unknown type, a set's name on a string, another prefix, rows.
-	k, _ := emq.NewQueueKeys("orders")
+	k, _ := wire.NewQueueKeys("orders")
 	bad := strings.Replace(k.Pending, "{orders}", "{Bad}", 1)
 	other := strings.Replace(k.Pending, "{orders}", "{other}", 1) + "x"
 	str := strings.Replace(k.Pending, "{orders}", "{str}", 1)
@@ -166,7 +167,7 @@ func TestOldestDueRunNowMigration(t *testing.T) {
 	ctx := ctxT(t)
 	q := queue(t, c, "ops")
 
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		if _, ok, err := q.Oldest(ctx, s); ok || err != nil {
 			t.Errorf("Oldest(%s) of an empty queue: %v %v", s, ok, err)
 		}
@@ -250,7 +251,7 @@ func TestOldestDueRunNowMigration(t *testing.T) {
 	if m, err := q.Migration(ctx); err != nil || len(m) != 0 {
 		t.Errorf("Migration of a fresh queue = %v %v", m, err)
 	}
-	key, _ := emq.KeyMigration("ops")
+	key, _ := wire.KeyMigration("ops")
 	do(t, c, "HSET", key, "from", "2.0.0", "to", "2.1.0")
 	if m, err := q.Migration(ctx); err != nil || m["from"] != "2.0.0" || len(m) != 2 {
 		t.Errorf("Migration = %v %v", m, err)

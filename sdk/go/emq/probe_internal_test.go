@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/probe"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
@@ -29,7 +30,7 @@ func observed(t *testing.T) (*Client, rueidis.Client, context.Context) {
 
 func openRuntime(t *testing.T, c *Client, ctx context.Context) *probeRuntime {
 	t.Helper()
-	g, err := NewGenerator(7)
+	g, err := wire.NewGenerator(7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,15 +50,15 @@ func TestRuntimeNeverWritesTheFence(t *testing.T) {
 	c, rc, ctx := observed(t)
 	r := openRuntime(t, c, ctx)
 	for _, cmd := range [][]string{
-		{"SET", KeyVersion, "x"}, {"DEL", KeyBundle}, {"HSET", KeyBundle, Version, "x"}, {"GETDEL", KeyVersion},
-		{"SET", "app:data", "x"}, {"FLUSHALL"}, {"FLUSHDB"}, {"EVAL", "return 1", "1", KeyVersion}, {"NOSUCHCOMMAND", "x"},
-		{"HSET", KeyLocks, LockProbe(r.keys.Queue()), "x"},
+		{"SET", wire.KeyVersion, "x"}, {"DEL", wire.KeyBundle}, {"HSET", wire.KeyBundle, Version, "x"}, {"GETDEL", wire.KeyVersion},
+		{"SET", "app:data", "x"}, {"FLUSHALL"}, {"FLUSHDB"}, {"EVAL", "return 1", "1", wire.KeyVersion}, {"NOSUCHCOMMAND", "x"},
+		{"HSET", wire.KeyLocks, wire.LockProbe(r.keys.Queue()), "x"},
 	} {
 		if err := r.Do(ctx, cmd).Error(); err == nil || !strings.Contains(err.Error(), "not sent") {
 			t.Errorf("%v: %v; want it not sent", cmd, err)
 		}
 	}
-	if err := r.Do(ctx, []string{"GET", KeyVersion}).Error(); !rueidis.IsRedisNil(err) {
+	if err := r.Do(ctx, []string{"GET", wire.KeyVersion}).Error(); !rueidis.IsRedisNil(err) {
 		t.Errorf("GET of the record: %v; want nil", err)
 	}
 	job, _ := r.Lookup("job")
@@ -68,8 +69,8 @@ func TestRuntimeNeverWritesTheFence(t *testing.T) {
 			t.Errorf("SET of the scratch key %s: %v", k, err)
 		}
 	}
-	args := map[string]string{probe.VarVersion: VersionRecord, probe.VarSemver: Version, probe.VarBundle: BundleDigest}
-	if err := r.RunScript(ctx, ScriptFence.Name, args).Error(); err == nil || !strings.Contains(err.Error(), "not run") {
+	args := map[string]string{probe.VarVersion: wire.VersionRecord, probe.VarSemver: Version, probe.VarBundle: wire.BundleDigest}
+	if err := r.RunScript(ctx, wire.ScriptFence.Name, args).Error(); err == nil || !strings.Contains(err.Error(), "not run") {
 		t.Errorf("the fence script ran through the runtime: %v", err)
 	}
 	if n, _ := rc.Do(ctx, rc.B().Dbsize().Build()).AsInt64(); n != int64(len(mine)) {
@@ -86,9 +87,9 @@ func TestRuntimeNeverWritesTheFence(t *testing.T) {
 // TestScratchKeysCoverTheQueue: the keys Close deletes are every per-queue
 // key type (every key QueueKeys.Key knows) and the migration record.
 func TestScratchKeysCoverTheQueue(t *testing.T) {
-	k, _ := NewQueueKeys(ScratchPrefix + "x")
+	k, _ := wire.NewQueueKeys(ScratchPrefix + "x")
 	keys := scratchKeys(k)
-	for _, s := range Scripts() {
+	for _, s := range wire.Scripts() {
 		for _, typ := range s.KeyTypes {
 			if key, ok := k.Key(typ); ok && !strings.Contains(strings.Join(keys, " "), key) {
 				t.Errorf("%s (%s) is not a scratch key", key, typ)
@@ -104,7 +105,7 @@ func TestScratchKeysCoverTheQueue(t *testing.T) {
 			t.Errorf("%s is not a scratch key: %v", key, keys)
 		}
 	}
-	if m, _ := KeyMigration(k.Queue()); keys[len(keys)-1] != m {
+	if m, _ := wire.KeyMigration(k.Queue()); keys[len(keys)-1] != m {
 		t.Errorf("the migration record %s is not a scratch key: %v", m, keys)
 	}
 }
@@ -113,14 +114,14 @@ func TestScratchKeysCoverTheQueue(t *testing.T) {
 // used; open takes another.
 func TestRefusedScratchQueue(t *testing.T) {
 	c, rc, ctx := observed(t)
-	g, _ := NewGenerator(9)
+	g, _ := wire.NewGenerator(9)
 	p := &prober{c: c, gen: g, readOnly: map[string]bool{}}
 	// The next id the generator mints names the first candidate; plant a
 	// key of each candidate of the next few milliseconds.
 	next, _ := g.Mint(WorkKind)
-	g, _ = NewGenerator(9)
+	g, _ = wire.NewGenerator(9)
 	p.gen = g
-	k, _ := NewQueueKeys(ScratchPrefix + strings.ToLower(next.String()))
+	k, _ := wire.NewQueueKeys(ScratchPrefix + strings.ToLower(next.String()))
 	if err := rc.Do(ctx, rc.B().Set().Key(k.Dead).Value("someone's").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -148,30 +149,30 @@ func TestCloseRemovesWhatAFailedProbeLeft(t *testing.T) {
 	job, _ := r.Lookup("job")
 	q := r.keys.Queue()
 	for _, f := range queueLocks(q) {
-		res := r.RunScript(ctx, ScriptLock.Name, map[string]string{ScriptLock.Argv[0]: f, ScriptLock.Argv[1]: job, ScriptLock.Argv[2]: "60000"})
+		res := r.RunScript(ctx, wire.ScriptLock.Name, map[string]string{wire.ScriptLock.Argv[0]: f, wire.ScriptLock.Argv[1]: job, wire.ScriptLock.Argv[2]: "60000"})
 		if n, err := res.AsInt64(); err != nil || n <= 0 {
 			t.Fatalf("taking %s: %v %v", f, n, err)
 		}
 	}
-	if n, err := r.RunScript(ctx, ScriptEnqueue.Name, map[string]string{ScriptEnqueue.Argv[0]: job, ScriptEnqueue.Argv[1]: "x"}).AsInt64(); err != nil || n != EnqueueEnqueued {
+	if n, err := r.RunScript(ctx, wire.ScriptEnqueue.Name, map[string]string{wire.ScriptEnqueue.Argv[0]: job, wire.ScriptEnqueue.Argv[1]: "x"}).AsInt64(); err != nil || n != wire.EnqueueEnqueued {
 		t.Fatalf("enqueue: %v %v", n, err)
 	}
 	if n, _ := rc.Do(ctx, rc.B().Dbsize().Build()).AsInt64(); n < 3 {
 		t.Fatalf("only %d keys written", n)
 	}
 	// A lock field of the same hash that was there before stays.
-	other := LockMaintenance("someone-else")
-	if err := rc.Do(ctx, rc.B().Hset().Key(KeyLocks).FieldValue().FieldValue(other, "someone 1").Build()).Error(); err != nil {
+	other := wire.LockMaintenance("someone-else")
+	if err := rc.Do(ctx, rc.B().Hset().Key(wire.KeyLocks).FieldValue().FieldValue(other, "someone 1").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	keys, _ := rc.Do(ctx, rc.B().Keys().Pattern("*").Build()).AsStrSlice()
-	if len(keys) != 1 || keys[0] != KeyLocks {
+	if len(keys) != 1 || keys[0] != wire.KeyLocks {
 		t.Fatalf("left behind: %v", keys)
 	}
-	fields, _ := rc.Do(ctx, rc.B().Hkeys().Key(KeyLocks).Build()).AsStrSlice()
+	fields, _ := rc.Do(ctx, rc.B().Hkeys().Key(wire.KeyLocks).Build()).AsStrSlice()
 	if len(fields) != 1 || fields[0] != other {
 		t.Fatalf("lock fields after Close: %v; want only %s", fields, other)
 	}
@@ -179,15 +180,15 @@ func TestCloseRemovesWhatAFailedProbeLeft(t *testing.T) {
 	// A lock field naming the scratch queue that was there before the
 	// probe is kept too.
 	r = openRuntime(t, c, ctx)
-	held := LockProbe(r.keys.Queue())
-	if err := rc.Do(ctx, rc.B().Hset().Key(KeyLocks).FieldValue().FieldValue(held, "someone 1").Build()).Error(); err != nil {
+	held := wire.LockProbe(r.keys.Queue())
+	if err := rc.Do(ctx, rc.B().Hset().Key(wire.KeyLocks).FieldValue().FieldValue(held, "someone 1").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 	r.held[held] = true // as open would have found it, had it been there
 	if err := r.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := rc.Do(ctx, rc.B().Hexists().Key(KeyLocks).Field(held).Build()).AsInt64(); n != 1 {
+	if n, _ := rc.Do(ctx, rc.B().Hexists().Key(wire.KeyLocks).Field(held).Build()).AsInt64(); n != 1 {
 		t.Error("Close removed a lock field that was there before the probe")
 	}
 }
@@ -197,13 +198,13 @@ func TestCloseRemovesWhatAFailedProbeLeft(t *testing.T) {
 // the same for every version of the major: its ARGV carry the version.
 func TestFenceChecksOfAMinor(t *testing.T) {
 	_, rc, ctx := observed(t)
-	spec := fenceSpec{version: [3]int{VersionMajor, VersionMinor + 1, 0}, digest: BundleDigest}
+	spec := fenceSpec{version: [3]int{wire.VersionMajor, wire.VersionMinor + 1, 0}, digest: wire.BundleDigest}
 	tr, err := spec.run(ctx, rc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + tr.String())
-	low := recordOf([3]int{VersionMajor, 0, 0})
+	low := recordOf([3]int{wire.VersionMajor, 0, 0})
 	if !tr.OK() || len(tr.Results) != 8 || !strings.Contains(tr.Results[4].Check, low+") is raised") {
 		t.Fatalf("fence checks of %s:\n%s", spec.semver(), tr)
 	}
@@ -217,7 +218,7 @@ func TestFenceChecksOfAMinor(t *testing.T) {
 // it refused and left as found; all eight pass.
 func TestFenceChecksOfAMajorZero(t *testing.T) {
 	_, rc, ctx := observed(t)
-	spec := fenceSpec{version: [3]int{VersionMajor, 0, 0}, digest: BundleDigest}
+	spec := fenceSpec{version: [3]int{wire.VersionMajor, 0, 0}, digest: wire.BundleDigest}
 	tr, err := spec.run(ctx, rc)
 	if err != nil {
 		t.Fatal(err)
@@ -235,17 +236,17 @@ func TestFenceChecksOfAMajorZero(t *testing.T) {
 // before anything runs, and the key is left as it was.
 func TestFenceChecksNeedAnEmptyDatabase(t *testing.T) {
 	_, rc, ctx := observed(t)
-	if err := rc.Do(ctx, rc.B().Hset().Key(KeyBundle).FieldValue().FieldValue(Version, "x").Build()).Error(); err != nil {
+	if err := rc.Do(ctx, rc.B().Hset().Key(wire.KeyBundle).FieldValue().FieldValue(Version, "x").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := RunFenceChecks(ctx, rc)
 	if !errors.Is(err, ErrFenceDBNotEmpty) || tr != nil {
 		t.Fatalf("a non-empty database: %v, %v", tr, err)
 	}
-	if m, _ := rc.Do(ctx, rc.B().Hgetall().Key(KeyBundle).Build()).AsStrMap(); len(m) != 1 || m[Version] != "x" {
+	if m, _ := rc.Do(ctx, rc.B().Hgetall().Key(wire.KeyBundle).Build()).AsStrMap(); len(m) != 1 || m[Version] != "x" {
 		t.Errorf("the refused database changed: %v", m)
 	}
-	if n, _ := rc.Do(ctx, rc.B().Exists().Key(KeyVersion).Build()).AsInt64(); n != 0 {
+	if n, _ := rc.Do(ctx, rc.B().Exists().Key(wire.KeyVersion).Build()).AsInt64(); n != 0 {
 		t.Error("the refused run wrote the version record")
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/probe"
 )
 
@@ -72,12 +73,12 @@ func (e *NotFencedError) Unwrap() error { return ErrNotFenced }
 //     (COMMAND GETKEYS) belongs to the scratch queue; anything else fails
 //     its check, unsent.
 func (c *Client) RunProbes(ctx context.Context) (*probe.Transcript, error) {
-	g, err := NewGenerator(mrand.IntN(MaxNode + 1))
+	g, err := wire.NewGenerator(mrand.IntN(wire.MaxNode + 1))
 	if err != nil {
 		return nil, err
 	}
 	pr := &prober{c: c, gen: g, readOnly: map[string]bool{}}
-	probes := Probes()
+	probes := wire.Probes()
 	t, err := probe.Run(ctx, probes, pr.open)
 	if t != nil {
 		if v := c.Keyspace(); !v.Verdict.Admitted() {
@@ -92,12 +93,12 @@ var reservePlaceholder = regexp.MustCompile(`\$\{` + probe.KindReserve + `:([^}]
 // touchesFence reports whether a probe step runs the fence script or names
 // a key the fence writes.
 func touchesFence(s probe.Step) bool {
-	if s.Script == ScriptFence.Name {
+	if s.Script == wire.ScriptFence.Name {
 		return true
 	}
 	for _, arg := range s.Command {
 		for _, m := range reservePlaceholder.FindAllStringSubmatch(arg, -1) {
-			if k, err := ReserveKey(m[1], ""); err == nil && (k == KeyVersion || k == KeyBundle) {
+			if k, err := wire.ReserveKey(m[1], ""); err == nil && (k == wire.KeyVersion || k == wire.KeyBundle) {
 				return true
 			}
 		}
@@ -126,7 +127,7 @@ func annotate(t *probe.Transcript, probes []probe.Probe, why *NotFencedError) {
 // of the commands it asked about.
 type prober struct {
 	c        *Client
-	gen      *Generator
+	gen      *wire.Generator
 	mu       sync.Mutex
 	readOnly map[string]bool // lower-case command name -> the server calls it read-only
 }
@@ -134,31 +135,31 @@ type prober struct {
 // scratchKeys are the keys of queue q a probe may write and Close deletes,
 // rows aside: every per-queue key a set or a script names, and the reserve
 // members that name the queue.
-func scratchKeys(k QueueKeys) []string {
+func scratchKeys(k wire.QueueKeys) []string {
 	var keys []string
 	add := func(key string) {
 		if key != "" && !slices.Contains(keys, key) {
 			keys = append(keys, key)
 		}
 	}
-	for _, s := range Sets() {
+	for _, s := range wire.Sets() {
 		add(k.Set(s))
 	}
-	for _, s := range Scripts() {
+	for _, s := range wire.Scripts() {
 		for _, typ := range s.KeyTypes {
 			if key, ok := k.Key(typ); ok {
 				add(key)
 			}
 		}
 	}
-	if m, err := KeyMigration(k.Queue()); err == nil {
+	if m, err := wire.KeyMigration(k.Queue()); err == nil {
 		add(m)
 	}
 	return keys
 }
 
 // queueLocks are the fields of KeyLocks that name queue q.
-func queueLocks(q string) []string { return []string{LockProbe(q), LockMaintenance(q)} }
+func queueLocks(q string) []string { return []string{wire.LockProbe(q), wire.LockMaintenance(q)} }
 
 // open starts a probe's runtime on a fresh scratch queue: one none of
 // whose keys exists.
@@ -169,7 +170,7 @@ func (p *prober) open(ctx context.Context) (probe.Runtime, error) {
 		if err != nil {
 			return nil, err
 		}
-		keys, err := NewQueueKeys(ScratchPrefix + strings.ToLower(id.String()))
+		keys, err := wire.NewQueueKeys(ScratchPrefix + strings.ToLower(id.String()))
 		if err != nil {
 			return nil, err
 		}
@@ -187,7 +188,7 @@ func (p *prober) open(ctx context.Context) (probe.Runtime, error) {
 		}
 		r := &probeRuntime{p: p, keys: keys, scratch: scratch, ids: map[string]ID{}, held: map[string]bool{}}
 		for _, f := range queueLocks(keys.Queue()) {
-			n, err := rc.Do(ctx, rc.B().Hexists().Key(KeyLocks).Field(f).Build()).AsInt64()
+			n, err := rc.Do(ctx, rc.B().Hexists().Key(wire.KeyLocks).Field(f).Build()).AsInt64()
 			// Unreadable (another type, no permission) counts as held: Close
 			// never removes a field it has not seen absent.
 			r.held[f] = err != nil || n > 0
@@ -200,7 +201,7 @@ func (p *prober) open(ctx context.Context) (probe.Runtime, error) {
 // probeRuntime is one probe's scratch queue and ids.
 type probeRuntime struct {
 	p       *prober
-	keys    QueueKeys
+	keys    wire.QueueKeys
 	scratch []string
 	ids     map[string]ID
 	order   []string        // id variables in mint order
@@ -214,7 +215,7 @@ func (r *probeRuntime) id(name string) (ID, bool) {
 		return id, true
 	}
 	kind := Kind(strings.ToUpper(strings.TrimRight(name, "0123456789")))
-	if len(kind) != KindLength || !kind.Registered() {
+	if len(kind) != wire.KindLength || !kind.Registered() {
 		return ID{}, false
 	}
 	id, err := r.p.gen.Mint(kind)
@@ -231,11 +232,11 @@ func (r *probeRuntime) Lookup(name string) (string, bool) {
 	case probe.VarQueue:
 		return r.keys.Queue(), true
 	case probe.VarVersion:
-		return VersionRecord, true
+		return wire.VersionRecord, true
 	case probe.VarSemver:
 		return Version, true
 	case probe.VarBundle:
-		return BundleDigest, true
+		return wire.BundleDigest, true
 	}
 	kind, arg, _ := strings.Cut(name, ":")
 	switch kind {
@@ -249,12 +250,12 @@ func (r *probeRuntime) Lookup(name string) (string, bool) {
 		row, err := r.keys.Row(id)
 		return row, err == nil
 	case probe.KindReserve:
-		k, err := ReserveKey(arg, r.keys.Queue())
+		k, err := wire.ReserveKey(arg, r.keys.Queue())
 		return k, err == nil
 	case probe.KindField:
-		return FieldByRole(arg)
+		return wire.FieldByRole(arg)
 	case probe.KindState:
-		s, ok := ParseState(arg)
+		s, ok := wire.ParseState(arg)
 		return string(s), ok
 	}
 	id, ok := r.id(name)
@@ -265,12 +266,12 @@ func (r *probeRuntime) Lookup(name string) (string, bool) {
 // script is refused, unsent: it writes the version record and the bundle
 // identity.
 func (r *probeRuntime) RunScript(ctx context.Context, name string, args map[string]string) rueidis.RedisResult {
-	s := ScriptNamed(name)
+	s := wire.ScriptNamed(name)
 	if s == nil {
 		return rueidis.NewErrorResult(fmt.Errorf("no script %q in the bundle", name))
 	}
-	if s == ScriptFence {
-		return rueidis.NewErrorResult(fmt.Errorf("not run: script %s writes %s and %s, which a probe only reads", name, KeyVersion, KeyBundle))
+	if s == wire.ScriptFence {
+		return rueidis.NewErrorResult(fmt.Errorf("not run: script %s writes %s and %s, which a probe only reads", name, wire.KeyVersion, wire.KeyBundle))
 	}
 	argv := make([]string, len(s.Argv))
 	id := ""
@@ -288,7 +289,7 @@ func (r *probeRuntime) RunScript(ctx context.Context, name string, args map[stri
 	keys := make([]string, len(s.Keys))
 	for i, typ := range s.KeyTypes {
 		if member, ok := strings.CutPrefix(typ, "reserve:"); ok {
-			k, err := ReserveKey(member, r.keys.Queue())
+			k, err := wire.ReserveKey(member, r.keys.Queue())
 			if err != nil {
 				return rueidis.NewErrorResult(err)
 			}
@@ -387,11 +388,11 @@ func (p *prober) isReadOnly(ctx context.Context, name string) (bool, error) {
 }
 
 func (r *probeRuntime) ReplyElements(script string) []string {
-	s := ScriptNamed(script)
+	s := wire.ScriptNamed(script)
 	if s == nil {
 		return nil
 	}
-	return s.replyElements
+	return s.ReplyElements()
 }
 
 // FenceAdmits reports whether this package's fence admits a version record
@@ -425,12 +426,12 @@ func (r *probeRuntime) Close(ctx context.Context) error {
 		if r.held[f] {
 			continue
 		}
-		n, err := rc.Do(ctx, rc.B().Hexists().Key(KeyLocks).Field(f).Build()).AsInt64()
+		n, err := rc.Do(ctx, rc.B().Hexists().Key(wire.KeyLocks).Field(f).Build()).AsInt64()
 		if err != nil {
 			return err
 		}
 		if n > 0 {
-			if err := rc.Do(ctx, rc.B().Hdel().Key(KeyLocks).Field(f).Build()).Error(); err != nil {
+			if err := rc.Do(ctx, rc.B().Hdel().Key(wire.KeyLocks).Field(f).Build()).Error(); err != nil {
 				return err
 			}
 		}

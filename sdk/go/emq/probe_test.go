@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -23,7 +24,7 @@ func TestProbes(t *testing.T) {
 	out := tr.String()
 	t.Log("\n" + out)
 	total := 0
-	for _, p := range emq.Probes() {
+	for _, p := range wire.Probes() {
 		total += len(p.Steps)
 	}
 	if !tr.OK() || len(tr.Results) != total {
@@ -36,12 +37,12 @@ func TestProbes(t *testing.T) {
 	for _, r := range tr.Results {
 		targets[r.Target] = true
 	}
-	for _, k := range []string{emq.KeyVersion, emq.KeyLocks, emq.KeyBundle} {
+	for _, k := range []string{wire.KeyVersion, wire.KeyLocks, wire.KeyBundle} {
 		if !targets["reserve member "+k] {
 			t.Errorf("no probe covered reserve member %s", k)
 		}
 	}
-	for _, w := range emq.Classes() {
+	for _, w := range wire.Classes() {
 		if !targets["wire class "+w] {
 			t.Errorf("no probe covered wire class %s", w)
 		}
@@ -50,7 +51,7 @@ func TestProbes(t *testing.T) {
 	if err != nil || len(keys) != 0 {
 		t.Errorf("the probes left %v behind (err %v)", keys, err)
 	}
-	locks := hgetall(t, c, emq.KeyLocks)
+	locks := hgetall(t, c, wire.KeyLocks)
 	for field := range locks {
 		if strings.Contains(field, "emqprobe-") {
 			t.Errorf("the probes left the lock %s behind", field)
@@ -65,7 +66,7 @@ func TestProbes(t *testing.T) {
 func TestProbeFailureIsReported(t *testing.T) {
 	srv := redistest.Start(t)
 	c := connect(t, srv)
-	if _, err := srv.Do("SET", emq.KeyVersion, "garbage"); err != nil {
+	if _, err := srv.Do("SET", wire.KeyVersion, "garbage"); err != nil {
 		t.Fatal(err)
 	}
 	// A connection the client opens from now on meets a keyspace it may
@@ -82,7 +83,7 @@ func TestProbeFailureIsReported(t *testing.T) {
 	for _, r := range tr.Results {
 		if r.Err != nil {
 			failed++
-			if r.Target != "reserve member "+emq.KeyVersion {
+			if r.Target != "reserve member "+wire.KeyVersion {
 				t.Errorf("unexpected failure: %s: %s: %v", r.Target, r.Check, r.Err)
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // NewJob is a job to admit: its id (of WorkKind) and payload.
@@ -49,21 +51,21 @@ func (q *Queue) pushOnce(ctx context.Context, id ID, payload []byte) (bool, erro
 		return false, err
 	}
 	n, err := call.Exec(ctx, q.c.rc)
-	if n == PushEnqueued {
+	if n == wire.PushEnqueued {
 		q.c.metrics.Add(Enqueued, q.Name(), 1)
 	}
-	return n == PushEnqueued, err
+	return n == wire.PushEnqueued, err
 }
 
-func (q *Queue) pushCall(id ID, payload []byte) (PushCall, error) {
+func (q *Queue) pushCall(id ID, payload []byte) (wire.PushCall, error) {
 	row, err := q.keys.Row(id)
 	if err != nil {
-		return PushCall{}, err
+		return wire.PushCall{}, err
 	}
 	if err := q.c.checkPayload(payload); err != nil {
-		return PushCall{}, err
+		return wire.PushCall{}, err
 	}
-	return PushCall{Row: row, Pending: q.keys.Pending, Wake: q.keys.Wake, ID: id, Payload: rueidis.BinaryString(payload)}, nil
+	return wire.PushCall{Row: row, Pending: q.keys.Pending, Wake: q.keys.Wake, ID: id, Payload: rueidis.BinaryString(payload)}, nil
 }
 
 // pushExecs builds a batch's push calls, refusing a malformed job before
@@ -173,14 +175,14 @@ func (q *Queue) PushBatch(ctx context.Context, jobs []NewJob) ([]bool, error) {
 			calls[j] = execs[i]
 		}
 		var again []int
-		for j, r := range q.c.execMany(ctx, ScriptPush, calls) {
+		for j, r := range q.c.execMany(ctx, wire.ScriptPush, calls) {
 			i := todo[j]
-			n, err := DecodePush(r)
+			n, err := wire.DecodePush(r)
 			errs[i] = err
 			switch {
 			case err == nil:
 				settled++
-				out[i] = n == PushEnqueued
+				out[i] = n == wire.PushEnqueued
 				if out[i] {
 					enqueued++
 				}
@@ -206,7 +208,7 @@ func (q *Queue) PushBatch(ctx context.Context, jobs []NewJob) ([]bool, error) {
 // execMany pipelines many calls of one script with EVALSHA and resends, as
 // EVAL, exactly the calls answered NOSCRIPT (a server restarted or failed
 // over mid-pipeline), so that each reply stands for its own call.
-func (c *Client) execMany(ctx context.Context, s *Script, calls []rueidis.LuaExec) []rueidis.RedisResult {
+func (c *Client) execMany(ctx context.Context, s *wire.Script, calls []rueidis.LuaExec) []rueidis.RedisResult {
 	cmds := make(rueidis.Commands, len(calls))
 	for i, x := range calls {
 		cmds[i] = c.rc.B().Evalsha().Sha1(s.SHA1).Numkeys(int64(len(x.Keys))).Key(x.Keys...).Arg(x.Args...).Build()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // Queue is a handle on one queue of a fenced keyspace. Its methods are the
@@ -14,7 +16,7 @@ import (
 // for concurrent use.
 type Queue struct {
 	c    *Client
-	keys QueueKeys
+	keys wire.QueueKeys
 }
 
 // Job is a claimed job: its id, the fencing token the claim minted, its
@@ -37,7 +39,7 @@ var ErrArgument = errors.New("emq: invalid argument")
 // Queue returns the handle of the queue named name. A malformed name is
 // refused with ErrQueueName before any command is sent.
 func (c *Client) Queue(name string) (*Queue, error) {
-	k, err := NewQueueKeys(name)
+	k, err := wire.NewQueueKeys(name)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +50,7 @@ func (c *Client) Queue(name string) (*Queue, error) {
 func (q *Queue) Name() string { return q.keys.Queue() }
 
 // Keys returns the queue's keys, for inspection tools.
-func (q *Queue) Keys() QueueKeys { return q.keys }
+func (q *Queue) Keys() wire.QueueKeys { return q.keys }
 
 // row returns the row key of id, refusing a malformed id before anything
 // is sent, and fences the keyspace if a connection changed.
@@ -94,12 +96,12 @@ func (q *Queue) enqueueOnce(ctx context.Context, id ID, payload []byte) (bool, e
 	if err := q.c.ensure(ctx); err != nil {
 		return false, err
 	}
-	call := EnqueueCall{Row: row, Pending: q.keys.Pending, ID: id, Payload: rueidis.BinaryString(payload)}
+	call := wire.EnqueueCall{Row: row, Pending: q.keys.Pending, ID: id, Payload: rueidis.BinaryString(payload)}
 	n, err := call.Exec(ctx, q.c.rc)
-	if n == EnqueueEnqueued {
+	if n == wire.EnqueueEnqueued {
 		q.c.metrics.Add(Enqueued, q.Name(), 1)
 	}
-	return n == EnqueueEnqueued, err
+	return n == wire.EnqueueEnqueued, err
 }
 
 // EnqueueAt admits a job that becomes claimable at at (server clock), once
@@ -124,12 +126,12 @@ func (q *Queue) enqueueAtOnce(ctx context.Context, id ID, payload []byte, at tim
 	if err := q.c.ensure(ctx); err != nil {
 		return false, err
 	}
-	call := EnqueueAtCall{Row: row, Schedule: q.keys.Schedule, ID: id, Payload: rueidis.BinaryString(payload), RunAtMS: at.UnixMilli()}
+	call := wire.EnqueueAtCall{Row: row, Schedule: q.keys.Schedule, ID: id, Payload: rueidis.BinaryString(payload), RunAtMS: at.UnixMilli()}
 	n, err := call.Exec(ctx, q.c.rc)
-	if n == EnqueueAtEnqueued {
+	if n == wire.EnqueueAtEnqueued {
 		q.c.metrics.Add(Enqueued, q.Name(), 1)
 	}
-	return n == EnqueueAtEnqueued, err
+	return n == wire.EnqueueAtEnqueued, err
 }
 
 // Claim leases the oldest pending job for lease. ok is false when nothing
@@ -142,7 +144,7 @@ func (q *Queue) Claim(ctx context.Context, lease time.Duration) (job Job, ok boo
 	if err := q.c.ensure(ctx); err != nil {
 		return Job{}, false, err
 	}
-	call := ClaimCall{Pending: q.keys.Pending, Active: q.keys.Active, Prefix: q.keys.RowPrefix(), LeaseMS: ms(lease)}
+	call := wire.ClaimCall{Pending: q.keys.Pending, Active: q.keys.Active, Prefix: q.keys.RowPrefix(), LeaseMS: ms(lease)}
 	r, ok, err := call.Exec(ctx, q.c.rc)
 	if err != nil || !ok {
 		return Job{}, false, err
@@ -162,7 +164,7 @@ func (q *Queue) Extend(ctx context.Context, id ID, token int64, lease time.Durat
 	if err != nil {
 		return time.Time{}, err
 	}
-	call := ExtendCall{Active: q.keys.Active, Row: row, ID: id, Token: token, LeaseMS: ms(lease)}
+	call := wire.ExtendCall{Active: q.keys.Active, Row: row, ID: id, Token: token, LeaseMS: ms(lease)}
 	d, err := call.Exec(ctx, q.c.rc)
 	if err != nil {
 		return time.Time{}, err
@@ -179,7 +181,7 @@ func (q *Queue) Complete(ctx context.Context, id ID, token int64) (err error) {
 	if err != nil {
 		return err
 	}
-	call := CompleteCall{Active: q.keys.Active, Row: row, ID: id, Token: token}
+	call := wire.CompleteCall{Active: q.keys.Active, Row: row, ID: id, Token: token}
 	_, err = call.Exec(ctx, q.c.rc)
 	return err
 }
@@ -196,7 +198,7 @@ func (q *Queue) Retry(ctx context.Context, id ID, token int64, delay time.Durati
 	if err != nil {
 		return time.Time{}, err
 	}
-	call := RetryCall{Active: q.keys.Active, Row: row, Schedule: q.keys.Schedule, ID: id, Token: token, DelayMS: ms(delay)}
+	call := wire.RetryCall{Active: q.keys.Active, Row: row, Schedule: q.keys.Schedule, ID: id, Token: token, DelayMS: ms(delay)}
 	at, err := call.Exec(ctx, q.c.rc)
 	if err != nil {
 		return time.Time{}, err
@@ -212,7 +214,7 @@ func (q *Queue) Bury(ctx context.Context, id ID, token int64) (err error) {
 	if err != nil {
 		return err
 	}
-	call := BuryCall{Active: q.keys.Active, Row: row, Dead: q.keys.Dead, ID: id, Token: token}
+	call := wire.BuryCall{Active: q.keys.Active, Row: row, Dead: q.keys.Dead, ID: id, Token: token}
 	_, err = call.Exec(ctx, q.c.rc)
 	return err
 }
@@ -227,7 +229,7 @@ func (q *Queue) Promote(ctx context.Context, limit int) (_ int, err error) {
 	if err := q.c.ensure(ctx); err != nil {
 		return 0, err
 	}
-	call := PromoteCall{Schedule: q.keys.Schedule, Pending: q.keys.Pending, Prefix: q.keys.RowPrefix(), Limit: int64(limit)}
+	call := wire.PromoteCall{Schedule: q.keys.Schedule, Pending: q.keys.Pending, Prefix: q.keys.RowPrefix(), Limit: int64(limit)}
 	n, err := call.Exec(ctx, q.c.rc)
 	return int(n), err
 }
@@ -243,7 +245,7 @@ func (q *Queue) Reap(ctx context.Context, limit, maxAttempts int) (_ int, err er
 	if err := q.c.ensure(ctx); err != nil {
 		return 0, err
 	}
-	call := ReapCall{Active: q.keys.Active, Pending: q.keys.Pending, Dead: q.keys.Dead, Prefix: q.keys.RowPrefix(), Limit: int64(limit), MaxAttempts: int64(maxAttempts)}
+	call := wire.ReapCall{Active: q.keys.Active, Pending: q.keys.Pending, Dead: q.keys.Dead, Prefix: q.keys.RowPrefix(), Limit: int64(limit), MaxAttempts: int64(maxAttempts)}
 	n, err := call.Exec(ctx, q.c.rc)
 	return int(n), err
 }
@@ -256,14 +258,14 @@ func (q *Queue) Revive(ctx context.Context, id ID) (_ bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	call := ReviveCall{Dead: q.keys.Dead, Pending: q.keys.Pending, Row: row, ID: id}
+	call := wire.ReviveCall{Dead: q.keys.Dead, Pending: q.keys.Pending, Row: row, ID: id}
 	n, err := call.Exec(ctx, q.c.rc)
-	if n == ReviveRevived {
+	if n == wire.ReviveRevived {
 		// Wake an idle worker; the revive itself stands without it.
-		ring := RingCall{Wake: q.keys.Wake}
+		ring := wire.RingCall{Wake: q.keys.Wake}
 		_, _ = ring.Exec(ctx, q.c.rc)
 	}
-	return n == ReviveRevived, err
+	return n == wire.ReviveRevived, err
 }
 
 // Browse returns up to n ids of set s, newest first: for a score-zero set
@@ -355,7 +357,7 @@ func (q *Queue) sizesOnce(ctx context.Context) (map[Set]int64, error) {
 	if err := q.c.ensureRead(ctx); err != nil {
 		return nil, err
 	}
-	sets := Sets()
+	sets := wire.Sets()
 	cmds := make(rueidis.Commands, len(sets))
 	for i, s := range sets {
 		cmds[i] = q.c.rc.B().Zcard().Key(q.keys.Set(s)).Build()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -332,7 +333,7 @@ func TestForeignMajorPlantedDuringRestart(t *testing.T) {
 			}
 			srv.Restart()
 			foreign := "echomq:9.0.0"
-			if _, err := srv.Do("SET", emq.KeyVersion, foreign); err != nil {
+			if _, err := srv.Do("SET", wire.KeyVersion, foreign); err != nil {
 				t.Fatal(err)
 			}
 			want := keyList(t, srv)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -22,7 +23,7 @@ func TestFirstCommandAfterReconnectIsFenced(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		srv.Restart() // no persistence: the keyspace comes back empty
 		foreign := "echomq:9.0.0"
-		if _, err := srv.Do("SET", emq.KeyVersion, foreign); err != nil {
+		if _, err := srv.Do("SET", wire.KeyVersion, foreign); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)

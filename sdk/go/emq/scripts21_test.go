@@ -15,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // wakeMarker is the one value the doorbell ever holds. The manifest states
@@ -24,7 +25,7 @@ const wakeMarker = "1"
 
 // doorbell returns what the queue's wake key holds, checking that it is a
 // list (or absent) and never holds more than one marker.
-func (w *wire) doorbell() []string {
+func (w *rig) doorbell() []string {
 	w.t.Helper()
 	return doorbellOf(w.t, w.c, w.k.Wake)
 }
@@ -55,7 +56,7 @@ func doorbellOf(t *testing.T, c *emq.Client, key string) []string {
 
 // wantRung checks that the doorbell holds exactly one marker (rung) or
 // nothing at all.
-func (w *wire) wantRung(rung bool, what string) {
+func (w *rig) wantRung(rung bool, what string) {
 	w.t.Helper()
 	got := w.doorbell()
 	if rung && !cmp.Equal(got, []string{wakeMarker}) {
@@ -67,27 +68,27 @@ func (w *wire) wantRung(rung bool, what string) {
 }
 
 // answer takes the doorbell as an idle worker does (LPOP instead of BLPOP).
-func (w *wire) answer() {
+func (w *rig) answer() {
 	w.t.Helper()
 	if err := do(w.t, w.c, "LPOP", w.k.Wake).Error(); err != nil && !rueidis.IsRedisNil(err) {
 		w.t.Fatalf("LPOP %s: %v", w.k.Wake, err)
 	}
 }
 
-func (w *wire) pushCall(id emq.ID, payload string) emq.PushCall {
-	return emq.PushCall{Row: w.row(id), Pending: w.k.Pending, Wake: w.k.Wake, ID: id, Payload: payload}
+func (w *rig) pushCall(id emq.ID, payload string) wire.PushCall {
+	return wire.PushCall{Row: w.row(id), Pending: w.k.Pending, Wake: w.k.Wake, ID: id, Payload: payload}
 }
 
-func (w *wire) claimManyCall(leaseMS, count int64) emq.ClaimManyCall {
-	return emq.ClaimManyCall{Pending: w.k.Pending, Active: w.k.Active, Wake: w.k.Wake, Prefix: w.k.RowPrefix(), LeaseMS: leaseMS, Count: count}
+func (w *rig) claimManyCall(leaseMS, count int64) wire.ClaimManyCall {
+	return wire.ClaimManyCall{Pending: w.k.Pending, Active: w.k.Active, Wake: w.k.Wake, Prefix: w.k.RowPrefix(), LeaseMS: leaseMS, Count: count}
 }
 
-func (w *wire) completeClaimCall(id emq.ID, token, leaseMS, count int64) emq.CompleteClaimCall {
-	return emq.CompleteClaimCall{Row: w.row(id), Active: w.k.Active, Pending: w.k.Pending, Wake: w.k.Wake, ID: id, Token: token, Prefix: w.k.RowPrefix(), LeaseMS: leaseMS, Count: count}
+func (w *rig) completeClaimCall(id emq.ID, token, leaseMS, count int64) wire.CompleteClaimCall {
+	return wire.CompleteClaimCall{Row: w.row(id), Active: w.k.Active, Pending: w.k.Pending, Wake: w.k.Wake, ID: id, Token: token, Prefix: w.k.RowPrefix(), LeaseMS: leaseMS, Count: count}
 }
 
 // pendingIDs is the pending set in claim order (lex-min first).
-func (w *wire) pendingIDs() []string {
+func (w *rig) pendingIDs() []string {
 	w.t.Helper()
 	v, err := do(w.t, w.c, "ZRANGE", w.k.Pending, "0", "-1").AsStrSlice()
 	if err != nil {
@@ -100,7 +101,7 @@ func (w *wire) pendingIDs() []string {
 // be (in order): ids, tokens minted from the attempts before the call,
 // payloads, one deadline for the whole batch inside [lo, hi], and each row
 // active and scored in active with that deadline.
-func (w *wire) wantLeased(what string, got []emq.ClaimManyReply, want []emq.ID, attemptsBefore []int64, payloads []string, lo, hi int64) {
+func (w *rig) wantLeased(what string, got []wire.ClaimManyReply, want []emq.ID, attemptsBefore []int64, payloads []string, lo, hi int64) {
 	w.t.Helper()
 	ids := make([]emq.ID, len(got))
 	for i, r := range got {
@@ -125,10 +126,10 @@ func (w *wire) wantLeased(what string, got []emq.ClaimManyReply, want []emq.ID, 
 	}
 }
 
-func ccRecords(rs []emq.CompleteClaimReply) []emq.ClaimManyReply {
-	out := make([]emq.ClaimManyReply, len(rs))
+func ccRecords(rs []wire.CompleteClaimReply) []wire.ClaimManyReply {
+	out := make([]wire.ClaimManyReply, len(rs))
 	for i, r := range rs {
-		out[i] = emq.ClaimManyReply(r)
+		out[i] = wire.ClaimManyReply(r)
 	}
 	return out
 }
@@ -154,10 +155,10 @@ func TestScriptPush(t *testing.T) {
 	id := w.mint()
 	payload := "first\x00\xff"
 	call := w.pushCall(id, payload)
-	if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != emq.PushEnqueued {
-		t.Fatalf("push = %d, %v; want %d", n, err, emq.PushEnqueued)
+	if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != wire.PushEnqueued {
+		t.Fatalf("push = %d, %v; want %d", n, err, wire.PushEnqueued)
 	}
-	w.wantRow(id, emq.StatePending, emq.InitialToken, payload)
+	w.wantRow(id, emq.StatePending, wire.InitialToken, payload)
 	w.wantOnly(id, emq.SetPending, 0)
 	w.wantRung(true, "after a push")
 
@@ -165,10 +166,10 @@ func TestScriptPush(t *testing.T) {
 	// is not rung for it (answered first, so that a ring would show).
 	w.answer()
 	dup := w.pushCall(id, "second")
-	if n, err := dup.Exec(w.ctx, w.rc()); err != nil || n != emq.PushDuplicate {
-		t.Fatalf("duplicate push = %d, %v; want %d", n, err, emq.PushDuplicate)
+	if n, err := dup.Exec(w.ctx, w.rc()); err != nil || n != wire.PushDuplicate {
+		t.Fatalf("duplicate push = %d, %v; want %d", n, err, wire.PushDuplicate)
 	}
-	w.wantRow(id, emq.StatePending, emq.InitialToken, payload)
+	w.wantRow(id, emq.StatePending, wire.InitialToken, payload)
 	w.wantOnly(id, emq.SetPending, 0)
 	if n := w.card(w.k.Pending); n != 1 {
 		t.Errorf("pending holds %d after the duplicate; want 1", n)
@@ -180,8 +181,8 @@ func TestScriptPush(t *testing.T) {
 	if r.ID != id {
 		t.Fatalf("claimed %v; want %v", r.ID, id)
 	}
-	if n, err := dup.Exec(w.ctx, w.rc()); err != nil || n != emq.PushDuplicate {
-		t.Fatalf("push of an active id = %d, %v; want %d", n, err, emq.PushDuplicate)
+	if n, err := dup.Exec(w.ctx, w.rc()); err != nil || n != wire.PushDuplicate {
+		t.Fatalf("push of an active id = %d, %v; want %d", n, err, wire.PushDuplicate)
 	}
 	w.wantRow(id, emq.StateActive, "1", payload)
 	w.wantOnly(id, emq.SetActive, r.DeadlineMS)
@@ -191,18 +192,18 @@ func TestScriptPush(t *testing.T) {
 	old := w.mint()
 	w.enqueue(old, "enqueued")
 	w.wantRung(false, "after a 2.0.0 enqueue")
-	if n, err := (&emq.PushCall{Row: w.row(old), Pending: w.k.Pending, Wake: w.k.Wake, ID: old, Payload: "x"}).Exec(w.ctx, w.rc()); err != nil || n != emq.PushDuplicate {
+	if n, err := (&wire.PushCall{Row: w.row(old), Pending: w.k.Pending, Wake: w.k.Wake, ID: old, Payload: "x"}).Exec(w.ctx, w.rc()); err != nil || n != wire.PushDuplicate {
 		t.Errorf("push of an enqueued id = %d, %v; want duplicate", n, err)
 	}
-	w.wantRow(old, emq.StatePending, emq.InitialToken, "enqueued")
+	w.wantRow(old, emq.StatePending, wire.InitialToken, "enqueued")
 	pushed := w.mint()
-	if n, err := (&emq.PushCall{Row: w.row(pushed), Pending: w.k.Pending, Wake: w.k.Wake, ID: pushed, Payload: "pushed"}).Exec(w.ctx, w.rc()); err != nil || n != emq.PushEnqueued {
+	if n, err := (&wire.PushCall{Row: w.row(pushed), Pending: w.k.Pending, Wake: w.k.Wake, ID: pushed, Payload: "pushed"}).Exec(w.ctx, w.rc()); err != nil || n != wire.PushEnqueued {
 		t.Fatalf("push = %d, %v", n, err)
 	}
-	if n, err := (&emq.EnqueueCall{Row: w.row(pushed), Pending: w.k.Pending, ID: pushed, Payload: "x"}).Exec(w.ctx, w.rc()); err != nil || n != emq.EnqueueDuplicate {
+	if n, err := (&wire.EnqueueCall{Row: w.row(pushed), Pending: w.k.Pending, ID: pushed, Payload: "x"}).Exec(w.ctx, w.rc()); err != nil || n != wire.EnqueueDuplicate {
 		t.Errorf("enqueue of a pushed id = %d, %v; want duplicate", n, err)
 	}
-	w.wantRow(pushed, emq.StatePending, emq.InitialToken, "pushed")
+	w.wantRow(pushed, emq.StatePending, wire.InitialToken, "pushed")
 
 	// Policy before existence: a foreign id answers EMQKIND and nothing is
 	// written — no row, no pending member, no marker — even when something
@@ -213,7 +214,7 @@ func TestScriptPush(t *testing.T) {
 		foreign := mint(t, w.c, k)
 		kind := w.pushCall(foreign, "x")
 		_, err := kind.Exec(w.ctx, w.rc())
-		wantRefusal(t, err, emq.ClassKind, emq.ScriptPush.Name)
+		wantRefusal(t, err, wire.ClassKind, wire.ScriptPush.Name)
 		if w.exists(w.row(foreign)) {
 			t.Errorf("the refused push of %v wrote the row", foreign)
 		}
@@ -227,8 +228,8 @@ func TestScriptPush(t *testing.T) {
 	}
 	planted := mint(t, w.c, emq.KindORD)
 	do(t, w.c, "HSET", w.row(planted), "planted", "foreign")
-	_, err := (&emq.PushCall{Row: w.row(planted), Pending: w.k.Pending, Wake: w.k.Wake, ID: planted, Payload: "x"}).Exec(w.ctx, w.rc())
-	wantRefusal(t, err, emq.ClassKind, emq.ScriptPush.Name)
+	_, err := (&wire.PushCall{Row: w.row(planted), Pending: w.k.Pending, Wake: w.k.Wake, ID: planted, Payload: "x"}).Exec(w.ctx, w.rc())
+	wantRefusal(t, err, wire.ClassKind, wire.ScriptPush.Name)
 	if got := w.hash(w.row(planted)); !cmp.Equal(got, map[string]string{"planted": "foreign"}) {
 		t.Errorf("the refused push changed the planted key: %v", got)
 	}
@@ -243,14 +244,14 @@ func TestScriptPush(t *testing.T) {
 		c := w.pushCall(id, strconv.Itoa(i))
 		execs = append(execs, c.LuaExec())
 	}
-	execs = append(execs, (&emq.PushCall{Row: w.row(ids[0]), Pending: w.k.Pending, Wake: w.k.Wake, ID: ids[0], Payload: "again"}).LuaExec())
-	res := emq.ScriptPush.Lua().ExecMulti(w.ctx, w.rc(), execs...)
+	execs = append(execs, (&wire.PushCall{Row: w.row(ids[0]), Pending: w.k.Pending, Wake: w.k.Wake, ID: ids[0], Payload: "again"}).LuaExec())
+	res := wire.ScriptPush.Lua().ExecMulti(w.ctx, w.rc(), execs...)
 	for i, r := range res {
-		want := emq.PushEnqueued
+		want := wire.PushEnqueued
 		if i == len(res)-1 {
-			want = emq.PushDuplicate
+			want = wire.PushDuplicate
 		}
-		if n, err := emq.DecodePush(r); err != nil || n != want {
+		if n, err := wire.DecodePush(r); err != nil || n != want {
 			t.Errorf("pipelined push %d = %d, %v; want %d", i, n, err, want)
 		}
 	}
@@ -258,7 +259,7 @@ func TestScriptPush(t *testing.T) {
 	if n, _ := do(t, w.c, "LLEN", w.k.Wake).AsInt64(); n != 1 {
 		t.Errorf("LLEN of the doorbell after 50 pushes = %d; want 1", n)
 	}
-	w.wantRow(ids[0], emq.StatePending, emq.InitialToken, "0")
+	w.wantRow(ids[0], emq.StatePending, wire.InitialToken, "0")
 	for i, id := range ids {
 		if i%10 == 0 {
 			w.wantOnly(id, emq.SetPending, 0)
@@ -268,7 +269,7 @@ func TestScriptPush(t *testing.T) {
 	// not this one's.
 	w.answer()
 	next := w.mint()
-	if n, err := (&emq.PushCall{Row: w.row(next), Pending: w.k.Pending, Wake: w.k.Wake, ID: next, Payload: "n"}).Exec(w.ctx, w.rc()); err != nil || n != emq.PushEnqueued {
+	if n, err := (&wire.PushCall{Row: w.row(next), Pending: w.k.Pending, Wake: w.k.Wake, ID: next, Payload: "n"}).Exec(w.ctx, w.rc()); err != nil || n != wire.PushEnqueued {
 		t.Fatalf("push = %d, %v", n, err)
 	}
 	w.wantRung(true, "after a push on an answered doorbell")
@@ -280,14 +281,14 @@ func TestScriptPush(t *testing.T) {
 
 func TestScriptRing(t *testing.T) {
 	w := newWire(t)
-	call := emq.RingCall{Wake: w.k.Wake}
-	if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != emq.RingRung {
-		t.Fatalf("ring of a silent doorbell = %d, %v; want %d", n, err, emq.RingRung)
+	call := wire.RingCall{Wake: w.k.Wake}
+	if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != wire.RingRung {
+		t.Fatalf("ring of a silent doorbell = %d, %v; want %d", n, err, wire.RingRung)
 	}
 	w.wantRung(true, "after ring")
 	for i := 0; i < 3; i++ {
-		if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != emq.RingAlreadyRung {
-			t.Fatalf("ring of a rung doorbell = %d, %v; want %d", n, err, emq.RingAlreadyRung)
+		if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != wire.RingAlreadyRung {
+			t.Fatalf("ring of a rung doorbell = %d, %v; want %d", n, err, wire.RingAlreadyRung)
 		}
 	}
 	w.wantRung(true, "after ringing a rung doorbell")
@@ -296,19 +297,19 @@ func TestScriptRing(t *testing.T) {
 	}
 	w.answer()
 	w.wantRung(false, "after the answer")
-	res := emq.ScriptRing.Lua().ExecMulti(w.ctx, w.rc(), call.LuaExec(), call.LuaExec(), call.LuaExec())
+	res := wire.ScriptRing.Lua().ExecMulti(w.ctx, w.rc(), call.LuaExec(), call.LuaExec(), call.LuaExec())
 	for i, r := range res {
-		want := emq.RingAlreadyRung
+		want := wire.RingAlreadyRung
 		if i == 0 {
-			want = emq.RingRung
+			want = wire.RingRung
 		}
-		if n, err := emq.DecodeRing(r); err != nil || n != want {
+		if n, err := wire.DecodeRing(r); err != nil || n != want {
 			t.Errorf("pipelined ring %d = %d, %v; want %d", i, n, err, want)
 		}
 	}
 	w.wantRung(true, "after pipelined rings")
 	// Ringing touches nothing but the doorbell.
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		if w.exists(w.k.Set(s)) {
 			t.Errorf("ring created %s", s)
 		}
@@ -324,7 +325,7 @@ func TestScriptClaimMany(t *testing.T) {
 
 	// An empty queue: an empty array (not nil), nothing created, no ring.
 	empty := w.claimManyCall(1000, 5)
-	wantEmptyArray(t, "claim_many on an empty queue", emq.ScriptClaimMany.Lua().Exec(w.ctx, w.rc(), empty.Keys(), empty.Args()))
+	wantEmptyArray(t, "claim_many on an empty queue", wire.ScriptClaimMany.Lua().Exec(w.ctx, w.rc(), empty.Keys(), empty.Args()))
 	got, err := empty.Exec(w.ctx, w.rc())
 	if err != nil || got == nil || len(got) != 0 {
 		t.Fatalf("claim_many on an empty queue = %#v, %v; want an empty, non-nil slice", got, err)
@@ -353,7 +354,7 @@ func TestScriptClaimMany(t *testing.T) {
 	}
 	w.wantLeased("claim_many count 2", got, ids[:2], []int64{0, 0}, []string{"p0", "p1"}, before+30_000, after+30_000)
 	for i := 2; i < 5; i++ {
-		w.wantRow(ids[i], emq.StatePending, emq.InitialToken, "p"+strconv.Itoa(i))
+		w.wantRow(ids[i], emq.StatePending, wire.InitialToken, "p"+strconv.Itoa(i))
 		w.wantOnly(ids[i], emq.SetPending, 0)
 	}
 	w.wantRung(true, "claim_many left jobs pending")
@@ -403,7 +404,7 @@ func TestScriptClaimMany(t *testing.T) {
 	if got, err := d1.Exec(w.ctx, w.rc()); err != nil || len(got) != 1 || got[0].ID != lapsed || got[0].Token != 1 {
 		t.Fatalf("claim_many = %+v, %v; want %v token 1", got, err, lapsed)
 	}
-	if n, err := (&emq.ReapCall{Active: w.k.Active, Pending: w.k.Pending, Dead: w.k.Dead, Prefix: w.k.RowPrefix(), Limit: 10}).Exec(w.ctx, w.rc()); err != nil || n != 1 {
+	if n, err := (&wire.ReapCall{Active: w.k.Active, Pending: w.k.Pending, Dead: w.k.Dead, Prefix: w.k.RowPrefix(), Limit: 10}).Exec(w.ctx, w.rc()); err != nil || n != 1 {
 		t.Fatalf("reap = %d, %v; want 1", n, err)
 	}
 	fresh := w.mint()
@@ -443,7 +444,7 @@ func TestScriptClaimMany(t *testing.T) {
 		t.Fatalf("claim_many = %+v, %v; want %v", got, err, z)
 	}
 	do(t, w.c, "ZADD", w.k.Pending, "0", o1.String())
-	res := emq.ScriptClaimMany.Lua().Exec(w.ctx, w.rc(), call.Keys(), call.Args())
+	res := wire.ScriptClaimMany.Lua().Exec(w.ctx, w.rc(), call.Keys(), call.Args())
 	wantEmptyArray(t, "claim_many of an orphan-only pending set", res)
 	w.wantGone(o1)
 	if n := w.card(w.k.Pending); n != 0 {
@@ -457,10 +458,10 @@ func TestScriptClaimMany(t *testing.T) {
 		w.enqueue(id, "m")
 	}
 	two := w.claimManyCall(30_000, 2)
-	rs := emq.ScriptClaimMany.Lua().ExecMulti(w.ctx, w.rc(), two.LuaExec(), two.LuaExec(), two.LuaExec())
+	rs := wire.ScriptClaimMany.Lua().ExecMulti(w.ctx, w.rc(), two.LuaExec(), two.LuaExec(), two.LuaExec())
 	var seen []emq.ID
 	for i, r := range rs {
-		got, err := emq.DecodeClaimMany(r)
+		got, err := wire.DecodeClaimMany(r)
 		if err != nil {
 			t.Fatalf("pipelined claim_many %d: %v", i, err)
 		}
@@ -486,8 +487,8 @@ func TestScriptClaimManyGuards(t *testing.T) {
 	call := w.claimManyCall(30_000, 1)
 	unchanged := func(what string) {
 		t.Helper()
-		w.wantRow(a, emq.StatePending, emq.InitialToken, "a")
-		w.wantRow(b, emq.StatePending, emq.InitialToken, "b")
+		w.wantRow(a, emq.StatePending, wire.InitialToken, "a")
+		w.wantRow(b, emq.StatePending, wire.InitialToken, "b")
 		w.wantOnly(a, emq.SetPending, 0)
 		w.wantOnly(b, emq.SetPending, 0)
 		if w.exists(w.k.Active) {
@@ -496,10 +497,10 @@ func TestScriptClaimManyGuards(t *testing.T) {
 		w.wantRung(false, what)
 	}
 	for _, bad := range []string{"nan", "inf", "-inf", "1.5", "0x10", "1e3", "", " 1", "1 ", "+1", "two"} {
-		_, err := emq.DecodeClaimMany(emq.ScriptClaimMany.Lua().Exec(w.ctx, w.rc(), call.Keys(), []string{w.k.RowPrefix(), "30000", bad}))
+		_, err := wire.DecodeClaimMany(wire.ScriptClaimMany.Lua().Exec(w.ctx, w.rc(), call.Keys(), []string{w.k.RowPrefix(), "30000", bad}))
 		wantERR(t, err, "claim_many with count "+strconv.Quote(bad))
 		unchanged("claim_many with count " + strconv.Quote(bad))
-		_, err = emq.DecodeClaimMany(emq.ScriptClaimMany.Lua().Exec(w.ctx, w.rc(), call.Keys(), []string{w.k.RowPrefix(), bad, "1"}))
+		_, err = wire.DecodeClaimMany(wire.ScriptClaimMany.Lua().Exec(w.ctx, w.rc(), call.Keys(), []string{w.k.RowPrefix(), bad, "1"}))
 		wantERR(t, err, "claim_many with lease_ms "+strconv.Quote(bad))
 		unchanged("claim_many with lease_ms " + strconv.Quote(bad))
 	}
@@ -512,7 +513,7 @@ func TestScriptClaimManyGuards(t *testing.T) {
 		}
 		unchanged("claim_many with count " + strconv.FormatInt(count, 10))
 	}
-	_, err := emq.DecodeClaimMany(emq.ScriptClaimMany.Lua().Exec(w.ctx, w.rc(), call.Keys(), []string{w.k.RowPrefix(), "30000", "-0"}))
+	_, err := wire.DecodeClaimMany(wire.ScriptClaimMany.Lua().Exec(w.ctx, w.rc(), call.Keys(), []string{w.k.RowPrefix(), "30000", "-0"}))
 	wantERR(t, err, "claim_many with count -0")
 	unchanged("claim_many with count -0")
 	// The guards fired; the same call with count 1 leases the head.
@@ -529,7 +530,7 @@ func TestScriptCompleteClaim(t *testing.T) {
 	id, r := w.active("done", 60_000)
 	bystander, rb := w.active("other", 60_000)
 	lapsed, rl := w.active("lapsed", 0)
-	if n, err := (&emq.ReapCall{Active: w.k.Active, Pending: w.k.Pending, Dead: w.k.Dead, Prefix: w.k.RowPrefix(), Limit: 10}).Exec(w.ctx, w.rc()); err != nil || n != 1 {
+	if n, err := (&wire.ReapCall{Active: w.k.Active, Pending: w.k.Pending, Dead: w.k.Dead, Prefix: w.k.RowPrefix(), Limit: 10}).Exec(w.ctx, w.rc()); err != nil || n != 1 {
 		t.Fatalf("reap = %d, %v; want 1", n, err)
 	}
 	next := []emq.ID{w.mint(), w.mint(), w.mint()}
@@ -546,7 +547,7 @@ func TestScriptCompleteClaim(t *testing.T) {
 	w.wantGone(id)
 	w.wantLeased("complete_claim count 2", ccRecords(got), []emq.ID{lapsed, next[0]}, []int64{rl.Token, 0}, []string{"lapsed", "n0"}, before+45_000, after+45_000)
 	for i := 1; i < 3; i++ {
-		w.wantRow(next[i], emq.StatePending, emq.InitialToken, "n"+strconv.Itoa(i))
+		w.wantRow(next[i], emq.StatePending, wire.InitialToken, "n"+strconv.Itoa(i))
 		w.wantOnly(next[i], emq.SetPending, 0)
 	}
 	w.wantRow(bystander, emq.StateActive, "1", "other")
@@ -556,20 +557,20 @@ func TestScriptCompleteClaim(t *testing.T) {
 	// Completed means gone: the same call again is stale, and leases nothing.
 	w.answer()
 	_, err = call.Exec(w.ctx, w.rc())
-	wantRefusal(t, err, emq.ClassStale, emq.ScriptCompleteClaim.Name)
+	wantRefusal(t, err, wire.ClassStale, wire.ScriptCompleteClaim.Name)
 	if !errors.Is(err, emq.ErrStale) {
 		t.Errorf("errors.Is(%v, ErrStale) = false", err)
 	}
 	w.wantGone(id)
 	for i := 1; i < 3; i++ {
-		w.wantRow(next[i], emq.StatePending, emq.InitialToken, "n"+strconv.Itoa(i))
+		w.wantRow(next[i], emq.StatePending, wire.InitialToken, "n"+strconv.Itoa(i))
 		w.wantOnly(next[i], emq.SetPending, 0)
 	}
 	w.wantRung(false, "a refused complete_claim")
 
 	// Count 0 only completes: the pending jobs stay, no ring, an empty array.
 	c0 := w.completeClaimCall(lapsed, got[0].Token, 45_000, 0)
-	wantEmptyArray(t, "complete_claim count 0", emq.ScriptCompleteClaim.Lua().Exec(w.ctx, w.rc(), c0.Keys(), c0.Args()))
+	wantEmptyArray(t, "complete_claim count 0", wire.ScriptCompleteClaim.Lua().Exec(w.ctx, w.rc(), c0.Keys(), c0.Args()))
 	w.wantGone(lapsed)
 	w.wantRung(false, "complete_claim count 0")
 	c0 = w.completeClaimCall(next[0], got[1].Token, 45_000, 0)
@@ -578,7 +579,7 @@ func TestScriptCompleteClaim(t *testing.T) {
 	}
 	w.wantGone(next[0])
 	for i := 1; i < 3; i++ {
-		w.wantRow(next[i], emq.StatePending, emq.InitialToken, "n"+strconv.Itoa(i))
+		w.wantRow(next[i], emq.StatePending, wire.InitialToken, "n"+strconv.Itoa(i))
 		w.wantOnly(next[i], emq.SetPending, 0)
 	}
 	w.wantRung(false, "complete_claim count 0")
@@ -603,7 +604,7 @@ func TestScriptCompleteClaim(t *testing.T) {
 	w.wantRung(false, "complete_claim drained pending")
 	// An empty queue: the completion alone, an empty array.
 	call = w.completeClaimCall(next[1], got[0].Token, 5_000, 3)
-	wantEmptyArray(t, "complete_claim on an empty queue", emq.ScriptCompleteClaim.Lua().Exec(w.ctx, w.rc(), call.Keys(), call.Args()))
+	wantEmptyArray(t, "complete_claim on an empty queue", wire.ScriptCompleteClaim.Lua().Exec(w.ctx, w.rc(), call.Keys(), call.Args()))
 	w.wantGone(next[1])
 	w.wantRow(next[2], emq.StateActive, strconv.FormatInt(got[1].Token, 10), "n2")
 	w.wantRung(false, "complete_claim on an empty queue")
@@ -615,12 +616,12 @@ func TestScriptCompleteClaim(t *testing.T) {
 	good1 := w.completeClaimCall(next[2], got[1].Token, 60_000, 1)
 	stale := w.completeClaimCall(a, ra.Token+1, 60_000, 1)
 	good2 := w.completeClaimCall(a, ra.Token, 60_000, 1)
-	res := emq.ScriptCompleteClaim.Lua().ExecMulti(w.ctx, w.rc(), good1.LuaExec(), stale.LuaExec(), good2.LuaExec())
+	res := wire.ScriptCompleteClaim.Lua().ExecMulti(w.ctx, w.rc(), good1.LuaExec(), stale.LuaExec(), good2.LuaExec())
 	var seen []emq.ID
 	for i, r := range res {
-		got, err := emq.DecodeCompleteClaim(r)
+		got, err := wire.DecodeCompleteClaim(r)
 		if i == 1 {
-			wantRefusal(t, err, emq.ClassStale, emq.ScriptCompleteClaim.Name)
+			wantRefusal(t, err, wire.ClassStale, wire.ScriptCompleteClaim.Name)
 			continue
 		}
 		if err != nil || len(got) != 1 {
@@ -636,8 +637,8 @@ func TestScriptCompleteClaim(t *testing.T) {
 	w.wantRung(true, "the first pipelined complete_claim left pb pending")
 	// Clean up: complete the two leased jobs so pending and active are empty.
 	for _, id := range []emq.ID{pa, pb} {
-		tok, _ := strconv.ParseInt(w.hash(w.row(id))[emq.FieldToken], 10, 64)
-		if _, err := (&emq.CompleteCall{Active: w.k.Active, Row: w.row(id), ID: id, Token: tok}).Exec(w.ctx, w.rc()); err != nil {
+		tok, _ := strconv.ParseInt(w.hash(w.row(id))[wire.FieldToken], 10, 64)
+		if _, err := (&wire.CompleteCall{Active: w.k.Active, Row: w.row(id), ID: id, Token: tok}).Exec(w.ctx, w.rc()); err != nil {
 			t.Fatalf("complete %v: %v", id, err)
 		}
 	}
@@ -649,9 +650,9 @@ func TestScriptCompleteClaim(t *testing.T) {
 	exec := func(id emq.ID, token int64) error {
 		bait := w.mint()
 		w.enqueue(bait, "bait")
-		_, err := (&emq.CompleteClaimCall{Row: w.row(id), Active: w.k.Active, Pending: w.k.Pending, Wake: w.k.Wake, ID: id, Token: token, Prefix: w.k.RowPrefix(), LeaseMS: 60_000, Count: 5}).Exec(w.ctx, w.rc())
+		_, err := (&wire.CompleteClaimCall{Row: w.row(id), Active: w.k.Active, Pending: w.k.Pending, Wake: w.k.Wake, ID: id, Token: token, Prefix: w.k.RowPrefix(), LeaseMS: 60_000, Count: 5}).Exec(w.ctx, w.rc())
 		if err != nil {
-			w.wantRow(bait, emq.StatePending, emq.InitialToken, "bait")
+			w.wantRow(bait, emq.StatePending, wire.InitialToken, "bait")
 			w.wantOnly(bait, emq.SetPending, 0)
 			w.wantRung(false, "a refused complete_claim")
 			if !errors.Is(err, emq.ErrStale) {
@@ -662,20 +663,20 @@ func TestScriptCompleteClaim(t *testing.T) {
 		do(t, w.c, "ZREM", w.k.Pending, bait.String())
 		return err
 	}
-	staleChecks(t, w, emq.ScriptCompleteClaim.Name, exec, func(id emq.ID, token int64) emq.State {
+	staleChecks(t, w, wire.ScriptCompleteClaim.Name, exec, func(id emq.ID, token int64) emq.State {
 		w.bury(id, token)
 		return emq.StateDead
 	})
-	staleChecks(t, w, emq.ScriptCompleteClaim.Name, exec, func(id emq.ID, token int64) emq.State {
-		if _, err := (&emq.RetryCall{Active: w.k.Active, Row: w.row(id), Schedule: w.k.Schedule, ID: id, Token: token, DelayMS: 3_600_000}).Exec(w.ctx, w.rc()); err != nil {
+	staleChecks(t, w, wire.ScriptCompleteClaim.Name, exec, func(id emq.ID, token int64) emq.State {
+		if _, err := (&wire.RetryCall{Active: w.k.Active, Row: w.row(id), Schedule: w.k.Schedule, ID: id, Token: token, DelayMS: 3_600_000}).Exec(w.ctx, w.rc()); err != nil {
 			t.Fatalf("retry: %v", err)
 		}
 		return emq.StateScheduled
 	})
 	// The refusals share complete's messages, so a caller can treat both alike.
 	sid, sr := w.active("s", 60_000)
-	_, errCC := (&emq.CompleteClaimCall{Row: w.row(sid), Active: w.k.Active, Pending: w.k.Pending, Wake: w.k.Wake, ID: sid, Token: sr.Token + 1, Prefix: w.k.RowPrefix(), LeaseMS: 1, Count: 1}).Exec(w.ctx, w.rc())
-	_, errC := (&emq.CompleteCall{Active: w.k.Active, Row: w.row(sid), ID: sid, Token: sr.Token + 1}).Exec(w.ctx, w.rc())
+	_, errCC := (&wire.CompleteClaimCall{Row: w.row(sid), Active: w.k.Active, Pending: w.k.Pending, Wake: w.k.Wake, ID: sid, Token: sr.Token + 1, Prefix: w.k.RowPrefix(), LeaseMS: 1, Count: 1}).Exec(w.ctx, w.rc())
+	_, errC := (&wire.CompleteCall{Active: w.k.Active, Row: w.row(sid), ID: sid, Token: sr.Token + 1}).Exec(w.ctx, w.rc())
 	var ccE, cE *emq.ClassError
 	if !errors.As(errCC, &ccE) || !errors.As(errC, &cE) || ccE.Message != cE.Message {
 		t.Errorf("complete_claim refusal %v; complete's %v: want the same message", errCC, errC)
@@ -697,7 +698,7 @@ func TestScriptCompleteClaimGuards(t *testing.T) {
 		t.Helper()
 		w.wantRow(id, emq.StateActive, "1", "held")
 		w.wantOnly(id, emq.SetActive, r.DeadlineMS)
-		w.wantRow(p, emq.StatePending, emq.InitialToken, "p")
+		w.wantRow(p, emq.StatePending, wire.InitialToken, "p")
 		w.wantOnly(p, emq.SetPending, 0)
 		w.wantRung(false, what)
 	}
@@ -705,10 +706,10 @@ func TestScriptCompleteClaimGuards(t *testing.T) {
 		return []string{id.String(), strconv.FormatInt(r.Token, 10), w.k.RowPrefix(), lease, count}
 	}
 	for _, bad := range []string{"nan", "inf", "-inf", "1.5", "0x10", "1e3", "", " 1", "+1", "all"} {
-		_, err := emq.DecodeCompleteClaim(emq.ScriptCompleteClaim.Lua().Exec(w.ctx, w.rc(), call.Keys(), args("30000", bad)))
+		_, err := wire.DecodeCompleteClaim(wire.ScriptCompleteClaim.Lua().Exec(w.ctx, w.rc(), call.Keys(), args("30000", bad)))
 		wantERR(t, err, "complete_claim with count "+strconv.Quote(bad))
 		unchanged("complete_claim with count " + strconv.Quote(bad))
-		_, err = emq.DecodeCompleteClaim(emq.ScriptCompleteClaim.Lua().Exec(w.ctx, w.rc(), call.Keys(), args(bad, "1")))
+		_, err = wire.DecodeCompleteClaim(wire.ScriptCompleteClaim.Lua().Exec(w.ctx, w.rc(), call.Keys(), args(bad, "1")))
 		wantERR(t, err, "complete_claim with lease_ms "+strconv.Quote(bad))
 		unchanged("complete_claim with lease_ms " + strconv.Quote(bad))
 	}
@@ -756,7 +757,7 @@ func TestScriptCompleteClaimHugeCount(t *testing.T) {
 	got, err := cm.Exec(w.ctx, w.rc())
 	switch {
 	case err != nil: // refused: nothing happened
-		w.wantRow(p, emq.StatePending, emq.InitialToken, "p")
+		w.wantRow(p, emq.StatePending, wire.InitialToken, "p")
 		w.wantOnly(p, emq.SetPending, 0)
 		w.wantRung(false, "a failed claim_many")
 	case len(got) != 1 || got[0].ID != p:
@@ -780,7 +781,7 @@ func TestScriptCompleteClaimHugeCount(t *testing.T) {
 	}
 	w.wantRow(id, emq.StateActive, "1", "held")
 	w.wantOnly(id, emq.SetActive, r.DeadlineMS)
-	w.wantRow(p, emq.StatePending, emq.InitialToken, "p")
+	w.wantRow(p, emq.StatePending, wire.InitialToken, "p")
 	w.wantOnly(p, emq.SetPending, 0)
 }
 
@@ -788,50 +789,50 @@ func TestScriptCompleteClaimHugeCount(t *testing.T) {
 // deleted for good; anything that is not dead is left alone.
 func TestScriptPurge(t *testing.T) {
 	w := newWire(t)
-	call := func(id emq.ID) *emq.PurgeCall { return &emq.PurgeCall{Dead: w.k.Dead, Row: w.row(id), ID: id} }
+	call := func(id emq.ID) *wire.PurgeCall { return &wire.PurgeCall{Dead: w.k.Dead, Row: w.row(id), ID: id} }
 	id, r := w.active("morgue", 60_000)
 	w.bury(id, r.Token)
-	if n, err := call(id).Exec(w.ctx, w.rc()); err != nil || n != emq.PurgePurged {
-		t.Fatalf("purge of a dead job = %d, %v; want %d", n, err, emq.PurgePurged)
+	if n, err := call(id).Exec(w.ctx, w.rc()); err != nil || n != wire.PurgePurged {
+		t.Fatalf("purge of a dead job = %d, %v; want %d", n, err, wire.PurgePurged)
 	}
 	w.wantGone(id)
-	if n, err := call(id).Exec(w.ctx, w.rc()); err != nil || n != emq.PurgeNotDead {
-		t.Errorf("second purge = %d, %v; want %d", n, err, emq.PurgeNotDead)
+	if n, err := call(id).Exec(w.ctx, w.rc()); err != nil || n != wire.PurgeNotDead {
+		t.Errorf("second purge = %d, %v; want %d", n, err, wire.PurgeNotDead)
 	}
 
 	// Not dead: pending, active, scheduled, missing — nothing is deleted.
 	pend := w.mint()
 	w.enqueue(pend, "p")
-	if n, err := call(pend).Exec(w.ctx, w.rc()); err != nil || n != emq.PurgeNotDead {
-		t.Errorf("purge of a pending job = %d, %v; want %d", n, err, emq.PurgeNotDead)
+	if n, err := call(pend).Exec(w.ctx, w.rc()); err != nil || n != wire.PurgeNotDead {
+		t.Errorf("purge of a pending job = %d, %v; want %d", n, err, wire.PurgeNotDead)
 	}
-	w.wantRow(pend, emq.StatePending, emq.InitialToken, "p")
+	w.wantRow(pend, emq.StatePending, wire.InitialToken, "p")
 	w.wantOnly(pend, emq.SetPending, 0)
 	act := w.claim(60_000)
-	if n, err := call(act.ID).Exec(w.ctx, w.rc()); err != nil || n != emq.PurgeNotDead {
-		t.Errorf("purge of an active job = %d, %v; want %d", n, err, emq.PurgeNotDead)
+	if n, err := call(act.ID).Exec(w.ctx, w.rc()); err != nil || n != wire.PurgeNotDead {
+		t.Errorf("purge of an active job = %d, %v; want %d", n, err, wire.PurgeNotDead)
 	}
 	w.wantRow(act.ID, emq.StateActive, "1", "p")
 	w.wantOnly(act.ID, emq.SetActive, act.DeadlineMS)
 	at := w.now() + 60_000
 	sched := w.mint()
-	if n, err := (&emq.EnqueueAtCall{Row: w.row(sched), Schedule: w.k.Schedule, ID: sched, Payload: "s", RunAtMS: at}).Exec(w.ctx, w.rc()); err != nil || n != emq.EnqueueAtEnqueued {
+	if n, err := (&wire.EnqueueAtCall{Row: w.row(sched), Schedule: w.k.Schedule, ID: sched, Payload: "s", RunAtMS: at}).Exec(w.ctx, w.rc()); err != nil || n != wire.EnqueueAtEnqueued {
 		t.Fatalf("enqueue_at = %d, %v", n, err)
 	}
-	if n, err := call(sched).Exec(w.ctx, w.rc()); err != nil || n != emq.PurgeNotDead {
-		t.Errorf("purge of a scheduled job = %d, %v; want %d", n, err, emq.PurgeNotDead)
+	if n, err := call(sched).Exec(w.ctx, w.rc()); err != nil || n != wire.PurgeNotDead {
+		t.Errorf("purge of a scheduled job = %d, %v; want %d", n, err, wire.PurgeNotDead)
 	}
 	w.wantOnly(sched, emq.SetSchedule, at)
 	ghost := w.mint()
-	if n, err := call(ghost).Exec(w.ctx, w.rc()); err != nil || n != emq.PurgeNotDead {
-		t.Errorf("purge of a missing job = %d, %v; want %d", n, err, emq.PurgeNotDead)
+	if n, err := call(ghost).Exec(w.ctx, w.rc()); err != nil || n != wire.PurgeNotDead {
+		t.Errorf("purge of a missing job = %d, %v; want %d", n, err, wire.PurgeNotDead)
 	}
 	w.wantGone(ghost)
 	// An id in dead whose row says otherwise is not purged: neither is
 	// touched.
 	do(t, w.c, "ZADD", w.k.Dead, "0", pend.String())
-	if n, err := call(pend).Exec(w.ctx, w.rc()); err != nil || n != emq.PurgeNotDead {
-		t.Errorf("purge of a dead member with an active row = %d, %v; want %d", n, err, emq.PurgeNotDead)
+	if n, err := call(pend).Exec(w.ctx, w.rc()); err != nil || n != wire.PurgeNotDead {
+		t.Errorf("purge of a dead member with an active row = %d, %v; want %d", n, err, wire.PurgeNotDead)
 	}
 	w.wantRow(pend, emq.StateActive, "1", "p")
 	if _, in := w.score(w.k.Dead, pend); !in {

@@ -23,31 +23,32 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
-// wire is one test's server, fenced client and queue.
-type wire struct {
+// rig is one test's server, fenced client and queue.
+type rig struct {
 	t   *testing.T
 	srv *redistest.Server
 	c   *emq.Client
 	q   *emq.Queue
-	k   emq.QueueKeys
+	k   wire.QueueKeys
 	ctx context.Context
 }
 
-func newWire(t *testing.T) *wire {
+func newWire(t *testing.T) *rig {
 	t.Helper()
 	srv := redistest.Start(t)
 	c := connect(t, srv)
 	q := queue(t, c, "orders")
-	return &wire{t: t, srv: srv, c: c, q: q, k: q.Keys(), ctx: ctxT(t)}
+	return &rig{t: t, srv: srv, c: c, q: q, k: q.Keys(), ctx: ctxT(t)}
 }
 
-func (w *wire) rc() rueidis.Client { return w.c.Redis() }
+func (w *rig) rc() rueidis.Client { return w.c.Redis() }
 
 // now is the server's clock in ms, computed as the scripts compute it.
-func (w *wire) now() int64 {
+func (w *rig) now() int64 {
 	w.t.Helper()
 	return wireNow(w.t, w.ctx, w.rc())
 }
@@ -66,9 +67,9 @@ func wireNow(t testing.TB, ctx context.Context, rc rueidis.Client) int64 {
 	return sec*1000 + usec/1000
 }
 
-func (w *wire) mint() emq.ID { w.t.Helper(); return mint(w.t, w.c, emq.WorkKind) }
+func (w *rig) mint() emq.ID { w.t.Helper(); return mint(w.t, w.c, emq.WorkKind) }
 
-func (w *wire) row(id emq.ID) string {
+func (w *rig) row(id emq.ID) string {
 	w.t.Helper()
 	r, err := w.k.Row(id)
 	if err != nil {
@@ -77,10 +78,10 @@ func (w *wire) row(id emq.ID) string {
 	return r
 }
 
-func (w *wire) hash(key string) map[string]string { w.t.Helper(); return hgetall(w.t, w.c, key) }
+func (w *rig) hash(key string) map[string]string { w.t.Helper(); return hgetall(w.t, w.c, key) }
 
 // score is ZSCORE key member; ok is false when member is not in key.
-func (w *wire) score(key string, id emq.ID) (int64, bool) {
+func (w *rig) score(key string, id emq.ID) (int64, bool) {
 	w.t.Helper()
 	f, err := do(w.t, w.c, "ZSCORE", key, id.String()).AsFloat64()
 	if rueidis.IsRedisNil(err) {
@@ -92,7 +93,7 @@ func (w *wire) score(key string, id emq.ID) (int64, bool) {
 	return int64(f), true
 }
 
-func (w *wire) card(key string) int64 {
+func (w *rig) card(key string) int64 {
 	w.t.Helper()
 	n, err := do(w.t, w.c, "ZCARD", key).AsInt64()
 	if err != nil {
@@ -101,7 +102,7 @@ func (w *wire) card(key string) int64 {
 	return n
 }
 
-func (w *wire) exists(key string) bool {
+func (w *rig) exists(key string) bool {
 	w.t.Helper()
 	n, err := do(w.t, w.c, "EXISTS", key).AsInt64()
 	if err != nil {
@@ -111,9 +112,9 @@ func (w *wire) exists(key string) bool {
 }
 
 // wantRow checks the whole row: exactly the three fields with these values.
-func (w *wire) wantRow(id emq.ID, state emq.State, attempts, payload string) {
+func (w *rig) wantRow(id emq.ID, state emq.State, attempts, payload string) {
 	w.t.Helper()
-	want := map[string]string{emq.FieldState: string(state), emq.FieldToken: attempts, emq.FieldPayload: payload}
+	want := map[string]string{wire.FieldState: string(state), wire.FieldToken: attempts, wire.FieldPayload: payload}
 	if diff := cmp.Diff(want, w.hash(w.row(id))); diff != "" {
 		w.t.Errorf("row of %v (-want +got):\n%s", id, diff)
 	}
@@ -121,9 +122,9 @@ func (w *wire) wantRow(id emq.ID, state emq.State, attempts, payload string) {
 
 // wantOnly checks that id is a member of set s (with the score when
 // score >= 0) and of no other set of the queue.
-func (w *wire) wantOnly(id emq.ID, s emq.Set, score int64) {
+func (w *rig) wantOnly(id emq.ID, s emq.Set, score int64) {
 	w.t.Helper()
-	for _, o := range emq.Sets() {
+	for _, o := range wire.Sets() {
 		got, in := w.score(w.k.Set(o), id)
 		switch {
 		case o == s && !in:
@@ -137,31 +138,31 @@ func (w *wire) wantOnly(id emq.ID, s emq.Set, score int64) {
 }
 
 // wantGone checks that nothing of id remains: no row, no set membership.
-func (w *wire) wantGone(id emq.ID) {
+func (w *rig) wantGone(id emq.ID) {
 	w.t.Helper()
 	if w.exists(w.row(id)) {
 		w.t.Errorf("the row of %v exists: %v", id, w.hash(w.row(id)))
 	}
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		if sc, in := w.score(w.k.Set(s), id); in {
 			w.t.Errorf("%v is in %s (score %d)", id, s, sc)
 		}
 	}
 }
 
-func (w *wire) enqueue(id emq.ID, payload string) {
+func (w *rig) enqueue(id emq.ID, payload string) {
 	w.t.Helper()
-	call := emq.EnqueueCall{Row: w.row(id), Pending: w.k.Pending, ID: id, Payload: payload}
-	if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != emq.EnqueueEnqueued {
-		w.t.Fatalf("enqueue %v = %d, %v; want %d", id, n, err, emq.EnqueueEnqueued)
+	call := wire.EnqueueCall{Row: w.row(id), Pending: w.k.Pending, ID: id, Payload: payload}
+	if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != wire.EnqueueEnqueued {
+		w.t.Fatalf("enqueue %v = %d, %v; want %d", id, n, err, wire.EnqueueEnqueued)
 	}
 }
 
-func (w *wire) claimCall(leaseMS int64) emq.ClaimCall {
-	return emq.ClaimCall{Pending: w.k.Pending, Active: w.k.Active, Prefix: w.k.RowPrefix(), LeaseMS: leaseMS}
+func (w *rig) claimCall(leaseMS int64) wire.ClaimCall {
+	return wire.ClaimCall{Pending: w.k.Pending, Active: w.k.Active, Prefix: w.k.RowPrefix(), LeaseMS: leaseMS}
 }
 
-func (w *wire) claim(leaseMS int64) emq.ClaimReply {
+func (w *rig) claim(leaseMS int64) wire.ClaimReply {
 	w.t.Helper()
 	call := w.claimCall(leaseMS)
 	r, ok, err := call.Exec(w.ctx, w.rc())
@@ -172,7 +173,7 @@ func (w *wire) claim(leaseMS int64) emq.ClaimReply {
 }
 
 // active admits a fresh job and claims it (it must be the pending head).
-func (w *wire) active(payload string, leaseMS int64) (emq.ID, emq.ClaimReply) {
+func (w *rig) active(payload string, leaseMS int64) (emq.ID, wire.ClaimReply) {
 	w.t.Helper()
 	id := w.mint()
 	w.enqueue(id, payload)
@@ -183,10 +184,10 @@ func (w *wire) active(payload string, leaseMS int64) (emq.ID, emq.ClaimReply) {
 	return id, r
 }
 
-func (w *wire) bury(id emq.ID, token int64) {
+func (w *rig) bury(id emq.ID, token int64) {
 	w.t.Helper()
-	call := emq.BuryCall{Active: w.k.Active, Row: w.row(id), Dead: w.k.Dead, ID: id, Token: token}
-	if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != emq.BuryBuried {
+	call := wire.BuryCall{Active: w.k.Active, Row: w.row(id), Dead: w.k.Dead, ID: id, Token: token}
+	if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != wire.BuryBuried {
 		w.t.Fatalf("bury %v = %d, %v", id, n, err)
 	}
 }
@@ -239,7 +240,7 @@ func wantERR(t *testing.T, err error, what string) {
 		return
 	}
 	word, _, _ := strings.Cut(re.Error(), " ")
-	for _, class := range emq.Classes() {
+	for _, class := range wire.Classes() {
 		if word == class {
 			t.Errorf("%s: err = %v; a guard answered a wire class", what, err)
 		}
@@ -250,18 +251,18 @@ func TestScriptEnqueue(t *testing.T) {
 	w := newWire(t)
 	id := w.mint()
 	payload := "first\x00\xff"
-	call := emq.EnqueueCall{Row: w.row(id), Pending: w.k.Pending, ID: id, Payload: payload}
-	if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != emq.EnqueueEnqueued {
-		t.Fatalf("enqueue = %d, %v; want %d", n, err, emq.EnqueueEnqueued)
+	call := wire.EnqueueCall{Row: w.row(id), Pending: w.k.Pending, ID: id, Payload: payload}
+	if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != wire.EnqueueEnqueued {
+		t.Fatalf("enqueue = %d, %v; want %d", n, err, wire.EnqueueEnqueued)
 	}
-	w.wantRow(id, emq.StatePending, emq.InitialToken, payload)
+	w.wantRow(id, emq.StatePending, wire.InitialToken, payload)
 	w.wantOnly(id, emq.SetPending, 0)
 
-	dup := emq.EnqueueCall{Row: w.row(id), Pending: w.k.Pending, ID: id, Payload: "second"}
-	if n, err := dup.Exec(w.ctx, w.rc()); err != nil || n != emq.EnqueueDuplicate {
-		t.Fatalf("duplicate enqueue = %d, %v; want %d", n, err, emq.EnqueueDuplicate)
+	dup := wire.EnqueueCall{Row: w.row(id), Pending: w.k.Pending, ID: id, Payload: "second"}
+	if n, err := dup.Exec(w.ctx, w.rc()); err != nil || n != wire.EnqueueDuplicate {
+		t.Fatalf("duplicate enqueue = %d, %v; want %d", n, err, wire.EnqueueDuplicate)
 	}
-	w.wantRow(id, emq.StatePending, emq.InitialToken, payload)
+	w.wantRow(id, emq.StatePending, wire.InitialToken, payload)
 	if n := w.card(w.k.Pending); n != 1 {
 		t.Errorf("pending holds %d after the duplicate; want 1", n)
 	}
@@ -269,9 +270,9 @@ func TestScriptEnqueue(t *testing.T) {
 	// Policy before existence: a foreign id answers EMQKIND, and nothing is
 	// written, even when something already sits at its row key.
 	ord := mint(t, w.c, emq.KindORD)
-	kind := emq.EnqueueCall{Row: w.row(ord), Pending: w.k.Pending, ID: ord, Payload: "x"}
+	kind := wire.EnqueueCall{Row: w.row(ord), Pending: w.k.Pending, ID: ord, Payload: "x"}
 	_, err := kind.Exec(w.ctx, w.rc())
-	wantRefusal(t, err, emq.ClassKind, emq.ScriptEnqueue.Name)
+	wantRefusal(t, err, wire.ClassKind, wire.ScriptEnqueue.Name)
 	if w.exists(w.row(ord)) {
 		t.Error("the refused enqueue wrote the row")
 	}
@@ -280,28 +281,28 @@ func TestScriptEnqueue(t *testing.T) {
 	}
 	ord2 := mint(t, w.c, emq.KindORD)
 	do(t, w.c, "HSET", w.row(ord2), "planted", "foreign")
-	kind2 := emq.EnqueueCall{Row: w.row(ord2), Pending: w.k.Pending, ID: ord2, Payload: "x"}
+	kind2 := wire.EnqueueCall{Row: w.row(ord2), Pending: w.k.Pending, ID: ord2, Payload: "x"}
 	_, err = kind2.Exec(w.ctx, w.rc())
-	wantRefusal(t, err, emq.ClassKind, emq.ScriptEnqueue.Name)
+	wantRefusal(t, err, wire.ClassKind, wire.ScriptEnqueue.Name)
 
 	// The pipelined form: LuaExec through ExecMulti, decoded one by one.
 	a, b := w.mint(), w.mint()
 	execs := []rueidis.LuaExec{
-		(&emq.EnqueueCall{Row: w.row(a), Pending: w.k.Pending, ID: a, Payload: "a"}).LuaExec(),
-		(&emq.EnqueueCall{Row: w.row(b), Pending: w.k.Pending, ID: b, Payload: "b"}).LuaExec(),
-		(&emq.EnqueueCall{Row: w.row(a), Pending: w.k.Pending, ID: a, Payload: "again"}).LuaExec(),
+		(&wire.EnqueueCall{Row: w.row(a), Pending: w.k.Pending, ID: a, Payload: "a"}).LuaExec(),
+		(&wire.EnqueueCall{Row: w.row(b), Pending: w.k.Pending, ID: b, Payload: "b"}).LuaExec(),
+		(&wire.EnqueueCall{Row: w.row(a), Pending: w.k.Pending, ID: a, Payload: "again"}).LuaExec(),
 		kind.LuaExec(),
 	}
-	res := emq.ScriptEnqueue.Lua().ExecMulti(w.ctx, w.rc(), execs...)
-	want := []int64{emq.EnqueueEnqueued, emq.EnqueueEnqueued, emq.EnqueueDuplicate}
+	res := wire.ScriptEnqueue.Lua().ExecMulti(w.ctx, w.rc(), execs...)
+	want := []int64{wire.EnqueueEnqueued, wire.EnqueueEnqueued, wire.EnqueueDuplicate}
 	for i, r := range res[:3] {
-		if n, err := emq.DecodeEnqueue(r); err != nil || n != want[i] {
+		if n, err := wire.DecodeEnqueue(r); err != nil || n != want[i] {
 			t.Errorf("pipelined enqueue %d = %d, %v; want %d", i, n, err, want[i])
 		}
 	}
-	_, err = emq.DecodeEnqueue(res[3])
-	wantRefusal(t, err, emq.ClassKind, emq.ScriptEnqueue.Name)
-	w.wantRow(a, emq.StatePending, emq.InitialToken, "a")
+	_, err = wire.DecodeEnqueue(res[3])
+	wantRefusal(t, err, wire.ClassKind, wire.ScriptEnqueue.Name)
+	w.wantRow(a, emq.StatePending, wire.InitialToken, "a")
 	if n := w.card(w.k.Pending); n != 3 {
 		t.Errorf("pending holds %d; want 3", n)
 	}
@@ -311,30 +312,30 @@ func TestScriptEnqueueAt(t *testing.T) {
 	w := newWire(t)
 	id := w.mint()
 	at := w.now() + 60_000
-	call := emq.EnqueueAtCall{Row: w.row(id), Schedule: w.k.Schedule, ID: id, Payload: "later", RunAtMS: at}
-	if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != emq.EnqueueAtEnqueued {
-		t.Fatalf("enqueue_at = %d, %v; want %d", n, err, emq.EnqueueAtEnqueued)
+	call := wire.EnqueueAtCall{Row: w.row(id), Schedule: w.k.Schedule, ID: id, Payload: "later", RunAtMS: at}
+	if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != wire.EnqueueAtEnqueued {
+		t.Fatalf("enqueue_at = %d, %v; want %d", n, err, wire.EnqueueAtEnqueued)
 	}
-	w.wantRow(id, emq.StateScheduled, emq.InitialToken, "later")
+	w.wantRow(id, emq.StateScheduled, wire.InitialToken, "later")
 	w.wantOnly(id, emq.SetSchedule, at)
 
 	dup := call
 	dup.Payload, dup.RunAtMS = "other", at+5
-	if n, err := dup.Exec(w.ctx, w.rc()); err != nil || n != emq.EnqueueAtDuplicate {
-		t.Fatalf("duplicate enqueue_at = %d, %v; want %d", n, err, emq.EnqueueAtDuplicate)
+	if n, err := dup.Exec(w.ctx, w.rc()); err != nil || n != wire.EnqueueAtDuplicate {
+		t.Fatalf("duplicate enqueue_at = %d, %v; want %d", n, err, wire.EnqueueAtDuplicate)
 	}
-	w.wantRow(id, emq.StateScheduled, emq.InitialToken, "later")
+	w.wantRow(id, emq.StateScheduled, wire.InitialToken, "later")
 	w.wantOnly(id, emq.SetSchedule, at)
 	// A duplicate across scripts: enqueue of a scheduled id is a duplicate too.
-	if n, err := (&emq.EnqueueCall{Row: w.row(id), Pending: w.k.Pending, ID: id, Payload: "x"}).Exec(w.ctx, w.rc()); err != nil || n != emq.EnqueueDuplicate {
+	if n, err := (&wire.EnqueueCall{Row: w.row(id), Pending: w.k.Pending, ID: id, Payload: "x"}).Exec(w.ctx, w.rc()); err != nil || n != wire.EnqueueDuplicate {
 		t.Errorf("enqueue of a scheduled id = %d, %v; want duplicate", n, err)
 	}
 	w.wantOnly(id, emq.SetSchedule, at)
 
 	ord := mint(t, w.c, emq.KindORD)
-	kind := emq.EnqueueAtCall{Row: w.row(ord), Schedule: w.k.Schedule, ID: ord, Payload: "x", RunAtMS: at}
+	kind := wire.EnqueueAtCall{Row: w.row(ord), Schedule: w.k.Schedule, ID: ord, Payload: "x", RunAtMS: at}
 	_, err := kind.Exec(w.ctx, w.rc())
-	wantRefusal(t, err, emq.ClassKind, emq.ScriptEnqueueAt.Name)
+	wantRefusal(t, err, wire.ClassKind, wire.ScriptEnqueueAt.Name)
 	if w.exists(w.row(ord)) || w.card(w.k.Schedule) != 1 {
 		t.Error("the refused enqueue_at wrote something")
 	}
@@ -342,14 +343,14 @@ func TestScriptEnqueueAt(t *testing.T) {
 	// A run-at that is not a number answers ERR before any write; the kind
 	// policy still comes first.
 	bad := w.mint()
-	badCall := emq.EnqueueAtCall{Row: w.row(bad), Schedule: w.k.Schedule, ID: bad, Payload: "x"}
-	_, err = emq.DecodeEnqueueAt(emq.ScriptEnqueueAt.Lua().Exec(w.ctx, w.rc(), badCall.Keys(), []string{bad.String(), "x", "soon"}))
+	badCall := wire.EnqueueAtCall{Row: w.row(bad), Schedule: w.k.Schedule, ID: bad, Payload: "x"}
+	_, err = wire.DecodeEnqueueAt(wire.ScriptEnqueueAt.Lua().Exec(w.ctx, w.rc(), badCall.Keys(), []string{bad.String(), "x", "soon"}))
 	wantERR(t, err, "enqueue_at with run_at_ms soon")
 	if w.exists(w.row(bad)) || w.card(w.k.Schedule) != 1 {
 		t.Error("enqueue_at with a non-numeric run-at wrote something")
 	}
-	_, err = emq.DecodeEnqueueAt(emq.ScriptEnqueueAt.Lua().Exec(w.ctx, w.rc(), kind.Keys(), []string{ord.String(), "x", "soon"}))
-	wantRefusal(t, err, emq.ClassKind, emq.ScriptEnqueueAt.Name)
+	_, err = wire.DecodeEnqueueAt(wire.ScriptEnqueueAt.Lua().Exec(w.ctx, w.rc(), kind.Keys(), []string{ord.String(), "x", "soon"}))
+	wantRefusal(t, err, wire.ClassKind, wire.ScriptEnqueueAt.Name)
 
 	// Through the queue handle: a past run-at is recorded as given.
 	past := w.mint()
@@ -357,7 +358,7 @@ func TestScriptEnqueueAt(t *testing.T) {
 	if ok, err := w.q.EnqueueAt(w.ctx, past, []byte("p"), pastAt); err != nil || !ok {
 		t.Fatalf("EnqueueAt(past) = %v, %v", ok, err)
 	}
-	w.wantRow(past, emq.StateScheduled, emq.InitialToken, "p")
+	w.wantRow(past, emq.StateScheduled, wire.InitialToken, "p")
 	w.wantOnly(past, emq.SetSchedule, pastAt.UnixMilli())
 	if n := w.card(w.k.Pending); n != 0 {
 		t.Errorf("pending holds %d; enqueue_at must not touch it", n)
@@ -416,7 +417,7 @@ func TestScriptClaim(t *testing.T) {
 	// The claim increments attempts: a job whose lease lapsed is claimed
 	// again with token 2.
 	id, r1 := w.active("again", 0)
-	if n, err := (&emq.ReapCall{Active: w.k.Active, Pending: w.k.Pending, Dead: w.k.Dead, Prefix: w.k.RowPrefix(), Limit: 10}).Exec(w.ctx, w.rc()); err != nil || n != 1 {
+	if n, err := (&wire.ReapCall{Active: w.k.Active, Pending: w.k.Pending, Dead: w.k.Dead, Prefix: w.k.RowPrefix(), Limit: 10}).Exec(w.ctx, w.rc()); err != nil || n != 1 {
 		t.Fatalf("reap = %d, %v; want 1", n, err)
 	}
 	r2 := w.claim(5_000)
@@ -440,16 +441,16 @@ func TestScriptClaim(t *testing.T) {
 	// A lease that is not a number answers ERR before anything is popped.
 	pend := w.mint()
 	w.enqueue(pend, "p")
-	_, _, err = emq.DecodeClaim(emq.ScriptClaim.Lua().Exec(w.ctx, w.rc(), empty.Keys(), []string{w.k.RowPrefix(), "long"}))
+	_, _, err = wire.DecodeClaim(wire.ScriptClaim.Lua().Exec(w.ctx, w.rc(), empty.Keys(), []string{w.k.RowPrefix(), "long"}))
 	wantERR(t, err, "claim with lease_ms long")
-	w.wantRow(pend, emq.StatePending, emq.InitialToken, "p")
+	w.wantRow(pend, emq.StatePending, wire.InitialToken, "p")
 	w.wantOnly(pend, emq.SetPending, 0)
 }
 
 func TestScriptExtend(t *testing.T) {
 	w := newWire(t)
 	id, r := w.active("x", 1000)
-	call := emq.ExtendCall{Active: w.k.Active, Row: w.row(id), ID: id, Token: r.Token, LeaseMS: 60_000}
+	call := wire.ExtendCall{Active: w.k.Active, Row: w.row(id), ID: id, Token: r.Token, LeaseMS: 60_000}
 	before := w.now()
 	d, err := call.Exec(w.ctx, w.rc())
 	after := w.now()
@@ -474,7 +475,7 @@ func TestScriptExtend(t *testing.T) {
 	wrong := call
 	wrong.Token = r.Token + 1
 	_, err = wrong.Exec(w.ctx, w.rc())
-	mismatch := wantRefusal(t, err, emq.ClassStale, emq.ScriptExtend.Name)
+	mismatch := wantRefusal(t, err, wire.ClassStale, wire.ScriptExtend.Name)
 	w.wantRow(id, emq.StateActive, "1", "x")
 	w.wantOnly(id, emq.SetActive, until.UnixMilli())
 	if _, err := w.q.Extend(w.ctx, id, 0, time.Minute); !errors.Is(err, emq.ErrStale) {
@@ -482,14 +483,14 @@ func TestScriptExtend(t *testing.T) {
 	}
 
 	// A lease that is not a number answers ERR and moves nothing.
-	_, err = emq.DecodeExtend(emq.ScriptExtend.Lua().Exec(w.ctx, w.rc(), call.Keys(), []string{id.String(), "1", "forever"}))
+	_, err = wire.DecodeExtend(wire.ScriptExtend.Lua().Exec(w.ctx, w.rc(), call.Keys(), []string{id.String(), "1", "forever"}))
 	wantERR(t, err, "extend with lease_ms forever")
 	w.wantOnly(id, emq.SetActive, until.UnixMilli())
 
 	// The right token on a row that is no longer active.
 	w.bury(id, r.Token)
 	_, err = call.Exec(w.ctx, w.rc())
-	notActive := wantRefusal(t, err, emq.ClassStale, emq.ScriptExtend.Name)
+	notActive := wantRefusal(t, err, wire.ClassStale, wire.ScriptExtend.Name)
 	if mismatch.Message == notActive.Message {
 		t.Errorf("token mismatch and not active answer the same message %q", notActive.Message)
 	}
@@ -498,9 +499,9 @@ func TestScriptExtend(t *testing.T) {
 
 	// A missing row: refused, and no row or lease is made for it.
 	ghost := w.mint()
-	ghostCall := emq.ExtendCall{Active: w.k.Active, Row: w.row(ghost), ID: ghost, Token: 1, LeaseMS: 1000}
+	ghostCall := wire.ExtendCall{Active: w.k.Active, Row: w.row(ghost), ID: ghost, Token: 1, LeaseMS: 1000}
 	_, err = ghostCall.Exec(w.ctx, w.rc())
-	wantRefusal(t, err, emq.ClassStale, emq.ScriptExtend.Name)
+	wantRefusal(t, err, wire.ClassStale, wire.ScriptExtend.Name)
 	w.wantGone(ghost)
 }
 
@@ -510,35 +511,35 @@ func TestScriptExtend(t *testing.T) {
 // runs the script for id with token; toInactive makes the active job
 // (token 1) inactive with its attempts unchanged and returns the state it
 // left it in.
-func staleChecks(t *testing.T, w *wire, script string, exec func(id emq.ID, token int64) error, toInactive func(id emq.ID, token int64) emq.State) {
+func staleChecks(t *testing.T, w *rig, script string, exec func(id emq.ID, token int64) error, toInactive func(id emq.ID, token int64) emq.State) {
 	t.Helper()
 	id, r := w.active("held", 60_000)
 	err := exec(id, r.Token+1)
-	mismatch := wantRefusal(t, err, emq.ClassStale, script)
+	mismatch := wantRefusal(t, err, wire.ClassStale, script)
 	w.wantRow(id, emq.StateActive, "1", "held")
 	w.wantOnly(id, emq.SetActive, r.DeadlineMS)
 	err = exec(id, r.Token-1)
-	wantRefusal(t, err, emq.ClassStale, script)
+	wantRefusal(t, err, wire.ClassStale, script)
 	w.wantRow(id, emq.StateActive, "1", "held")
 	w.wantOnly(id, emq.SetActive, r.DeadlineMS)
 
 	st := toInactive(id, r.Token)
 	before := w.hash(w.row(id))
 	scores := map[emq.Set]int64{}
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		if sc, in := w.score(w.k.Set(s), id); in {
 			scores[s] = sc
 		}
 	}
 	err = exec(id, r.Token)
-	notActive := wantRefusal(t, err, emq.ClassStale, script)
+	notActive := wantRefusal(t, err, wire.ClassStale, script)
 	if mismatch.Message == notActive.Message {
 		t.Errorf("%s: token mismatch and not active answer the same message %q", script, notActive.Message)
 	}
-	if diff := cmp.Diff(before, w.hash(w.row(id))); diff != "" || before[emq.FieldState] != string(st) {
+	if diff := cmp.Diff(before, w.hash(w.row(id))); diff != "" || before[wire.FieldState] != string(st) {
 		t.Errorf("%s: the refused call touched the %s row (-before +after):\n%s", script, st, diff)
 	}
-	for _, s := range emq.Sets() {
+	for _, s := range wire.Sets() {
 		sc, in := w.score(w.k.Set(s), id)
 		if want, wantIn := scores[s]; in != wantIn || sc != want {
 			t.Errorf("%s: the refused call moved %v in %s: score %d (in %v); want %d (in %v)", script, id, s, sc, in, want, wantIn)
@@ -547,20 +548,20 @@ func staleChecks(t *testing.T, w *wire, script string, exec func(id emq.ID, toke
 
 	ghost := w.mint()
 	err = exec(ghost, 1)
-	wantRefusal(t, err, emq.ClassStale, script)
+	wantRefusal(t, err, wire.ClassStale, script)
 	w.wantGone(ghost)
 }
 
 func TestScriptComplete(t *testing.T) {
 	w := newWire(t)
 	exec := func(id emq.ID, token int64) error {
-		_, err := (&emq.CompleteCall{Active: w.k.Active, Row: w.row(id), ID: id, Token: token}).Exec(w.ctx, w.rc())
+		_, err := (&wire.CompleteCall{Active: w.k.Active, Row: w.row(id), ID: id, Token: token}).Exec(w.ctx, w.rc())
 		return err
 	}
 	id, r := w.active("done", 60_000)
 	other, _ := w.active("other", 60_000)
-	if n, err := (&emq.CompleteCall{Active: w.k.Active, Row: w.row(id), ID: id, Token: r.Token}).Exec(w.ctx, w.rc()); err != nil || n != emq.CompleteCompleted {
-		t.Fatalf("complete = %d, %v; want %d", n, err, emq.CompleteCompleted)
+	if n, err := (&wire.CompleteCall{Active: w.k.Active, Row: w.row(id), ID: id, Token: r.Token}).Exec(w.ctx, w.rc()); err != nil || n != wire.CompleteCompleted {
+		t.Fatalf("complete = %d, %v; want %d", n, err, wire.CompleteCompleted)
 	}
 	w.wantGone(id)
 	w.wantRow(other, emq.StateActive, "1", "other")
@@ -568,10 +569,10 @@ func TestScriptComplete(t *testing.T) {
 		t.Errorf("active holds %d; want 1 (the other job)", n)
 	}
 	// Completed means gone: the same call again is stale.
-	wantRefusal(t, exec(id, r.Token), emq.ClassStale, emq.ScriptComplete.Name)
+	wantRefusal(t, exec(id, r.Token), wire.ClassStale, wire.ScriptComplete.Name)
 	w.wantGone(id)
 
-	staleChecks(t, w, emq.ScriptComplete.Name, exec, func(id emq.ID, token int64) emq.State {
+	staleChecks(t, w, wire.ScriptComplete.Name, exec, func(id emq.ID, token int64) emq.State {
 		w.bury(id, token)
 		return emq.StateDead
 	})
@@ -580,11 +581,11 @@ func TestScriptComplete(t *testing.T) {
 func TestScriptRetry(t *testing.T) {
 	w := newWire(t)
 	exec := func(id emq.ID, token int64) error {
-		_, err := (&emq.RetryCall{Active: w.k.Active, Row: w.row(id), Schedule: w.k.Schedule, ID: id, Token: token, DelayMS: 5000}).Exec(w.ctx, w.rc())
+		_, err := (&wire.RetryCall{Active: w.k.Active, Row: w.row(id), Schedule: w.k.Schedule, ID: id, Token: token, DelayMS: 5000}).Exec(w.ctx, w.rc())
 		return err
 	}
 	id, r := w.active("again", 60_000)
-	call := emq.RetryCall{Active: w.k.Active, Row: w.row(id), Schedule: w.k.Schedule, ID: id, Token: r.Token, DelayMS: 45_000}
+	call := wire.RetryCall{Active: w.k.Active, Row: w.row(id), Schedule: w.k.Schedule, ID: id, Token: r.Token, DelayMS: 45_000}
 	before := w.now()
 	at, err := call.Exec(w.ctx, w.rc())
 	after := w.now()
@@ -596,7 +597,7 @@ func TestScriptRetry(t *testing.T) {
 	w.wantOnly(id, emq.SetSchedule, at)
 
 	// Retried means no longer active: the same token is now stale.
-	wantRefusal(t, exec(id, r.Token), emq.ClassStale, emq.ScriptRetry.Name)
+	wantRefusal(t, exec(id, r.Token), wire.ClassStale, wire.ScriptRetry.Name)
 	w.wantOnly(id, emq.SetSchedule, at)
 
 	// The queue handle with no delay: run-at is now.
@@ -612,12 +613,12 @@ func TestScriptRetry(t *testing.T) {
 
 	// A delay that is not a number answers ERR before any write.
 	id3, r3 := w.active("guard", 60_000)
-	_, err = emq.DecodeRetry(emq.ScriptRetry.Lua().Exec(w.ctx, w.rc(), (&emq.RetryCall{Active: w.k.Active, Row: w.row(id3), Schedule: w.k.Schedule}).Keys(), []string{id3.String(), "1", "later"}))
+	_, err = wire.DecodeRetry(wire.ScriptRetry.Lua().Exec(w.ctx, w.rc(), (&wire.RetryCall{Active: w.k.Active, Row: w.row(id3), Schedule: w.k.Schedule}).Keys(), []string{id3.String(), "1", "later"}))
 	wantERR(t, err, "retry with delay_ms later")
 	w.wantRow(id3, emq.StateActive, "1", "guard")
 	w.wantOnly(id3, emq.SetActive, r3.DeadlineMS)
 
-	staleChecks(t, w, emq.ScriptRetry.Name, exec, func(id emq.ID, token int64) emq.State {
+	staleChecks(t, w, wire.ScriptRetry.Name, exec, func(id emq.ID, token int64) emq.State {
 		w.bury(id, token)
 		return emq.StateDead
 	})
@@ -626,19 +627,19 @@ func TestScriptRetry(t *testing.T) {
 func TestScriptBury(t *testing.T) {
 	w := newWire(t)
 	exec := func(id emq.ID, token int64) error {
-		_, err := (&emq.BuryCall{Active: w.k.Active, Row: w.row(id), Dead: w.k.Dead, ID: id, Token: token}).Exec(w.ctx, w.rc())
+		_, err := (&wire.BuryCall{Active: w.k.Active, Row: w.row(id), Dead: w.k.Dead, ID: id, Token: token}).Exec(w.ctx, w.rc())
 		return err
 	}
 	id, r := w.active("morgue", 60_000)
-	if n, err := (&emq.BuryCall{Active: w.k.Active, Row: w.row(id), Dead: w.k.Dead, ID: id, Token: r.Token}).Exec(w.ctx, w.rc()); err != nil || n != emq.BuryBuried {
-		t.Fatalf("bury = %d, %v; want %d", n, err, emq.BuryBuried)
+	if n, err := (&wire.BuryCall{Active: w.k.Active, Row: w.row(id), Dead: w.k.Dead, ID: id, Token: r.Token}).Exec(w.ctx, w.rc()); err != nil || n != wire.BuryBuried {
+		t.Fatalf("bury = %d, %v; want %d", n, err, wire.BuryBuried)
 	}
 	w.wantRow(id, emq.StateDead, "1", "morgue")
 	w.wantOnly(id, emq.SetDead, 0)
-	wantRefusal(t, exec(id, r.Token), emq.ClassStale, emq.ScriptBury.Name)
+	wantRefusal(t, exec(id, r.Token), wire.ClassStale, wire.ScriptBury.Name)
 	w.wantOnly(id, emq.SetDead, 0)
 
-	staleChecks(t, w, emq.ScriptBury.Name, exec, func(id emq.ID, token int64) emq.State {
+	staleChecks(t, w, wire.ScriptBury.Name, exec, func(id emq.ID, token int64) emq.State {
 		if _, err := w.q.Retry(w.ctx, id, token, time.Hour); err != nil {
 			t.Fatalf("Retry: %v", err)
 		}
@@ -657,17 +658,17 @@ func TestScriptPromote(t *testing.T) {
 	// now is inclusive), one in the future; the last id is an orphan.
 	runAt := []int64{now - 2000, now - 1000, now, now + 60_000}
 	for i, at := range runAt {
-		call := emq.EnqueueAtCall{Row: w.row(ids[i]), Schedule: w.k.Schedule, ID: ids[i], Payload: strconv.Itoa(i), RunAtMS: at}
-		if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != emq.EnqueueAtEnqueued {
+		call := wire.EnqueueAtCall{Row: w.row(ids[i]), Schedule: w.k.Schedule, ID: ids[i], Payload: strconv.Itoa(i), RunAtMS: at}
+		if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != wire.EnqueueAtEnqueued {
 			t.Fatalf("enqueue_at %d = %d, %v", i, n, err)
 		}
 	}
-	call := emq.PromoteCall{Schedule: w.k.Schedule, Pending: w.k.Pending, Prefix: w.k.RowPrefix(), Limit: 2}
+	call := wire.PromoteCall{Schedule: w.k.Schedule, Pending: w.k.Pending, Prefix: w.k.RowPrefix(), Limit: 2}
 	if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != 2 {
 		t.Fatalf("promote limit 2 = %d, %v; want 2", n, err)
 	}
 	for i := 0; i < 2; i++ { // the earliest run-ats go first
-		w.wantRow(ids[i], emq.StatePending, emq.InitialToken, strconv.Itoa(i))
+		w.wantRow(ids[i], emq.StatePending, wire.InitialToken, strconv.Itoa(i))
 		w.wantOnly(ids[i], emq.SetPending, 0)
 	}
 	w.wantOnly(ids[2], emq.SetSchedule, now)
@@ -679,10 +680,10 @@ func TestScriptPromote(t *testing.T) {
 	if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != 1 {
 		t.Fatalf("promote = %d, %v; want 1 (the job due now, not the orphan, not the future one)", n, err)
 	}
-	w.wantRow(ids[2], emq.StatePending, emq.InitialToken, "2")
+	w.wantRow(ids[2], emq.StatePending, wire.InitialToken, "2")
 	w.wantOnly(ids[2], emq.SetPending, 0)
 	w.wantGone(ids[4])
-	w.wantRow(ids[3], emq.StateScheduled, emq.InitialToken, "3")
+	w.wantRow(ids[3], emq.StateScheduled, wire.InitialToken, "3")
 	w.wantOnly(ids[3], emq.SetSchedule, now+60_000)
 	if n, err := call.Exec(w.ctx, w.rc()); err != nil || n != 0 {
 		t.Errorf("promote with nothing due = %d, %v; want 0", n, err)
@@ -691,7 +692,7 @@ func TestScriptPromote(t *testing.T) {
 		t.Errorf("Queue.Promote with nothing due = %d, %v; want 0", n, err)
 	}
 
-	_, err := emq.DecodePromote(emq.ScriptPromote.Lua().Exec(w.ctx, w.rc(), call.Keys(), []string{w.k.RowPrefix(), "all"}))
+	_, err := wire.DecodePromote(wire.ScriptPromote.Lua().Exec(w.ctx, w.rc(), call.Keys(), []string{w.k.RowPrefix(), "all"}))
 	wantERR(t, err, "promote with limit all")
 	w.wantOnly(ids[3], emq.SetSchedule, now+60_000)
 }
@@ -700,7 +701,7 @@ func TestScriptReap(t *testing.T) {
 	w := newWire(t)
 	reap := func(limit, maxAttempts int64) int64 {
 		t.Helper()
-		call := emq.ReapCall{Active: w.k.Active, Pending: w.k.Pending, Dead: w.k.Dead, Prefix: w.k.RowPrefix(), Limit: limit, MaxAttempts: maxAttempts}
+		call := wire.ReapCall{Active: w.k.Active, Pending: w.k.Pending, Dead: w.k.Dead, Prefix: w.k.RowPrefix(), Limit: limit, MaxAttempts: maxAttempts}
 		n, err := call.Exec(w.ctx, w.rc())
 		if err != nil {
 			t.Fatalf("reap(%d, %d): %v", limit, maxAttempts, err)
@@ -718,7 +719,7 @@ func TestScriptReap(t *testing.T) {
 	}
 	for _, id := range []emq.ID{a, b} { // earliest deadlines first
 		w.wantOnly(id, emq.SetPending, 0)
-		if got := w.hash(w.row(id)); got[emq.FieldState] != string(emq.StatePending) || got[emq.FieldToken] != "1" {
+		if got := w.hash(w.row(id)); got[wire.FieldState] != string(emq.StatePending) || got[wire.FieldToken] != "1" {
 			t.Errorf("reaped row %v = %v; want pending, attempts kept at 1", id, got)
 		}
 	}
@@ -748,7 +749,7 @@ func TestScriptReap(t *testing.T) {
 	time.Sleep(3 * time.Millisecond)
 	reap2 := func(limit, maxAttempts int64) int64 {
 		t.Helper()
-		call := emq.ReapCall{Active: w2.k.Active, Pending: w2.k.Pending, Dead: w2.k.Dead, Prefix: w2.k.RowPrefix(), Limit: limit, MaxAttempts: maxAttempts}
+		call := wire.ReapCall{Active: w2.k.Active, Pending: w2.k.Pending, Dead: w2.k.Dead, Prefix: w2.k.RowPrefix(), Limit: limit, MaxAttempts: maxAttempts}
 		n, err := call.Exec(w.ctx, w.rc())
 		if err != nil {
 			t.Fatalf("reap: %v", err)
@@ -778,45 +779,45 @@ func TestScriptReap(t *testing.T) {
 		t.Errorf("the first queue's active holds %d; reaping another queue touched it", n)
 	}
 
-	_, err := emq.DecodeReap(emq.ScriptReap.Lua().Exec(w.ctx, w.rc(), (&emq.ReapCall{Active: w.k.Active, Pending: w.k.Pending, Dead: w.k.Dead}).Keys(), []string{w.k.RowPrefix(), "10", "many"}))
+	_, err := wire.DecodeReap(wire.ScriptReap.Lua().Exec(w.ctx, w.rc(), (&wire.ReapCall{Active: w.k.Active, Pending: w.k.Pending, Dead: w.k.Dead}).Keys(), []string{w.k.RowPrefix(), "10", "many"}))
 	wantERR(t, err, "reap with max_attempts many")
 }
 
 func TestScriptRevive(t *testing.T) {
 	w := newWire(t)
-	call := func(id emq.ID) *emq.ReviveCall {
-		return &emq.ReviveCall{Dead: w.k.Dead, Pending: w.k.Pending, Row: w.row(id), ID: id}
+	call := func(id emq.ID) *wire.ReviveCall {
+		return &wire.ReviveCall{Dead: w.k.Dead, Pending: w.k.Pending, Row: w.row(id), ID: id}
 	}
 	id, r := w.active("lazarus", 60_000)
 	w.bury(id, r.Token)
 	c := call(id)
-	if n, err := c.Exec(w.ctx, w.rc()); err != nil || n != emq.ReviveRevived {
-		t.Fatalf("revive = %d, %v; want %d", n, err, emq.ReviveRevived)
+	if n, err := c.Exec(w.ctx, w.rc()); err != nil || n != wire.ReviveRevived {
+		t.Fatalf("revive = %d, %v; want %d", n, err, wire.ReviveRevived)
 	}
 	w.wantRow(id, emq.StatePending, "1", "lazarus")
 	w.wantOnly(id, emq.SetPending, 0)
-	if n, err := c.Exec(w.ctx, w.rc()); err != nil || n != emq.ReviveNotDead {
-		t.Errorf("revive of a pending job = %d, %v; want %d", n, err, emq.ReviveNotDead)
+	if n, err := c.Exec(w.ctx, w.rc()); err != nil || n != wire.ReviveNotDead {
+		t.Errorf("revive of a pending job = %d, %v; want %d", n, err, wire.ReviveNotDead)
 	}
 	w.wantRow(id, emq.StatePending, "1", "lazarus")
 	w.wantOnly(id, emq.SetPending, 0)
 	if r := w.claim(60_000); r.ID != id || r.Token != 2 {
 		t.Fatalf("claim after revive = %v token %d; want %v token 2 (attempts kept)", r.ID, r.Token, id)
 	}
-	if n, err := c.Exec(w.ctx, w.rc()); err != nil || n != emq.ReviveNotDead {
-		t.Errorf("revive of an active job = %d, %v; want %d", n, err, emq.ReviveNotDead)
+	if n, err := c.Exec(w.ctx, w.rc()); err != nil || n != wire.ReviveNotDead {
+		t.Errorf("revive of an active job = %d, %v; want %d", n, err, wire.ReviveNotDead)
 	}
 	w.wantRow(id, emq.StateActive, "2", "lazarus")
 
 	ghost := w.mint()
-	if n, err := call(ghost).Exec(w.ctx, w.rc()); err != nil || n != emq.ReviveNotDead {
-		t.Errorf("revive of a missing job = %d, %v; want %d", n, err, emq.ReviveNotDead)
+	if n, err := call(ghost).Exec(w.ctx, w.rc()); err != nil || n != wire.ReviveNotDead {
+		t.Errorf("revive of a missing job = %d, %v; want %d", n, err, wire.ReviveNotDead)
 	}
 	w.wantGone(ghost)
 	// An id in dead without a row is not revived into pending.
 	do(t, w.c, "ZADD", w.k.Dead, "0", ghost.String())
-	if n, err := call(ghost).Exec(w.ctx, w.rc()); err != nil || n != emq.ReviveNotDead {
-		t.Errorf("revive of an orphan in dead = %d, %v; want %d", n, err, emq.ReviveNotDead)
+	if n, err := call(ghost).Exec(w.ctx, w.rc()); err != nil || n != wire.ReviveNotDead {
+		t.Errorf("revive of an orphan in dead = %d, %v; want %d", n, err, wire.ReviveNotDead)
 	}
 	if w.exists(w.row(ghost)) {
 		t.Error("revive made a row for an orphan")
@@ -844,7 +845,7 @@ func rawClient(t *testing.T, srv *redistest.Server) rueidis.Client {
 // record returns the version record and semver of major.minor.patch.
 func record(major, minor, patch int) (rec, semver string) {
 	semver = fmt.Sprintf("%d.%d.%d", major, minor, patch)
-	return strings.TrimSuffix(emq.VersionRecord, emq.Version) + semver, semver
+	return strings.TrimSuffix(wire.VersionRecord, emq.Version) + semver, semver
 }
 
 func TestScriptFence(t *testing.T) {
@@ -868,9 +869,9 @@ func TestScriptFence(t *testing.T) {
 			t.Fatalf("%v: %v", args, err)
 		}
 	}
-	fence := func(rec, semver, bundle string) emq.FenceReply {
+	fence := func(rec, semver, bundle string) wire.FenceReply {
 		t.Helper()
-		call := emq.FenceCall{VersionKey: emq.KeyVersion, BundleKey: emq.KeyBundle, Version: rec, Semver: semver, Bundle: bundle}
+		call := wire.FenceCall{VersionKey: wire.KeyVersion, BundleKey: wire.KeyBundle, Version: rec, Semver: semver, Bundle: bundle}
 		r, err := call.Exec(ctx, rc)
 		if err != nil {
 			t.Fatalf("fence(%s): %v", rec, err)
@@ -879,38 +880,38 @@ func TestScriptFence(t *testing.T) {
 	}
 
 	// A fresh keyspace is claimed, and the bundle recorded for the version.
-	if r := fence(emq.VersionRecord, emq.Version, emq.BundleDigest); r.Version != emq.VersionRecord || r.Bundle != emq.BundleDigest {
-		t.Fatalf("fence on a fresh keyspace = %+v; want %s, %s", r, emq.VersionRecord, emq.BundleDigest)
+	if r := fence(wire.VersionRecord, emq.Version, wire.BundleDigest); r.Version != wire.VersionRecord || r.Bundle != wire.BundleDigest {
+		t.Fatalf("fence on a fresh keyspace = %+v; want %s, %s", r, wire.VersionRecord, wire.BundleDigest)
 	}
-	if v := get("GET", emq.KeyVersion); v != emq.VersionRecord {
-		t.Errorf("version record %q; want %q", v, emq.VersionRecord)
+	if v := get("GET", wire.KeyVersion); v != wire.VersionRecord {
+		t.Errorf("version record %q; want %q", v, wire.VersionRecord)
 	}
-	if v := get("HGET", emq.KeyBundle, emq.Version); v != emq.BundleDigest {
-		t.Errorf("bundle recorded for %s = %q; want %q", emq.Version, v, emq.BundleDigest)
+	if v := get("HGET", wire.KeyBundle, emq.Version); v != wire.BundleDigest {
+		t.Errorf("bundle recorded for %s = %q; want %q", emq.Version, v, wire.BundleDigest)
 	}
 
 	// A client of a higher minor raises the record (and records its own bundle).
-	up, upSemver := record(emq.VersionMajor, emq.VersionMinor+1, 0)
-	upBundle := strings.Repeat("1", len(emq.BundleDigest))
+	up, upSemver := record(wire.VersionMajor, wire.VersionMinor+1, 0)
+	upBundle := strings.Repeat("1", len(wire.BundleDigest))
 	if r := fence(up, upSemver, upBundle); r.Version != up || r.Bundle != upBundle {
 		t.Fatalf("fence of a higher minor = %+v; want %s, %s", r, up, upBundle)
 	}
-	if v := get("GET", emq.KeyVersion); v != up {
+	if v := get("GET", wire.KeyVersion); v != up {
 		t.Errorf("version record %q after a higher minor fenced; want %q", v, up)
 	}
 	// A higher patch of that minor raises it again.
-	upPatch, upPatchSemver := record(emq.VersionMajor, emq.VersionMinor+1, 1)
+	upPatch, upPatchSemver := record(wire.VersionMajor, wire.VersionMinor+1, 1)
 	if r := fence(upPatch, upPatchSemver, upBundle); r.Version != upPatch {
 		t.Fatalf("fence of a higher patch = %+v; want %s", r, upPatch)
 	}
 	// Never lowered: this client answers the record it found, and its own bundle.
-	if r := fence(emq.VersionRecord, emq.Version, emq.BundleDigest); r.Version != upPatch || r.Bundle != emq.BundleDigest {
-		t.Fatalf("fence of the lower minor = %+v; want %s, %s", r, upPatch, emq.BundleDigest)
+	if r := fence(wire.VersionRecord, emq.Version, wire.BundleDigest); r.Version != upPatch || r.Bundle != wire.BundleDigest {
+		t.Fatalf("fence of the lower minor = %+v; want %s, %s", r, upPatch, wire.BundleDigest)
 	}
 	if r := fence(up, upSemver, upBundle); r.Version != upPatch {
 		t.Fatalf("fence of a lower patch = %+v; want %s", r, upPatch)
 	}
-	if v := get("GET", emq.KeyVersion); v != upPatch {
+	if v := get("GET", wire.KeyVersion); v != upPatch {
 		t.Errorf("version record %q; a lower client lowered it from %q", v, upPatch)
 	}
 	c, err := emq.Connect(ctx, options(srv))
@@ -924,27 +925,27 @@ func TestScriptFence(t *testing.T) {
 
 	// Another major (higher or lower) or a foreign value is answered as found,
 	// with an empty bundle, and left untouched; nothing is recorded.
-	next, nextSemver := record(emq.VersionMajor+1, 0, 0)
-	prev, _ := record(emq.VersionMajor-1, 3, 0)
+	next, nextSemver := record(wire.VersionMajor+1, 0, 0)
+	prev, _ := record(wire.VersionMajor-1, 3, 0)
 	for _, planted := range []string{next, prev, "garbage"} {
-		run("SET", emq.KeyVersion, planted)
-		run("DEL", emq.KeyBundle)
-		if r := fence(emq.VersionRecord, emq.Version, emq.BundleDigest); r.Version != planted || r.Bundle != "" {
+		run("SET", wire.KeyVersion, planted)
+		run("DEL", wire.KeyBundle)
+		if r := fence(wire.VersionRecord, emq.Version, wire.BundleDigest); r.Version != planted || r.Bundle != "" {
 			t.Errorf("fence over %q = %+v; want %q and an empty bundle", planted, r, planted)
 		}
-		if v := get("GET", emq.KeyVersion); v != planted {
+		if v := get("GET", wire.KeyVersion); v != planted {
 			t.Errorf("fence changed a foreign record %q to %q", planted, v)
 		}
-		if n, _ := rc.Do(ctx, rc.B().Exists().Key(emq.KeyBundle).Build()).AsInt64(); n != 0 {
+		if n, _ := rc.Do(ctx, rc.B().Exists().Key(wire.KeyBundle).Build()).AsInt64(); n != 0 {
 			t.Errorf("fence over %q recorded a bundle", planted)
 		}
 	}
 	// ... and a client of that other major is refused the same way here.
-	run("SET", emq.KeyVersion, emq.VersionRecord)
-	if r := fence(next, nextSemver, upBundle); r.Version != emq.VersionRecord || r.Bundle != "" {
-		t.Errorf("fence of the next major over %s = %+v; want the record found and an empty bundle", emq.VersionRecord, r)
+	run("SET", wire.KeyVersion, wire.VersionRecord)
+	if r := fence(next, nextSemver, upBundle); r.Version != wire.VersionRecord || r.Bundle != "" {
+		t.Errorf("fence of the next major over %s = %+v; want the record found and an empty bundle", wire.VersionRecord, r)
 	}
-	if v := get("GET", emq.KeyVersion); v != emq.VersionRecord {
+	if v := get("GET", wire.KeyVersion); v != wire.VersionRecord {
 		t.Errorf("the next major's fence changed the record to %q", v)
 	}
 }
@@ -953,16 +954,16 @@ func TestScriptFenceBundle(t *testing.T) {
 	srv := redistest.Start(t)
 	rc := rawClient(t, srv)
 	ctx := ctxT(t)
-	planted := strings.Repeat("0", len(emq.BundleDigest)) // another bundle under this version number
-	if err := rc.Do(ctx, rc.B().Hset().Key(emq.KeyBundle).FieldValue().FieldValue(emq.Version, planted).Build()).Error(); err != nil {
+	planted := strings.Repeat("0", len(wire.BundleDigest)) // another bundle under this version number
+	if err := rc.Do(ctx, rc.B().Hset().Key(wire.KeyBundle).FieldValue().FieldValue(emq.Version, planted).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	call := emq.FenceCall{VersionKey: emq.KeyVersion, BundleKey: emq.KeyBundle, Version: emq.VersionRecord, Semver: emq.Version, Bundle: emq.BundleDigest}
+	call := wire.FenceCall{VersionKey: wire.KeyVersion, BundleKey: wire.KeyBundle, Version: wire.VersionRecord, Semver: emq.Version, Bundle: wire.BundleDigest}
 	r, err := call.Exec(ctx, rc)
-	if err != nil || r.Version != emq.VersionRecord || r.Bundle != planted {
-		t.Fatalf("fence over a planted bundle = %+v, %v; want %s and the recorded %s", r, err, emq.VersionRecord, planted)
+	if err != nil || r.Version != wire.VersionRecord || r.Bundle != planted {
+		t.Fatalf("fence over a planted bundle = %+v, %v; want %s and the recorded %s", r, err, wire.VersionRecord, planted)
 	}
-	if v, _ := rc.Do(ctx, rc.B().Hget().Key(emq.KeyBundle).Field(emq.Version).Build()).ToString(); v != planted {
+	if v, _ := rc.Do(ctx, rc.B().Hget().Key(wire.KeyBundle).Field(emq.Version).Build()).ToString(); v != planted {
 		t.Errorf("HSETNX overwrote the recorded bundle with %q", v)
 	}
 
@@ -975,8 +976,8 @@ func TestScriptFenceBundle(t *testing.T) {
 	if !errors.As(err, &be) || !errors.Is(err, emq.ErrBundle) {
 		t.Fatalf("Connect = %v; want a *BundleError matching ErrBundle", err)
 	}
-	if be.Version != emq.Version || be.Found != planted || be.Want != emq.BundleDigest {
-		t.Errorf("BundleError = %+v; want version %s, found %s, want %s", be, emq.Version, planted, emq.BundleDigest)
+	if be.Version != emq.Version || be.Found != planted || be.Want != wire.BundleDigest {
+		t.Errorf("BundleError = %+v; want version %s, found %s, want %s", be, emq.Version, planted, wire.BundleDigest)
 	}
 	if errors.Is(err, emq.ErrVersionFence) {
 		t.Error("a bundle refusal matches ErrVersionFence")
@@ -985,10 +986,10 @@ func TestScriptFenceBundle(t *testing.T) {
 
 func TestScriptLock(t *testing.T) {
 	w := newWire(t)
-	name := emq.LockMaintenance(w.q.Name())
+	name := wire.LockMaintenance(w.q.Name())
 	lock := func(owner string, ttl int64) int64 {
 		t.Helper()
-		d, err := (&emq.LockCall{Locks: emq.KeyLocks, Name: name, Owner: owner, TTLMS: ttl}).Exec(w.ctx, w.rc())
+		d, err := (&wire.LockCall{Locks: wire.KeyLocks, Name: name, Owner: owner, TTLMS: ttl}).Exec(w.ctx, w.rc())
 		if err != nil {
 			t.Fatalf("lock(%s): %v", owner, err)
 		}
@@ -996,7 +997,7 @@ func TestScriptLock(t *testing.T) {
 	}
 	value := func() string {
 		t.Helper()
-		v, err := do(t, w.c, "HGET", emq.KeyLocks, name).ToString()
+		v, err := do(t, w.c, "HGET", wire.KeyLocks, name).ToString()
 		if rueidis.IsRedisNil(err) {
 			return "(nil)"
 		}
@@ -1011,7 +1012,7 @@ func TestScriptLock(t *testing.T) {
 	before := w.now()
 	d := lock("worker-a", 60_000)
 	after := w.now()
-	if d == emq.LockHeld || d <= after {
+	if d == wire.LockHeld || d <= after {
 		t.Fatalf("lock of a free lock = %d; want a deadline after now %d", d, after)
 	}
 	within(t, "lock deadline", d, before+60_000, after+60_000)
@@ -1019,7 +1020,7 @@ func TestScriptLock(t *testing.T) {
 		t.Errorf("lock value %q; want %q", v, holds("worker-a", d))
 	}
 
-	if got := lock("worker-b", 60_000); got != emq.LockHeld {
+	if got := lock("worker-b", 60_000); got != wire.LockHeld {
 		t.Errorf("lock by another owner = %d; want LockHeld", got)
 	}
 	if v := value(); v != holds("worker-a", d) {
@@ -1035,85 +1036,85 @@ func TestScriptLock(t *testing.T) {
 	}
 
 	// An expired lock is free for another owner.
-	short := emq.LockProbe(w.q.Name())
-	if got, err := (&emq.LockCall{Locks: emq.KeyLocks, Name: short, Owner: "worker-a", TTLMS: 1}).Exec(w.ctx, w.rc()); err != nil || got == emq.LockHeld {
+	short := wire.LockProbe(w.q.Name())
+	if got, err := (&wire.LockCall{Locks: wire.KeyLocks, Name: short, Owner: "worker-a", TTLMS: 1}).Exec(w.ctx, w.rc()); err != nil || got == wire.LockHeld {
 		t.Fatalf("lock ttl 1ms = %d, %v", got, err)
 	}
 	time.Sleep(5 * time.Millisecond)
 	before = w.now()
-	got, err := (&emq.LockCall{Locks: emq.KeyLocks, Name: short, Owner: "worker-b", TTLMS: 30_000}).Exec(w.ctx, w.rc())
-	if err != nil || got == emq.LockHeld || got < before+30_000 {
+	got, err := (&wire.LockCall{Locks: wire.KeyLocks, Name: short, Owner: "worker-b", TTLMS: 30_000}).Exec(w.ctx, w.rc())
+	if err != nil || got == wire.LockHeld || got < before+30_000 {
 		t.Fatalf("lock of an expired lock by another owner = %d, %v; want a deadline >= %d", got, err, before+30_000)
 	}
-	if v, _ := do(t, w.c, "HGET", emq.KeyLocks, short).ToString(); v != holds("worker-b", got) {
+	if v, _ := do(t, w.c, "HGET", wire.KeyLocks, short).ToString(); v != holds("worker-b", got) {
 		t.Errorf("the taken-over lock is %q; want %q", v, holds("worker-b", got))
 	}
 
 	// The client's own node lease is a lock like any other.
-	nodeCall := emq.LockCall{Locks: emq.KeyLocks, Name: emq.LockNode(w.c.Node()), Owner: "worker-b", TTLMS: 1000}
-	if n, err := nodeCall.Exec(w.ctx, w.rc()); err != nil || n != emq.LockHeld {
+	nodeCall := wire.LockCall{Locks: wire.KeyLocks, Name: wire.LockNode(w.c.Node()), Owner: "worker-b", TTLMS: 1000}
+	if n, err := nodeCall.Exec(w.ctx, w.rc()); err != nil || n != wire.LockHeld {
 		t.Errorf("lock of the client's leased node = %d, %v; want LockHeld", n, err)
 	}
 
 	// A ttl that is not a number answers ERR and takes nothing.
-	guard := emq.LockProbe("guard")
-	_, err = emq.DecodeLock(emq.ScriptLock.Lua().Exec(w.ctx, w.rc(), []string{emq.KeyLocks}, []string{guard, "worker-a", "a-while"}))
+	guard := wire.LockProbe("guard")
+	_, err = wire.DecodeLock(wire.ScriptLock.Lua().Exec(w.ctx, w.rc(), []string{wire.KeyLocks}, []string{guard, "worker-a", "a-while"}))
 	wantERR(t, err, "lock with ttl_ms a-while")
-	if n, _ := do(t, w.c, "HEXISTS", emq.KeyLocks, guard).AsInt64(); n != 0 {
+	if n, _ := do(t, w.c, "HEXISTS", wire.KeyLocks, guard).AsInt64(); n != 0 {
 		t.Error("the refused lock wrote its field")
 	}
 }
 
 func TestScriptUnlock(t *testing.T) {
 	w := newWire(t)
-	name := emq.LockMaintenance(w.q.Name())
+	name := wire.LockMaintenance(w.q.Name())
 	unlock := func(owner string) int64 {
 		t.Helper()
-		n, err := (&emq.UnlockCall{Locks: emq.KeyLocks, Name: name, Owner: owner}).Exec(w.ctx, w.rc())
+		n, err := (&wire.UnlockCall{Locks: wire.KeyLocks, Name: name, Owner: owner}).Exec(w.ctx, w.rc())
 		if err != nil {
 			t.Fatalf("unlock(%s): %v", owner, err)
 		}
 		return n
 	}
 	hexists := func() bool {
-		n, _ := do(t, w.c, "HEXISTS", emq.KeyLocks, name).AsInt64()
+		n, _ := do(t, w.c, "HEXISTS", wire.KeyLocks, name).AsInt64()
 		return n == 1
 	}
-	if n := unlock("worker-a"); n != emq.UnlockNotOwner {
-		t.Errorf("unlock of a free lock = %d; want %d", n, emq.UnlockNotOwner)
+	if n := unlock("worker-a"); n != wire.UnlockNotOwner {
+		t.Errorf("unlock of a free lock = %d; want %d", n, wire.UnlockNotOwner)
 	}
 	if hexists() {
 		t.Error("unlock of a free lock wrote it")
 	}
-	if d, err := (&emq.LockCall{Locks: emq.KeyLocks, Name: name, Owner: "worker a", TTLMS: 60_000}).Exec(w.ctx, w.rc()); err != nil || d == emq.LockHeld {
+	if d, err := (&wire.LockCall{Locks: wire.KeyLocks, Name: name, Owner: "worker a", TTLMS: 60_000}).Exec(w.ctx, w.rc()); err != nil || d == wire.LockHeld {
 		t.Fatalf("lock = %d, %v", d, err)
 	}
 	for _, other := range []string{"worker-b", "worker", "a", ""} {
-		if n := unlock(other); n != emq.UnlockNotOwner {
-			t.Errorf("unlock by %q = %d; want %d", other, n, emq.UnlockNotOwner)
+		if n := unlock(other); n != wire.UnlockNotOwner {
+			t.Errorf("unlock by %q = %d; want %d", other, n, wire.UnlockNotOwner)
 		}
 	}
 	if !hexists() {
 		t.Fatal("another owner released the lock")
 	}
-	if n := unlock("worker a"); n != emq.UnlockReleased { // an owner with a space in it
-		t.Errorf("unlock by the owner = %d; want %d", n, emq.UnlockReleased)
+	if n := unlock("worker a"); n != wire.UnlockReleased { // an owner with a space in it
+		t.Errorf("unlock by the owner = %d; want %d", n, wire.UnlockReleased)
 	}
 	if hexists() {
 		t.Error("the released lock remains")
 	}
-	if n := unlock("worker a"); n != emq.UnlockNotOwner {
-		t.Errorf("second unlock = %d; want %d", n, emq.UnlockNotOwner)
+	if n := unlock("worker a"); n != wire.UnlockNotOwner {
+		t.Errorf("second unlock = %d; want %d", n, wire.UnlockNotOwner)
 	}
 	// The client's node lease: released by Close, and only by its owner.
-	node := emq.LockNode(w.c.Node())
-	if n, err := (&emq.UnlockCall{Locks: emq.KeyLocks, Name: node, Owner: "worker-b"}).Exec(w.ctx, w.rc()); err != nil || n != emq.UnlockNotOwner {
+	node := wire.LockNode(w.c.Node())
+	if n, err := (&wire.UnlockCall{Locks: wire.KeyLocks, Name: node, Owner: "worker-b"}).Exec(w.ctx, w.rc()); err != nil || n != wire.UnlockNotOwner {
 		t.Errorf("unlock of the client's node by a stranger = %d, %v", n, err)
 	}
 	c2 := connect(t, w.srv)
-	node2 := emq.LockNode(c2.Node())
+	node2 := wire.LockNode(c2.Node())
 	c2.Close()
-	if n, _ := do(t, w.c, "HEXISTS", emq.KeyLocks, node2).AsInt64(); n != 0 {
+	if n, _ := do(t, w.c, "HEXISTS", wire.KeyLocks, node2).AsInt64(); n != 0 {
 		t.Errorf("Close left the node lease %s", node2)
 	}
 }
@@ -1193,7 +1194,7 @@ func TestScriptRefusedBeforeSending(t *testing.T) {
 // EVALSHA to EVAL, which caches the script again.
 func TestScriptNoScriptFallback(t *testing.T) {
 	w := newWire(t)
-	loaded := func(s *emq.Script) bool {
+	loaded := func(s *wire.Script) bool {
 		t.Helper()
 		v, err := do(t, w.c, "SCRIPT", "EXISTS", s.SHA1).AsIntSlice()
 		if err != nil || len(v) != 1 {
@@ -1215,11 +1216,11 @@ func TestScriptNoScriptFallback(t *testing.T) {
 	if ok, err := w.q.Enqueue(w.ctx, w.mint(), []byte("before")); err != nil || !ok {
 		t.Fatalf("Enqueue = %v, %v", ok, err)
 	}
-	if !loaded(emq.ScriptEnqueue) || !loaded(emq.ScriptFence) {
+	if !loaded(wire.ScriptEnqueue) || !loaded(wire.ScriptFence) {
 		t.Fatal("the scripts run so far are not cached on the server")
 	}
 	do(t, w.c, "SCRIPT", "FLUSH")
-	if loaded(emq.ScriptEnqueue) {
+	if loaded(wire.ScriptEnqueue) {
 		t.Fatal("SCRIPT FLUSH left the script")
 	}
 	misses := noscripts()
@@ -1232,10 +1233,10 @@ func TestScriptNoScriptFallback(t *testing.T) {
 	if got := noscripts(); got < misses+1 {
 		t.Errorf("NOSCRIPT errors %d -> %d; want an EVALSHA miss before the EVAL", misses, got)
 	}
-	if !loaded(emq.ScriptEnqueue) {
+	if !loaded(wire.ScriptEnqueue) {
 		t.Error("the EVAL fallback did not cache the script")
 	}
-	w.wantRow(id, emq.StatePending, emq.InitialToken, "after")
+	w.wantRow(id, emq.StatePending, wire.InitialToken, "after")
 	job, ok, err := w.q.Claim(w.ctx, time.Minute)
 	if err != nil || !ok || job.Token != 1 {
 		t.Fatalf("Claim after SCRIPT FLUSH = %+v, %v, %v", job, ok, err)
@@ -1253,21 +1254,21 @@ func TestScriptBundleDigest(t *testing.T) {
 	srv := redistest.Start(t)
 	rc := rawClient(t, srv)
 	ctx := ctxT(t)
-	arity := map[*emq.Script][2]int{}
-	for s, call := range map[*emq.Script]interface {
+	arity := map[*wire.Script][2]int{}
+	for s, call := range map[*wire.Script]interface {
 		Keys() []string
 		Args() []string
 	}{
-		emq.ScriptEnqueue: &emq.EnqueueCall{}, emq.ScriptEnqueueAt: &emq.EnqueueAtCall{}, emq.ScriptClaim: &emq.ClaimCall{},
-		emq.ScriptExtend: &emq.ExtendCall{}, emq.ScriptComplete: &emq.CompleteCall{}, emq.ScriptRetry: &emq.RetryCall{},
-		emq.ScriptBury: &emq.BuryCall{}, emq.ScriptPromote: &emq.PromoteCall{}, emq.ScriptReap: &emq.ReapCall{},
-		emq.ScriptRevive: &emq.ReviveCall{}, emq.ScriptFence: &emq.FenceCall{}, emq.ScriptLock: &emq.LockCall{},
-		emq.ScriptUnlock: &emq.UnlockCall{}, emq.ScriptPush: &emq.PushCall{}, emq.ScriptClaimMany: &emq.ClaimManyCall{},
-		emq.ScriptCompleteClaim: &emq.CompleteClaimCall{}, emq.ScriptRing: &emq.RingCall{}, emq.ScriptPurge: &emq.PurgeCall{},
+		wire.ScriptEnqueue: &wire.EnqueueCall{}, wire.ScriptEnqueueAt: &wire.EnqueueAtCall{}, wire.ScriptClaim: &wire.ClaimCall{},
+		wire.ScriptExtend: &wire.ExtendCall{}, wire.ScriptComplete: &wire.CompleteCall{}, wire.ScriptRetry: &wire.RetryCall{},
+		wire.ScriptBury: &wire.BuryCall{}, wire.ScriptPromote: &wire.PromoteCall{}, wire.ScriptReap: &wire.ReapCall{},
+		wire.ScriptRevive: &wire.ReviveCall{}, wire.ScriptFence: &wire.FenceCall{}, wire.ScriptLock: &wire.LockCall{},
+		wire.ScriptUnlock: &wire.UnlockCall{}, wire.ScriptPush: &wire.PushCall{}, wire.ScriptClaimMany: &wire.ClaimManyCall{},
+		wire.ScriptCompleteClaim: &wire.CompleteClaimCall{}, wire.ScriptRing: &wire.RingCall{}, wire.ScriptPurge: &wire.PurgeCall{},
 	} {
 		arity[s] = [2]int{len(call.Keys()), len(call.Args())}
 	}
-	scripts := emq.Scripts()
+	scripts := wire.Scripts()
 	if len(scripts) != len(arity) {
 		t.Fatalf("%d scripts in the bundle; the typed calls cover %d", len(scripts), len(arity))
 	}
@@ -1280,7 +1281,7 @@ func TestScriptBundleDigest(t *testing.T) {
 		if got, err := rc.Do(ctx, rc.B().ScriptLoad().Script(s.Source).Build()).ToString(); err != nil || got != s.SHA1 {
 			t.Errorf("%s: SCRIPT LOAD = %s, %v; want %s", s.Name, got, err, s.SHA1)
 		}
-		if emq.ScriptNamed(s.Name) != s {
+		if wire.ScriptNamed(s.Name) != s {
 			t.Errorf("ScriptNamed(%q) is not the bundle's script", s.Name)
 		}
 		if a, ok := arity[s]; !ok || a != [2]int{len(s.Keys), len(s.Argv)} || len(s.KeyTypes) != len(s.Keys) || len(s.ArgTypes) != len(s.Argv) {
@@ -1292,7 +1293,7 @@ func TestScriptBundleDigest(t *testing.T) {
 		all.WriteString(s.SHA1 + "\n")
 	}
 	sum := sha1.Sum([]byte(all.String()))
-	if got := hex.EncodeToString(sum[:]); got != emq.BundleDigest {
-		t.Errorf("BundleDigest = %s; the SHA-1 of the scripts' SHA-1s is %s", emq.BundleDigest, got)
+	if got := hex.EncodeToString(sum[:]); got != wire.BundleDigest {
+		t.Errorf("BundleDigest = %s; the SHA-1 of the scripts' SHA-1s is %s", wire.BundleDigest, got)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // Verdict is what this package's version fence makes of the version record
@@ -59,7 +61,7 @@ func (v Verdict) Admitted() bool { return v == VersionCurrent || v == VersionAhe
 // parseVersionRecord reads a version record: the protocol's prefix and
 // major.minor.patch in canonical decimals. ok is false for anything else.
 func parseVersionRecord(record string) (v [3]int, ok bool) {
-	rest, ok := strings.CutPrefix(record, versionRecordPrefix)
+	rest, ok := strings.CutPrefix(record, wire.VersionRecordPrefix)
 	if !ok {
 		return v, false
 	}
@@ -79,7 +81,7 @@ func parseVersionRecord(record string) (v [3]int, ok bool) {
 
 // recordOf is the version record of major.minor.patch.
 func recordOf(v [3]int) string {
-	return versionRecordPrefix + strconv.Itoa(v[0]) + "." + strconv.Itoa(v[1]) + "." + strconv.Itoa(v[2])
+	return wire.VersionRecordPrefix + strconv.Itoa(v[0]) + "." + strconv.Itoa(v[1]) + "." + strconv.Itoa(v[2])
 }
 
 // judge is the verdict of version this on record: Foreign for anything not
@@ -100,7 +102,7 @@ func judge(this [3]int, record string) Verdict {
 }
 
 // thisVersion is Version as numbers.
-var thisVersion = [3]int{VersionMajor, VersionMinor, VersionPatch}
+var thisVersion = [3]int{wire.VersionMajor, wire.VersionMinor, wire.VersionPatch}
 
 // JudgeVersionRecord is this package's verdict on a version record found
 // in a keyspace: VersionCurrent, VersionAhead or VersionBehind within this
@@ -132,9 +134,9 @@ type KeyspaceError struct {
 // Error says what the version record holds and why that refuses writes.
 func (e *KeyspaceError) Error() string {
 	if e.Verdict == VersionAbsent {
-		return fmt.Sprintf("emq: keyspace not writable: it has no version record (%s is absent): no client has fenced it, so nothing says it speaks major %d of %s (%s); connect a client with Connect first, which fences it", KeyVersion, VersionMajor, Protocol, Version)
+		return fmt.Sprintf("emq: keyspace not writable: it has no version record (%s is absent): no client has fenced it, so nothing says it speaks major %d of %s (%s); connect a client with Connect first, which fences it", wire.KeyVersion, wire.VersionMajor, wire.Protocol, Version)
 	}
-	return fmt.Sprintf("emq: keyspace not writable: its version record %s holds %q, which is not a record of major %d (this package speaks %s): it belongs to another major or protocol, whose scripts and rows may differ", KeyVersion, e.Record, VersionMajor, Version)
+	return fmt.Sprintf("emq: keyspace not writable: its version record %s holds %q, which is not a record of major %d (this package speaks %s): it belongs to another major or protocol, whose scripts and rows may differ", wire.KeyVersion, e.Record, wire.VersionMajor, Version)
 }
 
 // Unwrap returns ErrNotWritable.
@@ -154,7 +156,7 @@ func (v KeyspaceVersion) Writable() error {
 // nothing. A key of another type is VersionForeign, with the server's
 // answer as the record.
 func readVersion(ctx context.Context, rc rueidis.Client) (KeyspaceVersion, error) {
-	s, err := rc.Do(ctx, rc.B().Get().Key(KeyVersion).Build()).ToString()
+	s, err := rc.Do(ctx, rc.B().Get().Key(wire.KeyVersion).Build()).ToString()
 	switch {
 	case rueidis.IsRedisNil(err):
 		return KeyspaceVersion{Verdict: VersionAbsent}, nil
@@ -162,7 +164,7 @@ func readVersion(ctx context.Context, rc rueidis.Client) (KeyspaceVersion, error
 		if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
 			return KeyspaceVersion{Record: re.Error(), Verdict: VersionForeign}, nil
 		}
-		return KeyspaceVersion{}, fmt.Errorf("emq: reading the version record %s: %w", KeyVersion, err)
+		return KeyspaceVersion{}, fmt.Errorf("emq: reading the version record %s: %w", wire.KeyVersion, err)
 	}
 	return KeyspaceVersion{Record: s, Verdict: JudgeVersionRecord(s)}, nil
 }

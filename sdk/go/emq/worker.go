@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // Handler processes one job. A nil error completes it. An error hands it
@@ -330,17 +332,17 @@ func (w *Worker) claim(ctx context.Context, n int) ([]Job, error) {
 	if err := w.q.c.ensure(ctx); err != nil {
 		return nil, err
 	}
-	call := ClaimManyCall{Pending: w.q.keys.Pending, Active: w.q.keys.Active, Wake: w.q.keys.Wake, Prefix: w.q.keys.RowPrefix(), LeaseMS: ms(w.opt.Lease), Count: int64(n)}
-	return w.records(ctx, ScriptClaimMany.lua.Exec(ctx, w.q.c.rc, call.Keys(), call.Args()), ScriptClaimMany.Name, claimManyJob)
+	call := wire.ClaimManyCall{Pending: w.q.keys.Pending, Active: w.q.keys.Active, Wake: w.q.keys.Wake, Prefix: w.q.keys.RowPrefix(), LeaseMS: ms(w.opt.Lease), Count: int64(n)}
+	return w.records(ctx, wire.ScriptClaimMany.Lua().Exec(ctx, w.q.c.rc, call.Keys(), call.Args()), wire.ScriptClaimMany.Name, claimManyJob)
 }
 
 func claimManyJob(arr []rueidis.RedisMessage) (Job, error) {
-	r, err := decodeClaimManyRecord(arr)
+	r, err := wire.DecodeClaimManyRecord(arr)
 	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
 }
 
 func completeClaimJob(arr []rueidis.RedisMessage) (Job, error) {
-	r, err := decodeCompleteClaimRecord(arr)
+	r, err := wire.DecodeCompleteClaimRecord(arr)
 	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
 }
 
@@ -350,7 +352,7 @@ func completeClaimJob(arr []rueidis.RedisMessage) (Job, error) {
 func (w *Worker) records(ctx context.Context, r rueidis.RedisResult, script string, dec func([]rueidis.RedisMessage) (Job, error)) ([]Job, error) {
 	items, err := r.ToArray()
 	if err != nil {
-		return nil, scriptError(script, err)
+		return nil, wire.ScriptError(script, err)
 	}
 	jobs := make([]Job, 0, len(items))
 	for i := range items {
@@ -382,7 +384,7 @@ func (w *Worker) buryRaw(ctx context.Context, arr []rueidis.RedisMessage, why er
 		w.log.Error("emq: a leased record cannot be read; it will be reaped", "err", why)
 		return
 	}
-	s := ScriptBury
+	s := wire.ScriptBury
 	keys := make([]string, len(s.Keys))
 	for i, kt := range s.KeyTypes {
 		if k, ok := w.q.keys.Key(kt); ok {
@@ -391,14 +393,14 @@ func (w *Worker) buryRaw(ctx context.Context, arr []rueidis.RedisMessage, why er
 			keys[i] = w.q.keys.RowPrefix() + raw
 		}
 	}
-	call := BuryCall{Token: token}
+	call := wire.BuryCall{Token: token}
 	args := call.Args()
 	for i, at := range s.ArgTypes {
 		if at == "id" {
 			args[i] = raw
 		}
 	}
-	if _, err := DecodeBury(s.lua.Exec(ctx, w.q.c.rc, keys, args)); err != nil {
+	if _, err := wire.DecodeBury(s.Lua().Exec(ctx, w.q.c.rc, keys, args)); err != nil {
 		w.log.Error("emq: burying an undecodable job failed", "id", raw, "err", err)
 		return
 	}
@@ -431,13 +433,13 @@ func (w *Worker) process(i int, job Job) (Job, bool) {
 		count = 0
 	}
 	row, _ := w.q.keys.Row(job.ID)
-	call := CompleteClaimCall{Row: row, Active: w.q.keys.Active, Pending: w.q.keys.Pending, Wake: w.q.keys.Wake,
+	call := wire.CompleteClaimCall{Row: row, Active: w.q.keys.Active, Pending: w.q.keys.Pending, Wake: w.q.keys.Wake,
 		ID: job.ID, Token: job.Token, Prefix: w.q.keys.RowPrefix(), LeaseMS: ms(w.opt.Lease), Count: count}
 	if err := w.q.c.ensure(ctx); err != nil {
 		w.log.Error("emq: completing a job failed; its lease will be reaped and it runs again", "id", job.ID, "err", err)
 		return Job{}, false
 	}
-	next, err := w.records(ctx, ScriptCompleteClaim.lua.Exec(ctx, w.q.c.rc, call.Keys(), call.Args()), ScriptCompleteClaim.Name, completeClaimJob)
+	next, err := w.records(ctx, wire.ScriptCompleteClaim.Lua().Exec(ctx, w.q.c.rc, call.Keys(), call.Args()), wire.ScriptCompleteClaim.Name, completeClaimJob)
 	switch {
 	case errors.Is(err, ErrStale):
 		w.stale(job, "complete", err)
@@ -532,15 +534,15 @@ func (w *Worker) extender(stop <-chan struct{}) {
 				continue
 			}
 			row, _ := w.q.keys.Row(fl.job.ID)
-			call := ExtendCall{Active: w.q.keys.Active, Row: row, ID: fl.job.ID, Token: fl.job.Token, LeaseMS: ms(w.opt.Lease)}
+			call := wire.ExtendCall{Active: w.q.keys.Active, Row: row, ID: fl.job.ID, Token: fl.job.Token, LeaseMS: ms(w.opt.Lease)}
 			due, execs = append(due, fl), append(execs, call.LuaExec())
 		}
 		if len(due) == 0 {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), every)
-		for i, r := range w.q.c.execMany(ctx, ScriptExtend, execs) {
-			deadline, err := DecodeExtend(r)
+		for i, r := range w.q.c.execMany(ctx, wire.ScriptExtend, execs) {
+			deadline, err := wire.DecodeExtend(r)
 			switch {
 			case err == nil:
 				due[i].deadline.Store(deadline)
@@ -585,7 +587,7 @@ func (w *Worker) handBack() {
 // per queue does it.
 func (w *Worker) maintain(stop <-chan struct{}) {
 	every := w.opt.Maintenance
-	name := LockMaintenance(w.q.Name())
+	name := wire.LockMaintenance(w.q.Name())
 	t := time.NewTicker(every)
 	defer t.Stop()
 	held := false
@@ -594,7 +596,7 @@ func (w *Worker) maintain(stop <-chan struct{}) {
 		case <-stop:
 			if held {
 				ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-				call := UnlockCall{Locks: KeyLocks, Name: name, Owner: w.owner}
+				call := wire.UnlockCall{Locks: wire.KeyLocks, Name: name, Owner: w.owner}
 				_, _ = call.Exec(ctx, w.q.c.rc)
 				cancel()
 			}
@@ -602,9 +604,9 @@ func (w *Worker) maintain(stop <-chan struct{}) {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), every+opTimeout)
-		call := LockCall{Locks: KeyLocks, Name: name, Owner: w.owner, TTLMS: (3 * every).Milliseconds()}
+		call := wire.LockCall{Locks: wire.KeyLocks, Name: name, Owner: w.owner, TTLMS: (3 * every).Milliseconds()}
 		d, err := call.Exec(ctx, w.q.c.rc)
-		held = err == nil && d != LockHeld
+		held = err == nil && d != wire.LockHeld
 		if held {
 			w.promote(ctx)
 			w.reap(ctx)
@@ -657,7 +659,7 @@ func (w *Worker) reap(ctx context.Context) {
 }
 
 func (w *Worker) ring(ctx context.Context) {
-	call := RingCall{Wake: w.q.keys.Wake}
+	call := wire.RingCall{Wake: w.q.keys.Wake}
 	if _, err := call.Exec(ctx, w.q.c.rc); err != nil {
 		w.log.Warn("emq: ringing the doorbell failed", "err", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -320,7 +321,7 @@ func TestWorkerLostLease(t *testing.T) {
 	}, emq.WorkerOptions{Concurrency: 1, Lease: 300 * time.Millisecond, Maintenance: -1})
 	<-inHandler
 	// Another claim took the job: its token moved on.
-	if err := do(t, e.c, "HINCRBY", row, emq.FieldToken, "1").Error(); err != nil {
+	if err := do(t, e.c, "HINCRBY", row, wire.FieldToken, "1").Error(); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -335,7 +336,7 @@ func TestWorkerLostLease(t *testing.T) {
 	if e.tally.Get(emq.Completed) != 0 {
 		t.Errorf("a stale completion was counted as completed: %v", e.tally.Snapshot())
 	}
-	if m := hgetall(t, e.c, row); m[emq.FieldState] != string(emq.StateActive) {
+	if m := hgetall(t, e.c, row); m[wire.FieldState] != string(emq.StateActive) {
 		t.Errorf("the row of the new lease holder was changed: %v", m)
 	}
 }
@@ -398,7 +399,7 @@ func TestWorkerHandsBackAtDeadline(t *testing.T) {
 		t.Fatalf("pending = %v after the hand-back, want %s (sets %v)", pending, id, e.sizes())
 	}
 	row, _ := e.q.Keys().Row(id)
-	if m := hgetall(t, e.c, row); m[emq.FieldState] != string(emq.StatePending) {
+	if m := hgetall(t, e.c, row); m[wire.FieldState] != string(emq.StatePending) {
 		t.Errorf("handed-back row = %v", m)
 	}
 }
@@ -410,7 +411,7 @@ func TestWorkerBuriesUndecodableJobs(t *testing.T) {
 	bad := "JOB!!!notanid!"
 	row := e.q.Keys().RowPrefix() + bad
 	for _, cmd := range [][]string{
-		{"HSET", row, emq.FieldState, string(emq.StatePending), emq.FieldToken, "0", emq.FieldPayload, "x"},
+		{"HSET", row, wire.FieldState, string(emq.StatePending), wire.FieldToken, "0", wire.FieldPayload, "x"},
 		{"ZADD", e.q.Keys().Pending, "0", bad},
 	} {
 		if err := do(t, e.c, cmd...).Error(); err != nil {
@@ -458,7 +459,7 @@ func TestWorkerMaintenance(t *testing.T) {
 	if e.tally.Get(emq.Reaped) != 1 || e.tally.Get(emq.Promoted) != 1 {
 		t.Errorf("counters %v", e.tally.Snapshot())
 	}
-	holders, err := do(t, e.c, "HGET", emq.KeyLocks, emq.LockMaintenance(e.q.Name())).ToString()
+	holders, err := do(t, e.c, "HGET", wire.KeyLocks, wire.LockMaintenance(e.q.Name())).ToString()
 	if err != nil || holders == "" {
 		t.Errorf("nobody holds the maintenance lock: %q %v", holders, err)
 	}
