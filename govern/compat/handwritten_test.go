@@ -91,7 +91,7 @@ func TestHandWrittenAPIGate(t *testing.T) {
 	}{
 		{"Worker.Run removed", "worker.go", "func (w *Worker) Run(ctx context.Context) error {", "func (w *Worker) run(ctx context.Context) error {",
 			"GO_API_NO_DELETE", "go: emq, method (*Worker) Run"},
-		{"Queue.Push signature changed", "push.go", "func (q *Queue) Push(ctx context.Context, id ID, payload []byte) (bool, error) {", "func (q *Queue) Push(ctx context.Context, id ID, payload string) (bool, error) {",
+		{"Queue.Push signature changed", "push.go", "func (q *Queue) Push(ctx context.Context, id ID, payload []byte) (enqueued bool, err error) {", "func (q *Queue) Push(ctx context.Context, id ID, payload string) (enqueued bool, err error) {",
 			"GO_API_SAME_SIGNATURE", "go: emq, method (*Queue) Push"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
