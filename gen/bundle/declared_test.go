@@ -48,6 +48,13 @@ local redis = setmetatable({
 // scripts touch a key they do not declare: exactly the pop paths that
 // reach rows through the row prefix (issue 12). A script that starts or
 // stops doing so fails the test.
+// didWork is what each script that takes ids answers on the seeded queue
+// (ids 1-2 pending, 3 scheduled and due, 4 active and expired, 5 active,
+// 6 dead, 7 absent): records for push_many (one per id), jobs leased for
+// claim_ids and complete_claim_ids (1 and 2), jobs moved for promote_ids
+// (3) and reap_ids (4).
+var didWork = map[string]int64{"push_many": 7, "claim_ids": 2, "complete_claim_ids": 2, "promote_ids": 1, "reap_ids": 1}
+
 func TestDeclaredKeys(t *testing.T) {
 	data, err := os.ReadFile("../../protocol.yaml")
 	if err != nil {
@@ -104,10 +111,35 @@ func TestDeclaredKeys(t *testing.T) {
 			target = id("6")
 		}
 		var keys, argv []string
+		// A repeated group gets every seeded id and a fresh one (7): the
+		// script must pick its own among them.
+		group := []string{id("1"), id("2"), id("3"), id("4"), id("5"), id("6"), id("7")}
 		for _, k := range s.Keys {
+			if k.Repeated {
+				for _, g := range group {
+					keys = append(keys, key(k, g))
+				}
+				continue
+			}
 			keys = append(keys, key(k, target))
 		}
+		members, _ := s.RepeatedArgs()
 		for _, a := range s.Argv {
+			if a.Repeated {
+				if a.Name != members[0].Name {
+					continue // written with the first member, entry by entry
+				}
+				for _, g := range group {
+					for _, m := range members {
+						if m.Type == "id" {
+							argv = append(argv, g)
+						} else {
+							argv = append(argv, "p")
+						}
+					}
+				}
+				continue
+			}
 			switch a.Type {
 			case "id":
 				argv = append(argv, target)
@@ -122,7 +154,18 @@ func TestDeclaredKeys(t *testing.T) {
 			}
 		}
 		src := declaredPrelude + b.Scripts[i].Source
-		err := rueidis.NewLuaScript(src).Exec(ctx, rc, keys, argv).Error()
+		res := rueidis.NewLuaScript(src).Exec(ctx, rc, keys, argv)
+		err := res.Error()
+		if want, ok := didWork[s.Name]; ok && err == nil {
+			// The declared-key scripts did their work on the seeded queue.
+			n, _ := res.AsInt64()
+			if arr, aerr := res.ToArray(); aerr == nil {
+				n = int64(len(arr))
+			}
+			if n != want {
+				t.Errorf("%s: reply %d (jobs or moves), want %d", s.Name, n, want)
+			}
+		}
 		switch {
 		case err != nil && strings.Contains(err.Error(), "UNDECLARED"):
 			t.Logf("%s: %v", s.Name, err)

@@ -104,7 +104,8 @@ func (s Script) KeySlot(i int) string {
 }
 
 // ArgSlot names the i-th (0-based) ARGV slot of the script as its header
-// prints it: ARGV[1], or ARGV[3..] for a repeated group.
+// prints it: ARGV[1], ARGV[3..] for a repeated group of one argument, or
+// ARGV[3..] and ARGV[4..] for the members of a group of records of two.
 func (s Script) ArgSlot(i int) string {
 	if s.Argv[i].Repeated {
 		return fmt.Sprintf("ARGV[%d..]", i+1)
@@ -125,10 +126,29 @@ func (s Script) KeyCount(i int) string {
 }
 
 // ArgCount says how many values the i-th ARGV slot takes: "" for one,
-// "zero or more" for a repeated group.
+// "zero or more" for a repeated group of one argument, "one per record of
+// (a, b), every 2nd" for a member of a group of records.
 func (s Script) ArgCount(i int) string {
 	if !s.Argv[i].Repeated {
 		return ""
 	}
-	return "zero or more"
+	g, _ := s.RepeatedArgs()
+	if len(g) == 1 {
+		return "zero or more"
+	}
+	var names []string
+	for _, a := range g {
+		names = append(names, a.Name)
+	}
+	return fmt.Sprintf("one per entry of (%s), every %s", strings.Join(names, ", "), ordinal(len(g)))
+}
+
+func ordinal(n int) string {
+	switch n {
+	case 2:
+		return "2nd"
+	case 3:
+		return "3rd"
+	}
+	return fmt.Sprintf("%dth", n)
 }

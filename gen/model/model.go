@@ -285,8 +285,10 @@ type Arg struct {
 	Name    string
 	Type    string // id, token, bytes, int, string, prefix
 	Summary string
-	// Repeated marks a group of zero or more ARGV, the script's last
-	// slot (never a reply element).
+	// Repeated marks a member of the script's repeated ARGV group: its
+	// last slots, zero or more records of every repeated argument in
+	// order, interleaved (ARGV[j], ARGV[j+1], ... for the first record,
+	// then the next); never a reply element.
 	Repeated bool
 }
 
@@ -482,13 +484,29 @@ func (s Script) RepeatedKey() (ScriptKey, int) {
 	return ScriptKey{}, 0
 }
 
-// RepeatedArg returns the script's repeated ARGV group and the 1-based
-// index of its first value, or index 0 when the script has none.
+// RepeatedArg returns the first argument of the script's repeated ARGV
+// group and its 1-based index, or index 0 when the script has none.
 func (s Script) RepeatedArg() (Arg, int) {
-	if n := len(s.Argv); n > 0 && s.Argv[n-1].Repeated {
-		return s.Argv[n-1], n
+	if g, j := s.RepeatedArgs(); j > 0 {
+		return g[0], j
 	}
 	return Arg{}, 0
+}
+
+// RepeatedArgs returns the members of the script's repeated ARGV group
+// (its trailing repeated arguments, one record of them per job, the
+// records interleaved) and the 1-based index of the group's first value,
+// or nil and 0 when the script has none.
+func (s Script) RepeatedArgs() ([]Arg, int) {
+	n := len(s.Argv)
+	j := n
+	for j > 0 && s.Argv[j-1].Repeated {
+		j--
+	}
+	if j == n {
+		return nil, 0
+	}
+	return s.Argv[j:], j + 1
 }
 
 // Refusal returns the refusal with id.

@@ -316,6 +316,10 @@ func TestEnqueueBodyIsTheSeed(t *testing.T) {
 
 var slotRE = regexp.MustCompile(`\b(KEYS|ARGV)\[(\d+)\]`)
 
+// groupRE finds a repeated group addressed from its first index:
+// KEYS[3 + i - 1], ARGV[2 + at], or a loop for i = 2, #ARGV.
+var groupRE = regexp.MustCompile(`\b(KEYS|ARGV)\[(\d+) [+-] |= (\d+), #(KEYS|ARGV)\b`)
+
 func TestBodiesStayWithinTheirSlots(t *testing.T) {
 	for _, s := range loadReal(t).Scripts {
 		if s.Body == "" {
@@ -330,6 +334,19 @@ func TestBodiesStayWithinTheirSlots(t *testing.T) {
 				t.Errorf("script %q uses %s[%d]; it declares %d", s.Name, m[1], i, limit[m[1]])
 			}
 			used[m[1]][i] = true
+		}
+		for _, m := range groupRE.FindAllStringSubmatch(s.Body, -1) {
+			which, n := m[1], m[2]
+			if which == "" {
+				which, n = m[4], m[3]
+			}
+			i, _ := strconv.Atoi(n)
+			group := (which == "KEYS" && i >= 1 && i <= len(s.Keys) && s.Keys[i-1].Repeated) ||
+				(which == "ARGV" && i >= 1 && i <= len(s.Argv) && s.Argv[i-1].Repeated)
+			if !group {
+				t.Errorf("script %q addresses %s[%d] as a repeated group; it is not one", s.Name, which, i)
+			}
+			used[which][i] = true
 		}
 		for which, n := range limit {
 			for i := 1; i <= n; i++ {

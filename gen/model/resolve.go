@@ -694,8 +694,14 @@ func (r *resolver) scripts() {
 			s.Argv = append(s.Argv, Arg{Name: a.Name.V, Type: a.Type.V, Summary: a.Summary.V, Repeated: a.Repeated.V})
 		}
 		for i, a := range in.Argv {
-			if a.Repeated.V && i != len(in.Argv)-1 {
-				r.errf(a.Repeated.Pos, "script %q argument %q: a repeated argument group is the script's last argument (found %d after it)", in.Name.V, a.Name.V, len(in.Argv)-1-i)
+			if !a.Repeated.V {
+				continue
+			}
+			for _, b := range in.Argv[i+1:] {
+				if !b.Repeated.V {
+					r.errf(a.Repeated.Pos, "script %q argument %q: a repeated argument group is the script's last arguments (%q after it is not repeated)", in.Name.V, a.Name.V, b.Name.V)
+					break
+				}
 			}
 		}
 		r.repeatedKeys(in, s)
@@ -785,7 +791,7 @@ func (r *resolver) repeatedKeys(in manifest.Script, s Script) {
 		r.errf(k.Type.Pos, "script %q key %q: a repeated key group holds the rows of ids, not reserve members", in.Name.V, k.Name.V)
 	}
 	if a, i := s.RepeatedArg(); i == 0 || a.Type != "id" {
-		r.errf(k.Repeated.Pos, "script %q key %q: a repeated key group needs a repeated argument group of type id, the script's last argument, that gives its cardinality (one key per id)", in.Name.V, k.Name.V)
+		r.errf(k.Repeated.Pos, "script %q key %q: a repeated key group needs a repeated argument group, the script's last arguments, whose first member is of type id and gives its cardinality (one key per id)", in.Name.V, k.Name.V)
 	}
 }
 

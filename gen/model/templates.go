@@ -78,6 +78,16 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 			}
 			return fail("args_from", name, "{{args_from %q}}: script %q has no argument %q (argv: %s)", name, s.Name, name, argNames(s))
 		},
+		// args_width is how many ARGV one record of the repeated argument
+		// group takes: ARGV[{{args_from "payloads"}} + (i - 1) * {{args_width}}]
+		// is the i-th record's payload.
+		"args_width": func() string {
+			g, j := s.RepeatedArgs()
+			if j == 0 {
+				return fail("args_width", "", "{{args_width}}: script %q has no repeated argument group", s.Name)
+			}
+			return strconv.Itoa(len(g))
+		},
 		"field": func(role string) string {
 			if f, ok := p.Field(role); ok {
 				return f.Name
@@ -126,8 +136,10 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 				case k.Repeated:
 					// One key per value of the repeated argument group,
 					// each probed like a single key.
-					if _, j := s.RepeatedArg(); j > 0 {
+					if g, j := s.RepeatedArgs(); len(g) == 1 {
 						parts = append(parts, fmt.Sprintf("if #KEYS - %d ~= #ARGV - %d then return redis.error_reply('ERR %s: one key per %s') end", i, j-1, luaQuote(k.Name), luaQuote(s.Argv[j-1].Name)))
+					} else if j > 0 {
+						parts = append(parts, fmt.Sprintf("if (#ARGV - %d) %% %d ~= 0 or #KEYS - %d ~= (#ARGV - %d) / %d then return redis.error_reply('ERR %s: one key per entry of %s') end", j-1, len(g), i, j-1, len(g), luaQuote(k.Name), luaQuote(recordNames(g))))
 					}
 					parts = append(parts, fmt.Sprintf("for i = %d, #KEYS do redis.call('%s', KEYS[i]) end", i+1, cmd))
 				default:
@@ -175,6 +187,14 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 // typeProbe is the O(1) read that fails with WRONGTYPE on a key of another
 // redis type.
 var typeProbe = map[string]string{"zset": "ZCARD", "list": "LLEN", "hash": "HLEN", "string": "STRLEN", "set": "SCARD", "stream": "XLEN"}
+
+func recordNames(g []Arg) string {
+	var n []string
+	for _, a := range g {
+		n = append(n, a.Name)
+	}
+	return "(" + strings.Join(n, ", ") + ")"
+}
 
 func keyNames(s *Script) string {
 	var n []string

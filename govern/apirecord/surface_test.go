@@ -111,10 +111,35 @@ func TestGoAPIFollowsModel(t *testing.T) {
 		}
 		base := strings.TrimSuffix(camel, "Call")
 		fields := withPrefix(lines, "type "+camel+" struct, ")
-		if got, want := len(fields), len(s.Keys)+len(s.Argv); got != want {
+		slots := append(keyNames(s), argNames(s)...)
+		if group, _ := s.RepeatedArgs(); len(group) > 1 {
+			// A repeated ARGV group of records is one field of entries,
+			// each entry a struct with one field per member.
+			entry := base + "Entry"
+			if !has["type "+camel+" struct, Entries []"+entry] {
+				t.Errorf("%s: no field Entries []%s for the group of %d", camel, entry, len(group))
+			}
+			efields := withPrefix(lines, "type "+entry+" struct, ")
+			if len(efields) != len(group) {
+				t.Errorf("%s: %d fields, want one per member of the group (%d):\n%s", entry, len(efields), len(group), strings.Join(efields, "\n"))
+			}
+			for _, a := range group {
+				found := false
+				for _, f := range efields {
+					name := strings.Fields(strings.TrimPrefix(f, "type "+entry+" struct, "))[0]
+					found = found || strings.HasPrefix(fold(a.Name), fold(name))
+				}
+				if !found {
+					t.Errorf("%s: no field for member %s", entry, a.Name)
+				}
+			}
+			slots = append(keyNames(s), argNames(s)[:len(s.Argv)-len(group)]...)
+			slots = append(slots, "entries")
+		}
+		if got, want := len(fields), len(slots); got != want {
 			t.Errorf("%s: %d fields, want one per KEYS and ARGV slot (%d):\n%s", camel, got, want, strings.Join(fields, "\n"))
 		}
-		for _, slot := range append(keyNames(s), argNames(s)...) {
+		for _, slot := range slots {
 			found := false
 			for _, f := range fields {
 				name := strings.Fields(strings.TrimPrefix(f, "type "+camel+" struct, "))[0]
@@ -604,7 +629,14 @@ func TestLuaSlotsFollowModel(t *testing.T) {
 	p, files := realBundle(t)
 	want := map[string]Slots{}
 	for _, s := range p.Scripts {
-		want[s.Name] = Slots{Keys: append([]string{}, keyNames(s)...), Argv: append([]string{}, argNames(s)...)}
+		sl := Slots{Keys: []string{}, Argv: []string{}}
+		for _, k := range s.Keys {
+			sl.Keys = append(sl.Keys, k.Name+repeatedMark(k.Repeated))
+		}
+		for _, a := range s.Argv {
+			sl.Argv = append(sl.Argv, a.Name+repeatedMark(a.Repeated))
+		}
+		want[s.Name] = sl
 	}
 	got, err := LuaSlots(files)
 	if err != nil {

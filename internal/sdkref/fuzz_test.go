@@ -317,7 +317,7 @@ func parseRESP(b []byte, depth int) (resp, []byte, error) {
 		if n == -1 && typ == '$' {
 			return resp{typ: '_'}, rest, nil
 		}
-		if n < 0 || len(rest) < n+2 || string(rest[n:n+2]) != "\r\n" {
+		if n < 0 || n > len(rest)-2 || string(rest[n:n+2]) != "\r\n" {
 			return resp{}, nil, errResp
 		}
 		return resp{typ: typ, str: string(rest[:n])}, rest[n+2:], nil
@@ -496,6 +496,7 @@ func TestReplyBuilder(t *testing.T) {
 type decoded struct {
 	ints    []int64    // an int reply
 	records [][]string // record replies: id, token, payload, deadline as text
+	entries []int64    // records of one integer (push_many's enqueued flags)
 	fence   []string
 	ok      bool // DecodeClaim's ok
 }
@@ -544,6 +545,32 @@ func decoders() map[*wire.Script]decoder {
 		},
 		wire.ScriptClaimMany: func(r rueidis.RedisResult) (decoded, error) {
 			v, err := wire.DecodeClaimMany(r)
+			d := decoded{records: [][]string{}}
+			for _, x := range v {
+				d.records = append(d.records, rec(x.ID, x.Token, x.Payload, x.DeadlineMS))
+			}
+			return d, err
+		},
+		wire.ScriptPromoteIDs: intDecoder(wire.DecodePromoteIDs),
+		wire.ScriptReapIDs:    intDecoder(wire.DecodeReapIDs),
+		wire.ScriptPushMany: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodePushMany(r)
+			d := decoded{entries: []int64{}}
+			for _, x := range v {
+				d.entries = append(d.entries, x.Enqueued)
+			}
+			return d, err
+		},
+		wire.ScriptClaimIDs: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeClaimIDs(r)
+			d := decoded{records: [][]string{}}
+			for _, x := range v {
+				d.records = append(d.records, rec(x.ID, x.Token, x.Payload, x.DeadlineMS))
+			}
+			return d, err
+		},
+		wire.ScriptCompleteClaimIDs: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeCompleteClaimIDs(r)
 			d := decoded{records: [][]string{}}
 			for _, x := range v {
 				d.records = append(d.records, rec(x.ID, x.Token, x.Payload, x.DeadlineMS))
@@ -655,6 +682,7 @@ func replySeeds(t testing.TB) []string {
 		arr(str(work.String()), num(1), str("p")), arr(num(1), num(1), num(1), num(1)),
 		arr(str(wire.VersionRecord), str(wire.BundleDigest)), arr(str(strings.TrimSuffix(wire.VersionRecord, emq.Version)+"9.0.0"), resp{typ: '_'}),
 		arr(), arr(record(work.String(), 1, str("a")), record(other.String(), 2, str("b"))),
+		arr(arr(num(1)), arr(num(0))), arr(arr(num(1), num(1))), arr(arr(str("x"))), arr(num(1)),
 		arr(arr(str(work.String()), str("x"), str("a"), num(5))), arr(resp{typ: '_'}, arr()), arr(resp{typ: '-', str: wire.ClassStale + " inner"}),
 		{typ: '%', kids: []resp{{typ: '+', str: "id"}, str(work.String())}}, {typ: '~', kids: []resp{record(work.String(), 1, str("a"))}},
 		{typ: '#', n: 1}, {typ: ',', str: "1.5"}, {typ: '(', str: "99999999999999999999"}, {typ: '=', str: "txt:abc"},
@@ -737,6 +765,18 @@ func FuzzDecodeReply(f *testing.F) {
 					}
 					if !ok || d.fence[i] != want {
 						t.Fatalf("fence: element %d of %q decoded to %q", i, v.text(), d.fence[i])
+					}
+				}
+			case d.entries != nil:
+				if (v.typ != '*' && v.typ != '~') || len(v.kids) != len(d.entries) {
+					t.Fatalf("%s: %q decoded to %d records", s.Name, v.text(), len(d.entries))
+				}
+				for i, k := range v.kids {
+					if (k.typ != '*' && k.typ != '~') || len(k.kids) != 1 {
+						t.Fatalf("%s: record %d of %q is not one element, yet decoded to %d", s.Name, i, v.text(), d.entries[i])
+					}
+					if want, ok := k.kids[0].intOf(); !ok || d.entries[i] != want {
+						t.Fatalf("%s: record %d of %q decoded to %d; want %d (an integer: %v)", s.Name, i, v.text(), d.entries[i], want, ok)
 					}
 				}
 			case d.records != nil:

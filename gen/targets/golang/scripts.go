@@ -11,6 +11,18 @@ import (
 )
 
 // goType is the Go type of an ARGV slot or reply element.
+// recordField is the field of a record struct for a repeated argument's
+// call field: the singular (IDs -> ID, Payloads -> Payload).
+func recordField(plural string) string {
+	switch {
+	case strings.HasSuffix(plural, "IDs"):
+		return strings.TrimSuffix(plural, "s")
+	case strings.HasSuffix(plural, "s") && len(plural) > 1:
+		return strings.TrimSuffix(plural, "s")
+	}
+	return plural
+}
+
 func goType(t string) *jen.Statement {
 	switch t {
 	case "id":
@@ -143,6 +155,21 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 	f.Const().Id("lua" + name).Op("=").Add(src)
 	f.Line()
 
+	group, groupAt := s.RepeatedArgs()
+	records := len(group) > 1 // a group of records: one struct per record
+	record := name + "Entry"
+	if records {
+		var rf []jen.Code
+		for j, a := range group {
+			rf = append(rf, jen.Id(recordField(argFields[groupAt-1+j])).Add(goType(a.Type)).Comment(fmt.Sprintf("%s, every %d: %s", s.ArgSlot(groupAt-1+j), len(group), a.Name)))
+		}
+		comment(f, fmt.Sprintf("%s is one entry of %s's repeated ARGV group: its values are sent interleaved, entry after entry, from ARGV[%d].", record, call, groupAt))
+		f.Type().Id(record).Struct(rf...)
+		f.Line()
+		for j := range group {
+			argFields[groupAt-1+j] = "Entries[]." + recordField(argFields[groupAt-1+j])
+		}
+	}
 	// The call struct, documented like the Lua header.
 	var lines []string
 	lines = append(lines, fmt.Sprintf("%s runs the %s script: %s", call, s.Name, lowerFirst(strings.TrimSuffix(s.Summary, "."))+"."), "")
@@ -176,6 +203,12 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 		fields = append(fields, jen.Id(keyFields[i]).String().Comment(fmt.Sprintf("KEYS[%d]: %s", i+1, p.KeyShape(k))))
 	}
 	for i, a := range s.Argv {
+		if a.Repeated && records {
+			if i == groupAt-1 {
+				fields = append(fields, jen.Id("Entries").Index().Id(record).Comment(fmt.Sprintf("ARGV[%d..], zero or more entries, interleaved", groupAt)))
+			}
+			continue
+		}
 		if a.Repeated {
 			fields = append(fields, jen.Id(argFields[i]).Index().Add(goType(a.Type)).Comment(fmt.Sprintf("%s, %s: %s", s.ArgSlot(i), s.ArgCount(i), a.Name)))
 			continue
@@ -217,7 +250,22 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 	}
 	f.Line()
 	comment(f, "Args returns the call's ARGV in order.")
-	if a, i := s.RepeatedArg(); i > 0 {
+	if records {
+		var vals []jen.Code
+		for j, a := range group {
+			vals = append(vals, argValue(a.Type, jen.Id("v").Dot(recordField(strings.TrimPrefix(argFields[groupAt-1+j], "Entries[].")))))
+		}
+		body := []jen.Code{jen.Id("out").Op(":=").Make(jen.Index().String(), jen.Lit(0), jen.Lit(len(argVals)).Op("+").Lit(len(group)).Op("*").Len(jen.Id("c").Dot("Entries")))}
+		if len(argVals) > 0 {
+			body = append(body, jen.Id("out").Op("=").Append(append([]jen.Code{jen.Id("out")}, argVals...)...))
+		}
+		f.Func().Params(recv.Clone()).Id("Args").Params().Index().String().Block(append(body,
+			jen.For(jen.List(jen.Id("_"), jen.Id("v")).Op(":=").Range().Id("c").Dot("Entries")).Block(
+				jen.Id("out").Op("=").Append(append([]jen.Code{jen.Id("out")}, vals...)...),
+			),
+			jen.Return(jen.Id("out")),
+		)...)
+	} else if a, i := s.RepeatedArg(); i > 0 {
 		field := argFields[i-1]
 		body := []jen.Code{jen.Id("out").Op(":=").Make(jen.Index().String(), jen.Lit(0), jen.Lit(len(argVals)).Op("+").Len(jen.Id("c").Dot(field)))}
 		if len(argVals) > 0 {
@@ -276,7 +324,12 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 			results := []jen.Code{jen.Index().Id(reply), jen.Error()}
 			recDec := "Decode" + name + "Record"
 			recRet := func(err jen.Code) jen.Code { return jen.Return(jen.Id(reply).Values(), err) }
-			recBody := append(decodeRecord(s, reply, "out", recRet), jen.Return(jen.Id("out"), jen.Nil()))
+			recBody := decodeRecord(s, reply, "out", recRet)
+			if s.Reply.Elements[0].Type != "id" {
+				// The record's first element declares err only when it is an id.
+				recBody = append(recBody[:2:2], append([]jen.Code{jen.Var().Err().Error()}, recBody[2:]...)...)
+			}
+			recBody = append(recBody, jen.Return(jen.Id("out"), jen.Nil()))
 			comment(f, fmt.Sprintf("%s decodes one record of a reply of the %s script.", recDec, s.Name))
 			f.Func().Id(recDec).Params(jen.Id("arr").Index().Qual(rueidisPath, "RedisMessage")).Params(jen.Id(reply), jen.Error()).Block(recBody...)
 			f.Line()

@@ -10,6 +10,15 @@ import (
 )
 
 // tsType is the TypeScript type of an ARGV slot.
+// singular is an entry's field for a repeated argument's call field
+// (ids -> id, payloads -> payload).
+func singular(plural string) string {
+	if len(plural) > 1 && strings.HasSuffix(plural, "s") {
+		return strings.TrimSuffix(plural, "s")
+	}
+	return plural
+}
+
 func tsType(t string) string {
 	switch t {
 	case "token", "int":
@@ -297,6 +306,29 @@ func scriptCall(s *src, p *model.Protocol, sc model.Script) {
 	keyFields, argFields := callFields(sc)
 	lit := q(sc.Name)
 
+	// A repeated ARGV group of records: one entry interface, sent
+	// interleaved.
+	group, groupAt := sc.RepeatedArgs()
+	entries := len(group) > 1
+	entry := name + "Entry"
+	if entries {
+		s.blank()
+		s.doc("", fmt.Sprintf("One entry of %s's repeated ARGV group: its values are sent interleaved, entry after entry, from ARGV[%d].", call, groupAt))
+		s.line("export interface " + entry + " {")
+		for j, a := range group {
+			text := fmt.Sprintf("%s, every %d: %s (%s)", sc.ArgSlot(groupAt-1+j), len(group), a.Name, a.Type)
+			if a.Summary != "" {
+				text += ": " + a.Summary
+			}
+			s.doc("  ", text)
+			s.line("  readonly " + singular(argFields[groupAt-1+j]) + ": " + tsType(a.Type) + ";")
+		}
+		s.line("}")
+		for j := range group {
+			argFields[groupAt-1+j] = "entries[]." + singular(argFields[groupAt-1+j])
+		}
+	}
+
 	// The call, documented like the Lua header.
 	var lines []string
 	lines = append(lines, fmt.Sprintf("A call of the %s script: %s", sc.Name, lowerFirst(sentence(sc.Summary))), "")
@@ -345,6 +377,13 @@ func scriptCall(s *src, p *model.Protocol, sc model.Script) {
 			s.line("  readonly " + keyFields[i] + ": string;")
 		}
 		for i, a := range sc.Argv {
+			if a.Repeated && entries {
+				if i == groupAt-1 {
+					s.doc("  ", fmt.Sprintf("ARGV[%d..], zero or more entries, interleaved", groupAt))
+					s.line("  readonly entries: readonly " + entry + "[];")
+				}
+				continue
+			}
 			text := fmt.Sprintf("%s: %s (%s)%s", sc.ArgSlot(i), a.Name, a.Type, countText(sc.ArgCount(i)))
 			if a.Summary != "" {
 				text += ": " + a.Summary
@@ -378,7 +417,20 @@ func scriptCall(s *src, p *model.Protocol, sc model.Script) {
 		}
 		return v
 	}
+	if entries {
+		var vals []string
+		for j, a := range group {
+			vals = append(vals, argValue(a, "v."+strings.TrimPrefix(argFields[groupAt-1+j], "entries[].")))
+		}
+		for i, a := range sc.Argv[:groupAt-1] {
+			argVals = append(argVals, argValue(a, "c."+argFields[i]))
+		}
+		argVals = append(argVals, "...c.entries.flatMap((v) => ["+strings.Join(vals, ", ")+"])")
+	}
 	for i, a := range sc.Argv {
+		if entries {
+			break
+		}
 		v := "c." + argFields[i]
 		if a.Repeated {
 			if m := argValue(a, "v"); m != "v" {
@@ -445,7 +497,14 @@ func scriptCall(s *src, p *model.Protocol, sc model.Script) {
 			s.blank()
 			s.doc("", fmt.Sprintf("Decodes a reply of the %s script: zero or more records, in the order the script produced them.", sc.Name))
 			s.sig("", "export function decode"+name, []string{"reply: unknown"}, ": "+reply+"[] {")
-			s.line("  return replyArray(" + lit + ", reply).map(decode" + name + "Record);")
+			if line := "  return replyArray(" + lit + ", reply).map(decode" + name + "Record);"; len(line) <= 80 {
+				s.line(line)
+			} else {
+				// As prettier breaks a call that does not fit in 80 columns.
+				s.line("  return replyArray(" + lit + ", reply).map(")
+				s.line("    decode" + name + "Record,")
+				s.line("  );")
+			}
 			s.line("}")
 			ret = reply + "[]"
 		} else if sc.Reply.Nil != "" {
