@@ -37,6 +37,13 @@ type Surface struct {
 	TS      []string
 	TSFile  string
 	TSLines map[string]int
+	// Py is the public API of the Python SDK (sdk/python, package echomq),
+	// one feature per line (apirecord.PyAPI); nil when it was not read, and
+	// then the Python API is not compared (PyRules). PyFile and PyLines
+	// locate a recorded one.
+	Py      []string
+	PyFile  string
+	PyLines map[string]int
 }
 
 // SurfaceOf generates the artifacts of p in memory and reads their

@@ -176,6 +176,7 @@ func compare(old, new Side, rules []Rule) []Finding {
 	if old.Surface != nil && new.Surface != nil {
 		out = append(out, compareSurfaces(d, old, new)...)
 		out = append(out, compareTS(d, old, new)...)
+		out = append(out, comparePy(d, old, new)...)
 	}
 	sortFindings(out)
 	return out
@@ -355,6 +356,7 @@ func AllRules() []Rule {
 	rs := Rules()
 	rs = append(rs, ArtifactRules()...)
 	rs = append(rs, TSRules()...)
+	rs = append(rs, PyRules()...)
 	rs = append(rs, waiverRules()...)
 	return append(rs, unclassified)
 }

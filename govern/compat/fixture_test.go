@@ -42,6 +42,9 @@ const base = "../../golden/releases/2.0.0.yaml"
 //	-- ts-old --         (optional: TypeScript API record lines of the old side)
 //	@echomq/sdk class Queue method purge: (string) => Promise<boolean>
 //	-- ts-new --         (optional: ... of the new side; with either, both sides carry one)
+//	-- py-old --         (optional: Python API record lines of the old side)
+//	echomq class Queue method purge: async (name: str) -> bool
+//	-- py-new --         (optional: ... of the new side; with either, both sides carry one)
 //	-- want --
 //	new.yaml:12:7: minor KEY_TYPE_ADDED keys.types[audit]: key type "audit" added
 //
@@ -97,8 +100,8 @@ func loadFixtures(t *testing.T) []*fixture {
 		}
 		f.comment = strings.TrimSpace(strings.Join(comment, "\n"))
 		for name := range f.sections {
-			if name != "old" && name != "new" && name != "want" && name != "without" && name != "waivers" && name != "category" && name != "ts-old" && name != "ts-new" {
-				t.Fatalf("%s: unknown section %q (old, new, without, waivers, category, ts-old, ts-new, want)", p, name)
+			if name != "old" && name != "new" && name != "want" && name != "without" && name != "waivers" && name != "category" && name != "ts-old" && name != "ts-new" && name != "py-old" && name != "py-new" {
+				t.Fatalf("%s: unknown section %q (old, new, without, waivers, category, ts-old, ts-new, py-old, py-new, want)", p, name)
 			}
 		}
 		if f.comment == "" {
@@ -113,7 +116,7 @@ func loadFixtures(t *testing.T) []*fixture {
 				t.Fatalf("%s: waivers: %v", p, err)
 			}
 		}
-		if f.old == f.new && f.rule != Unclassified && f.sections["ts-old"] == f.sections["ts-new"] {
+		if f.old == f.new && f.rule != Unclassified && f.sections["ts-old"] == f.sections["ts-new"] && f.sections["py-old"] == f.sections["py-new"] {
 			t.Errorf("%s: the new manifest equals the old one", p)
 		}
 		for _, l := range strings.Split(f.sections["want"], "\n") {
@@ -176,6 +179,11 @@ func (f *fixture) sides(t *testing.T) (Side, Side) {
 	if hasOld || hasNew {
 		os, ns = withTS(t, f.path, os, f.sections["ts-old"]), withTS(t, f.path, ns, f.sections["ts-new"])
 	}
+	_, hasOld = f.sections["py-old"]
+	_, hasNew = f.sections["py-new"]
+	if hasOld || hasNew {
+		os, ns = withPy(t, f.path, os, f.sections["py-old"]), withPy(t, f.path, ns, f.sections["py-new"])
+	}
 	return Side{File: "old.yaml", Manifest: old, Surface: os},
 		Side{File: "new.yaml", Manifest: new, Surface: ns}
 }
@@ -192,6 +200,23 @@ func withTS(t *testing.T, path string, s *Surface, record string) *Surface {
 	for _, l := range strings.Split(record, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
 			c.TS = append(c.TS, l)
+		}
+	}
+	return &c
+}
+
+// withPy returns a copy of s carrying the Python API record lines of a
+// py-old or py-new section.
+func withPy(t *testing.T, path string, s *Surface, record string) *Surface {
+	t.Helper()
+	if s == nil {
+		t.Fatalf("%s: a fixture with a Python API needs manifests that resolve", path)
+	}
+	c := *s
+	c.Py = []string{}
+	for _, l := range strings.Split(record, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			c.Py = append(c.Py, l)
 		}
 	}
 	return &c
@@ -277,7 +302,7 @@ func (f *fixture) write(t *testing.T) {
 	for _, l := range strings.Split(f.comment, "\n") {
 		b.WriteString(l + "\n")
 	}
-	for _, name := range []string{"old", "new", "without", "waivers", "category", "ts-old", "ts-new", "want"} {
+	for _, name := range []string{"old", "new", "without", "waivers", "category", "ts-old", "ts-new", "py-old", "py-new", "want"} {
 		if s, ok := f.sections[name]; ok {
 			fmt.Fprintf(&b, "-- %s --\n%s", name, s)
 		}

@@ -122,6 +122,9 @@ func (r Release) Side() (compat.Side, error) {
 	if err := r.addTS(s); err != nil {
 		return compat.Side{}, err
 	}
+	if err := r.addPy(s); err != nil {
+		return compat.Side{}, err
+	}
 	return compat.Side{File: r.Manifest, Manifest: m, Surface: s}, nil
 }
 

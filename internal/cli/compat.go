@@ -85,7 +85,7 @@ func (e *env) options(category, waivers string) (compat.Options, int, bool) {
 
 func runCheck(e *env, args []string) int {
 	fs := e.flags("check", "[-base REF|FILE] [-manifest FILE] [-format text|markdown|json|github] [-category wire|wire+api] [-waivers FILE] [-witness on|off] [-addr HOST:PORT]",
-		"The pull-request gate. Compares the manifest with a baseline — by default the newest frozen release under golden/releases;\n-base takes a file or a git ref (origin/main, a tag, a commit: the manifest at that ref) — and passes only when the version\nnever decreases, no change is invalid, the declared bump is at least the required one (prose-only changes may wait for the\nnext release), the history records a changed version, and a minor keeps the baseline's generated Go API and Lua slots, and\nthe TypeScript SDK's public API when the baseline records one (then sdk/ts is read with tsc under node).\nThe behavioural witness then replays the baseline's conformance scenarios (a release's <version>.witness/, or\nconformance/scenarios at a git ref) against the Go SDK generated from the manifest, on a redis-server it starts (or -addr):\na failing case is WITNESS_BEHAVIOUR_CHANGED (major). When it cannot run the gate fails closed, unless -witness=off, which\nevery report format then states. Exit 0 pass; 1 the gate fails (every problem says what to do); 2 bad input or a tool error.")
+		"The pull-request gate. Compares the manifest with a baseline — by default the newest frozen release under golden/releases;\n-base takes a file or a git ref (origin/main, a tag, a commit: the manifest at that ref) — and passes only when the version\nnever decreases, no change is invalid, the declared bump is at least the required one (prose-only changes may wait for the\nnext release), the history records a changed version, and a minor keeps the baseline's generated Go API and Lua slots, and\nthe TypeScript and Python SDKs' public APIs when the baseline records them (sdk/ts is read with tsc under node,\nsdk/python/src/echomq's sources are parsed by python3).\nThe behavioural witness then replays the baseline's conformance scenarios (a release's <version>.witness/, or\nconformance/scenarios at a git ref) against the Go SDK generated from the manifest, on a redis-server it starts (or -addr):\na failing case is WITNESS_BEHAVIOUR_CHANGED (major). When it cannot run the gate fails closed, unless -witness=off, which\nevery report format then states. Exit 0 pass; 1 the gate fails (every problem says what to do); 2 bad input or a tool error.")
 	base := fs.String("base", "", "baseline: a manifest file or a git ref (default: the newest frozen release)")
 	file := fs.String("manifest", "", manifestHelp)
 	root := fs.String("root", "", rootHelp("where golden/releases lives"))
@@ -131,13 +131,17 @@ func runCheck(e *env, args []string) int {
 		return code
 	}
 	new.Invalid = invalid
-	tsBase := "the baseline " + *base
+	tsBase, pyBase := "the baseline "+*base, "the baseline "+*base
 	if *base == "" {
 		if r, err := release.Newest(*root); err == nil {
 			tsBase = "the frozen release " + r.Version.String() + " (no " + r.TSAPI() + ")"
+			pyBase = "the frozen release " + r.Version.String() + " (no " + r.PyAPI() + ")"
 		}
 	}
 	if code := e.compareTS(*root, tsBase, old, new); code != ExitOK {
+		return code
+	}
+	if code := e.comparePy(*root, pyBase, old, new); code != ExitOK {
 		return code
 	}
 	first, err := compat.JudgeWith(*old, *new, opts)
@@ -279,7 +283,7 @@ func (e *env) witnessBaseline(root, base, file string) (witnessSource, error) {
 
 func runRelease(e *env, args []string) int {
 	fs := e.flags("release", "[-manifest FILE] [-root DIR]",
-		"Freezes the manifest as golden/releases/<version>.yaml, byte for byte, with the exported API of the Go package it generates\n(golden/releases/<version>.api.txt), the public API of the TypeScript SDK under ROOT/sdk/ts (<version>.ts-api.txt, read\nwith tsc under node; a root without sdk/ts records none), its bundle identity (<version>.bundle.txt) and its witness (<version>.witness/scenarios:\nthe conformance scenarios, which check replays against every later bundle). The manifest must validate, its version must be the history's current entry, and it must\npass check against the newest older frozen release. A frozen release is never rewritten: freezing other content under an\nexisting version fails; freezing the same content again writes nothing.")
+		"Freezes the manifest as golden/releases/<version>.yaml, byte for byte, with the exported API of the Go package it generates\n(golden/releases/<version>.api.txt), the public API of the TypeScript SDK under ROOT/sdk/ts (<version>.ts-api.txt, read\nwith tsc under node; a root without sdk/ts records none), the public API of the Python SDK under\nROOT/sdk/python/src/echomq (<version>.py-api.txt, its sources parsed by python3; a root without it records none), its bundle identity (<version>.bundle.txt) and its witness (<version>.witness/scenarios:\nthe conformance scenarios, which check replays against every later bundle). The manifest must validate, its version must be the history's current entry, and it must\npass check against the newest older frozen release. A frozen release is never rewritten: freezing other content under an\nexisting version fails; freezing the same content again writes nothing.")
 	file := fs.String("manifest", "", manifestHelp)
 	root := fs.String("root", "", rootHelp("where golden/releases lives"))
 	if code, ok := parse(fs, args); !ok {
@@ -303,10 +307,14 @@ func runRelease(e *env, args []string) int {
 	}
 	// The TypeScript API is read first, when the version is not frozen
 	// yet: when it cannot be read, nothing is frozen.
-	var ts []string
+	var ts, py []string
 	if !fileExists(filepath.Join(*root, release.Dir, p.Version.String()+".yaml")) {
 		var code int
 		if ts, code = e.tsAPI(*root, "release records the TypeScript SDK's API"); code != ExitOK {
+			e.errorf("nothing was frozen")
+			return code
+		}
+		if py, code = e.pyAPI(*root, "release records the Python SDK's API"); code != ExitOK {
 			e.errorf("nothing was frozen")
 			return code
 		}
@@ -329,6 +337,9 @@ func runRelease(e *env, args []string) int {
 		}
 		if old.Surface != nil && old.Surface.TS != nil && new.Surface != nil && ts != nil {
 			new.Surface.TS = ts
+		}
+		if old.Surface != nil && old.Surface.Py != nil && new.Surface != nil && py != nil {
+			new.Surface.Py = py
 		}
 		r, err := compat.Judge(old, *new)
 		if err != nil {
@@ -363,6 +374,20 @@ func runRelease(e *env, args []string) int {
 		}
 	case ts == nil && len(written) > 0:
 		e.errorf("note: %s has no TypeScript SDK: no TypeScript API recorded for %s", filepath.Join(*root, tsDir), rel.Version)
+	}
+	switch {
+	case py != nil && slices.Contains(written, rel.Manifest):
+		// Like the TypeScript record: written with the manifest only.
+		w, err := release.FreezePy(rel, py)
+		if err != nil {
+			e.errorf("%v", err)
+			return ExitUsage
+		}
+		if w != "" {
+			written = append(written, w)
+		}
+	case py == nil && len(written) > 0:
+		e.errorf("note: %s has no Python SDK: no Python API recorded for %s", filepath.Join(*root, pyDir), rel.Version)
 	}
 	if len(written) == 0 {
 		fmt.Fprintf(e.stdout, "%s is already frozen as %s; nothing written\n", rel.Version, rel.Manifest)
