@@ -111,3 +111,77 @@ func TestRepeatedKeysLive(t *testing.T) {
 		t.Fatalf("take of no ids = %d, %v; want 0", n, err)
 	}
 }
+
+// TestRepeatedEntriesLive runs the repeated_entries case's put script, whose
+// ARGV group is entries of (id, payload) sent interleaved: the guard
+// refuses an odd group or a row count that is not one per entry before
+// anything is written, and each entry's payload lands in its own row.
+func TestRepeatedEntriesLive(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := os.ReadFile(filepath.Join(root, cases.Dir, "repeated_entries", cases.PatchFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, manifest, err := cases.Apply(root, patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := model.Parse("protocol.yaml", manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.Render(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, ok := b.Script("put")
+	if !ok {
+		t.Fatal("the case has no put script")
+	}
+	srv := redistest.Start(t)
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	lua := rueidis.NewLuaScript(put.Source)
+	do := func(args ...string) rueidis.RedisResult { return rc.Do(ctx, rc.B().Arbitrary(args...).Build()) }
+	pending := "tq:{q}:pending"
+	row := func(id string) string { return "tq:{q}:job:" + id }
+	a, c := "JOB00000000001", "JOB00000000002"
+
+	for _, bad := range []struct {
+		keys, argv []string
+	}{
+		{[]string{pending, row(a)}, []string{a}},                             // half an entry
+		{[]string{pending, row(a)}, []string{a, "pa", c, "pc"}},              // two entries, one row
+		{[]string{pending, row(a), row(c)}, []string{a, "pa"}},               // one entry, two rows
+		{[]string{pending, row(a), row(c)}, []string{a, "pa", c, "pc", "x"}}, // an entry and a half
+	} {
+		err := lua.Exec(ctx, rc, bad.keys, bad.argv).Error()
+		if err == nil || !strings.Contains(err.Error(), "one key per entry of (ids, payloads)") {
+			t.Errorf("keys %v argv %v: err = %v, want the cardinality refusal", bad.keys, bad.argv, err)
+		}
+	}
+	if n, _ := do("DBSIZE").AsInt64(); n != 0 {
+		t.Fatalf("after the refusals the database holds %d keys, want 0", n)
+	}
+
+	recs, err := lua.Exec(ctx, rc, []string{pending, row(a), row(c)}, []string{a, "pa", c, "pc"}).ToArray()
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("put of two entries = %v, %v; want two records", recs, err)
+	}
+	for id, want := range map[string]string{a: "pa", c: "pc"} {
+		if got, _ := do("HGET", row(id), "body").ToString(); got != want {
+			t.Errorf("row of %s holds payload %q, want %q", id, got, want)
+		}
+	}
+	if n, _ := do("ZCARD", pending).AsInt64(); n != 2 {
+		t.Errorf("%d pending, want 2", n)
+	}
+}

@@ -693,13 +693,15 @@ func (r *resolver) scripts() {
 			}
 			s.Argv = append(s.Argv, Arg{Name: a.Name.V, Type: a.Type.V, Summary: a.Summary.V, Repeated: a.Repeated.V})
 		}
+		misplaced := false // a repeated argument before a single one, reported once
 		for i, a := range in.Argv {
-			if !a.Repeated.V {
+			if !a.Repeated.V || misplaced {
 				continue
 			}
 			for _, b := range in.Argv[i+1:] {
 				if !b.Repeated.V {
 					r.errf(a.Repeated.Pos, "script %q argument %q: a repeated argument group is the script's last arguments (%q after it is not repeated)", in.Name.V, a.Name.V, b.Name.V)
+					misplaced = true
 					break
 				}
 			}
@@ -771,6 +773,15 @@ func (r *resolver) scripts() {
 // repeatedKeys checks a script's repeated KEYS group: at most one, of the
 // job class (one row per id), its cardinality tied to a repeated ARGV
 // group of type id, the script's last argument.
+func anyRepeated(argv []manifest.Arg) bool {
+	for _, a := range argv {
+		if a.Repeated.V {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *resolver) repeatedKeys(in manifest.Script, s Script) {
 	var groups []manifest.ScriptKey
 	for _, k := range in.Keys {
@@ -790,7 +801,9 @@ func (r *resolver) repeatedKeys(in manifest.Script, s Script) {
 	} else if k.Type.V == "reserve" {
 		r.errf(k.Type.Pos, "script %q key %q: a repeated key group holds the rows of ids, not reserve members", in.Name.V, k.Name.V)
 	}
-	if a, i := s.RepeatedArg(); i == 0 || a.Type != "id" {
+	if a, i := s.RepeatedArg(); i == 0 && anyRepeated(in.Argv) {
+		// The group is misplaced, which is reported already.
+	} else if i == 0 || a.Type != "id" {
 		r.errf(k.Repeated.Pos, "script %q key %q: a repeated key group needs a repeated argument group, the script's last arguments, whose first member is of type id and gives its cardinality (one key per id)", in.Name.V, k.Name.V)
 	}
 }
