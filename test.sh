@@ -91,6 +91,7 @@ echo "== metrics exporters (exporters/prometheus, exporters/otel: modules of the
 echo "== conformance suite: every language of conformance/languages.json against its own redis-server"
 go run ./cmd/emqconform
 
-echo "== benchmark smoke test (bench/ is its own module: Go SDK vs asynq, TypeScript SDK vs BullMQ, quick mode)"
+echo "== benchmark smoke test (bench/ is its own module: Go SDK vs asynq, TypeScript SDK vs BullMQ, Python SDK vs arq and RQ, quick mode)"
 (cd bench/node && npm ci --no-audit --no-fund --loglevel=error)
+bench/python/setup.sh  # arq and RQ from the hashed lock into bench/python/.venv
 (cd bench && go vet ./... && go test -count=1 ./...)

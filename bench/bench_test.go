@@ -175,6 +175,56 @@ func TestQuickRun(t *testing.T) {
 		}
 	}
 
+	// The Python half: every side run measured in every scenario, the rows
+	// built from them (a ratio wherever the SDK and the peer were both
+	// measured) and judged where a target is.
+	py := rep.Python
+	if py == nil {
+		t.Fatal("the report has no Python half (Python SDK vs arq and RQ)")
+	}
+	if !slices.Contains(py.Sides, "arq") || !slices.Contains(py.Sides, "rq") {
+		t.Errorf("python sides %v: arq and RQ must be measured", py.Sides)
+	}
+	sdkMeasured := slices.Contains(py.Sides, "emq")
+	if !sdkMeasured && !strings.Contains(py.Missing, "emq") {
+		t.Errorf("the Python SDK side was not measured and the report does not say so: %q", py.Missing)
+	}
+	for _, side := range py.Sides {
+		if py.Versions[side] == "" || py.Notes[side] == "" {
+			t.Errorf("python: no version or notes for %s", side)
+		}
+		for _, sc := range []string{"enqueue_one", "enqueue_batched", "drain", "enqueue_process"} {
+			if r := py.Results[side][sc]; r.Jobs != 500 || !(r.JobsPerSec > 0) || !(r.ServerCPUUsPerJob > 0) || len(r.Runs) != 1 {
+				t.Errorf("python %s %s: %+v", side, sc, r)
+			}
+		}
+		if l := py.Results[side]["latency"]; l.Samples < 1 || !(l.P50Ms > 0) || l.P99Ms < l.P50Ms || l.MaxMs < l.P99Ms {
+			t.Errorf("python %s latency: %+v", side, l)
+		}
+	}
+	pyRows := map[string]PyRow{}
+	for _, r := range py.Rows {
+		pyRows[r.Key] = r
+		if !(r.Arq > 0) || !(r.RQ > 0) {
+			t.Errorf("python row %s: arq %v, RQ %v", r.Key, r.Arq, r.RQ)
+		}
+		if sdkMeasured {
+			if !(r.SDK > 0) || math.Abs(r.RatioArq-r.SDK/r.Arq) > 1e-9*r.RatioArq || math.Abs(r.RatioRQ-r.SDK/r.RQ) > 1e-9*r.RatioRQ {
+				t.Errorf("python row %s: SDK %v, arq %v, RQ %v, ratios %v %v", r.Key, r.SDK, r.Arq, r.RQ, r.RatioArq, r.RatioRQ)
+			}
+			if r.Target != "" && r.Met == nil {
+				t.Errorf("python row %s: target %q not judged", r.Key, r.Target)
+			}
+		} else if r.SDK != 0 || r.RatioArq != 0 || r.Met != nil {
+			t.Errorf("python row %s: an SDK figure or verdict without the SDK measured: %+v", r.Key, r)
+		}
+	}
+	for _, k := range []string{"py_enqueue_one", "py_enqueue_batch", "py_drain", "py_enqueue_process", "py_latency_p50", "py_latency_p99", "py_server_cpu_per_job"} {
+		if _, ok := pyRows[k]; !ok {
+			t.Errorf("python row %s missing", k)
+		}
+	}
+
 	// The Markdown file, the chart and the printed table.
 	md, err := os.ReadFile(filepath.Join(dir, "quick.md"))
 	if err != nil {
@@ -189,6 +239,14 @@ func TestQuickRun(t *testing.T) {
 		if !strings.Contains(string(md), r.Scenario) || !strings.Contains(stdout.String(), r.Scenario) {
 			t.Errorf("row %q missing from quick.md or the printed table", r.Scenario)
 		}
+	}
+	for _, r := range py.Rows {
+		if !strings.Contains(string(md), "| "+r.Scenario+" |") || !strings.Contains(stdout.String(), r.Scenario) {
+			t.Errorf("python row %q missing from quick.md or the printed table", r.Scenario)
+		}
+	}
+	if !strings.Contains(string(md), "## Python SDK vs arq and RQ") {
+		t.Error("quick.md has no Python section")
 	}
 	svg, err := os.ReadFile(chart)
 	if err != nil {

@@ -50,6 +50,15 @@ type config struct {
 	Node           bool   // run the Node half (TypeScript SDK vs BullMQ) too
 	NodeDir        string // bench/node
 	NodeJobs       int    // jobs per throughput scenario of the Node half
+	// The Python half: the Python SDK vs arq and RQ (bench/python).
+	Python               bool
+	PythonDir            string   // bench/python
+	PythonSDKDir         string   // sdk/python, whose .venv runs the SDK side
+	PythonSides          []string // of emq, arq, rq
+	PythonJobs           int      // jobs per throughput scenario of the Python half
+	PythonLatencySamples int
+	PythonLatencyBudget  time.Duration
+	RQWorkers            int // RQ worker processes
 }
 
 func main() {
@@ -80,6 +89,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	script := fs.String("script", filepath.Join("..", "sdk", "lua", "push.lua"), "the generated push.lua that redis-benchmark runs")
 	nodeHalf := fs.Bool("node", true, "run the Node half too: the TypeScript SDK vs BullMQ on the same server (bench/node; -node=false measures Go only, and the report says so)")
 	nodeJobs := fs.Int("node-jobs", 0, "jobs per throughput scenario of the Node half (default 20,000; 2,000 with -quick)")
+	pythonHalf := fs.Bool("python", true, "run the Python half too: the Python SDK vs arq and RQ on the same server (bench/python; -python=false leaves it out, and the report says so)")
+	pythonSides := fs.String("python-sides", "arq,rq", "the sides of the Python half, of emq (the Python SDK, in sdk/python/.venv), arq, rq (in bench/python/.venv)")
+	pythonJobs := fs.Int("python-jobs", 0, "jobs per throughput scenario of the Python half (default 10,000; 500 with -quick)")
+	rqWorkers := fs.Int("rq-workers", 4, "RQ SimpleWorker processes in the Python half")
 	render := fs.String("render", "", "render the Markdown file and the chart again from this results JSON, measuring nothing")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -92,10 +105,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		LatencySamples: 500, LatencyBudget: 60 * time.Second, RSSJobs: 1_000_000, SampleEvery: 100 * time.Millisecond,
 		BenchRequests: 200_000, BenchClients: 50, Out: *out, Name: "latest", Chart: *chart, Script: *script,
 		SharedClient: *shared, Runs: 3, Node: *nodeHalf, NodeDir: "node", NodeJobs: 20_000,
+		Python: *pythonHalf, PythonDir: "python", PythonSDKDir: filepath.Join("..", "sdk", "python"), PythonJobs: 10_000,
+		PythonLatencySamples: 500, PythonLatencyBudget: 20 * time.Second, RQWorkers: *rqWorkers,
 	}
 	if cfg.Quick {
 		cfg.Jobs, cfg.LatencySamples, cfg.LatencyBudget, cfg.RSSJobs, cfg.SampleEvery = 5_000, 100, 4*time.Second, 200_000, 50*time.Millisecond
 		cfg.BenchRequests, cfg.Name, cfg.Runs, cfg.NodeJobs = 50_000, "quick", 1, 2_000
+		cfg.PythonJobs, cfg.PythonLatencySamples, cfg.PythonLatencyBudget = 500, 30, 2*time.Second
+	}
+	if *pythonJobs > 0 {
+		cfg.PythonJobs = *pythonJobs
+	}
+	var err error
+	if cfg.PythonSides, err = parsePySides(*pythonSides); err != nil {
+		return err
 	}
 	if *nodeJobs > 0 {
 		cfg.NodeJobs = *nodeJobs
@@ -116,8 +139,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			cfg.Chart = filepath.Join("..", "docs", "bench.svg")
 		}
 	}
-	if cfg.Producers < 1 || cfg.Concurrency < 1 || cfg.Batch < 1 || cfg.Jobs < cfg.Producers {
-		return errors.New("-producers, -concurrency and -batch must be positive, and -jobs at least -producers")
+	if cfg.Producers < 1 || cfg.Concurrency < 1 || cfg.Batch < 1 || cfg.Jobs < cfg.Producers || cfg.RQWorkers < 1 {
+		return errors.New("-producers, -concurrency, -batch and -rq-workers must be positive, and -jobs at least -producers")
 	}
 	if *render != "" {
 		b, err := os.ReadFile(*render)
@@ -306,6 +329,13 @@ func measure(ctx context.Context, cfg *config, cmdline string, log io.Writer) (*
 		}
 	}
 
+	if cfg.Python {
+		logf("== Python half: the Python SDK vs arq and RQ, %d jobs per scenario (bench/python; sides %s)", cfg.PythonJobs, strings.Join(cfg.PythonSides, ", "))
+		if rep.Python, err = runPython(ctx, cfg, srv.Addr(), srv.Reset, log); err != nil {
+			return nil, err
+		}
+	}
+
 	cpu1 := takeCPUSnap(srv.cmd.Process.Pid)
 	rep.Meta.LoadAvgStart = load
 	rep.Meta.WallSeconds = cpu1.at.Sub(cpu0.at).Seconds()
@@ -362,6 +392,9 @@ func notes(cfg *config, rep *Report) []string {
 	}
 	if cfg.Node {
 		n = append(n, fmt.Sprintf("Node half (TypeScript SDK vs BullMQ): node bench/node/bench.mjs against this same redis-server after the Go scenarios, flushed before each side of each scenario; %d jobs per throughput scenario, %d producers as concurrent async loops on one connection per side (TS: one connect() client, node-redis; BullMQ: one Queue on ioredis), workers at concurrency %d on connections of their own (TS: a Worker on its own client; BullMQ: a Worker with removeOnComplete), the same 64-byte payload, the same median-of-runs rule. Batched: queue.pushBatch vs Queue.addBulk of %d. Redis CPU per job is the INFO cpu delta over the enqueue+process window.", cfg.NodeJobs, cfg.Producers, cfg.Concurrency, cfg.Batch))
+	}
+	if cfg.Python {
+		n = append(n, fmt.Sprintf("Python half (Python SDK vs arq and RQ): bench/python/bench.py, one process per side (each side in its own virtualenv: the SDK in sdk/python/.venv, the peers in bench/python/.venv from the hashed lock bench/python/requirements.lock), against this same redis-server after the Node half, flushed before each side of each scenario; %d jobs per throughput scenario, %d producers (asyncio tasks on one client for the SDK and arq, threads on one connection pool for RQ, which is synchronous), the same 64-byte payload, the same median-of-runs rule. Drain: the queue is pre-filled, the worker prepared (RQ: its processes started and connected), then timed from starting it to the last job handled.", cfg.PythonJobs, cfg.Producers))
 	}
 	if cfg.Quick {
 		n = append(n, "This is a -quick run (CI smoke): too small for conclusions.")

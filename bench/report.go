@@ -27,6 +27,9 @@ type Report struct {
 	// Node is the Node half: the TypeScript SDK vs BullMQ on the same
 	// server, nil when the run was made with -node=false.
 	Node *NodeReport `json:"node,omitempty"`
+	// Python is the Python half: the Python SDK vs arq and RQ on the same
+	// server, nil when the run was made with -python=false.
+	Python *PythonReport `json:"python,omitempty"`
 }
 
 // SidePair holds the SDK's and the peer's figure of one kind.
@@ -181,15 +184,25 @@ func (r Row) ceilingCell() string {
 	return fmt.Sprintf("%s of %s %s", fmtRatio(r.CeilingRatio), fmtNum(r.Ceiling), r.CeilingLabel)
 }
 
-func (r Row) metCell() string {
+func (r Row) metCell() string { return metCell(r.Met) }
+
+func metCell(m *bool) string {
 	switch {
-	case r.Met == nil:
+	case m == nil:
 		return ""
-	case *r.Met:
+	case *m:
 		return "yes"
 	default:
 		return "**no**"
 	}
+}
+
+// pyCell prints a figure of the Python table, "—" for a side not measured.
+func pyCell(v float64) string {
+	if v == 0 {
+		return "—"
+	}
+	return fmtNum(v)
 }
 
 // buildRows turns the measures into the table.
@@ -330,6 +343,16 @@ func writeTable(w io.Writer, rep *Report) {
 			fmt.Fprintf(bw, "  %-52s %-7s TS %10s  BullMQ %10s  %8s  %s %s\n", r.Scenario, r.Unit, r.sdkCell(), r.asynqCell(), fmtRatio(r.Ratio), r.Target, strings.Trim(r.metCell(), "*"))
 		}
 	}
+	if p := rep.Python; p != nil {
+		fmt.Fprintln(bw, "\nPython SDK vs arq and RQ (same server):")
+		for _, r := range p.Rows {
+			fmt.Fprintf(bw, "  %-52s %-7s SDK %10s  arq %10s  RQ %10s  SDK/arq %8s  SDK/RQ %8s  %s %s\n", r.Scenario, r.Unit,
+				pyCell(r.SDK), pyCell(r.Arq), pyCell(r.RQ), fmtRatio(r.RatioArq), fmtRatio(r.RatioRQ), r.Target, strings.Trim(metCell(r.Met), "*"))
+		}
+		if p.Missing != "" {
+			fmt.Fprintf(bw, "  %s\n", p.Missing)
+		}
+	}
 	m := rep.Meta
 	fmt.Fprintf(bw, "machine: %s, %d cores, GOMAXPROCS %d, %s, Redis %s, asynq %s; load average %s at the start, other processes used %.1f CPU-s over the %.0f s run\n",
 		m.CPU, m.Cores, m.GOMAXPROCS, m.Go, m.Redis, m.Asynq, m.LoadAvgStart, m.OtherCPUSeconds, m.WallSeconds)
@@ -376,6 +399,29 @@ func writeMarkdown(w io.Writer, rep *Report, chart string) error {
 		for _, r := range n.Rows {
 			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				r.Scenario, r.Unit, r.Better, r.sdkCell(), r.asynqCell(), fmtRatio(r.Ratio), r.Target, r.metCell(), r.Note)
+		}
+	}
+	if p := rep.Python; p == nil {
+		fmt.Fprintf(bw, "\nThe Python half (Python SDK vs arq and RQ) was not run (-python=false).\n")
+	} else {
+		fmt.Fprintf(bw, "\n## Python SDK vs arq and RQ\n\n")
+		var vs []string
+		for _, s := range p.Sides {
+			vs = append(vs, p.Versions[s])
+		}
+		fmt.Fprintf(bw, "The same redis-server, in the same run, after the Node half (flushed first): Python %s; %s. SDK/arq and SDK/RQ are the SDK's figure ÷ the peer's.", p.Python, strings.Join(vs, "; "))
+		if p.Missing != "" {
+			fmt.Fprintf(bw, " **%s.**", strings.ToUpper(p.Missing[:1])+p.Missing[1:])
+		}
+		fmt.Fprintf(bw, "\n\n| scenario | unit | better | Python SDK | arq | RQ | SDK/arq | SDK/RQ | target | met | note |\n")
+		fmt.Fprintf(bw, "|---|---|---|--:|--:|--:|--:|--:|---|---|---|\n")
+		for _, r := range p.Rows {
+			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				r.Scenario, r.Unit, r.Better, pyCell(r.SDK), pyCell(r.Arq), pyCell(r.RQ), fmtRatio(r.RatioArq), fmtRatio(r.RatioRQ), r.Target, metCell(r.Met), r.Note)
+		}
+		fmt.Fprintf(bw, "\n")
+		for _, s := range p.Sides {
+			fmt.Fprintf(bw, "- %s\n", p.Notes[s])
 		}
 	}
 	fmt.Fprintf(bw, "\n## Cost per scenario\n\n")
