@@ -35,7 +35,8 @@ parameter by keyword), its annotation as written and "= ..." when it has a
 default (a default's value is no part of the API), with "/" and "*" where
 the definition has them; a method's first parameter (self, cls) is left
 out. An @overload gives one line per overload. Annotations are the source
-text, whitespace normalised by ast.unparse, a string annotation unquoted.
+text, whitespace normalised by ast.unparse, string annotations (forward
+references) unquoted wherever they are, Literal[...] arguments kept.
 A constant of a literal value is recorded with the literal's type (a new
 version string is no change of the API). Everything before the first ": "
 is the feature's key: a line gone whose key remains has changed its type or
@@ -44,6 +45,7 @@ syntax error or a name in __all__ that the module does not define.
 """
 
 import ast
+import copy
 import os
 import sys
 
@@ -172,15 +174,30 @@ def decorator_attr(node, attr):
     return False
 
 
+class Unquote(ast.NodeTransformer):
+    """Replaces string annotations (forward references, anywhere in an
+    annotation: "Queue", Optional["Queue"]) by the expression they hold,
+    leaving Literal[...] arguments as they are."""
+
+    def visit_Subscript(self, node):
+        name = ast.unparse(node.value)
+        if name.split(".")[-1] == "Literal":
+            return node
+        return self.generic_visit(node)
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, str):
+            try:
+                return self.visit(ast.parse(node.value, mode="eval").body)
+            except SyntaxError:
+                return node
+        return node
+
+
 def ann(node):
     if node is None:
         return None
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        try:
-            return ast.unparse(ast.parse(node.value, mode="eval").body)
-        except SyntaxError:
-            return node.value
-    return " ".join(ast.unparse(node).split())
+    return " ".join(ast.unparse(Unquote().visit(copy.deepcopy(node))).split())
 
 
 def param(a, default):
