@@ -1,6 +1,11 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Literal
+
 from redis.asyncio import Redis
+
+if TYPE_CHECKING:
+    from .queue import Queue
 
 
 class Client:
@@ -12,6 +17,9 @@ class Client:
     @property
     def closed(self) -> bool:
         return False
+
+    def queues(self, kind: "Literal['a', 'b']" = "a") -> "list[Queue]":
+        return []
 
     async def close(self) -> None:
         pass
