@@ -25,13 +25,22 @@ if ! command -v chromium >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 
-# python3 runs the Python test plugin (gen/plugin/testdata/echo-py).
+# python3 runs the Python target (gen/plugins/python, declared in emqgen.yaml)
+# and the Python test plugin (gen/plugin/testdata/echo-py); the Python SDK's
+# checks need its venv module (Debian's python3-venv).
 if ! command -v python3 >/dev/null 2>&1; then
   echo "== installing python3 (Debian package)"
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3 >/dev/null
+fi
+if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  echo "== installing python3-venv (Debian package) for the Python SDK's virtual environment"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >/dev/null
 fi
 
 # The TypeScript SDK is installed and built first: emqgen check reads its
@@ -77,6 +86,24 @@ echo "== TypeScript SDK (sdk/ts): prettier --check, node --test"
   # the TypeScript the target writes for every golden case is prettier-clean too
   npx --no-install prettier --check --ignore-path /dev/null ../../golden/cases/*/out/sdk/ts
   node --test --test-concurrency=1 dist/test/
+)
+
+echo "== Python SDK (sdk/python): venv with the locked packages, ruff format --check, ruff check, mypy --strict, pytest"
+(
+  cd sdk/python
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  # requirements-dev.lock pins every package with its hashes (uv pip compile --generate-hashes)
+  .venv/bin/python -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r requirements-dev.lock
+  .venv/bin/ruff format --check .
+  .venv/bin/ruff check .
+  .venv/bin/mypy
+  .venv/bin/pytest -q -p no:cacheprovider
+  # the Python the plugin writes for every golden case is ruff-clean and type-checks too
+  .venv/bin/ruff format --check ../../golden/cases/*/out/sdk/python
+  .venv/bin/ruff check ../../golden/cases/*/out/sdk/python
+  for d in ../../golden/cases/*/out/sdk/python/src/echomq/_gen; do
+    .venv/bin/mypy --strict --no-error-summary "$d"
+  done
 )
 
 echo "== the dashboard (dashboard/, its own module on the public SDK): vet and tests, the browser test in headless Chromium"

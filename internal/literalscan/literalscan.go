@@ -97,3 +97,48 @@ func ScanQuotes(t testing.TB, lits, files, quotes []string, hint string) {
 		}
 	}
 }
+
+// ScanPython is ScanQuotes for Python: every line of files, outside #
+// comments, that holds one of lits in single or double quotes (or starting
+// or ending such a string) is reported. Docstrings are code here: a
+// protocol literal quoted in one is reported too.
+func ScanPython(t testing.TB, lits, files []string, hint string) {
+	t.Helper()
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			code := pythonCode(line)
+			for _, lit := range lits {
+				for _, q := range []string{`"`, `'`} {
+					if strings.Contains(code, q+lit+q) || strings.Contains(code, q+lit) && strings.Contains(code, lit+q) {
+						t.Errorf("%s:%d repeats the protocol literal %q; %s", file, i+1, lit, hint)
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// pythonCode is line without its # comment: the first # outside a string
+// literal and everything after it.
+func pythonCode(line string) string {
+	quote := byte(0)
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quote != 0 && c == '\\':
+			i++
+		case quote != 0 && c == quote:
+			quote = 0
+		case quote == 0 && (c == '"' || c == '\''):
+			quote = c
+		case quote == 0 && c == '#':
+			return line[:i]
+		}
+	}
+	return line
+}

@@ -5,13 +5,14 @@
 from typing import ClassVar, Final, Literal
 
 CLASS_KIND: Final = "EMQKIND"
-"""The class word of refusals issued by enqueue, enqueue_at, push: The id in the job position is not of
-the work kind.
+"""The class word of refusals issued by enqueue, enqueue_at, push: The id in the job position is
+not of the work kind.
 """
 
 CLASS_STALE: Final = "EMQSTALE"
-"""The class word of refusals issued by extend, complete, retry, bury, complete_claim: A transition on
-an active job presented a token that is not the row's attempts, or the job is no longer active.
+"""The class word of refusals issued by extend, complete, retry, bury, complete_claim: A
+transition on an active job presented a token that is not the row's attempts, or the job is no
+longer active.
 """
 
 CLASSES: Final = (
@@ -25,9 +26,9 @@ ClassWord = Literal["EMQKIND", "EMQSTALE"]
 
 
 class WireError(Exception):
-    """A refusal a bundle script issued: an error reply whose first word is a registered wire class.
-    Every class has its own subclass, whose WORD is its class word; catch the subclass, or WireError
-    for any. detail is the rest of the reply.
+    """A refusal a bundle script issued: an error reply whose first word is a registered wire
+    class. Every class has its own subclass, whose WORD is its class word; catch the subclass, or
+    WireError for any. detail is the rest of the reply.
     """
 
     WORD: ClassVar[str] = ""
@@ -53,8 +54,8 @@ class KindError(WireError):
 
 
 class StaleError(WireError):
-    """A refusal of wire class EMQSTALE: A transition on an active job presented a token that is not
-    the row's attempts, or the job is no longer active.
+    """A refusal of wire class EMQSTALE: A transition on an active job presented a token that is
+    not the row's attempts, or the job is no longer active.
     """
 
     WORD: ClassVar[str] = CLASS_STALE
@@ -68,9 +69,9 @@ WIRE_ERRORS: Final[dict[str, type[WireError]]] = {
 
 
 def classify_reply(reply: str) -> tuple[str, str]:
-    """Splits an error reply's text (without RESP's leading '-') into its class word and message when
-    its first word (up to the first space, or all of it) is a registered class word; otherwise the
-    class is empty and the message is the whole reply.
+    """Splits an error reply's text (without RESP's leading '-') into its class word and message
+    when its first word (up to the first space, or all of it) is a registered class word;
+    otherwise the class is empty and the message is the whole reply.
     """
     word, _, rest = reply.partition(" ")
     if word in WIRE_ERRORS:
@@ -79,10 +80,25 @@ def classify_reply(reply: str) -> tuple[str, str]:
 
 
 def parse_error_reply(reply: str, script: str = "") -> WireError | None:
-    """Parses an error reply into the exception of its wire class, or returns None when its first word
-    is not a registered class.
+    """Parses an error reply into the exception of its wire class, or returns None when its first
+    word is not a registered class.
     """
     word, detail = classify_reply(reply)
     if not word:
         return None
     return WIRE_ERRORS[word](detail, script)
+
+
+__all__ = [
+    "CLASSES",
+    "CLASS_KIND",
+    "CLASS_STALE",
+    "WIRE_ERRORS",
+    "ClassWord",
+    "KindError",
+    "StaleError",
+    "WireError",
+    "classify_reply",
+    "parse_error_reply",
+]
+"""What ``from echomq._gen.errors import *`` brings: every wire class and the parsers."""

@@ -19,8 +19,8 @@ KIND_PATTERN: Final = "[A-Z]{3}"
 """The pattern of an id's kind (unanchored)."""
 
 ID_BODY_LENGTH: Final = 11
-"""The length of an id's body: The id's 64-bit snowflake in base62, fixed width, zero-padded, with an
-ASCII-ordered alphabet: byte order = numeric order = mint order.
+"""The length of an id's body: The id's 64-bit snowflake in base62, fixed width, zero-padded,
+with an ASCII-ordered alphabet: byte order = numeric order = mint order.
 """
 
 ID_ALPHABET: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -61,9 +61,9 @@ _KIND_RE: Final = re.compile("(?:" + KIND_PATTERN + ")")
 
 
 class IdError(ValueError):
-    """A string that is not a well-formed branded id: not ID_LENGTH bytes, a kind that does not match
-    KIND_PATTERN, or a body that is not a snowflake in ID_ALPHABET. Key builders and parse_id raise
-    it before any command is sent.
+    """A string that is not a well-formed branded id: not ID_LENGTH bytes, a kind that does not
+    match KIND_PATTERN, or a body that is not a snowflake in ID_ALPHABET. Key builders and
+    parse_id raise it before any command is sent.
     """
 
     text: str
@@ -97,8 +97,8 @@ def _field(v: int, shift: int, bits: int) -> int:
 
 
 def parse_id(text: str) -> DecodedId:
-    """Checks text against the id canon and decodes it; a malformed id raises an IdError. Which kinds a
-    queue admits is the enqueue script's policy, not the parser's.
+    """Checks text against the id canon and decodes it; a malformed id raises an IdError. Which
+    kinds a queue admits is the enqueue script's policy, not the parser's.
     """
     if not isinstance(text, str):
         raise IdError(repr(text), "not a string")
@@ -154,9 +154,9 @@ def format_id(kind: str, value: int) -> str:
 
 
 def new_id(kind: str, time_ms: int, node: int, sequence: int) -> str:
-    """Returns the id of kind whose snowflake holds the time (Unix milliseconds), node and sequence. A
-    malformed kind raises an IdError; a time outside the snowflake's range and a node or sequence
-    out of range raise a ValueError.
+    """Returns the id of kind whose snowflake holds the time (Unix milliseconds), node and
+    sequence. A malformed kind raises an IdError; a time outside the snowflake's range and a node
+    or sequence out of range raise a ValueError.
     """
     format_id(kind, 0)
     ms = time_ms - ID_EPOCH_MS
@@ -171,12 +171,12 @@ def new_id(kind: str, time_ms: int, node: int, sequence: int) -> str:
 
 
 class IdGenerator:
-    """Mints ids for one node. Ids from one generator strictly increase, also when the clock steps back
-    or more than MAX_SEQUENCE ids are minted in one millisecond (the generator then runs ahead of
-    the clock). Two live generators must never share a node: Two live producers must never mint the
-    same id: enqueue answers a duplicate id as success, so a collision would drop a job silently.
-    Node ids are leased through the reserve's locks (lock field node:<node>), never picked at
-    random.
+    """Mints ids for one node. Ids from one generator strictly increase, also when the clock
+    steps back or more than MAX_SEQUENCE ids are minted in one millisecond (the generator then
+    runs ahead of the clock). Two live generators must never share a node: Two live producers
+    must never mint the same id: enqueue answers a duplicate id as success, so a collision would
+    drop a job silently. Node ids are leased through the reserve's locks (lock field
+    node:<node>), never picked at random.
     """
 
     def __init__(self, node: int) -> None:

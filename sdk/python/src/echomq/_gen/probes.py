@@ -21,8 +21,8 @@ class ProbeExpect:
 
 @dataclass(frozen=True, slots=True)
 class ProbeStep:
-    """One check of a probe: run a script (its ARGV by name) or send a command, then compare the reply.
-    Strings may hold ${...} placeholders.
+    """One check of a probe: run a script (its ARGV by name) or send a command, then compare the
+    reply. Strings may hold ${...} placeholders.
     """
 
     check: str
@@ -49,8 +49,8 @@ PROBE_ID_VARS: Final = (
     "job2",
     "ord",
 )
-"""The fresh id variables probes use (${job}, ...): a registered kind in lower case with an optional
-digit.
+"""The fresh id variables probes use (${job}, ...): a registered kind in lower case with an
+optional digit.
 """
 
 PROBES: Final = (
@@ -210,4 +210,6 @@ PROBES: Final = (
         ),
     ),
 )
-"""Every probe the manifest declares, reserve members first, then wire classes, in manifest order."""
+"""Every probe the manifest declares, reserve members first, then wire classes, in manifest
+order.
+"""

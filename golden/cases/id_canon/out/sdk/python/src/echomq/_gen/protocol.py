@@ -32,15 +32,15 @@ INVARIANT: Final = ""
 KIND_JB: Final = "JB"
 """The kind JB: Work."""
 
-KINDS: Final = (KIND_JB,)
-"""The kind registry, in manifest order."""
-
 Kind = Literal["JB"]
 """A kind: the namespace that starts every branded id ([A-Z]{2})."""
 
+KINDS: Final[tuple[Kind, ...]] = (KIND_JB,)
+"""The kind registry, in manifest order."""
+
 WORK_KIND: Final = KIND_JB
-"""The only kind the enqueue scripts admit in the job position (JB); any other kind is refused with a
-wire error.
+"""The only kind the enqueue scripts admit in the job position (JB); any other kind is refused
+with a wire error.
 """
 
 
@@ -82,11 +82,11 @@ INITIAL_TOKEN: Final = "0"
 STATE_PENDING: Final = "pending"
 """The state pending:"""
 
-STATES: Final = (STATE_PENDING,)
-"""Every state, in manifest order."""
-
 State = Literal["pending"]
 """A value of the row's state field."""
+
+STATES: Final[tuple[State, ...]] = (STATE_PENDING,)
+"""Every state, in manifest order."""
 
 
 def is_state(s: str) -> TypeGuard[State]:
@@ -97,11 +97,11 @@ def is_state(s: str) -> TypeGuard[State]:
 SET_PENDING: Final = "pending"
 """The set pending holds ids in state pending, scored zero:"""
 
-SETS: Final = (SET_PENDING,)
-"""Every sorted set of a queue, in manifest order."""
-
 SetName = Literal["pending"]
 """A sorted set of a queue."""
+
+SETS: Final[tuple[SetName, ...]] = (SET_PENDING,)
+"""Every sorted set of a queue, in manifest order."""
 
 
 def is_set_name(s: str) -> TypeGuard[SetName]:
@@ -128,7 +128,7 @@ def state_set(st: State) -> SetName:
 
 
 def set_is_lex(s: SetName) -> bool:
-    """Reports whether every member of s scores zero, so that lexicographic order is mint order and
-    newest-first browse is a reverse lex range.
+    """Reports whether every member of s scores zero, so that lexicographic order is mint order
+    and newest-first browse is a reverse lex range.
     """
     return s in (SET_PENDING,)

@@ -12,9 +12,9 @@ ClassWord = str
 
 
 class WireError(Exception):
-    """A refusal a bundle script issued: an error reply whose first word is a registered wire class.
-    Every class has its own subclass, whose WORD is its class word; catch the subclass, or WireError
-    for any. detail is the rest of the reply.
+    """A refusal a bundle script issued: an error reply whose first word is a registered wire
+    class. Every class has its own subclass, whose WORD is its class word; catch the subclass, or
+    WireError for any. detail is the rest of the reply.
     """
 
     WORD: ClassVar[str] = ""
@@ -38,9 +38,9 @@ WIRE_ERRORS: Final[dict[str, type[WireError]]] = {}
 
 
 def classify_reply(reply: str) -> tuple[str, str]:
-    """Splits an error reply's text (without RESP's leading '-') into its class word and message when
-    its first word (up to the first space, or all of it) is a registered class word; otherwise the
-    class is empty and the message is the whole reply.
+    """Splits an error reply's text (without RESP's leading '-') into its class word and message
+    when its first word (up to the first space, or all of it) is a registered class word;
+    otherwise the class is empty and the message is the whole reply.
     """
     word, _, rest = reply.partition(" ")
     if word in WIRE_ERRORS:
@@ -49,10 +49,21 @@ def classify_reply(reply: str) -> tuple[str, str]:
 
 
 def parse_error_reply(reply: str, script: str = "") -> WireError | None:
-    """Parses an error reply into the exception of its wire class, or returns None when its first word
-    is not a registered class.
+    """Parses an error reply into the exception of its wire class, or returns None when its first
+    word is not a registered class.
     """
     word, detail = classify_reply(reply)
     if not word:
         return None
     return WIRE_ERRORS[word](detail, script)
+
+
+__all__ = [
+    "CLASSES",
+    "WIRE_ERRORS",
+    "ClassWord",
+    "WireError",
+    "classify_reply",
+    "parse_error_reply",
+]
+"""What ``from echomq._gen.errors import *`` brings: every wire class and the parsers."""

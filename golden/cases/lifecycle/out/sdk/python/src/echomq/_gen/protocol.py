@@ -32,15 +32,15 @@ INVARIANT: Final = ""
 KIND_JOB: Final = "JOB"
 """The kind JOB: Work."""
 
-KINDS: Final = (KIND_JOB,)
-"""The kind registry, in manifest order."""
-
 Kind = Literal["JOB"]
 """A kind: the namespace that starts every branded id ([A-Z]{3})."""
 
+KINDS: Final[tuple[Kind, ...]] = (KIND_JOB,)
+"""The kind registry, in manifest order."""
+
 WORK_KIND: Final = KIND_JOB
-"""The only kind the enqueue scripts admit in the job position (JOB); any other kind is refused with a
-wire error.
+"""The only kind the enqueue scripts admit in the job position (JOB); any other kind is refused
+with a wire error.
 """
 
 
@@ -85,14 +85,14 @@ STATE_PENDING: Final = "pending"
 STATE_DEAD: Final = "dead"
 """The state dead: Buried; only revive brings it back."""
 
-STATES: Final = (
+State = Literal["pending", "dead"]
+"""A value of the row's state field."""
+
+STATES: Final[tuple[State, ...]] = (
     STATE_PENDING,
     STATE_DEAD,
 )
 """Every state, in manifest order."""
-
-State = Literal["pending", "dead"]
-"""A value of the row's state field."""
 
 
 def is_state(s: str) -> TypeGuard[State]:
@@ -106,14 +106,14 @@ SET_PENDING: Final = "pending"
 SET_DEAD: Final = "dead"
 """The set dead holds ids in state dead, scored zero: The morgue."""
 
-SETS: Final = (
+SetName = Literal["pending", "dead"]
+"""A sorted set of a queue."""
+
+SETS: Final[tuple[SetName, ...]] = (
     SET_PENDING,
     SET_DEAD,
 )
 """Every sorted set of a queue, in manifest order."""
-
-SetName = Literal["pending", "dead"]
-"""A sorted set of a queue."""
 
 
 def is_set_name(s: str) -> TypeGuard[SetName]:
@@ -142,7 +142,7 @@ def state_set(st: State) -> SetName:
 
 
 def set_is_lex(s: SetName) -> bool:
-    """Reports whether every member of s scores zero, so that lexicographic order is mint order and
-    newest-first browse is a reverse lex range.
+    """Reports whether every member of s scores zero, so that lexicographic order is mint order
+    and newest-first browse is a reverse lex range.
     """
     return s in (SET_PENDING, SET_DEAD)

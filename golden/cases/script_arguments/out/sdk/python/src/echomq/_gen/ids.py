@@ -59,9 +59,9 @@ _KIND_RE: Final = re.compile("(?:" + KIND_PATTERN + ")")
 
 
 class IdError(ValueError):
-    """A string that is not a well-formed branded id: not ID_LENGTH bytes, a kind that does not match
-    KIND_PATTERN, or a body that is not a snowflake in ID_ALPHABET. Key builders and parse_id raise
-    it before any command is sent.
+    """A string that is not a well-formed branded id: not ID_LENGTH bytes, a kind that does not
+    match KIND_PATTERN, or a body that is not a snowflake in ID_ALPHABET. Key builders and
+    parse_id raise it before any command is sent.
     """
 
     text: str
@@ -95,8 +95,8 @@ def _field(v: int, shift: int, bits: int) -> int:
 
 
 def parse_id(text: str) -> DecodedId:
-    """Checks text against the id canon and decodes it; a malformed id raises an IdError. Which kinds a
-    queue admits is the enqueue script's policy, not the parser's.
+    """Checks text against the id canon and decodes it; a malformed id raises an IdError. Which
+    kinds a queue admits is the enqueue script's policy, not the parser's.
     """
     if not isinstance(text, str):
         raise IdError(repr(text), "not a string")
@@ -152,9 +152,9 @@ def format_id(kind: str, value: int) -> str:
 
 
 def new_id(kind: str, time_ms: int, node: int, sequence: int) -> str:
-    """Returns the id of kind whose snowflake holds the time (Unix milliseconds), node and sequence. A
-    malformed kind raises an IdError; a time outside the snowflake's range and a node or sequence
-    out of range raise a ValueError.
+    """Returns the id of kind whose snowflake holds the time (Unix milliseconds), node and
+    sequence. A malformed kind raises an IdError; a time outside the snowflake's range and a node
+    or sequence out of range raise a ValueError.
     """
     format_id(kind, 0)
     ms = time_ms - ID_EPOCH_MS
@@ -169,9 +169,9 @@ def new_id(kind: str, time_ms: int, node: int, sequence: int) -> str:
 
 
 class IdGenerator:
-    """Mints ids for one node. Ids from one generator strictly increase, also when the clock steps back
-    or more than MAX_SEQUENCE ids are minted in one millisecond (the generator then runs ahead of
-    the clock). Two live generators must never share a node:
+    """Mints ids for one node. Ids from one generator strictly increase, also when the clock
+    steps back or more than MAX_SEQUENCE ids are minted in one millisecond (the generator then
+    runs ahead of the clock). Two live generators must never share a node:
     """
 
     def __init__(self, node: int) -> None:

@@ -1,0 +1,130 @@
+"""The SDK's errors.
+
+Beside the generated ones (malformed ids and queue names, one exception per
+wire class under WireError): the version fence, the bundle check, bad
+arguments, oversized payloads, lost connections and a missing snowflake node.
+Every error of the SDK's own is an EmqError.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Final
+
+from ._gen.errors import WireError
+from ._gen.ids import IdError
+from ._gen.keys import QueueNameError
+from ._gen.protocol import VERSION_RECORD
+
+__all__ = [
+    "CONNECTION_ERROR_CODE",
+    "RESEND_ATTEMPTS",
+    "ArgumentError",
+    "BundleError",
+    "ConnectionError",
+    "EmqError",
+    "FenceError",
+    "IdError",
+    "NoNodeError",
+    "PayloadTooLargeError",
+    "QueueNameError",
+    "WireError",
+]
+
+
+class EmqError(Exception):
+    """The base of the SDK's own errors (the generated IdError, QueueNameError and WireError are
+    ValueErrors and a refusal of the server's, and stand beside it)."""
+
+
+class FenceError(EmqError):
+    """The version fence's refusal: the keyspace's version record is not one this client may serve
+    (another major, a lower version the fence could not raise, or a value that is not a version
+    record). Nothing was written."""
+
+    def __init__(self, found: str, want: str = VERSION_RECORD) -> None:
+        super().__init__(
+            f"emq: version fence: the keyspace is {found!r}, this client speaks {want!r}"
+        )
+        self.found = found
+        """The version record found; empty when none could be read."""
+        self.want = want
+        """This client's version record."""
+
+
+class BundleError(EmqError):
+    """The bundle check's refusal: the reserve records another script bundle for this client's
+    version, so some client runs other scripts under the same version number."""
+
+    def __init__(self, version: str, found: str, want: str) -> None:
+        super().__init__(
+            f"emq: bundle identity: the reserve records bundle {found} for version {version}, "
+            f"this client runs {want}"
+        )
+        self.version = version
+        """The version whose bundle is recorded."""
+        self.found = found
+        """The digest recorded in the reserve."""
+        self.want = want
+        """This client's bundle digest."""
+
+
+class ArgumentError(EmqError, ValueError):
+    """An argument out of range (a lease or a limit that is not positive, a cursor the SDK cannot
+    have returned, an unknown set); nothing was sent."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"emq: invalid argument: {message}")
+
+
+class PayloadTooLargeError(ArgumentError):
+    """A payload larger than the client's cap; nothing was sent."""
+
+    def __init__(self, size: int, cap: int) -> None:
+        super().__init__(
+            f"payload too large: {size} bytes, the cap is {cap} "
+            "(max_payload, or the server's proto-max-bulk-len)"
+        )
+        self.size = size
+        """The payload's size in bytes."""
+        self.cap = cap
+        """The cap in bytes."""
+
+
+RESEND_ATTEMPTS: Final = 8
+"""How many attempts an idempotent call gets in all, across reconnects."""
+
+CONNECTION_ERROR_CODE: Final = "ECONNECTION"
+"""The code of every ConnectionError."""
+
+
+class ConnectionError(EmqError, builtins.ConnectionError):
+    """A call failed in transport, not by any answer of the server's.
+
+    The connection was lost (the server restarted, or closed it), could not be opened, timed out,
+    or met a server still loading its dataset; ``__cause__`` says why. It is never a FenceError,
+    even when the step that failed was the version fence. It is retryable: the client fences every
+    new connection before its first command. Idempotent calls (push, push_batch, enqueue,
+    enqueue_at and the read-only size, sizes, browse, page, get) are already resent by the client a
+    few times over about a second; the others (claim, complete, retry, bury, extend, revive, purge,
+    promote, reap, claim_many, complete_claim, ...) are never resent, as they may or may not have
+    run. When the keyspace came back foreign, ``fence`` holds the FenceError the client met on the
+    fresh connection.
+    """
+
+    code: Final = CONNECTION_ERROR_CODE
+    """Always CONNECTION_ERROR_CODE."""
+    retryable: Final = True
+    """Always true: the call may be made again."""
+
+    def __init__(self, message: str, fence: FenceError | BundleError | None = None) -> None:
+        super().__init__(f"emq: connection: {message}")
+        self.fence = fence
+        """The fence's refusal met right after the failure, if any."""
+
+
+class NoNodeError(EmqError):
+    """The client holds no snowflake node to mint ids with."""
+
+    def __init__(self, message: str = "no snowflake node held") -> None:
+        super().__init__(f"emq: {message}")

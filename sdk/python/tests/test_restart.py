@@ -1,0 +1,109 @@
+"""Calls across a server restart (SIGKILL, then a restart on the same append-only file)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from conftest import Server
+
+import echomq
+from echomq._gen.keys import KEY_VERSION
+from echomq._gen.protocol import SET_PENDING, VERSION_MAJOR, VERSION_RECORD_PREFIX
+
+
+async def test_first_push_after_restart_succeeds(aof_server: Server) -> None:
+    c = await echomq.connect(aof_server.url, node_lease_ms=120_000, socket_timeout=5)
+    try:
+        q = c.queue("restarted")
+        before = c.mint()
+        assert await q.push(before, b"before")
+        fences = c.fences
+        aof_server.kill()
+        aof_server.start()
+        after = c.mint()
+        assert await q.push(after, b"after"), "the first push after the restart is admitted"
+        assert c.fences > fences, "the new connection was fenced"
+        assert await q.size(SET_PENDING) == 2, "the job before the crash survived in the AOF"
+        info = await q.get(before)
+        assert info is not None and info.payload == b"before"
+    finally:
+        await c.close()
+
+
+async def test_restart_to_a_fresh_keyspace_is_claimed_again(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    s = Server(tmp_path_factory.mktemp("fresh"))  # no AOF: the restart comes back empty
+    s.start()
+    try:
+        c = await echomq.connect(s.url, node_lease_ms=120_000)
+        try:
+            q = c.queue("fresh")
+            assert await q.push(c.mint(), b"")
+            s.kill()
+            s.start()
+            assert await q.push(c.mint(), b"")
+            with s.raw() as r:
+                assert r.get(KEY_VERSION) is not None, "the fresh keyspace was fenced again"
+        finally:
+            await c.close()
+    finally:
+        s.stop()
+
+
+async def test_a_claim_in_transport_failure_is_a_retryable_connection_error(
+    aof_server: Server,
+) -> None:
+    c = await echomq.connect(aof_server.url, node_lease_ms=120_000, socket_timeout=2)
+    try:
+        q = c.queue("down")
+        assert await q.push(c.mint(), b"")
+        aof_server.kill()
+        with pytest.raises(echomq.ConnectionError) as ei:
+            await q.claim(10_000)
+        assert ei.value.retryable and ei.value.code == "ECONNECTION"
+        assert isinstance(ei.value, ConnectionError), "a builtin ConnectionError too"
+        assert ei.value.fence is None
+        # Idempotent calls give up within their bounded resends while the server is down.
+        with pytest.raises(echomq.ConnectionError):
+            async with asyncio.timeout(10):
+                await q.push(c.mint(), b"")
+        aof_server.start()
+        job = await q.claim(10_000)
+        assert job is not None
+    finally:
+        await c.close()
+
+
+async def test_a_foreign_major_planted_during_the_restart_is_refused(aof_server: Server) -> None:
+    c = await echomq.connect(aof_server.url, node_lease_ms=120_000, socket_timeout=5)
+    try:
+        q = c.queue("planted")
+        assert await q.push(c.mint(), b"")
+        aof_server.kill()
+        aof_server.start()
+        planted = f"{VERSION_RECORD_PREFIX}{VERSION_MAJOR + 1}.0.0"
+        with aof_server.raw() as r:
+            r.set(KEY_VERSION, planted)
+        with pytest.raises(echomq.FenceError) as ei:
+            await q.push(c.mint(), b"")
+        assert ei.value.found == planted
+        # A claim after another restart meets a keyspace planted foreign meanwhile: whether the
+        # pool notices the dead connection first (FenceError) or the claim fails on it
+        # (ConnectionError), the fresh connection's fence refuses it and nothing is claimed.
+        with aof_server.raw() as r:
+            r.set(KEY_VERSION, f"{VERSION_RECORD_PREFIX}{VERSION_MAJOR}.0.0")
+        aof_server.kill()
+        aof_server.start()
+        with aof_server.raw() as r:
+            r.set(KEY_VERSION, planted)
+        with pytest.raises((echomq.FenceError, echomq.ConnectionError)) as ci:
+            await q.claim(1000)
+        err = ci.value
+        fence = err.fence if isinstance(err, echomq.ConnectionError) else err
+        assert isinstance(fence, echomq.FenceError) and fence.found == planted
+        with aof_server.raw() as r:
+            assert r.zcard(q.keys.pending) == 1, "nothing was claimed"
+    finally:
+        await c.close()
