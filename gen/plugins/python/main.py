@@ -1093,19 +1093,31 @@ def scripts_file(req: dict[str, Any]) -> str:
     return s.text()
 
 
+def singular(plural: str) -> str:
+    """An entry's field for a repeated argument (as the TypeScript target names it)."""
+    return plural[:-1] if len(plural) > 1 and plural.endswith("s") else plural
+
+
 def script_doc_lines(p: dict[str, Any], sc: dict[str, Any]) -> list[str]:
     out = []
     i = 1
     for k in sc["keys"]:
         if k["repeated"]:
-            out.append(f"KEYS[{i}..] -> {k['name']}, one per id: {k['shape']}")
+            out.append(f"KEYS[{i}..] -> {k['name']}, one per entry: {k['shape']}")
         else:
             out.append(f"KEYS[{i}] -> {k['name']}: {k['shape']}")
             i += 1
+    group = [a for a in sc["argv"] if a["repeated"]]
     i = 1
     for a in sc["argv"]:
         summ = f": {a['summary']}" if a["summary"] else ""
-        if a["repeated"]:
+        if a["repeated"] and len(group) > 1:
+            members = ", ".join(g["name"] for g in group)
+            out.append(
+                f"ARGV[{i}..] -> entries[].{ident(singular(a['name']))} ({a['type']}), one per entry of ({members}), every {len(group)}{summ}"
+            )
+            i += 1
+        elif a["repeated"]:
             out.append(f"ARGV[{i}..] -> {a['name']} ({a['type']}), zero or more{summ}")
         else:
             out.append(f"ARGV[{i}] -> {a['name']} ({a['type']}){summ}")
@@ -1191,6 +1203,33 @@ def script_call(s: Src, p: dict[str, Any], sc: dict[str, Any]) -> None:
         summ = f": {v['summary']}" if v["summary"] else ""
         s.doc("", f"The {name} reply {v['value']} ({v['name']}){summ}.")
 
+    group = [(fn, a) for fn, a in args if a["repeated"]]
+    for fn, a in args:
+        if a["type"] not in ARG_TYPES:
+            raise Refuse(f"script {name!r}: argument {a['name']!r} has the type {a['type']!r}, which this plugin cannot render")
+    if len(group) > 1:
+        at = 1 + sum(1 for _, a in args if not a["repeated"])
+        s.blank(2)
+        s.line("@dataclass(frozen=True, slots=True)")
+        s.line(f"class {pascal(name)}Entry:")
+        s.doc(
+            "    ",
+            f"One entry of {cls}'s repeated ARGV group: its values are sent interleaved, entry after entry, from ARGV[{at}].",
+        )
+        s.blank()
+        for j, (fn, a) in enumerate(group):
+            summ = f": {a['summary']}" if a["summary"] else ""
+            s.line(f"    {ident(singular(a['name']))}: {ARG_TYPES[a['type']]}")
+            s.doc("    ", f"ARGV[{at + j}..], every {len(group)}: {a['name']} ({a['type']}){summ}")
+        s.blank()
+        s.line("    def args(self) -> tuple[Arg, ...]:")
+        s.doc("        ", "The entry's values, checked, in the order they are sent.")
+        s.seq(
+            "        ",
+            "return (",
+            [arg_conv(name, g, "self." + ident(singular(g["name"]))) for _, g in group],
+            ")",
+        )
     s.blank(2)
     s.line("@dataclass(frozen=True, slots=True)")
     s.line(f"class {cls}:")
@@ -1210,18 +1249,22 @@ def script_call(s: Src, p: dict[str, Any], sc: dict[str, Any]) -> None:
     for fn, k in keys:
         if k["repeated"]:
             s.line(f"    {fn}: Sequence[str]")
-            s.doc("    ", f"KEYS[{i}..], one per id: {k['shape']}")
+            s.doc("    ", f"KEYS[{i}..], one per entry: {k['shape']}")
         else:
             s.line(f"    {fn}: str")
             s.doc("    ", f"KEYS[{i}]: {k['shape']}")
             i += 1
     i = 1
+    group = [(fn, a) for fn, a in args if a["repeated"]]
+    entry = pascal(name) + "Entry" if len(group) > 1 else ""
     for fn, a in args:
-        t = ARG_TYPES.get(a["type"])
-        if t is None:
-            raise Refuse(f"script {name!r}: argument {a['name']!r} has the type {a['type']!r}, which this plugin cannot render")
+        t = ARG_TYPES[a["type"]]
         summ = f": {a['summary']}" if a["summary"] else ""
-        if a["repeated"]:
+        if a["repeated"] and entry:
+            if (fn, a) == group[0]:
+                s.line(f"    entries: Sequence[{entry}]")
+                s.doc("    ", f"ARGV[{i}..]: zero or more entries, interleaved")
+        elif a["repeated"]:
             s.line(f"    {fn}: Sequence[{t}]")
             s.doc("    ", f"ARGV[{i}..]: {a['name']} ({a['type']}), zero or more{summ}")
         else:
@@ -1235,12 +1278,17 @@ def script_call(s: Src, p: dict[str, Any], sc: dict[str, Any]) -> None:
         "Builds the call's KEYS and ARGV; a malformed id raises an IdError, a value of the wrong type a TypeError, and a repeated key group whose length is not its id group's a ValueError, before anything is sent.",
     )
     rk = [(fn, k) for fn, k in keys if k["repeated"]]
-    ra = [(fn, a) for fn, a in args if a["repeated"]]
-    if rk and ra:
-        s.line(f"        if len(self.{rk[0][0]}) != len(self.{ra[0][0]}):")
-        s.line(
-            f'            raise ValueError(f"emq: {name}: {rk[0][1]["name"]}: {{len(self.{rk[0][0]})}} keys for {{len(self.{ra[0][0]})}} {ra[0][1]["name"]}")'
-        )
+    if rk and group:
+        what = "entries" if entry else group[0][0]
+        s.line(f"        if len(self.{rk[0][0]}) != len(self.{what}):")
+        msg = f'f"emq: {name}: {rk[0][1]["name"]}: {{len(self.{rk[0][0]})}} keys for {{len(self.{what})}} {what}"'
+        one = f"            raise ValueError({msg})"
+        if len(one) <= LINE:
+            s.line(one)
+        else:
+            s.line("            raise ValueError(")
+            s.line("                " + msg)
+            s.line("            )")
     kitems = []
     for fn, k in keys:
         if k["repeated"]:
@@ -1249,7 +1297,10 @@ def script_call(s: Src, p: dict[str, Any], sc: dict[str, Any]) -> None:
             kitems.append(f"_str_arg({lit(name)}, {lit(k['name'])}, self.{fn})")
     aitems = []
     for fn, a in args:
-        if a["repeated"]:
+        if a["repeated"] and entry:
+            if (fn, a) == group[0]:
+                aitems.append("*(v for e in self.entries for v in e.args())")
+        elif a["repeated"]:
             aitems.append(f"*({arg_conv(name, a, 'v')} for v in self.{fn})")
         else:
             aitems.append(arg_conv(name, a, "self." + fn))

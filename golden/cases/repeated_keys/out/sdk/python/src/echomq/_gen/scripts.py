@@ -316,7 +316,7 @@ class TakeCall:
     """A call of the take script: move exactly the given pending ids to the caller, touching only declared keys.
 
     - KEYS[1] -> pending: tq:{<queue>}:pending
-    - KEYS[2..] -> rows, one per id: tq:{<queue>}:job:<id>
+    - KEYS[2..] -> rows, one per entry: tq:{<queue>}:job:<id>
     - ARGV[1] -> limit (int)
     - ARGV[2..] -> ids (id), zero or more: the ids to take, oldest first
     - Output: int: how many of the ids were taken
@@ -328,7 +328,7 @@ class TakeCall:
     pending: str
     """KEYS[1]: tq:{<queue>}:pending"""
     rows: Sequence[str]
-    """KEYS[2..], one per id: tq:{<queue>}:job:<id>"""
+    """KEYS[2..], one per entry: tq:{<queue>}:job:<id>"""
     limit: int
     """ARGV[1]: limit (int)"""
     ids: Sequence[str]
