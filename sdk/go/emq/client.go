@@ -63,6 +63,45 @@ type Options struct {
 	// it). Default, and never above: the server's proto-max-bulk-len as
 	// read at Connect, or Redis's default 512 MiB when it cannot be read.
 	MaxPayload int64
+
+	// DisableCoalescing turns off the coalescing of concurrent Queue.Push
+	// calls: each Push is then one push script call of its own, as before
+	// 2.2.0. Coalescing is on by default (see Queue.Push).
+	DisableCoalescing bool
+	// PushLinger bounds how long a coalesced Push waits while an earlier
+	// batch of its queue is in flight before it is sent anyway, in a batch
+	// of its own with whatever else waits. A Push meeting no batch in
+	// flight is sent at once. Default 1ms; a negative value waits for the
+	// batch in flight (or a full batch) only.
+	PushLinger time.Duration
+	// PushMaxBatch caps the jobs of one push_many call: a coalesced batch
+	// is sent as soon as this many pushes wait, and PushBatch sends its
+	// jobs in chunks of this many (pipelined). A batch also stops taking
+	// jobs once their payloads reach 1 MiB. Default 128.
+	PushMaxBatch int
+}
+
+// The push coalescing defaults (Options.PushLinger, PushMaxBatch) and the
+// payload bytes a batch stops at.
+const (
+	defaultPushLinger   = time.Millisecond
+	defaultPushMaxBatch = 128
+	maxBatchBytes       = 1 << 20
+)
+
+// pushOptions takes the push coalescing options, defaulted.
+func (c *Client) pushOptions(opt Options) {
+	c.coalesce = !opt.DisableCoalescing
+	switch {
+	case opt.PushLinger == 0:
+		c.pushLinger = defaultPushLinger
+	case opt.PushLinger > 0:
+		c.pushLinger = opt.PushLinger
+	}
+	c.pushMax = opt.PushMaxBatch
+	if c.pushMax <= 0 {
+		c.pushMax = defaultPushMaxBatch
+	}
 }
 
 // ErrPayloadTooLarge means a payload is larger than the client's
@@ -83,6 +122,11 @@ type Client struct {
 	log        *slog.Logger
 	metrics    Metrics
 	maxPayload int64
+
+	coalesce   bool          // Options.DisableCoalescing unset
+	pushLinger time.Duration // Options.PushLinger, defaulted; <= 0: none
+	pushMax    int           // Options.PushMaxBatch, defaulted
+	pushers    sync.Map      // queue name -> *pusher
 
 	dials      atomic.Uint64 // connections opened (or failed) so far
 	standalone atomic.Bool   // a fenced standalone server: fence every new connection as it is dialed
@@ -112,6 +156,7 @@ type Client struct {
 // others fail with ErrConnection (see ErrConnection).
 func Connect(ctx context.Context, opt Options) (*Client, error) {
 	c := &Client{log: opt.Logger, metrics: opt.Metrics, maxPayload: opt.MaxPayload, lease: opt.NodeLease, stop: make(chan struct{})}
+	c.pushOptions(opt)
 	if c.maxPayload <= 0 || c.maxPayload > defaultMaxPayload {
 		c.maxPayload = defaultMaxPayload
 	}

@@ -29,6 +29,7 @@ import (
 // is found as for Connect: Addr, Addrs, URL or Redis.InitAddress.
 func Observe(ctx context.Context, opt Options) (*Client, error) {
 	c := &Client{log: opt.Logger, metrics: opt.Metrics, maxPayload: opt.MaxPayload, stop: make(chan struct{}), observer: true}
+	c.pushOptions(opt)
 	if c.maxPayload <= 0 || c.maxPayload > defaultMaxPayload {
 		c.maxPayload = defaultMaxPayload
 	}

@@ -17,6 +17,7 @@ import (
 type Queue struct {
 	c    *Client
 	keys wire.QueueKeys
+	p    *pusher // the client's coalescer of this queue's pushes, shared by its handles
 }
 
 // Job is a claimed job: its id, the fencing token the claim minted, its
@@ -43,7 +44,9 @@ func (c *Client) Queue(name string) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Queue{c: c, keys: k}, nil
+	q := &Queue{c: c, keys: k}
+	q.p = c.pusher(q)
+	return q, nil
 }
 
 // Name returns the queue's name.

@@ -1,0 +1,213 @@
+package emq
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// pusher coalesces the concurrent pushes of one queue of a client into
+// push_many calls (see Queue.Push): a push that meets no batch in flight
+// is sent at once; the pushes that arrive while one is in flight wait, and
+// are sent together when no batch is in flight any more, when the linger
+// expires, or when a full batch waits.
+type pusher struct {
+	q *Queue
+
+	mu     sync.Mutex
+	wait   []*pushReq  // the pushes not yet taken into a batch, oldest first
+	flying int         // batches taken and not yet answered
+	armed  bool        // timer runs: the linger of the pushes waiting
+	timer  *time.Timer // fires the linger, when the client has one
+}
+
+// pushReq is one caller's push waiting in a pusher.
+type pushReq struct {
+	ctx   context.Context
+	job   pushJob
+	state atomic.Int32 // reqWaiting, then reqTaken (by a batch) or reqAbandoned (by its caller)
+	done  chan struct{}
+	ok    bool  // set before done is closed
+	err   error // set before done is closed
+}
+
+// The states of a pushReq.
+const (
+	reqWaiting int32 = iota
+	reqTaken
+	reqAbandoned
+)
+
+// pusher returns the client's coalescer of q's queue, made on first use
+// and shared by every handle of that queue.
+func (c *Client) pusher(q *Queue) *pusher {
+	if p, ok := c.pushers.Load(q.Name()); ok {
+		return p.(*pusher)
+	}
+	p := &pusher{q: q}
+	if c.pushLinger > 0 {
+		p.timer = time.AfterFunc(time.Hour, p.linger)
+		p.timer.Stop()
+	}
+	got, _ := c.pushers.LoadOrStore(q.Name(), p)
+	return got.(*pusher)
+}
+
+// push queues job, starts a batch when one is due, and waits for the
+// job's answer or the end of ctx.
+func (p *pusher) push(ctx context.Context, job pushJob) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	r := &pushReq{ctx: ctx, job: job, done: make(chan struct{})}
+	p.mu.Lock()
+	p.wait = append(p.wait, r)
+	var batch []*pushReq
+	switch {
+	case p.flying == 0 || len(p.wait) >= p.q.c.pushMax:
+		batch = p.takeLocked()
+	case !p.armed && p.timer != nil:
+		p.armed = true
+		p.timer.Reset(p.q.c.pushLinger)
+	}
+	p.mu.Unlock()
+	if batch != nil {
+		go p.send(batch)
+	}
+	select {
+	case <-r.done:
+		return r.ok, r.err
+	case <-ctx.Done():
+	}
+	if r.state.CompareAndSwap(reqWaiting, reqAbandoned) {
+		return false, ctx.Err() // never sent: left out of every batch
+	}
+	select {
+	case <-r.done:
+		return r.ok, r.err
+	default:
+		return false, ctx.Err() // sent, or being sent: the answer is not awaited
+	}
+}
+
+// linger sends what waits when the linger of the oldest waiting push
+// expired while a batch was in flight.
+func (p *pusher) linger() {
+	p.mu.Lock()
+	p.armed = false
+	batch := p.takeLocked()
+	p.mu.Unlock()
+	if batch != nil {
+		go p.send(batch)
+	}
+}
+
+// takeLocked takes the next batch off the waiting pushes: up to pushMax of
+// them and maxBatchBytes of payload (at least one), oldest first, leaving
+// out those whose callers gave up. It counts the batch as in flight, and
+// returns nil when nothing live waited. p.mu is held.
+func (p *pusher) takeLocked() []*pushReq {
+	max := p.q.c.pushMax
+	var batch []*pushReq
+	size, n := 0, 0
+	for ; n < len(p.wait) && len(batch) < max; n++ {
+		r := p.wait[n]
+		if len(batch) > 0 && size+len(r.job.payload) > maxBatchBytes {
+			break
+		}
+		if r.ctx.Err() != nil || !r.state.CompareAndSwap(reqWaiting, reqTaken) {
+			continue // its caller returns ctx.Err()
+		}
+		batch = append(batch, r)
+		size += len(r.job.payload)
+	}
+	rest := copy(p.wait, p.wait[n:])
+	clear(p.wait[rest:])
+	p.wait = p.wait[:rest]
+	if len(batch) == 0 {
+		return nil
+	}
+	p.flying++
+	return batch
+}
+
+// send runs batches: it pushes batch in one push_many call (see pushMany),
+// answers each caller, and goes on with the pushes that waited meanwhile
+// once no batch is in flight.
+func (p *pusher) send(batch []*pushReq) {
+	for batch != nil {
+		p.run(batch)
+		p.mu.Lock()
+		p.flying--
+		batch = nil
+		if p.flying == 0 && len(p.wait) > 0 {
+			batch = p.takeLocked()
+		}
+		p.mu.Unlock()
+	}
+}
+
+// run sends one batch and answers its callers. A caller whose ctx ended
+// before the call is built is left out (it returned ctx.Err()). The call
+// runs under a context that ends when every caller's has ended, and keeps
+// the first caller's values.
+func (p *pusher) run(batch []*pushReq) {
+	live := batch[:0]
+	for _, r := range batch {
+		if r.ctx.Err() == nil {
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	jobs := make([]pushJob, len(live))
+	for i, r := range live {
+		jobs[i] = r.job
+	}
+	ctx, cancel := batchContext(live)
+	out, errs, err := p.q.pushMany(ctx, jobs)
+	ended := ctx.Err() != nil // every caller's ctx ended first
+	cancel()
+	for i, r := range live {
+		switch {
+		case err != nil:
+			r.err = err
+		default:
+			r.ok, r.err = out[i], errs[i]
+		}
+		if r.err != nil && ended {
+			r.ok, r.err = false, r.ctx.Err() // the caller's own, not the batch's
+		}
+		close(r.done)
+	}
+}
+
+// batchContext returns a context that ends once the context of every
+// request of batch has ended (never, when one of them never ends), with
+// the values of the first one's.
+func batchContext(batch []*pushReq) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
+	for _, r := range batch {
+		if r.ctx.Done() == nil {
+			return ctx, cancel
+		}
+	}
+	var left atomic.Int64
+	left.Store(int64(len(batch)))
+	stops := make([]func() bool, len(batch))
+	for i, r := range batch {
+		stops[i] = context.AfterFunc(r.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
