@@ -1387,6 +1387,21 @@ def probes_file(req: dict[str, Any]) -> str:
     s.line("    summary: str")
     s.line("    steps: tuple[ProbeStep, ...]")
     s.blank(2)
+    # The placeholder vocabulary of probe strings: emqgen's own, as the TypeScript target's.
+    for name, val, doc in [
+        ("PROBE_VAR_QUEUE", "queue", "${queue}: the scratch queue's name."),
+        ("PROBE_VAR_VERSION", "version", "${version}: this SDK's version record."),
+        ("PROBE_VAR_SEMVER", "semver", "${semver}: this SDK's major.minor.patch."),
+        ("PROBE_VAR_BUNDLE", "bundle", "${bundle}: this SDK's bundle digest."),
+        ("PROBE_KIND_KEY", "key", "${key:<type>}: a key of the scratch queue."),
+        ("PROBE_KIND_ROW", "row", "${row:<id variable>}: the row of an id."),
+        ("PROBE_KIND_RESERVE", "reserve", "${reserve:<member>}: a reserve key."),
+        ("PROBE_KIND_FIELD", "field", "${field:<role>}: a row field's name."),
+        ("PROBE_KIND_STATE", "state", "${state:<name>}: a state's value."),
+    ]:
+        s.line(f"{name}: Final = {lit(val)}")
+        s.doc("", doc)
+        s.blank()
     s.seq("", "PROBE_ID_VARS: Final = (", [lit(v) for v in p["probe_id_vars"]], ")")
     s.doc("", "The fresh id variables probes use (${job}, ...): a registered kind in lower case with an optional digit.")
     s.blank()

@@ -107,3 +107,17 @@ async def test_a_foreign_major_planted_during_the_restart_is_refused(aof_server:
             assert r.zcard(q.keys.pending) == 1, "nothing was claimed"
     finally:
         await c.close()
+
+
+async def test_pushes_survive_client_kill(server: Server, client: echomq.Client) -> None:
+    """CLIENT KILL drops every connection of the client's: the next idempotent calls are resent on
+    fresh connections, each fenced first, and nothing is lost or doubled."""
+    q = client.queue("killed")
+    ids = [client.mint() for _ in range(20)]
+    for n, id in enumerate(ids):
+        if n % 5 == 0:
+            with server.raw() as r:
+                r.client_kill_filter(_type="normal", skipme=True)
+        assert await q.push(id, b"")
+    assert await q.size(SET_PENDING) == len(ids)
+    assert client.fences >= 5

@@ -2,8 +2,9 @@
 
 ``await echomq.connect(url)`` opens a fenced client; ``client.queue(name)`` is a queue's handle
 (push, push_batch, enqueue, enqueue_at, claim, complete, retry, bury, revive, purge, sizes, page,
-get, ...). Protocol facts (key grammar, states, wire classes, the script bundle) come from the
-generated layer, ``echomq._gen``, which ``go run ./cmd/emqgen gen`` writes from protocol.yaml.
+get, ...); ``run_probes(client)`` checks a live server against the manifest. Protocol facts (key
+grammar, states, wire classes, the script bundle) come from the generated layer,
+``echomq._gen``, which ``go run ./cmd/emqgen gen`` writes from protocol.yaml.
 """
 
 from ._gen import errors as _wire
@@ -22,6 +23,7 @@ from .errors import (
     NoNodeError,
     PayloadTooLargeError,
 )
+from .probe import ProbeResult, ProbeTranscript, run_probes
 from .queue import BatchResult, Job, JobInfo, NewJob, Page, Payload, Queue
 
 __all__ = [
@@ -45,6 +47,8 @@ __all__ = [
     "Page",
     "Payload",
     "PayloadTooLargeError",
+    "ProbeResult",
+    "ProbeTranscript",
     "Queue",
     "QueueKeys",
     "QueueNameError",
@@ -54,5 +58,6 @@ __all__ = [
     "judge_version_record",
     "new_id",
     "parse_id",
+    "run_probes",
 ]
 __all__ += _wire.__all__
