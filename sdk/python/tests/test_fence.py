@@ -132,3 +132,11 @@ async def test_a_new_connection_is_fenced_before_use(server: Server, client: ech
 async def _exists(server: Server, key: str) -> int:
     with server.raw() as r:
         return int(r.exists(key))
+
+
+async def test_an_unreachable_server_is_a_connection_error() -> None:
+    from conftest import free_port
+
+    with pytest.raises(echomq.ConnectionError) as ei:
+        await echomq.connect(f"redis://127.0.0.1:{free_port()}/0", socket_connect_timeout=2)
+    assert ei.value.retryable and not isinstance(ei.value, FenceError)

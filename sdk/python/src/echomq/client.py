@@ -184,18 +184,19 @@ async def connect(
     )
     try:
         try:
-            await c.redis.ping()
+            await c.redis.ping()  # opens the first connection: the fence runs on it
+            await c._read_server_config()
+            if node is not None:
+                c._fix_node(node)
+            else:
+                await c._lease_node()
         except TRANSPORT_ERRORS as err:
             raise as_connection_error(err) from None
-        await c._read_server_config()
-        if node is not None:
-            c._fix_node(node)
-        else:
-            await c._lease_node()
-            c._start_renewal()
     except BaseException:
         await c.redis.aclose()
         raise
+    if node is None:
+        c._start_renewal()
     return c
 
 
@@ -233,9 +234,11 @@ class Client:
         try:
             reply = await _fence_on(conn)
         except ResponseError as err:
+            # An answer, not a failure to talk: the key of another type (WRONGTYPE), an ACL
+            # without the fence's keys (NOPERM), ... The fence refused; nothing was written.
             await conn.disconnect()
-            wire = script_error(FenceCall.SCRIPT.name, err)
-            raise FenceError(f"the fence script failed: {wire}") from err
+            why = script_error(FenceCall.SCRIPT.name, err)
+            raise FenceError("", detail=f"the fence script was refused: {why}") from err
         except BaseException:
             await conn.disconnect()
             raise

@@ -42,14 +42,15 @@ class FenceError(EmqError):
     (another major, a lower version the fence could not raise, or a value that is not a version
     record). Nothing was written."""
 
-    def __init__(self, found: str, want: str = VERSION_RECORD) -> None:
-        super().__init__(
-            f"emq: version fence: the keyspace is {found!r}, this client speaks {want!r}"
-        )
+    def __init__(self, found: str, want: str = VERSION_RECORD, detail: str = "") -> None:
+        why = detail or f"the keyspace is {found!r}"
+        super().__init__(f"emq: version fence: {why}, this client speaks {want!r}")
         self.found = found
         """The version record found; empty when none could be read."""
         self.want = want
         """This client's version record."""
+        self.detail = detail
+        """What refused the fence when no record could be judged (the server's error reply)."""
 
 
 class BundleError(EmqError):
