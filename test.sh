@@ -3,7 +3,9 @@
 # redis-server and python3 when they are missing, then checks that the generated files are
 # up to date, that the code is gofmt- and vet-clean, and runs go test;
 # the TypeScript SDK (sdk/ts) is built before the root module's tests
-# (internal/chaos runs it), then format-checked and tested.
+# (internal/chaos runs it), then format-checked and tested; the Python SDK
+# (sdk/python) gets a virtual environment with its hash-locked packages and
+# is checked with ruff, mypy --strict and pytest.
 set -euo pipefail
 cd "$(dirname "$0")"
 
