@@ -177,3 +177,34 @@ func TestPyAPINeedsPython(t *testing.T) {
 		t.Errorf("PyAPI without python3: %v; want ErrNoPython with the install hint", err)
 	}
 }
+
+// The Python SDK's own package (sdk/python/src/echomq) reads cleanly: its
+// entry points are recorded, its private modules (_gen, _transport) and
+// underscore names are not, and the generated wire classes re-exported
+// by the package are.
+func TestPyAPISDK(t *testing.T) {
+	needPython(t)
+	dir := filepath.Join("..", "..", "sdk", "python", "src", "echomq")
+	got, err := PyAPI(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"echomq function connect: async (",
+		"echomq class Client method queue: (name: str) -> Queue",
+		"echomq class Queue method push: async (id: str, payload: Payload) -> bool",
+		"echomq class Queue method push_batch: async (jobs: Sequence[NewJob]) -> list[BatchResult]",
+		"echomq class StaleError: class(WireError)",
+		"echomq const VERSION: str",
+	} {
+		if !slices.ContainsFunc(got, func(l string) bool { return strings.HasPrefix(l, want) }) {
+			t.Errorf("the SDK's record has no line starting %q", want)
+		}
+	}
+	for _, l := range got {
+		module, _, _ := strings.Cut(l, " ")
+		if strings.Contains(module, "._") || (strings.Contains(l, " _") && !strings.Contains(l, " __")) {
+			t.Errorf("a private module or name is recorded: %q", l)
+		}
+	}
+}

@@ -27,6 +27,8 @@ public name gives its lines:
     <module> class <name> member <m>: <value>          (an Enum's members)
     <module> const <name>: <type>
     <module> type <name>: = <expression>               (a type alias)
+    <module> type <name>: = Literal                    (an alias of literals, with
+    <module> type <name> member <literal>: literal      one member line per literal)
     <module> alias <name>: <origin>                    (a name from elsewhere)
     <module> module <name>: module                     (a public submodule)
 
@@ -246,21 +248,27 @@ def signature(fn, method):
 LITERAL_TYPES = {str: "str", bytes: "bytes", bool: "bool", int: "int", float: "float", complex: "complex", type(None): "None"}
 
 
-def value_type(v):
-    """The type of a literal value, or None when v is no literal."""
+def value_type(v, defs=None, depth=0):
+    """The type of a literal value, or None when v is no literal; a name is
+    followed to its module-level definition in defs."""
+    if isinstance(v, ast.Name) and defs and depth < 20:
+        d = defs.get(v.id)
+        if isinstance(d, (ast.Assign, ast.AnnAssign)) and d.value is not None:
+            return value_type(d.value, defs, depth + 1)
+        return None
     if isinstance(v, ast.Constant) and type(v.value) in LITERAL_TYPES:
         return LITERAL_TYPES[type(v.value)]
     if isinstance(v, ast.UnaryOp) and isinstance(v.op, (ast.USub, ast.UAdd)) and value_type(v.operand) in ("int", "float"):
         return value_type(v.operand)
     if isinstance(v, (ast.Tuple, ast.List, ast.Set)):
         kind = {ast.Tuple: "tuple", ast.List: "list", ast.Set: "set"}[type(v)]
-        ts = sorted({value_type(e) or "?" for e in v.elts})
+        ts = sorted({value_type(e, defs, depth + 1) or "?" for e in v.elts})
         if not ts:
             return kind
         return "%s[%s%s]" % (kind, " | ".join(ts), ", ..." if kind == "tuple" else "")
     if isinstance(v, ast.Dict):
-        ks = sorted({value_type(k) or "?" for k in v.keys if k is not None})
-        vs = sorted({value_type(e) or "?" for e in v.values})
+        ks = sorted({value_type(k, defs, depth + 1) or "?" for k in v.keys if k is not None})
+        vs = sorted({value_type(e, defs, depth + 1) or "?" for e in v.values})
         if not ks:
             return "dict"
         return "dict[%s, %s]" % (" | ".join(ks), " | ".join(vs))
@@ -343,7 +351,29 @@ def class_lines(key, cls):
     return out
 
 
-def definition_lines(modname, name, node):
+def literal_members(v):
+    """The literals of Literal[...] or a union of them, or None."""
+    if isinstance(v, ast.Subscript) and ast.unparse(v.value).split(".")[-1] == "Literal":
+        elts = v.slice.elts if isinstance(v.slice, ast.Tuple) else [v.slice]
+        if all(isinstance(e, ast.Constant) for e in elts):
+            return [repr(e.value) for e in elts]
+        return None
+    if isinstance(v, ast.BinOp) and isinstance(v.op, ast.BitOr):
+        a, b = literal_members(v.left), literal_members(v.right)
+        return a + b if a is not None and b is not None else None
+    return None
+
+
+def alias_lines(modname, name, v):
+    """A type alias; an alias of literals gives one member line per literal
+    (a literal added is an addition, one removed a removal)."""
+    members = literal_members(v)
+    if members is None:
+        return ["%s type %s: = %s" % (modname, name, ann(v))]
+    return ["%s type %s: = Literal" % (modname, name)] + ["%s type %s member %s: literal" % (modname, name, m) for m in members]
+
+
+def definition_lines(modname, name, node, defs):
     if isinstance(node, list) or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return function_lines("%s function %s" % (modname, name), node, False)
     if isinstance(node, ast.ClassDef):
@@ -351,15 +381,15 @@ def definition_lines(modname, name, node):
     if isinstance(node, ast.AnnAssign):
         a = ann(node.annotation)
         if a in ("TypeAlias", "typing.TypeAlias") and node.value is not None:
-            return ["%s type %s: = %s" % (modname, name, ann(node.value))]
+            return alias_lines(modname, name, node.value)
         if a in ("Final", "typing.Final") and node.value is not None:
-            a = value_type(node.value) or "?"
+            a = value_type(node.value, defs) or "?"
         elif a.startswith("Final[") or a.startswith("typing.Final["):
             a = a[a.index("[") + 1 : -1]
         return ["%s const %s: %s" % (modname, name, a)]
     if isinstance(node, ast.Assign):
         v = node.value
-        t = value_type(v)
+        t = value_type(v, defs)
         if t is not None:
             return ["%s const %s: %s" % (modname, name, t)]
         if isinstance(v, ast.Call):
@@ -370,7 +400,7 @@ def definition_lines(modname, name, node):
                 return ["%s type %s: = %s" % (modname, name, ast.unparse(v))]
             return ["%s const %s: = %s(...)" % (modname, name, f)]
         if is_typealias_value(v):
-            return ["%s type %s: = %s" % (modname, name, ann(v))]
+            return alias_lines(modname, name, v)
         return ["%s const %s: = %s" % (modname, name, ann(v))]
     raise AssertionError(node)
 
@@ -462,7 +492,7 @@ class Package:
                 elif node is None:
                     out.add("%s module %s: module" % (modname, name))
                 else:
-                    out.update(definition_lines(modname, name, node))
+                    out.update(definition_lines(modname, name, node, self.modules[where].defs))
         return sorted(out)
 
 
