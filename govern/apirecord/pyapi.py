@@ -23,7 +23,8 @@ public name gives its lines:
     <module> class <name> constructor: (<params>) -> None
     <module> class <name> method|staticmethod|classmethod <m>: [async ](<params>) -> <return>
     <module> class <name> property <p>: [readonly ]<type>
-    <module> class <name> attribute <a>: <type>[ = ...]
+    <module> class <name> attribute <a>: <type>[ = ...]   (declared in the class
+                                                       body, or set on self by __init__)
     <module> class <name> member <m>: <value>          (an Enum's members)
     <module> const <name>: <type>
     <module> type <name>: = <expression>               (a type alias)
@@ -334,7 +335,7 @@ def class_lines(key, cls):
         elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
             out += class_lines("%s class %s" % (key, node.name), node)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and not node.target.id.startswith("_"):
-            s = "%s attribute %s: %s" % (key, node.target.id, ann(node.annotation))
+            s = "%s attribute %s: %s" % (key, node.target.id, declared_type(node.annotation, node.value))
             if node.value is not None and not enum:
                 s += " = ..."
             out.append(s)
@@ -348,7 +349,55 @@ def class_lines(key, cls):
                     out.append("%s attribute %s: %s = ..." % (key, t.id, value_type(node.value) or "?"))
     for k, sigs in members.items():
         out += [k + ": " + s for s in sigs]
+    out += instance_attributes(key, cls, out)
     return out
+
+
+def instance_attributes(key, cls, declared):
+    """The public attributes __init__ sets on self (self.x = ... or
+    self.x: T = ...) that the class body does not declare: their
+    annotation, else the literal's type, the class a call constructs, or a
+    parameter's annotation; "?" when none says."""
+    init = next((n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__"), None)
+    if init is None or not (init.args.posonlyargs + init.args.args):
+        return []
+    me = (init.args.posonlyargs + init.args.args)[0].arg
+    params = {a.arg: a.annotation for a in init.args.posonlyargs + init.args.args + init.args.kwonlyargs}
+    taken = {l[len(key) + 1 :].split(":")[0].split(" ")[-1] for l in declared if l.startswith(key + " ")}
+    out = {}
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign):
+            targets, annotation, value = node.targets, None, node.value
+        elif isinstance(node, ast.AnnAssign):
+            targets, annotation, value = [node.target], node.annotation, node.value
+        else:
+            continue
+        for t in targets:
+            if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me):
+                continue
+            name = t.attr
+            if name.startswith("_") or name in taken or name in out:
+                continue
+            typ = declared_type(annotation, value) if annotation is not None else value_type(value) if value is not None else None
+            if typ is None and isinstance(value, ast.Call) and isinstance(value.func, (ast.Name, ast.Attribute)):
+                f = ast.unparse(value.func)
+                if f.split(".")[-1][:1].isupper():  # a class constructed
+                    typ = f
+            if typ is None and isinstance(value, ast.Name) and params.get(value.id) is not None:
+                typ = ann(params[value.id])
+            out[name] = "%s attribute %s: %s" % (key, name, typ or "?")
+    return list(out.values())
+
+
+def declared_type(annotation, value, defs=None):
+    """An annotation's type: Final[T] is T, a bare Final the value's type."""
+    a = ann(annotation)
+    if a in ("Final", "typing.Final"):
+        return (value_type(value, defs) if value is not None else None) or "?"
+    for p in ("Final[", "typing.Final["):
+        if a.startswith(p) and a.endswith("]"):
+            return a[len(p) : -1]
+    return a
 
 
 def literal_members(v):
@@ -382,11 +431,7 @@ def definition_lines(modname, name, node, defs):
         a = ann(node.annotation)
         if a in ("TypeAlias", "typing.TypeAlias") and node.value is not None:
             return alias_lines(modname, name, node.value)
-        if a in ("Final", "typing.Final") and node.value is not None:
-            a = value_type(node.value, defs) or "?"
-        elif a.startswith("Final[") or a.startswith("typing.Final["):
-            a = a[a.index("[") + 1 : -1]
-        return ["%s const %s: %s" % (modname, name, a)]
+        return ["%s const %s: %s" % (modname, name, declared_type(node.annotation, node.value, defs))]
     if isinstance(node, ast.Assign):
         v = node.value
         t = value_type(v, defs)

@@ -17,11 +17,23 @@ class Job:
     attempt: int = 0
 
 
+class Keys:
+    def __init__(self, queue: str) -> None:
+        self.queue = queue
+
+
+def make_owner() -> str:
+    return "o"
+
+
 class Queue:
     name: str
 
     def __init__(self, client: object, name: str) -> None:
         self.name = name
+        self.client = client
+        self.keys = Keys(name)
+        self.owner = make_owner()
 
     async def push(self, id: str, payload: bytes | str, /) -> bool:
         return True
