@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	nodeHalf := fs.Bool("node", true, "run the Node half too: the TypeScript SDK vs BullMQ on the same server (bench/node; -node=false measures Go only, and the report says so)")
 	nodeJobs := fs.Int("node-jobs", 0, "jobs per throughput scenario of the Node half (default 20,000; 2,000 with -quick)")
 	pythonHalf := fs.Bool("python", true, "run the Python half too: the Python SDK vs arq and RQ on the same server (bench/python; -python=false leaves it out, and the report says so)")
-	pythonSides := fs.String("python-sides", "arq,rq", "the sides of the Python half, of emq (the Python SDK, in sdk/python/.venv), arq, rq (in bench/python/.venv)")
+	pythonSides := fs.String("python-sides", "emq,arq,rq", "the sides of the Python half, of emq (the Python SDK, in sdk/python/.venv), arq, rq (in bench/python/.venv)")
 	pythonJobs := fs.Int("python-jobs", 0, "jobs per throughput scenario of the Python half (default 10,000; 500 with -quick)")
 	rqWorkers := fs.Int("rq-workers", 4, "RQ SimpleWorker processes in the Python half")
 	render := fs.String("render", "", "render the Markdown file and the chart again from this results JSON, measuring nothing")

@@ -98,6 +98,18 @@ func runPython(ctx context.Context, cfg *config, addr string, reset func(context
 			"--rq-workers", strconv.Itoa(cfg.RQWorkers)}
 		cmd := exec.CommandContext(ctx, abs, args...)
 		cmd.Dir = cfg.PythonDir
+		if side == "emq" {
+			// The SDK runs from its source tree, as its own tests do
+			// (pyproject's pythonpath = src): nothing is installed.
+			src, err := filepath.Abs(filepath.Join(cfg.PythonSDKDir, "src"))
+			if err != nil {
+				return nil, err
+			}
+			if _, err := os.Stat(filepath.Join(src, "echomq", "__init__.py")); err != nil {
+				return nil, fmt.Errorf("%s has no echomq package: %s", src, hintPython)
+			}
+			cmd.Env = append(os.Environ(), "PYTHONPATH="+src)
+		}
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, log
 		if err := cmd.Run(); err != nil {

@@ -33,10 +33,13 @@ class Side:
         return "arq %s, redis-py %s" % (arq.VERSION, redis.__version__)
 
     def notes(self, cfg):
-        return "arq: enqueue_job from %d producers on one ArqRedis pool; Worker(max_jobs=%d, keep_result=0, poll_delay=%g s) in the same event loop on its own pool; no batched enqueue (the batched figure is one enqueue_job per job again)" % (
-            cfg.producers,
-            cfg.concurrency,
-            POLL_DELAY,
+        return (
+            "arq: enqueue_job from %d producers on one ArqRedis pool; Worker(max_jobs=%d, keep_result=0, poll_delay=%g s) in the same event loop on its own pool; no batched enqueue (the batched figure is one enqueue_job per job again)"
+            % (
+                cfg.producers,
+                cfg.concurrency,
+                POLL_DELAY,
+            )
         )
 
     async def open(self, cfg):

@@ -71,7 +71,9 @@ class Counter:
         try:
             await asyncio.wait_for(self.done.wait(), seconds)
         except asyncio.TimeoutError:
-            raise RuntimeError("only %d of %d jobs processed within %.0f s" % (self.seen, self.target, seconds)) from None
+            raise RuntimeError(
+                "only %d of %d jobs processed within %.0f s" % (self.seen, self.target, seconds)
+            ) from None
 
 
 async def produce(side, n, producers, batched, chunk):
@@ -140,12 +142,16 @@ async def session(admin, side, fn):
 
 
 async def enqueue_one(admin, side):
-    return await session(admin, side, lambda: window(admin, lambda: produce(side, cfg.jobs, cfg.producers, False, 64), cfg.jobs))
+    return await session(
+        admin, side, lambda: window(admin, lambda: produce(side, cfg.jobs, cfg.producers, False, 64), cfg.jobs)
+    )
 
 
 async def enqueue_batched(admin, side):
     return await session(
-        admin, side, lambda: window(admin, lambda: produce(side, cfg.jobs, cfg.producers, side.batched, cfg.batch), cfg.jobs)
+        admin,
+        side,
+        lambda: window(admin, lambda: produce(side, cfg.jobs, cfg.producers, side.batched, cfg.batch), cfg.jobs),
     )
 
 
@@ -242,13 +248,24 @@ async def latency(admin, side):
     return await session(admin, side, fn)
 
 
-SCENARIOS = [("enqueue_one", enqueue_one), ("enqueue_batched", enqueue_batched), ("drain", drain), ("enqueue_process", enqueue_process)]
+SCENARIOS = [
+    ("enqueue_one", enqueue_one),
+    ("enqueue_batched", enqueue_batched),
+    ("drain", drain),
+    ("enqueue_process", enqueue_process),
+]
 
 
 async def main():
     side = importlib.import_module(SIDES[cfg.side]).Side()
     admin = aioredis.Redis(host=host, port=int(port))
-    out = {"python": platform.python_version(), "side": cfg.side, "version": side.version(), "notes": side.notes(cfg), "results": {}}
+    out = {
+        "python": platform.python_version(),
+        "side": cfg.side,
+        "version": side.version(),
+        "notes": side.notes(cfg),
+        "results": {},
+    }
     try:
         for name, run in SCENARIOS:
             runs = [await run(admin, side) for _ in range(cfg.runs)]

@@ -36,10 +36,13 @@ class Side:
         return "rq %s (SimpleWorker processes), redis-py %s" % (rq.__version__, redis.__version__)
 
     def notes(self, cfg):
-        return "RQ: Queue.enqueue from %d producer threads on one connection pool, enqueue_many of %d for batched; %d SimpleWorker processes (RQ runs one job at a time per worker; no fork per job), result_ttl=0" % (
-            cfg.producers,
-            cfg.batch,
-            cfg.rq_workers,
+        return (
+            "RQ: Queue.enqueue from %d producer threads on one connection pool, enqueue_many of %d for batched; %d SimpleWorker processes (RQ runs one job at a time per worker; no fork per job), result_ttl=0"
+            % (
+                cfg.producers,
+                cfg.batch,
+                cfg.rq_workers,
+            )
         )
 
     async def open(self, cfg):

@@ -158,7 +158,10 @@ def names_of(mod, value):
         if imp:
             target = imp[0] + "." + imp[1] if imp[1] else imp[0]
             return [("*all*", target)]
-    fail("%s: __all__ is %s: only list or tuple literals, +, and another module's __all__ are read" % (mod.path, ast.unparse(value)))
+    fail(
+        "%s: __all__ is %s: only list or tuple literals, +, and another module's __all__ are read"
+        % (mod.path, ast.unparse(value))
+    )
 
 
 def has_decorator(node, name):
@@ -246,7 +249,15 @@ def signature(fn, method):
     return s
 
 
-LITERAL_TYPES = {str: "str", bytes: "bytes", bool: "bool", int: "int", float: "float", complex: "complex", type(None): "None"}
+LITERAL_TYPES = {
+    str: "str",
+    bytes: "bytes",
+    bool: "bool",
+    int: "int",
+    float: "float",
+    complex: "complex",
+    type(None): "None",
+}
 
 
 def value_type(v, defs=None, depth=0):
@@ -259,7 +270,11 @@ def value_type(v, defs=None, depth=0):
         return None
     if isinstance(v, ast.Constant) and type(v.value) in LITERAL_TYPES:
         return LITERAL_TYPES[type(v.value)]
-    if isinstance(v, ast.UnaryOp) and isinstance(v.op, (ast.USub, ast.UAdd)) and value_type(v.operand) in ("int", "float"):
+    if (
+        isinstance(v, ast.UnaryOp)
+        and isinstance(v.op, (ast.USub, ast.UAdd))
+        and value_type(v.operand) in ("int", "float")
+    ):
         return value_type(v.operand)
     if isinstance(v, (ast.Tuple, ast.List, ast.Set)):
         kind = {ast.Tuple: "tuple", ast.List: "list", ast.Set: "set"}[type(v)]
@@ -326,7 +341,13 @@ def class_lines(key, cls):
                 kind = "constructor"
                 k = key + " constructor"
             else:
-                kind = "staticmethod" if has_decorator(node, "staticmethod") else "classmethod" if has_decorator(node, "classmethod") else "method"
+                kind = (
+                    "staticmethod"
+                    if has_decorator(node, "staticmethod")
+                    else "classmethod"
+                    if has_decorator(node, "classmethod")
+                    else "method"
+                )
                 k = "%s %s %s" % (key, kind, name)
             if has_decorator(node, "overload"):
                 members.setdefault(k, []).append(signature(node, kind != "staticmethod"))
@@ -334,7 +355,9 @@ def class_lines(key, cls):
                 members[k] = [signature(node, kind != "staticmethod")]
         elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
             out += class_lines("%s class %s" % (key, node.name), node)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and not node.target.id.startswith("_"):
+        elif (
+            isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and not node.target.id.startswith("_")
+        ):
             s = "%s attribute %s: %s" % (key, node.target.id, declared_type(node.annotation, node.value))
             if node.value is not None and not enum:
                 s += " = ..."
@@ -358,7 +381,9 @@ def instance_attributes(key, cls, declared):
     self.x: T = ...) that the class body does not declare: their
     annotation, else the literal's type, the class a call constructs, or a
     parameter's annotation; "?" when none says."""
-    init = next((n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__"), None)
+    init = next(
+        (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__"), None
+    )
     if init is None or not (init.args.posonlyargs + init.args.args):
         return []
     me = (init.args.posonlyargs + init.args.args)[0].arg
@@ -378,7 +403,13 @@ def instance_attributes(key, cls, declared):
             name = t.attr
             if name.startswith("_") or name in taken or name in out:
                 continue
-            typ = declared_type(annotation, value) if annotation is not None else value_type(value) if value is not None else None
+            typ = (
+                declared_type(annotation, value)
+                if annotation is not None
+                else value_type(value)
+                if value is not None
+                else None
+            )
             if typ is None and isinstance(value, ast.Call) and isinstance(value.func, (ast.Name, ast.Attribute)):
                 f = ast.unparse(value.func)
                 if f.split(".")[-1][:1].isupper():  # a class constructed
@@ -419,7 +450,9 @@ def alias_lines(modname, name, v):
     members = literal_members(v)
     if members is None:
         return ["%s type %s: = %s" % (modname, name, ann(v))]
-    return ["%s type %s: = Literal" % (modname, name)] + ["%s type %s member %s: literal" % (modname, name, m) for m in members]
+    return ["%s type %s: = Literal" % (modname, name)] + [
+        "%s type %s member %s: literal" % (modname, name, m) for m in members
+    ]
 
 
 def definition_lines(modname, name, node, defs):
