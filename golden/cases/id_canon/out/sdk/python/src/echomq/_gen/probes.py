@@ -44,6 +44,33 @@ class Probe:
     steps: tuple[ProbeStep, ...]
 
 
+PROBE_VAR_QUEUE: Final = "queue"
+"""${queue}: the scratch queue's name."""
+
+PROBE_VAR_VERSION: Final = "version"
+"""${version}: this SDK's version record."""
+
+PROBE_VAR_SEMVER: Final = "semver"
+"""${semver}: this SDK's major.minor.patch."""
+
+PROBE_VAR_BUNDLE: Final = "bundle"
+"""${bundle}: this SDK's bundle digest."""
+
+PROBE_KIND_KEY: Final = "key"
+"""${key:<type>}: a key of the scratch queue."""
+
+PROBE_KIND_ROW: Final = "row"
+"""${row:<id variable>}: the row of an id."""
+
+PROBE_KIND_RESERVE: Final = "reserve"
+"""${reserve:<member>}: a reserve key."""
+
+PROBE_KIND_FIELD: Final = "field"
+"""${field:<role>}: a row field's name."""
+
+PROBE_KIND_STATE: Final = "state"
+"""${state:<name>}: a state's value."""
+
 PROBE_ID_VARS: Final = (
     "job",
     "job2",
