@@ -198,3 +198,35 @@ async def test_fixed_node(server: Server) -> None:
         assert echomq.parse_id(c.mint()).node == 7
     finally:
         await c.close()
+
+
+async def test_push_batch_sends_push_many_chunks(server: Server, client: echomq.Client) -> None:
+    """300 jobs go out as three push_many calls in one round trip; a duplicate inside the batch
+    reports False; a chunk refused for one foreign id is pushed job by job, so only that job fails
+    with the wire error of its class and the others are admitted."""
+    from echomq.queue import PUSH_MAX_BATCH
+
+    q = client.queue("chunked")
+    ids = [client.mint() for _ in range(2 * PUSH_MAX_BATCH + 44)]
+    jobs = [NewJob(id=i, payload=b"x") for i in ids] + [NewJob(id=ids[0], payload=b"again")]
+    with server.raw() as r:
+        r.config_resetstat()
+    res = await q.push_batch(jobs)
+    assert [x.enqueued for x in res] == [True] * len(ids) + [False]
+    assert all(x.error is None for x in res)
+    calls = server.commandstats()
+    # three calls; on a server that had not seen push_many yet, each answered NOSCRIPT once
+    assert calls.get("evalsha") == 3 and calls.get("eval", 0) in (0, 3), calls
+    info = await q.get(ids[0])
+    assert info is not None and info.payload == b"x", "the duplicate left the row untouched"
+
+    other = next(k for k in echomq._gen.protocol.KINDS if k != echomq._gen.protocol.WORK_KIND)
+    foreign = echomq.new_id(other, now_ms(), 3, 0)
+    fresh = [client.mint() for _ in range(4)]
+    res = await q.push_batch(
+        [NewJob(fresh[0], b""), NewJob(fresh[1], b""), NewJob(foreign, b""), NewJob(fresh[2], b"")]
+    )
+    assert [x.enqueued for x in res] == [True, True, False, True]
+    assert isinstance(res[2].error, echomq.KindError)
+    assert [x.error for x in (res[0], res[1], res[3])] == [None, None, None]
+    assert await q.get(foreign) is None

@@ -7,8 +7,9 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
+from ._gen.errors import WireError
 from ._gen.ids import parse_id
 from ._gen.keys import QueueKeys
 from ._gen.protocol import (
@@ -40,6 +41,8 @@ from ._gen.scripts import (
     PromoteCall,
     PurgeCall,
     PushCall,
+    PushManyCall,
+    PushManyEntry,
     ReapCall,
     RetryCall,
     ReviveCall,
@@ -54,7 +57,7 @@ from .errors import RESEND_ATTEMPTS, ArgumentError, ConnectionError
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["BatchResult", "Job", "JobInfo", "NewJob", "Page", "Payload", "Queue"]
+__all__ = ["PUSH_MAX_BATCH", "BatchResult", "Job", "JobInfo", "NewJob", "Page", "Payload", "Queue"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +65,9 @@ Payload = bytes | str
 """A job's payload as given: bytes, or text (sent as UTF-8)."""
 
 _INT_RE = re.compile(r"-?[0-9]+")
+
+PUSH_MAX_BATCH: Final = 128
+"""The most jobs push_batch sends in one push_many call (the Go SDK's default PushMaxBatch)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,25 +186,87 @@ class Queue:
         return await self.client.resend(attempt)
 
     async def push_batch(self, jobs: Sequence[NewJob]) -> list[BatchResult]:
-        """Admits many jobs in one pipelined round trip.
+        """Admits many jobs in push_many script calls of up to PUSH_MAX_BATCH jobs each, pipelined
+        in one round trip.
 
         Malformed ids and oversized payloads raise before anything is sent. The result tells, per
-        job, whether it was enqueued (False: a duplicate) or why it failed; the others still took
-        effect. Jobs whose calls failed in transport, and only those, are resent.
+        job, whether it was enqueued (False: a duplicate, also for a second job of one id in the
+        batch) or why it failed; the others still took effect. A chunk push_many refuses as a
+        whole (an id of another kind in it) is pushed again job by job, so that only the offending
+        jobs carry the wire error. Calls that failed in transport, and only those, are resent on
+        a fresh, fenced connection (a resent job the lost attempt had admitted reports False).
         """
-        xs: list[ScriptExec] = []
+        rows: list[str] = []
+        payloads: list[bytes] = []
         for i, j in enumerate(jobs):
             try:
-                xs.append(self._push_exec(j.id, j.payload))
+                rows.append(self.keys.row(j.id))
+                self.client.check_payload(j.payload)
             except Exception as err:
                 err.args = (f"job {i}: {err}",)
                 raise
-        out = [BatchResult(enqueued=False) for _ in xs]
+            payloads.append(_bytes(j.payload))
+        out = [BatchResult(enqueued=False) for _ in jobs]
+        chunks = [
+            list(range(k, min(k + PUSH_MAX_BATCH, len(jobs))))
+            for k in range(0, len(jobs), PUSH_MAX_BATCH)
+        ]
+        calls = [
+            PushManyCall(
+                pending=self.keys.pending,
+                wake=self.keys.wake,
+                rows=[rows[i] for i in c],
+                entries=[PushManyEntry(id=jobs[i].id, payload=payloads[i]) for i in c],
+            ).exec()
+            for c in chunks
+        ]
+        one_by_one: list[int] = []
+        for c, r in zip(chunks, await self._settle(calls), strict=True):
+            if isinstance(r, WireError):
+                one_by_one += c
+                continue
+            try:
+                if isinstance(r, BaseException):
+                    raise r
+                recs = PushManyCall.decode(r)
+                if len(recs) != len(c):
+                    raise ValueError(f"emq: push_many answered {len(recs)} records for {len(c)}")
+            except Exception as err:
+                for i in c:
+                    out[i] = BatchResult(enqueued=False, error=err)
+                continue
+            for i, rec in zip(c, recs, strict=True):
+                out[i] = BatchResult(enqueued=rec.enqueued > 0)
+        singles = [
+            PushCall(
+                row=rows[i],
+                pending=self.keys.pending,
+                wake=self.keys.wake,
+                id=jobs[i].id,
+                payload=payloads[i],
+            ).exec()
+            for i in one_by_one
+        ]
+        for i, r in zip(one_by_one, await self._settle(singles), strict=True):
+            if isinstance(r, BaseException):
+                out[i] = BatchResult(enqueued=False, error=r)
+                continue
+            try:
+                out[i] = BatchResult(enqueued=PushCall.decode(r) == PUSH_ENQUEUED)
+            except Exception as err:
+                out[i] = BatchResult(enqueued=False, error=err)
+        return out
+
+    async def _settle(self, xs: list[ScriptExec]) -> list[Any]:
+        """Runs idempotent calls pipelined and settles each on its own: its reply, or the
+        exception it failed with. The calls that failed in transport, and only those, are sent
+        again (up to RESEND_ATTEMPTS rounds, a doubling pause between them); one still failing so
+        is a ConnectionError. A keyspace refused by the fence raises."""
+        out: list[Any] = [None] * len(xs)
         todo = list(range(len(xs)))
         attempt = 0
         while todo:
-            idx = todo
-            todo = []
+            idx, todo = todo, []
             try:
                 res = await run_scripts(self.client.redis, [xs[i] for i in idx])
             except Exception as err:
@@ -208,16 +276,10 @@ class Queue:
                 todo = idx
             else:
                 for i, r in zip(idx, res, strict=True):
-                    if isinstance(r, BaseException):
-                        ce = _transport(r)
-                        out[i] = BatchResult(enqueued=False, error=ce or r)
-                        if ce is not None and attempt + 1 < RESEND_ATTEMPTS:
-                            todo.append(i)
-                        continue
-                    try:
-                        out[i] = BatchResult(enqueued=PushCall.decode(r) == PUSH_ENQUEUED)
-                    except Exception as err:
-                        out[i] = BatchResult(enqueued=False, error=err)
+                    ce = _transport(r) if isinstance(r, BaseException) else None
+                    out[i] = ce or r
+                    if ce is not None and attempt + 1 < RESEND_ATTEMPTS:
+                        todo.append(i)
             attempt += 1
             if todo:
                 await asyncio.sleep(min(0.010 * 2**attempt, 0.5))
