@@ -5,9 +5,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/echomq/echomq/conformance/runner"
 	"github.com/echomq/echomq/gen/model"
 )
 
@@ -86,3 +88,21 @@ func (r *recorder) Errorf(format string, args ...any) {
 }
 
 func (r *recorder) Helper() {}
+
+// TestPythonTestee scans the Python SDK's conformance testee
+// (sdk/python/conformance) for protocol literals: it takes every protocol
+// fact from package echomq; only the contract's own words (which equal
+// manifest names today) are allowed.
+func TestPythonTestee(t *testing.T) {
+	root := filepath.Join("..", "..")
+	p, err := model.Load(filepath.Join(root, "protocol.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(root, "sdk", "python", "conformance", "*.py"))
+	if len(files) == 0 {
+		t.Fatal("found no Python testee under sdk/python/conformance")
+	}
+	lits := slices.DeleteFunc(Literals(p), func(l string) bool { return slices.Contains(runner.ContractWords, l) })
+	ScanPython(t, lits, files, "take it from package echomq")
+}

@@ -10,8 +10,8 @@ grammar, states, wire classes, the script bundle) come from the generated layer,
 from ._gen import errors as _wire
 from ._gen.errors import *  # noqa: F403 - one exception class per wire class
 from ._gen.ids import IdError, IdGenerator, new_id, parse_id
-from ._gen.keys import QueueKeys, QueueNameError
-from ._gen.protocol import PROTOCOL, VERSION, VERSION_RECORD
+from ._gen.keys import QueueKeys, QueueNameError, reserve_key
+from ._gen.protocol import PROTOCOL, VERSION, VERSION_RECORD, Kind, SetName, State, is_kind
 from ._gen.scripts import BUNDLE_DIGEST
 from .client import Client, Verdict, check_version_record, connect, judge_version_record
 from .errors import (
@@ -42,6 +42,7 @@ __all__ = [
     "IdGenerator",
     "Job",
     "JobInfo",
+    "Kind",
     "NewJob",
     "NoNodeError",
     "Page",
@@ -52,12 +53,16 @@ __all__ = [
     "Queue",
     "QueueKeys",
     "QueueNameError",
+    "SetName",
+    "State",
     "Verdict",
     "check_version_record",
     "connect",
+    "is_kind",
     "judge_version_record",
     "new_id",
     "parse_id",
+    "reserve_key",
     "run_probes",
 ]
 __all__ += _wire.__all__

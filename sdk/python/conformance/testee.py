@@ -1,0 +1,356 @@
+"""The Python SDK's conformance testee.
+
+It reads the requests of the conformance runner from stdin, one JSON object a line, performs each
+with the public API of package ``echomq``, and writes one JSON response a line to stdout, in order
+(conformance/README.md is the contract). It logs to stderr and exits when stdin closes.
+
+Run it from the repository root with the SDK's virtual environment (./test.sh creates it):
+``sdk/python/.venv/bin/python sdk/python/conformance/testee.py``. It puts ``sdk/python/src`` on the
+module path itself, so the package need not be installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import importlib.metadata
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any, NoReturn, cast
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+import echomq
+
+Obj = dict[str, Any]
+
+OP_TIMEOUT_S = 30.0
+"""How long one op may take before the testee answers it with an error."""
+
+NODE_LEASE_MS = 10 * 60 * 1000
+"""The node lease of a scenario's client: no renewal within a scenario, as the runner counts the
+commands the client sends."""
+
+
+class OpError(Exception):
+    """An error the testee raises itself, with its contract kind."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def kind_of(err: BaseException) -> Obj:
+    """Maps an SDK error to the contract's kinds, checked in the contract's order."""
+    message = str(err)
+    if isinstance(err, OpError):
+        return {"kind": err.kind, "message": message}
+    if isinstance(err, echomq.WireError):
+        return {"kind": "wire", "class": err.word, "message": err.detail}
+    if isinstance(err, echomq.IdError):
+        return {"kind": "id", "message": message}
+    if isinstance(err, echomq.QueueNameError):
+        return {"kind": "queue_name", "message": message}
+    if isinstance(err, echomq.PayloadTooLargeError):
+        return {"kind": "payload_too_large", "message": message}
+    if isinstance(err, echomq.ArgumentError):
+        return {"kind": "argument", "message": message}
+    if isinstance(err, echomq.FenceError):
+        return {"kind": "fence", "message": message}
+    if isinstance(err, echomq.BundleError):
+        return {"kind": "bundle", "message": message}
+    if isinstance(err, echomq.ConnectionError):
+        return {"kind": "connection", "message": message}
+    return {"kind": "other", "message": f"{type(err).__name__}: {message}"}
+
+
+def bad_request(why: str) -> NoReturn:
+    raise OpError("other", "bad request: " + why)
+
+
+def text(a: Obj, name: str) -> str:
+    v = a.get(name)
+    if v is None:
+        return ""
+    return v if isinstance(v, str) else str(v)
+
+
+def num(a: Obj, name: str) -> int:
+    v = a.get(name)
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        bad_request(f"{name} is not a number")
+    if isinstance(v, float):
+        if not v.is_integer():
+            bad_request(f"{name} is not an integer")
+        return int(v)
+    return v
+
+
+def items(a: Obj, name: str) -> list[Any]:
+    v = a.get(name)
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        bad_request(f"{name} is not an array")
+    return v
+
+
+def payload_in(a: Obj) -> bytes:
+    """A request's payload: UTF-8 text, or base64 bytes."""
+    b64 = a.get("payload_b64")
+    if isinstance(b64, str):
+        try:
+            return base64.b64decode(b64, validate=True)
+        except binascii.Error as err:
+            bad_request(f"payload_b64: {err}")
+    p = a.get("payload")
+    return p.encode() if isinstance(p, str) else b""
+
+
+def payload_out(m: Obj, b: bytes) -> Obj:
+    """Adds the contract's payload fields for bytes b to m."""
+    try:
+        m["payload"] = b.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    m["payload_b64"] = base64.b64encode(b).decode("ascii")
+    return m
+
+
+def job_out(j: echomq.Job) -> Obj:
+    return payload_out({"id": j.id, "token": j.token, "deadline_ms": j.deadline_ms}, j.payload)
+
+
+def sdk_version() -> str:
+    try:
+        return importlib.metadata.version(echomq.__name__)
+    except importlib.metadata.PackageNotFoundError:
+        return "devel"  # run from the source tree, as the runner does
+
+
+class Testee:
+    """The client of the current scenario, and the ops."""
+
+    def __init__(self, log: logging.Logger) -> None:
+        self.log = log
+        self.client: echomq.Client | None = None
+
+    async def close(self) -> None:
+        c, self.client = self.client, None
+        if c is not None:
+            await c.close()
+
+    def connected(self) -> echomq.Client:
+        if self.client is None:
+            raise OpError("connection", "not connected")
+        return self.client
+
+    def queue(self, a: Obj) -> echomq.Queue:
+        return self.connected().queue(text(a, "queue"))
+
+    def queue_id(self, a: Obj) -> tuple[echomq.Queue, str]:
+        """The queue and the checked id of a request: the queue first."""
+        q = self.queue(a)
+        id = text(a, "id")
+        echomq.parse_id(id)
+        return q, id
+
+    def ids(self, a: Obj) -> list[str]:
+        """The checked ids of a request's ids array."""
+        out = [text({"id": v}, "id") for v in items(a, "ids")]
+        for id in out:
+            echomq.parse_id(id)
+        return out
+
+    def new_jobs(self, a: Obj) -> list[echomq.NewJob]:
+        """The checked jobs of a request's jobs array."""
+        out = []
+        for j in items(a, "jobs"):
+            if not isinstance(j, dict):
+                bad_request("a job is not an object")
+            id = text(j, "id")
+            echomq.parse_id(id)
+            out.append(echomq.NewJob(id=id, payload=payload_in(j)))
+        return out
+
+    async def do(self, op: str, a: Obj) -> Obj:
+        if op == "hello":
+            return {
+                "language": "python",
+                "sdk_version": sdk_version(),
+                "protocol": echomq.PROTOCOL,
+                "version": echomq.VERSION,
+                "bundle_digest": echomq.BUNDLE_DIGEST,
+            }
+        if op == "parse_id":
+            d = echomq.parse_id(text(a, "text"))
+            return {"kind": d.kind, "time_ms": d.time_ms, "node": d.node, "sequence": d.sequence}
+        if op == "new_id":
+            t = echomq.new_id(
+                text(a, "kind"), num(a, "time_ms"), num(a, "node"), num(a, "sequence")
+            )
+            return {"text": t}
+        if op == "queue_keys":
+            k = echomq.QueueKeys(text(a, "queue"))
+            keys = {str(t): k.key(str(t)) for t in items(a, "types")}
+            out: Obj = {"keys": keys}
+            if isinstance(a.get("id"), str):
+                out["row"] = k.row(a["id"])
+            return out
+        if op == "reserve_key":
+            return {"key": echomq.reserve_key(text(a, "member"), text(a, "queue"))}
+        if op == "classify_error":
+            cls, message = echomq.classify_reply(text(a, "reply"))
+            return {"class": cls, "message": message}
+        if op == "connect":
+            await self.close()
+            self.client = await echomq.connect(
+                "redis://" + text(a, "addr"),
+                node_lease_ms=NODE_LEASE_MS,
+                max_payload=num(a, "max_payload"),
+                logger=self.log,
+            )
+            return {"version_found": self.client.version_found}
+        if op == "close":
+            await self.close()
+            return {}
+        if op == "mint":
+            kind = text(a, "kind")
+            c = self.connected()
+            if not echomq.is_kind(kind):
+                raise echomq.IdError(kind, "the kind is not registered")
+            return {"id": c.mint(kind)}
+        if op in ("push", "enqueue", "enqueue_at"):
+            q, id = self.queue_id(a)
+            p = payload_in(a)
+            if op == "push":
+                ok = await q.push(id, p)
+            elif op == "enqueue":
+                ok = await q.enqueue(id, p)
+            else:
+                ok = await q.enqueue_at(id, p, num(a, "run_at_ms"))
+            return {"enqueued": ok}
+        if op == "push_batch":
+            q = self.queue(a)
+            res = await q.push_batch(self.new_jobs(a))
+            return {
+                "results": [
+                    {"error": kind_of(r.error)} if r.error is not None else {"enqueued": r.enqueued}
+                    for r in res
+                ]
+            }
+        if op == "claim":
+            j = await self.queue(a).claim(num(a, "lease_ms"))
+            return {"job": job_out(j) if j is not None else None}
+        if op == "claim_many":
+            js = await self.queue(a).claim_many(num(a, "lease_ms"), num(a, "count"))
+            return {"jobs": [job_out(j) for j in js]}
+        if op == "complete":
+            q, id = self.queue_id(a)
+            await q.complete(id, num(a, "token"))
+            return {}
+        if op == "complete_claim":
+            q, id = self.queue_id(a)
+            js = await q.complete_claim(id, num(a, "token"), num(a, "lease_ms"), num(a, "count"))
+            return {"jobs": [job_out(j) for j in js]}
+        if op == "extend":
+            q, id = self.queue_id(a)
+            return {"deadline_ms": await q.extend(id, num(a, "token"), num(a, "lease_ms"))}
+        if op == "retry":
+            q, id = self.queue_id(a)
+            return {"run_at_ms": await q.retry(id, num(a, "token"), num(a, "delay_ms"))}
+        if op == "bury":
+            q, id = self.queue_id(a)
+            await q.bury(id, num(a, "token"))
+            return {}
+        if op == "revive":
+            q, id = self.queue_id(a)
+            return {"revived": await q.revive(id)}
+        if op == "purge":
+            q, id = self.queue_id(a)
+            return {"purged": await q.purge(id)}
+        if op == "promote":
+            return {"moved": await self.queue(a).promote(num(a, "limit"))}
+        if op == "reap":
+            return {"moved": await self.queue(a).reap(num(a, "limit"), num(a, "max_attempts"))}
+        if op == "ring":
+            return {"rung": await self.queue(a).ring()}
+        if op == "sizes":
+            return {"sizes": dict(await self.queue(a).sizes())}
+        if op == "browse":
+            q = self.queue(a)
+            return {"ids": await q.browse(cast(echomq.SetName, text(a, "set")), num(a, "n"))}
+        if op == "page":
+            q = self.queue(a)
+            pg = await q.page(cast(echomq.SetName, text(a, "set")), text(a, "after"), num(a, "n"))
+            return {"ids": pg.ids, "next": pg.next}
+        if op == "get":
+            q, id = self.queue_id(a)
+            info = await q.get(id)
+            if info is None:
+                return {"found": False}
+            return payload_out(
+                {
+                    "found": True,
+                    "state": info.state,
+                    "attempts": info.attempts,
+                    "at_ms": info.at_ms or 0,
+                },
+                info.payload,
+            )
+        if op == "run_probes":
+            tr = await echomq.run_probes(self.connected())
+            return {"passed": tr.passed, "total": len(tr.results), "lines": tr.lines()}
+        raise OpError("unsupported", f"op {op!r} is not implemented by the Python testee")
+
+    async def answer(self, line: str) -> Obj:
+        """The response to one request line."""
+        seq: Any = 0
+        try:
+            try:
+                req = json.loads(line)
+            except ValueError as err:
+                bad_request(str(err))
+            if not isinstance(req, dict):
+                bad_request("the request is not an object")
+            seq = req.get("seq", 0)
+            args = req.get("args") or {}
+            if not isinstance(args, dict):
+                bad_request("args is not an object")
+            op = text(req, "op")
+            try:
+                result = await asyncio.wait_for(self.do(op, args), OP_TIMEOUT_S)
+            except TimeoutError:
+                raise OpError("other", f"op {op!r} took longer than {OP_TIMEOUT_S}s") from None
+            return {"seq": seq, "ok": True, "result": result}
+        except Exception as err:
+            return {"seq": seq, "ok": False, "error": kind_of(err)}
+
+
+async def main() -> int:
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    t = Testee(logging.getLogger("echomq.testee"))
+    loop = asyncio.get_running_loop()
+    try:
+        while True:
+            # The loop keeps running (the client's background work with it) while a line is read.
+            line = await loop.run_in_executor(None, sys.stdin.readline)
+            if not line:
+                break
+            if not line.strip():
+                continue
+            resp = await t.answer(line)
+            sys.stdout.write(json.dumps(resp, separators=(",", ":")) + "\n")
+            sys.stdout.flush()
+    finally:
+        await t.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
