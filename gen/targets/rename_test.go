@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,9 +15,10 @@ import (
 
 // TestRenameReachesEveryTarget renames a wire class word and a row field in
 // a scratch copy of the manifest and checks that the change reaches the Go,
-// TypeScript, Lua and docs outputs together: every language's files stop
-// spelling the old word and start spelling the new one. Nothing in a target
-// may keep a protocol fact of its own.
+// TypeScript, Python (the out-of-process plugin the repository's
+// emqgen.yaml declares), Lua and docs outputs together: every language's
+// files stop spelling the old word and start spelling the new one. Nothing
+// in a target may keep a protocol fact of its own.
 func TestRenameReachesEveryTarget(t *testing.T) {
 	src, err := os.ReadFile("../../protocol.yaml")
 	if err != nil {
@@ -47,11 +49,24 @@ func TestRenameReachesEveryTarget(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the renamed manifest does not resolve: %v", err)
 	}
-	before, err := targets.Generate(p, nil)
+	// Every target gen runs: the in-process ones and the plugins of the
+	// repository's emqgen.yaml (the Python target), run from the root.
+	ts, err := targets.Configured("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := targets.Generate(q, nil)
+	var names []string
+	for _, tg := range ts {
+		names = append(names, tg.Name())
+	}
+	if !slices.Contains(names, "python") {
+		t.Fatalf("the repository's emqgen.yaml declares no python plugin; targets: %v", names)
+	}
+	before, err := targets.Generate(p, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := targets.Generate(q, ts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +81,11 @@ func TestRenameReachesEveryTarget(t *testing.T) {
 		return b.Bytes()
 	}
 	langs := map[string]func(string) bool{
-		"go":   func(p string) bool { return strings.HasPrefix(p, "sdk/go/") && strings.HasSuffix(p, ".go") },
-		"ts":   func(p string) bool { return strings.HasPrefix(p, "sdk/ts/") && strings.HasSuffix(p, ".ts") },
+		"go": func(p string) bool { return strings.HasPrefix(p, "sdk/go/") && strings.HasSuffix(p, ".go") },
+		"ts": func(p string) bool { return strings.HasPrefix(p, "sdk/ts/") && strings.HasSuffix(p, ".ts") },
+		"python": func(p string) bool {
+			return strings.HasPrefix(p, "sdk/python/") && strings.HasSuffix(p, ".py")
+		},
 		"lua":  func(p string) bool { return strings.HasPrefix(p, "sdk/lua/") },
 		"docs": func(p string) bool { return strings.HasPrefix(p, "docs/") },
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -191,8 +192,9 @@ func TestGenCheck(t *testing.T) {
 }
 
 // TestRenameReachesEveryTarget changes a class word and a field name in the
-// manifest and regenerates: the Go, the Lua and the docs all change, and
-// the old spellings are gone from every generated file.
+// manifest and regenerates: the Go, the Lua, the docs and the Python (the
+// repository's Python plugin, declared in the scratch root's emqgen.yaml)
+// all change, and the old spellings are gone from every generated file.
 func TestRenameReachesEveryTarget(t *testing.T) {
 	data, err := os.ReadFile(manifest)
 	if err != nil {
@@ -206,10 +208,22 @@ func TestRenameReachesEveryTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Join(dir, "out")
+	plugin, err := filepath.Abs("../../gen/plugins/python/main.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "version: 1\nplugins:\n  - name: python\n    run: [python3, " + strconv.Quote(plugin) + "]\n    out: sdk/python\n    options:\n      package: src/echomq/_gen\n"
+	if err := os.WriteFile(filepath.Join(root, "emqgen.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if code, out, errs := run(t, "gen", "-manifest", file, "-root", root); code != 0 {
 		t.Fatalf("gen = %d\n%s%s", code, out, errs)
 	}
-	for _, path := range []string{"sdk/go/emq/wire/errors_gen.go", "sdk/go/emq/wire/protocol_gen.go", "sdk/lua/complete.lua", "docs/protocol.md"} {
+	for _, path := range []string{"sdk/go/emq/wire/errors_gen.go", "sdk/go/emq/wire/protocol_gen.go", "sdk/lua/complete.lua", "docs/protocol.md",
+		"sdk/python/src/echomq/_gen/errors.py", "sdk/python/src/echomq/_gen/protocol.py"} {
 		b, err := os.ReadFile(filepath.Join(root, path))
 		if err != nil {
 			t.Fatal(err)
@@ -228,6 +242,14 @@ func TestRenameReachesEveryTarget(t *testing.T) {
 	proto, _ := os.ReadFile(filepath.Join(root, "sdk/go/emq/wire/protocol_gen.go"))
 	if !strings.Contains(string(proto), `FieldToken = "tries"`) {
 		t.Error(`protocol_gen.go lacks FieldToken = "tries"`)
+	}
+	py, _ := os.ReadFile(filepath.Join(root, "sdk/python/src/echomq/_gen/protocol.py"))
+	if !strings.Contains(string(py), `FIELD_TOKEN: Final = "tries"`) || strings.Contains(string(py), `"attempts"`) {
+		t.Error(`the Python protocol.py lacks FIELD_TOKEN: Final = "tries" or still names "attempts"`)
+	}
+	pyErrs, _ := os.ReadFile(filepath.Join(root, "sdk/python/src/echomq/_gen/errors.py"))
+	if !strings.Contains(string(pyErrs), `CLASS_STALE: Final = "EMQFENCED"`) {
+		t.Error(`the Python errors.py lacks CLASS_STALE: Final = "EMQFENCED"`)
 	}
 }
 
