@@ -124,6 +124,13 @@ async def test_a_new_connection_is_fenced_before_use(server: Server, client: ech
         await q.push(id, b"")
     assert await _exists(server, q.keys.row(id)) == 0
     with server.raw() as r:
+        r.client_kill_filter(_type="normal", skipme=True)
+    with pytest.raises(FenceError):
+        await q.sizes()  # a pipeline's connection is fenced too
+    with pytest.raises(FenceError):
+        await q.push_batch([echomq.NewJob(id, b"")])
+    assert await _exists(server, q.keys.row(id)) == 0
+    with server.raw() as r:
         r.set(KEY_VERSION, VERSION_RECORD)
     assert await q.push(id, b"")
     assert client.fences > fences
