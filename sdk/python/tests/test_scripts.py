@@ -95,3 +95,11 @@ async def test_run_scripts_settles_each_call(server: Server, client: echomq.Clie
         await run_script(client.redis, stale)
     assert await run_scripts(client.redis, []) == []
     assert isinstance(push, ScriptExec)
+
+
+def test_sdk_version_is_the_package_version() -> None:
+    import tomllib
+    from pathlib import Path
+
+    meta = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert echomq.__version__ == meta["project"]["version"]

@@ -26,6 +26,9 @@ from .errors import (
 from .probe import ProbeResult, ProbeTranscript, run_probes
 from .queue import BatchResult, Job, JobInfo, NewJob, Page, Payload, Queue
 
+__version__ = "0.1.0"
+"""The SDK's own version (pyproject.toml's), apart from the wire VERSION it speaks."""
+
 __all__ = [
     "BUNDLE_DIGEST",
     "PROTOCOL",
