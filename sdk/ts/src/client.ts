@@ -22,7 +22,9 @@ import {
   runLock,
   runUnlock,
   type Kind,
+  type ScriptRunner,
 } from "./gen/index.js";
+import type { Pusher } from "./coalesce.js";
 import {
   NodeRedisAdapter,
   type NodeRedisOptions,
@@ -31,6 +33,7 @@ import {
 import {
   BundleError,
   ConnectionError,
+  DeadlineError,
   FenceError,
   RESEND_ATTEMPTS,
   NoNodeError,
@@ -69,6 +72,41 @@ export interface ConnectOptions extends NodeRedisOptions {
    * the server's proto-max-bulk-len as read at connect, or 512 MiB.
    */
   maxPayload?: number;
+  /**
+   * How concurrent queue.push() calls of this client are coalesced into one
+   * push_many call per batch (see Queue.push). Default on, with the
+   * defaults of CoalesceOptions; false sends one push script per call.
+   */
+  coalesce?: CoalesceOptions | false;
+}
+
+/** How concurrent pushes to one queue are coalesced. */
+export interface CoalesceOptions {
+  /**
+   * The longest a push waits, in milliseconds, while a batch of its queue
+   * is in flight, before its own batch is sent anyway. A batch is sent at
+   * once (after the current tick) when none of its queue is in flight.
+   * Default 1; 0 sends the next batch as soon as the tick ends.
+   */
+  lingerMs?: number;
+  /** The most jobs in one push_many call; a fuller batch is sent at once. Default 256. */
+  maxBatch?: number;
+}
+
+/** Options of one call that is resent across reconnects. */
+export interface CallOptions {
+  /**
+   * Aborts the call: checked before anything is sent and before every
+   * resend. A call aborted before it was sent rejects with the signal's
+   * reason and wrote nothing.
+   */
+  signal?: AbortSignal;
+  /**
+   * A deadline in Unix milliseconds (Date.now()): no resend starts after
+   * it, and a call whose deadline passed before it was sent rejects with a
+   * DeadlineError.
+   */
+  deadline?: number;
 }
 
 const defaultMaxPayload = 512 * 1024 * 1024;
@@ -148,13 +186,20 @@ export async function connect(options: ConnectOptions = {}): Promise<Client> {
   return c;
 }
 
-/** The pause before resend n (1 for the first): none, then 10 ms doubling up to 500 ms, jittered to its upper half. */
-function resendPause(n: number, signal?: AbortSignal): Promise<void> {
+/** @internal The pause before resend n (1 for the first): none, then 10 ms doubling up to 500 ms, jittered to its upper half; cut short by signal, and never past deadline. */
+export function resendPause(
+  n: number,
+  signal?: AbortSignal,
+  deadline?: number,
+): Promise<void> {
   if (n <= 1) {
     return Promise.resolve();
   }
   const d = Math.min(10 * 2 ** (n - 2), 500);
-  const ms = d / 2 + Math.random() * (d / 2);
+  let ms = d / 2 + Math.random() * (d / 2);
+  if (deadline !== undefined) {
+    ms = Math.max(0, Math.min(ms, deadline - Date.now()));
+  }
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(t);
@@ -164,6 +209,20 @@ function resendPause(n: number, signal?: AbortSignal): Promise<void> {
     const t = setTimeout(done, ms);
     signal?.addEventListener("abort", done, { once: true });
   });
+}
+
+/**
+ * Throws when a call may not be sent (again): the signal's reason once it
+ * aborted, a DeadlineError once the deadline passed.
+ */
+export function checkCall(opts: CallOptions | undefined): void {
+  if (opts === undefined) {
+    return;
+  }
+  opts.signal?.throwIfAborted();
+  if (opts.deadline !== undefined && Date.now() >= opts.deadline) {
+    throw new DeadlineError(opts.deadline);
+  }
 }
 
 /** A fenced connection to an EchoMQ keyspace. */
@@ -176,8 +235,20 @@ export class Client {
   readonly metrics: Metrics;
   /** This client's lock owner token. */
   readonly owner: string;
+  /**
+   * @internal The adapter as the queues and workers send through it: a
+   * call that fails in transport makes the client fence again before its
+   * next command, whatever the adapter saw of the connection.
+   */
+  readonly runner: ScriptRunner;
+  /** @internal How pushes are coalesced; undefined when they are not. */
+  readonly coalesce: Required<CoalesceOptions> | undefined;
+  /** @internal The push coalescer of each queue name. */
+  readonly pushers = new Map<string, Pusher>();
   #maxPayload: number;
   #fenced = -1;
+  #fencedEpoch = 0;
+  #epoch = 0;
   #fencing: Promise<void> | undefined;
   #found = "";
   #gen: IdGenerator | undefined;
@@ -193,6 +264,33 @@ export class Client {
     this.logger = logger;
     this.metrics = options.metrics ?? noMetrics;
     this.owner = randomBytes(8).toString("hex");
+    const failed = (err: unknown): never => {
+      if (err instanceof ConnectionError) {
+        this.refence();
+      }
+      throw err;
+    };
+    this.runner = {
+      send: (args) => adapter.send(args).catch(failed),
+      sendMany: (cmds) =>
+        adapter.sendMany(cmds).then((res) => {
+          for (const r of res) {
+            if (!r.ok && r.error instanceof ConnectionError) {
+              this.refence();
+              break;
+            }
+          }
+          return res;
+        }, failed),
+    };
+    const co = options.coalesce;
+    this.coalesce =
+      co === false
+        ? undefined
+        : {
+            lingerMs: Math.max(0, co?.lingerMs ?? 1),
+            maxBatch: Math.max(1, Math.floor(co?.maxBatch ?? 256)),
+          };
     const max = options.maxPayload ?? 0;
     this.#maxPayload =
       max > 0 && max < defaultMaxPayload ? max : defaultMaxPayload;
@@ -250,9 +348,12 @@ export class Client {
    * timeout), stopping when signal aborts. Each resend fences first on the
    * connection that replaced the failed one, so a keyspace that came back
    * foreign refuses it with a FenceError and nothing is written. The last
-   * error is thrown.
+   * error is thrown. opts bounds it: aborted or past its deadline before
+   * the first attempt it throws the signal's reason or a DeadlineError and
+   * sends nothing; later, no resend starts, and the last error is thrown.
    */
-  async resend<T>(attempt: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  async resend<T>(attempt: () => Promise<T>, opts?: CallOptions): Promise<T> {
+    checkCall(opts);
     for (let n = 0; ; n++) {
       try {
         return await attempt();
@@ -260,7 +361,8 @@ export class Client {
         if (
           !(err instanceof ConnectionError) ||
           n + 1 >= RESEND_ATTEMPTS ||
-          signal?.aborted
+          opts?.signal?.aborted ||
+          (opts?.deadline !== undefined && Date.now() >= opts.deadline)
         ) {
           throw err;
         }
@@ -271,22 +373,48 @@ export class Client {
             err: String(err),
           },
         );
-        await resendPause(n + 1, signal);
+        await resendPause(n + 1, opts?.signal, opts?.deadline);
+        if (
+          opts?.signal?.aborted ||
+          (opts?.deadline !== undefined && Date.now() >= opts.deadline)
+        ) {
+          throw err;
+        }
       }
     }
   }
 
   /**
+   * @internal Makes the next command fence first: a call failed in
+   * transport, so the connection it went out on may have been replaced, or
+   * may be the same one with the call's outcome unknown.
+   */
+  refence(): void {
+    this.#epoch++;
+  }
+
+  /** @internal Whether the client is fenced on the current connection: ensure() would send nothing. */
+  get isFenced(): boolean {
+    return (
+      this.adapter.generation === this.#fenced &&
+      this.#epoch === this.#fencedEpoch
+    );
+  }
+
+  /**
    * Fences the keyspace when a connection became ready since the last
-   * fence. It costs one comparison when nothing reconnected.
+   * fence, or a call failed in transport since. It costs one comparison
+   * when neither happened.
    */
   async ensure(): Promise<void> {
-    while (this.adapter.generation !== this.#fenced) {
+    while (!this.isFenced) {
       if (this.#fencing === undefined) {
         const g = this.adapter.generation;
+        const e = this.#epoch;
         this.#fencing = this.#fence().then(
           () => {
             this.#fenced = g;
+            this.#fencedEpoch = e;
             this.#fencing = undefined;
           },
           (err: unknown) => {

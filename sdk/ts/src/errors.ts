@@ -98,11 +98,13 @@ export const CONNECTION_ERROR_CODE = "ECONNECTION";
  * opened, timed out, or met a server still loading its dataset; the cause
  * says why. It is never a FenceError, even when the step that failed was
  * the version fence. It is retryable: the client fences again before its
- * next command. Idempotent calls (push, pushBatch, enqueue, enqueueAt and
- * the read-only size, sizes, browse, get, page) are already resent by the
- * client a few times over about a second; the others (claim, complete,
+ * next command. Idempotent calls (push, coalesced or not, pushMany,
+ * pushBatch, enqueue, enqueueAt and the read-only size, sizes, browse,
+ * get, page) are already resent by the client a few times over about a
+ * second, within their CallOptions; the others (claim, claimIds, complete,
  * retry, bury, extend, revive, purge, promote, reap, completeClaim, ...)
- * are never resent, as they may or may not have run.
+ * are never resent, as they may or may not have run, and the client fences
+ * again before its next command.
  */
 export class ConnectionError extends Error {
   /** Always CONNECTION_ERROR_CODE. */
@@ -113,6 +115,21 @@ export class ConnectionError extends Error {
   constructor(message: string, cause?: unknown) {
     super("emq: connection: " + message, { cause });
     this.name = "ConnectionError";
+  }
+}
+
+/**
+ * A call's deadline (CallOptions.deadline) passed before it could be sent
+ * (again); the attempt that would have followed was not sent.
+ */
+export class DeadlineError extends Error {
+  /** The deadline, in Unix milliseconds. */
+  readonly deadline: number;
+
+  constructor(deadline: number) {
+    super("emq: the call's deadline passed");
+    this.name = "DeadlineError";
+    this.deadline = deadline;
   }
 }
 

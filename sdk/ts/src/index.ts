@@ -13,6 +13,7 @@ export {
   BundleError,
   ConnectionError,
   CONNECTION_ERROR_CODE,
+  DeadlineError,
   FenceError,
   LeaseLostError,
   NoNodeError,
@@ -32,9 +33,12 @@ export {
   Client,
   checkVersionRecord,
   connect,
+  type CallOptions,
+  type CoalesceOptions,
   type ConnectOptions,
 } from "./client.js";
 export {
+  PEEK_ATTEMPTS,
   Queue,
   type BatchResult,
   type Job,

@@ -7,6 +7,7 @@ import {
   FIELD_TOKEN,
   QueueKeys,
   PUSH_ENQUEUED,
+  WORK_KIND,
   REVIVE_REVIVED,
   PURGE_PURGED,
   ENQUEUE_ENQUEUED,
@@ -18,30 +19,46 @@ import {
   pushExec,
   runBury,
   runClaim,
-  runClaimMany,
-  runCompleteClaim,
+  runClaimIds,
+  runCompleteClaimIds,
   runComplete,
   runEnqueue,
   runEnqueueAt,
   runExtend,
   runPromote,
+  runPromoteIds,
   runPurge,
   runReap,
+  runReapIds,
   runRetry,
   runRevive,
   runRing,
   runScript,
   runScripts,
   decodePush,
+  decodePushMany,
   setIsLex,
   stateSet,
+  type RedisArg,
   type ScriptExec,
   type Settled,
   type SetName,
   type State,
 } from "./gen/index.js";
-import { ArgumentError, ConnectionError, RESEND_ATTEMPTS } from "./errors.js";
-import type { Client } from "./client.js";
+import {
+  ArgumentError,
+  BundleError,
+  ConnectionError,
+  FenceError,
+  RESEND_ATTEMPTS,
+} from "./errors.js";
+import {
+  checkCall,
+  resendPause,
+  type CallOptions,
+  type Client,
+} from "./client.js";
+import { Pusher, pushManyExecOf } from "./coalesce.js";
 
 /** A job's payload as given: bytes, or text (sent as UTF-8). */
 export type Payload = Uint8Array | string;
@@ -93,8 +110,36 @@ export interface Page {
   readonly next: string;
 }
 
-function bytes(p: Payload): Buffer {
-  return typeof p === "string" ? Buffer.from(p) : Buffer.from(p);
+/** A payload as sent: text as it is (the client encodes it), bytes copied, so that the caller may reuse its buffer at once. */
+function arg(p: Payload): RedisArg {
+  return typeof p === "string" ? p : Buffer.from(p);
+}
+
+/**
+ * How many times a high-level claim, promote or reap reads the head of its
+ * set again when another caller took every id it read in between.
+ */
+export const PEEK_ATTEMPTS = 3;
+
+/** The ids of a ZRANGE reply. */
+function idsOf(reply: unknown): string[] {
+  const out: string[] = [];
+  if (Array.isArray(reply)) {
+    for (const m of reply) {
+      out.push(str(m));
+    }
+  }
+  return out;
+}
+
+/** The server's clock in Unix milliseconds, from a TIME reply. */
+function timeMs(reply: unknown): number {
+  const a = Array.isArray(reply) ? reply : [];
+  const ms = Number(str(a[0])) * 1000 + Math.floor(Number(str(a[1])) / 1000);
+  if (!Number.isFinite(ms)) {
+    throw new Error("emq: TIME answered no time");
+  }
+  return ms;
 }
 
 function positiveInt(what: string, n: number): void {
@@ -107,6 +152,10 @@ function nonNegativeInt(what: string, n: number): void {
   if (!Number.isSafeInteger(n) || n < 0) {
     throw new ArgumentError(what + " " + n + " is not a non-negative integer");
   }
+}
+
+function deadlinePassed(opts: CallOptions | undefined): boolean {
+  return opts?.deadline !== undefined && Date.now() >= opts.deadline;
 }
 
 function str(v: unknown): string {
@@ -145,8 +194,41 @@ export class Queue {
       pending: this.keys.pending,
       wake: this.keys.wake,
       id,
-      payload: bytes(payload),
+      payload: arg(payload),
     });
+  }
+
+  /** One push script for one job, resent across reconnects. */
+  #pushOne(
+    id: string,
+    payload: RedisArg,
+    opts: CallOptions | undefined,
+  ): Promise<boolean> {
+    return this.client.resend(async () => {
+      const x = this.#pushExec(id, payload);
+      if (!this.client.isFenced) {
+        await this.client.ensure();
+      }
+      const ok =
+        decodePush(await runScript(this.client.runner, x)) === PUSH_ENQUEUED;
+      this.#counted(ok ? 1 : 0);
+      return ok;
+    }, opts);
+  }
+
+  #pusher(): Pusher | undefined {
+    const co = this.client.coalesce;
+    if (co === undefined) {
+      return undefined;
+    }
+    let p = this.client.pushers.get(this.name);
+    if (p === undefined) {
+      p = new Pusher(this.client, this.keys, co, (id, payload, opts) =>
+        this.#pushOne(id, payload, opts),
+      );
+      this.client.pushers.set(this.name, p);
+    }
+    return p;
   }
 
   /**
@@ -158,52 +240,177 @@ export class Queue {
    * while the first is queued, running or dead. A push that failed in
    * transport is resent so (see Client.resend); should the lost attempt
    * have admitted the job, the resend resolves false.
+   *
+   * Concurrent pushes of one client to one queue are coalesced (unless
+   * ConnectOptions.coalesce is false): they go out as one push_many call
+   * per batch, sent when no batch of the queue is in flight or after
+   * CoalesceOptions.lingerMs, and each push still resolves with its own
+   * job's result. A batch refused as a whole is sent again job by job, so
+   * each push gets its own refusal. A malformed id or an oversized payload
+   * throws before anything is sent; opts.signal and opts.deadline are
+   * checked before the job is sent and before every resend.
    */
-  async push(id: string, payload: Payload): Promise<boolean> {
-    return this.client.resend(async () => {
-      const x = this.#pushExec(id, payload);
-      await this.client.ensure();
-      const ok =
-        decodePush(await runScript(this.client.adapter, x)) === PUSH_ENQUEUED;
-      this.#counted(ok ? 1 : 0);
-      return ok;
-    });
+  async push(
+    id: string,
+    payload: Payload,
+    opts?: CallOptions,
+  ): Promise<boolean> {
+    const kind = parseId(id).kind;
+    this.client.checkPayload(payload);
+    checkCall(opts);
+    const p = kind === WORK_KIND ? this.#pusher() : undefined;
+    if (p === undefined) {
+      return this.#pushOne(id, arg(payload), opts);
+    }
+    return p.push(id, this.keys.rowPrefix + id, arg(payload), opts);
   }
 
   /**
-   * Admits many jobs in one pipelined round trip. Malformed ids and
-   * oversized payloads throw before anything is sent. The result tells, per
-   * job, whether it was enqueued (false: a duplicate) or why it failed; the
-   * others still took effect.
+   * Admits jobs in one push_many call (the low-level call behind the
+   * coalesced push): the result holds, per job in order, whether it was
+   * enqueued (false: a duplicate). An id of another kind than the work kind
+   * refuses the whole call with a KindError and nothing is written. A
+   * malformed id or an oversized payload throws before anything is sent. It
+   * is resent across reconnects like push.
    */
-  async pushBatch(jobs: readonly NewJob[]): Promise<BatchResult[]> {
-    if (jobs.length === 0) {
-      return [];
-    }
-    const xs = jobs.map((j, i) => {
+  async pushMany(
+    jobs: readonly NewJob[],
+    opts?: CallOptions,
+  ): Promise<boolean[]> {
+    const ids: string[] = [];
+    const rows: string[] = [];
+    const payloads: RedisArg[] = [];
+    jobs.forEach((j, i) => {
       try {
-        return this.#pushExec(j.id, j.payload);
+        rows.push(this.keys.row(j.id));
+        this.client.checkPayload(j.payload);
       } catch (err) {
         if (err instanceof Error) {
           err.message = "job " + i + ": " + err.message;
         }
         throw err;
       }
+      ids.push(j.id);
+      payloads.push(arg(j.payload));
     });
-    // Resent across a reconnect: the jobs whose calls failed in transport,
-    // and only those (a resent job the lost attempt admitted reports false).
+    if (jobs.length === 0) {
+      checkCall(opts);
+      return [];
+    }
+    const x = pushManyExecOf(this.keys, ids, rows, payloads);
+    return this.client.resend(async () => {
+      if (!this.client.isFenced) {
+        await this.client.ensure();
+      }
+      const recs = decodePushMany(await runScript(this.client.runner, x));
+      if (recs.length !== jobs.length) {
+        throw new Error(
+          "emq: push_many answered " +
+            recs.length +
+            " records for " +
+            jobs.length +
+            " jobs",
+        );
+      }
+      const out = recs.map((r) => r.enqueued === 1);
+      this.#counted(out.filter((b) => b).length);
+      return out;
+    }, opts);
+  }
+
+  /**
+   * Admits many jobs in one pipelined round trip: chunks of push_many (of
+   * CoalesceOptions.maxBatch jobs; jobs of another kind than the work kind
+   * each in a push of its own, refused with a KindError). Malformed ids and
+   * oversized payloads throw before anything is sent. The result tells, per
+   * job, whether it was enqueued (false: a duplicate) or why it failed; the
+   * others still took effect. A chunk refused as a whole is sent again job
+   * by job; a chunk that failed in transport is resent (see Client.resend),
+   * within opts.
+   */
+  async pushBatch(
+    jobs: readonly NewJob[],
+    opts?: CallOptions,
+  ): Promise<BatchResult[]> {
+    const max = this.client.coalesce?.maxBatch ?? 256;
+    const rows: string[] = [];
+    const kinds: boolean[] = [];
+    const payloads: RedisArg[] = [];
+    jobs.forEach((j, i) => {
+      try {
+        kinds.push(parseId(j.id).kind === WORK_KIND);
+        rows.push(this.keys.rowPrefix + j.id);
+        this.client.checkPayload(j.payload);
+      } catch (err) {
+        if (err instanceof Error) {
+          err.message = "job " + i + ": " + err.message;
+        }
+        throw err;
+      }
+      payloads.push(arg(j.payload));
+    });
+    checkCall(opts);
+    if (jobs.length === 0) {
+      return [];
+    }
+    // The calls: chunks of work-kind jobs, each other job alone.
+    interface Call {
+      readonly idx: number[];
+      readonly many: boolean;
+    }
+    let todo: Call[] = [];
+    let chunk: number[] = [];
+    for (let i = 0; i < jobs.length; i++) {
+      if (!kinds[i]) {
+        todo.push({ idx: [i], many: false });
+        continue;
+      }
+      chunk.push(i);
+      if (chunk.length === max) {
+        todo.push({ idx: chunk, many: true });
+        chunk = [];
+      }
+    }
+    if (chunk.length > 0) {
+      todo.push({ idx: chunk, many: true });
+    }
+    const exec = (call: Call): ScriptExec => {
+      if (!call.many) {
+        const i = call.idx[0]!;
+        return pushExec({
+          row: rows[i]!,
+          pending: this.keys.pending,
+          wake: this.keys.wake,
+          id: jobs[i]!.id,
+          payload: payloads[i]!,
+        });
+      }
+      return pushManyExecOf(
+        this.keys,
+        call.idx.map((i) => jobs[i]!.id),
+        call.idx.map((i) => rows[i]!),
+        call.idx.map((i) => payloads[i]!),
+      );
+    };
     const out: BatchResult[] = jobs.map(() => ({ enqueued: false }));
-    let todo = xs.map((_, i) => i);
+    const fail = (call: Call, error: Error) => {
+      for (const i of call.idx) {
+        out[i] = { enqueued: false, error };
+      }
+    };
     let n = 0;
     for (let attempt = 0; todo.length > 0; attempt++) {
-      const idx = todo;
+      const calls = todo;
+      todo = [];
       let res: Settled[];
       try {
-        await this.client.resend(() => this.client.ensure());
-        res = await runScripts(
-          this.client.adapter,
-          idx.map((i) => xs[i]!),
-        );
+        if (attempt > 0) {
+          checkCall(opts);
+        }
+        if (!this.client.isFenced) {
+          await this.client.ensure();
+        }
+        res = await runScripts(this.client.runner, calls.map(exec));
       } catch (err) {
         if (
           !(err instanceof ConnectionError) ||
@@ -211,35 +418,73 @@ export class Queue {
         ) {
           throw err;
         }
+        todo = calls;
+        await resendPause(attempt + 2, opts?.signal, opts?.deadline);
         continue;
       }
-      todo = [];
       res.forEach((r, j) => {
-        const i = idx[j]!;
+        const call = calls[j]!;
         if (!r.ok) {
           const error =
             r.error instanceof Error ? r.error : new Error(String(r.error));
-          out[i] = { enqueued: false, error };
-          if (
-            error instanceof ConnectionError &&
-            attempt + 1 < RESEND_ATTEMPTS
+          if (error instanceof ConnectionError) {
+            if (attempt + 1 < RESEND_ATTEMPTS) {
+              todo.push(call);
+            } else {
+              fail(call, error);
+            }
+          } else if (
+            call.many &&
+            !(error instanceof FenceError || error instanceof BundleError)
           ) {
-            todo.push(i);
+            // Refused as a whole: each job on its own gets its own answer.
+            for (const i of call.idx) {
+              todo.push({ idx: [i], many: false });
+            }
+          } else {
+            fail(call, error);
           }
           return;
         }
         try {
-          const ok = decodePush(r.value) === PUSH_ENQUEUED;
-          n += ok ? 1 : 0;
-          out[i] = { enqueued: ok };
+          if (call.many) {
+            const recs = decodePushMany(r.value);
+            if (recs.length !== call.idx.length) {
+              throw new Error(
+                "emq: push_many answered " +
+                  recs.length +
+                  " records for " +
+                  call.idx.length +
+                  " jobs",
+              );
+            }
+            call.idx.forEach((i, k) => {
+              const ok = recs[k]!.enqueued === 1;
+              n += ok ? 1 : 0;
+              out[i] = { enqueued: ok };
+            });
+          } else {
+            const ok = decodePush(r.value) === PUSH_ENQUEUED;
+            n += ok ? 1 : 0;
+            out[call.idx[0]!] = { enqueued: ok };
+          }
         } catch (err) {
-          out[i] = { enqueued: false, error: err as Error };
+          fail(call, err as Error);
         }
       });
-      if (todo.length > 0) {
-        await new Promise((r) =>
-          setTimeout(r, Math.min(10 * 2 ** attempt, 500)),
-        );
+      if (todo.length > 0 && todo.some((c) => c.many || attempt > 0)) {
+        await resendPause(attempt + 2, opts?.signal, opts?.deadline);
+      }
+      if (opts?.signal?.aborted || deadlinePassed(opts)) {
+        for (const call of todo) {
+          fail(
+            call,
+            new ConnectionError(
+              "not resent: the call was aborted or its deadline passed",
+            ),
+          );
+        }
+        todo = [];
       }
     }
     this.#counted(n);
@@ -251,20 +496,24 @@ export class Queue {
    * resolves false when a job with this id already exists; an id of another
    * kind than the work kind is refused with a KindError.
    */
-  async enqueue(id: string, payload: Payload): Promise<boolean> {
+  async enqueue(
+    id: string,
+    payload: Payload,
+    opts?: CallOptions,
+  ): Promise<boolean> {
     return this.client.resend(async () => {
       const row = this.keys.row(id);
       this.client.checkPayload(payload);
       await this.client.ensure();
-      const n = await runEnqueue(this.client.adapter, {
+      const n = await runEnqueue(this.client.runner, {
         row,
         pending: this.keys.pending,
         id,
-        payload: bytes(payload),
+        payload: arg(payload),
       });
       this.#counted(n === ENQUEUE_ENQUEUED ? 1 : 0);
       return n === ENQUEUE_ENQUEUED;
-    });
+    }, opts);
   }
 
   /**
@@ -276,63 +525,134 @@ export class Queue {
     id: string,
     payload: Payload,
     runAtMs: number,
+    opts?: CallOptions,
   ): Promise<boolean> {
     return this.client.resend(async () => {
       const row = this.keys.row(id);
       this.client.checkPayload(payload);
       nonNegativeInt("run-at", runAtMs);
       await this.client.ensure();
-      const n = await runEnqueueAt(this.client.adapter, {
+      const n = await runEnqueueAt(this.client.runner, {
         row,
         schedule: this.keys.schedule,
         id,
-        payload: bytes(payload),
+        payload: arg(payload),
         runAtMs,
       });
       this.#counted(n === ENQUEUE_AT_ENQUEUED ? 1 : 0);
       return n === ENQUEUE_AT_ENQUEUED;
-    });
+    }, opts);
+  }
+
+  /** @internal Reads up to n ids at the head of the set at key (ZRANGE key 0 n-1). */
+  async peek(key: string, n: number): Promise<string[]> {
+    return idsOf(
+      await this.client.runner.send(["ZRANGE", key, "0", String(n - 1)]),
+    );
+  }
+
+  /**
+   * Reads up to n ids at the head of the scored set at key whose score has
+   * come on the server's clock (in one round trip with the server's TIME).
+   * more tells whether the head held n ids.
+   */
+  async #due(
+    key: string,
+    n: number,
+  ): Promise<{ ids: string[]; more: boolean }> {
+    const [z, t] = await this.client.runner.sendMany([
+      ["ZRANGE", key, "0", String(n - 1), "WITHSCORES"],
+      ["TIME"],
+    ]);
+    if (!z!.ok) {
+      throw z!.error;
+    }
+    if (!t!.ok) {
+      throw t!.error;
+    }
+    const now = timeMs(t!.value);
+    const flat = Array.isArray(z!.value) ? z!.value : [];
+    const ids: string[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      if (Number(str(flat[i + 1])) <= now) {
+        ids.push(str(flat[i]));
+      }
+    }
+    return { ids, more: flat.length / 2 >= n };
   }
 
   /**
    * Leases the oldest pending job for leaseMs; null when nothing is
    * pending. The job's token must be presented to every later transition.
+   * It runs the 2.0 claim script, which reaches the row through the row
+   * prefix rather than KEYS (its 2.1 behaviour is frozen: it never rings
+   * the doorbell); claimMany(leaseMs, 1) declares every key it touches.
    */
   async claim(leaseMs: number): Promise<Job | null> {
     positiveInt("lease", leaseMs);
     await this.client.ensure();
-    const r = await runClaim(this.client.adapter, {
+    return runClaim(this.client.runner, {
       pending: this.keys.pending,
       active: this.keys.active,
       prefix: this.keys.rowPrefix,
       leaseMs,
     });
-    return r;
   }
 
   /**
    * Leases up to count of the oldest pending jobs for leaseMs at once,
    * oldest first; empty when nothing is pending. It rings the doorbell again
-   * when jobs remain.
+   * when jobs remain. It reads the head of the pending set (ZRANGE), then
+   * claims exactly those ids with claim_ids, which declares every key it
+   * touches; when another claimer took every id read in between it reads
+   * the head again, up to PEEK_ATTEMPTS times.
    */
   async claimMany(leaseMs: number, count: number): Promise<Job[]> {
     positiveInt("lease", leaseMs);
     positiveInt("count", count);
     await this.client.ensure();
-    return runClaimMany(this.client.adapter, {
+    for (let n = 1; ; n++) {
+      const ids = await this.peek(this.keys.pending, count);
+      if (ids.length === 0) {
+        return [];
+      }
+      const jobs = await this.claimIds(leaseMs, ids);
+      if (jobs.length > 0 || n >= PEEK_ATTEMPTS) {
+        return jobs;
+      }
+    }
+  }
+
+  /**
+   * Leases exactly the given ids that are still pending, for leaseMs, in
+   * the order given (claim_ids); ids no longer pending are skipped. It
+   * rings the doorbell again when jobs remain. Malformed ids throw an
+   * IdError before anything is sent. Never resent: a lease may have been
+   * granted.
+   */
+  async claimIds(leaseMs: number, ids: readonly string[]): Promise<Job[]> {
+    positiveInt("lease", leaseMs);
+    const rows = ids.map((id) => this.keys.row(id));
+    if (!this.client.isFenced) {
+      await this.client.ensure();
+    }
+    return runClaimIds(this.client.runner, {
       pending: this.keys.pending,
       active: this.keys.active,
       wake: this.keys.wake,
-      prefix: this.keys.rowPrefix,
+      rows,
       leaseMs,
-      count,
+      ids,
     });
   }
 
   /**
    * Retires an active job like complete, then leases up to count (0 or
    * more) of the oldest pending jobs for leaseMs, in one call. A stale token
-   * is refused with a StaleError, and nothing is leased.
+   * is refused with a StaleError, and nothing is leased. It reads the head
+   * of the pending set first and calls completeClaimIds with those ids;
+   * when another claimer took all of them in between, it claims with
+   * claimMany.
    */
   async completeClaim(
     id: string,
@@ -340,20 +660,47 @@ export class Queue {
     leaseMs: number,
     count: number,
   ): Promise<Job[]> {
-    const row = this.keys.row(id);
+    this.keys.row(id);
     positiveInt("lease", leaseMs);
     nonNegativeInt("count", count);
     await this.client.ensure();
-    return runCompleteClaim(this.client.adapter, {
+    const ids = count > 0 ? await this.peek(this.keys.pending, count) : [];
+    const jobs = await this.completeClaimIds(id, token, leaseMs, ids);
+    if (jobs.length === 0 && ids.length > 0) {
+      return this.claimMany(leaseMs, count);
+    }
+    return jobs;
+  }
+
+  /**
+   * Retires an active job like complete, then leases exactly the given ids
+   * that are still pending, for leaseMs, in the order given
+   * (complete_claim_ids). A stale token is refused with a StaleError, and
+   * nothing is leased. Malformed ids throw an IdError before anything is
+   * sent. Never resent.
+   */
+  async completeClaimIds(
+    id: string,
+    token: number,
+    leaseMs: number,
+    ids: readonly string[],
+  ): Promise<Job[]> {
+    const row = this.keys.row(id);
+    positiveInt("lease", leaseMs);
+    const rows = ids.map((i) => this.keys.row(i));
+    if (!this.client.isFenced) {
+      await this.client.ensure();
+    }
+    return runCompleteClaimIds(this.client.runner, {
       row,
       active: this.keys.active,
       pending: this.keys.pending,
       wake: this.keys.wake,
+      rows,
       id,
       token,
-      prefix: this.keys.rowPrefix,
       leaseMs,
-      count,
+      ids,
     });
   }
 
@@ -366,7 +713,7 @@ export class Queue {
     const row = this.keys.row(id);
     positiveInt("lease", leaseMs);
     await this.client.ensure();
-    return runExtend(this.client.adapter, {
+    return runExtend(this.client.runner, {
       active: this.keys.active,
       row,
       id,
@@ -382,7 +729,7 @@ export class Queue {
   async complete(id: string, token: number): Promise<void> {
     const row = this.keys.row(id);
     await this.client.ensure();
-    await runComplete(this.client.adapter, {
+    await runComplete(this.client.runner, {
       active: this.keys.active,
       row,
       id,
@@ -399,7 +746,7 @@ export class Queue {
     const row = this.keys.row(id);
     nonNegativeInt("delay", delayMs);
     await this.client.ensure();
-    return runRetry(this.client.adapter, {
+    return runRetry(this.client.runner, {
       active: this.keys.active,
       row,
       schedule: this.keys.schedule,
@@ -413,7 +760,7 @@ export class Queue {
   async bury(id: string, token: number): Promise<void> {
     const row = this.keys.row(id);
     await this.client.ensure();
-    await runBury(this.client.adapter, {
+    await runBury(this.client.runner, {
       active: this.keys.active,
       row,
       dead: this.keys.dead,
@@ -422,11 +769,16 @@ export class Queue {
     });
   }
 
-  /** Moves up to limit scheduled jobs whose run-at has come to pending; resolves how many moved. */
+  /**
+   * Moves up to limit scheduled jobs whose run-at has come to pending;
+   * resolves how many moved. It runs the 2.0 promote script (its behaviour
+   * is frozen: it never rings the doorbell), which reaches rows through the
+   * row prefix; promoteDue declares every key it touches.
+   */
   async promote(limit: number = 1000): Promise<number> {
     positiveInt("limit", limit);
     await this.client.ensure();
-    return runPromote(this.client.adapter, {
+    return runPromote(this.client.runner, {
       schedule: this.keys.schedule,
       pending: this.keys.pending,
       prefix: this.keys.rowPrefix,
@@ -435,15 +787,59 @@ export class Queue {
   }
 
   /**
+   * Moves up to limit scheduled jobs whose run-at has come to pending, and
+   * rings the doorbell when any moved; resolves how many moved. It reads
+   * the head of the schedule with the server's clock (ZRANGE and TIME, one
+   * round trip) and calls promoteIds with the due ids, so it touches only
+   * declared keys; when another caller moved every one of them in between,
+   * it reads again, up to PEEK_ATTEMPTS times. The worker's maintenance
+   * promotes with it.
+   */
+  async promoteDue(limit: number = 1000): Promise<number> {
+    positiveInt("limit", limit);
+    await this.client.ensure();
+    for (let n = 1; ; n++) {
+      const { ids } = await this.#due(this.keys.schedule, limit);
+      if (ids.length === 0) {
+        return 0;
+      }
+      const moved = await this.promoteIds(ids);
+      if (moved > 0 || n >= PEEK_ATTEMPTS) {
+        return moved;
+      }
+    }
+  }
+
+  /**
+   * Moves the given scheduled jobs whose run-at has come to pending
+   * (promote_ids), ringing the doorbell when any moved; an id not
+   * scheduled or not yet due is left as it is. Resolves how many moved.
+   * Malformed ids throw an IdError before anything is sent.
+   */
+  async promoteIds(ids: readonly string[]): Promise<number> {
+    const rows = ids.map((id) => this.keys.row(id));
+    await this.client.ensure();
+    return runPromoteIds(this.client.runner, {
+      schedule: this.keys.schedule,
+      pending: this.keys.pending,
+      wake: this.keys.wake,
+      rows,
+      ids,
+    });
+  }
+
+  /**
    * Takes back up to limit expired leases: each job goes back to pending,
    * or to dead when maxAttempts > 0 and its attempts reached it. Resolves
-   * how many moved.
+   * how many moved. It runs the 2.0 reap script (its behaviour is frozen:
+   * it never rings the doorbell), which reaches rows through the row
+   * prefix; reapExpired declares every key it touches.
    */
   async reap(limit: number = 1000, maxAttempts: number = 0): Promise<number> {
     positiveInt("limit", limit);
     nonNegativeInt("max attempts", maxAttempts);
     await this.client.ensure();
-    return runReap(this.client.adapter, {
+    return runReap(this.client.runner, {
       active: this.keys.active,
       pending: this.keys.pending,
       dead: this.keys.dead,
@@ -453,10 +849,59 @@ export class Queue {
     });
   }
 
+  /**
+   * Takes back up to limit expired leases like reap, and rings the
+   * doorbell when any went back to pending. It reads the head of the active
+   * set with the server's clock (ZRANGE and TIME, one round trip) and calls
+   * reapIds with the expired ids, so it touches only declared keys; when
+   * another caller took every one of them in between, it reads again, up
+   * to PEEK_ATTEMPTS times. The worker's maintenance reaps with it.
+   */
+  async reapExpired(
+    limit: number = 1000,
+    maxAttempts: number = 0,
+  ): Promise<number> {
+    positiveInt("limit", limit);
+    nonNegativeInt("max attempts", maxAttempts);
+    await this.client.ensure();
+    for (let n = 1; ; n++) {
+      const { ids } = await this.#due(this.keys.active, limit);
+      if (ids.length === 0) {
+        return 0;
+      }
+      const moved = await this.reapIds(maxAttempts, ids);
+      if (moved > 0 || n >= PEEK_ATTEMPTS) {
+        return moved;
+      }
+    }
+  }
+
+  /**
+   * Takes back the given expired leases (reap_ids): each goes back to
+   * pending, or to dead when maxAttempts > 0 and its attempts reached it;
+   * the doorbell rings when any went back to pending. An id not active, or
+   * whose lease has not expired, is left as it is. Resolves how many moved.
+   * Malformed ids throw an IdError before anything is sent.
+   */
+  async reapIds(maxAttempts: number, ids: readonly string[]): Promise<number> {
+    nonNegativeInt("max attempts", maxAttempts);
+    const rows = ids.map((id) => this.keys.row(id));
+    await this.client.ensure();
+    return runReapIds(this.client.runner, {
+      active: this.keys.active,
+      pending: this.keys.pending,
+      dead: this.keys.dead,
+      wake: this.keys.wake,
+      rows,
+      maxAttempts,
+      ids,
+    });
+  }
+
   /** Rings the queue's doorbell; resolves whether it was silent before. */
   async ring(): Promise<boolean> {
     await this.client.ensure();
-    return (await runRing(this.client.adapter, { wake: this.keys.wake })) > 0;
+    return (await runRing(this.client.runner, { wake: this.keys.wake })) > 0;
   }
 
   /**
@@ -466,7 +911,7 @@ export class Queue {
   async revive(id: string): Promise<boolean> {
     const row = this.keys.row(id);
     await this.client.ensure();
-    const n = await runRevive(this.client.adapter, {
+    const n = await runRevive(this.client.runner, {
       dead: this.keys.dead,
       pending: this.keys.pending,
       row,
@@ -487,7 +932,7 @@ export class Queue {
   async purge(id: string): Promise<boolean> {
     const row = this.keys.row(id);
     await this.client.ensure();
-    const n = await runPurge(this.client.adapter, {
+    const n = await runPurge(this.client.runner, {
       dead: this.keys.dead,
       row,
       id,
@@ -503,12 +948,12 @@ export class Queue {
   }
 
   /** How many ids set s holds. */
-  async size(s: SetName): Promise<number> {
+  async size(s: SetName, opts?: CallOptions): Promise<number> {
     return this.client.resend(async () => {
       const key = this.#setKey(s);
       await this.client.ensure();
-      return Number(await this.client.adapter.send(["ZCARD", key]));
-    });
+      return Number(await this.client.runner.send(["ZCARD", key]));
+    }, opts);
   }
 
   /**
@@ -516,15 +961,15 @@ export class Queue {
    * is reverse mint order; for a scored set the latest deadline or run-at
    * first.
    */
-  async browse(s: SetName, n: number): Promise<string[]> {
-    return (await this.page(s, "", n)).ids;
+  async browse(s: SetName, n: number, opts?: CallOptions): Promise<string[]> {
+    return (await this.page(s, "", n, opts)).ids;
   }
 
   /** The size of every set, read in one round trip. */
-  async sizes(): Promise<Record<SetName, number>> {
+  async sizes(opts?: CallOptions): Promise<Record<SetName, number>> {
     return this.client.resend(async () => {
       await this.client.ensure();
-      const res = await this.client.adapter.sendMany(
+      const res = await this.client.runner.sendMany(
         SETS.map((s) => ["ZCARD", this.keys.set(s)]),
       );
       const out = {} as Record<SetName, number>;
@@ -536,7 +981,7 @@ export class Queue {
         out[s] = Number(r.value);
       });
       return out;
-    });
+    }, opts);
   }
 
   /**
@@ -544,7 +989,7 @@ export class Queue {
    * round trip. Resolves null when the job does not exist (never enqueued,
    * or completed and retired).
    */
-  async get(id: string): Promise<JobInfo | null> {
+  async get(id: string, opts?: CallOptions): Promise<JobInfo | null> {
     return this.client.resend(async () => {
       const row = this.keys.row(id);
       await this.client.ensure();
@@ -552,7 +997,7 @@ export class Queue {
         ["HGETALL", row],
         ...SETS.map((s) => ["ZSCORE", this.keys.set(s), id]),
       ];
-      const res = await this.client.adapter.sendMany(cmds);
+      const res = await this.client.runner.sendMany(cmds);
       const h = res[0]!;
       if (!h.ok) {
         throw h.error;
@@ -597,7 +1042,7 @@ export class Queue {
         ...(atMs === undefined ? {} : { atMs }),
       };
       return info;
-    });
+    }, opts);
   }
 
   /**
@@ -608,7 +1053,12 @@ export class Queue {
    * A cursor page() cannot have returned throws an ArgumentError before
    * anything is sent.
    */
-  async page(s: SetName, after: string, n: number): Promise<Page> {
+  async page(
+    s: SetName,
+    after: string,
+    n: number,
+    opts?: CallOptions,
+  ): Promise<Page> {
     return this.client.resend(async () => {
       const key = this.#setKey(s);
       positiveInt("page size", n);
@@ -633,7 +1083,7 @@ export class Queue {
         }
       }
       await this.client.ensure();
-      const a = this.client.adapter;
+      const a = this.client.runner;
       const ids: string[] = [];
       const scores: string[] = [];
       if (lex) {
@@ -703,6 +1153,6 @@ export class Queue {
         ? ids[last]!
         : String(Math.trunc(Number(scores[last]))) + "/" + ids[last]!;
       return { ids, next };
-    });
+    }, opts);
   }
 }

@@ -5,13 +5,14 @@ import { randomInt } from "node:crypto";
 import {
   KEY_LOCKS,
   LOCK_HELD,
+  ReplyError,
   SCRIPT_BURY,
+  SCRIPT_CLAIM_IDS,
+  SCRIPT_COMPLETE_CLAIM_IDS,
   StaleError,
-  claimManyExec,
-  completeClaimExec,
   decodeBury,
-  decodeClaimManyRecord,
-  decodeCompleteClaimRecord,
+  decodeClaimIdsRecord,
+  decodeCompleteClaimIdsRecord,
   extendExec,
   decodeExtend,
   lockMaintenance,
@@ -19,11 +20,12 @@ import {
   runScript,
   runScripts,
   runUnlock,
+  scriptError,
   type ScriptExec,
 } from "./gen/index.js";
 import { ArgumentError, LeaseLostError, ShutdownError } from "./errors.js";
 import type { Logger, Metrics } from "./metrics.js";
-import type { Job, Queue } from "./queue.js";
+import { PEEK_ATTEMPTS, type Job, type Queue } from "./queue.js";
 
 /**
  * Processes one job. Resolving completes it. Throwing hands it back to run
@@ -119,6 +121,59 @@ interface Inflight {
 
 const maintenanceBatch = 1000;
 
+/**
+ * The ids at the head of the queue's pending set as the worker last read
+ * them, less those its calls took since: each claim takes its ids from the
+ * pool, so that concurrent calls of one worker never ask for the same id.
+ * Another claimer may have taken a pooled id in the meantime; the claim
+ * scripts skip it.
+ */
+class HeadPool {
+  #ids: string[] = [];
+  #at = 0;
+  /** The ids of calls sent and not yet answered. */
+  readonly #flight = new Set<string>();
+
+  get size(): number {
+    return this.#ids.length - this.#at;
+  }
+
+  /** Takes up to n ids off the pool; give them back to done() once their call is answered. */
+  take(n: number): string[] {
+    const end = Math.min(this.#ids.length, this.#at + n);
+    const out = this.#ids.slice(this.#at, end);
+    this.#at = end;
+    for (const id of out) {
+      this.#flight.add(id);
+    }
+    return out;
+  }
+
+  done(ids: readonly string[]): void {
+    for (const id of ids) {
+      this.#flight.delete(id);
+    }
+  }
+
+  /** Replaces the pool with a fresh read of the head, less the ids of calls in flight (they ran after the read). */
+  fill(ids: readonly string[]): void {
+    this.#ids =
+      this.#flight.size === 0
+        ? [...ids]
+        : ids.filter((id) => !this.#flight.has(id));
+    this.#at = 0;
+  }
+
+  clear(): void {
+    this.#ids = [];
+    this.#at = 0;
+  }
+}
+
+function text(v: unknown): string {
+  return Buffer.isBuffer(v) ? v.toString() : String(v);
+}
+
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) {
@@ -144,6 +199,11 @@ export class Worker {
   readonly #m: Metrics;
   readonly #owner: string;
   readonly #running = new Set<Inflight>();
+  readonly #pool = new HeadPool();
+  /** How many head ids a refill reads. */
+  readonly #poolSize: number;
+  readonly #peekCmd: readonly string[];
+  readonly #lease: string;
   #idle: number;
   #wake: (() => void) | undefined;
   #draining = false;
@@ -190,6 +250,14 @@ export class Worker {
       "/" +
       randomInt(2 ** 32).toString(16);
     this.#idle = concurrency;
+    this.#poolSize = Math.max(8, 2 * this.#opt.batch);
+    this.#lease = String(leaseMs);
+    this.#peekCmd = [
+      "ZRANGE",
+      queue.keys.pending,
+      "0",
+      String(this.#poolSize - 1),
+    ];
   }
 
   /** Stops the worker: run() shuts down gracefully and resolves. */
@@ -245,7 +313,7 @@ export class Worker {
       }
       await maintaining?.catch(() => {});
       if (held) {
-        await runUnlock(this.queue.client.adapter, {
+        await runUnlock(this.queue.client.runner, {
           locks: KEY_LOCKS,
           name: lockMaintenance(this.queue.name),
           owner: this.#owner,
@@ -359,21 +427,106 @@ export class Worker {
     }
   }
 
+  /**
+   * Claims up to n jobs with claim_ids: the ids from the head pool, read
+   * again (a ZRANGE of its own) when the pool is empty; read again, up to
+   * PEEK_ATTEMPTS times, when another claimer took every id.
+   */
   async #claim(n: number): Promise<Job[]> {
-    await this.queue.client.ensure();
+    const c = this.queue.client;
     const k = this.queue.keys;
-    const reply = await runScript(
-      this.queue.client.adapter,
-      claimManyExec({
-        pending: k.pending,
-        active: k.active,
-        wake: k.wake,
-        prefix: k.rowPrefix,
-        leaseMs: this.#opt.leaseMs,
-        count: n,
-      }),
-    );
-    return this.#records(reply, decodeClaimManyRecord);
+    if (!c.isFenced) {
+      await c.ensure();
+    }
+    for (let attempt = 1; ; attempt++) {
+      if (this.#pool.size === 0) {
+        this.#pool.fill(await this.queue.peek(k.pending, this.#poolSize));
+        if (this.#pool.size === 0) {
+          return [];
+        }
+      }
+      const ids = this.#pool.take(n);
+      let got: { reply: unknown; refilled: boolean };
+      try {
+        got = await this.#call(this.#claimExec(ids), true);
+      } finally {
+        this.#pool.done(ids);
+      }
+      const jobs = await this.#records(got.reply, decodeClaimIdsRecord);
+      if (jobs.length < ids.length && !got.refilled) {
+        this.#pool.clear(); // another claimer took some: read the head again
+      }
+      if (jobs.length > 0 || attempt >= PEEK_ATTEMPTS) {
+        return jobs;
+      }
+    }
+  }
+
+  /**
+   * The claim_ids call of ids as read from the server: built without
+   * parsing them, so that an id a foreign writer planted is leased and
+   * then buried by #records instead of stalling the head.
+   */
+  #claimExec(ids: readonly string[]): ScriptExec {
+    const k = this.queue.keys;
+    const keys = [k.pending, k.active, k.wake];
+    const argv = [this.#lease];
+    for (const id of ids) {
+      keys.push(k.rowPrefix + id);
+      argv.push(id);
+    }
+    return { script: SCRIPT_CLAIM_IDS, keys, argv };
+  }
+
+  /** The complete_claim_ids call of job (whose id was parsed when it was leased) leasing ids next, as #claimExec. */
+  #completeExec(job: Job, ids: readonly string[]): ScriptExec {
+    const k = this.queue.keys;
+    const keys = [k.rowPrefix + job.id, k.active, k.pending, k.wake];
+    const argv = [job.id, String(job.token), this.#lease];
+    for (const id of ids) {
+      keys.push(k.rowPrefix + id);
+      argv.push(id);
+    }
+    return { script: SCRIPT_COMPLETE_CLAIM_IDS, keys, argv };
+  }
+
+  /**
+   * Sends one claiming call; when refill is set and the pool runs low, a
+   * ZRANGE of the head goes in the same round trip, after the call, and
+   * refills the pool.
+   */
+  async #call(
+    x: ScriptExec,
+    refill: boolean,
+  ): Promise<{ reply: unknown; refilled: boolean }> {
+    const r = this.queue.client.runner;
+    if (!refill || this.#pool.size >= this.#opt.batch) {
+      return { reply: await runScript(r, x), refilled: false };
+    }
+    const [s, z] = await r.sendMany([
+      ["EVALSHA", x.script.sha1, String(x.keys.length), ...x.keys, ...x.argv],
+      this.#peekCmd,
+    ]);
+    let reply: unknown;
+    if (s!.ok) {
+      reply = s!.value;
+    } else if (
+      s!.error instanceof ReplyError &&
+      s!.error.message.startsWith("NOSCRIPT")
+    ) {
+      reply = await runScript(r, x);
+    } else {
+      throw scriptError(x.script.name, s!.error);
+    }
+    if (!z!.ok) {
+      return { reply, refilled: false };
+    }
+    const ids: string[] = [];
+    for (const m of Array.isArray(z!.value) ? z!.value : []) {
+      ids.push(text(m));
+    }
+    this.#pool.fill(ids);
+    return { reply, refilled: true };
   }
 
   /**
@@ -420,7 +573,7 @@ export class Worker {
     );
     const x: ScriptExec = { script: SCRIPT_BURY, keys, argv };
     try {
-      decodeBury(await runScript(this.queue.client.adapter, x));
+      decodeBury(await runScript(this.queue.client.runner, x));
       this.#m.add("buried", this.queue.name, 1);
       this.#log.error("emq: buried a job that cannot be decoded", {
         id: rawId,
@@ -484,27 +637,29 @@ export class Worker {
     }
   }
 
+  /**
+   * Completes a job with complete_claim_ids, leasing the next id of the
+   * head pool in the same call (none while draining): one call per job in
+   * the steady state.
+   */
   async #complete(job: Job): Promise<Job | undefined> {
     const k = this.queue.keys;
     const q = this.queue.name;
+    const c = this.queue.client;
+    const ids = this.#draining ? [] : this.#pool.take(1);
     try {
-      await this.queue.client.ensure();
-      const reply = await runScript(
-        this.queue.client.adapter,
-        completeClaimExec({
-          row: k.row(job.id),
-          active: k.active,
-          pending: k.pending,
-          wake: k.wake,
-          id: job.id,
-          token: job.token,
-          prefix: k.rowPrefix,
-          leaseMs: this.#opt.leaseMs,
-          count: this.#draining ? 0 : 1,
-        }),
+      if (!c.isFenced) {
+        await c.ensure();
+      }
+      const got = await this.#call(
+        this.#completeExec(job, ids),
+        !this.#draining,
       );
       this.#m.add("completed", q, 1);
-      const next = await this.#records(reply, decodeCompleteClaimRecord);
+      const next = await this.#records(got.reply, decodeCompleteClaimIdsRecord);
+      if (next.length < ids.length && !got.refilled) {
+        this.#pool.clear();
+      }
       return next[0];
     } catch (err) {
       if (err instanceof StaleError) {
@@ -516,6 +671,8 @@ export class Worker {
         );
       }
       return undefined;
+    } finally {
+      this.#pool.done(ids);
     }
   }
 
@@ -618,7 +775,7 @@ export class Worker {
     let res;
     try {
       await this.queue.client.ensure();
-      res = await runScripts(this.queue.client.adapter, xs);
+      res = await runScripts(this.queue.client.runner, xs);
     } catch (err) {
       this.#log.warn("emq: extending leases failed; retrying", { err });
       return;
@@ -672,7 +829,7 @@ export class Worker {
   /** Promotes and reaps while holding the queue's maintenance lock; resolves whether it is held. */
   async #maintain(): Promise<boolean> {
     try {
-      const d = await runLock(this.queue.client.adapter, {
+      const d = await runLock(this.queue.client.runner, {
         locks: KEY_LOCKS,
         name: lockMaintenance(this.queue.name),
         owner: this.#owner,
@@ -694,7 +851,7 @@ export class Worker {
     let total = 0;
     try {
       for (;;) {
-        const n = await this.queue.promote(maintenanceBatch);
+        const n = await this.queue.promoteDue(maintenanceBatch);
         total += n;
         if (n < maintenanceBatch) {
           break;
@@ -704,8 +861,8 @@ export class Worker {
       this.#log.warn("emq: promoting due jobs failed", { err });
     }
     if (total > 0) {
+      // promote_ids rang the doorbell.
       this.#m.add("promoted", this.queue.name, total);
-      await this.#ring();
     }
   }
 
@@ -713,7 +870,7 @@ export class Worker {
     let total = 0;
     try {
       for (;;) {
-        const n = await this.queue.reap(
+        const n = await this.queue.reapExpired(
           maintenanceBatch,
           this.#opt.maxAttempts,
         );
@@ -726,16 +883,8 @@ export class Worker {
       this.#log.warn("emq: reaping expired leases failed", { err });
     }
     if (total > 0) {
+      // reap_ids rang the doorbell when any went back to pending.
       this.#m.add("reaped", this.queue.name, total);
-      await this.#ring();
-    }
-  }
-
-  async #ring(): Promise<void> {
-    try {
-      await this.queue.ring();
-    } catch (err) {
-      this.#log.warn("emq: ringing the doorbell failed", { err });
     }
   }
 }

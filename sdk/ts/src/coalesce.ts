@@ -1,0 +1,254 @@
+// Coalesced pushes: the queue.push() calls of one client to one queue that
+// overlap in time go to the server as one push_many call per batch, each
+// caller getting its own job's result.
+
+import {
+  ConnectionError,
+  RESEND_ATTEMPTS,
+  BundleError,
+  FenceError,
+} from "./errors.js";
+import {
+  SCRIPT_PUSH_MANY,
+  decodePushMany,
+  runScript,
+  type QueueKeys,
+  type RedisArg,
+  type ScriptExec,
+} from "./gen/index.js";
+import {
+  checkCall,
+  resendPause,
+  type CallOptions,
+  type Client,
+  type CoalesceOptions,
+} from "./client.js";
+
+/** One push waiting for its batch. */
+interface Entry {
+  readonly id: string;
+  readonly row: string;
+  readonly payload: RedisArg;
+  readonly opts: CallOptions | undefined;
+  readonly resolve: (enqueued: boolean) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+/**
+ * Sends the jobs of one job alone, as one push script: the fallback when a
+ * batch as a whole was refused.
+ */
+export type PushOne = (
+  id: string,
+  payload: RedisArg,
+  opts: CallOptions | undefined,
+) => Promise<boolean>;
+
+/** Builds the push_many call of entries (their ids and rows were checked when they were pushed). */
+export function pushManyExecOf(
+  keys: QueueKeys,
+  ids: readonly string[],
+  rows: readonly string[],
+  payloads: readonly RedisArg[],
+): ScriptExec {
+  const k: string[] = [keys.pending, keys.wake];
+  const argv: RedisArg[] = [];
+  for (let i = 0; i < ids.length; i++) {
+    k.push(rows[i]!);
+    argv.push(ids[i]!, payloads[i]!);
+  }
+  return { script: SCRIPT_PUSH_MANY, keys: k, argv };
+}
+
+/** Whether err is a failure no resend or fallback can help: a lost connection out of attempts, or the fence's refusal. */
+function terminal(err: unknown): boolean {
+  return (
+    err instanceof ConnectionError ||
+    err instanceof FenceError ||
+    err instanceof BundleError
+  );
+}
+
+/**
+ * The push coalescer of one queue of one client. A push joins the batch
+ * being gathered; the batch is sent after the current tick when no batch
+ * of the queue is in flight, when a batch in flight returns, after
+ * lingerMs while one is in flight, or at once when it holds maxBatch jobs.
+ */
+export class Pusher {
+  readonly #client: Client;
+  readonly #keys: QueueKeys;
+  readonly #opt: Required<CoalesceOptions>;
+  readonly #one: PushOne;
+  #pending: Entry[] = [];
+  #inflight = 0;
+  #soon: NodeJS.Immediate | undefined;
+  #linger: NodeJS.Timeout | undefined;
+  readonly #flush = () => this.flush();
+
+  constructor(
+    client: Client,
+    keys: QueueKeys,
+    opt: Required<CoalesceOptions>,
+    one: PushOne,
+  ) {
+    this.#client = client;
+    this.#keys = keys;
+    this.#opt = opt;
+    this.#one = one;
+  }
+
+  /** Queues one push (id and row already checked) and resolves with its job's result. */
+  push(
+    id: string,
+    row: string,
+    payload: RedisArg,
+    opts: CallOptions | undefined,
+  ): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.#pending.push({ id, row, payload, opts, resolve, reject });
+      if (this.#pending.length >= this.#opt.maxBatch) {
+        this.flush();
+      } else if (this.#inflight === 0 || this.#opt.lingerMs === 0) {
+        this.#soon ??= setImmediate(this.#flush);
+      } else {
+        this.#linger ??= setTimeout(this.#flush, this.#opt.lingerMs);
+      }
+    });
+  }
+
+  /** Sends what is gathered, in batches of at most maxBatch. */
+  flush(): void {
+    if (this.#soon !== undefined) {
+      clearImmediate(this.#soon);
+      this.#soon = undefined;
+    }
+    if (this.#linger !== undefined) {
+      clearTimeout(this.#linger);
+      this.#linger = undefined;
+    }
+    while (this.#pending.length > 0) {
+      const max = this.#opt.maxBatch;
+      let batch: Entry[];
+      if (this.#pending.length <= max) {
+        batch = this.#pending;
+        this.#pending = [];
+      } else {
+        batch = this.#pending.splice(0, max);
+      }
+      this.#inflight++;
+      void this.#send(batch).finally(() => {
+        this.#inflight--;
+        if (this.#inflight === 0 && this.#pending.length > 0) {
+          this.flush();
+        }
+      });
+    }
+  }
+
+  /**
+   * Sends one batch: resent on a fresh, fenced connection while it fails in
+   * transport (the entries aborted or past their deadline dropped before
+   * each attempt), and, when the call as a whole was refused (a job of
+   * another kind, a row of another type), each job on its own.
+   */
+  async #send(batch: Entry[]): Promise<void> {
+    const c = this.#client;
+    for (let n = 0; ; n++) {
+      batch = live(batch);
+      if (batch.length === 0) {
+        return;
+      }
+      const ids: string[] = [];
+      const rows: string[] = [];
+      const payloads: RedisArg[] = [];
+      for (const e of batch) {
+        ids.push(e.id);
+        rows.push(e.row);
+        payloads.push(e.payload);
+      }
+      let recs;
+      try {
+        if (!c.isFenced) {
+          await c.ensure();
+        }
+        recs = decodePushMany(
+          await runScript(
+            c.runner,
+            pushManyExecOf(this.#keys, ids, rows, payloads),
+          ),
+        );
+        if (recs.length !== batch.length) {
+          throw new Error(
+            "emq: push_many answered " +
+              recs.length +
+              " records for " +
+              batch.length +
+              " jobs",
+          );
+        }
+      } catch (err) {
+        if (err instanceof ConnectionError && n + 1 < RESEND_ATTEMPTS) {
+          c.logger.debug(
+            "emq: a push batch failed in transport; resending it",
+            {
+              attempt: n + 1,
+              jobs: batch.length,
+              err: String(err),
+            },
+          );
+          await resendPause(n + 1);
+          continue;
+        }
+        if (terminal(err)) {
+          for (const e of batch) {
+            e.reject(err);
+          }
+          return;
+        }
+        // Refused as a whole: each job on its own gets its own answer.
+        await Promise.all(
+          batch.map((e) =>
+            this.#one(e.id, e.payload, e.opts).then(e.resolve, e.reject),
+          ),
+        );
+        return;
+      }
+      let added = 0;
+      for (let i = 0; i < batch.length; i++) {
+        const ok = recs[i]!.enqueued === 1;
+        if (ok) {
+          added++;
+        }
+        batch[i]!.resolve(ok);
+      }
+      if (added > 0) {
+        c.metrics.add("enqueued", this.#keys.queue, added);
+      }
+      return;
+    }
+  }
+}
+
+/** The entries that may still be sent; the others are rejected with their signal's reason or a DeadlineError. */
+function live(batch: Entry[]): Entry[] {
+  let out: Entry[] | undefined;
+  for (let i = 0; i < batch.length; i++) {
+    const e = batch[i]!;
+    let ok = true;
+    if (e.opts !== undefined) {
+      try {
+        checkCall(e.opts);
+      } catch (err) {
+        e.reject(err);
+        ok = false;
+      }
+    }
+    if (!ok && out === undefined) {
+      out = batch.slice(0, i);
+    } else if (ok && out !== undefined) {
+      out.push(e);
+    }
+  }
+  return out ?? batch;
+}
