@@ -131,7 +131,7 @@ func TestCheckTypeScriptAPI(t *testing.T) {
 
 	ts := filepath.Join(root, "sdk", "ts", "src")
 	editFile(t, filepath.Join(ts, "index.ts"), "  exponentialBackoff,\n", "")
-	editFile(t, filepath.Join(ts, "queue.ts"), "async size(s: SetName): Promise<number> {", "async size(s: SetName, why: string): Promise<number> {")
+	editFile(t, filepath.Join(ts, "queue.ts"), "async size(s: SetName, opts?: CallOptions): Promise<number> {", "async size(s: SetName, why: string, opts?: CallOptions): Promise<number> {")
 	// The behavioural witness is another test's business (it needs a
 	// server); this one is about the TypeScript API.
 	code, out, errs = run(t, "check", "-root", root, "-manifest", file, "-witness=off")
@@ -140,7 +140,7 @@ func TestCheckTypeScriptAPI(t *testing.T) {
 	}
 	for _, want := range []string{
 		"major TS_API_NO_DELETE ts: @echomq/sdk function exponentialBackoff: gone from the TypeScript SDK's public API",
-		"major TS_API_SAME_SIGNATURE ts: @echomq/sdk class Queue method size: was: (SetName) => Promise<number>; now: (SetName, string) => Promise<number>",
+		"major TS_API_SAME_SIGNATURE ts: @echomq/sdk class Queue method size: was: (SetName, CallOptions?) => Promise<number>; now: (SetName, string, CallOptions?) => Promise<number>",
 		".ts-api.txt:",
 	} {
 		if !strings.Contains(out, want) {
