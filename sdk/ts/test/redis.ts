@@ -129,6 +129,29 @@ export class RedisServer {
     });
   }
 
+  /**
+   * Starts recording every command the server runs from now on (MONITOR on
+   * a connection of its own); stop() ends it.
+   */
+  async monitor(): Promise<Monitor> {
+    const c = createClient({ url: this.url, RESP: 2 });
+    c.on("error", () => {});
+    await c.connect();
+    const m = new Monitor(c as Raw);
+    await c.monitor((line: string) => m.add(line));
+    return m;
+  }
+
+  /** INFO commandstats as a map from command to its calls. */
+  async commandCalls(): Promise<Map<string, number>> {
+    const info = String(await this.cmd("INFO", "commandstats"));
+    const out = new Map<string, number>();
+    for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+      out.set(m[1]!, Number(m[2]));
+    }
+    return out;
+  }
+
   /** The number of commands the server processed so far (INFO itself included). */
   async commandsProcessed(): Promise<number> {
     const info = String(await this.cmd("INFO", "stats"));
@@ -182,5 +205,74 @@ export class RedisServer {
       });
     }
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** The commands a MONITOR saw: the top-level ones (not those a script ran). */
+export class Monitor {
+  readonly #client: Raw;
+  /** Each top-level command's words, in the order the server ran them. */
+  readonly commands: string[][] = [];
+
+  constructor(client: Raw) {
+    this.#client = client;
+  }
+
+  /** @internal */
+  add(line: string): void {
+    // 1700000000.123456 [0 127.0.0.1:5555] "EVALSHA" "ab12..." "3" ...
+    if (/^\S+ \[\d+ lua\]/.test(line)) {
+      return;
+    }
+    const words: string[] = [];
+    for (const m of line.matchAll(/"((?:[^"\\]|\\.)*)"/g)) {
+      words.push(m[1]!);
+    }
+    if (words.length > 0) {
+      this.commands.push(words);
+    }
+  }
+
+  /** The name of every script called with EVALSHA or EVAL, in order, by scripts (the bundle's). */
+  scriptCalls(scripts: readonly { name: string; sha1: string }[]): string[] {
+    const bySha = new Map(scripts.map((s) => [s.sha1, s.name]));
+    const out: string[] = [];
+    for (const w of this.commands) {
+      const verb = w[0]!.toUpperCase();
+      if (verb === "EVALSHA") {
+        out.push(bySha.get(w[1]!) ?? "sha:" + w[1]);
+      } else if (verb === "EVAL") {
+        const m = /script (\w+)\./.exec(w[1]!);
+        out.push(m ? m[1]! : "eval:?");
+      }
+    }
+    return out;
+  }
+
+  /** The top-level commands whose verb is verb. */
+  calls(verb: string): string[][] {
+    return this.commands.filter((w) => w[0]!.toUpperCase() === verb);
+  }
+
+  /** Waits until the monitor saw every command the server ran before now: it sends an ECHO through srv and waits for it. */
+  async settle(srv: RedisServer): Promise<void> {
+    const mark = "emq-monitor-" + Math.random().toString(36).slice(2);
+    await srv.cmd("ECHO", mark);
+    const end = Date.now() + 5000;
+    while (!this.commands.some((w) => w[0] === "ECHO" && w[1] === mark)) {
+      if (Date.now() > end) {
+        throw new Error("the monitor did not see the marker within 5 s");
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  /** Stops recording. */
+  async stop(): Promise<void> {
+    try {
+      await this.#client.close();
+    } catch {
+      this.#client.destroy();
+    }
   }
 }
