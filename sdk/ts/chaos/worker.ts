@@ -23,6 +23,7 @@ import {
   SCRIPT_BURY,
   SCRIPT_COMPLETE,
   SCRIPT_COMPLETE_CLAIM,
+  SCRIPT_COMPLETE_CLAIM_IDS,
   SCRIPT_EXTEND,
   SCRIPT_RETRY,
   Tally,
@@ -81,6 +82,7 @@ export class Recorder {
 const settles = new Map<Script, { ok: string; stale: string }>([
   [SCRIPT_COMPLETE, { ok: "C", stale: "Z" }],
   [SCRIPT_COMPLETE_CLAIM, { ok: "C", stale: "Z" }],
+  [SCRIPT_COMPLETE_CLAIM_IDS, { ok: "C", stale: "Z" }],
   [SCRIPT_RETRY, { ok: "T", stale: "Y" }],
   [SCRIPT_BURY, { ok: "B", stale: "Y" }],
 ]);
