@@ -174,6 +174,20 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("node row %s missing", k)
 		}
 	}
+	// The Go SDK against BullMQ: the Go row's own figure over BullMQ's
+	// from the Node half, judged.
+	for k, sc := range map[string]string{"enqueue_one_vs_bullmq": "enqueue_one", "enqueue_process_vs_bullmq": "enqueue_process"} {
+		r, ok := rows[k]
+		goKey := strings.TrimSuffix(k, "_vs_bullmq")
+		switch {
+		case !ok:
+			t.Errorf("row %s missing", k)
+		case r.SDK != rows[goKey].SDK || r.Asynq != rep.Node.Results["bullmq"][sc].JobsPerSec || !(r.Ratio > 0) || math.Abs(r.Ratio-r.SDK/r.Asynq) > 1e-9*r.Ratio:
+			t.Errorf("row %s: SDK %v (the Go row %v), BullMQ %v (measured %v), ratio %v", k, r.SDK, rows[goKey].SDK, r.Asynq, rep.Node.Results["bullmq"][sc].JobsPerSec, r.Ratio)
+		case r.Met == nil:
+			t.Errorf("row %s: target %q not judged", k, r.Target)
+		}
+	}
 
 	// The Python half: every side run measured in every scenario, the rows
 	// built from them (a ratio wherever the SDK and the peer were both

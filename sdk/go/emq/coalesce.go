@@ -2,6 +2,7 @@ package emq
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -133,11 +134,15 @@ func (p *pusher) takeLocked() []*pushReq {
 }
 
 // send runs batches: it pushes batch in one push_many call (see pushMany),
-// answers each caller, and goes on with the pushes that waited meanwhile
-// once no batch is in flight.
+// answers each caller, yields once (so that callers pushing again at once
+// join what waits), and goes on with the pushes that waited meanwhile once
+// no batch is in flight.
 func (p *pusher) send(batch []*pushReq) {
 	for batch != nil {
 		p.run(batch)
+		// Let the callers just answered run first: those that push again
+		// at once join the next batch rather than wait behind it.
+		runtime.Gosched()
 		p.mu.Lock()
 		p.flying--
 		batch = nil
