@@ -64,11 +64,25 @@ type NodeRedisClient = ReturnType<typeof createClient>;
 
 const typeMapping = { [RESP_TYPES.BLOB_STRING]: Buffer };
 
-function mapError(err: unknown): unknown {
+/**
+ * The answers of a server that ran nothing and may take the same command
+ * later: still loading its dataset; a cluster slot split by a migration
+ * (TRYAGAIN, once the resends gave up); a cluster that is down, or whose
+ * primary for the slot is.
+ */
+const notRunWords = ["LOADING", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN"];
+
+/**
+ * @internal Maps what node-redis rejects with to the SDK's errors: an error
+ * reply to a ReplyError, or a ConnectionError when the server ran nothing
+ * and the call may be sent again (see notRunWords); anything else (a lost
+ * connection, a timeout) to a ConnectionError.
+ */
+export function mapError(err: unknown): unknown {
   if (err instanceof ErrorReply) {
-    // A server still loading its dataset ran nothing: like a lost
-    // connection, the call may be sent again.
-    if (err.message.startsWith("LOADING")) {
+    // Like a lost connection, the call may be sent again.
+    const word = err.message.split(" ", 1)[0] ?? "";
+    if (notRunWords.includes(word)) {
       return new ConnectionError(err.message, err);
     }
     return new ReplyError(err.message);

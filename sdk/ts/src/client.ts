@@ -30,6 +30,7 @@ import {
   type NodeRedisOptions,
   type RedisAdapter,
 } from "./adapter.js";
+import { ClusterAdapter, type ClusterConnectOptions } from "./cluster.js";
 import {
   BundleError,
   ConnectionError,
@@ -54,6 +55,13 @@ export interface ConnectOptions extends NodeRedisOptions {
    * are not used and close() closes it.
    */
   adapter?: RedisAdapter;
+  /**
+   * A Redis Cluster instead of one server: the nodes to discover it from
+   * (e.g. { rootNodes: ["redis://127.0.0.1:7000"] }) and its node-redis
+   * options. When set, url and redis are not used; commandTimeoutMs and
+   * onError are.
+   */
+  cluster?: ClusterConnectOptions;
   /**
    * Fixes the snowflake node of the client's id generator. Leave it unset
    * to lease a free node from the reserve's locks (the default), which keeps
@@ -161,14 +169,19 @@ export function checkVersionRecord(record: string): "same" | "ahead" {
  */
 export async function connect(options: ConnectOptions = {}): Promise<Client> {
   const log = options.logger ?? stderrLogger;
+  const onError =
+    options.onError ?? ((err) => log.debug("emq: connection error", { err }));
   const adapter =
     options.adapter ??
-    (await NodeRedisAdapter.connect({
-      ...options,
-      onError:
-        options.onError ??
-        ((err) => log.debug("emq: connection error", { err })),
-    }));
+    (options.cluster !== undefined
+      ? await ClusterAdapter.connect({
+          ...options.cluster,
+          ...(options.commandTimeoutMs === undefined
+            ? {}
+            : { commandTimeoutMs: options.commandTimeoutMs }),
+          onError,
+        })
+      : await NodeRedisAdapter.connect({ ...options, onError }));
   const c = new Client(adapter, options, log);
   try {
     await c.ensure();

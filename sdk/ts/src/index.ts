@@ -9,6 +9,13 @@ export {
   type RedisAdapter,
 } from "./adapter.js";
 export {
+  ClusterAdapter,
+  routingKey,
+  type ClusterAdapterOptions,
+  type ClusterConnectOptions,
+  type ClusterNodeOptions,
+} from "./cluster.js";
+export {
   ArgumentError,
   BundleError,
   ConnectionError,
