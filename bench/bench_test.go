@@ -208,7 +208,7 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("python: no version or notes for %s", side)
 		}
 		for _, sc := range []string{"enqueue_one", "enqueue_batched", "drain", "enqueue_process"} {
-			if r := py.Results[side][sc]; r.Jobs != 500 || !(r.JobsPerSec > 0) || !(r.ServerCPUUsPerJob > 0) || len(r.Runs) != 1 {
+			if r := py.Results[side][sc]; r.Jobs != 500 || !(r.JobsPerSec > 0) || !(r.ServerCPUUsPerJob > 0) || !(r.ClientCPUUsPerJob > 0) || len(r.Runs) != 1 {
 				t.Errorf("python %s %s: %+v", side, sc, r)
 			}
 		}
@@ -233,7 +233,7 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("python row %s: an SDK figure or verdict without the SDK measured: %+v", r.Key, r)
 		}
 	}
-	for _, k := range []string{"py_enqueue_one", "py_enqueue_batch", "py_drain", "py_enqueue_process", "py_latency_p50", "py_latency_p99", "py_server_cpu_per_job"} {
+	for _, k := range []string{"py_enqueue_one", "py_enqueue_batch", "py_drain", "py_enqueue_process", "py_latency_p50", "py_latency_p99", "py_server_cpu_per_job", "py_client_cpu_per_job"} {
 		if _, ok := pyRows[k]; !ok {
 			t.Errorf("python row %s missing", k)
 		}

@@ -33,6 +33,7 @@ type NodeResult struct {
 	Seconds           float64   `json:"seconds,omitempty"`
 	JobsPerSec        float64   `json:"jobs_per_s,omitempty"`
 	ServerCPUUsPerJob float64   `json:"server_cpu_us_per_job,omitempty"`
+	ClientCPUUsPerJob float64   `json:"client_cpu_us_per_job,omitempty"` // the side's own processes (the Python half)
 	Runs              []float64 `json:"runs,omitempty"`
 	Samples           int       `json:"samples,omitempty"`
 	P50Ms             float64   `json:"p50_ms,omitempty"`

@@ -186,6 +186,9 @@ func pyRows(cfg *config, rep *PythonReport) []PyRow {
 	rows = append(rows, row(PyRow{Key: "py_server_cpu_per_job", Scenario: "P6. Redis server CPU per job (INFO cpu, enqueue+process)", Unit: "µs/job", Better: "lower",
 		SDK: sdk["enqueue_process"].ServerCPUUsPerJob, Arq: arq["enqueue_process"].ServerCPUUsPerJob, RQ: rq["enqueue_process"].ServerCPUUsPerJob,
 		Note: "RQ's job also sends INCR (and RPUSH when timing latency) so that the driver sees it done"}))
+	rows = append(rows, row(PyRow{Key: "py_client_cpu_per_job", Scenario: "P7. client CPU per job (the side's processes, enqueue+process)", Unit: "µs/job", Better: "lower",
+		SDK: sdk["enqueue_process"].ClientCPUUsPerJob, Arq: arq["enqueue_process"].ClientCPUUsPerJob, RQ: rq["enqueue_process"].ClientCPUUsPerJob,
+		Note: "the driver process (producers, and the worker for the SDK and arq) plus RQ's worker processes"}))
 	return rows
 }
 

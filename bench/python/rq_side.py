@@ -82,6 +82,18 @@ class Side:
             if line.strip() != "ready":
                 raise RuntimeError("an RQ worker process did not start (exit %s)" % p.poll())
 
+    def worker_cpu(self):
+        """CPU seconds the worker processes used so far (utime + stime)."""
+        total = 0
+        for p in self.procs:
+            try:
+                with open("/proc/%d/stat" % p.pid) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])
+            except (OSError, IndexError, ValueError):
+                pass
+        return total / os.sysconf("SC_CLK_TCK")
+
     async def start_worker(self, handle):
         for p in self.procs:
             p.stdin.write("go\n")
