@@ -4,8 +4,10 @@
 # up to date, that the code is gofmt- and vet-clean, and runs go test;
 # the TypeScript SDK (sdk/ts) is built before the root module's tests
 # (internal/chaos runs it), then format-checked and tested; the Python SDK
-# (sdk/python) gets a virtual environment with its hash-locked packages and
-# is checked with ruff, mypy --strict and pytest.
+# (sdk/python) gets a virtual environment with its hash-locked packages
+# before the root module's tests too (internal/chaos runs its chaos programs
+# in it, the conformance suite its testee) and is checked with ruff, mypy
+# --strict and pytest.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -59,6 +61,17 @@ fi
   npx --no-install tsc -p tsconfig.json
 )
 
+# The Python SDK's virtual environment is made before the root module's tests
+# too: internal/chaos's interop scenario runs its chaos worker and driver
+# (sdk/python/chaos) in it, and the conformance suite its testee.
+echo "== Python SDK (sdk/python): virtual environment with the locked packages (before the root module's tests, which run it)"
+(
+  cd sdk/python
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  # requirements-dev.lock pins every package with its hashes (uv pip compile --generate-hashes)
+  .venv/bin/python -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r requirements-dev.lock
+)
+
 echo "== generated files up to date (emqgen gen -check)"
 go run ./cmd/emqgen gen -check
 
@@ -90,12 +103,9 @@ echo "== TypeScript SDK (sdk/ts): prettier --check, node --test"
   node --test --test-concurrency=1 dist/test/
 )
 
-echo "== Python SDK (sdk/python): venv with the locked packages, ruff format --check, ruff check, mypy --strict, pytest"
+echo "== Python SDK (sdk/python): ruff format --check, ruff check, mypy --strict, pytest"
 (
   cd sdk/python
-  [ -x .venv/bin/python ] || python3 -m venv .venv
-  # requirements-dev.lock pins every package with its hashes (uv pip compile --generate-hashes)
-  .venv/bin/python -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r requirements-dev.lock
   .venv/bin/ruff format --check .
   .venv/bin/ruff check .
   .venv/bin/mypy

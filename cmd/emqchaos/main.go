@@ -4,8 +4,8 @@
 //	go run ./cmd/emqchaos [-long] [-only NAMES] [-seed N] [-out docs/reliability.md]
 //
 // Each scenario (internal/chaos: workers, restarts, pause, and any other
-// registered, such as failover and interop — Go and TypeScript producers
-// and worker processes on one queue) runs producers, real worker processes
+// registered, such as failover and interop — Go, TypeScript and Python
+// producers and worker processes on one queue) runs producers, real worker processes
 // and an invariant checker, injects its faults, and accounts for every
 // acknowledged job. Without -long it runs the quick variants CI runs.
 // emqchaos exits 1 when a scenario fails to run, or loses or finishes
@@ -16,7 +16,9 @@
 // subcommand `worker` is what they run. The interop scenario's TypeScript
 // worker processes and producer run the TypeScript SDK's chaos programs
 // (sdk/ts/chaos, built to sdk/ts/dist/chaos) under node: build sdk/ts
-// first (cd sdk/ts && npm ci && npx tsc -p tsconfig.json).
+// first (cd sdk/ts && npm ci && npx tsc -p tsconfig.json). Its Python ones
+// run the Python SDK's (sdk/python/chaos) in the SDK's virtual environment
+// sdk/python/.venv, which ./test.sh makes.
 package main
 
 import (

@@ -64,9 +64,9 @@ type run struct {
 	acks   *AckLog
 	chk    *Checker
 	pool   *Pool
-	// ts is the TypeScript SDK client of a plan with a TypeScript
-	// producer; nil otherwise.
-	ts *tsDriver
+	// drivers are the other languages' SDK clients (driver processes) of
+	// a plan with producers of those languages, by language.
+	drivers map[Lang]*sdkDriver
 	// loadDone is closed when the producers are done.
 	loadDone chan struct{}
 
@@ -238,9 +238,11 @@ func execute(ctx context.Context, cfg Config, p *plan) (*outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.ts != nil {
-		defer r.ts.Close()
-	}
+	defer func() {
+		for _, d := range r.drivers {
+			d.Close()
+		}
+	}()
 
 	// The producers and the fault injector use the server and the pool:
 	// they are stopped and waited for before anything is closed.
@@ -320,8 +322,8 @@ func execute(ctx context.Context, cfg Config, p *plan) (*outcome, error) {
 }
 
 // producers makes the plan's producers: one Go producer, or one per
-// language of producerLangs (a TypeScript one pushes through a driver
-// process, started here and kept in r.ts).
+// language of producerLangs (a TypeScript or Python one pushes through a
+// driver process of its language, started here and kept in r.drivers).
 func (r *run) producers(ctx context.Context, addrs []string) ([]*Producer, error) {
 	p := r.plan
 	if len(p.producerLangs) == 0 {
@@ -344,17 +346,14 @@ func (r *run) producers(ctx context.Context, addrs []string) ([]*Producer, error
 		}
 		switch lang {
 		case LangGo:
-		case LangTS:
-			if r.ts == nil {
-				d, err := startTSDriver(ctx, addrs[0], filepath.Join(r.dir, "ts-producer.log"))
-				if err != nil {
-					return nil, err
-				}
-				r.ts = d
+		case LangTS, LangPy:
+			d, err := r.driver(ctx, lang, addrs[0])
+			if err != nil {
+				return nil, err
 			}
-			prod.MintIDs = r.ts.Mint
+			prod.MintIDs = d.Mint
 			prod.PushBatch = func(ctx context.Context, jobs []emq.NewJob) error {
-				return r.ts.PushBatch(ctx, queueName, jobs)
+				return d.PushBatch(ctx, queueName, jobs)
 			}
 		default:
 			return nil, fmt.Errorf("chaos: no producer for language %q", lang)
@@ -362,6 +361,23 @@ func (r *run) producers(ctx context.Context, addrs []string) ([]*Producer, error
 		out = append(out, prod)
 	}
 	return out, nil
+}
+
+// driver returns the run's driver of lang, starting it (connected to addr,
+// its stderr in <lang>-driver.log) on first use.
+func (r *run) driver(ctx context.Context, lang Lang, addr string) (*sdkDriver, error) {
+	if d := r.drivers[lang]; d != nil {
+		return d, nil
+	}
+	d, err := startDriver(ctx, lang, addr, filepath.Join(r.dir, string(lang)+"-driver.log"))
+	if err != nil {
+		return nil, err
+	}
+	if r.drivers == nil {
+		r.drivers = map[Lang]*sdkDriver{}
+	}
+	r.drivers[lang] = d
+	return d, nil
 }
 
 // progress logs the run's figures every few seconds.

@@ -17,9 +17,10 @@ import (
 // Pool runs worker processes: real OS processes, each with its own record
 // file. A Go worker process is the harness's own executable run again as a
 // worker (see IsWorker); a TypeScript one is the TypeScript SDK's chaos
-// worker (sdk/ts/chaos/worker.ts, built to dist) under node. Both read the
-// same WorkerConfig from the same environment variable and write the same
-// records.
+// worker (sdk/ts/chaos/worker.ts, built to dist) under node; a Python one
+// is the Python SDK's chaos worker (sdk/python/chaos/worker.py) under the
+// SDK's virtual environment. All read the same WorkerConfig from the same
+// environment variable and write the same records.
 type Pool struct {
 	exe   string
 	base  WorkerConfig
@@ -78,7 +79,8 @@ func NewPool(base WorkerConfig, dir string, log func(string, ...any)) (*Pool, er
 // SetLangs sets the languages of the processes Start starts, in turn: the
 // i-th process (from 0) runs langs[i % len(langs)]. It fails, with the
 // install hint, when a language's program cannot run here (node missing,
-// the TypeScript SDK not built).
+// the TypeScript SDK not built, the Python SDK's virtual environment
+// missing).
 func (p *Pool) SetLangs(langs ...Lang) error {
 	if len(langs) == 0 {
 		return errors.New("chaos: a pool needs a language")
@@ -88,6 +90,10 @@ func (p *Pool) SetLangs(langs ...Lang) error {
 		case LangGo:
 		case LangTS:
 			if _, _, err := tsProgram("worker"); err != nil {
+				return err
+			}
+		case LangPy:
+			if _, _, err := pyProgram("worker"); err != nil {
 				return err
 			}
 		default:
@@ -111,12 +117,19 @@ func (p *Pool) Start(n int) error {
 
 // command returns the command that runs a worker process of lang.
 func (p *Pool) command(lang Lang) (*exec.Cmd, error) {
-	if lang == LangTS {
+	switch lang {
+	case LangTS:
 		node, script, err := tsProgram("worker")
 		if err != nil {
 			return nil, err
 		}
 		return exec.Command(node, script), nil
+	case LangPy:
+		python, script, err := pyProgram("worker")
+		if err != nil {
+			return nil, err
+		}
+		return exec.Command(python, script), nil
 	}
 	return exec.Command(p.exe, "worker"), nil
 }
@@ -171,8 +184,11 @@ func (p *Pool) spawn(lang Lang) (*Proc, error) {
 			_ = cmd.Process.Kill()
 			<-proc.done
 			log, _ := os.ReadFile(filepath.Join(p.dir, fmt.Sprintf("worker-%03d.log", n)))
-			if lang == LangTS {
+			switch lang {
+			case LangTS:
 				return nil, fmt.Errorf("chaos: TypeScript worker process %d did not start recording (%s); its output:\n%s", n, tsBuildHint, log)
+			case LangPy:
+				return nil, fmt.Errorf("chaos: Python worker process %d did not start recording (%s); its output:\n%s", n, pyBuildHint, log)
 			}
 			return nil, fmt.Errorf("chaos: worker process %d did not start recording; the executable must begin with `if chaos.IsWorker() { os.Exit(chaos.RunWorker()) }`; its output:\n%s", n, log)
 		}
