@@ -45,6 +45,7 @@ from ._gen.scripts import (
     UnlockCall,
     script_error,
 )
+from ._push import DEFAULT_PUSH_LINGER_MS, DEFAULT_PUSH_MAX_BATCH, Pusher
 from ._transport import TRANSPORT_ERRORS, as_connection_error
 from .errors import (
     RESEND_ATTEMPTS,
@@ -156,6 +157,9 @@ async def connect(
     node_lease_ms: int = 30_000,
     max_payload: int = 0,
     logger: logging.Logger | None = None,
+    coalesce: bool = True,
+    push_linger_ms: float = DEFAULT_PUSH_LINGER_MS,
+    push_max_batch: int = DEFAULT_PUSH_MAX_BATCH,
     **redis_options: Any,
 ) -> Client:
     """Opens a client and fences the keyspace.
@@ -170,11 +174,23 @@ async def connect(
     (socket_timeout, password, ssl options, ...), except that the client always reads bytes
     (decode_responses=False) and never lets redis-py resend a command on its own (the client
     resends only idempotent calls). A server that cannot be reached raises a ConnectionError.
+
+    Concurrent ``Queue.push`` calls of one queue are coalesced into push_many calls (see
+    Queue.push): ``push_linger_ms`` bounds how long a push waits while an earlier batch of its
+    queue is in flight, ``push_max_batch`` caps the jobs of one call (and of push_batch's chunks),
+    and ``coalesce=False`` makes every push a call of its own.
     """
     for k in ("decode_responses", "retry", "redis_connect_func", "connection_pool"):
         if k in redis_options:
             raise TypeError(f"emq: connect: the client sets {k} itself")
-    c = Client(logger=logger or log, node_lease_ms=node_lease_ms, max_payload=max_payload)
+    c = Client(
+        logger=logger or log,
+        node_lease_ms=node_lease_ms,
+        max_payload=max_payload,
+        coalesce=coalesce,
+        push_linger_ms=push_linger_ms,
+        push_max_batch=push_max_batch,
+    )
     c.redis = Redis.from_url(
         url,
         decode_responses=False,
@@ -209,9 +225,26 @@ class Client:
     """The underlying redis-py client, for commands of your own (its connections are fenced
     too)."""
 
-    def __init__(self, *, logger: logging.Logger, node_lease_ms: int, max_payload: int) -> None:
+    def __init__(
+        self,
+        *,
+        logger: logging.Logger,
+        node_lease_ms: int,
+        max_payload: int,
+        coalesce: bool = True,
+        push_linger_ms: float = DEFAULT_PUSH_LINGER_MS,
+        push_max_batch: int = DEFAULT_PUSH_MAX_BATCH,
+    ) -> None:
         self.logger = logger
         """Where the client's notices go."""
+        self.coalesce = coalesce
+        """Whether concurrent pushes of one queue are coalesced into push_many calls."""
+        self.push_linger_ms = max(0.0, float(push_linger_ms))
+        """How long a coalesced push waits, at most, while a batch of its queue is in flight."""
+        self.push_max_batch = max(1, int(push_max_batch))
+        """The most jobs of one push_many call."""
+        self._pushers: dict[str, Pusher] = {}
+        """The push coalescer of each queue, made on first use."""
         self.owner = secrets.token_hex(8)
         """This client's lock owner token."""
         self._max_payload = (

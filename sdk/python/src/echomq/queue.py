@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from ._gen.errors import WireError
 from ._gen.ids import parse_id
 from ._gen.keys import QueueKeys
 from ._gen.protocol import (
     FIELD_PAYLOAD,
     FIELD_STATE,
     FIELD_TOKEN,
+    SET_PENDING,
     SETS,
     SetName,
     State,
@@ -32,32 +31,43 @@ from ._gen.scripts import (
     REVIVE_REVIVED,
     BuryCall,
     ClaimCall,
-    ClaimManyCall,
+    ClaimIdsCall,
     CompleteCall,
-    CompleteClaimCall,
+    CompleteClaimIdsCall,
     EnqueueAtCall,
     EnqueueCall,
     ExtendCall,
     PromoteCall,
+    PromoteIdsCall,
     PurgeCall,
     PushCall,
     PushManyCall,
     PushManyEntry,
     ReapCall,
+    ReapIdsCall,
     RetryCall,
     ReviveCall,
     RingCall,
     ScriptExec,
     run_script,
-    run_scripts,
 )
-from ._transport import as_connection_error
-from .errors import RESEND_ATTEMPTS, ArgumentError, ConnectionError
+from ._push import DEFAULT_PUSH_MAX_BATCH, Pusher, PushJob, push_jobs
+from .errors import ArgumentError
 
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["PUSH_MAX_BATCH", "BatchResult", "Job", "JobInfo", "NewJob", "Page", "Payload", "Queue"]
+__all__ = [
+    "PEEK_ATTEMPTS",
+    "PUSH_MAX_BATCH",
+    "BatchResult",
+    "Job",
+    "JobInfo",
+    "NewJob",
+    "Page",
+    "Payload",
+    "Queue",
+]
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +76,13 @@ Payload = bytes | str
 
 _INT_RE = re.compile(r"-?[0-9]+")
 
-PUSH_MAX_BATCH: Final = 128
-"""The most jobs push_batch sends in one push_many call (the Go SDK's default PushMaxBatch)."""
+PUSH_MAX_BATCH: Final = DEFAULT_PUSH_MAX_BATCH
+"""The most jobs push_batch and a coalesced push send in one push_many call by default (the Go
+SDK's default PushMaxBatch); connect(push_max_batch=...) changes it."""
+
+PEEK_ATTEMPTS: Final = 3
+"""How many times claim_many, complete_claim, promote_due and reap_expired read the head of their
+set again when another caller took every id they read, before they give up for this call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,128 +177,99 @@ class Queue:
         """The queue's name."""
         return self.keys.queue
 
-    def _push_exec(self, id: str, payload: Payload) -> ScriptExec:
+    def _push_job(self, id: str, payload: Payload) -> PushJob:
+        """Checks a job for a push: a malformed id raises an IdError, a payload over the cap a
+        PayloadTooLargeError, before anything is sent."""
         row = self.keys.row(id)
         self.client.check_payload(payload)
-        return PushCall(
-            row=row, pending=self.keys.pending, wake=self.keys.wake, id=id, payload=_bytes(payload)
-        ).exec()
+        return PushJob(row=row, id=id, payload=_bytes(payload))
 
     async def push(self, id: str, payload: Payload) -> bool:
         """Admits a job like enqueue and rings the queue's doorbell, so that an idle worker starts
         it within milliseconds.
 
         Returns False for a duplicate id (the row is left untouched); an id of another kind than
-        the work kind is refused with the wire error of its class. A push is idempotent while the
-        job exists, so one that failed in transport is resent (see Client.resend); should the lost
-        attempt have admitted the job, the resend returns False.
+        the work kind is refused with the wire error of its class (KindError). A malformed id or a
+        payload over the cap raises before anything is sent.
+
+        Concurrent pushes to one queue of a client are coalesced: a push that meets no batch of
+        its queue in flight is sent at once; pushes arriving while one is in flight wait for it
+        and then go together in one push_many call, or go after the client's push_linger_ms, or
+        as soon as push_max_batch of them wait. Each caller gets its own answer: True, False for a
+        duplicate (a second push of one id inside a batch is one), or its own refusal (a batch
+        push_many refuses as a whole is pushed job by job, so only the offending caller sees the
+        KindError). A caller cancelled before its batch is sent is left out of it; one cancelled
+        after that may or may not have had its job admitted. ``connect(coalesce=False)`` makes
+        every push a call of its own.
+
+        A push is idempotent while the job exists, so one that failed in transport is resent on a
+        fresh, fenced connection (see Client.resend); should the lost attempt have admitted the
+        job, the resend returns False.
         """
-        x = self._push_exec(id, payload)
+        job = self._push_job(id, payload)
+        c = self.client
+        if not c.coalesce:
+            x = PushCall(
+                row=job.row,
+                pending=self.keys.pending,
+                wake=self.keys.wake,
+                id=id,
+                payload=job.payload,
+            ).exec()
 
-        async def attempt() -> bool:
-            return PushCall.decode(await _run(self.client, x)) == PUSH_ENQUEUED
+            async def attempt() -> bool:
+                return PushCall.decode(await _run(c, x)) == PUSH_ENQUEUED
 
-        return await self.client.resend(attempt)
+            return await c.resend(attempt)
+        p = c._pushers.get(self.name)
+        if p is None:
+            p = Pusher(self, c.push_linger_ms / 1000, c.push_max_batch)
+            c._pushers[self.name] = p
+        r = await p.push(job)
+        if r.error is not None:
+            raise r.error
+        return r.enqueued
 
     async def push_batch(self, jobs: Sequence[NewJob]) -> list[BatchResult]:
-        """Admits many jobs in push_many script calls of up to PUSH_MAX_BATCH jobs each, pipelined
-        in one round trip.
+        """Admits many jobs in push_many calls of up to the client's push_max_batch jobs each,
+        pipelined in one round trip.
 
         Malformed ids and oversized payloads raise before anything is sent. The result tells, per
         job, whether it was enqueued (False: a duplicate, also for a second job of one id in the
-        batch) or why it failed; the others still took effect. A chunk push_many refuses as a
-        whole (an id of another kind in it) is pushed again job by job, so that only the offending
-        jobs carry the wire error. Calls that failed in transport, and only those, are resent on
-        a fresh, fenced connection (a resent job the lost attempt had admitted reports False).
+        batch) or why it failed; the others still took effect. A chunk push_many refuses as a whole
+        (an id of another kind in it) is pushed again job by job, so that only the offending jobs
+        carry the KindError. Chunks that failed in transport, and only those, are resent on a
+        fresh, fenced connection; a keyspace the fence refuses raises its FenceError.
         """
-        rows: list[str] = []
-        payloads: list[bytes] = []
+        pj: list[PushJob] = []
         for i, j in enumerate(jobs):
             try:
-                rows.append(self.keys.row(j.id))
-                self.client.check_payload(j.payload)
+                pj.append(self._push_job(j.id, j.payload))
             except Exception as err:
                 err.args = (f"job {i}: {err}",)
                 raise
-            payloads.append(_bytes(j.payload))
-        out = [BatchResult(enqueued=False) for _ in jobs]
-        chunks = [
-            list(range(k, min(k + PUSH_MAX_BATCH, len(jobs))))
-            for k in range(0, len(jobs), PUSH_MAX_BATCH)
-        ]
-        calls = [
-            PushManyCall(
-                pending=self.keys.pending,
-                wake=self.keys.wake,
-                rows=[rows[i] for i in c],
-                entries=[PushManyEntry(id=jobs[i].id, payload=payloads[i]) for i in c],
-            ).exec()
-            for c in chunks
-        ]
-        one_by_one: list[int] = []
-        for c, r in zip(chunks, await self._settle(calls), strict=True):
-            if isinstance(r, WireError):
-                one_by_one += c
-                continue
-            try:
-                if isinstance(r, BaseException):
-                    raise r
-                recs = PushManyCall.decode(r)
-                if len(recs) != len(c):
-                    raise ValueError(f"emq: push_many answered {len(recs)} records for {len(c)}")
-            except Exception as err:
-                for i in c:
-                    out[i] = BatchResult(enqueued=False, error=err)
-                continue
-            for i, rec in zip(c, recs, strict=True):
-                out[i] = BatchResult(enqueued=rec.enqueued > 0)
-        singles = [
-            PushCall(
-                row=rows[i],
-                pending=self.keys.pending,
-                wake=self.keys.wake,
-                id=jobs[i].id,
-                payload=payloads[i],
-            ).exec()
-            for i in one_by_one
-        ]
-        for i, r in zip(one_by_one, await self._settle(singles), strict=True):
-            if isinstance(r, BaseException):
-                out[i] = BatchResult(enqueued=False, error=r)
-                continue
-            try:
-                out[i] = BatchResult(enqueued=PushCall.decode(r) == PUSH_ENQUEUED)
-            except Exception as err:
-                out[i] = BatchResult(enqueued=False, error=err)
-        return out
+        if not pj:
+            return []
+        return await push_jobs(self, pj, self.client.push_max_batch)
 
-    async def _settle(self, xs: list[ScriptExec]) -> list[Any]:
-        """Runs idempotent calls pipelined and settles each on its own: its reply, or the
-        exception it failed with. The calls that failed in transport, and only those, are sent
-        again (up to RESEND_ATTEMPTS rounds, a doubling pause between them); one still failing so
-        is a ConnectionError. A keyspace refused by the fence raises."""
-        out: list[Any] = [None] * len(xs)
-        todo = list(range(len(xs)))
-        attempt = 0
-        while todo:
-            idx, todo = todo, []
-            try:
-                res = await run_scripts(self.client.redis, [xs[i] for i in idx])
-            except Exception as err:
-                ce = _transport(err)
-                if ce is None or attempt + 1 >= RESEND_ATTEMPTS:
-                    raise (ce or err) from None
-                todo = idx
-            else:
-                for i, r in zip(idx, res, strict=True):
-                    ce = _transport(r) if isinstance(r, BaseException) else None
-                    out[i] = ce or r
-                    if ce is not None and attempt + 1 < RESEND_ATTEMPTS:
-                        todo.append(i)
-            attempt += 1
-            if todo:
-                await asyncio.sleep(min(0.010 * 2**attempt, 0.5))
-        return out
+    async def push_many(self, jobs: Sequence[NewJob]) -> list[bool]:
+        """Admits jobs in one push_many call (the script declares every row it writes) and rings
+        the doorbell once; returns per job whether it was enqueued (False: a duplicate). An id of
+        another kind than the work kind among them refuses the whole call with a KindError, and
+        nothing is written. Malformed ids and oversized payloads raise before anything is sent.
+        Resent across a reconnect, like push."""
+        pj = [self._push_job(j.id, j.payload) for j in jobs]
+        call = PushManyCall(
+            pending=self.keys.pending,
+            wake=self.keys.wake,
+            rows=[j.row for j in pj],
+            entries=[PushManyEntry(id=j.id, payload=j.payload) for j in pj],
+        )
+
+        async def attempt() -> list[bool]:
+            return [r.enqueued == PUSH_ENQUEUED for r in await call.run(self.client.redis)]
+
+        return await self.client.resend(attempt)
 
     async def enqueue(self, id: str, payload: Payload) -> bool:
         """Admits a job with id and payload, without ringing the doorbell. Returns False when a
@@ -332,38 +318,100 @@ class Queue:
             return None
         return Job(id=r.id, token=r.token, payload=r.payload, deadline_ms=r.deadline_ms)
 
+    async def head(self, s: SetName, n: int) -> list[str]:
+        """Reads up to n ids at the head of set s (ZRANGE 0 n-1): for the pending set the oldest
+        first, for a scored set the earliest deadline or run-at first. Resent across a
+        reconnect."""
+        key = self._set_key(s)
+        _positive("count", n)
+
+        async def attempt() -> list[str]:
+            return [_text(m) for m in await self.client.redis.zrange(key, 0, n - 1)]
+
+        return await self.client.resend(attempt)
+
+    async def _due(self, key: str, n: int) -> list[str]:
+        """The ids among the first n of the scored set at key whose score has come on the server's
+        clock (ZRANGE with scores and TIME in one round trip)."""
+
+        async def attempt() -> list[str]:
+            async with self.client.redis.pipeline(transaction=False) as pipe:
+                pipe.zrange(key, 0, n - 1, withscores=True)
+                pipe.time()
+                res: list[Any] = await pipe.execute()
+            sec, usec = res[1]
+            now = int(sec) * 1000 + int(usec) // 1000
+            return [_text(m) for m, sc in res[0] if float(sc) <= now]
+
+        return await self.client.resend(attempt)
+
     async def claim_many(self, lease_ms: int, count: int) -> list[Job]:
         """Leases up to count of the oldest pending jobs for lease_ms at once, oldest first; empty
-        when nothing is pending. It rings the doorbell again when jobs remain."""
+        when nothing is pending. It rings the doorbell again when jobs remain. It reads the head
+        of the pending set (ZRANGE), then claims exactly those ids with claim_ids, which declares
+        every key it touches; when another claimer took every id read in between, it reads the
+        head again, up to PEEK_ATTEMPTS times. Never resent."""
         _positive("lease", lease_ms)
         _positive("count", count)
-        call = ClaimManyCall(
+        for n in range(1, PEEK_ATTEMPTS + 1):
+            ids = await self.head(SET_PENDING, count)
+            if not ids:
+                return []
+            jobs = await self.claim_ids(lease_ms, ids)
+            if jobs or n >= PEEK_ATTEMPTS:
+                return jobs
+        return []
+
+    async def claim_ids(self, lease_ms: int, ids: Sequence[str]) -> list[Job]:
+        """Leases exactly the given ids that are still pending, for lease_ms, in the order given
+        (claim_ids, which declares every key it touches); ids no longer pending are skipped. It
+        rings the doorbell again when jobs remain. Malformed ids raise an IdError before anything
+        is sent. Never resent: a lease may have been granted."""
+        _positive("lease", lease_ms)
+        call = ClaimIdsCall(
             pending=self.keys.pending,
             active=self.keys.active,
             wake=self.keys.wake,
-            prefix=self.keys.row_prefix,
+            rows=[self.keys.row(i) for i in ids],
             lease_ms=lease_ms,
-            count=count,
+            ids=list(ids),
         )
         return _jobs(await self.client.once(lambda: call.run(self.client.redis)))
 
     async def complete_claim(self, id: str, token: int, lease_ms: int, count: int) -> list[Job]:
         """Retires an active job like complete, then leases up to count (0 or more) of the oldest
         pending jobs for lease_ms, in one call. A stale token is refused with the wire error of its
-        class, and nothing is leased."""
-        row = self.keys.row(id)
+        class, and nothing is leased. It reads the head of the pending set first and calls
+        complete_claim_ids with those ids; when another claimer took all of them in between, it
+        claims with claim_many."""
+        self.keys.row(id)
         _positive("lease", lease_ms)
         _non_negative("count", count)
-        call = CompleteClaimCall(
+        ids = await self.head(SET_PENDING, count) if count > 0 else []
+        jobs = await self.complete_claim_ids(id, token, lease_ms, ids)
+        if not jobs and ids:
+            return await self.claim_many(lease_ms, count)
+        return jobs
+
+    async def complete_claim_ids(
+        self, id: str, token: int, lease_ms: int, ids: Sequence[str]
+    ) -> list[Job]:
+        """Retires an active job like complete, then leases exactly the given ids that are still
+        pending, for lease_ms, in the order given (complete_claim_ids, which declares every key it
+        touches). A stale token is refused with a StaleError, and nothing is leased. Malformed ids
+        raise an IdError before anything is sent. Never resent."""
+        row = self.keys.row(id)
+        _positive("lease", lease_ms)
+        call = CompleteClaimIdsCall(
             row=row,
             active=self.keys.active,
             pending=self.keys.pending,
             wake=self.keys.wake,
+            rows=[self.keys.row(i) for i in ids],
             id=id,
             token=token,
-            prefix=self.keys.row_prefix,
             lease_ms=lease_ms,
-            count=count,
+            ids=list(ids),
         )
         return _jobs(await self.client.once(lambda: call.run(self.client.redis)))
 
@@ -430,6 +478,72 @@ class Queue:
             prefix=self.keys.row_prefix,
             limit=limit,
             max_attempts=max_attempts,
+        )
+        return await self.client.once(lambda: call.run(self.client.redis))
+
+    async def promote_due(self, limit: int = 1000) -> int:
+        """Moves up to limit scheduled jobs whose run-at has come to pending, and rings the
+        doorbell when any moved; returns how many moved. It reads the head of the schedule with
+        the server's clock (ZRANGE and TIME, one round trip) and calls promote_ids with the due
+        ids, so it touches only declared keys; when another caller moved every one of them in
+        between, it reads again, up to PEEK_ATTEMPTS times. The Worker's maintenance promotes with
+        it. (promote keeps the 2.0 script, which reaches rows through the row prefix and never
+        rings.)"""
+        _positive("limit", limit)
+        for n in range(1, PEEK_ATTEMPTS + 1):
+            ids = await self._due(self.keys.schedule, limit)
+            if not ids:
+                return 0
+            moved = await self.promote_ids(ids)
+            if moved > 0 or n >= PEEK_ATTEMPTS:
+                return moved
+        return 0
+
+    async def promote_ids(self, ids: Sequence[str]) -> int:
+        """Moves the given scheduled jobs whose run-at has come to pending (promote_ids), ringing
+        the doorbell when any moved; an id not scheduled or not yet due is left as it is. Returns
+        how many moved. Malformed ids raise an IdError before anything is sent."""
+        call = PromoteIdsCall(
+            schedule=self.keys.schedule,
+            pending=self.keys.pending,
+            wake=self.keys.wake,
+            rows=[self.keys.row(i) for i in ids],
+            ids=list(ids),
+        )
+        return await self.client.once(lambda: call.run(self.client.redis))
+
+    async def reap_expired(self, limit: int = 1000, max_attempts: int = 0) -> int:
+        """Takes back up to limit expired leases like reap, and rings the doorbell when any went
+        back to pending; returns how many moved. It reads the head of the active set with the
+        server's clock (ZRANGE and TIME, one round trip) and calls reap_ids with the expired ids,
+        so it touches only declared keys; when another caller took every one of them in between,
+        it reads again, up to PEEK_ATTEMPTS times. The Worker's maintenance reaps with it. (reap
+        keeps the 2.0 script, which reaches rows through the row prefix and never rings.)"""
+        _positive("limit", limit)
+        _non_negative("max attempts", max_attempts)
+        for n in range(1, PEEK_ATTEMPTS + 1):
+            ids = await self._due(self.keys.active, limit)
+            if not ids:
+                return 0
+            moved = await self.reap_ids(max_attempts, ids)
+            if moved > 0 or n >= PEEK_ATTEMPTS:
+                return moved
+        return 0
+
+    async def reap_ids(self, max_attempts: int, ids: Sequence[str]) -> int:
+        """Takes back the given expired leases (reap_ids): each goes back to pending, or to dead
+        when max_attempts > 0 and its attempts reached it; the doorbell rings when any went back to
+        pending. An id not active, or whose lease has not expired, is left as it is. Returns how
+        many moved. Malformed ids raise an IdError before anything is sent."""
+        _non_negative("max attempts", max_attempts)
+        call = ReapIdsCall(
+            active=self.keys.active,
+            pending=self.keys.pending,
+            dead=self.keys.dead,
+            wake=self.keys.wake,
+            rows=[self.keys.row(i) for i in ids],
+            max_attempts=max_attempts,
+            ids=list(ids),
         )
         return await self.client.once(lambda: call.run(self.client.redis))
 
@@ -597,9 +711,3 @@ class Queue:
 
 async def _run(client: Client, x: ScriptExec) -> Any:
     return await run_script(client.redis, x)
-
-
-def _transport(err: BaseException) -> ConnectionError | None:
-    """The ConnectionError of a transport failure, or None for any other error."""
-    ce = as_connection_error(err)
-    return ce if isinstance(ce, ConnectionError) else None

@@ -1,0 +1,264 @@
+"""Multi-job pushes: push_many calls cut in chunks, and the coalescing of concurrent pushes.
+
+``push_jobs`` admits checked jobs in push_many calls (a chunk of one job is a push call),
+pipelined in one round trip; a chunk push_many refuses as a whole (an id of another kind among
+them) is pushed again job by job, so that each job gets its own answer; chunks that failed in
+transport are resent on a fresh, fenced connection.
+
+``Pusher`` coalesces the concurrent ``Queue.push`` calls of one queue of a client: a push that
+meets no batch of its queue in flight is sent at once; pushes that arrive while one is in flight
+wait and go together in one push_many call when it returns, after the linger, or as soon as a
+full batch waits. Everything runs on the client's event loop, so no lock is needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from ._gen.scripts import (
+    PUSH_ENQUEUED,
+    PushCall,
+    PushManyCall,
+    PushManyEntry,
+    ScriptExec,
+    run_scripts,
+)
+from ._transport import TRANSPORT_ERRORS, as_connection_error, transient
+from .errors import RESEND_ATTEMPTS, BundleError, FenceError
+
+if TYPE_CHECKING:
+    from .queue import BatchResult, Queue
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PUSH_LINGER_MS: Final = 1.0
+"""How long a coalesced push waits, at most, while an earlier batch of its queue is in flight."""
+
+DEFAULT_PUSH_MAX_BATCH: Final = 128
+"""The most jobs of one push_many call."""
+
+MAX_BATCH_BYTES: Final = 1 << 20
+"""The most payload bytes of one push_many call (a larger job goes alone)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PushJob:
+    """A job checked for a push: its row, id and payload bytes."""
+
+    row: str
+    id: str
+    payload: bytes
+
+
+def _chunks(jobs: Sequence[PushJob], max_batch: int) -> list[tuple[int, int]]:
+    """Cuts jobs into [lo, hi) ranges of at most max_batch jobs and MAX_BATCH_BYTES of payload."""
+    out: list[tuple[int, int]] = []
+    lo = 0
+    while lo < len(jobs):
+        hi, size = lo + 1, len(jobs[lo].payload)
+        while hi < len(jobs) and hi - lo < max_batch:
+            nxt = len(jobs[hi].payload)
+            if size + nxt > MAX_BATCH_BYTES:
+                break
+            size += nxt
+            hi += 1
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+def _exec(q: Queue, jobs: Sequence[PushJob], lo: int, hi: int) -> ScriptExec:
+    """The push call of jobs[lo] when the unit has one job, else the push_many call of the unit."""
+    k = q.keys
+    if hi - lo == 1:
+        j = jobs[lo]
+        return PushCall(
+            row=j.row, pending=k.pending, wake=k.wake, id=j.id, payload=j.payload
+        ).exec()
+    part = jobs[lo:hi]
+    return PushManyCall(
+        pending=k.pending,
+        wake=k.wake,
+        rows=[j.row for j in part],
+        entries=[PushManyEntry(id=j.id, payload=j.payload) for j in part],
+    ).exec()
+
+
+def _pause(attempt: int) -> float:
+    """The pause before resend attempt (1 for the first): none, then 10 ms doubling up to 500 ms,
+    jittered to its upper half."""
+    if attempt <= 1:
+        return 0.0
+    d = min(0.010 * 2.0 ** (attempt - 2), 0.5)
+    return d / 2 + random.random() * (d / 2)
+
+
+async def push_jobs(q: Queue, jobs: Sequence[PushJob], max_batch: int) -> list[BatchResult]:
+    """Admits jobs in push_many calls of up to max_batch jobs, pipelined, and returns per job
+    whether it was enqueued (False: a duplicate, also for a second job of one id) or the error it
+    failed with (a transport failure as a ConnectionError). A call push_many refuses (any error
+    reply) is replaced at once by one push call per job (nothing of the refused call was written).
+    Calls that failed in transport are resent, whole, on a fresh fenced connection, up to
+    RESEND_ATTEMPTS attempts. A FenceError or BundleError met before anything was written is
+    raised.
+    """
+    from .queue import BatchResult
+
+    out: list[BatchResult] = [BatchResult(enqueued=False) for _ in jobs]
+    todo = _chunks(jobs, max_batch)
+    settled = 0
+    for attempt in range(RESEND_ATTEMPTS):
+        if not todo:
+            break
+        if attempt > 0:
+            await asyncio.sleep(_pause(attempt))
+        again: list[tuple[int, int]] = []
+        rnd = todo
+        while rnd:
+            try:
+                res = await run_scripts(q.client.redis, [_exec(q, jobs, lo, hi) for lo, hi in rnd])
+            except (FenceError, BundleError):
+                raise  # the fresh connection's fence refused: nothing of this call was written
+            except TRANSPORT_ERRORS as err:
+                ce = as_connection_error(err)
+                for lo, hi in rnd:
+                    for i in range(lo, hi):
+                        out[i] = BatchResult(enqueued=False, error=ce)
+                again.extend(rnd)
+                break
+            split: list[tuple[int, int]] = []
+            for (lo, hi), r in zip(rnd, res, strict=True):
+                if isinstance(r, BaseException):
+                    if transient(r):
+                        ce = as_connection_error(r)
+                        for i in range(lo, hi):
+                            out[i] = BatchResult(enqueued=False, error=ce)
+                        again.append((lo, hi))
+                    elif hi - lo == 1:
+                        out[lo] = BatchResult(enqueued=False, error=r)
+                        settled += 1
+                    else:
+                        split.extend((i, i + 1) for i in range(lo, hi))
+                    continue
+                try:
+                    if hi - lo == 1:
+                        flags = [PushCall.decode(r) == PUSH_ENQUEUED]
+                    else:
+                        flags = [x.enqueued == PUSH_ENQUEUED for x in PushManyCall.decode(r)]
+                        if len(flags) != hi - lo:
+                            raise ValueError(
+                                f"emq: {PushManyCall.SCRIPT.name}: {len(flags)} records for "
+                                f"{hi - lo} jobs"
+                            )
+                except Exception as err:
+                    for i in range(lo, hi):
+                        out[i] = BatchResult(enqueued=False, error=err)
+                    continue
+                for i, f in zip(range(lo, hi), flags, strict=True):
+                    out[i] = BatchResult(enqueued=f)
+                settled += hi - lo
+            rnd = split
+        todo = again
+    return out
+
+
+class _Req:
+    """One caller's push waiting in a Pusher."""
+
+    __slots__ = ("fut", "job")
+
+    def __init__(self, job: PushJob, fut: asyncio.Future[BatchResult]) -> None:
+        self.job = job
+        self.fut = fut
+
+
+class Pusher:
+    """Coalesces the concurrent pushes of one queue of a client into push_many calls."""
+
+    def __init__(self, q: Queue, linger_s: float, max_batch: int) -> None:
+        self.q = q
+        self.linger_s = linger_s
+        self.max_batch = max_batch
+        self.wait: list[_Req] = []
+        self.flying = 0
+        self.timer: asyncio.TimerHandle | None = None
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.batches = 0
+        """How many batches were sent (for tests and a quick look)."""
+
+    async def push(self, job: PushJob) -> BatchResult:
+        """Queues job, starts a batch when one is due, and waits for the job's answer. A caller
+        cancelled before its batch is sent is left out of it; one cancelled after that may or may
+        not have had its job admitted."""
+        loop = asyncio.get_running_loop()
+        r = _Req(job, loop.create_future())
+        self.wait.append(r)
+        if self.flying == 0 or len(self.wait) >= self.max_batch:
+            self._start()
+        elif self.timer is None and self.linger_s > 0:
+            self.timer = loop.call_later(self.linger_s, self._linger)
+        return await r.fut
+
+    def _linger(self) -> None:
+        self.timer = None
+        self._start()
+
+    def _take(self) -> list[_Req]:
+        """Takes the next batch off the waiting pushes (up to max_batch jobs and MAX_BATCH_BYTES
+        of payload, at least one), oldest first, leaving out callers that gave up."""
+        batch: list[_Req] = []
+        size, n = 0, 0
+        while n < len(self.wait) and len(batch) < self.max_batch:
+            r = self.wait[n]
+            if batch and size + len(r.job.payload) > MAX_BATCH_BYTES:
+                break
+            n += 1
+            if r.fut.done():
+                continue  # cancelled before sending: left out
+            batch.append(r)
+            size += len(r.job.payload)
+        del self.wait[:n]
+        return batch
+
+    def _start(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        batch = self._take()
+        if not batch:
+            return
+        self.flying += 1
+        t = asyncio.get_running_loop().create_task(self._send(batch), name="emq push batch")
+        self.tasks.add(t)
+        t.add_done_callback(self.tasks.discard)
+
+    async def _send(self, batch: list[_Req]) -> None:
+        while batch:
+            self.batches += 1
+            try:
+                res = await push_jobs(self.q, [r.job for r in batch], self.max_batch)
+            except BaseException as err:
+                for r in batch:
+                    if not r.fut.done():
+                        r.fut.set_exception(err)
+                if isinstance(err, asyncio.CancelledError):
+                    self.flying -= 1
+                    raise
+            else:
+                for r, x in zip(batch, res, strict=True):
+                    if not r.fut.done():
+                        r.fut.set_result(x)
+            batch = []
+            if self.flying == 1 and self.wait:
+                if self.timer is not None:
+                    self.timer.cancel()
+                    self.timer = None
+                batch = self._take()
+        self.flying -= 1
+        if self.flying == 0 and self.wait:
+            self._start()
