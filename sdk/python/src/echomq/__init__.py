@@ -2,9 +2,10 @@
 
 ``await echomq.connect(url)`` opens a fenced client; ``client.queue(name)`` is a queue's handle
 (push, push_batch, enqueue, enqueue_at, claim, complete, retry, bury, revive, purge, sizes, page,
-get, ...); ``run_probes(client)`` checks a live server against the manifest. Protocol facts (key
-grammar, states, wire classes, the script bundle) come from the generated layer,
-``echomq._gen``, which ``go run ./cmd/emqgen gen`` writes from protocol.yaml.
+get, ...); ``Worker(queue, handler).run()`` runs a handler over a queue's jobs;
+``run_probes(client)`` checks a live server against the manifest. Protocol facts (key grammar,
+states, wire classes, the script bundle) come from the generated layer, ``echomq._gen``, which
+``go run ./cmd/emqgen gen`` writes from protocol.yaml.
 """
 
 from ._gen import errors as _wire
@@ -23,15 +24,28 @@ from .errors import (
     NoNodeError,
     PayloadTooLargeError,
 )
+from .metrics import Counter, Metrics, NoMetrics, Tally
 from .probe import ProbeResult, ProbeTranscript, run_probes
-from .queue import BatchResult, Job, JobInfo, NewJob, Page, Payload, Queue
+from .queue import PEEK_ATTEMPTS, BatchResult, Job, JobInfo, NewJob, Page, Payload, Queue
+from .worker import (
+    LEASE_LOST,
+    SHUTDOWN,
+    Handler,
+    PermanentError,
+    Worker,
+    exponential_backoff,
+    permanent,
+)
 
 __version__ = "0.1.0"
 """The SDK's own version (pyproject.toml's), apart from the wire VERSION it speaks."""
 
 __all__ = [
     "BUNDLE_DIGEST",
+    "LEASE_LOST",
+    "PEEK_ATTEMPTS",
     "PROTOCOL",
+    "SHUTDOWN",
     "VERSION",
     "VERSION_RECORD",
     "ArgumentError",
@@ -39,18 +53,23 @@ __all__ = [
     "BundleError",
     "Client",
     "ConnectionError",
+    "Counter",
     "EmqError",
     "FenceError",
+    "Handler",
     "IdError",
     "IdGenerator",
     "Job",
     "JobInfo",
     "Kind",
+    "Metrics",
     "NewJob",
+    "NoMetrics",
     "NoNodeError",
     "Page",
     "Payload",
     "PayloadTooLargeError",
+    "PermanentError",
     "ProbeResult",
     "ProbeTranscript",
     "Queue",
@@ -58,13 +77,17 @@ __all__ = [
     "QueueNameError",
     "SetName",
     "State",
+    "Tally",
     "Verdict",
+    "Worker",
     "check_version_record",
     "connect",
+    "exponential_backoff",
     "is_kind",
     "judge_version_record",
     "new_id",
     "parse_id",
+    "permanent",
     "reserve_key",
     "run_probes",
 ]

@@ -1,0 +1,870 @@
+"""Worker: runs a handler over the jobs of one queue, with the Go SDK's worker semantics.
+
+Every script the worker runs touches only the keys it declares (echomq 2.2.0): it reads the head
+of the pending set (ZRANGE) and claims exactly those ids with claim_ids, completes a job and
+leases the next head id in the same complete_claim_ids call, and maintains the queue with
+promote_ids and reap_ids on the due heads of the schedule and of the active set. A pool of head
+ids, refilled by a ZRANGE pipelined behind a claiming call when it runs low, keeps the steady
+state at one round trip per job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import functools
+import logging
+import random
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from redis.asyncio import Redis
+from redis.exceptions import NoScriptError
+
+from ._gen.errors import StaleError
+from ._gen.keys import KEY_LOCKS, lock_maintenance
+from ._gen.scripts import (
+    LOCK_HELD,
+    SCRIPT_BURY,
+    SCRIPT_CLAIM_IDS,
+    SCRIPT_COMPLETE_CLAIM_IDS,
+    BuryCall,
+    ClaimIdsReply,
+    CompleteClaimIdsReply,
+    ExtendCall,
+    LockCall,
+    ScriptExec,
+    UnlockCall,
+    pipe_script,
+    run_script,
+    run_scripts,
+    script_error,
+)
+from .errors import ArgumentError
+from .metrics import Counter, Metrics, NoMetrics
+from .queue import PEEK_ATTEMPTS, Job, Queue
+
+__all__ = [
+    "LEASE_LOST",
+    "SHUTDOWN",
+    "Handler",
+    "PermanentError",
+    "Worker",
+    "exponential_backoff",
+    "permanent",
+]
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Job], Awaitable[None]]
+"""Processes one job. Returning completes it. Raising hands it back to run again after a backoff,
+until the job has been claimed max_attempts times; then it is buried. A PermanentError (see
+permanent) buries it at once.
+
+The handler runs in a task of its own, which the worker cancels when the job's lease is lost
+(another worker may be running it: nothing the handler does can be completed; the
+CancelledError's message is LEASE_LOST) and when a shutdown's deadline passes (SHUTDOWN; the job
+was handed back)."""
+
+LEASE_LOST: Final = "emq: the job's lease was lost"
+"""The message of the cancellation of a handler whose lease was lost."""
+
+SHUTDOWN: Final = "emq: the worker shut down"
+"""The message of the cancellation of a handler that overran a shutdown's deadline."""
+
+MAINTENANCE_BATCH: Final = 1000
+"""The most ids one promote or reap call of the maintenance handles."""
+
+
+class PermanentError(Exception):
+    """A handler error that no retry can fix: the job is buried at once. ``__cause__`` is the
+    error it marks."""
+
+    def __init__(self, cause: BaseException | str) -> None:
+        super().__init__(f"permanent: {cause}")
+        if isinstance(cause, BaseException):
+            self.__cause__ = cause
+
+
+def permanent(err: BaseException | str) -> PermanentError:
+    """Marks err as permanent: raise the result from a handler to bury the job at once."""
+    return PermanentError(err)
+
+
+def exponential_backoff(base_ms: float, max_ms: float) -> Callable[[int], float]:
+    """A backoff policy: base_ms for the first attempt, doubling with each further attempt up to
+    max_ms, with jitter drawn from the upper half of the interval so that retries of a burst
+    spread out. The policy maps the attempt that failed (1 for the first) to a delay in ms."""
+
+    def backoff(attempt: int) -> float:
+        d = float(base_ms)
+        i = 1
+        while i < attempt and d < max_ms:
+            d *= 2
+            i += 1
+        d = min(d, float(max_ms))
+        if d < 2:
+            return d
+        return d / 2 + random.random() * (d / 2)
+
+    return backoff
+
+
+def _text(v: Any) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(eq=False)
+class _Inflight:
+    """A job a handler is running."""
+
+    job: Job
+    deadline_ms: int
+    task: asyncio.Task[None] | None = None
+    lost: bool = False
+    """The lease was lost (an extension was refused as stale)."""
+    handed_back: bool = False
+    """Shutdown handed the job back."""
+
+
+@dataclass
+class _HeadPool:
+    """The ids at the head of the pending set as the worker last read them, less those its calls
+    took since: each claiming call takes its ids from the pool, so that concurrent calls of one
+    worker never ask for the same id. Another claimer may have taken a pooled id meanwhile; the
+    claim scripts skip it.
+
+    A read of the head may come back after calls sent later (they run on other connections), so
+    a fill leaves out the ids of calls still in flight and of calls answered since the read was
+    sent: those ran after the read, or may have."""
+
+    ids: list[str] = field(default_factory=list)
+    at: int = 0
+    flight: set[str] = field(default_factory=set)
+    """The ids of calls sent and not yet answered."""
+    tick: int = 0
+    """Counts the answers of calls."""
+    answered: collections.deque[tuple[int, str]] = field(default_factory=collections.deque)
+    """The ids of answered calls with the tick of their answer, while a read older than it is
+    outstanding."""
+    reads: collections.Counter[int] = field(default_factory=collections.Counter)
+    """The ticks at which the outstanding reads were sent."""
+
+    @property
+    def size(self) -> int:
+        return len(self.ids) - self.at
+
+    def take(self, n: int) -> list[str]:
+        """Takes up to n ids off the pool; give them back to done() once their call answered."""
+        end = min(len(self.ids), self.at + n)
+        out = self.ids[self.at : end]
+        self.at = end
+        self.flight.update(out)
+        return out
+
+    def done(self, ids: Sequence[str]) -> None:
+        """The call of ids was answered (or failed)."""
+        if not ids:
+            return
+        self.flight.difference_update(ids)
+        self.tick += 1
+        if self.reads:
+            self.answered.extend((self.tick, i) for i in ids)
+
+    def begin_read(self) -> int:
+        """A read of the head is sent; returns its tick for fill."""
+        self.reads[self.tick] += 1
+        return self.tick
+
+    def end_read(self, t: int) -> None:
+        """The read sent at tick t was answered (or failed)."""
+        self.reads[t] -= 1
+        if self.reads[t] <= 0:
+            del self.reads[t]
+        lo = min(self.reads) if self.reads else self.tick + 1
+        while self.answered and self.answered[0][0] <= lo:
+            self.answered.popleft()
+
+    def fill(self, ids: Sequence[str], t: int) -> None:
+        """Replaces the pool with the read of the head sent at tick t, less the ids of calls in
+        flight and of calls answered since t."""
+        skip = set(self.flight)
+        skip.update(i for tk, i in self.answered if tk > t)
+        self.ids = [i for i in ids if i not in skip] if skip else list(ids)
+        self.at = 0
+
+    def clear(self) -> None:
+        self.ids = []
+        self.at = 0
+
+
+class Worker:
+    """Runs a handler over the jobs of one queue: ``await Worker(queue, handler).run()`` until
+    ``stop()``.
+
+    Idle, it blocks on the queue's doorbell (BLPOP on a connection of its own, for up to wait_ms)
+    instead of polling. It claims up to ``batch`` jobs in one call when several of its
+    ``concurrency`` handlers are idle, and completes a job and leases the next one in one call.
+    While a handler runs, its lease is extended every third of ``lease_ms``; an extension refused
+    as stale (another worker took the job after its lease expired) cancels the handler. A handler
+    that raises hands its job back to run again after ``backoff(attempt)`` ms, until the job has
+    been claimed ``max_attempts`` times; then it is buried (a PermanentError buries it at once).
+    Every ``maintenance_ms`` the worker holding the queue's maintenance lock promotes due jobs and
+    reaps expired leases. Refusals because the lease was lost are counted as stale (they are the
+    normal outcome of a handler slower than its lease). Counts go to ``metrics``; notices to
+    ``logger`` (default this module's logger).
+    """
+
+    def __init__(
+        self,
+        queue: Queue,
+        handler: Handler,
+        *,
+        concurrency: int = 10,
+        lease_ms: int = 30_000,
+        batch: int | None = None,
+        max_attempts: int = 25,
+        backoff: Callable[[int], float] | None = None,
+        wait_ms: int = 1000,
+        maintenance_ms: int = 1000,
+        shutdown_timeout_ms: int = 30_000,
+        logger: logging.Logger | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        """Makes a worker for queue that runs handler. concurrency is how many handlers run at
+        once; lease_ms how long a job is leased (extended while its handler runs); batch the most
+        jobs one claim leases (default and at most concurrency); max_attempts how many claims a
+        job gets; backoff the delay in ms before a failed job runs again, by the attempt that
+        failed (default exponential_backoff(1000, 600000)); wait_ms the longest an idle worker
+        blocks on the doorbell before it looks for work anyway; maintenance_ms how often the queue
+        is maintained (0 or less: never by this worker); shutdown_timeout_ms how long run() waits,
+        once stopped, for running handlers before it hands their jobs back and cancels them
+        (negative: at once). Bad values raise an ArgumentError."""
+        if not callable(handler):
+            raise ArgumentError("a worker needs a handler")
+        for what, v in (("concurrency", concurrency), ("lease", lease_ms), ("wait", wait_ms)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ArgumentError(f"{what} {v!r} is not a positive integer")
+        if max_attempts < 1:
+            raise ArgumentError(f"max attempts {max_attempts!r} is not a positive integer")
+        self.queue = queue
+        """The queue the worker serves."""
+        self._h = handler
+        self.concurrency = concurrency
+        """How many handlers run at once."""
+        self.lease_ms = lease_ms
+        """How long a job is leased."""
+        self.batch = max(1, min(batch if batch is not None else concurrency, concurrency))
+        """The most jobs one claim leases."""
+        self.max_attempts = max_attempts
+        """How many claims a job gets."""
+        self._backoff = backoff or exponential_backoff(1000, 600_000)
+        self.wait_ms = wait_ms
+        """The longest an idle worker blocks on the doorbell."""
+        self.maintenance_ms = maintenance_ms
+        """How often the queue is maintained; 0 or less: never by this worker."""
+        self.shutdown_timeout_ms = max(0, shutdown_timeout_ms)
+        """How long run() waits for running handlers once stopped."""
+        self.log = logger or log
+        """Where the worker's notices go."""
+        self.metrics: Metrics = metrics or NoMetrics()
+        """Where the worker's counts go."""
+        self._owner = f"{queue.client.owner}/{queue.name}/{secrets.token_hex(4)}"
+        self._pool = _HeadPool()
+        self._pool_size = max(8, 2 * self.batch)
+        self._running: set[_Inflight] = set()
+        self._runners: set[asyncio.Task[None]] = set()
+        self._aux: set[asyncio.Task[Any]] = set()
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._idle = concurrency
+        self._draining = False
+        self._started = False
+        self._stop: asyncio.Event | None = None
+        self._wake: asyncio.Event | None = None
+        self._bell: Redis | None = None
+
+    # ------------------------------------------------------------ running
+
+    def stop(self) -> None:
+        """Stops the worker: run() stops claiming, shuts down gracefully and returns."""
+        self._draining = True
+        if self._stop is not None:
+            self._stop.set()
+        if self._wake is not None:
+            self._wake.set()
+
+    async def run(self) -> None:
+        """Claims and runs jobs until stop(), then shuts down gracefully: it stops claiming, lets
+        running handlers finish (completing their jobs without claiming more) for up to
+        shutdown_timeout_ms, then hands the jobs of handlers still running back to the queue at
+        once (they run again elsewhere without waiting out their lease) and cancels their tasks.
+
+        Cancelling run() itself hands back every running job at once, cancels the handlers and
+        raises the CancelledError. A Worker runs once."""
+        if self._started:
+            raise ArgumentError("a worker runs once")
+        self._started = True
+        self._stop = asyncio.Event()
+        self._wake = asyncio.Event()
+        if self._draining:
+            self._stop.set()
+        self._bell = self.queue.client.redis.client()
+        held = asyncio.Event()
+        self._spawn(self._extender(), "emq lease extender")
+        if self.maintenance_ms > 0:
+            self._spawn(self._maintainer(held), "emq maintenance")
+        try:
+            await self._claimer()
+            self._draining = True
+            await self._drain()
+        except asyncio.CancelledError:
+            self._draining = True
+            await asyncio.shield(self._abort())
+            raise
+        finally:
+            for t in self._aux:
+                t.cancel()
+            for h in self._timers:
+                h.cancel()
+            self._timers.clear()
+            if self._aux:
+                await asyncio.gather(*self._aux, return_exceptions=True)
+            if held.is_set():
+                await self._unlock()
+            bell, self._bell = self._bell, None
+            if bell is not None:
+                try:
+                    await bell.aclose()
+                except Exception as err:
+                    self.log.debug("emq: closing the doorbell connection failed: %s", err)
+
+    def _spawn(self, coro: Awaitable[Any], name: str) -> None:
+        t: asyncio.Task[Any] = asyncio.ensure_future(coro)
+        t.set_name(name)
+        self._aux.add(t)
+        t.add_done_callback(self._aux.discard)
+
+    async def _drain(self) -> None:
+        if await self._within(self.shutdown_timeout_ms / 1000):
+            return
+        await self._hand_back()
+        for fl in list(self._running):
+            if fl.task is not None:
+                fl.task.cancel(SHUTDOWN)
+        if not await self._within(1.0):
+            self.log.warning(
+                "emq: handlers still running after the shutdown deadline; their jobs were "
+                "handed back (queue %s)",
+                self.queue.name,
+            )
+
+    async def _abort(self) -> None:
+        """run() was cancelled: hand every running job back at once and cancel the handlers."""
+        await self._hand_back()
+        for fl in list(self._running):
+            if fl.task is not None:
+                fl.task.cancel(SHUTDOWN)
+        for r in list(self._runners):
+            r.cancel()
+        if self._runners:
+            await asyncio.wait(list(self._runners), timeout=1.0)
+
+    async def _within(self, seconds: float) -> bool:
+        """Whether every runner returned within seconds."""
+        runners = list(self._runners)
+        if not runners:
+            return True
+        if seconds > 0:
+            await asyncio.wait(runners, timeout=seconds)
+        return not self._runners
+
+    async def _claimer(self) -> None:
+        """Leases jobs for idle runners until stop(), blocking on the doorbell when the queue is
+        empty."""
+        assert self._stop is not None and self._wake is not None
+        pause = 0.05
+        while not self._stop.is_set():
+            if self._idle == 0:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            n = min(self._idle, self.batch)
+            jobs: list[Job] = []
+            failed = False
+            try:
+                # Not cut short by stop(): a lease the server granted must reach a runner, or it
+                # would sit out its lease.
+                jobs = await self._claim(n)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:
+                failed = True
+                if not self._stop.is_set():
+                    self.log.warning("emq: claiming failed; retrying in %.2fs: %s", pause, err)
+            for j in jobs:
+                self._start(j)
+            if self._stop.is_set():
+                return
+            if failed:
+                await self._sleep(pause)
+                pause = min(pause * 2, 5.0)
+            elif not jobs:
+                pause = 0.05
+                await self._wait_bell()
+            else:
+                pause = 0.05
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleeps for seconds, or until stop()."""
+        assert self._stop is not None
+        try:
+            async with asyncio.timeout(seconds):
+                await self._stop.wait()
+        except TimeoutError:
+            pass
+
+    async def _wait_bell(self) -> None:
+        """Blocks on the queue's doorbell for up to wait_ms, or until stop()."""
+        assert self._stop is not None and self._bell is not None
+        wait_s = self.wait_ms / 1000
+        bell = asyncio.ensure_future(self._bell.blpop([self.queue.keys.wake], timeout=wait_s))
+        stop = asyncio.ensure_future(self._stop.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {bell, stop}, timeout=wait_s + 1.0, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            stop.cancel()
+            if not bell.done():
+                bell.cancel()
+                await asyncio.gather(bell, return_exceptions=True)
+        if bell in done and not bell.cancelled():
+            err = bell.exception()
+            if err is not None and not self._stop.is_set():
+                self.log.debug("emq: waiting on the doorbell failed: %s", err)
+                await self._sleep(min(wait_s, 0.1))
+
+    def _start(self, job: Job) -> None:
+        self._idle -= 1
+        t = asyncio.ensure_future(self._runner(job))
+        t.set_name(f"emq runner {job.id}")
+        self._runners.add(t)
+        t.add_done_callback(self._runner_done)
+
+    def _runner_done(self, t: asyncio.Task[None]) -> None:
+        self._runners.discard(t)
+        self._idle += 1
+        if not t.cancelled() and t.exception() is not None:
+            self.log.error("emq: a runner failed: %r", t.exception())
+        if self._wake is not None:
+            self._wake.set()
+
+    async def _runner(self, first: Job) -> None:
+        """Runs a job, and the jobs each completion claims next."""
+        job: Job | None = first
+        while job is not None:
+            job = await self._process(job)
+
+    # ------------------------------------------------------------ claiming
+
+    async def _claim(self, n: int) -> list[Job]:
+        """Claims up to n jobs with claim_ids: the ids from the head pool, read again (a ZRANGE of
+        its own) when the pool is empty; read again, up to PEEK_ATTEMPTS times, when another
+        claimer took every id."""
+        for attempt in range(1, PEEK_ATTEMPTS + 1):
+            if self._pool.size == 0:
+                await self._peek()
+                if self._pool.size == 0:
+                    return []
+            ids = self._pool.take(n)
+            try:
+                reply, refilled = await self._call(self._claim_exec(ids), refill=True)
+            finally:
+                self._pool.done(ids)
+            jobs = await self._records(reply, ClaimIdsReply.decode)
+            if len(jobs) < len(ids) and not refilled:
+                self._pool.clear()  # another claimer took some: read the head again
+            if jobs or attempt >= PEEK_ATTEMPTS:
+                return jobs
+        return []
+
+    async def _peek(self) -> None:
+        """Fills the pool with the ids at the head of the pending set, oldest first, as read (not
+        parsed, so that an id a foreign writer planted is leased and buried rather than stalling
+        the head)."""
+        r = self.queue.client.redis
+        key, n = self.queue.keys.pending, self._pool_size
+
+        async def attempt() -> list[str]:
+            return [_text(m) for m in await r.zrange(key, 0, n - 1)]
+
+        t = self._pool.begin_read()
+        try:
+            self._pool.fill(await self.queue.client.resend(attempt), t)
+        finally:
+            self._pool.end_read(t)
+
+    def _claim_exec(self, ids: Sequence[str]) -> ScriptExec:
+        """The claim_ids call of ids as read from the server."""
+        k = self.queue.keys
+        return ScriptExec(
+            script=SCRIPT_CLAIM_IDS,
+            keys=(k.pending, k.active, k.wake, *(k.row_prefix + i for i in ids)),
+            argv=(self.lease_ms, *ids),
+        )
+
+    def _complete_exec(self, job: Job, ids: Sequence[str]) -> ScriptExec:
+        """The complete_claim_ids call of job (its id parsed when it was leased) leasing ids."""
+        k = self.queue.keys
+        return ScriptExec(
+            script=SCRIPT_COMPLETE_CLAIM_IDS,
+            keys=(
+                k.row(job.id),
+                k.active,
+                k.pending,
+                k.wake,
+                *(k.row_prefix + i for i in ids),
+            ),
+            argv=(job.id, job.token, self.lease_ms, *ids),
+        )
+
+    async def _call(self, x: ScriptExec, refill: bool) -> tuple[Any, bool]:
+        """Sends one claiming call; when refill is set and the pool runs low, a ZRANGE of the head
+        goes in the same round trip, after the call, and refills the pool. Returns the script's
+        reply and whether the pool was refilled. Never resent."""
+        c = self.queue.client
+        r = c.redis
+        if not refill or self._pool.size >= self.batch:
+            return await c.once(lambda: run_script(r, x)), False
+        key, n = self.queue.keys.pending, self._pool_size
+
+        async def attempt() -> list[Any]:
+            async with r.pipeline(transaction=False) as pipe:
+                pipe_script(pipe, x)
+                pipe.zrange(key, 0, n - 1)
+                res: list[Any] = await pipe.execute(raise_on_error=False)
+            return res
+
+        t = self._pool.begin_read()
+        try:
+            s, z = await c.once(attempt)
+            if not isinstance(z, BaseException) and isinstance(z, list):
+                self._pool.fill([_text(m) for m in z], t)
+        finally:
+            self._pool.end_read(t)
+        if isinstance(s, NoScriptError):
+            reply = await c.once(lambda: run_script(r, x))
+        elif isinstance(s, BaseException):
+            raise script_error(x.script.name, s)
+        else:
+            reply = s
+        return reply, not isinstance(z, BaseException)
+
+    async def _records(
+        self, reply: Any, dec: Callable[[Any], ClaimIdsReply | CompleteClaimIdsReply]
+    ) -> list[Job]:
+        """Decodes a reply of leased jobs one record at a time: a record that cannot be decoded
+        (an id a foreign writer planted) is buried, not left to stall the queue."""
+        jobs: list[Job] = []
+        for rec in reply if isinstance(reply, list) else []:
+            try:
+                d = dec(rec)
+            except Exception as err:
+                await self._bury_raw(rec, err)
+                continue
+            jobs.append(Job(id=d.id, token=d.token, payload=d.payload, deadline_ms=d.deadline_ms))
+        if jobs:
+            self.metrics.add(Counter.CLAIMED, self.queue.name, len(jobs))
+        return jobs
+
+    async def _bury_raw(self, rec: Any, why: BaseException) -> None:
+        """Buries a leased record whose id does not parse, addressing it by the raw member."""
+        if not isinstance(rec, list) or len(rec) < 2 or not isinstance(rec[1], int):
+            self.log.error("emq: a leased record cannot be read; it will be reaped: %s", why)
+            return
+        raw, token = _text(rec[0]), rec[1]
+        k = self.queue.keys
+        s = BuryCall.SCRIPT
+        x = ScriptExec(
+            script=SCRIPT_BURY,
+            keys=tuple(k.key(t) or k.row_prefix + raw for t in s.key_types),
+            argv=tuple(token if t == "token" else raw for t in s.arg_types),
+        )
+        try:
+            await self.queue.client.once(lambda: run_script(self.queue.client.redis, x))
+        except Exception as err:
+            self.log.error("emq: burying an undecodable job %r failed: %s", raw, err)
+            return
+        self.metrics.add(Counter.BURIED, self.queue.name, 1)
+        self.log.error("emq: buried a job that cannot be decoded (%r): %s", raw, why)
+
+    # ------------------------------------------------------------ processing
+
+    async def _process(self, job: Job) -> Job | None:
+        """Runs one job and settles it; returns the next job when the completion leased one."""
+        fl = _Inflight(job=job, deadline_ms=job.deadline_ms)
+        fl.task = asyncio.ensure_future(self._h(job))
+        self._running.add(fl)
+        try:
+            failure: BaseException | None = None
+            try:
+                await fl.task
+            except asyncio.CancelledError as err:
+                me = asyncio.current_task()
+                if me is not None and me.cancelling() > 0:
+                    raise  # the runner itself is cancelled (run() was cancelled)
+                if fl.lost or fl.handed_back:
+                    return None  # the extension's refusal was counted; the job is not ours
+                failure = err
+            except Exception as err:
+                failure = err
+            if fl.handed_back:
+                return None
+            if failure is not None:
+                await self._fail(job, failure)
+                return None
+            return await self._complete(job)
+        finally:
+            self._running.discard(fl)
+
+    async def _complete(self, job: Job) -> Job | None:
+        """Completes a job with complete_claim_ids, leasing the next id of the head pool in the
+        same call (none while draining): one call per job in the steady state."""
+        q = self.queue.name
+        ids = [] if self._draining else self._pool.take(1)
+        try:
+            reply, refilled = await self._call(
+                self._complete_exec(job, ids), refill=not self._draining
+            )
+        except StaleError as err:
+            self._stale(job, "complete", err)
+            return None
+        except Exception as err:
+            self.log.error(
+                "emq: completing job %s failed; its lease will be reaped and it runs again: %s",
+                job.id,
+                err,
+            )
+            return None
+        finally:
+            self._pool.done(ids)
+        self.metrics.add(Counter.COMPLETED, q, 1)
+        nxt = await self._records(reply, CompleteClaimIdsReply.decode)
+        if len(nxt) < len(ids) and not refilled:
+            self._pool.clear()
+        return nxt[0] if nxt else None
+
+    async def _fail(self, job: Job, why: BaseException) -> None:
+        """Retries a failed job after its backoff, or buries it when it is out of attempts or
+        failed permanently."""
+        q = self.queue.name
+        if isinstance(why, PermanentError) or job.token >= self.max_attempts:
+            try:
+                await self.queue.bury(job.id, job.token)
+            except Exception as err:
+                self._settle_error(job, "bury", err)
+                return
+            self.metrics.add(Counter.BURIED, q, 1)
+            self.log.warning("emq: job %s buried after attempt %d: %r", job.id, job.token, why)
+            return
+        delay = max(0, int(self._backoff(job.token)))
+        try:
+            await self.queue.retry(job.id, job.token, delay)
+        except Exception as err:
+            self._settle_error(job, "retry", err)
+            return
+        self.metrics.add(Counter.RETRIED, q, 1)
+        if self.maintenance_ms <= 0 or delay < self.maintenance_ms:
+            # Sooner than the next maintenance: promote it when it is due.
+            loop = asyncio.get_running_loop()
+            h: asyncio.TimerHandle | None = None
+
+            def due() -> None:
+                if h is not None:
+                    self._timers.discard(h)
+                self._spawn(self._promote(), "emq promote")
+
+            h = loop.call_later(delay / 1000, due)
+            self._timers.add(h)
+        self.log.info(
+            "emq: job %s failed (attempt %d); it runs again in %d ms: %r",
+            job.id,
+            job.token,
+            delay,
+            why,
+        )
+
+    def _settle_error(self, job: Job, op: str, err: BaseException) -> None:
+        if isinstance(err, StaleError):
+            self._stale(job, op, err)
+            return
+        self.log.error(
+            "emq: settling job %s (%s) failed; its lease will be reaped and it runs again: %s",
+            job.id,
+            op,
+            err,
+        )
+
+    def _stale(self, job: Job, op: str, err: BaseException) -> None:
+        """Counts a transition refused because the lease was lost: another claim took the job.
+        It is the normal outcome of a handler slower than its lease, not an alarm."""
+        self.metrics.add(Counter.STALE, self.queue.name, 1)
+        self.log.info(
+            "emq: the lease of job %s (token %d) was lost before its %s; the holder of the new "
+            "lease settles it: %s",
+            job.id,
+            job.token,
+            op,
+            err,
+        )
+
+    # ------------------------------------------------------------ leases
+
+    async def _extender(self) -> None:
+        """Extends the leases of running jobs, every third of the lease, in one pipelined round
+        trip; a refused extension cancels the handler."""
+        every_ms = max(1, self.lease_ms // 3)
+        while True:
+            await asyncio.sleep(every_ms / 1000)
+            try:
+                await self._extend(every_ms)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:
+                self.log.warning("emq: extending leases failed; retrying: %s", err)
+
+    async def _extend(self, every_ms: int) -> None:
+        now = _now_ms()
+        due: list[_Inflight] = []
+        xs: list[ScriptExec] = []
+        k = self.queue.keys
+        for fl in self._running:
+            if fl.lost or fl.handed_back or fl.deadline_ms - now > self.lease_ms - every_ms:
+                continue
+            due.append(fl)
+            xs.append(
+                ExtendCall(
+                    active=k.active,
+                    row=k.row(fl.job.id),
+                    id=fl.job.id,
+                    token=fl.job.token,
+                    lease_ms=self.lease_ms,
+                ).exec()
+            )
+        if not xs:
+            return
+        r = self.queue.client.redis
+        async with asyncio.timeout(every_ms / 1000 + 1):
+            res = await self.queue.client.once(lambda: run_scripts(r, xs))
+        for fl, v in zip(due, res, strict=True):
+            if isinstance(v, StaleError):
+                fl.lost = True
+                if fl.task is not None:
+                    fl.task.cancel(LEASE_LOST)
+                self._stale(fl.job, "extend", v)
+            elif isinstance(v, BaseException):
+                self.log.warning(
+                    "emq: extending the lease of %s failed; retrying: %s", fl.job.id, v
+                )
+            else:
+                try:
+                    fl.deadline_ms = ExtendCall.decode(v)
+                except Exception as err:
+                    self.log.warning("emq: extending the lease of %s: %s", fl.job.id, err)
+
+    async def _hand_back(self) -> None:
+        """Gives the jobs of handlers still running back to the queue at once: they are retried
+        with no delay and promoted."""
+        n = 0
+        for fl in list(self._running):
+            if fl.lost or fl.handed_back:
+                continue
+            fl.handed_back = True
+            try:
+                await self.queue.retry(fl.job.id, fl.job.token, 0)
+            except Exception as err:
+                self._settle_error(fl.job, "hand-back", err)
+                continue
+            self.metrics.add(Counter.HANDED_BACK, self.queue.name, 1)
+            n += 1
+        if n > 0:
+            self.log.warning(
+                "emq: handlers overran the shutdown deadline; %d jobs were handed back (queue %s)",
+                n,
+                self.queue.name,
+            )
+            await self._promote()
+
+    # ------------------------------------------------------------ maintenance
+
+    async def _maintainer(self, held: asyncio.Event) -> None:
+        """Promotes due jobs and reaps expired leases every maintenance_ms while this worker holds
+        the queue's maintenance lock, so that one worker per queue does it."""
+        every_ms = self.maintenance_ms
+        name = lock_maintenance(self.queue.name)
+        c = self.queue.client
+        while True:
+            await asyncio.sleep(every_ms / 1000)
+            call = LockCall(locks=KEY_LOCKS, name=name, owner=self._owner, ttl_ms=3 * every_ms)
+            try:
+                d = await c.once(functools.partial(call.run, c.redis))
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:
+                self.log.warning("emq: taking the maintenance lock failed: %s", err)
+                continue
+            if d == LOCK_HELD:
+                held.clear()
+                continue
+            held.set()
+            await self._promote()
+            await self._reap()
+
+    async def _unlock(self) -> None:
+        c = self.queue.client
+        call = UnlockCall(
+            locks=KEY_LOCKS, name=lock_maintenance(self.queue.name), owner=self._owner
+        )
+        try:
+            async with asyncio.timeout(2):
+                await call.run(c.redis)
+        except Exception as err:
+            self.log.debug("emq: releasing the maintenance lock failed: %s", err)
+
+    async def _promote(self) -> None:
+        total = 0
+        try:
+            while True:
+                n = await self.queue.promote_due(MAINTENANCE_BATCH)
+                total += n
+                if n < MAINTENANCE_BATCH:
+                    break
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            self.log.warning("emq: promoting due jobs failed: %s", err)
+        if total > 0:
+            self.metrics.add(Counter.PROMOTED, self.queue.name, total)  # promote_ids rang
+
+    async def _reap(self) -> None:
+        total = 0
+        try:
+            while True:
+                n = await self.queue.reap_expired(MAINTENANCE_BATCH, self.max_attempts)
+                total += n
+                if n < MAINTENANCE_BATCH:
+                    break
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            self.log.warning("emq: reaping expired leases failed: %s", err)
+        if total > 0:
+            self.metrics.add(Counter.REAPED, self.queue.name, total)  # reap_ids rang
+            self.log.info("emq: %d expired leases taken back (queue %s)", total, self.queue.name)
