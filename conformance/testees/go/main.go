@@ -457,6 +457,96 @@ func (t *testee) do(req request) (any, error) {
 		}
 		return map[string]any{"results": results}, nil
 
+	case "push_many":
+		a, err := args[struct {
+			Queue string `json:"queue"`
+			Jobs  []struct {
+				ID string `json:"id"`
+				payload
+			} `json:"jobs"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		jobs := make([]emq.NewJob, len(a.Jobs))
+		for i, j := range a.Jobs {
+			id, err := emq.ParseID(j.ID)
+			if err != nil {
+				return nil, err
+			}
+			p, err := j.bytes()
+			if err != nil {
+				return nil, err
+			}
+			jobs[i] = emq.NewJob{ID: id, Payload: p}
+		}
+		oks, err := q.PushMany(ctx, jobs)
+		if err != nil {
+			return nil, err
+		}
+		results := make([]any, len(oks))
+		for i, ok := range oks {
+			results[i] = map[string]any{"enqueued": ok}
+		}
+		return map[string]any{"results": results}, nil
+
+	case "claim_ids", "complete_claim_ids", "promote_ids", "reap_ids":
+		a, err := args[struct {
+			Queue       string   `json:"queue"`
+			ID          string   `json:"id"`
+			Token       int64    `json:"token"`
+			LeaseMS     int64    `json:"lease_ms"`
+			MaxAttempts int      `json:"max_attempts"`
+			IDs         []string `json:"ids"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]emq.ID, len(a.IDs))
+		for i, s := range a.IDs {
+			if ids[i], err = emq.ParseID(s); err != nil {
+				return nil, err
+			}
+		}
+		switch req.Op {
+		case "claim_ids":
+			js, err := q.ClaimIDs(ctx, ms(a.LeaseMS), ids)
+			if err != nil {
+				return nil, err
+			}
+			return jobsOut(js), nil
+		case "complete_claim_ids":
+			id, err := emq.ParseID(a.ID)
+			if err != nil {
+				return nil, err
+			}
+			js, err := q.CompleteClaimIDs(ctx, id, a.Token, ms(a.LeaseMS), ids)
+			if err != nil {
+				return nil, err
+			}
+			return jobsOut(js), nil
+		case "promote_ids":
+			n, err := q.PromoteIDs(ctx, ids)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"moved": n}, nil
+		default:
+			n, err := q.ReapIDs(ctx, ids, a.MaxAttempts)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"moved": n}, nil
+		}
+
 	case "claim":
 		a, err := args[struct {
 			Queue   string `json:"queue"`

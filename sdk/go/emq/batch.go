@@ -8,10 +8,14 @@ import (
 	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
-// ClaimMany leases up to n of the oldest pending jobs for lease in one
-// script call, oldest first, and rings the queue's doorbell again when
-// pending jobs remain behind them. It returns no jobs and no error when
-// nothing is pending. A lease under a millisecond or an n under 1 is
+// ClaimMany leases up to n of the oldest pending jobs for lease, oldest
+// first, and rings the queue's doorbell again when pending jobs remain
+// behind them. It reads up to n ids at the head of pending and claims
+// them with claim_ids, which declares every key it touches; ids another
+// claimer took in between are skipped (so it may lease fewer than n while
+// more are pending), and when every id read was taken it reads the head
+// again, a few times at most. It returns no jobs and no error when nothing
+// is pending. A lease under a millisecond or an n under 1 is
 // refused with ErrArgument before anything is sent.
 func (q *Queue) ClaimMany(ctx context.Context, lease time.Duration, n int) (_ []Job, err error) {
 	defer q.c.afterFailure(ctx, &err)
@@ -24,14 +28,9 @@ func (q *Queue) ClaimMany(ctx context.Context, lease time.Duration, n int) (_ []
 	if err := q.c.ensure(ctx); err != nil {
 		return nil, err
 	}
-	call := wire.ClaimManyCall{Pending: q.keys.Pending, Active: q.keys.Active, Wake: q.keys.Wake, Prefix: q.keys.RowPrefix(), LeaseMS: ms(lease), Count: int64(n)}
-	rs, err := call.Exec(ctx, q.c.rc)
+	jobs, err := q.claimHead(ctx, lease, n)
 	if err != nil {
 		return nil, err
-	}
-	jobs := make([]Job, len(rs))
-	for i, r := range rs {
-		jobs[i] = Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}
 	}
 	q.c.metrics.Add(Claimed, q.Name(), int64(len(jobs)))
 	return jobs, nil

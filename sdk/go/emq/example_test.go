@@ -280,3 +280,76 @@ func ExampleFenceError() {
 	// true
 	// true
 }
+
+// PushMany admits many jobs in one call, with one result per job; an id
+// repeated in the call is a duplicate.
+func ExampleQueue_PushMany() {
+	ctx := context.Background()
+	c, err := emq.Connect(ctx, emq.Options{Addr: addr})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	q, _ := c.Queue("example-push-many")
+
+	a, _ := c.Mint(emq.WorkKind)
+	b, _ := c.Mint(emq.WorkKind)
+	enqueued, err := q.PushMany(ctx, []emq.NewJob{
+		{ID: a, Payload: []byte("one")},
+		{ID: b, Payload: []byte("two")},
+		{ID: a, Payload: []byte("again")},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(enqueued)
+
+	// An id of another kind refuses the whole call; nothing is written.
+	o, _ := c.Mint(emq.KindORD)
+	d, _ := c.Mint(emq.WorkKind)
+	_, err = q.PushMany(ctx, []emq.NewJob{{ID: d, Payload: nil}, {ID: o, Payload: nil}})
+	n, _ := q.PendingSize(ctx)
+	fmt.Println(errors.Is(err, emq.ErrKind), n)
+	// Output:
+	// [true true false]
+	// true 2
+}
+
+// Head reads the ids at the head of a set; ClaimIDs leases those still
+// pending, in the order given, and skips any another claimer took.
+func ExampleQueue_ClaimIDs() {
+	ctx := context.Background()
+	c, err := emq.Connect(ctx, emq.Options{Addr: addr})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	q, _ := c.Queue("example-claim-ids")
+	for _, p := range []string{"first", "second", "third"} {
+		id, _ := c.Mint(emq.WorkKind)
+		if _, err := q.Push(ctx, id, []byte(p)); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	head, err := q.Head(ctx, emq.SetPending, 2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Someone else takes the first meanwhile.
+	if _, err := q.ClaimIDs(ctx, time.Minute, head[:1]); err != nil {
+		log.Fatal(err)
+	}
+	jobs, err := q.ClaimIDs(ctx, time.Minute, head)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, j := range jobs {
+		fmt.Println(string(j.Payload), j.Token)
+		if _, err := q.CompleteClaimIDs(ctx, j.ID, j.Token, time.Minute, nil); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Output:
+	// second 1
+}

@@ -174,6 +174,11 @@ func TestInvariant(t *testing.T) {
 		{wire.ScriptRing.Name, 3, v.ring},
 		{"answer the doorbell", 4, v.answer},
 		{wire.ScriptPurge.Name, 2, v.purge},
+		{wire.ScriptPushMany.Name, 6, v.pushMany},
+		{wire.ScriptClaimIDs.Name, 7, v.claimIDs},
+		{wire.ScriptCompleteClaimIDs.Name, 7, v.completeClaimIDs},
+		{wire.ScriptPromoteIDs.Name, 6, v.promoteIDs},
+		{wire.ScriptReapIDs.Name, 6, v.reapIDs},
 		{"sleep", 1, func() { v.note("sleep 2ms"); time.Sleep(2 * time.Millisecond) }},
 	}
 	total := 0
@@ -993,5 +998,212 @@ func (v *invariant) check() {
 		if got, in := s.sets[j.state.Set()][id]; !in || got != j.score {
 			v.fail("%v scores %d in %s (in %v); the model says %d", id, got, j.state.Set(), in, j.score)
 		}
+	}
+}
+
+// The 2.2.0 calls, through the SDK's Queue methods.
+
+// someIDs returns a few ids for a call that takes ids: mostly ids of state
+// st (the head a caller would read, in model order, then shuffled a
+// little), some of any state, sometimes a repeat, sometimes none.
+func (v *invariant) someIDs(st emq.State) []emq.ID {
+	var ids []emq.ID
+	for n := v.rnd.IntN(5); len(ids) < n; {
+		switch r := v.rnd.IntN(10); {
+		case r < 6:
+			ids = append(ids, v.pickIn(st))
+		case r < 8 || len(ids) == 0:
+			ids = append(ids, v.pick())
+		default:
+			ids = append(ids, ids[v.rnd.IntN(len(ids))])
+		}
+	}
+	return ids
+}
+
+// pushMany admits the jobs in order like push, a repeat inside the call a
+// duplicate, and rings the doorbell once when any was admitted; a foreign
+// kind anywhere refuses the call and nothing is written.
+func (v *invariant) pushMany() {
+	var jobs []emq.NewJob
+	for n := v.rnd.IntN(5); len(jobs) < n; {
+		jobs = append(jobs, emq.NewJob{ID: v.pick(), Payload: []byte(v.payload() + "." + strconv.Itoa(len(jobs)))})
+	}
+	foreign := v.rnd.IntN(8) == 0
+	if foreign {
+		jobs = append(jobs, emq.NewJob{ID: mint(v.t, v.c, emq.KindORD), Payload: []byte("order")})
+		jobs[0], jobs[len(jobs)-1] = jobs[len(jobs)-1], jobs[0]
+	}
+	v.note("push_many %d jobs (foreign %v)", len(jobs), foreign)
+	got, err := v.q.PushMany(v.ctx, jobs)
+	if foreign {
+		var ce *emq.ClassError
+		if got != nil || !errors.Is(err, emq.ErrKind) || !errors.As(err, &ce) || ce.Script != wire.ScriptPushMany.Name {
+			v.fail("PushMany with a foreign kind = %v, %v; want EMQKIND from %s", got, err, wire.ScriptPushMany.Name)
+		}
+		v.count(wire.ScriptPushMany.Name, false)
+		return
+	}
+	if err != nil || len(got) != len(jobs) {
+		v.fail("PushMany(%d jobs) = %v, %v", len(jobs), got, err)
+	}
+	added := 0
+	for i, j := range jobs {
+		_, exists := v.model.jobs[j.ID]
+		if got[i] == exists {
+			v.fail("PushMany job %d (%v) enqueued %v; the row exists: %v", i, j.ID, got[i], exists)
+		}
+		if got[i] {
+			v.model.jobs[j.ID] = &invJob{state: emq.StatePending, payload: string(j.Payload)}
+			added++
+		}
+	}
+	if added > 0 {
+		v.model.wake = true
+	}
+	v.count(wire.ScriptPushMany.Name, added > 0)
+}
+
+// leasedIDs checks a claim_ids-shaped reply against the model: exactly the
+// ids asked for that the model has pending, in the order asked (a repeat
+// once), each with its next token and payload and the call's one deadline
+// inside its window; it moves them to active, and a call that leased some
+// and left jobs pending rings the doorbell.
+func (v *invariant) leasedIDs(what string, got []emq.Job, ids []emq.ID, lease time.Duration, t0, t1 int64) {
+	v.t.Helper()
+	var want []emq.ID
+	seen := map[emq.ID]bool{}
+	for _, id := range ids {
+		if j := v.model.jobs[id]; j != nil && j.state == emq.StatePending && !seen[id] {
+			want = append(want, id)
+			seen[id] = true
+		}
+	}
+	if len(got) != len(want) {
+		v.fail("%s of %v leased %d jobs %+v; want %v", what, ids, len(got), got, want)
+	}
+	for i, r := range got {
+		j := v.model.jobs[want[i]]
+		if r.ID != want[i] || r.Token != j.attempts+1 || string(r.Payload) != j.payload {
+			v.fail("%s record %d = %+v; want %v token %d payload %q", what, i, r, want[i], j.attempts+1, j.payload)
+		}
+		if !r.Deadline.Equal(got[0].Deadline) {
+			v.fail("%s record %d deadline %v; the call's is %v", what, i, r.Deadline, got[0].Deadline)
+		}
+		v.within(what+" deadline", r.Deadline.UnixMilli(), t0+lease.Milliseconds(), t1+lease.Milliseconds())
+		j.state, j.attempts, j.score = emq.StateActive, r.Token, r.Deadline.UnixMilli()
+		v.model.tokens[r.ID] = append(v.model.tokens[r.ID], r.Token)
+	}
+	if len(got) > 0 && len(v.pendingOrder()) > 0 {
+		v.model.wake = true
+	}
+}
+
+func (v *invariant) claimIDs() {
+	ids, lease := v.someIDs(emq.StatePending), v.lease()
+	v.note("claim_ids %v %v", ids, lease)
+	t0 := v.now()
+	got, err := v.q.ClaimIDs(v.ctx, lease, ids)
+	t1 := v.now()
+	if err != nil {
+		v.fail("ClaimIDs(%v): %v", ids, err)
+	}
+	v.count(wire.ScriptClaimIDs.Name, len(got) > 0)
+	v.leasedIDs(wire.ScriptClaimIDs.Name, got, ids, lease, t0, t1)
+}
+
+func (v *invariant) completeClaimIDs() {
+	id := v.target()
+	tok, ids, lease := v.token(id), v.someIDs(emq.StatePending), v.lease()
+	v.note("complete_claim_ids %v token %d %v %v", id, tok, ids, lease)
+	t0 := v.now()
+	got, err := v.q.CompleteClaimIDs(v.ctx, id, tok, lease, ids)
+	t1 := v.now()
+	v.count(wire.ScriptCompleteClaimIDs.Name, err == nil)
+	if !v.current(id, tok) {
+		v.wantStale(err, wire.ScriptCompleteClaimIDs.Name)
+		if got != nil {
+			v.fail("the refused complete_claim_ids leased %+v", got)
+		}
+		return
+	}
+	if err != nil {
+		v.fail("CompleteClaimIDs(%v, %d) with the current token: %v", id, tok, err)
+	}
+	v.retire(id)
+	v.leasedIDs(wire.ScriptCompleteClaimIDs.Name, got, ids, lease, t0, t1)
+}
+
+// movedIDs checks a promote_ids or reap_ids reply n: of the ids asked for
+// (a repeat once) that the model has in state st, those due by t0 moved,
+// those not due by t1 did not, and those due in between are read back
+// from their rows; the count must match. It returns the ids that moved.
+func (v *invariant) movedIDs(what string, n int, ids []emq.ID, st emq.State, t0, t1 int64) []emq.ID {
+	v.t.Helper()
+	var out []emq.ID
+	seen := map[emq.ID]bool{}
+	for _, id := range ids {
+		j := v.model.jobs[id]
+		if j == nil || j.state != st || seen[id] {
+			continue
+		}
+		seen[id] = true
+		switch {
+		case j.score <= t0:
+			out = append(out, id)
+		case j.score <= t1:
+			if hgetall(v.t, v.c, mustRow(v.t, v.q, id))[wire.FieldState] != string(st) {
+				out = append(out, id)
+			}
+		}
+	}
+	if n != len(out) {
+		v.fail("%s of %v moved %d; the model says %v", what, ids, n, out)
+	}
+	return out
+}
+
+func (v *invariant) promoteIDs() {
+	ids := v.someIDs(emq.StateScheduled)
+	v.note("promote_ids %v", ids)
+	t0 := v.now()
+	n, err := v.q.PromoteIDs(v.ctx, ids)
+	t1 := v.now()
+	if err != nil {
+		v.fail("PromoteIDs(%v): %v", ids, err)
+	}
+	v.count(wire.ScriptPromoteIDs.Name, n > 0)
+	for _, id := range v.movedIDs(wire.ScriptPromoteIDs.Name, n, ids, emq.StateScheduled, t0, t1) {
+		j := v.model.jobs[id]
+		j.state, j.score = emq.StatePending, 0
+	}
+	if n > 0 {
+		v.model.wake = true
+	}
+}
+
+func (v *invariant) reapIDs() {
+	ids, maxAttempts := v.someIDs(emq.StateActive), 0
+	if v.rnd.IntN(2) == 0 {
+		maxAttempts = 1 + v.rnd.IntN(4)
+	}
+	v.note("reap_ids %v max %d", ids, maxAttempts)
+	t0 := v.now()
+	n, err := v.q.ReapIDs(v.ctx, ids, maxAttempts)
+	t1 := v.now()
+	if err != nil {
+		v.fail("ReapIDs(%v): %v", ids, err)
+	}
+	v.count(wire.ScriptReapIDs.Name, n > 0)
+	for _, id := range v.movedIDs(wire.ScriptReapIDs.Name, n, ids, emq.StateActive, t0, t1) {
+		j := v.model.jobs[id]
+		if maxAttempts > 0 && j.attempts >= int64(maxAttempts) {
+			j.state = emq.StateDead
+			v.count("reap buried", true)
+		} else {
+			j.state = emq.StatePending
+			v.model.wake = true
+		}
+		j.score = 0
 	}
 }

@@ -139,6 +139,14 @@ func (q *Queue) enqueueAtOnce(ctx context.Context, id ID, payload []byte, at tim
 
 // Claim leases the oldest pending job for lease. ok is false when nothing
 // is pending. The job's Token must be presented to every later transition.
+//
+// Claim runs the 2.0 claim script, which reaches the row of the id it pops
+// through the row prefix rather than KEYS, and it keeps doing so because
+// its observable behaviour is frozen (it never touches the doorbell, which
+// a claim_ids call checks and rings): on a Redis Cluster whose queue slot
+// is being migrated it can lose the job it pops. Workers do not use it;
+// use ClaimMany(ctx, lease, 1), or Head and ClaimIDs, which declare every
+// key they touch.
 func (q *Queue) Claim(ctx context.Context, lease time.Duration) (job Job, ok bool, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if err := positive("lease", lease); err != nil {
@@ -223,7 +231,13 @@ func (q *Queue) Bury(ctx context.Context, id ID, token int64) (err error) {
 }
 
 // Promote moves up to limit scheduled jobs whose run-at has come to
-// pending and returns how many moved.
+// pending and returns how many moved. It never rings the doorbell.
+//
+// Promote runs the 2.0 promote script, which reaches rows through the row
+// prefix rather than KEYS; it keeps doing so because its observable
+// behaviour is frozen (promote_ids rings the doorbell when it moves a
+// job). Workers do not use it: they read the schedule's head with Head and
+// promote with PromoteIDs, which declares every key it touches.
 func (q *Queue) Promote(ctx context.Context, limit int) (_ int, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if limit <= 0 {
@@ -239,7 +253,13 @@ func (q *Queue) Promote(ctx context.Context, limit int) (_ int, err error) {
 
 // Reap takes back up to limit expired leases: each job goes back to
 // pending, or to dead when maxAttempts > 0 and its attempts reached it. It
-// returns how many moved.
+// returns how many moved. It never touches the doorbell.
+//
+// Reap runs the 2.0 reap script, which reaches rows through the row prefix
+// rather than KEYS; it keeps doing so because its observable behaviour is
+// frozen (reap_ids checks and rings the doorbell). Workers do not use it:
+// they read the active set's head with Head and reap with ReapIDs, which
+// declares every key it touches.
 func (q *Queue) Reap(ctx context.Context, limit, maxAttempts int) (_ int, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if limit <= 0 || maxAttempts < 0 {

@@ -1265,6 +1265,13 @@ func TestScriptBundleDigest(t *testing.T) {
 		wire.ScriptRevive: &wire.ReviveCall{}, wire.ScriptFence: &wire.FenceCall{}, wire.ScriptLock: &wire.LockCall{},
 		wire.ScriptUnlock: &wire.UnlockCall{}, wire.ScriptPush: &wire.PushCall{}, wire.ScriptClaimMany: &wire.ClaimManyCall{},
 		wire.ScriptCompleteClaim: &wire.CompleteClaimCall{}, wire.ScriptRing: &wire.RingCall{}, wire.ScriptPurge: &wire.PurgeCall{},
+		// The 2.2.0 calls with one id each: a repeated group is one name
+		// among the script's KEYS and ARGV, and one entry of it one value.
+		wire.ScriptPushMany:         &wire.PushManyCall{Rows: []string{""}, Entries: []wire.PushManyEntry{{}}},
+		wire.ScriptClaimIDs:         &wire.ClaimIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
+		wire.ScriptCompleteClaimIDs: &wire.CompleteClaimIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
+		wire.ScriptPromoteIDs:       &wire.PromoteIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
+		wire.ScriptReapIDs:          &wire.ReapIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
 	} {
 		arity[s] = [2]int{len(call.Keys()), len(call.Args())}
 	}
