@@ -154,8 +154,9 @@ export class Pusher {
    */
   async #send(batch: Entry[]): Promise<void> {
     const c = this.#client;
+    let last: unknown;
     for (let n = 0; ; n++) {
-      batch = live(batch);
+      batch = live(batch, last);
       if (batch.length === 0) {
         return;
       }
@@ -189,6 +190,7 @@ export class Pusher {
         }
       } catch (err) {
         if (err instanceof ConnectionError && n + 1 < RESEND_ATTEMPTS) {
+          last = err;
           c.logger.debug(
             "emq: a push batch failed in transport; resending it",
             {
@@ -230,8 +232,12 @@ export class Pusher {
   }
 }
 
-/** The entries that may still be sent; the others are rejected with their signal's reason or a DeadlineError. */
-function live(batch: Entry[]): Entry[] {
+/**
+ * The entries that may still be sent; the others are rejected: with last,
+ * the error of the attempt that failed, when there was one (as
+ * Client.resend does), else with their signal's reason or a DeadlineError.
+ */
+function live(batch: Entry[], last: unknown): Entry[] {
   let out: Entry[] | undefined;
   for (let i = 0; i < batch.length; i++) {
     const e = batch[i]!;
@@ -240,7 +246,7 @@ function live(batch: Entry[]): Entry[] {
       try {
         checkCall(e.opts);
       } catch (err) {
-        e.reject(err);
+        e.reject(last ?? err);
         ok = false;
       }
     }

@@ -399,13 +399,18 @@ export class Queue {
       }
     };
     let n = 0;
+    let lost: ConnectionError | undefined;
     for (let attempt = 0; todo.length > 0; attempt++) {
       const calls = todo;
       todo = [];
       let res: Settled[];
       try {
-        if (attempt > 0) {
-          checkCall(opts);
+        if (
+          attempt > 0 &&
+          lost !== undefined &&
+          (opts?.signal?.aborted || deadlinePassed(opts))
+        ) {
+          throw lost; // no resend after the caller's bound
         }
         if (!this.client.isFenced) {
           await this.client.ensure();
@@ -414,10 +419,12 @@ export class Queue {
       } catch (err) {
         if (
           !(err instanceof ConnectionError) ||
+          err === lost ||
           attempt + 1 >= RESEND_ATTEMPTS
         ) {
           throw err;
         }
+        lost = err;
         todo = calls;
         await resendPause(attempt + 2, opts?.signal, opts?.deadline);
         continue;

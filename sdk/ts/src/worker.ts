@@ -200,7 +200,12 @@ export class Worker {
   readonly #owner: string;
   readonly #running = new Set<Inflight>();
   readonly #pool = new HeadPool();
-  /** How many head ids a refill reads. */
+  #refilling = false;
+  /**
+   * How many head ids a refill reads: four batches, so that after the ids
+   * of calls in flight are left out at least two batches' worth remain, and
+   * the pool is refilled (when under a batch) about once per two batches.
+   */
   readonly #poolSize: number;
   readonly #peekCmd: readonly string[];
   readonly #lease: string;
@@ -250,7 +255,7 @@ export class Worker {
       "/" +
       randomInt(2 ** 32).toString(16);
     this.#idle = concurrency;
-    this.#poolSize = Math.max(8, 2 * this.#opt.batch);
+    this.#poolSize = Math.max(16, 4 * this.#opt.batch);
     this.#lease = String(leaseMs);
     this.#peekCmd = [
       "ZRANGE",
@@ -500,13 +505,22 @@ export class Worker {
     refill: boolean,
   ): Promise<{ reply: unknown; refilled: boolean }> {
     const r = this.queue.client.runner;
-    if (!refill || this.#pool.size >= this.#opt.batch) {
+    if (!refill || this.#refilling || this.#pool.size >= this.#opt.batch) {
       return { reply: await runScript(r, x), refilled: false };
     }
-    const [s, z] = await r.sendMany([
-      ["EVALSHA", x.script.sha1, String(x.keys.length), ...x.keys, ...x.argv],
-      this.#peekCmd,
-    ]);
+    // One refill in flight at a time: the calls sent meanwhile take ids
+    // from the pool as it is.
+    this.#refilling = true;
+    let res;
+    try {
+      res = await r.sendMany([
+        ["EVALSHA", x.script.sha1, String(x.keys.length), ...x.keys, ...x.argv],
+        this.#peekCmd,
+      ]);
+    } finally {
+      this.#refilling = false;
+    }
+    const [s, z] = res;
     let reply: unknown;
     if (s!.ok) {
       reply = s!.value;

@@ -204,3 +204,169 @@ test("the worker keeps working across a restart", async () => {
     await running;
   });
 });
+
+test("a coalesced batch cut by a killed connection is resent: every push resolves, each job once", async () => {
+  await withServer(false, async (srv, c) => {
+    const q = c.queue("batch-killed");
+    for (let round = 0; round < 5; round++) {
+      const ids = Array.from({ length: 200 }, () => c.mint());
+      const all = Promise.all(ids.map((id) => q.push(id, "x")));
+      // The batch is on its way (sent after this tick): kill it under way.
+      setImmediate(() => {
+        void srv.cmd("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
+      });
+      const res = await all;
+      assert.equal(res.length, 200);
+      // A resend of a batch the lost attempt admitted reports duplicates.
+      const present = await Promise.all(
+        ids.map((id) => srv.cmd("ZSCORE", q.keys.pending, id)),
+      );
+      assert.ok(
+        present.every((s) => s === "0"),
+        "every job is pending",
+      );
+    }
+    assert.equal(await srv.cmd("ZCARD", q.keys.pending), 1000);
+  });
+});
+
+test("a signal or a deadline bounds the resends during an outage", async () => {
+  await withServer(false, async (srv, c) => {
+    const q = c.queue("bounded");
+    await q.push(c.mint(), "warm");
+    await srv.kill();
+    // Unbounded, the resends take about a second; bounded, a tenth of it.
+    const cases: [string, () => Promise<unknown>][] = [
+      [
+        "push, deadline",
+        () => q.push(c.mint(), "x", { deadline: Date.now() + 80 }),
+      ],
+      [
+        "push, signal",
+        () => q.push(c.mint(), "x", { signal: AbortSignal.timeout(80) }),
+      ],
+      [
+        "pushMany",
+        () =>
+          q.pushMany([{ id: c.mint(), payload: "x" }], {
+            deadline: Date.now() + 80,
+          }),
+      ],
+      [
+        "enqueue",
+        () => q.enqueue(c.mint(), "x", { signal: AbortSignal.timeout(80) }),
+      ],
+      ["sizes", () => q.sizes({ deadline: Date.now() + 80 })],
+      ["get", () => q.get(c.mint(), { deadline: Date.now() + 80 })],
+      [
+        "pushBatch",
+        () =>
+          q.pushBatch([{ id: c.mint(), payload: "x" }], {
+            deadline: Date.now() + 80,
+          }),
+      ],
+    ];
+    for (const [name, call] of cases) {
+      const t0 = Date.now();
+      await assert.rejects(call(), isConnectionError, name);
+      const took = Date.now() - t0;
+      assert.ok(took < 600, name + " took " + took + " ms");
+    }
+  });
+});
+
+/**
+ * The node-redis adapter, but the next script call it is told to lose
+ * reaches the server and then fails as if its reply were lost in transport
+ * (a timeout on a connection that stays up: no reconnect). It records the
+ * commands it passes on.
+ */
+class LosingAdapter implements emq.RedisAdapter {
+  readonly next: emq.RedisAdapter;
+  lose = false;
+  readonly sent: string[][] = [];
+
+  constructor(next: emq.RedisAdapter) {
+    this.next = next;
+  }
+
+  get generation(): number {
+    return this.next.generation;
+  }
+
+  #words(args: readonly emq.RedisArg[]): string[] {
+    return args.map((a) => (Buffer.isBuffer(a) ? a.toString() : a));
+  }
+
+  async send(args: readonly emq.RedisArg[]): Promise<unknown> {
+    this.sent.push(this.#words(args));
+    const v = await this.next.send(args);
+    if (this.lose && String(args[0]).toUpperCase().startsWith("EVAL")) {
+      this.lose = false;
+      throw new emq.ConnectionError("the reply was lost (test)");
+    }
+    return v;
+  }
+
+  sendMany(cmds: readonly (readonly emq.RedisArg[])[]): Promise<emq.Settled[]> {
+    for (const c of cmds) {
+      this.sent.push(this.#words(c));
+    }
+    return this.next.sendMany(cmds);
+  }
+
+  block(
+    args: readonly emq.RedisArg[],
+    ms: number,
+    signal?: AbortSignal,
+  ): Promise<unknown> {
+    return this.next.block(args, ms, signal);
+  }
+
+  close(): Promise<void> {
+    return this.next.close();
+  }
+}
+
+test("after a non-idempotent call failed in transport the client fences before any other command, even on the same connection", async () => {
+  const srv = await RedisServer.start();
+  const a = new LosingAdapter(
+    await emq.NodeRedisAdapter.connect({ url: srv.url }),
+  );
+  const c = await emq.connect({ adapter: a, logger: silent, node: 7 });
+  try {
+    const q = c.queue("refence");
+    await q.push(c.mint(), "x");
+    const job = await q.claimMany(60000, 1);
+    assert.equal(job.length, 1);
+    const g = a.generation;
+    a.lose = true;
+    await assert.rejects(
+      q.complete(job[0]!.id, job[0]!.token),
+      isConnectionError,
+    );
+    assert.equal(a.generation, g, "no reconnect happened");
+    const from = a.sent.length;
+    assert.equal(await q.size(emq.SET_ACTIVE), 0, "the complete ran");
+    const next = a.sent.slice(from).map((w) => w.slice(0, 2));
+    const fence = emq.SCRIPT_FENCE;
+    assert.ok(
+      next.length >= 2 &&
+        ((next[0]![0] === "EVALSHA" && next[0]![1] === fence.sha1) ||
+          (next[0]![0] === "EVAL" && next[0]![1] === fence.source)),
+      "the first command after the failure is the fence: " +
+        JSON.stringify(next.map((w) => [w[0], w[1]!.slice(0, 12)])),
+    );
+    assert.equal(next[next.length - 1]![0], "ZCARD");
+    // Once fenced, no fence again.
+    const from2 = a.sent.length;
+    await q.size(emq.SET_ACTIVE);
+    assert.deepEqual(
+      a.sent.slice(from2).map((w) => w[0]),
+      ["ZCARD"],
+    );
+  } finally {
+    await c.close();
+    await srv.stop();
+  }
+});
