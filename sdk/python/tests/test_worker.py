@@ -436,3 +436,64 @@ async def test_sigkill_and_restart_mid_load_loses_no_acknowledged_job(
     finally:
         await producer.close()
         await wc.close()
+
+
+async def test_a_job_leased_as_the_worker_stops_is_handed_back_unstarted(server: Server) -> None:
+    """A claim the server answers after stop(): its job is handed back at once, never started."""
+    c = await connect(server)
+    try:
+        q = c.queue("unstarted")
+        id = c.mint()
+        started: list[str] = []
+        tally = Tally()
+
+        async def handler(job: Job) -> None:
+            started.append(job.id)
+
+        w = Worker(q, handler, concurrency=1, wait_ms=200, maintenance_ms=0, metrics=tally)
+        t = asyncio.create_task(w.run())
+        await asyncio.sleep(0.05)  # idle on the doorbell
+        assert await q.enqueue(id, b"")  # no bell: found when the wait ends
+        with server.raw() as r:
+            r.execute_command("CLIENT", "PAUSE", "700", "WRITE")  # the claim waits for it
+        await asyncio.sleep(0.45)
+        w.stop()
+        async with asyncio.timeout(5):
+            await t
+        assert started == []
+        assert tally.get(Counter.CLAIMED) == 1 and tally.get(Counter.HANDED_BACK) == 1
+        info = await q.get(id)
+        assert info is not None and info.state == STATE_PENDING and info.attempts == 1
+    finally:
+        await c.close()
+
+
+async def test_cancelling_run_hands_back_at_once(server: Server) -> None:
+    c = await connect(server)
+    try:
+        q = c.queue("aborted")
+        id = c.mint()
+        assert await q.push(id, b"")
+        started = asyncio.Event()
+        cancelled: list[str] = []
+
+        async def handler(job: Job) -> None:
+            started.set()
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError as err:
+                cancelled.append(str(err.args[0]) if err.args else "")
+                raise
+
+        w = Worker(q, handler, shutdown_timeout_ms=30_000)
+        t = asyncio.create_task(w.run())
+        await asyncio.wait_for(started.wait(), 5)
+        t.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            async with asyncio.timeout(5):
+                await t
+        assert cancelled == [echomq.SHUTDOWN]
+        info = await q.get(id)
+        assert info is not None and info.state == STATE_PENDING, "handed back, not left leased"
+    finally:
+        await c.close()

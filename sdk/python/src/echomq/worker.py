@@ -467,10 +467,26 @@ class Worker:
             self._wake.set()
 
     async def _runner(self, first: Job) -> None:
-        """Runs a job, and the jobs each completion claims next."""
+        """Runs a job, and the jobs each completion claims next; a job leased while the worker
+        stopped is handed back unstarted."""
         job: Job | None = first
         while job is not None:
+            if self._draining:
+                await self._return_unstarted(job)
+                return
             job = await self._process(job)
+
+    async def _return_unstarted(self, job: Job) -> None:
+        """Hands back a job leased by a call that was answered after stop(): it runs elsewhere
+        without waiting out its lease."""
+        try:
+            await self.queue.retry(job.id, job.token, 0)
+        except Exception as err:
+            self._settle_error(job, "hand-back", err)
+            return
+        self.metrics.add(Counter.HANDED_BACK, self.queue.name, 1)
+        self.log.info("emq: job %s was leased as the worker stopped; handed back", job.id)
+        await self._promote()
 
     # ------------------------------------------------------------ claiming
 
