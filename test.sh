@@ -110,6 +110,10 @@ echo "== Python SDK (sdk/python): ruff format --check, ruff check, mypy --strict
   .venv/bin/ruff check .
   .venv/bin/mypy
   .venv/bin/pytest -q -p no:cacheprovider
+  # the plugin itself (gen/plugins/python, standard library only) is ruff-clean and type-checks
+  .venv/bin/ruff format --check ../../gen/plugins/python
+  .venv/bin/ruff check ../../gen/plugins/python
+  .venv/bin/mypy --strict --no-error-summary ../../gen/plugins/python/main.py
   # the Python the plugin writes for every golden case is ruff-clean and type-checks too
   .venv/bin/ruff format --check ../../golden/cases/*/out/sdk/python
   .venv/bin/ruff check ../../golden/cases/*/out/sdk/python

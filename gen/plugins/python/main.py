@@ -151,7 +151,9 @@ class Src:
         self.lines.append(ind + head)
         for it in items:
             self.lines.append(ind + "    " + it + ",")
-        self.lines.append(ind + tail.lstrip() if tail.startswith(")") or tail.startswith("]") else ind + tail)
+        self.lines.append(
+            ind + tail.lstrip() if tail.startswith(")") or tail.startswith("]") else ind + tail
+        )
 
     def seq(self, ind: str, head: str, items: list[str], close: str) -> None:
         """A collection always exploded, one item a line, trailing comma (ruff keeps it so)."""
@@ -195,7 +197,11 @@ def protocol_file(req: dict[str, Any]) -> str:
     p = req["protocol"]
     v = p["version"]
     s = Src()
-    header(s, req, f"The {p['name']} protocol's constants: identity, kinds, the job row, states and sets.")
+    header(
+        s,
+        req,
+        f"The {p['name']} protocol's constants: identity, kinds, the job row, states and sets.",
+    )
     s.line("from typing import Final, Literal, TypeGuard")
     s.blank()
     record = p["version_record"]
@@ -216,7 +222,9 @@ def protocol_file(req: dict[str, Any]) -> str:
     vm = next((m for m in p["reserve"] if m["value"]), None)
     tmpl = f" ({vm['value']})" if vm else ""
     s.line(f"VERSION_RECORD: Final = {lit(record)}")
-    s.doc("", f"The value of the reserve's version member that this SDK claims and fences on{tmpl}.")
+    s.doc(
+        "", f"The value of the reserve's version member that this SDK claims and fences on{tmpl}."
+    )
     s.blank()
     s.line(f"VERSION_RECORD_PREFIX: Final = {lit(prefix)}")
     s.doc("", "The prefix of every version record.")
@@ -263,10 +271,16 @@ def protocol_file(req: dict[str, Any]) -> str:
         s.doc("", f"The row field with the {role} role (encoding {f['encoding']}): {f['summary']}")
         s.blank()
     s.seq("", "ROW_FIELDS: Final = (", [r for _, r in roles], ")")
-    s.doc("", f"The row's field names in manifest order; a row has exactly these. {p['row']['summary']}")
+    s.doc(
+        "",
+        f"The row's field names in manifest order; a row has exactly these. {p['row']['summary']}",
+    )
     s.blank(2)
     s.line("def field_by_role(role: str) -> str | None:")
-    s.doc("    ", f"Returns the name of the row field with role ({', '.join(r for r, _ in roles)}), or None.")
+    s.doc(
+        "    ",
+        f"Returns the name of the row field with role ({', '.join(r for r, _ in roles)}), or None.",
+    )
     s.seq("    ", "fields = {", [f"{lit(r)}: {c}" for r, c in roles], "}")
     s.line("    return fields.get(role)")
     s.blank(2)
@@ -284,7 +298,12 @@ def protocol_file(req: dict[str, Any]) -> str:
     s.call("", "State = Literal[", [lit(st["name"]) for st in p["row"]["states"]], "]")
     s.doc("", f"A value of the row's state field. {p['invariant']}")
     s.blank()
-    s.seq("", "STATES: Final[tuple[State, ...]] = (", [f"STATE_{const(st['name'])}" for st in p["row"]["states"]], ")")
+    s.seq(
+        "",
+        "STATES: Final[tuple[State, ...]] = (",
+        [f"STATE_{const(st['name'])}" for st in p["row"]["states"]],
+        ")",
+    )
     s.doc("", "Every state, in manifest order.")
     s.blank(2)
     s.line("def is_state(s: str) -> TypeGuard[State]:")
@@ -301,7 +320,12 @@ def protocol_file(req: dict[str, Any]) -> str:
     s.call("", "SetName = Literal[", [lit(st["key"]) for st in p["sets"]], "]")
     s.doc("", "A sorted set of a queue.")
     s.blank()
-    s.seq("", "SETS: Final[tuple[SetName, ...]] = (", [f"SET_{const(st['key'])}" for st in p["sets"]], ")")
+    s.seq(
+        "",
+        "SETS: Final[tuple[SetName, ...]] = (",
+        [f"SET_{const(st['key'])}" for st in p["sets"]],
+        ")",
+    )
     s.doc("", "Every sorted set of a queue, in manifest order.")
     s.blank(2)
     s.line("def is_set_name(s: str) -> TypeGuard[SetName]:")
@@ -342,7 +366,8 @@ def protocol_file(req: dict[str, Any]) -> str:
 
 
 def layout_field(p: dict[str, Any], name: str) -> dict[str, Any]:
-    for f in p["ids"]["layout"]:
+    layout: list[dict[str, Any]] = p["ids"]["layout"]
+    for f in layout:
         if f["name"] == name:
             return f
     raise Refuse(f"the snowflake layout has no field {name!r}")
@@ -384,13 +409,18 @@ def ids_file(req: dict[str, Any]) -> str:
         n = const(f["name"])
         s.line(f"ID_{n}_SHIFT: Final = {f['shift']}")
         s.line(f"ID_{n}_BITS: Final = {f['bits']}")
-        s.doc("", f"The snowflake field {f['name']} (bits {f['shift']}..{f['shift'] + f['bits'] - 1}): {f['summary']}")
+        s.doc(
+            "",
+            f"The snowflake field {f['name']} (bits {f['shift']}..{f['shift'] + f['bits'] - 1}): {f['summary']}",
+        )
         s.blank()
     if total != 64:
         raise Refuse(f"the snowflake layout has {total} bits, not 64")
     tf, nf, qf = layout_field(p, "time"), layout_field(p, "node"), layout_field(p, "sequence")
-    top = max(f["shift"] + f["bits"] for f in ids["layout"] if f["name"] in ("time", "node", "sequence"))
-    s.line(f"MAX_NODE: Final = (1 << ID_NODE_BITS) - 1")
+    top = max(
+        f["shift"] + f["bits"] for f in ids["layout"] if f["name"] in ("time", "node", "sequence")
+    )
+    s.line("MAX_NODE: Final = (1 << ID_NODE_BITS) - 1")
     s.doc("", "The highest node number an IdGenerator may take.")
     s.blank()
     s.line("MAX_SEQUENCE: Final = (1 << ID_SEQUENCE_BITS) - 1")
@@ -482,12 +512,16 @@ def ids_file(req: dict[str, Any]) -> str:
     s.line("    return True")
     s.blank(2)
     s.line("def validate_id(text: str) -> str:")
-    s.doc("    ", "Returns text when it is a well-formed branded id and raises an IdError otherwise.")
+    s.doc(
+        "    ", "Returns text when it is a well-formed branded id and raises an IdError otherwise."
+    )
     s.line("    return parse_id(text).text")
     s.blank(2)
     s.line("def format_id(kind: str, value: int) -> str:")
     s.doc("    ", "Returns the id of kind whose snowflake is value.")
-    s.line("    if not isinstance(kind, str) or len(kind) != KIND_LENGTH or not _KIND_RE.fullmatch(kind):")
+    s.line(
+        "    if not isinstance(kind, str) or len(kind) != KIND_LENGTH or not _KIND_RE.fullmatch(kind):"
+    )
     s.line('        raise IdError(str(kind), f"the kind does not match {KIND_PATTERN}")')
     s.line("    if value < 0 or value > _MAX_VALUE:")
     s.line('        raise IdError(kind, "the value is outside the snowflake")')
@@ -505,12 +539,14 @@ def ids_file(req: dict[str, Any]) -> str:
     s.line("    format_id(kind, 0)")
     s.line("    ms = time_ms - ID_EPOCH_MS")
     s.line("    if ms < 0 or ms > MAX_TIME_OFFSET_MS:")
-    s.line("        raise ValueError(\"emq: time is outside the snowflake's range\")")
+    s.line('        raise ValueError("emq: time is outside the snowflake\'s range")')
     s.line("    if node < 0 or node > MAX_NODE:")
     s.line('        raise ValueError(f"emq: node {node} is out of range")')
     s.line("    if sequence < 0 or sequence > MAX_SEQUENCE:")
     s.line('        raise ValueError(f"emq: sequence {sequence} is out of range")')
-    s.line("    v = (ms << ID_TIME_SHIFT) | (node << ID_NODE_SHIFT) | (sequence << ID_SEQUENCE_SHIFT)")
+    s.line(
+        "    v = (ms << ID_TIME_SHIFT) | (node << ID_NODE_SHIFT) | (sequence << ID_SEQUENCE_SHIFT)"
+    )
     s.line("    return format_id(kind, v)")
     s.blank(2)
     s.line("class IdGenerator:")
@@ -545,9 +581,11 @@ def ids_file(req: dict[str, Any]) -> str:
     s.line("        self._last = nxt")
     s.line("        t = nxt >> ID_SEQUENCE_BITS")
     s.line("        if t > MAX_TIME_OFFSET_MS:")
-    s.line("            raise ValueError(\"emq: the clock is past the snowflake's range\")")
+    s.line('            raise ValueError("emq: the clock is past the snowflake\'s range")')
     s.line("        seq = nxt & MAX_SEQUENCE")
-    s.line("        v = (t << ID_TIME_SHIFT) | (self._node << ID_NODE_SHIFT) | (seq << ID_SEQUENCE_SHIFT)")
+    s.line(
+        "        v = (t << ID_TIME_SHIFT) | (self._node << ID_NODE_SHIFT) | (seq << ID_SEQUENCE_SHIFT)"
+    )
     s.line("        return format_id(kind, v)")
     return s.text()
 
@@ -562,7 +600,7 @@ def concat(parts: list[dict[str, Any]], fill: dict[str, str]) -> str:
         if "lit" in part:
             if items and items[-1].startswith(('"', "'")) and not items[-1].startswith("str("):
                 prev = items.pop()
-                items.append(lit(eval(prev) + part["lit"]))  # noqa: S307 - our own literal
+                items.append(lit(eval(prev) + part["lit"]))
             else:
                 items.append(lit(part["lit"]))
         else:
@@ -583,7 +621,8 @@ def queue_key_types(p: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def row_type(p: dict[str, Any]) -> dict[str, Any]:
-    for t in p["key_types"]:
+    types: list[dict[str, Any]] = p["key_types"]
+    for t in types:
         if t["name"] == p["row"]["key"]:
             return t
     raise Refuse(f"the row's key type {p['row']['key']!r} is not a key type")
@@ -593,7 +632,11 @@ def keys_file(req: dict[str, Any]) -> str:
     p = req["protocol"]
     q = p["queues"]
     s = Src()
-    header(s, req, "Key builders: queue names checked against the grammar, ids against the canon, before any command is sent.")
+    header(
+        s,
+        req,
+        "Key builders: queue names checked against the grammar, ids against the canon, before any command is sent.",
+    )
     s.line("import re")
     s.line("from typing import Final, Literal")
     s.blank()
@@ -610,7 +653,10 @@ def keys_file(req: dict[str, Any]) -> str:
     s.line('_QUEUE_RE: Final = re.compile("(?:" + QUEUE_PATTERN + ")")')
     s.blank(2)
     s.line("class QueueNameError(ValueError):")
-    s.doc("    ", "A queue name outside the grammar (QUEUE_PATTERN). Key builders raise it before any command is sent.")
+    s.doc(
+        "    ",
+        "A queue name outside the grammar (QUEUE_PATTERN). Key builders raise it before any command is sent.",
+    )
     s.blank()
     s.line("    queue: str")
     s.doc("    ", "The name that was refused.")
@@ -620,7 +666,10 @@ def keys_file(req: dict[str, Any]) -> str:
     s.line("        self.queue = queue")
     s.blank(2)
     s.line("def validate_queue_name(name: str) -> str:")
-    s.doc("    ", "Returns name when it is a well-formed queue name, and raises a QueueNameError that says why otherwise.")
+    s.doc(
+        "    ",
+        "Returns name when it is a well-formed queue name, and raises a QueueNameError that says why otherwise.",
+    )
     s.line("    if not isinstance(name, str):")
     s.line('        raise QueueNameError(repr(name), "not a string")')
     s.line("    if len(name.encode()) > MAX_QUEUE_LENGTH:")
@@ -673,11 +722,19 @@ def keys_file(req: dict[str, Any]) -> str:
         s.line(f"        return self._keys[{lit(t['name'])}]")
     s.blank()
     s.line("    def row(self, id: str) -> str:")
-    s.doc("        ", f"Returns the key of id's row, {rt['shape']}; a malformed id raises an IdError before anything is sent.")
-    s.line(f"        return {concat(rt['parts'], {'queue': 'self.queue', 'id': 'validate_id(id)'})}")
+    s.doc(
+        "        ",
+        f"Returns the key of id's row, {rt['shape']}; a malformed id raises an IdError before anything is sent.",
+    )
+    s.line(
+        f"        return {concat(rt['parts'], {'queue': 'self.queue', 'id': 'validate_id(id)'})}"
+    )
     s.blank()
     s.line("    def key(self, typ: str) -> str | None:")
-    s.doc("        ", "Returns the queue's key of the per-queue key type typ, or None when there is no such type.")
+    s.doc(
+        "        ",
+        "Returns the queue's key of the per-queue key type typ, or None when there is no such type.",
+    )
     s.line("        return self._keys.get(typ)")
     s.blank()
     s.line("    def set(self, s: SetName) -> str:")
@@ -735,7 +792,10 @@ def keys_file(req: dict[str, Any]) -> str:
                     fill[h] = ident(h)
             s.blank(2)
             s.line(f"def {name}({', '.join(params)}) -> str:")
-            s.doc("    ", f"Returns the field {fl['name']} of the reserve member {m['shape']}: {sentence(fl['summary'])}")
+            s.doc(
+                "    ",
+                f"Returns the field {fl['name']} of the reserve member {m['shape']}: {sentence(fl['summary'])}",
+            )
             s.line(f"    return {concat(fl['parts'], fill)}")
     return s.text()
 
@@ -750,12 +810,20 @@ def class_error(c: dict[str, Any]) -> str:
 def errors_file(req: dict[str, Any]) -> str:
     p = req["protocol"]
     s = Src()
-    header(s, req, "The wire classes: one exception class per class word, under a common WireError.")
-    s.line("from typing import ClassVar, Final, Literal" if p["classes"] else "from typing import ClassVar, Final")
+    header(
+        s, req, "The wire classes: one exception class per class word, under a common WireError."
+    )
+    s.line(
+        "from typing import ClassVar, Final, Literal"
+        if p["classes"]
+        else "from typing import ClassVar, Final"
+    )
     s.blank()
     for c in p["classes"]:
         s.line(f"CLASS_{const(c['name'])}: Final = {lit(c['word'])}")
-        s.doc("", f"The class word of refusals issued by {', '.join(c['issued_by'])}: {c['summary']}")
+        s.doc(
+            "", f"The class word of refusals issued by {', '.join(c['issued_by'])}: {c['summary']}"
+        )
         s.blank()
     s.seq("", "CLASSES: Final = (", [f"CLASS_{const(c['name'])}" for c in p["classes"]], ")")
     s.doc("", "The wire-class registry, in manifest order.")
@@ -775,7 +843,7 @@ def errors_file(req: dict[str, Any]) -> str:
     s.line('    WORD: ClassVar[str] = ""')
     s.doc("    ", "The class word of the subclass.")
     s.blank()
-    s.line("    def __init__(self, detail: str, script: str = \"\") -> None:")
+    s.line('    def __init__(self, detail: str, script: str = "") -> None:')
     s.line('        where = f"{script}: " if script else ""')
     s.line('        rest = f" {detail}" if detail else ""')
     s.line('        super().__init__(f"emq: {where}{self.WORD}{rest}")')
@@ -812,7 +880,10 @@ def errors_file(req: dict[str, Any]) -> str:
     s.line('    return "", reply')
     s.blank(2)
     s.line('def parse_error_reply(reply: str, script: str = "") -> WireError | None:')
-    s.doc("    ", "Parses an error reply into the exception of its wire class, or returns None when its first word is not a registered class.")
+    s.doc(
+        "    ",
+        "Parses an error reply into the exception of its wire class, or returns None when its first word is not a registered class.",
+    )
     s.line("    word, detail = classify_reply(reply)")
     s.line("    if not word:")
     s.line("        return None")
@@ -838,9 +909,22 @@ def isort_key(name: str) -> tuple[int, str]:
 
 # ---------------------------------------------------------------- scripts.py
 
-ARG_TYPES = {"id": "str", "token": "int", "bytes": "bytes | str", "int": "int", "string": "str", "prefix": "str"}
+ARG_TYPES = {
+    "id": "str",
+    "token": "int",
+    "bytes": "bytes | str",
+    "int": "int",
+    "string": "str",
+    "prefix": "str",
+}
 ELEM_TYPES = {"id": "str", "int": "int", "bytes": "bytes", "string": "str", "token": "int"}
-ELEM_DECODE = {"id": "_reply_id", "int": "_reply_int", "bytes": "_reply_bytes", "string": "_reply_text", "token": "_reply_int"}
+ELEM_DECODE = {
+    "id": "_reply_id",
+    "int": "_reply_int",
+    "bytes": "_reply_bytes",
+    "string": "_reply_text",
+    "token": "_reply_int",
+}
 
 
 def arg_conv(script: str, a: dict[str, Any], expr: str) -> str:
@@ -853,10 +937,14 @@ def arg_conv(script: str, a: dict[str, Any], expr: str) -> str:
         return f"_bytes_arg({expr})"
     if t in ("string", "prefix"):
         return f"_str_arg({lit(script)}, {lit(a['name'])}, {expr})"
-    raise Refuse(f"script {script!r}: argument {a['name']!r} has the type {t!r}, which this plugin cannot render")
+    raise Refuse(
+        f"script {script!r}: argument {a['name']!r} has the type {t!r}, which this plugin cannot render"
+    )
 
 
-def call_fields(sc: dict[str, Any]) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, dict[str, Any]]]]:
+def call_fields(
+    sc: dict[str, Any],
+) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, dict[str, Any]]]]:
     argn = {ident(a["name"]) for a in sc["argv"]}
     keys = []
     for k in sc["keys"]:
@@ -908,9 +996,21 @@ def scripts_file(req: dict[str, Any]) -> str:
         ("argv", "tuple[str, ...]", "The ARGV names, in order."),
         ("key_types", "tuple[str, ...]", "Each KEYS slot's key type, or reserve:<member>."),
         ("arg_types", "tuple[str, ...]", "Each ARGV slot's type."),
-        ("repeated_keys", "tuple[str, ...]", "The KEYS names that are a repeated group (zero or more keys)."),
-        ("repeated_argv", "tuple[str, ...]", "The ARGV names that are a repeated group (zero or more values)."),
-        ("reply_elements", "tuple[str, ...]", "The names of the reply's elements, for array replies."),
+        (
+            "repeated_keys",
+            "tuple[str, ...]",
+            "The KEYS names that are a repeated group (zero or more keys).",
+        ),
+        (
+            "repeated_argv",
+            "tuple[str, ...]",
+            "The ARGV names that are a repeated group (zero or more values).",
+        ),
+        (
+            "reply_elements",
+            "tuple[str, ...]",
+            "The names of the reply's elements, for array replies.",
+        ),
     ]:
         s.line(f"    {f}: {t}")
         s.doc("    ", d)
@@ -1063,7 +1163,13 @@ def scripts_file(req: dict[str, Any]) -> str:
         for f, vals in [
             ("keys", [k["name"] for k in sc["keys"]]),
             ("argv", [a["name"] for a in sc["argv"]]),
-            ("key_types", [k["type"] if k["type"] != "reserve" else "reserve:" + k["member"] for k in sc["keys"]]),
+            (
+                "key_types",
+                [
+                    k["type"] if k["type"] != "reserve" else "reserve:" + k["member"]
+                    for k in sc["keys"]
+                ],
+            ),
             ("arg_types", [a["type"] for a in sc["argv"]]),
             ("repeated_keys", [k["name"] for k in sc["keys"] if k["repeated"]]),
             ("repeated_argv", [a["name"] for a in sc["argv"] if a["repeated"]]),
@@ -1129,7 +1235,9 @@ def script_doc_lines(p: dict[str, Any], sc: dict[str, Any]) -> list[str]:
         cls = class_error(c) if c else "WireError"
         out.append(f"Refusal: {rf['text']} ({cls}), when {rf['when']}")
     if sc["transitions"]:
-        out.append("Transitions: " + ", ".join(f"{t['from']} -> {t['to']}" for t in sc["transitions"]))
+        out.append(
+            "Transitions: " + ", ".join(f"{t['from']} -> {t['to']}" for t in sc["transitions"])
+        )
     return out
 
 
@@ -1159,7 +1267,9 @@ def script_call(s: Src, p: dict[str, Any], sc: dict[str, Any]) -> None:
         s.blank()
         for e in rep["elements"]:
             if e["type"] not in ELEM_TYPES:
-                raise Refuse(f"script {name!r}: reply element {e['name']!r} has the type {e['type']!r}, which this plugin cannot render")
+                raise Refuse(
+                    f"script {name!r}: reply element {e['name']!r} has the type {e['type']!r}, which this plugin cannot render"
+                )
             t = ELEM_TYPES[e["type"]]
             if e["repeated"]:
                 t = f"list[{t}]"
@@ -1175,7 +1285,9 @@ def script_call(s: Src, p: dict[str, Any], sc: dict[str, Any]) -> None:
         for i, e in enumerate(rep["elements"]):
             dec = ELEM_DECODE[e["type"]]
             if e["repeated"]:
-                items.append(f"{ident(e['name'])}=[{dec}({lit(name)}, {lit(e['name'])}, v) for v in _reply_array({lit(name)}, a[{i}])]")
+                items.append(
+                    f"{ident(e['name'])}=[{dec}({lit(name)}, {lit(e['name'])}, v) for v in _reply_array({lit(name)}, a[{i}])]"
+                )
             else:
                 items.append(f"{ident(e['name'])}={dec}({lit(name)}, {lit(e['name'])}, a[{i}])")
         s.call("        ", f"return {rec}(", items, ")")
@@ -1194,7 +1306,9 @@ def script_call(s: Src, p: dict[str, Any], sc: dict[str, Any]) -> None:
         else:
             rtype = rec
     else:
-        raise Refuse(f"script {name!r}: reply type {rep['type']!r} is not one this plugin can render")
+        raise Refuse(
+            f"script {name!r}: reply type {rep['type']!r} is not one this plugin can render"
+        )
 
     # Reply value constants.
     for j, v in enumerate(rep["values"]):
@@ -1204,9 +1318,11 @@ def script_call(s: Src, p: dict[str, Any], sc: dict[str, Any]) -> None:
         s.doc("", f"The {name} reply {v['value']} ({v['name']}){summ}.")
 
     group = [(fn, a) for fn, a in args if a["repeated"]]
-    for fn, a in args:
+    for _fn, a in args:
         if a["type"] not in ARG_TYPES:
-            raise Refuse(f"script {name!r}: argument {a['name']!r} has the type {a['type']!r}, which this plugin cannot render")
+            raise Refuse(
+                f"script {name!r}: argument {a['name']!r} has the type {a['type']!r}, which this plugin cannot render"
+            )
     if len(group) > 1:
         at = 1 + sum(1 for _, a in args if not a["repeated"])
         s.blank(2)
@@ -1217,7 +1333,7 @@ def script_call(s: Src, p: dict[str, Any], sc: dict[str, Any]) -> None:
             f"One entry of {cls}'s repeated ARGV group: its values are sent interleaved, entry after entry, from ARGV[{at}].",
         )
         s.blank()
-        for j, (fn, a) in enumerate(group):
+        for j, (_fn, a) in enumerate(group):
             summ = f": {a['summary']}" if a["summary"] else ""
             s.line(f"    {ident(singular(a['name']))}: {ARG_TYPES[a['type']]}")
             s.doc("    ", f"ARGV[{at + j}..], every {len(group)}: {a['name']} ({a['type']}){summ}")
@@ -1315,7 +1431,10 @@ def script_call(s: Src, p: dict[str, Any], sc: dict[str, Any]) -> None:
     if rep["type"] == "array" and rec is not None and not rep["repeated"] and rep["nil"]:
         s.doc("        ", f"Decodes a reply of the {name} script; None when {rep['nil']}.")
     elif rep["repeated"]:
-        s.doc("        ", f"Decodes a reply of the {name} script: zero or more records, in the order the script produced them.")
+        s.doc(
+            "        ",
+            f"Decodes a reply of the {name} script: zero or more records, in the order the script produced them.",
+        )
     else:
         s.doc("        ", f"Decodes a reply of the {name} script.")
     if rep["type"] == "int":
@@ -1403,7 +1522,10 @@ def probes_file(req: dict[str, Any]) -> str:
         s.doc("", doc)
         s.blank()
     s.seq("", "PROBE_ID_VARS: Final = (", [lit(v) for v in p["probe_id_vars"]], ")")
-    s.doc("", "The fresh id variables probes use (${job}, ...): a registered kind in lower case with an optional digit.")
+    s.doc(
+        "",
+        "The fresh id variables probes use (${job}, ...): a registered kind in lower case with an optional digit.",
+    )
     s.blank()
 
     def step(st: dict[str, Any]) -> list[str]:
@@ -1419,9 +1541,19 @@ def probes_file(req: dict[str, Any]) -> str:
         if st["script"]:
             out.append(f"script={lit(st['script'])}")
         if st["with"]:
-            out.append("args=(" + ", ".join(f"({lit(w['name'])}, {lit(w['value'])})" for w in st["with"]) + ("," if len(st["with"]) == 1 else "") + ")")
+            out.append(
+                "args=("
+                + ", ".join(f"({lit(w['name'])}, {lit(w['value'])})" for w in st["with"])
+                + ("," if len(st["with"]) == 1 else "")
+                + ")"
+            )
         if st["command"]:
-            out.append("command=(" + ", ".join(lit(c) for c in st["command"]) + ("," if len(st["command"]) == 1 else "") + ")")
+            out.append(
+                "command=("
+                + ", ".join(lit(c) for c in st["command"])
+                + ("," if len(st["command"]) == 1 else "")
+                + ")"
+            )
         if st["save"]:
             out.append(f"save={lit(st['save'])}")
         return out
@@ -1465,7 +1597,10 @@ def probes_file(req: dict[str, Any]) -> str:
         s.line("        ),")
         s.line("    ),")
     s.line(")")
-    s.doc("", "Every probe the manifest declares, reserve members first, then wire classes, in manifest order.")
+    s.doc(
+        "",
+        "Every probe the manifest declares, reserve members first, then wire classes, in manifest order.",
+    )
     return s.text()
 
 
@@ -1540,7 +1675,10 @@ def long_lines(text: str) -> str:
 def main() -> int:
     req = json.load(sys.stdin)
     if req.get("schema") != REQUEST:
-        print(f"emqgen-python: request schema {req.get('schema')!r} is not one this plugin reads ({REQUEST})", file=sys.stderr)
+        print(
+            f"emqgen-python: request schema {req.get('schema')!r} is not one this plugin reads ({REQUEST})",
+            file=sys.stderr,
+        )
         return 2
     try:
         files = render(req)
