@@ -278,7 +278,7 @@ class Worker:
         """Where the worker's counts go."""
         self._owner = f"{queue.client.owner}/{queue.name}/{secrets.token_hex(4)}"
         self._pool = _HeadPool()
-        self._pool_size = max(8, 2 * self.batch)
+        self._pool_size = max(16, 4 * self.batch)
         self._running: set[_Inflight] = set()
         self._runners: set[asyncio.Task[None]] = set()
         self._aux: set[asyncio.Task[Any]] = set()
@@ -552,12 +552,14 @@ class Worker:
         )
 
     async def _call(self, x: ScriptExec, refill: bool) -> tuple[Any, bool]:
-        """Sends one claiming call; when refill is set and the pool runs low, a ZRANGE of the head
-        goes in the same round trip, after the call, and refills the pool. Returns the script's
-        reply and whether the pool was refilled. Never resent."""
+        """Sends one claiming call; when refill is set, the pool runs low (under two batches) and
+        no read of the head is on its way, a ZRANGE of four batches of the head goes in the same
+        round trip, after the call, and refills the pool. Returns the script's reply and whether
+        the pool was refilled. Never resent."""
         c = self.queue.client
         r = c.redis
-        if not refill or self._pool.size >= self.batch:
+        if not refill or self._pool.size >= 2 * self.batch or self._pool.reads:
+            # the pool holds two batches, or a read of the head is already on its way
             return await c.once(lambda: run_script(r, x)), False
         key, n = self.queue.keys.pending, self._pool_size
 
