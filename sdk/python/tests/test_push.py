@@ -35,7 +35,8 @@ def script_calls(server: Server, c: echomq.Client | None = None, fences: int = 0
 
 
 async def test_concurrent_pushes_are_coalesced_with_each_callers_answer(server: Server) -> None:
-    c = await connect(server)
+    tally = echomq.Tally()
+    c = await connect(server, metrics=tally)
     try:
         q = c.queue("coalesce")
         ids = [c.mint() for _ in range(300)]
@@ -57,6 +58,7 @@ async def test_concurrent_pushes_are_coalesced_with_each_callers_answer(server: 
         info = await q.get(dup)
         assert info is not None and info.payload == dup.encode(), "the duplicate left the row"
         assert await q.get(bad) is None
+        assert tally.get(echomq.Counter.ENQUEUED) == len(ids) + 2, "the admitted jobs counted"
     finally:
         await c.close()
 

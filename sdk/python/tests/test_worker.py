@@ -91,10 +91,9 @@ async def test_every_job_runs_exactly_once_across_concurrent_workers(server: Ser
             await eventually(lambda: len(seen) == len(ids), what="every job handled")
             await eventually(lambda: empty(q), what="an empty queue")
         finally:
-            for w in workers:
-                w.stop()
             async with asyncio.timeout(10):
-                await asyncio.gather(*tasks)
+                await asyncio.gather(*(w.close() for w in workers))  # stop, and wait for run()
+            assert all(t.done() for t in tasks)
         assert set(seen) == set(ids)
         assert all(n == 1 for n in seen.values()), "no job ran twice"
         assert tally.get(Counter.COMPLETED) == len(ids)

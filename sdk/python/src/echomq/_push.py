@@ -30,6 +30,7 @@ from ._gen.scripts import (
 )
 from ._transport import TRANSPORT_ERRORS, as_connection_error, transient
 from .errors import RESEND_ATTEMPTS, BundleError, FenceError
+from .metrics import Counter
 
 if TYPE_CHECKING:
     from .queue import BatchResult, Queue
@@ -164,6 +165,7 @@ async def push_jobs(q: Queue, jobs: Sequence[PushJob], max_batch: int) -> list[B
                 settled += hi - lo
             rnd = split
         todo = again
+    q.client.metrics.add(Counter.ENQUEUED, q.name, sum(1 for x in out if x.enqueued))
     return out
 
 

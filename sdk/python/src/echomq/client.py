@@ -55,6 +55,7 @@ from .errors import (
     NoNodeError,
     PayloadTooLargeError,
 )
+from .metrics import Metrics, NoMetrics
 from .queue import Queue
 
 __all__ = [
@@ -160,6 +161,7 @@ async def connect(
     coalesce: bool = True,
     push_linger_ms: float = DEFAULT_PUSH_LINGER_MS,
     push_max_batch: int = DEFAULT_PUSH_MAX_BATCH,
+    metrics: Metrics | None = None,
     **redis_options: Any,
 ) -> Client:
     """Opens a client and fences the keyspace.
@@ -178,7 +180,8 @@ async def connect(
     Concurrent ``Queue.push`` calls of one queue are coalesced into push_many calls (see
     Queue.push): ``push_linger_ms`` bounds how long a push waits while an earlier batch of its
     queue is in flight, ``push_max_batch`` caps the jobs of one call (and of push_batch's chunks),
-    and ``coalesce=False`` makes every push a call of its own.
+    and ``coalesce=False`` makes every push a call of its own. ``metrics`` receives the client's
+    counts (jobs enqueued) and is the default of its workers'.
     """
     for k in ("decode_responses", "retry", "redis_connect_func", "connection_pool"):
         if k in redis_options:
@@ -190,6 +193,7 @@ async def connect(
         coalesce=coalesce,
         push_linger_ms=push_linger_ms,
         push_max_batch=push_max_batch,
+        metrics=metrics,
     )
     c.redis = Redis.from_url(
         url,
@@ -234,6 +238,7 @@ class Client:
         coalesce: bool = True,
         push_linger_ms: float = DEFAULT_PUSH_LINGER_MS,
         push_max_batch: int = DEFAULT_PUSH_MAX_BATCH,
+        metrics: Metrics | None = None,
     ) -> None:
         self.logger = logger
         """Where the client's notices go."""
@@ -243,6 +248,8 @@ class Client:
         """How long a coalesced push waits, at most, while a batch of its queue is in flight."""
         self.push_max_batch = max(1, int(push_max_batch))
         """The most jobs of one push_many call."""
+        self.metrics: Metrics = metrics or NoMetrics()
+        """Where the client's counts go (jobs enqueued); the default of its workers'."""
         self._pushers: dict[str, Pusher] = {}
         """The push coalescer of each queue, made on first use."""
         self.owner = secrets.token_hex(8)

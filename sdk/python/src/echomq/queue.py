@@ -53,6 +53,7 @@ from ._gen.scripts import (
 )
 from ._push import DEFAULT_PUSH_MAX_BATCH, Pusher, PushJob, push_jobs
 from .errors import ArgumentError
+from .metrics import Counter
 
 if TYPE_CHECKING:
     from .client import Client
@@ -177,6 +178,12 @@ class Queue:
         """The queue's name."""
         return self.keys.queue
 
+    def _counted(self, enqueued: bool) -> bool:
+        """Counts an admitted job in the client's metrics; returns enqueued."""
+        if enqueued:
+            self.client.metrics.add(Counter.ENQUEUED, self.name, 1)
+        return enqueued
+
     def _push_job(self, id: str, payload: Payload) -> PushJob:
         """Checks a job for a push: a malformed id raises an IdError, a payload over the cap a
         PayloadTooLargeError, before anything is sent."""
@@ -220,7 +227,7 @@ class Queue:
             async def attempt() -> bool:
                 return PushCall.decode(await _run(c, x)) == PUSH_ENQUEUED
 
-            return await c.resend(attempt)
+            return self._counted(await c.resend(attempt))
         p = c._pushers.get(self.name)
         if p is None:
             p = Pusher(self, c.push_linger_ms / 1000, c.push_max_batch)
@@ -269,7 +276,9 @@ class Queue:
         async def attempt() -> list[bool]:
             return [r.enqueued == PUSH_ENQUEUED for r in await call.run(self.client.redis)]
 
-        return await self.client.resend(attempt)
+        out = await self.client.resend(attempt)
+        self.client.metrics.add(Counter.ENQUEUED, self.name, sum(out))
+        return out
 
     async def enqueue(self, id: str, payload: Payload) -> bool:
         """Admits a job with id and payload, without ringing the doorbell. Returns False when a
@@ -282,7 +291,7 @@ class Queue:
         async def attempt() -> bool:
             return await call.run(self.client.redis) == ENQUEUE_ENQUEUED
 
-        return await self.client.resend(attempt)
+        return self._counted(await self.client.resend(attempt))
 
     async def enqueue_at(self, id: str, payload: Payload, run_at_ms: int) -> bool:
         """Admits a job that becomes claimable at run_at_ms (server clock, Unix milliseconds),
@@ -301,7 +310,7 @@ class Queue:
         async def attempt() -> bool:
             return await call.run(self.client.redis) == ENQUEUE_AT_ENQUEUED
 
-        return await self.client.resend(attempt)
+        return self._counted(await self.client.resend(attempt))
 
     async def claim(self, lease_ms: int) -> Job | None:
         """Leases the oldest pending job for lease_ms; None when nothing is pending. The job's

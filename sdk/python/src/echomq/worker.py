@@ -44,7 +44,7 @@ from ._gen.scripts import (
     script_error,
 )
 from .errors import ArgumentError
-from .metrics import Counter, Metrics, NoMetrics
+from .metrics import Counter, Metrics
 from .queue import PEEK_ATTEMPTS, Job, Queue
 
 __all__ = [
@@ -218,8 +218,9 @@ class Worker:
     been claimed ``max_attempts`` times; then it is buried (a PermanentError buries it at once).
     Every ``maintenance_ms`` the worker holding the queue's maintenance lock promotes due jobs and
     reaps expired leases. Refusals because the lease was lost are counted as stale (they are the
-    normal outcome of a handler slower than its lease). Counts go to ``metrics``; notices to
-    ``logger`` (default this module's logger).
+    normal outcome of a handler slower than its lease). Counts go to ``metrics`` (default the
+    client's); notices to ``logger`` (default this module's logger). ``await close()`` stops it and
+    waits for run().
     """
 
     def __init__(
@@ -274,8 +275,8 @@ class Worker:
         """How long run() waits for running handlers once stopped."""
         self.log = logger or log
         """Where the worker's notices go."""
-        self.metrics: Metrics = metrics or NoMetrics()
-        """Where the worker's counts go."""
+        self.metrics: Metrics = metrics or queue.client.metrics
+        """Where the worker's counts go (default the client's)."""
         self._owner = f"{queue.client.owner}/{queue.name}/{secrets.token_hex(4)}"
         self._pool = _HeadPool()
         self._pool_size = max(16, 4 * self.batch)
@@ -289,6 +290,7 @@ class Worker:
         self._stop: asyncio.Event | None = None
         self._wake: asyncio.Event | None = None
         self._bell: Redis | None = None
+        self._finished: asyncio.Event | None = None
 
     # ------------------------------------------------------------ running
 
@@ -299,6 +301,12 @@ class Worker:
             self._stop.set()
         if self._wake is not None:
             self._wake.set()
+
+    async def close(self) -> None:
+        """Stops the worker and waits until run() returned (at once when it never ran)."""
+        self.stop()
+        if self._finished is not None:
+            await self._finished.wait()
 
     async def run(self) -> None:
         """Claims and runs jobs until stop(), then shuts down gracefully: it stops claiming, lets
@@ -311,6 +319,7 @@ class Worker:
         if self._started:
             raise ArgumentError("a worker runs once")
         self._started = True
+        self._finished = asyncio.Event()
         self._stop = asyncio.Event()
         self._wake = asyncio.Event()
         if self._draining:
@@ -344,6 +353,7 @@ class Worker:
                     await bell.aclose()
                 except Exception as err:
                     self.log.debug("emq: closing the doorbell connection failed: %s", err)
+            self._finished.set()
 
     def _spawn(self, coro: Awaitable[Any], name: str) -> None:
         t: asyncio.Task[Any] = asyncio.ensure_future(coro)
