@@ -21,9 +21,12 @@
 // A queue is a name checked against the protocol's grammar before any
 // command is sent (ErrQueueName). A job is an id the client mints (a
 // branded snowflake of WorkKind: its mint time lives in the id) and a
-// payload of bytes. Push admits one job and wakes an idle worker; PushBatch
-// admits many in one round trip; a duplicate id reports false and changes
-// nothing, so a push is safe to retry. PushDurable and PushBatchDurable
+// payload of bytes. Push admits one job and wakes an idle worker;
+// concurrent pushes to one queue of a client are coalesced into push_many
+// calls, each caller still answered on its own (Options.PushLinger,
+// PushMaxBatch, DisableCoalescing). PushBatch admits many in one round
+// trip; a duplicate id reports false and changes nothing, so a push is safe
+// to retry. PushDurable and PushBatchDurable
 // also wait for replicas to acknowledge (Durability).
 //
 //	q, err := c.Queue("orders")
