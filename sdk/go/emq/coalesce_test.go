@@ -40,9 +40,19 @@ func connectPush(t *testing.T, srv *redistest.Server, o emq.Options) *emq.Client
 	return c
 }
 
+// pushCalls is how many script calls (EVALSHA and EVAL) the server ran,
+// less the fences among them (a fresh connection is fenced; the fence
+// script is the only one that runs STRLEN, once a call): with a queue's
+// pushes and nothing else, the push and push_many calls.
+func pushCalls(t *testing.T, srv *redistest.Server) int64 {
+	t.Helper()
+	s := commandStats(t, srv)
+	return s["evalsha"] + s["eval"] - s["strlen"]
+}
+
 // warmScripts loads push and push_many on the server (one Push, one
 // PushBatch of two), so that later script calls are counted once each
-// rather than NOSCRIPT plus EVAL.
+// rather than NOSCRIPT plus EVAL, and waits until the coalescer is idle.
 func warmScripts(t *testing.T, c *emq.Client, q *emq.Queue) {
 	t.Helper()
 	ctx := ctxT(t)
@@ -51,6 +61,28 @@ func warmScripts(t *testing.T, c *emq.Client, q *emq.Queue) {
 	}
 	if _, err := q.PushBatch(ctx, []emq.NewJob{{ID: mint(t, c, emq.WorkKind)}, {ID: mint(t, c, emq.WorkKind)}}); err != nil {
 		t.Fatal(err)
+	}
+	waitPushIdle(t, q)
+}
+
+// waitPushBusy waits until q's coalescer has a batch in flight.
+func waitPushBusy(t *testing.T, q *emq.Queue) {
+	t.Helper()
+	for start := time.Now(); emq.PushIdle(q); time.Sleep(time.Millisecond) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the coalescer never sent the push")
+		}
+	}
+}
+
+// waitPushIdle waits until q's coalescer has nothing in flight: a batch's
+// sender answers its callers before it counts the batch done.
+func waitPushIdle(t *testing.T, q *emq.Queue) {
+	t.Helper()
+	for start := time.Now(); !emq.PushIdle(q); time.Sleep(time.Millisecond) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the coalescer stayed busy")
+		}
 	}
 }
 
@@ -162,7 +194,7 @@ func TestPushCoalescedBatchAnswersEachCaller(t *testing.T) {
 			q := queue(t, c, "coalesce")
 			ctx := ctxT(t)
 			warmScripts(t, c, q)
-			before := scriptCalls(t, c)
+			before := pushCalls(t, srv)
 
 			var ids []emq.ID
 			for i := 0; i < 30; i++ {
@@ -183,7 +215,7 @@ func TestPushCoalescedBatchAnswersEachCaller(t *testing.T) {
 				_, err := q.Push(ctx, first, nil)
 				firstDone <- err
 			}()
-			time.Sleep(20 * time.Millisecond)
+			waitPushBusy(t, q)
 			rs := pushAll(ctx, q, ids)
 			wait()
 			if err := <-firstDone; err != nil {
@@ -198,7 +230,7 @@ func TestPushCoalescedBatchAnswersEachCaller(t *testing.T) {
 			if n := checkDuplicates(t, rs, isForeign); n != 30 {
 				t.Fatalf("%d ids enqueued, want 30", n)
 			}
-			calls := scriptCalls(t, c) - before
+			calls := pushCalls(t, srv) - before
 			want := int64(2) // the first push, then one push_many for all that waited
 			if withForeign {
 				want = 2 + int64(len(ids)) // the refused push_many, then one push per job
@@ -238,7 +270,7 @@ func TestPushCoalescingFormsBatches(t *testing.T) {
 			q := queue(t, c, "formed")
 			ctx := ctxT(t)
 			warmScripts(t, c, q)
-			before := scriptCalls(t, c)
+			before := pushCalls(t, srv)
 			var failed atomic.Int64
 			var wg sync.WaitGroup
 			for p := 0; p < producers; p++ {
@@ -263,7 +295,7 @@ func TestPushCoalescingFormsBatches(t *testing.T) {
 				t.Fatalf("%d pushes failed", failed.Load())
 			}
 			pushes := int64(producers * each)
-			calls := scriptCalls(t, c) - before
+			calls := pushCalls(t, srv) - before
 			t.Logf("%d pushes in %d script calls (%.1f jobs per call)", pushes, calls, float64(pushes)/float64(calls))
 			switch {
 			case off && calls != pushes:
@@ -290,7 +322,7 @@ func TestPushMaxBatch(t *testing.T) {
 	q := queue(t, c, "maxbatch")
 	ctx := ctxT(t)
 	warmScripts(t, c, q)
-	before := scriptCalls(t, c)
+	before := pushCalls(t, srv)
 	first := mint(t, c, emq.WorkKind)
 	var ids []emq.ID
 	for i := 0; i < 9; i++ {
@@ -299,7 +331,7 @@ func TestPushMaxBatch(t *testing.T) {
 	wait := sleepServer(t, srv, 500*time.Millisecond)
 	firstDone := make(chan error, 1)
 	go func() { _, err := q.Push(ctx, first, nil); firstDone <- err }()
-	time.Sleep(20 * time.Millisecond)
+	waitPushBusy(t, q)
 	rs := pushAll(ctx, q, ids)
 	wait()
 	if err := <-firstDone; err != nil {
@@ -310,7 +342,7 @@ func TestPushMaxBatch(t *testing.T) {
 	}
 	// The first push; two full batches of 4 sent while the server slept;
 	// the ninth push after every batch in flight returned.
-	if calls := scriptCalls(t, c) - before; calls != 4 {
+	if calls := pushCalls(t, srv) - before; calls != 4 {
 		t.Fatalf("%d script calls, want 4 (1 + 4 + 4 + 1 jobs)", calls)
 	}
 }
@@ -332,7 +364,7 @@ func TestPushCoalescedCancellation(t *testing.T) {
 	sentDone := make(chan error, 1)
 	start := time.Now()
 	go func() { _, err := q.Push(sentCtx, sent, nil); sentDone <- err }()
-	time.Sleep(20 * time.Millisecond)
+	waitPushBusy(t, q)
 
 	dropCtx, cancelDrop := context.WithCancel(context.Background())
 	dropDone := make(chan error, 1)
@@ -386,7 +418,7 @@ func TestPushBatchChunks(t *testing.T) {
 		jobs[i] = emq.NewJob{ID: mint(t, c, emq.WorkKind), Payload: []byte{byte(i)}}
 	}
 	jobs[10].ID = jobs[3].ID // a duplicate inside the first chunk
-	before := scriptCalls(t, c)
+	before := pushCalls(t, srv)
 	oks, err := q.PushBatch(ctx, jobs)
 	if err != nil {
 		t.Fatal(err)
@@ -396,7 +428,7 @@ func TestPushBatchChunks(t *testing.T) {
 			t.Fatalf("job %d: enqueued=%v", i, ok)
 		}
 	}
-	if calls := scriptCalls(t, c) - before; calls != 3 {
+	if calls := pushCalls(t, srv) - before; calls != 3 {
 		t.Fatalf("%d script calls for 120 jobs in chunks of 50, want 3", calls)
 	}
 
@@ -405,7 +437,7 @@ func TestPushBatchChunks(t *testing.T) {
 		more[i] = emq.NewJob{ID: mint(t, c, emq.WorkKind)}
 	}
 	more[70].ID = mint(t, c, emq.KindORD) // in the second chunk
-	before = scriptCalls(t, c)
+	before = pushCalls(t, srv)
 	oks, err = q.PushBatch(ctx, more)
 	var be *emq.BatchError
 	if !errors.As(err, &be) || !errors.Is(err, emq.ErrKind) {
@@ -416,7 +448,7 @@ func TestPushBatchChunks(t *testing.T) {
 			t.Fatalf("job %d: %v, %v", i, oks[i], e)
 		}
 	}
-	if calls := scriptCalls(t, c) - before; calls != 3+50 {
+	if calls := pushCalls(t, srv) - before; calls != 3+50 {
 		t.Fatalf("%d script calls, want 53 (3 chunks, then the refused one job by job)", calls)
 	}
 }
