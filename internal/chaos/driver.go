@@ -83,9 +83,13 @@ func driverCommand(lang Lang) (*exec.Cmd, error) {
 	return nil, fmt.Errorf("chaos: no driver program for language %q", lang)
 }
 
-// startDriver starts lang's driver, connects it to the server at addr and
-// returns it; its stderr goes to logPath.
-func startDriver(ctx context.Context, lang Lang, addr, logPath string) (*sdkDriver, error) {
+// startDriver starts lang's driver, connects it to the server at addrs[0]
+// (the TypeScript driver: to the Redis Cluster whose nodes addrs are, when
+// there are several) and returns it; its stderr goes to logPath.
+func startDriver(ctx context.Context, lang Lang, addrs []string, logPath string) (*sdkDriver, error) {
+	if len(addrs) > 1 && lang != LangTS {
+		return nil, fmt.Errorf("chaos: the %s driver does not connect to a cluster", langName(lang))
+	}
 	cmd, err := driverCommand(lang)
 	if err != nil {
 		return nil, err
@@ -112,7 +116,15 @@ func startDriver(ctx context.Context, lang Lang, addr, logPath string) (*sdkDriv
 	}
 	d := &sdkDriver{lang: lang, cmd: cmd, in: in, done: make(chan struct{}), waiting: map[int64]chan driverReply{}}
 	go d.read(out, logf)
-	if _, err := d.call(ctx, map[string]any{"op": "connect", "url": "redis://" + addr}); err != nil {
+	req := map[string]any{"op": "connect", "url": "redis://" + addrs[0]}
+	if len(addrs) > 1 { // the nodes of a Redis Cluster
+		var urls []string
+		for _, a := range addrs {
+			urls = append(urls, "redis://"+a)
+		}
+		req["rootNodes"] = urls
+	}
+	if _, err := d.call(ctx, req); err != nil {
 		d.Close()
 		log, _ := os.ReadFile(logPath)
 		return nil, fmt.Errorf("chaos: the %s driver did not connect: %w; its stderr:\n%s", langName(lang), err, log)

@@ -42,8 +42,12 @@ type plan struct {
 	// none runs one Go producer.
 	producerLangs []Lang
 	serverArgs    []string
-	checkEvery    time.Duration
-	drain         time.Duration // the longest wait for the queue to drain once the load is pushed
+	// cluster runs the load on a Redis Cluster of three primaries
+	// (redistest.NewCluster) instead of one redis-server; serverArgs then
+	// go to every node.
+	cluster    bool
+	checkEvery time.Duration
+	drain      time.Duration // the longest wait for the queue to drain once the load is pushed
 	// faults injects faults while the load runs. It returns once the
 	// producers are done (r.loadDone) and it injected what it must; it
 	// must leave the server and the workers running.
@@ -57,7 +61,8 @@ type run struct {
 	seed   uint64
 	rng    *rand.Rand
 	dir    string
-	srv    *redistest.Server
+	srv    *redistest.Server  // the server; nil on a cluster
+	cl     *redistest.Cluster // the cluster of a plan with cluster set; nil otherwise
 	client *emq.Client
 	queue  *emq.Queue
 	tally  *emq.Tally
@@ -168,13 +173,24 @@ func execute(ctx context.Context, cfg Config, p *plan) (*outcome, error) {
 	}
 	r.logf("seed %d, scratch %s", r.seed, r.dir)
 
-	srv, err := redistest.StartServer(redistest.WithDir(filepath.Join(r.dir, "redis")), redistest.WithArgs(p.serverArgs...))
-	if err != nil {
-		return nil, err
+	var addrs []string
+	if p.cluster {
+		cl, err := redistest.NewCluster(filepath.Join(r.dir, "cluster"), redistest.WithNodeArgs(p.serverArgs...))
+		if err != nil {
+			return nil, err
+		}
+		r.cl = cl
+		defer cl.Close()
+		addrs = cl.Addrs()
+	} else {
+		srv, err := redistest.StartServer(redistest.WithDir(filepath.Join(r.dir, "redis")), redistest.WithArgs(p.serverArgs...))
+		if err != nil {
+			return nil, err
+		}
+		r.srv = srv
+		defer srv.Close()
+		addrs = []string{srv.Addr()}
 	}
-	r.srv = srv
-	defer srv.Close()
-	addrs := []string{srv.Addr()}
 
 	logf, err := os.Create(filepath.Join(r.dir, "harness.log"))
 	if err != nil {
@@ -347,7 +363,7 @@ func (r *run) producers(ctx context.Context, addrs []string) ([]*Producer, error
 		switch lang {
 		case LangGo:
 		case LangTS, LangPy:
-			d, err := r.driver(ctx, lang, addrs[0])
+			d, err := r.driver(ctx, lang, addrs)
 			if err != nil {
 				return nil, err
 			}
@@ -365,11 +381,11 @@ func (r *run) producers(ctx context.Context, addrs []string) ([]*Producer, error
 
 // driver returns the run's driver of lang, starting it (connected to addr,
 // its stderr in <lang>-driver.log) on first use.
-func (r *run) driver(ctx context.Context, lang Lang, addr string) (*sdkDriver, error) {
+func (r *run) driver(ctx context.Context, lang Lang, addrs []string) (*sdkDriver, error) {
 	if d := r.drivers[lang]; d != nil {
 		return d, nil
 	}
-	d, err := startDriver(ctx, lang, addr, filepath.Join(r.dir, string(lang)+"-driver.log"))
+	d, err := startDriver(ctx, lang, addrs, filepath.Join(r.dir, string(lang)+"-driver.log"))
 	if err != nil {
 		return nil, err
 	}

@@ -325,7 +325,7 @@ func (r *run) staleSDKs(ctx context.Context, langs []Lang) (map[Lang]staleSDK, e
 			out[l] = goStale(q)
 			continue
 		}
-		d, err := r.driver(ctx, l, r.srv.Addr())
+		d, err := r.driver(ctx, l, []string{r.srv.Addr()})
 		if err != nil {
 			return nil, fmt.Errorf("chaos: the cross-language stale checks need the %s driver: %w", langName(l), err)
 		}
@@ -452,7 +452,7 @@ func startStaleServer(ctx context.Context, dir string, langs []Lang) (c *emq.Cli
 			sdks[l] = goStale(q)
 			continue
 		}
-		d, err := startDriver(ctx, l, srv.Addr(), filepath.Join(dir, string(l)+"-driver.log"))
+		d, err := startDriver(ctx, l, []string{srv.Addr()}, filepath.Join(dir, string(l)+"-driver.log"))
 		if err != nil {
 			stop()
 			return nil, nil, nil, nil, nil, err

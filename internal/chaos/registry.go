@@ -13,7 +13,7 @@ var (
 
 // order is the reading order of the known scenarios in the report; other
 // scenarios follow by name.
-var order = []string{"workers", "restarts", "pause", "failover", "interop"}
+var order = []string{"workers", "restarts", "pause", "failover", "interop", "reshard"}
 
 // Register adds a scenario to the registry cmd/emqchaos runs; a file of
 // this package registers its scenario from init. A name registered twice
@@ -30,7 +30,8 @@ func Register(s Scenario) {
 }
 
 // Scenarios returns every registered scenario: workers, restarts, pause,
-// failover, interop first, in that order, then any other by name.
+// failover, interop, reshard first, in that order, then any other by
+// name.
 func Scenarios() []Scenario {
 	registryMu.Lock()
 	defer registryMu.Unlock()

@@ -5,7 +5,7 @@
 // how the cross-language stale tests claim and complete from TypeScript.
 //
 // Requests: {seq, op, ...}:
-//   connect  {url}                 -> {node}
+//   connect  {url} | {rootNodes}   -> {node} (rootNodes: a Redis Cluster)
 //   mint     {n}                   -> {ids}
 //   push     {queue, jobs: [{id, data}]} -> {results: [{enqueued} | {error}]}
 //   claim    {queue, leaseMs}       -> {job: {id, token} | null}
@@ -29,6 +29,7 @@ interface Request {
   seq: number;
   op: string;
   url?: string;
+  rootNodes?: string[];
   n?: number;
   queue?: string;
   jobs?: { id: string; data: string }[];
@@ -79,7 +80,11 @@ function need(): Client {
 async function handle(r: Request): Promise<Record<string, unknown>> {
   switch (r.op) {
     case "connect":
-      client = await connect({ url: r.url, logger: quiet });
+      client = await connect(
+        r.rootNodes !== undefined && r.rootNodes.length > 0
+          ? { cluster: { rootNodes: r.rootNodes }, logger: quiet }
+          : { url: r.url, logger: quiet },
+      );
       return { node: client.node };
     case "mint":
       return {

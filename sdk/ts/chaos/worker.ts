@@ -17,6 +17,7 @@
 import { openSync, writeSync } from "node:fs";
 import {
   CLASS_STALE,
+  ClusterAdapter,
   NodeRedisAdapter,
   ReplyError,
   SCRIPTS,
@@ -252,11 +253,17 @@ async function main(): Promise<number> {
   process.once("SIGTERM", () => stop.abort());
   process.once("SIGINT", () => stop.abort());
   const metrics = new RecordingMetrics(rec);
-  const url = "redis://" + (cfg.Addrs[0] ?? "127.0.0.1:6379");
+  // More than one address: the nodes of a Redis Cluster.
+  const urls = (cfg.Addrs.length > 0 ? cfg.Addrs : ["127.0.0.1:6379"]).map(
+    (a) => "redis://" + a,
+  );
   let client;
   for (;;) {
     try {
-      const a = await NodeRedisAdapter.connect({ url });
+      const a: RedisAdapter =
+        urls.length > 1
+          ? await ClusterAdapter.connect({ rootNodes: urls })
+          : await NodeRedisAdapter.connect({ url: urls[0] });
       client = await connect({
         adapter: new RecordingAdapter(a, rec),
         logger,
