@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import importlib.metadata
 import json
 import logging
 import sys
@@ -126,13 +125,6 @@ def job_out(j: echomq.Job) -> Obj:
     return payload_out({"id": j.id, "token": j.token, "deadline_ms": j.deadline_ms}, j.payload)
 
 
-def sdk_version() -> str:
-    try:
-        return importlib.metadata.version(echomq.__name__)
-    except importlib.metadata.PackageNotFoundError:
-        return "devel"  # run from the source tree, as the runner does
-
-
 class Testee:
     """The client of the current scenario, and the ops."""
 
@@ -182,7 +174,7 @@ class Testee:
         if op == "hello":
             return {
                 "language": "python",
-                "sdk_version": sdk_version(),
+                "sdk_version": echomq.__version__,
                 "protocol": echomq.PROTOCOL,
                 "version": echomq.VERSION,
                 "bundle_digest": echomq.BUNDLE_DIGEST,
