@@ -132,6 +132,16 @@ func (Interop) Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		return ctx.Err()
 	}
+	if cfg.Dir == "" {
+		// The worker processes' records are read after execute returns:
+		// keep them in a scratch directory of this run's own until then.
+		d, err := os.MkdirTemp("", "emqchaos-")
+		if err != nil {
+			return Result{}, err
+		}
+		defer os.RemoveAll(d)
+		cfg.Dir = d
+	}
 	o, err := execute(ctx, cfg, p)
 	if err != nil {
 		return Result{}, err

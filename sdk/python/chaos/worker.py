@@ -3,29 +3,32 @@
 The harness starts it with the SDK's virtual environment
 (``sdk/python/.venv/bin/python sdk/python/chaos/worker.py``), configured by the environment
 variable EMQCHAOS_WORKER (the Go harness's WorkerConfig as JSON: durations in nanoseconds), and it
-works the queue with the Python SDK until SIGTERM or SIGINT, then drains.
+works the queue with the SDK's ``echomq.Worker`` until SIGTERM or SIGINT, then drains.
 
 It writes the Go worker process's record format to its record file, one write(2) per line on a
 file opened for appending, so that a SIGKILL loses nothing recorded: H at start, S and E around
-every handler, and the settle outcome of every transition as the server answered it (C, Z, Y, T,
-B, F; P for reaped leases; Q with the totals at a clean exit).
+every handler, and the settle outcome of every transition as the worker counted it (C, Z, Y, T,
+B, F; L for a refused lease extension; P for reaped leases; U for a count no job can be named
+for; Q with the totals at a clean exit).
 
-The worker runs Concurrency handler loops on the SDK's Queue: each claims a job (Queue.claim, or
-Queue.complete_claim chaining the next claim onto a completion), runs the handler, and settles it
-with the Queue call whose answer it records; a maintenance loop promotes due retries and reaps
-expired leases (Queue.promote, Queue.reap) every Maintenance.
+The outcomes are attributed as the Go worker process attributes them: echomq.Worker calls the
+handler, and later settles its job and counts the outcome (its metrics hook) or logs a failure,
+in one runner task; the handler here is a plain function that runs in that task when it is
+called, and keeps the job it was called for in a context variable of the runner task, so each
+count and each error logged is recorded against the job its runner last ran.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import os
 import random
 import signal
 import sys
-from collections import Counter
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,8 +74,8 @@ class Config:
             queue=str(d["Queue"]),
             concurrency=int(d.get("Concurrency") or 1),
             lease_ms=ms(d.get("Lease") or 0) or 30_000,
-            maintenance_ms=ms(d.get("Maintenance") or 0) or 1000,
-            wait_ms=ms(d.get("Wait") or 0) or 50,
+            maintenance_ms=ms(d.get("Maintenance") or 0),
+            wait_ms=ms(d.get("Wait") or 0),
             handler_min_ms=ms(d.get("HandlerMin") or 0),
             handler_max_ms=ms(d.get("HandlerMax") or 0),
             fail_rate=float(d.get("FailRate") or 0),
@@ -94,120 +97,110 @@ class Recorder:
         os.write(self.fd, (" ".join(str(w) for w in words) + "\n").encode())
 
 
-class ChaosWorker:
-    """Concurrency handler loops and a maintenance loop on one queue."""
+@dataclass
+class Current:
+    """The job a runner task's handler last ran."""
 
-    def __init__(self, q: echomq.Queue, cfg: Config, rec: Recorder) -> None:
-        self.q = q
+    id: str = ""
+    token: int = 0
+    ended: bool = False
+    """The handler returned."""
+    ok: bool = False
+    """... without raising: the worker then completes the job."""
+    settled: bool = True
+
+
+_current: contextvars.ContextVar[Current | None] = contextvars.ContextVar(
+    "emqchaos_current", default=None
+)
+
+
+class Attribution:
+    """The handler, the metrics hook and the error log of the worker process: it records every
+    handler's start and end, and each settle outcome against the job of the runner task that
+    counted it."""
+
+    def __init__(self, cfg: Config, rec: Recorder) -> None:
         self.cfg = cfg
         self.rec = rec
         self.rng = random.Random(cfg.seed ^ os.getpid())
-        self.tally: Counter[str] = Counter()
-        self.stop = asyncio.Event()
+        self.tally = echomq.Tally()
 
-    async def handle(self, job: echomq.Job) -> bool:
-        """The handler: records its start, sleeps a random time, records its end. It ignores the
-        lease on purpose: it finishes its work even after the lease is lost, so that the protocol,
-        not the handler, must refuse the stale completion. Returns False for a planned failure."""
+    def handler(self, job: echomq.Job) -> Awaitable[None]:
+        """Called by the worker's runner task: notes the job in that task's context, then returns
+        the work."""
+        cur = _current.get()
+        if cur is None:
+            cur = Current()
+            _current.set(cur)
+        cur.id, cur.token, cur.ended, cur.ok, cur.settled = job.id, job.token, False, False, False
+        return self.work(job, cur)
+
+    async def work(self, job: echomq.Job, cur: Current) -> None:
+        """Sleeps a random time. It ignores cancellation on purpose (a lost lease, the shutdown
+        deadline): it finishes its work even after the lease is lost, so that the protocol, not
+        the handler, must refuse the stale completion."""
         self.rec.line("S", job.id, job.token)
         span = max(0, self.cfg.handler_max_ms - self.cfg.handler_min_ms)
-        d = self.cfg.handler_min_ms + self.rng.randint(0, span)
+        d = (self.cfg.handler_min_ms + self.rng.randint(0, span)) / 1000
         fail = job.token == 1 and self.rng.random() < self.cfg.fail_rate
-        await asyncio.sleep(d / 1000)
-        self.rec.line("E", job.id, job.token, "err" if fail else "ok")
-        return not fail
-
-    async def settle(self, job: echomq.Job, ok: bool) -> echomq.Job | None:
-        """Settles job after its handler: a completion chained with the next claim (complete_claim)
-        unless the worker is stopping, or a retry after the backoff. Records the outcome; returns
-        the job the completion leased, if any."""
-        if ok:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + d
+        while (left := end - loop.time()) > 0:
             try:
-                if self.stop.is_set():
-                    await self.q.complete(job.id, job.token)
-                    nxt: list[echomq.Job] = []
-                else:
-                    nxt = await self.q.complete_claim(job.id, job.token, self.cfg.lease_ms, 1)
-            except echomq.StaleError:
-                self.rec.line("Z", job.id, job.token)
-                self.tally["stale"] += 1
-                return None
-            except Exception as err:
-                log.error("complete %s token %d: %s", job.id, job.token, err)
-                self.rec.line("F", job.id, job.token)
-                self.tally["failed"] += 1
-                return None
-            self.rec.line("C", job.id, job.token)
-            self.tally["completed"] += 1
-            return nxt[0] if nxt else None
-        try:
-            await self.q.retry(job.id, job.token, self.cfg.backoff_ms)
-        except echomq.StaleError:
-            self.rec.line("Y", job.id, job.token)
-            self.tally["stale"] += 1
-            return None
-        except Exception as err:
-            log.error("retry %s token %d: %s", job.id, job.token, err)
-            self.rec.line("F", job.id, job.token)
-            self.tally["failed"] += 1
-            return None
-        self.rec.line("T", job.id, job.token)
-        self.tally["retried"] += 1
-        return None
-
-    async def pause(self, seconds: float) -> None:
-        """Sleeps for seconds, or until the worker stops."""
-        try:
-            await asyncio.wait_for(self.stop.wait(), seconds)
-        except TimeoutError:
-            pass
-
-    async def loop(self) -> None:
-        """One handler loop: claim, run, settle, until the worker stops."""
-        job: echomq.Job | None = None
-        while not self.stop.is_set():
-            if job is None:
-                try:
-                    job = await self.q.claim(self.cfg.lease_ms)
-                except Exception as err:
-                    log.warning("claim: %s", err)
-                    await self.pause(0.05)
-                    continue
-                if job is None:
-                    await self.pause(self.cfg.wait_ms / 1000)
-                    continue
-                self.tally["claimed"] += 1
-            ok = await self.handle(job)
-            job = await self.settle(job, ok)
-            if job is not None:
-                self.tally["claimed"] += 1
-        # A job leased by the last completion, once stopping: run it out.
-        if job is not None:
-            await self.settle(job, await self.handle(job))
-
-    async def maintain(self) -> None:
-        """Promotes due retries and reaps expired leases every maintenance interval."""
-        while not self.stop.is_set():
-            await self.pause(self.cfg.maintenance_ms / 1000)
-            try:
-                self.tally["promoted"] += await self.q.promote()
-                n = await self.q.reap()
-            except Exception as err:
-                log.warning("maintenance: %s", err)
+                await asyncio.sleep(left)
+            except asyncio.CancelledError:
                 continue
-            if n > 0:
-                self.rec.line("P", n)
-                self.tally["reaped"] += n
+        cur.ended, cur.ok = True, not fail
+        self.rec.line("E", job.id, job.token, "err" if fail else "ok")
+        if fail:
+            raise RuntimeError("emqchaos: a planned failure")
 
-    async def run(self) -> None:
-        loops = [asyncio.create_task(self.loop()) for _ in range(self.cfg.concurrency)]
-        maint = asyncio.create_task(self.maintain())
-        await self.stop.wait()
-        _, late = await asyncio.wait(loops, timeout=self.cfg.shutdown_ms / 1000)
-        for t in late:
-            t.cancel()
-        maint.cancel()
-        await asyncio.gather(*loops, maint, return_exceptions=True)
+    def settle(self, kind: str) -> bool:
+        """Records kind against the job the current runner task's handler last ran, when it
+        returned and is not settled yet; reports whether it did."""
+        cur = _current.get()
+        if cur is None or not cur.ended or cur.settled:
+            return False
+        cur.settled = True
+        if kind == "Z" and not cur.ok:
+            kind = "Y"  # the handler failed: the refused transition was a retry or a bury
+        self.rec.line(kind, cur.id, cur.token)
+        return True
+
+    def add(self, counter: echomq.Counter, queue: str, n: int) -> None:
+        """The metrics hook: counts for the totals and records the settle outcomes."""
+        self.tally.add(counter, queue, n)
+        kinds = {
+            echomq.Counter.COMPLETED: "C",
+            echomq.Counter.STALE: "Z",
+            echomq.Counter.RETRIED: "T",
+            echomq.Counter.BURIED: "B",
+        }
+        if counter is echomq.Counter.REAPED:
+            self.rec.line("P", n)
+            return
+        kind = kinds.get(counter)
+        if kind is None:
+            return
+        if n == 1 and self.settle(kind):
+            return
+        if counter is echomq.Counter.STALE:
+            self.rec.line("L")  # the extender's refusals count in its own task
+            return
+        self.rec.line("U", counter.value, n)
+
+
+class AttribHandler(logging.Handler):
+    """Records an error logged by a runner task whose handler returned and whose job is not
+    settled: the settle failed, and the worker does not know whether it took effect."""
+
+    def __init__(self, att: Attribution) -> None:
+        super().__init__(logging.ERROR)
+        self.att = att
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.att.settle("F")
 
 
 async def connect(cfg: Config, stop: asyncio.Event) -> echomq.Client:
@@ -237,12 +230,32 @@ async def main() -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
     client = await connect(cfg, stopping)
+    att = Attribution(cfg, rec)
+    sdk_log = logging.getLogger("emqchaos.worker.sdk")
+    sdk_log.addHandler(AttribHandler(att))
+    opts: dict[str, Any] = {}
+    if cfg.maintenance_ms > 0:
+        opts["maintenance_ms"] = cfg.maintenance_ms
+    if cfg.wait_ms > 0:
+        opts["wait_ms"] = cfg.wait_ms
+    backoff = cfg.backoff_ms
     try:
-        w = ChaosWorker(client.queue(cfg.queue), cfg, rec)
+        w = echomq.Worker(
+            client.queue(cfg.queue),
+            att.handler,
+            concurrency=cfg.concurrency,
+            lease_ms=cfg.lease_ms,
+            backoff=lambda _attempt: backoff,
+            shutdown_timeout_ms=cfg.shutdown_ms,
+            logger=sdk_log,
+            metrics=att,
+            **opts,
+        )
         stopper = asyncio.create_task(stopping.wait())
-        stopper.add_done_callback(lambda _: w.stop.set())
+        stopper.add_done_callback(lambda _: w.stop())
         await w.run()
-        rec.line("Q", *(f"{k}={v}" for k, v in sorted(w.tally.items())))
+        totals = att.tally.snapshot()
+        rec.line("Q", *(f"{k}={v}" for k, v in sorted(totals.items())))
     finally:
         await client.close()
     return 0
