@@ -236,6 +236,24 @@ class Testee:
                     for r in res
                 ]
             }
+        if op == "push_many":
+            q = self.queue(a)
+            return {"results": [{"enqueued": ok} for ok in await q.push_many(self.new_jobs(a))]}
+        if op == "claim_ids":
+            q = self.queue(a)
+            js = await q.claim_ids(num(a, "lease_ms"), self.ids(a))
+            return {"jobs": [job_out(j) for j in js]}
+        if op == "complete_claim_ids":
+            q, id = self.queue_id(a)
+            ids = self.ids(a)
+            js = await q.complete_claim_ids(id, num(a, "token"), num(a, "lease_ms"), ids)
+            return {"jobs": [job_out(j) for j in js]}
+        if op == "promote_ids":
+            q = self.queue(a)
+            return {"moved": await q.promote_ids(self.ids(a))}
+        if op == "reap_ids":
+            q = self.queue(a)
+            return {"moved": await q.reap_ids(num(a, "max_attempts"), self.ids(a))}
         if op == "claim":
             j = await self.queue(a).claim(num(a, "lease_ms"))
             return {"job": job_out(j) if j is not None else None}

@@ -264,8 +264,10 @@ class Queue:
         the doorbell once; returns per job whether it was enqueued (False: a duplicate). An id of
         another kind than the work kind among them refuses the whole call with a KindError, and
         nothing is written. Malformed ids and oversized payloads raise before anything is sent.
-        Resent across a reconnect, like push."""
+        Resent across a reconnect, like push. No jobs send nothing."""
         pj = [self._push_job(j.id, j.payload) for j in jobs]
+        if not pj:
+            return []
         call = PushManyCall(
             pending=self.keys.pending,
             wake=self.keys.wake,
@@ -375,13 +377,16 @@ class Queue:
         """Leases exactly the given ids that are still pending, for lease_ms, in the order given
         (claim_ids, which declares every key it touches); ids no longer pending are skipped. It
         rings the doorbell again when jobs remain. Malformed ids raise an IdError before anything
-        is sent. Never resent: a lease may have been granted."""
+        is sent; no ids send nothing. Never resent: a lease may have been granted."""
         _positive("lease", lease_ms)
+        rows = [self.keys.row(i) for i in ids]
+        if not rows:
+            return []
         call = ClaimIdsCall(
             pending=self.keys.pending,
             active=self.keys.active,
             wake=self.keys.wake,
-            rows=[self.keys.row(i) for i in ids],
+            rows=rows,
             lease_ms=lease_ms,
             ids=list(ids),
         )
@@ -511,12 +516,16 @@ class Queue:
     async def promote_ids(self, ids: Sequence[str]) -> int:
         """Moves the given scheduled jobs whose run-at has come to pending (promote_ids), ringing
         the doorbell when any moved; an id not scheduled or not yet due is left as it is. Returns
-        how many moved. Malformed ids raise an IdError before anything is sent."""
+        how many moved. Malformed ids raise an IdError before anything is sent; no ids send
+        nothing."""
+        rows = [self.keys.row(i) for i in ids]
+        if not rows:
+            return 0
         call = PromoteIdsCall(
             schedule=self.keys.schedule,
             pending=self.keys.pending,
             wake=self.keys.wake,
-            rows=[self.keys.row(i) for i in ids],
+            rows=rows,
             ids=list(ids),
         )
         return await self.client.once(lambda: call.run(self.client.redis))
@@ -543,14 +552,17 @@ class Queue:
         """Takes back the given expired leases (reap_ids): each goes back to pending, or to dead
         when max_attempts > 0 and its attempts reached it; the doorbell rings when any went back to
         pending. An id not active, or whose lease has not expired, is left as it is. Returns how
-        many moved. Malformed ids raise an IdError before anything is sent."""
+        many moved. Malformed ids raise an IdError before anything is sent; no ids send nothing."""
         _non_negative("max attempts", max_attempts)
+        rows = [self.keys.row(i) for i in ids]
+        if not rows:
+            return 0
         call = ReapIdsCall(
             active=self.keys.active,
             pending=self.keys.pending,
             dead=self.keys.dead,
             wake=self.keys.wake,
-            rows=[self.keys.row(i) for i in ids],
+            rows=rows,
             max_attempts=max_attempts,
             ids=list(ids),
         )
