@@ -56,7 +56,7 @@ func aclProducer(k wire.QueueKeys) []string {
 // extensions, retries, burials, maintenance and the doorbell.
 func aclWorker(k wire.QueueKeys) []string {
 	return append(aclConnect(), "+blpop", "+exists", "+del", "+hincrby", "+hmget", "+llen", "+rpush",
-		"+zadd", "+zcard", "+zpopmin", "+zrange", "+zrem",
+		"+zadd", "+zcard", "+zrange", "+zrem", "+zscore",
 		"~"+aclQueuePattern(k))
 }
 
@@ -860,7 +860,7 @@ func TestACLScriptRowsAreChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	rules := slices.DeleteFunc(aclWorker(k), func(r string) bool { return r == "~"+aclQueuePattern(k) })
-	rules = append(rules, "~"+k.Pending, "~"+k.Active, "~"+k.Schedule, "~"+k.Dead, "~"+k.Wake)
+	rules = append(rules, "+zpopmin", "~"+k.Pending, "~"+k.Active, "~"+k.Schedule, "~"+k.Dead, "~"+k.Wake) // Claim's 2.0 script pops
 	c, err := emq.Connect(ctx, s.user(t, "u", rules))
 	if err != nil {
 		t.Fatal(err)

@@ -309,27 +309,29 @@ func (q *Queue) claimHead(ctx context.Context, lease time.Duration, n int) ([]Jo
 	return nil, nil
 }
 
-// promoteHead promotes due jobs at the head of the schedule with
-// promote_ids, up to limit ids read, and returns how many moved.
-func (q *Queue) promoteHead(ctx context.Context, limit int) (int, error) {
+// promoteHead promotes the due jobs among the first limit ids of the
+// schedule with promote_ids (which rings the doorbell when any moved) and
+// returns how many moved and how many ids it read.
+func (q *Queue) promoteHead(ctx context.Context, limit int) (moved, read int, err error) {
 	members, err := q.c.rc.Do(ctx, q.headCmd(q.keys.Schedule, limit)).AsStrSlice()
 	if err != nil || len(members) == 0 {
-		return 0, err
+		return 0, 0, err
 	}
 	keys := append([]string{q.keys.Schedule, q.keys.Pending, q.keys.Wake}, q.rawRows(members)...)
 	n, err := wire.DecodePromoteIDs(wire.ScriptPromoteIDs.Lua().Exec(ctx, q.c.rc, keys, members))
-	return int(n), err
+	return int(n), len(members), err
 }
 
-// reapHead reaps expired leases at the head of the active set with
-// reap_ids, up to limit ids read, and returns how many moved.
-func (q *Queue) reapHead(ctx context.Context, limit, maxAttempts int) (int, error) {
+// reapHead reaps the expired leases among the first limit ids of the
+// active set with reap_ids (which rings the doorbell when any went back to
+// pending) and returns how many moved and how many ids it read.
+func (q *Queue) reapHead(ctx context.Context, limit, maxAttempts int) (moved, read int, err error) {
 	members, err := q.c.rc.Do(ctx, q.headCmd(q.keys.Active, limit)).AsStrSlice()
 	if err != nil || len(members) == 0 {
-		return 0, err
+		return 0, 0, err
 	}
 	keys := append([]string{q.keys.Active, q.keys.Pending, q.keys.Dead, q.keys.Wake}, q.rawRows(members)...)
 	args := append([]string{strconv.Itoa(maxAttempts)}, members...)
 	n, err := wire.DecodeReapIDs(wire.ScriptReapIDs.Lua().Exec(ctx, q.c.rc, keys, args))
-	return int(n), err
+	return int(n), len(members), err
 }

@@ -108,6 +108,7 @@ type Worker struct {
 	m     Metrics
 	owner string
 
+	pop   popper        // how jobs are leased and the queue maintained
 	jobs  chan Job      // claimed jobs, to idle runners
 	idle  chan struct{} // one token per idle runner
 	slots []slot        // what each runner runs
@@ -176,6 +177,7 @@ func NewWorker(q *Queue, h Handler, opt WorkerOptions) (*Worker, error) {
 	}
 	w.log = w.log.With("queue", q.Name())
 	w.owner = fmt.Sprintf("%s/%s/%x", q.c.owner, q.Name(), mrand.Uint32())
+	w.pop = newDeclaredPop(w)
 	return w, nil
 }
 
@@ -329,21 +331,7 @@ func (w *Worker) waitBell(ctx context.Context) {
 
 // claim leases up to n jobs.
 func (w *Worker) claim(ctx context.Context, n int) ([]Job, error) {
-	if err := w.q.c.ensure(ctx); err != nil {
-		return nil, err
-	}
-	call := wire.ClaimManyCall{Pending: w.q.keys.Pending, Active: w.q.keys.Active, Wake: w.q.keys.Wake, Prefix: w.q.keys.RowPrefix(), LeaseMS: ms(w.opt.Lease), Count: int64(n)}
-	return w.records(ctx, wire.ScriptClaimMany.Lua().Exec(ctx, w.q.c.rc, call.Keys(), call.Args()), wire.ScriptClaimMany.Name, claimManyJob)
-}
-
-func claimManyJob(arr []rueidis.RedisMessage) (Job, error) {
-	r, err := wire.DecodeClaimManyRecord(arr)
-	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
-}
-
-func completeClaimJob(arr []rueidis.RedisMessage) (Job, error) {
-	r, err := wire.DecodeCompleteClaimRecord(arr)
-	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
+	return w.pop.claim(ctx, n)
 }
 
 // records decodes a reply of leased jobs one record at a time: a record
@@ -428,18 +416,11 @@ func (w *Worker) process(i int, job Job) (Job, bool) {
 		w.fail(ctx, job, err)
 		return Job{}, false
 	}
-	count := int64(1)
+	count := 1
 	if w.draining.Load() {
 		count = 0
 	}
-	row, _ := w.q.keys.Row(job.ID)
-	call := wire.CompleteClaimCall{Row: row, Active: w.q.keys.Active, Pending: w.q.keys.Pending, Wake: w.q.keys.Wake,
-		ID: job.ID, Token: job.Token, Prefix: w.q.keys.RowPrefix(), LeaseMS: ms(w.opt.Lease), Count: count}
-	if err := w.q.c.ensure(ctx); err != nil {
-		w.log.Error("emq: completing a job failed; its lease will be reaped and it runs again", "id", job.ID, "err", err)
-		return Job{}, false
-	}
-	next, err := w.records(ctx, wire.ScriptCompleteClaim.Lua().Exec(ctx, w.q.c.rc, call.Keys(), call.Args()), wire.ScriptCompleteClaim.Name, completeClaimJob)
+	next, err := w.pop.completeClaim(ctx, job, count)
 	switch {
 	case errors.Is(err, ErrStale):
 		w.stale(job, "complete", err)
@@ -619,48 +600,27 @@ func (w *Worker) maintain(stop <-chan struct{}) {
 
 const maintenanceBatch = 1000
 
+// promote moves due scheduled jobs to pending; the script rings the
+// doorbell for them.
 func (w *Worker) promote(ctx context.Context) {
-	total := 0
-	for {
-		n, err := w.q.Promote(ctx, maintenanceBatch)
-		if err != nil {
-			w.log.Warn("emq: promoting due jobs failed", "err", err)
-			break
-		}
-		total += n
-		if n < maintenanceBatch {
-			break
-		}
+	n, err := w.pop.promote(ctx)
+	if err != nil {
+		w.log.Warn("emq: promoting due jobs failed", "err", err)
 	}
-	if total > 0 {
-		w.m.Add(Promoted, w.q.Name(), int64(total))
-		w.ring(ctx)
+	if n > 0 {
+		w.m.Add(Promoted, w.q.Name(), int64(n))
 	}
 }
 
+// reap takes back expired leases; the script rings the doorbell for those
+// back in pending.
 func (w *Worker) reap(ctx context.Context) {
-	total := 0
-	for {
-		n, err := w.q.Reap(ctx, maintenanceBatch, int(w.opt.MaxAttempts))
-		if err != nil {
-			w.log.Warn("emq: reaping expired leases failed", "err", err)
-			break
-		}
-		total += n
-		if n < maintenanceBatch {
-			break
-		}
+	n, err := w.pop.reap(ctx)
+	if err != nil {
+		w.log.Warn("emq: reaping expired leases failed", "err", err)
 	}
-	if total > 0 {
-		w.m.Add(Reaped, w.q.Name(), int64(total))
-		w.log.Info("emq: expired leases taken back", "jobs", total)
-		w.ring(ctx)
-	}
-}
-
-func (w *Worker) ring(ctx context.Context) {
-	call := wire.RingCall{Wake: w.q.keys.Wake}
-	if _, err := call.Exec(ctx, w.q.c.rc); err != nil {
-		w.log.Warn("emq: ringing the doorbell failed", "err", err)
+	if n > 0 {
+		w.m.Add(Reaped, w.q.Name(), int64(n))
+		w.log.Info("emq: expired leases taken back", "jobs", n)
 	}
 }
