@@ -23,6 +23,7 @@ import importlib
 import json
 import platform
 import random
+import signal
 import sys
 import threading
 import time
@@ -268,7 +269,28 @@ SCENARIOS = [
 ]
 
 
+async def bounded(name, coro):
+    """Runs one scenario within a generous bound; past it, every task's stack
+    goes to stderr and the run fails (a stuck side never holds up the run)."""
+    limit = 120 + cfg.jobs * 0.05 + cfg.latency_budget_ms / 1000
+    task = asyncio.ensure_future(coro)
+    done, _ = await asyncio.wait([task], timeout=limit)
+    if not done:
+        log("%s did not finish within %.0f s; the tasks:" % (name, limit))
+        dump_tasks()
+        task.cancel()
+        raise RuntimeError("%s: %s did not finish within %.0f s" % (cfg.side, name, limit))
+    return task.result()
+
+
+def dump_tasks():
+    """SIGUSR1: every task's stack on stderr (a run that seems stuck)."""
+    for t in asyncio.all_tasks():
+        t.print_stack(file=sys.stderr)
+
+
 async def main():
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump_tasks)
     side = importlib.import_module(SIDES[cfg.side]).Side()
     admin = aioredis.Redis(host=host, port=int(port))
     out = {
@@ -280,12 +302,12 @@ async def main():
     }
     try:
         for name, run in SCENARIOS:
-            runs = [await run(admin, side) for _ in range(cfg.runs)]
+            runs = [await bounded(name, run(admin, side)) for _ in range(cfg.runs)]
             m = dict(sorted(runs, key=lambda r: r["jobs_per_s"])[len(runs) // 2])
             m["runs"] = [round(r["jobs_per_s"]) for r in runs]
             out["results"][name] = m
             log("%s: %.0f jobs/s (runs %s)" % (name, m["jobs_per_s"], m["runs"]))
-        out["results"]["latency"] = await latency(admin, side)
+        out["results"]["latency"] = await bounded("latency", latency(admin, side))
         lat = out["results"]["latency"]
         log("latency: p50 %.2f ms, p99 %.2f ms over %d samples" % (lat["p50_ms"], lat["p99_ms"], lat["samples"]))
     finally:

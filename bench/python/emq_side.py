@@ -1,13 +1,9 @@
 """The EchoMQ Python SDK (sdk/python, package echomq, on redis-py's asyncio
 client), run from sdk/python/.venv with sdk/python/src on the path:
 queue.push and queue.push_batch to enqueue, from one client shared by the
-producers. The worker has a client of its own, as arq's does. When the
-package has a Worker it is used at the given concurrency; until then the
-worker is `concurrency` tasks that lease with Queue.claim_many, retire each
-job and lease the next in one call with Queue.complete_claim, and block on
-the queue's doorbell (BLPOP of its wake key, on the client's redis-py
-connection) when nothing is pending — what a Worker does, without its
-maintenance (promote, reap) and retries."""
+producers. The worker is an echomq.Worker at the given concurrency (its
+other options at their defaults) on a client of its own, as arq's Worker
+has its own pool."""
 
 import asyncio
 import os
@@ -17,8 +13,6 @@ import redis
 import echomq
 
 QUEUE = "bench"
-LEASE_MS = 30_000
-IDLE_BLOCK_S = 1.0
 
 
 class Side:
@@ -30,21 +24,10 @@ class Side:
         return "echomq %s (protocol %s), redis-py %s" % (_sdk_version(), echomq.VERSION, redis.__version__)
 
     def notes(self, cfg):
-        if hasattr(echomq, "Worker"):
-            how = "an echomq.Worker at concurrency %d on a client of its own" % cfg.concurrency
-        else:
-            how = (
-                "no echomq.Worker on main yet: %d tasks on a client of their own looping Queue.claim_many / "
-                "Queue.complete_claim (retire and lease the next in one call), blocking on the doorbell when idle"
-                % cfg.concurrency
-            )
         return (
-            "Python SDK: Queue.push from %d producers on one connect() client, Queue.push_batch of %d for batched; %s"
-            % (
-                cfg.producers,
-                cfg.batch,
-                how,
-            )
+            "Python SDK: Queue.push from %d producers on one connect() client, Queue.push_batch of %d for batched; "
+            "an echomq.Worker at concurrency %d (other options at their defaults) on a client of its own"
+            % (cfg.producers, cfg.batch, cfg.concurrency)
         )
 
     async def open(self, cfg):
@@ -76,11 +59,6 @@ class Side:
         self.wclient = await echomq.connect(self.url)
 
     async def start_worker(self, handle):
-        if hasattr(echomq, "Worker"):
-            return await self._sdk_worker(handle)
-        return await self._claim_loop(handle)
-
-    async def _sdk_worker(self, handle):
         async def handler(job):
             handle(job.payload)
 
@@ -88,35 +66,8 @@ class Side:
         task = asyncio.create_task(worker.run())
 
         async def stop():
-            await worker.close()
+            worker.stop()
             await task
-
-        return stop
-
-    async def _claim_loop(self, handle):
-        q = self.wclient.queue(QUEUE)
-        r = self.wclient.redis
-        done = asyncio.Event()
-
-        async def loop():
-            jobs = []
-            while not done.is_set():
-                if not jobs:
-                    jobs = await q.claim_many(LEASE_MS, 1)
-                    if not jobs:
-                        await r.blpop([q.keys.wake], timeout=IDLE_BLOCK_S)
-                        continue
-                job = jobs.pop()
-                handle(job.payload)
-                jobs = await q.complete_claim(job.id, job.token, LEASE_MS, 1) + jobs
-
-        tasks = [asyncio.create_task(loop()) for _ in range(self.concurrency)]
-
-        async def stop():
-            done.set()
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
 
         return stop
 
