@@ -551,7 +551,31 @@ export class Queue {
     }, opts);
   }
 
-  /** @internal Reads up to n ids at the head of the set at key (ZRANGE key 0 n-1). */
+  /**
+   * Returns up to n ids at the head of set s, in rank order: for pending
+   * the oldest first (FIFO), for schedule the earliest run-at first, for
+   * active the earliest lease deadline first, for dead the oldest first.
+   * These are the ids claimIds, promoteIds and reapIds take. An unknown set
+   * or an n under 1 throws an ArgumentError before anything is sent; a
+   * member that is not a well-formed id (a foreign writer's) throws an
+   * IdError. Read-only, it is resent across reconnects within opts.
+   */
+  async head(s: SetName, n: number, opts?: CallOptions): Promise<string[]> {
+    return this.client.resend(async () => {
+      const key = this.#setKey(s);
+      positiveInt("head size", n);
+      if (!this.client.isFenced) {
+        await this.client.ensure();
+      }
+      const ids = await this.peek(key, n);
+      for (const id of ids) {
+        parseId(id);
+      }
+      return ids;
+    }, opts);
+  }
+
+  /** @internal Reads up to n ids at the head of the set at key (ZRANGE key 0 n-1), unchecked. */
   async peek(key: string, n: number): Promise<string[]> {
     return idsOf(
       await this.client.runner.send(["ZRANGE", key, "0", String(n - 1)]),
@@ -634,12 +658,15 @@ export class Queue {
    * Leases exactly the given ids that are still pending, for leaseMs, in
    * the order given (claim_ids); ids no longer pending are skipped. It
    * rings the doorbell again when jobs remain. Malformed ids throw an
-   * IdError before anything is sent. Never resent: a lease may have been
-   * granted.
+   * IdError before anything is sent; no ids sends nothing. Never resent: a
+   * lease may have been granted.
    */
   async claimIds(leaseMs: number, ids: readonly string[]): Promise<Job[]> {
     positiveInt("lease", leaseMs);
     const rows = ids.map((id) => this.keys.row(id));
+    if (ids.length === 0) {
+      return [];
+    }
     if (!this.client.isFenced) {
       await this.client.ensure();
     }
@@ -825,6 +852,9 @@ export class Queue {
    */
   async promoteIds(ids: readonly string[]): Promise<number> {
     const rows = ids.map((id) => this.keys.row(id));
+    if (ids.length === 0) {
+      return 0;
+    }
     await this.client.ensure();
     return runPromoteIds(this.client.runner, {
       schedule: this.keys.schedule,
@@ -876,7 +906,7 @@ export class Queue {
       if (ids.length === 0) {
         return 0;
       }
-      const moved = await this.reapIds(maxAttempts, ids);
+      const moved = await this.reapIds(ids, maxAttempts);
       if (moved > 0 || n >= PEEK_ATTEMPTS) {
         return moved;
       }
@@ -890,9 +920,12 @@ export class Queue {
    * whose lease has not expired, is left as it is. Resolves how many moved.
    * Malformed ids throw an IdError before anything is sent.
    */
-  async reapIds(maxAttempts: number, ids: readonly string[]): Promise<number> {
+  async reapIds(ids: readonly string[], maxAttempts: number): Promise<number> {
     nonNegativeInt("max attempts", maxAttempts);
     const rows = ids.map((id) => this.keys.row(id));
+    if (ids.length === 0) {
+      return 0;
+    }
     await this.client.ensure();
     return runReapIds(this.client.runner, {
       active: this.keys.active,

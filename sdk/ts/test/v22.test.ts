@@ -123,8 +123,8 @@ test("the 2.2.0 calls refuse bad input before anything is sent", async () => {
     emq.IdError,
   );
   await assert.rejects(q.promoteIds(["bad"]), emq.IdError);
-  await assert.rejects(q.reapIds(-1, [c.mint()]), emq.ArgumentError);
-  await assert.rejects(q.reapIds(0, ["bad"]), emq.IdError);
+  await assert.rejects(q.reapIds([c.mint()], -1), emq.ArgumentError);
+  await assert.rejects(q.reapIds(["bad"], 0), emq.IdError);
   await assert.rejects(q.push("bad", "x"), emq.IdError);
   await assert.rejects(
     q.pushBatch([{ id: "bad", payload: "x" }]),
@@ -136,6 +136,9 @@ test("the 2.2.0 calls refuse bad input before anything is sent", async () => {
   assert.ok(n1 - n0 <= 5, "sent " + (n1 - n0) + " commands");
   const n2 = await srv.commandsProcessed();
   await assert.rejects(q.claimIds(1000, ["JOBnotanid!!!!"]), emq.IdError);
+  assert.deepEqual(await q.claimIds(1000, []), []);
+  assert.equal(await q.promoteIds([]), 0);
+  assert.equal(await q.reapIds([], 0), 0);
   assert.equal((await srv.commandsProcessed()) - n2, 1, "only INFO ran");
 });
 
@@ -172,6 +175,10 @@ test("claimMany and completeClaim read the head and claim it oldest first", asyn
   const q = c.queue("head");
   const ids = [c.mint(), c.mint(), c.mint(), c.mint()];
   await q.pushBatch(ids.map((id) => ({ id, payload: id })));
+  assert.deepEqual(await q.head(emq.SET_PENDING, 3), ids.slice(0, 3));
+  assert.deepEqual(await q.head(emq.SET_ACTIVE, 3), []);
+  await assert.rejects(q.head(emq.SET_PENDING, 0), emq.ArgumentError);
+  await assert.rejects(q.head("nope" as emq.SetName, 1), emq.ArgumentError);
   const { value: two, scripts } = await recording(() => q.claimMany(30000, 2));
   assert.deepEqual(
     two.map((j) => j.id),
@@ -217,7 +224,7 @@ test("promoteDue and reapExpired move only what is due, ring the doorbell, and r
   assert.equal(await q.reapExpired(10, 1), 2);
   assert.equal(await srv.cmd("ZCARD", q.keys.dead), 2);
   assert.equal(await srv.cmd("EXISTS", q.keys.wake), 0);
-  assert.equal(await q.reapIds(1, [a]), 0);
+  assert.equal(await q.reapIds([a], 1), 0);
 });
 
 test("concurrent pushes on one client go out as one push_many per batch, each caller its own result", async () => {

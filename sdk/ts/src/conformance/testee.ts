@@ -85,6 +85,12 @@ function num(a: Obj, name: string): number {
   return v;
 }
 
+/** A request's list of ids, as given (the SDK checks them). */
+function ids(a: Obj): string[] {
+  const v = a["ids"];
+  return Array.isArray(v) ? v.map((x) => String(x)) : [];
+}
+
 /** A request's payload: UTF-8 text or base64 bytes. */
 function payloadIn(a: Obj): Buffer {
   if (typeof a["payload_b64"] === "string") {
@@ -245,6 +251,35 @@ class Testee {
             r.error ? { error: kindOf(r.error) } : { enqueued: r.enqueued },
           ),
         };
+      }
+      case "push_many": {
+        const q = this.#queue(a);
+        const jobs = (Array.isArray(a["jobs"]) ? a["jobs"] : []).map(
+          (j: Obj) => ({ id: str(j, "id"), payload: payloadIn(j) }),
+        );
+        const res = await q.pushMany(jobs);
+        return { results: res.map((enqueued) => ({ enqueued })) };
+      }
+      case "claim_ids": {
+        const q = this.#queue(a);
+        const js = await q.claimIds(num(a, "lease_ms"), ids(a));
+        return { jobs: js.map(jobOut) };
+      }
+      case "complete_claim_ids": {
+        const [q, id] = this.#queueId(a);
+        const js = await q.completeClaimIds(
+          id,
+          num(a, "token"),
+          num(a, "lease_ms"),
+          ids(a),
+        );
+        return { jobs: js.map(jobOut) };
+      }
+      case "promote_ids":
+        return { moved: await this.#queue(a).promoteIds(ids(a)) };
+      case "reap_ids": {
+        const q = this.#queue(a);
+        return { moved: await q.reapIds(ids(a), num(a, "max_attempts")) };
       }
       case "claim": {
         const j = await this.#queue(a).claim(num(a, "lease_ms"));
