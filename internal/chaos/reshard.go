@@ -42,12 +42,11 @@ type migrationShape struct {
 	min   int           // migrations at least, even once the load is pushed
 }
 
-// migrationWorkers are the languages of the scenario's worker processes:
-// TypeScript only while the Go SDK's worker still claims with the 2.1 pop
-// scripts (claim_many, complete_claim, promote, reap), which lose jobs here
-// (run with Go workers added, the accounting finds dozens lost); Go joins
-// once its worker runs the declared-key scripts.
-var migrationWorkers = []Lang{LangTS}
+// migrationWorkers are the languages of the scenario's worker processes,
+// in turn: both SDKs' workers run only the declared-key scripts of 2.2.0
+// (the Go worker's 2.1 pop path, claim_many and complete_claim, lost
+// dozens of jobs here).
+var migrationWorkers = []Lang{LangTS, LangGo}
 
 func migrationPlan(cfg Config) (*plan, migrationShape) {
 	p := &plan{
