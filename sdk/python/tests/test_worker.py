@@ -500,3 +500,25 @@ async def test_cancelling_run_hands_back_at_once(server: Server) -> None:
         assert info is not None and info.state == STATE_PENDING, "handed back, not left leased"
     finally:
         await c.close()
+
+
+async def test_a_handler_that_is_not_a_coroutine_fails_its_job(server: Server) -> None:
+    c = await connect(server)
+    try:
+        q = c.queue("notasync")
+        id = c.mint()
+        assert await q.push(id, b"")
+        tally = Tally()
+        calls: list[int] = []
+
+        def handler(job: Job) -> None:  # not async: returns None, no awaitable
+            calls.append(job.token)
+
+        w = Worker(q, handler, max_attempts=1, maintenance_ms=0, metrics=tally)  # type: ignore[arg-type]
+        async with running(w):
+            await eventually(lambda: tally.get(Counter.BURIED) == 1, what="the job failed")
+        assert calls == [1]
+        info = await q.get(id)
+        assert info is not None and info.state == STATE_DEAD
+    finally:
+        await c.close()

@@ -638,12 +638,18 @@ class Worker:
     async def _process(self, job: Job) -> Job | None:
         """Runs one job and settles it; returns the next job when the completion leased one."""
         fl = _Inflight(job=job, deadline_ms=job.deadline_ms)
-        fl.task = asyncio.ensure_future(self._h(job))
+        failure: BaseException | None = None
+        try:
+            # Called here, in the runner's task (its context), and awaited in a task of its own
+            # that the extender and the shutdown can cancel.
+            fl.task = asyncio.ensure_future(self._h(job))
+        except Exception as err:  # the handler raised at once, or returned no awaitable
+            failure = err
         self._running.add(fl)
         try:
-            failure: BaseException | None = None
             try:
-                await fl.task
+                if fl.task is not None:
+                    await fl.task
             except asyncio.CancelledError as err:
                 me = asyncio.current_task()
                 if me is not None and me.cancelling() > 0:
