@@ -53,7 +53,7 @@ async def running(w: Worker) -> AsyncIterator[asyncio.Task[None]]:
         yield t
     finally:
         w.stop()
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(30):
             await t
 
 

@@ -75,6 +75,9 @@ LEASE_LOST: Final = "emq: the job's lease was lost"
 SHUTDOWN: Final = "emq: the worker shut down"
 """The message of the cancellation of a handler that overran a shutdown's deadline."""
 
+OP_TIMEOUT_S: Final = 10.0
+"""Bounds each claim and each settling of a job the worker makes (seconds)."""
+
 MAINTENANCE_BATCH: Final = 1000
 """The most ids one promote or reap call of the maintenance handles."""
 
@@ -411,7 +414,8 @@ class Worker:
             try:
                 # Not cut short by stop(): a lease the server granted must reach a runner, or it
                 # would sit out its lease.
-                jobs = await self._claim(n)
+                async with asyncio.timeout(OP_TIMEOUT_S):
+                    jobs = await self._claim(n)
             except asyncio.CancelledError:
                 raise
             except Exception as err:
@@ -659,12 +663,22 @@ class Worker:
                 failure = err
             except Exception as err:
                 failure = err
+            # Settling is the runner's: neither extended nor handed back from here on.
+            self._running.discard(fl)
             if fl.handed_back:
                 return None
-            if failure is not None:
-                await self._fail(job, failure)
+            try:
+                async with asyncio.timeout(OP_TIMEOUT_S):
+                    if failure is not None:
+                        await self._fail(job, failure)
+                        return None
+                    return await self._complete(job)
+            except TimeoutError:
+                self.log.error(
+                    "emq: settling job %s timed out; its lease will be reaped and it runs again",
+                    job.id,
+                )
                 return None
-            return await self._complete(job)
         finally:
             self._running.discard(fl)
 
@@ -818,8 +832,8 @@ class Worker:
         with no delay and promoted."""
         n = 0
         for fl in list(self._running):
-            if fl.lost or fl.handed_back:
-                continue
+            if fl.lost or fl.handed_back or fl not in self._running:
+                continue  # lost, done, or its handler returned meanwhile (the runner settles it)
             fl.handed_back = True
             try:
                 await self.queue.retry(fl.job.id, fl.job.token, 0)
