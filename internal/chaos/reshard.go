@@ -44,8 +44,8 @@ type migrationShape struct {
 
 // migrationWorkers are the languages of the scenario's worker processes,
 // in turn: both SDKs' workers run only the declared-key scripts of 2.2.0
-// (the Go worker's 2.1 pop path, claim_many and complete_claim, lost
-// dozens of jobs here).
+// (with the 2.1 pop path, claim_many and complete_claim, the same run lost
+// 81 of 2,000 jobs with Go workers and 493 of 2,000 with TypeScript ones).
 var migrationWorkers = []Lang{LangTS, LangGo}
 
 func migrationPlan(cfg Config) (*plan, migrationShape) {

@@ -253,10 +253,15 @@ export class ClusterAdapter implements RedisAdapter {
   }
 
   async #blocker(key: RedisArg): Promise<Blocker> {
-    const origin = (await this.#cluster.getNodeClientForKey(
-      key,
-      false,
-    )) as unknown as NodeClient;
+    let origin: NodeClient;
+    try {
+      origin = (await this.#cluster.getNodeClientForKey(
+        key,
+        false,
+      )) as unknown as NodeClient;
+    } catch (err) {
+      throw mapError(err);
+    }
     // Connections duplicated from a node client the cluster has since
     // dropped (its slots moved away) go.
     for (const b of this.#idle) {
