@@ -46,14 +46,18 @@ export interface ClusterConnectOptions {
   /**
    * How long a command answered TRYAGAIN is resent for, in milliseconds,
    * before its TRYAGAIN is thrown as a ConnectionError (nothing ran, so the
-   * call may be sent again). Default: the command timeout.
+   * call may be sent again). Default 10000.
    */
   tryAgainMs?: number;
 }
 
 /** Options of ClusterAdapter.connect. */
 export interface ClusterAdapterOptions extends ClusterConnectOptions {
-  /** How long a command may take, in milliseconds; default 10000. */
+  /**
+   * How long a command may wait to be written, in milliseconds, as for the
+   * single-server adapter (NodeRedisOptions.commandTimeoutMs). Default
+   * none.
+   */
   commandTimeoutMs?: number;
   /** Receives connection errors (node-redis reconnects by itself). */
   onError?: (err: unknown) => void;
@@ -157,8 +161,15 @@ export class ClusterAdapter implements RedisAdapter {
 
   private constructor(cluster: Cluster, opts: ClusterAdapterOptions) {
     this.#cluster = cluster;
-    this.#timeout = opts.commandTimeoutMs ?? 10000;
-    this.#tryAgainMs = opts.tryAgainMs ?? this.#timeout;
+    // A timeout of 0 turns off node-redis's default one.
+    this.#timeout =
+      opts.commandTimeoutMs && opts.commandTimeoutMs > 0
+        ? opts.commandTimeoutMs
+        : 0;
+    this.#tryAgainMs =
+      opts.tryAgainMs !== undefined && opts.tryAgainMs >= 0
+        ? opts.tryAgainMs
+        : 10000;
     this.#onError = opts.onError ?? (() => {});
     // A node connection that became ready (at connect, after a reconnect,
     // or to a node found by rediscovery) counts: the client fences again
