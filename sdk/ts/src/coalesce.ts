@@ -82,7 +82,7 @@ export class Pusher {
   readonly #one: PushOne;
   #pending: Entry[] = [];
   #inflight = 0;
-  #soon: NodeJS.Immediate | undefined;
+  #soon = false;
   #linger: NodeJS.Timeout | undefined;
   readonly #flush = () => this.flush();
 
@@ -110,7 +110,12 @@ export class Pusher {
       if (this.#pending.length >= this.#opt.maxBatch) {
         this.flush();
       } else if (this.#inflight === 0 || this.#opt.lingerMs === 0) {
-        this.#soon ??= setImmediate(this.#flush);
+        // After the pushes made by what runs now and its promise chains
+        // (a tick runs once the microtask queue drained), before I/O.
+        if (!this.#soon) {
+          this.#soon = true;
+          process.nextTick(this.#flush);
+        }
       } else {
         this.#linger ??= setTimeout(this.#flush, this.#opt.lingerMs);
       }
@@ -119,10 +124,7 @@ export class Pusher {
 
   /** Sends what is gathered, in batches of at most maxBatch. */
   flush(): void {
-    if (this.#soon !== undefined) {
-      clearImmediate(this.#soon);
-      this.#soon = undefined;
-    }
+    this.#soon = false;
     if (this.#linger !== undefined) {
       clearTimeout(this.#linger);
       this.#linger = undefined;

@@ -212,10 +212,13 @@ test("a coalesced batch cut by a killed connection is resent: every push resolve
       const ids = Array.from({ length: 200 }, () => c.mint());
       const all = Promise.all(ids.map((id) => q.push(id, "x")));
       // The batch is on its way (sent after this tick): kill it under way.
-      setImmediate(() => {
-        void srv.cmd("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
+      const killed = new Promise((resolve) => {
+        setImmediate(() => {
+          resolve(srv.cmd("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"));
+        });
       });
       const res = await all;
+      await killed;
       assert.equal(res.length, 200);
       // A resend of a batch the lost attempt admitted reports duplicates.
       const present = await Promise.all(
@@ -227,6 +230,8 @@ test("a coalesced batch cut by a killed connection is resent: every push resolve
       );
     }
     assert.equal(await srv.cmd("ZCARD", q.keys.pending), 1000);
+    // Reconnected before the client closes.
+    assert.equal(await q.size(emq.SET_PENDING), 1000);
   });
 });
 
