@@ -3,6 +3,7 @@ package emq
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/echomq/echomq/sdk/go/emq/wire"
@@ -38,9 +39,12 @@ func (q *Queue) ClaimMany(ctx context.Context, lease time.Duration, n int) (_ []
 
 // CompleteClaim retires an active job like Complete and, in the same
 // script call, leases up to n of the oldest pending jobs for lease (n may
-// be 0: complete only). A stale token is refused with ErrStale and nothing
-// is leased. A malformed id, a lease under a millisecond or a negative n
-// is refused before anything is sent.
+// be 0: complete only). It reads up to n ids at the head of pending first
+// and passes them to complete_claim_ids, which declares every key it
+// touches; ids another claimer took in between are skipped, so it may
+// lease fewer than n while more are pending. A stale token is refused with
+// ErrStale and nothing is leased. A malformed id, a lease under a
+// millisecond or a negative n is refused before anything is sent.
 func (q *Queue) CompleteClaim(ctx context.Context, id ID, token int64, lease time.Duration, n int) (_ []Job, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if err := positive("lease", lease); err != nil {
@@ -53,9 +57,15 @@ func (q *Queue) CompleteClaim(ctx context.Context, id ID, token int64, lease tim
 	if err != nil {
 		return nil, err
 	}
-	call := wire.CompleteClaimCall{Row: row, Active: q.keys.Active, Pending: q.keys.Pending, Wake: q.keys.Wake,
-		ID: id, Token: token, Prefix: q.keys.RowPrefix(), LeaseMS: ms(lease), Count: int64(n)}
-	rs, err := call.Exec(ctx, q.c.rc)
+	var members []string
+	if n > 0 {
+		if members, err = q.c.rc.Do(ctx, q.headCmd(q.keys.Pending, n)).AsStrSlice(); err != nil {
+			return nil, fmt.Errorf("emq: head of %s: %w", SetPending, err)
+		}
+	}
+	keys := append([]string{row, q.keys.Active, q.keys.Pending, q.keys.Wake}, q.rawRows(members)...)
+	args := append([]string{id.String(), strconv.FormatInt(token, 10), strconv.FormatInt(ms(lease), 10)}, members...)
+	rs, err := wire.DecodeCompleteClaimIDs(wire.ScriptCompleteClaimIDs.Lua().Exec(ctx, q.c.rc, keys, args))
 	if err != nil {
 		return nil, err
 	}

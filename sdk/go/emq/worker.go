@@ -100,6 +100,17 @@ type WorkerOptions struct {
 
 // Worker runs a handler over the jobs of one queue. Create it with
 // NewWorker and run it with Run.
+//
+// Every script a Worker runs declares every key it touches (echomq
+// 2.2.0): it reads the ids at the head of pending (a ZRANGE pipelined
+// behind its claiming calls, so the steady state is one script call per
+// job) and leases exactly those with claim_ids, or with complete_claim_ids
+// as it completes a job; maintenance reads the heads of the schedule and
+// the active set and runs promote_ids and reap_ids. An id another worker
+// took in between is skipped. So a Redis Cluster slot split by a batched
+// migration answers TRYAGAIN or ASK, which the client resends, instead of
+// letting a script miss a row and lose its job, and an ACL user is checked
+// on every row before a script runs.
 type Worker struct {
 	q     *Queue
 	h     Handler
