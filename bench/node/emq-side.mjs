@@ -1,5 +1,8 @@
-// The EchoMQ TypeScript SDK (sdk/ts, linked as @echomq/sdk): queue.push and
-// queue.pushBatch to enqueue, a Worker of the given concurrency to process.
+// The EchoMQ TypeScript SDK (sdk/ts, linked as @echomq/sdk): queue.push (the
+// concurrent pushes of the producers coalesced into push_many calls, the
+// SDK's default) and queue.pushBatch (chunked push_many) to enqueue, a
+// Worker of the given concurrency (declared-key scripts only: claim_ids,
+// complete_claim_ids, one call per job in the steady state) to process.
 // Like BullMQ's Queue and Worker, the producers and the worker hold their
 // own connections (a client each).
 import { connect, Worker, SDK_VERSION, VERSION } from "@echomq/sdk";
