@@ -99,8 +99,8 @@ func nodeRows(cfg *config, rep *NodeReport) []Row {
 		}
 		rows = append(rows, r)
 	}
-	through("enqueue_one", fmt.Sprintf("T1. enqueue, one job per call (%d producers)", cfg.Producers), "enqueue_one", "", 0, "queue.push vs Queue.add")
-	through("enqueue_batch", fmt.Sprintf("T2. enqueue, batched (%d per call)", cfg.Batch), "enqueue_batched", "≥ 3× BullMQ", 3, "queue.pushBatch vs Queue.addBulk")
+	through("enqueue_one", fmt.Sprintf("T1. enqueue, one job per call (%d producers)", cfg.Producers), "enqueue_one", "≥ 2× BullMQ", 2, "queue.push (coalesced into push_many) vs Queue.add")
+	through("enqueue_batch", fmt.Sprintf("T2. enqueue, batched (%d per call)", cfg.Batch), "enqueue_batched", "≥ 3× BullMQ", 3, "queue.pushBatch (chunked push_many) vs Queue.addBulk")
 	through("drain", fmt.Sprintf("T3. drain a pre-filled queue (concurrency %d)", cfg.Concurrency), "drain", "≥ 2× BullMQ", 2, "")
 	through("enqueue_process", "T4. enqueue and process at once", "enqueue_process", "≥ 2× BullMQ", 2, "")
 	lat := func(key, scenario string, get func(NodeResult) float64, target string, limit float64) {
