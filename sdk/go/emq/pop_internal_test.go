@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -104,7 +106,7 @@ func TestHeadPool(t *testing.T) {
 
 // BenchmarkPopPaths measures the worker on its declared-key path against
 // the 2.1.1 path in the same run, on one server, alternating the two:
-// drain (a pre-filled queue of popJobs jobs, one worker of concurrency
+// drain (a pre-filled queue of popBenchJobs jobs, one worker of concurrency
 // 50) and enqueue-and-process (8 producers pushing one job per call to a
 // running worker). Run it with -benchtime=1x; each iteration makes
 // popRounds rounds of each path and reports the median jobs/s of each and
@@ -119,8 +121,8 @@ func BenchmarkPopPaths(b *testing.B) {
 				if legacy {
 					name = "2.1.1"
 				}
-				res[name+"-drain"] = append(res[name+"-drain"], popRun(b, srv, legacy, false))
-				res[name+"-process"] = append(res[name+"-process"], popRun(b, srv, legacy, true))
+				res[name+"-drain"] = append(res[name+"-drain"], popRun(b, srv, legacy, false, popBenchJobs))
+				res[name+"-process"] = append(res[name+"-process"], popRun(b, srv, legacy, true, popBenchJobs))
 			}
 		}
 		med := func(k string) float64 {
@@ -138,14 +140,14 @@ func BenchmarkPopPaths(b *testing.B) {
 }
 
 const (
-	popJobs   = 30000
-	popRounds = 5
+	popBenchJobs = 30000
+	popRounds    = 5
 )
 
 // popRun runs one round: a fresh keyspace, a producer client and a worker
-// client of their own, popJobs jobs pushed before (drain) or while
+// client of their own, jobs jobs pushed before (drain) or while
 // (process) the worker runs; it returns jobs/s to the last completion.
-func popRun(b testing.TB, srv *redistest.Server, legacy, process bool) float64 {
+func popRun(b testing.TB, srv *redistest.Server, legacy, process bool, jobs int) float64 {
 	b.Helper()
 	ctx := context.Background()
 	if _, err := srv.Do("FLUSHALL"); err != nil {
@@ -165,7 +167,7 @@ func popRun(b testing.TB, srv *redistest.Server, legacy, process bool) float64 {
 	defer wc.Close()
 	wq, _ := wc.Queue("bench")
 	pq, _ := pc.Queue("bench")
-	ids := make([]NewJob, popJobs)
+	ids := make([]NewJob, jobs)
 	for i := range ids {
 		id, err := pc.Mint(WorkKind)
 		if err != nil {
@@ -208,7 +210,7 @@ func popRun(b testing.TB, srv *redistest.Server, legacy, process bool) float64 {
 		}
 		wg.Wait()
 	}
-	for completed.Load() < popJobs {
+	for completed.Load() < int64(jobs) {
 		time.Sleep(200 * time.Microsecond)
 	}
 	el := time.Since(start)
@@ -216,15 +218,40 @@ func popRun(b testing.TB, srv *redistest.Server, legacy, process bool) float64 {
 	if err := <-done; err != nil {
 		b.Fatal(err)
 	}
-	return float64(popJobs) / el.Seconds()
+	return float64(jobs) / el.Seconds()
 }
 
-func TestPopCallsPerJob(t *testing.T) {
+// The declared path keeps the steady state at one script call per job: a
+// drain of a backlog makes about as many EVALSHA as jobs (a completion
+// leases the next head id in the same call) and reads the head (ZRANGE,
+// pipelined behind a call) about once per Concurrency jobs.
+func TestWorkerOneCallPerJob(t *testing.T) {
 	srv := redistest.Start(t)
-	for _, legacy := range []bool{false, true} {
-		_, _ = srv.Do("CONFIG", "RESETSTAT")
-		popRun(t, srv, legacy, false)
-		s, _ := srv.Do("INFO", "commandstats")
-		t.Logf("legacy %v:\n%s", legacy, s)
+	const jobs = 5000
+	if _, err := srv.Do("CONFIG", "RESETSTAT"); err != nil {
+		t.Fatal(err)
+	}
+	popRun(t, srv, false, false, jobs)
+	stats, err := srv.Do("INFO", "commandstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := func(cmd string) int {
+		_, rest, ok := strings.Cut(stats, "cmdstat_"+cmd+":calls=")
+		if !ok {
+			return 0
+		}
+		n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+		return n
+	}
+	// The pushes are PushBatch's push_many calls, 500 jobs each; the
+	// fence, the node lease and the maintenance add a few more.
+	scripts, reads := calls("evalsha")+calls("eval"), calls("zrange")
+	t.Logf("%d jobs: %d script calls, %d head reads", jobs, scripts, reads)
+	if scripts > jobs*105/100+100 {
+		t.Errorf("%d script calls for %d jobs; want about one per job", scripts, jobs)
+	}
+	if reads == 0 || reads > jobs/10 {
+		t.Errorf("%d head reads for %d jobs; want some, about one per concurrency's worth of jobs", reads, jobs)
 	}
 }
