@@ -63,6 +63,47 @@ type pyReport struct {
 	Results map[string]NodeResult `json:"results"`
 }
 
+// pyScenarios are the scenarios of bench.py, in the order they run.
+var pyScenarios = []string{"enqueue_one", "enqueue_batched", "drain", "enqueue_process", "latency"}
+
+// runPySide runs bench.py for one side and one scenario.
+func runPySide(ctx context.Context, cfg *config, side, scenario, addr string, log io.Writer) (*pyReport, error) {
+	abs, err := filepath.Abs(pyInterpreter(cfg, side))
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"bench.py", "--side", side, "--addr", addr, "--scenarios", scenario,
+		"--jobs", strconv.Itoa(cfg.PythonJobs), "--producers", strconv.Itoa(cfg.Producers),
+		"--concurrency", strconv.Itoa(cfg.Concurrency), "--batch", strconv.Itoa(cfg.Batch),
+		"--runs", strconv.Itoa(cfg.Runs), "--latency-samples", strconv.Itoa(cfg.PythonLatencySamples),
+		"--latency-budget-ms", strconv.FormatInt(cfg.PythonLatencyBudget.Milliseconds(), 10),
+		"--rq-workers", strconv.Itoa(cfg.RQWorkers)}
+	cmd := exec.CommandContext(ctx, abs, args...)
+	cmd.Dir = cfg.PythonDir
+	if side == "emq" {
+		// The SDK runs from its source tree, as its own tests do
+		// (pyproject's pythonpath = src): nothing is installed.
+		src, err := filepath.Abs(filepath.Join(cfg.PythonSDKDir, "src"))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(filepath.Join(src, "echomq", "__init__.py")); err != nil {
+			return nil, fmt.Errorf("%s has no echomq package: %s", src, hintPython)
+		}
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+src)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, log
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("python bench.py --side %s --scenarios %s: %w", side, scenario, err)
+	}
+	r := new(pyReport)
+	if err := json.Unmarshal(out.Bytes(), r); err != nil {
+		return nil, fmt.Errorf("python bench.py --side %s printed no report: %w", side, err)
+	}
+	return r, nil
+}
+
 // pyInterpreter is the python of side's virtualenv, relative to bench/.
 func pyInterpreter(cfg *config, side string) string {
 	if side == "emq" {
@@ -71,62 +112,40 @@ func pyInterpreter(cfg *config, side string) string {
 	return filepath.Join(cfg.PythonDir, ".venv", "bin", "python")
 }
 
-// runPython runs bench/python/bench.py once per side of cfg.PythonSides
-// against the server at addr with cfg's load, and returns the sides'
-// results with the rows built. A missing interpreter or package fails
+// runPython runs bench/python/bench.py for every scenario and every side
+// of cfg.PythonSides (one process each, the sides of a scenario one after
+// the other) against the server at addr with cfg's load, and returns the
+// sides' results with the rows built. A missing interpreter or package fails
 // with the install hint: the Python rows are part of the benchmark, never
 // silently left out.
 func runPython(ctx context.Context, cfg *config, addr string, reset func(context.Context) error, log io.Writer) (*PythonReport, error) {
 	rep := &PythonReport{Versions: map[string]string{}, Notes: map[string]string{}, Results: map[string]map[string]NodeResult{}}
 	for _, side := range cfg.PythonSides {
-		py := pyInterpreter(cfg, side)
-		if _, err := os.Stat(py); err != nil {
-			return nil, fmt.Errorf("%s is missing: %s", py, hintPython)
+		if _, err := os.Stat(pyInterpreter(cfg, side)); err != nil {
+			return nil, fmt.Errorf("%s is missing: %s", pyInterpreter(cfg, side), hintPython)
 		}
-		if err := reset(ctx); err != nil {
-			return nil, err
-		}
-		abs, err := filepath.Abs(py)
-		if err != nil {
-			return nil, err
-		}
-		args := []string{"bench.py", "--side", side, "--addr", addr,
-			"--jobs", strconv.Itoa(cfg.PythonJobs), "--producers", strconv.Itoa(cfg.Producers),
-			"--concurrency", strconv.Itoa(cfg.Concurrency), "--batch", strconv.Itoa(cfg.Batch),
-			"--runs", strconv.Itoa(cfg.Runs), "--latency-samples", strconv.Itoa(cfg.PythonLatencySamples),
-			"--latency-budget-ms", strconv.FormatInt(cfg.PythonLatencyBudget.Milliseconds(), 10),
-			"--rq-workers", strconv.Itoa(cfg.RQWorkers)}
-		cmd := exec.CommandContext(ctx, abs, args...)
-		cmd.Dir = cfg.PythonDir
-		if side == "emq" {
-			// The SDK runs from its source tree, as its own tests do
-			// (pyproject's pythonpath = src): nothing is installed.
-			src, err := filepath.Abs(filepath.Join(cfg.PythonSDKDir, "src"))
+		rep.Sides = append(rep.Sides, side)
+		rep.Results[side] = map[string]NodeResult{}
+	}
+	// Scenario by scenario, side after side: the sides of one scenario run
+	// within a minute or two of each other, so that a load that changes
+	// over the run disturbs them alike.
+	for _, sc := range pyScenarios {
+		for _, side := range cfg.PythonSides {
+			if err := reset(ctx); err != nil {
+				return nil, err
+			}
+			r, err := runPySide(ctx, cfg, side, sc, addr, log)
 			if err != nil {
 				return nil, err
 			}
-			if _, err := os.Stat(filepath.Join(src, "echomq", "__init__.py")); err != nil {
-				return nil, fmt.Errorf("%s has no echomq package: %s", src, hintPython)
-			}
-			cmd.Env = append(os.Environ(), "PYTHONPATH="+src)
-		}
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, log
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("python bench.py --side %s: %w", side, err)
-		}
-		var r pyReport
-		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("python bench.py --side %s printed no report: %w", side, err)
-		}
-		for _, sc := range []string{"enqueue_one", "enqueue_batched", "drain", "enqueue_process", "latency"} {
-			if _, ok := r.Results[sc]; !ok {
+			res, ok := r.Results[sc]
+			if !ok {
 				return nil, fmt.Errorf("python bench.py: no %s result for %s", sc, side)
 			}
+			rep.Python = r.Python
+			rep.Versions[side], rep.Notes[side], rep.Results[side][sc] = r.Version, r.Notes, res
 		}
-		rep.Python = r.Python
-		rep.Sides = append(rep.Sides, side)
-		rep.Versions[side], rep.Notes[side], rep.Results[side] = r.Version, r.Notes, r.Results
 	}
 	if len(rep.Sides) < len(pySides) {
 		var left []string

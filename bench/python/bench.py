@@ -11,8 +11,8 @@ scenarios the Go half runs against asynq and the Node half against BullMQ:
 
 It runs one side per process, since each side runs in a virtualenv of its
 own (the SDK in sdk/python's, the peers in bench/python/.venv), and prints
-one JSON document on stdout; bench/ (python.go) runs it once per side and
-turns the results into rows. Alone:
+one JSON document on stdout; bench/ (python.go) runs it once per scenario
+and side (--scenarios) and turns the results into rows. Alone:
 
   .venv/bin/python bench.py --side arq --addr 127.0.0.1:6379 [--jobs 10000]
 """
@@ -44,6 +44,11 @@ p.add_argument("--runs", type=int, default=3)
 p.add_argument("--latency-samples", type=int, default=500)
 p.add_argument("--latency-budget-ms", type=int, default=20000)
 p.add_argument("--rq-workers", type=int, default=4)
+p.add_argument(
+    "--scenarios",
+    default="enqueue_one,enqueue_batched,drain,enqueue_process,latency",
+    help="the scenarios to run, comma-separated (bench/ runs one at a time, side after side)",
+)
 cfg = p.parse_args()
 
 PAYLOAD = "x" * 64
@@ -301,15 +306,22 @@ async def main():
         "results": {},
     }
     try:
+        wanted = cfg.scenarios.split(",")
+        unknown = set(wanted) - {n for n, _ in SCENARIOS} - {"latency"}
+        if unknown:
+            raise SystemExit("bench.py: unknown scenarios %s" % ", ".join(sorted(unknown)))
         for name, run in SCENARIOS:
+            if name not in wanted:
+                continue
             runs = [await bounded(name, run(admin, side)) for _ in range(cfg.runs)]
             m = dict(sorted(runs, key=lambda r: r["jobs_per_s"])[len(runs) // 2])
             m["runs"] = [round(r["jobs_per_s"]) for r in runs]
             out["results"][name] = m
             log("%s: %.0f jobs/s (runs %s)" % (name, m["jobs_per_s"], m["runs"]))
-        out["results"]["latency"] = await bounded("latency", latency(admin, side))
-        lat = out["results"]["latency"]
-        log("latency: p50 %.2f ms, p99 %.2f ms over %d samples" % (lat["p50_ms"], lat["p99_ms"], lat["samples"]))
+        if "latency" in wanted:
+            out["results"]["latency"] = await bounded("latency", latency(admin, side))
+            lat = out["results"]["latency"]
+            log("latency: p50 %.2f ms, p99 %.2f ms over %d samples" % (lat["p50_ms"], lat["p99_ms"], lat["samples"]))
     finally:
         await admin.flushall()
         await admin.aclose()
