@@ -1,6 +1,6 @@
 // The SDK on a real Redis Cluster of three primaries (test/cluster.ts):
 // the fence and the node lease on the reserve's slot, queues on every
-// primary, pipelines across slots, NOSCRIPT per node, the worker's doorbell,
+// primary, the manifest's probes, pipelines across slots, NOSCRIPT per node, the worker's doorbell,
 // MOVED after a slot moved (commands and the blocked doorbell pop), ASK
 // and TRYAGAIN while a slot is split by a batched migration, TRYAGAIN past
 // its budget as a ConnectionError, and the fence again after reconnects.
@@ -125,6 +125,24 @@ test("connect fences and leases on the reserve slot's node; push, claim and comp
     // The rows were retired on the queue's node, where the sets are.
     assert.equal(await n.cmd("EXISTS", q.keys.row(ids[0]!)), 0);
   }
+});
+
+test("every probe check passes on the cluster and leaves nothing behind", async () => {
+  const c = await open();
+  const keys = async () => {
+    const out: string[] = [];
+    for (const n of cl.nodes) {
+      const ks = (await n.cmd("KEYS", "*")) as string[];
+      out.push(...ks.map((k) => n.addr + " " + k));
+    }
+    return out.sort();
+  };
+  const before = await keys();
+  const t = await emq.runProbes(c);
+  const total = emq.PROBES.reduce((n, p) => n + p.steps.length, 0);
+  assert.equal(t.results.length, total);
+  assert.equal(t.passed, total, t.lines().join("\n"));
+  assert.deepEqual(await keys(), before);
 });
 
 test("a pipeline across slots goes to each slot's node; get reads a row and its sets in one round trip", async () => {
