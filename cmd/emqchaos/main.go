@@ -89,6 +89,19 @@ func run(args []string) int {
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano())>>1 | 1
 	}
+	if *dir == "" {
+		// One temporary directory for the whole run, removed at its end: a
+		// scenario reads its worker processes' records after its load is
+		// torn down (interop, reshard), so a directory per scenario removed
+		// when the load ends would be gone by then.
+		d, err := os.MkdirTemp("", "emqchaos-")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "emqchaos: %v\n", err)
+			return 1
+		}
+		defer os.RemoveAll(d)
+		*dir = d
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 

@@ -39,7 +39,11 @@ type migrationShape struct {
 	batch int           // keys per MIGRATE
 	pause time.Duration // after each MIGRATE, the slot split
 	gap   time.Duration // between migrations, the slot settled
-	min   int           // migrations at least, even once the load is pushed
+	// settle, when set, makes the gap at least as long as the migration
+	// before it: the load, held still while the slot is split, then runs
+	// as long again before the next split.
+	settle bool
+	min    int // migrations at least, even once the load is pushed
 }
 
 // migrationWorkers are the languages of the scenario's worker processes,
@@ -60,8 +64,12 @@ func migrationPlan(cfg Config) (*plan, migrationShape) {
 	}
 	m := migrationShape{batch: 4, pause: 10 * time.Millisecond, gap: 100 * time.Millisecond, min: 4}
 	if cfg.Long {
-		p.jobs, p.rate, p.drain, p.workers = 40_000, 1500, 5*time.Minute, 6
-		m.min = 30
+		// Batches of 20 keys: a split slot stalls the load (every call of
+		// the queue meets TRYAGAIN until the slot settles), so migrations of
+		// a backlog of thousands of keys in batches of 4 would hold it
+		// still for most of the run.
+		p.jobs, p.rate, p.drain, p.workers = 20_000, 1500, 5*time.Minute, 6
+		m.batch, m.min, m.settle = 20, 20, true
 	}
 	if cfg.Jobs > 0 {
 		p.jobs = cfg.Jobs
@@ -111,8 +119,13 @@ func (Reshard) Run(ctx context.Context, cfg Config) (Result, error) {
 			r.count("migrations_"+strings.ReplaceAll(orderNames[ord], " ", "_"), 1)
 			r.count("keys_migrated", int64(keys))
 			r.count("migrate_batches", int64(batches))
-			r.logf("migrated slot %d from %s to %s (%s): %d keys in %d batches of %d in %v", slot, from, to, orderNames[ord], keys, batches, m.batch, time.Since(start).Round(time.Millisecond))
-			sleepCtx(ctx, m.gap)
+			took := time.Since(start)
+			r.logf("migrated slot %d from %s to %s (%s): %d keys in %d batches of %d in %v", slot, from, to, orderNames[ord], keys, batches, m.batch, took.Round(time.Millisecond))
+			if m.settle {
+				sleepCtx(ctx, max(m.gap, took))
+			} else {
+				sleepCtx(ctx, m.gap)
+			}
 		}
 		return ctx.Err()
 	}
