@@ -44,6 +44,11 @@ const tsHint = "recording the TypeScript API runs the TypeScript compiler under 
 // the package's TypeScript compiler is missing, and with the compiler's
 // diagnostics when the sources do not compile.
 func TSAPI(ctx context.Context, dir string) ([]string, error) {
+	// The tool runs in dir, so a relative dir would name it twice.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
 	node, err := exec.LookPath("node")
 	if err != nil {
 		return nil, fmt.Errorf("%w: node is not on PATH: %s", ErrNoNode, tsHint)

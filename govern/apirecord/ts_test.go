@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -85,5 +86,26 @@ func TestTSAPINeedsNode(t *testing.T) {
 	_, err := TSAPI(context.Background(), "../../sdk/ts")
 	if !errors.Is(err, ErrNoNode) || !strings.Contains(err.Error(), "apt-get install nodejs") {
 		t.Errorf("TSAPI without node: %v; want ErrNoNode with the install hint", err)
+	}
+}
+
+// A relative package directory (as emqgen release passes "sdk/ts" from the
+// repository root) reads the same API as an absolute one: the tool runs in
+// the package's directory, so its path must not be relative to it.
+func TestTSAPIRelativeDir(t *testing.T) {
+	rel, err := TSAPI(context.Background(), "../../sdk/ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs("../../sdk/ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := TSAPI(context.Background(), abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rel, want) || !slices.ContainsFunc(rel, func(l string) bool { return strings.Contains(l, "class Queue method push:") }) {
+		t.Errorf("the API read from a relative dir (%d lines) differs from the absolute one's (%d) or lacks Queue.push", len(rel), len(want))
 	}
 }

@@ -430,6 +430,19 @@ func TestCheckWaivers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if ext == ".api.txt" {
+			// The scratch root has the generated Go layer only, not the
+			// hand-written SDK: the baseline's record keeps what the
+			// generator writes (package emq/wire), so the hand-written
+			// API does not read as deleted.
+			var keep []string
+			for _, l := range strings.SplitAfter(string(data), "\n") {
+				if strings.HasPrefix(l, "#") || strings.HasPrefix(l, "pkg github.com/echomq/echomq/sdk/go/emq/wire, ") {
+					keep = append(keep, l)
+				}
+			}
+			data = []byte(strings.Join(keep, ""))
+		}
 		os.WriteFile(filepath.Join(rel, filepath.Base(src)), data, 0o644)
 	}
 	minor := bumped(t, "minor")

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -25,13 +26,14 @@ func deadFencing(t *testing.T) func(string) string {
       redis.call('DEL', {{key "row"}})`)
 }
 
-// A 2.1.2 that disables the stale-token check of complete, declared as a
-// patch with its history entry, passes the classifier but fails the gate:
-// the witness replays 2.1.1's scenarios against the 2.1.2 bundle (through
+// A patch release that disables the stale-token check of complete,
+// declared with its history entry, passes the classifier but fails the
+// gate: the witness replays the newest release's scenarios against the
+// patched bundle (through
 // the Go SDK generated from it, on a real redis-server) and names the
 // failing step with what it expected and got.
 func TestCheckWitnessCatchesDeadFencing(t *testing.T) {
-	file := onMain(t, deadFencing(t))
+	file := branch(t, bumped(t, "patch"), deadFencing(t))
 	if code, out, errs := run(t, "check", "-witness=off", "-root", "../..", "-manifest", file); code != cli.ExitOK || !strings.Contains(out, "SCRIPT_BODY_CHANGED scripts[complete].body") {
 		t.Fatalf("without the witness the dead fencing check should pass as a patch (the hole the witness closes) = %d\n%s%s", code, out, errs)
 	}
@@ -45,7 +47,7 @@ func TestCheckWitnessCatchesDeadFencing(t *testing.T) {
 		"golden/releases/" + frozen(t).Version.String() + ".witness/scenarios/refusals.yaml:145:7: major WITNESS_BEHAVIOUR_CHANGED scenarios/refusals/complete-token:",
 		"at step 5 (complete)",
 		`expected error {"class":"EMQSTALE","kind":"wire","message":"complete token mismatch"}, got result {}`,
-		"required major, declared minor",
+		"required major, declared patch",
 		"WITNESS_BEHAVIOUR_CHANGED scenarios/refusals/complete-token",
 		": FAIL",
 	} {
@@ -140,7 +142,27 @@ func TestCheckWitnessFailsClosed(t *testing.T) {
 	if code != cli.ExitFindings || !strings.Contains(out, "the behavioural witness could not run") || !strings.Contains(out, "fails closed") || !strings.Contains(out, "-witness=off") || !strings.Contains(out, dead) {
 		t.Errorf("check -addr of no server = %d\n%s%s", code, out, errs)
 	}
-	t.Setenv("PATH", t.TempDir())
+	// A PATH with what the rest of check needs (go builds the testee, node
+	// and python3 read the TypeScript and Python APIs) but no redis-server;
+	// python3 is the interpreter itself, not a shim that needs more tools.
+	bin := t.TempDir()
+	for _, tool := range []string{"go", "node", "python3"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatalf("%s is needed on PATH: %v", tool, err)
+		}
+		if tool == "python3" {
+			exe, err := exec.Command(p, "-c", "import sys; print(sys.executable)").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p = strings.TrimSpace(string(exe))
+		}
+		if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin)
 	code, out, errs = run(t, "check", "-root", "../..", "-manifest", "../../protocol.yaml")
 	if code != cli.ExitFindings || !strings.Contains(out, "no redis-server could be started") || !strings.Contains(out, "fails closed") || !strings.Contains(out, ": FAIL") {
 		t.Errorf("check without redis-server = %d\n%s%s", code, out, errs)
