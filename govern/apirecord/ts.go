@@ -4,15 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // The TypeScript surface is the public API of the TypeScript SDK
@@ -56,6 +60,12 @@ func TSAPI(ctx context.Context, dir string) ([]string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "typescript", "package.json")); err != nil {
 		return nil, fmt.Errorf("%w: %s has no node_modules/typescript: %s", ErrNoNode, dir, tsHint)
 	}
+	key, keyErr := tsSourceKey(node, dir)
+	if keyErr == nil {
+		if v, ok := tsCache.Load(key); ok {
+			return slices.Clone(v.([]string)), nil
+		}
+	}
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, TSTool), dir)
 	cmd.Dir = dir
@@ -75,6 +85,9 @@ func TSAPI(ctx context.Context, dir string) ([]string, error) {
 	}
 	if len(lines) == 0 {
 		return nil, fmt.Errorf("surface: %s printed no API for %s", TSTool, dir)
+	}
+	if keyErr == nil {
+		tsCache.Store(key, slices.Clone(lines))
 	}
 	return lines, nil
 }
@@ -241,4 +254,45 @@ func splitSignature(sig string) (params []string, ret string, ok bool) {
 		}
 	}
 	return nil, "", false
+}
+
+// tsCache holds the API read per package state within one process: the
+// compiler's run takes seconds, and a check (or a test running many) reads
+// the same unchanged sources again and again.
+var tsCache sync.Map
+
+// tsSourceKey names the state of the package in dir that its API depends
+// on: the node binary, and every file of its sources, its compiler
+// settings, its manifest and the tool, by content.
+func tsSourceKey(node, dir string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", node, dir)
+	add := func(path string) error {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(data))
+		h.Write(data)
+		return nil
+	}
+	for _, f := range []string{"tsconfig.json", "package.json", "package-lock.json", TSTool} {
+		if err := add(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
+			return "", err
+		}
+	}
+	err := filepath.WalkDir(filepath.Join(dir, "src"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		return add(path)
+	})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -107,5 +108,42 @@ func TestTSAPIRelativeDir(t *testing.T) {
 	}
 	if !slices.Equal(rel, want) || !slices.ContainsFunc(rel, func(l string) bool { return strings.Contains(l, "class Queue method push:") }) {
 		t.Errorf("the API read from a relative dir (%d lines) differs from the absolute one's (%d) or lacks Queue.push", len(rel), len(want))
+	}
+}
+
+// The API cache is keyed by the sources' content: an edit of any source
+// file, or another directory, is another key, so a changed API is read
+// anew.
+func TestTSSourceKey(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "src", "gen"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(rel, text string) {
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("tsconfig.json", "{}")
+	write(filepath.Join("src", "a.ts"), "export const a = 1;\n")
+	write(filepath.Join("src", "gen", "b.ts"), "export const b = 2;\n")
+	k1, err := tsSourceKey("node", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k2, _ := tsSourceKey("node", dir); k2 != k1 {
+		t.Fatal("the same sources give two keys")
+	}
+	write(filepath.Join("src", "gen", "b.ts"), "export const b = 3;\n")
+	k3, _ := tsSourceKey("node", dir)
+	write("tsconfig.json", `{"strict": true}`)
+	k4, _ := tsSourceKey("node", dir)
+	other := t.TempDir()
+	if err := os.CopyFS(other, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	k5, _ := tsSourceKey("node", other)
+	if k3 == k1 || k4 == k3 || k5 == k4 {
+		t.Errorf("keys %s %s %s %s: an edit of a source, of tsconfig.json, or another directory must change the key", k1[:8], k3[:8], k4[:8], k5[:8])
 	}
 }
