@@ -1,7 +1,6 @@
 package apirecord
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	_ "embed"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -84,11 +82,7 @@ func PyAPI(ctx context.Context, dir string) ([]string, error) {
 
 // pyKey splits a Python API line into its key and its type.
 func pyKey(line string) (key, typ string, err error) {
-	key, typ, ok := strings.Cut(line, ": ")
-	if !ok || strings.TrimSpace(key) == "" || strings.ContainsAny(line, "\r\n") || strings.Count(key, " ") < 2 {
-		return "", "", fmt.Errorf("a Python API line is \"<module> <kind> <name>...: <type>\", not %q", line)
-	}
-	return key, typ, nil
+	return lineKey("Python", line)
 }
 
 // WritePyAPI writes the on-disk record of a Python API: the Header line,
@@ -96,55 +90,14 @@ func pyKey(line string) (key, typ string, err error) {
 // duplicates. A malformed line, or a version that is empty or spans lines,
 // is an error and nothing is written.
 func WritePyAPI(w io.Writer, version string, lines []string) error {
-	if version == "" || strings.ContainsAny(version, "\r\n") {
-		return fmt.Errorf("surface: version %q is empty or spans lines", version)
-	}
-	sorted := sortedKeys(set(lines))
-	for _, l := range sorted {
-		if _, _, err := pyKey(l); err != nil {
-			return fmt.Errorf("surface: %w", err)
-		}
-	}
-	var b strings.Builder
-	b.WriteString(Header + "\n" + PyHeader + "\n" + versionPrefix + version + "\n")
-	for _, l := range sorted {
-		b.WriteString(l + "\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return writeLines(w, PyHeader, version, lines, pyKey)
 }
 
 // ReadPyAPI reads a record WritePyAPI wrote and returns its lines. Comment
 // and blank lines are ignored; a malformed line, a duplicate or a line out
 // of order is reported with its line number.
 func ReadPyAPI(r io.Reader) ([]string, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 1<<20)
-	var lines []string
-	n := 0
-	for sc.Scan() {
-		n++
-		l := strings.TrimSuffix(sc.Text(), "\r")
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		if _, _, err := pyKey(l); err != nil {
-			return nil, fmt.Errorf("surface: line %d: %w", n, err)
-		}
-		if k := len(lines); k > 0 {
-			switch prev := lines[k-1]; {
-			case prev == l:
-				return nil, fmt.Errorf("surface: line %d: duplicate %q", n, l)
-			case prev > l:
-				return nil, fmt.Errorf("surface: line %d: %q is out of order (after %q)", n, l, prev)
-			}
-		}
-		lines = append(lines, l)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("surface: line %d: %w", n+1, err)
-	}
-	return lines, nil
+	return readLines(r, pyKey)
 }
 
 // ComparePyAPI compares two Python API records as apidiff compares Go
@@ -157,44 +110,11 @@ func ReadPyAPI(r io.Reader) ([]string, error) {
 // keyword-only parameter with a default, *args or **kwargs where there
 // were none (pyCallCompatible). The breaks are sorted by Where, then Old.
 func ComparePyAPI(old, new []string) []Break {
-	newSet := set(new)
-	newByKey := map[string][]string{}
-	for _, l := range sortedKeys(newSet) {
-		k, _, err := pyKey(l)
-		if err != nil {
-			k = l
-		}
-		newByKey[k] = append(newByKey[k], l)
-	}
-	var out []Break
-	for _, l := range sortedKeys(set(old)) {
-		if newSet[l] {
-			continue
-		}
-		k, o, err := pyKey(l)
-		if err != nil {
-			k = l
-		}
-		if now := newByKey[k]; len(now) > 0 {
-			if slices.ContainsFunc(now, func(n string) bool {
-				_, t, err := pyKey(n)
-				return err == nil && pyCallCompatible(o, t)
-			}) {
-				continue // every call written against the old signature still works
-			}
-			out = append(out, Break{Kind: Changed, Where: k, Old: l, New: strings.Join(now, "; "),
-				Message: fmt.Sprintf("%s changed: was %s; now %s", k, l, strings.Join(now, "; "))})
-			continue
-		}
-		out = append(out, Break{Kind: Removed, Where: k, Old: l, Message: fmt.Sprintf("%s removed (was: %s)", k, l)})
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Where != out[j].Where {
-			return out[i].Where < out[j].Where
-		}
-		return out[i].Old < out[j].Old
+	return compareLines(old, new, pyKey, func(o, n string) bool {
+		_, ot, oerr := pyKey(o)
+		_, nt, nerr := pyKey(n)
+		return oerr == nil && nerr == nil && pyCallCompatible(ot, nt)
 	})
-	return out
 }
 
 // pyCallCompatible reports whether every call of a function with the old

@@ -1,7 +1,6 @@
 package apirecord
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -14,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 )
@@ -94,11 +92,7 @@ func TSAPI(ctx context.Context, dir string) ([]string, error) {
 
 // tsKey splits a TypeScript API line into its key and its type.
 func tsKey(line string) (key, typ string, err error) {
-	key, typ, ok := strings.Cut(line, ": ")
-	if !ok || strings.TrimSpace(key) == "" || strings.ContainsAny(line, "\r\n") || strings.Count(key, " ") < 2 {
-		return "", "", fmt.Errorf("a TypeScript API line is \"<module> <kind> <name>...: <type>\", not %q", line)
-	}
-	return key, typ, nil
+	return lineKey("TypeScript", line)
 }
 
 // WriteTSAPI writes the on-disk record of a TypeScript API: the Header
@@ -106,55 +100,14 @@ func tsKey(line string) (key, typ string, err error) {
 // without duplicates. A malformed line, or a version that is empty or
 // spans lines, is an error and nothing is written.
 func WriteTSAPI(w io.Writer, version string, lines []string) error {
-	if version == "" || strings.ContainsAny(version, "\r\n") {
-		return fmt.Errorf("surface: version %q is empty or spans lines", version)
-	}
-	sorted := sortedKeys(set(lines))
-	for _, l := range sorted {
-		if _, _, err := tsKey(l); err != nil {
-			return fmt.Errorf("surface: %w", err)
-		}
-	}
-	var b strings.Builder
-	b.WriteString(Header + "\n" + TSHeader + "\n" + versionPrefix + version + "\n")
-	for _, l := range sorted {
-		b.WriteString(l + "\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return writeLines(w, TSHeader, version, lines, tsKey)
 }
 
 // ReadTSAPI reads a record WriteTSAPI wrote and returns its lines.
 // Comment and blank lines are ignored; a malformed line, a duplicate or a
 // line out of order is reported with its line number.
 func ReadTSAPI(r io.Reader) ([]string, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 1<<20)
-	var lines []string
-	n := 0
-	for sc.Scan() {
-		n++
-		l := strings.TrimSuffix(sc.Text(), "\r")
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		if _, _, err := tsKey(l); err != nil {
-			return nil, fmt.Errorf("surface: line %d: %w", n, err)
-		}
-		if k := len(lines); k > 0 {
-			switch prev := lines[k-1]; {
-			case prev == l:
-				return nil, fmt.Errorf("surface: line %d: duplicate %q", n, l)
-			case prev > l:
-				return nil, fmt.Errorf("surface: line %d: %q is out of order (after %q)", n, l, prev)
-			}
-		}
-		lines = append(lines, l)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("surface: line %d: %w", n+1, err)
-	}
-	return lines, nil
+	return readLines(r, tsKey)
 }
 
 // CompareTSAPI compares two TypeScript API records: every line of old
@@ -164,41 +117,7 @@ func ReadTSAPI(r io.Reader) ([]string, error) {
 // compatible, and so is a function's or method's signature that only
 // gained trailing optional parameters (every old call still compiles). The breaks are sorted by Where, then Old.
 func CompareTSAPI(old, new []string) []Break {
-	newSet := set(new)
-	newByKey := map[string][]string{}
-	for _, l := range sortedKeys(newSet) {
-		k, _, err := tsKey(l)
-		if err != nil {
-			k = l
-		}
-		newByKey[k] = append(newByKey[k], l)
-	}
-	var out []Break
-	for _, l := range sortedKeys(set(old)) {
-		if newSet[l] {
-			continue
-		}
-		k, _, err := tsKey(l)
-		if err != nil {
-			k = l
-		}
-		if now := newByKey[k]; len(now) > 0 {
-			if slices.ContainsFunc(now, func(n string) bool { return optionalsAdded(l, n) }) {
-				continue // every call written against the old signature still compiles
-			}
-			out = append(out, Break{Kind: Changed, Where: k, Old: l, New: strings.Join(now, "; "),
-				Message: fmt.Sprintf("%s changed: was %s; now %s", k, l, strings.Join(now, "; "))})
-			continue
-		}
-		out = append(out, Break{Kind: Removed, Where: k, Old: l, Message: fmt.Sprintf("%s removed (was: %s)", k, l)})
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Where != out[j].Where {
-			return out[i].Where < out[j].Where
-		}
-		return out[i].Old < out[j].Old
-	})
-	return out
+	return compareLines(old, new, tsKey, optionalsAdded)
 }
 
 // optionalsAdded reports whether the new line is the old function or
