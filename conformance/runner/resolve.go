@@ -266,6 +266,33 @@ func (e *env) value(body string) (any, error) {
 		case "major":
 			v.Major, v.Minor, v.Patch = v.Major+1, 0, 0
 			return record(v), nil
+		case "padded-major", "padded-patch", "padded-lower", "huge-minor", "huge-major":
+			// Odd records every client must judge as the fence script
+			// does (echomq 2.2.1): a leading zero makes a part
+			// non-canonical, so the record is refused; a canonical part
+			// too long for a machine integer is larger than any.
+			parts := [3]string{strconv.Itoa(v.Major), strconv.Itoa(v.Minor), strconv.Itoa(v.Patch)}
+			huge := "1" + strings.Repeat("0", 30)
+			switch arg {
+			case "padded-major":
+				parts[0] = "0" + parts[0]
+			case "padded-patch":
+				parts[2] = "0" + parts[2]
+			case "padded-lower":
+				switch {
+				case v.Minor > 0:
+					parts[1], parts[2] = strconv.Itoa(v.Minor-1), "00"
+				case v.Patch > 0:
+					parts[2] = "0" + strconv.Itoa(v.Patch-1)
+				default:
+					return nil, fmt.Errorf("${%s}: version %s has no lower version of its major", body, p.Version)
+				}
+			case "huge-minor":
+				parts[1] = huge
+			case "huge-major":
+				parts[0] = huge
+			}
+			return strings.Replace(p.VersionRecord(), p.Version.String(), strings.Join(parts[:], "."), 1), nil
 		case "prior-major":
 			if v.Major == 0 {
 				return nil, fmt.Errorf("${%s}: version %s has no prior major", body, p.Version)
@@ -273,7 +300,7 @@ func (e *env) value(body string) (any, error) {
 			v.Major, v.Minor, v.Patch = v.Major-1, 0, 0
 			return record(v), nil
 		}
-		return nil, fmt.Errorf("${%s}: want ${version}, ${version:lower}, ${version:higher}, ${version:major} or ${version:prior-major}", body)
+		return nil, fmt.Errorf("${%s}: want ${version}, ${version:lower}, ${version:higher}, ${version:major}, ${version:prior-major}, ${version:padded-major}, ${version:padded-patch}, ${version:padded-lower}, ${version:huge-minor} or ${version:huge-major}", body)
 	case "semver":
 		return p.Version.String(), nil
 	case "bundle":

@@ -18,9 +18,12 @@ if not found then
   redis.call('SET', KEYS[1], want, 'NX')
   found = redis.call('GET', KEYS[1])
 end
+local function canon(d)
+  return d == '0' or string.match(d, '^[1-9]%d*$') ~= nil
+end
 local fP, fM, fm, fp = string.match(found, '^(.-)(%d+)%.(%d+)%.(%d+)$')
 local wP, wM, wm, wp = string.match(want, '^(.-)(%d+)%.(%d+)%.(%d+)$')
-if not fP or fP ~= wP or tonumber(fM) ~= tonumber(wM) then
+if not fP or fP ~= wP or fM ~= wM or not canon(fM) or not canon(fm) or not canon(fp) then
   return {found, false}
 end
 if tonumber(wm) > tonumber(fm) or (tonumber(wm) == tonumber(fm) and tonumber(wp) > tonumber(fp)) then

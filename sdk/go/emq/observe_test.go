@@ -50,9 +50,14 @@ func TestJudgeVersionRecord(t *testing.T) {
 		recordAt(M+1, 0, 0): emq.VersionForeign,
 		recordAt(M-1, 9, 0): emq.VersionForeign,
 		prefix + "0" + strconv.Itoa(M) + "." + strconv.Itoa(m) + "." + strconv.Itoa(p): emq.VersionForeign,
-		"other:" + emq.Version:                               emq.VersionForeign,
-		prefix + strconv.Itoa(M) + ".99999999999999999999.0": emq.VersionForeign,
-		prefix + strconv.Itoa(M) + ".-1.0":                   emq.VersionForeign,
+		"other:" + emq.Version: emq.VersionForeign,
+		// Canonical but longer than an int: a higher minor, as the fence
+		// script (and the Python and TypeScript SDKs) compare it (2.2.1).
+		prefix + strconv.Itoa(M) + ".99999999999999999999.0":                      emq.VersionAhead,
+		prefix + "99999999999999999999." + strconv.Itoa(m) + ".0":                 emq.VersionForeign,
+		prefix + strconv.Itoa(M) + "." + strconv.Itoa(m) + ".0" + strconv.Itoa(p): emq.VersionForeign,
+		prefix + strconv.Itoa(M) + ".+" + strconv.Itoa(m) + "." + strconv.Itoa(p): emq.VersionForeign,
+		prefix + strconv.Itoa(M) + ".-1.0":                                        emq.VersionForeign,
 	}
 	if m > 0 {
 		cases[recordAt(M, m-1, 9)] = emq.VersionBehind

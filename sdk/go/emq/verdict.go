@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -59,7 +60,8 @@ func (v Verdict) String() string {
 func (v Verdict) Admitted() bool { return v == VersionCurrent || v == VersionAhead }
 
 // parseVersionRecord reads a version record: the protocol's prefix and
-// major.minor.patch in canonical decimals. ok is false for anything else.
+// major.minor.patch in canonical decimals (canonicalDecimal), as the fence
+// script reads it. ok is false for anything else.
 func parseVersionRecord(record string) (v [3]int, ok bool) {
 	rest, ok := strings.CutPrefix(record, wire.VersionRecordPrefix)
 	if !ok {
@@ -70,13 +72,32 @@ func parseVersionRecord(record string) (v [3]int, ok bool) {
 		return v, false
 	}
 	for i, s := range parts {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 || s != strconv.Itoa(n) {
+		if !canonicalDecimal(s) {
 			return v, false
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			// Canonical but too long for an int: larger than any version
+			// this package has, as the fence script compares it.
+			n = math.MaxInt
 		}
 		v[i] = n
 	}
 	return v, true
+}
+
+// canonicalDecimal reports whether s is a number in canonical decimal:
+// ASCII digits, no sign, no leading zero except "0" itself, any length.
+func canonicalDecimal(s string) bool {
+	if s == "" || len(s) > 1 && s[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // recordOf is the version record of major.minor.patch.
