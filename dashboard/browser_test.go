@@ -169,5 +169,79 @@ func TestBrowser(t *testing.T) {
 	if info, _, _ := orders.Get(ctx, dead[1]); info.State != emq.StateDead {
 		t.Errorf("a revive without its token left the job %s", info.State)
 	}
+	// Queue names never wrap, and the page uses the window's width.
+	do("layout", chromedp.Navigate(rw.URL+"/"), chromedp.WaitVisible(css("#queues")))
+	nowrap, err := chromedp.Run(bctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector('tr[data-queue="reports.v2"] td.q')).whiteSpace`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mainWidth, err := chromedp.Run(bctx, chromedp.Evaluate[float64](`document.querySelector("main").getBoundingClientRect().width`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nowrap != "nowrap" {
+		t.Errorf("the overview's queue names have white-space %q; want nowrap", nowrap)
+	}
+	if mainWidth < 1200 {
+		t.Errorf("the page's main column is %.0f px wide in a 1280 px window", mainWidth)
+	}
+
+	// The dead set's page: counts on the set links, relative times with the
+	// absolute one as a tooltip, a payload preview; then revive every dead
+	// job through the dry run.
+	deadSet := string(emq.SetDead)
+	do("the dead set", chromedp.Navigate(rw.URL+"/queue/orders/set/"+deadSet), chromedp.WaitVisible(css("#jobs")))
+	if n := text(`#sets a[data-set="` + deadSet + `"] .count`); n != "2" {
+		t.Errorf("the dead set's link counts %q; want 2 (3 buried, 1 revived)", n)
+	}
+	if n := text(`#sets a[data-set="` + string(emq.SetActive) + `"] .count`); n == "" || n == "0" {
+		t.Errorf("the active set's link counts %q; want the seeded active jobs", n)
+	}
+	if minted := text("#jobs tbody tr:first-child td.t"); !strings.HasSuffix(minted, " ago") {
+		t.Errorf("the minted column shows %q; want a relative time", minted)
+	}
+	tip, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.querySelector("#jobs tbody tr:first-child td.t").title`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(tip, "UTC") {
+		t.Errorf("the minted column's tooltip is %q; want the absolute time", tip)
+	}
+	if p := text("#jobs tbody tr:first-child td.preview"); !strings.Contains(p, `"order":`) {
+		t.Errorf("the payload preview shows %q", p)
+	}
+	if *screenshot != "" {
+		setShot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		sp := strings.TrimSuffix(*screenshot, ".png") + "-dead.png"
+		if err := os.WriteFile(sp, setShot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("dead set screenshot: %s", sp)
+	}
+	do("revive all: the dry run", chromedp.Click(css("#bulk-revive")), chromedp.WaitVisible(css("#dry-run")))
+	if would := text("#would"); would != "2" {
+		t.Errorf("the dry run would revive %q jobs; want 2", would)
+	}
+	if ids := text("#preview"); !strings.Contains(ids, dead[1].String()) || !strings.Contains(ids, dead[2].String()) {
+		t.Errorf("the dry run lists %q; want %s and %s", ids, dead[1], dead[2])
+	}
+	if n, _ := orders.Size(ctx, emq.SetDead); n != 2 {
+		t.Errorf("the dry run changed the dead set: %d jobs", n)
+	}
+	do("revive all", chromedp.Click(css("#confirm")), chromedp.WaitVisible(css("#flash")))
+	if flash := text("#flash"); !strings.HasPrefix(flash, "2 ") || !strings.Contains(flash, "revived") {
+		t.Errorf("after revive all the page says %q", flash)
+	}
+	for _, id := range dead[1:] {
+		if info, _, _ := orders.Get(ctx, id); info.State != emq.StatePending {
+			t.Errorf("after revive all, %s is %s", id, info.State)
+		}
+	}
+	if n := text(`#sets a[data-set="` + deadSet + `"] .count`); n != "0" {
+		t.Errorf("after revive all the dead set's link counts %q", n)
+	}
 	t.Logf("browser steps took %v", time.Since(start).Round(time.Millisecond))
 }

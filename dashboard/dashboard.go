@@ -161,6 +161,8 @@ func New(o Options) (*Dashboard, error) {
 	mux.HandleFunc("GET /search", d.searchAll)
 	mux.HandleFunc("GET /queue/{queue}", d.queuePage)
 	mux.HandleFunc("GET /queue/{queue}/set/{set}", d.setPage)
+	mux.HandleFunc("GET /queue/{queue}/set/{set}/{action}", d.bulkConfirmPage)
+	mux.Handle("POST /queue/{queue}/set/{set}/{action}", http.NewCrossOriginProtection().Handler(http.HandlerFunc(d.bulkAct)))
 	mux.HandleFunc("GET /queue/{queue}/search", d.search)
 	mux.HandleFunc("GET /queue/{queue}/job/{id}", d.jobPage)
 	mux.HandleFunc("GET /queue/{queue}/job/{id}/{action}", d.confirmPage)
@@ -358,8 +360,21 @@ func (d *Dashboard) queueRow(st emq.QueueStats) queueRow {
 // entryRow is one job of a set's page, ready to print.
 type entryRow struct {
 	Href, ID, Minted, At, State string
-	Attempts                    int64
-	Exists                      bool
+	// MintedAgo and AtAgo are Minted and At relative to now ("3m0s ago",
+	// "in 2s"), which the page shows, with the absolute time as a tooltip.
+	MintedAgo, AtAgo string
+	// Preview is the payload on one line, cut at previewCap (masked as
+	// the job page masks it); "" for an id without a row.
+	Preview  string
+	Attempts int64
+	Exists   bool
+}
+
+// setLink is a set's link on a set page, with the set's size.
+type setLink struct {
+	Set     emq.Set
+	N       int64
+	Current bool
 }
 
 // spark is the small backlog chart of the overview: the pending and
@@ -469,22 +484,54 @@ func (d *Dashboard) setPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	size, err := q.Size(r.Context(), set)
+	sizes, err := q.Sizes(r.Context())
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
+	now := d.now()
 	rows := make([]entryRow, len(entries))
 	for i, e := range entries {
 		rows[i] = entryRow{
 			Href: d.opt.Base + "/queue/" + q.Name() + "/job/" + e.ID.String(), ID: e.ID.String(),
 			Minted: stamp(e.ID.Time()), At: stamp(e.At), State: string(e.State), Attempts: e.Attempts, Exists: e.Exists,
+			MintedAgo: ago(now, e.ID.Time()), AtAgo: ago(now, e.At),
+		}
+		if !e.Exists {
+			continue
+		}
+		info, ok, err := q.Get(r.Context(), e.ID)
+		if err != nil {
+			d.fail(w, r, err)
+			return
+		}
+		if ok {
+			payload := info.Payload
+			if d.opt.Mask != nil {
+				payload = d.opt.Mask(q.Name(), payload)
+			}
+			rows[i].Preview = previewPayload(payload, previewCap)
+		}
+	}
+	links := make([]setLink, 0, len(emq.Sets()))
+	for _, s := range emq.Sets() {
+		links = append(links, setLink{Set: s, N: sizes[s], Current: s == set})
+	}
+	var bulk []bulkAction
+	if d.opt.Actions && sizes[set] > 0 {
+		for _, a := range bulkActions {
+			if a.From.Set() == set {
+				bulk = append(bulk, a)
+			}
 		}
 	}
 	data := map[string]any{
-		"Queue": q.Name(), "Set": set, "Sets": emq.Sets(), "Rows": rows,
-		"Size": size, "Scored": !set.Lex(), "First": after == "", "N": n,
-		"AtLabel": atLabel[set.State()],
+		"Queue": q.Name(), "Set": set, "Sets": links, "Rows": rows,
+		"Size": sizes[set], "Scored": !set.Lex(), "First": after == "", "N": n,
+		"AtLabel": atLabel[set.State()], "Bulk": bulk,
+	}
+	if a, err := bulkOfQuery(r, set); err == nil {
+		data["Flash"] = r.URL.Query().Get("n") + " " + a.Done + "."
 	}
 	if next != "" {
 		data["Next"] = string(next)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -94,4 +95,46 @@ func MaskJSONFields(fields ...string) func(queue string, payload []byte) []byte 
 // only.
 func MaskAll(_ string, payload []byte) []byte {
 	return []byte(`"*** hidden ***"`)
+}
+
+// previewCap is how many characters of a payload a set page's preview
+// column shows.
+const previewCap = 80
+
+// previewPayload shows p on one line: compact JSON when it parses, the
+// text when it is printable UTF-8, hex otherwise; cut at limit runes with
+// an ellipsis.
+func previewPayload(p []byte, limit int) string {
+	var text string
+	var b bytes.Buffer
+	switch {
+	case len(p) == 0:
+		return ""
+	case json.Valid(p) && json.Compact(&b, p) == nil:
+		text = b.String()
+	case utf8.Valid(p) && printable(p):
+		text = string(p)
+	default:
+		text = "0x" + hex.EncodeToString(p[:min(len(p), limit/2)])
+		if len(p) > limit/2 {
+			text += "…"
+		}
+		return text
+	}
+	if utf8.RuneCountInString(text) > limit {
+		r := []rune(text)
+		text = string(r[:limit]) + "…"
+	}
+	return text
+}
+
+// printable reports whether every rune of the valid UTF-8 p is a graphic
+// character or a space.
+func printable(p []byte) bool {
+	for _, r := range string(p) {
+		if !unicode.IsGraphic(r) {
+			return false
+		}
+	}
+	return true
 }
