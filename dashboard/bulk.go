@@ -26,8 +26,8 @@ type bulkAction struct {
 	Name  string // in the URL
 	Label string
 	From  emq.State // the state of the jobs it handles: the set it acts on
-	Warn  string // what the confirmation says
-	Done  string // what the flash says after it, after the count
+	Warn  string    // what the confirmation says
+	Done  string    // what the flash says after it, after the count
 	Do    func(ctx context.Context, q *emq.Queue, ids []emq.ID) (int, error)
 }
 
