@@ -1,6 +1,6 @@
 module github.com/echomq/echomq/bench
 
-go 1.26.8
+go 1.25.0
 
 require (
 	github.com/hibiken/asynq v0.26.0
