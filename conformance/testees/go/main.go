@@ -327,6 +327,15 @@ func (t *testee) do(req request) (any, error) {
 		}
 		return map[string]any{"key": key}, nil
 
+	case "judge_version":
+		a, err := args[struct {
+			Record string `json:"record"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"verdict": emq.JudgeVersionRecord(a.Record).String()}, nil
+
 	case "classify_error":
 		a, err := args[struct {
 			Reply string `json:"reply"`

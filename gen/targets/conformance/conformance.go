@@ -65,7 +65,7 @@ type Error struct {
 	Class string `json:"class,omitempty"`
 }
 
-// Generate returns ids.json, keys.json and errors.json.
+// Generate returns errors.json, ids.json, versions.json and keys.json.
 func Generate(in *target.Input) ([]target.File, error) {
 	p := in.Protocol
 	files := []struct {
@@ -74,6 +74,7 @@ func Generate(in *target.Input) ([]target.File, error) {
 	}{
 		{"errors.json", "Error replies classified into wire classes: the first word is the class when it is a registered class word, exactly; anything else (ERR, other prefixes, near misses) is no class.", errorCases},
 		{"ids.json", "The id canon: the manifest's id examples and invalid examples, seeded pseudo-random snowflakes (parse_id and new_id) and malformed mutations of them.", idCases},
+		{"versions.json", "Version records judged against this version: current, ahead (a higher minor or patch of this major), behind (a lower one) or foreign (another major or protocol, or not a record: each part must be a canonical decimal, of any length). Every SDK's judgement and the fence script agree on each.", versionCases},
 		{"keys.json", "Key building: every per-queue key and the row key for valid and hostile queue names and ids, and every reserve member's key.", keyCases},
 	}
 	var out []target.File
@@ -404,5 +405,65 @@ func errorCases(p *model.Protocol) ([]Case, error) {
 	} {
 		none(fmt.Sprintf("other/%d", i), r)
 	}
+	return cases, nil
+}
+
+// versionCases are version records and this version's verdict on each:
+// the canonical neighbours of this version, and the odd records that every
+// client must judge as the fence script does (2.2.1).
+func versionCases(p *model.Protocol) ([]Case, error) {
+	v := p.Version
+	record := p.VersionRecord()
+	prefix, ok := strings.CutSuffix(record, v.String())
+	if !ok {
+		return nil, fmt.Errorf("the version record %q does not end in the version %s", record, v)
+	}
+	at := func(parts ...string) string { return prefix + strings.Join(parts, ".") }
+	d := func(n int) string { return fmt.Sprint(n) }
+	M, m, pa := d(v.Major), d(v.Minor), d(v.Patch)
+	huge := "1" + strings.Repeat("0", 30)
+	var cases []Case
+	add := func(name, rec, verdict string) {
+		cases = append(cases, Case{Name: "judge_version/" + name, Op: "judge_version", Args: map[string]any{"record": rec}, Result: map[string]any{"verdict": verdict}})
+	}
+	add("this", record, "current")
+	add("higher-minor", at(M, d(v.Minor+1), "0"), "ahead")
+	add("higher-patch", at(M, m, d(v.Patch+1)), "ahead")
+	add("much-higher-minor", at(M, d(v.Minor+1000), pa), "ahead")
+	add("huge-minor", at(M, huge, "0"), "ahead")
+	add("huge-patch", at(M, m, huge), "ahead")
+	if v.Minor > 0 {
+		add("lower-minor", at(M, d(v.Minor-1), "0"), "behind")
+		add("lower-minor-higher-patch", at(M, d(v.Minor-1), d(v.Patch+9)), "behind")
+		add("lower-minor-padded-patch", at(M, d(v.Minor-1), "00"), "foreign")
+	}
+	if v.Patch > 0 {
+		add("lower-patch", at(M, m, d(v.Patch-1)), "behind")
+	}
+	add("next-major", at(d(v.Major+1), "0", "0"), "foreign")
+	if v.Major > 0 {
+		add("prior-major", at(d(v.Major-1), m, pa), "foreign")
+	}
+	add("huge-major", at(huge, m, pa), "foreign")
+	add("padded-major", at("0"+M, m, pa), "foreign")
+	add("padded-minor", at(M, "0"+m, pa), "foreign")
+	add("padded-patch", at(M, m, "0"+pa), "foreign")
+	add("plus-minor", at(M, "+"+m, pa), "foreign")
+	add("minus-patch", at(M, m, "-"+pa), "foreign")
+	add("hex-minor", at(M, "0x"+m, pa), "foreign")
+	add("exponent-minor", at(M, m+"e0", pa), "foreign")
+	add("fullwidth-digit", at(M, m, string(rune('０'+v.Patch%10))), "foreign")
+	add("two-parts", at(M, m), "foreign")
+	add("four-parts", at(M, m, pa, "0"), "foreign")
+	add("empty-part", at(M, "", pa), "foreign")
+	add("trailing-space", record+" ", "foreign")
+	add("leading-space", " "+record, "foreign")
+	add("trailing-newline", record+"\n", "foreign")
+	add("upper-case-prefix", strings.ToUpper(prefix)+v.String(), "foreign")
+	add("other-protocol", "x"+record, "foreign")
+	add("no-prefix", v.String(), "foreign")
+	add("prefix-only", prefix, "foreign")
+	add("empty", "", "foreign")
+	add("garbage", "not a version", "foreign")
 	return cases, nil
 }

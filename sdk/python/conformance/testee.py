@@ -196,6 +196,8 @@ class Testee:
             return out
         if op == "reserve_key":
             return {"key": echomq.reserve_key(text(a, "member"), text(a, "queue"))}
+        if op == "judge_version":
+            return {"verdict": echomq.judge_version_record(text(a, "record")).value}
         if op == "classify_error":
             cls, message = echomq.classify_reply(text(a, "reply"))
             return {"class": cls, "message": message}

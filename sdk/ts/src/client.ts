@@ -1,6 +1,7 @@
 // connect(): a fenced connection to an EchoMQ keyspace.
 
 import { randomBytes, randomInt } from "node:crypto";
+import { judgeVersionRecord } from "./verdict.js";
 import {
   BUNDLE_DIGEST,
   IdGenerator,
@@ -11,11 +12,7 @@ import {
   MAX_NODE,
   ReplyError,
   VERSION,
-  VERSION_MAJOR,
-  VERSION_MINOR,
-  VERSION_PATCH,
   VERSION_RECORD,
-  VERSION_RECORD_PREFIX,
   WORK_KIND,
   lockNode,
   runFence,
@@ -135,28 +132,14 @@ const safePolicies = new Set([
  * throws a FenceError.
  */
 export function checkVersionRecord(record: string): "same" | "ahead" {
-  const refuse = new FenceError(record, VERSION_RECORD);
-  if (!record.startsWith(VERSION_RECORD_PREFIX)) {
-    throw refuse;
+  switch (judgeVersionRecord(record)) {
+    case "current":
+      return "same";
+    case "ahead":
+      return "ahead";
+    default:
+      throw new FenceError(record, VERSION_RECORD);
   }
-  const parts = record.slice(VERSION_RECORD_PREFIX.length).split(".");
-  if (parts.length !== 3 || !parts.every((p) => /^(0|[1-9]\d*)$/.test(p))) {
-    throw refuse;
-  }
-  const [major, minor, patch] = parts.map(Number) as [number, number, number];
-  if (major !== VERSION_MAJOR) {
-    throw refuse;
-  }
-  if (minor !== VERSION_MINOR) {
-    if (minor < VERSION_MINOR) {
-      throw refuse;
-    }
-    return "ahead";
-  }
-  if (patch < VERSION_PATCH) {
-    throw refuse;
-  }
-  return patch > VERSION_PATCH ? "ahead" : "same";
 }
 
 /**

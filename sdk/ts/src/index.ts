@@ -36,6 +36,7 @@ export {
   type Logger,
   type Metrics,
 } from "./metrics.js";
+export { judgeVersionRecord, type Verdict } from "./verdict.js";
 export {
   Client,
   checkVersionRecord,

@@ -191,6 +191,8 @@ class Testee {
         const q = typeof a["queue"] === "string" ? a["queue"] : undefined;
         return { key: emq.reserveKey(str(a, "member"), q) };
       }
+      case "judge_version":
+        return { verdict: emq.judgeVersionRecord(str(a, "record")) };
       case "classify_error": {
         const reply = str(a, "reply");
         const e = emq.parseErrorReply(reply);
