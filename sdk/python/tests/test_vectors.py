@@ -14,6 +14,7 @@ from echomq._gen.errors import classify_reply
 from echomq._gen.ids import IdError, new_id, parse_id
 from echomq._gen.keys import QueueKeys, QueueNameError, reserve_key
 from echomq._gen.protocol import PROTOCOL, VERSION
+from echomq.client import judge_version_record
 
 VECTORS = ROOT / "conformance" / "vectors"
 
@@ -42,6 +43,8 @@ def run(op: str, args: dict[str, Any]) -> dict[str, Any]:
         return out
     if op == "reserve_key":
         return {"key": reserve_key(args["member"], args.get("queue", ""))}
+    if op == "judge_version":
+        return {"verdict": judge_version_record(args["record"]).value}
     if op == "classify_error":
         word, message = classify_reply(args["reply"])
         return {"class": word, "message": message}
@@ -70,7 +73,7 @@ def subset(want: Any, got: Any, where: str) -> None:
         assert got == want, f"{where}: got {got!r}, want {want!r}"
 
 
-CASES = [c for f in ("ids", "keys", "errors") for c in load(f)]
+CASES = [c for f in ("ids", "keys", "errors", "versions") for c in load(f)]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
@@ -85,5 +88,7 @@ def test_vector(case: dict[str, Any]) -> None:
 
 def test_every_vector_file_is_read() -> None:
     files = sorted(p.stem for p in VECTORS.glob("*.json"))
-    assert files == ["errors", "ids", "keys"], f"a new vector file to read here: {files}"
+    assert files == ["errors", "ids", "keys", "versions"], (
+        f"a new vector file to read here: {files}"
+    )
     assert len(CASES) > 1000

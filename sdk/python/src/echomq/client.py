@@ -24,6 +24,7 @@ from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, ResponseError
+from redis.maint_notifications import MaintNotificationsConfig
 
 from ._gen.ids import MAX_NODE, IdGenerator
 from ._gen.keys import KEY_BUNDLE, KEY_LOCKS, KEY_VERSION, lock_node
@@ -195,6 +196,12 @@ async def connect(
         push_max_batch=push_max_batch,
         metrics=metrics,
     )
+    # redis-py 8 skips its check of a pooled connection's state before a command ("has the
+    # server closed it?") while maintenance notifications are enabled, which they are by default
+    # ("auto"): the first command after a server restart then goes out on the dead connection and
+    # fails, though it was never received. EchoMQ talks to open-source Redis and Valkey, which
+    # send no such notifications; a caller who wants them passes maint_notifications_config.
+    redis_options.setdefault("maint_notifications_config", MaintNotificationsConfig(enabled=False))
     c.redis = Redis.from_url(
         url,
         decode_responses=False,
