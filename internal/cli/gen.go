@@ -11,6 +11,7 @@ import (
 	"github.com/echomq/echomq/gen/manifest"
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/gen/tree"
+	"github.com/echomq/echomq/govern/release"
 )
 
 func runGen(e *env, args []string) int {
@@ -84,7 +85,26 @@ func runGen(e *env, args []string) int {
 		}
 		fmt.Fprintf(e.stdout, "  %s %s\n", verb, c.Path)
 	}
+	if len(changes) > 0 {
+		fmt.Fprintln(e.stdout, nextAfterGen(*root, p))
+	}
 	return ExitOK
+}
+
+// nextAfterGen is what gen tells the protocol author to do after it wrote
+// something: test, gate against the newest frozen release, freeze when the
+// manifest's version is not frozen yet (docs/authoring.md walks through it).
+func nextAfterGen(root string, p *model.Protocol) string {
+	newest, err := release.Newest(root)
+	switch {
+	case err != nil:
+		return "next: ./test.sh, then freeze the first release with: go run ./cmd/emqgen release"
+	case newest.Version.Compare(p.Version) == 0:
+		return fmt.Sprintf("next: ./test.sh, and go run ./cmd/emqgen check (against the frozen %s: a wire change needs a version bump and a governance.history entry; docs/authoring.md)", newest.Version)
+	case newest.Version.Compare(p.Version) < 0:
+		return fmt.Sprintf("next: ./test.sh, then go run ./cmd/emqgen check (%s → %s: every new script needs a probe step and a conformance scenario), then freeze %s with: go run ./cmd/emqgen release (docs/authoring.md)", newest.Version, p.Version, p.Version)
+	}
+	return fmt.Sprintf("next: the manifest says %s, below the newest frozen release %s: versions only grow (go run ./cmd/emqgen check says why)", p.Version, newest.Version)
 }
 
 func runValidate(e *env, args []string) int {
