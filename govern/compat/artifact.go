@@ -14,6 +14,8 @@ import (
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/gen/target"
 	"github.com/echomq/echomq/gen/targets"
+	"github.com/echomq/echomq/gen/targets/golang"
+	"github.com/echomq/echomq/gen/targets/lua"
 	"github.com/echomq/echomq/govern/apirecord"
 )
 
@@ -51,7 +53,7 @@ type Surface struct {
 // from the generated Go files (in memory) together with the hand-written
 // files beside them in the working tree at root (HandWritten).
 func SurfaceOf(root string, p *model.Protocol) (*Surface, error) {
-	files, err := targets.Generate(p, nil)
+	files, err := targets.Generate(p, SurfaceTargets())
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +70,14 @@ func SurfaceOf(root string, p *model.Protocol) (*Surface, error) {
 		return nil, err
 	}
 	return &Surface{API: api, Slots: slots}, nil
+}
+
+// SurfaceTargets are the targets whose files a surface is read from: the
+// Go SDK (golang) and the Lua bundle with its index (lua). The others
+// (docs, conformance vectors, the TypeScript wire layer) emit no Go or
+// Lua, and generating them would only slow every check down.
+func SurfaceTargets() []target.Target {
+	return []target.Target{golang.Target, lua.Target}
 }
 
 func goFiles(files []target.File) []target.File {
