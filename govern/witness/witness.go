@@ -19,10 +19,10 @@
 // replayed against the new bundle too.
 //
 // There is one runtime: the SDK. Nothing here interprets the scripts or
-// talks to a server: the conformance runner (cmd/emqconform, run from the
-// repository with go run) starts the server, drives the testee and checks
-// the keyspace; this package builds the testee and reads the runner's
-// JSON results.
+// talks to a server: the conformance runner (package runner, in this
+// process) drives the testee and checks the keyspace, on one redis-server
+// this package starts for every replay of a run; this package builds the
+// testee and reads the runner's results.
 package witness
 
 import (
@@ -30,7 +30,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,7 +48,10 @@ import (
 	"github.com/echomq/echomq/gen/target"
 	"github.com/echomq/echomq/gen/targets"
 	"github.com/echomq/echomq/gen/targets/golang"
+	"github.com/echomq/echomq/conformance/runner"
+	"github.com/echomq/echomq/govern/apirecord"
 	"github.com/echomq/echomq/govern/compat"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 // Side is one manifest the witness builds an SDK from: the file
@@ -120,9 +122,12 @@ func Run(ctx context.Context, o Options) *compat.Witness {
 	}
 	addr := o.Addr
 	if addr == "" {
-		if _, err := exec.LookPath("redis-server"); err != nil {
-			return failed("no redis-server could be started: redis-server is not on PATH (install it: sudo apt-get install -y redis-server)")
+		srv, err := redistest.StartServer()
+		if err != nil {
+			return failed("no redis-server could be started: %v", err)
 		}
+		defer srv.Close()
+		addr = srv.Addr()
 	} else {
 		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 		if err != nil {
@@ -199,72 +204,42 @@ func reverse(ctx context.Context, o Options, addr string, w *compat.Witness, log
 }
 
 // failure is one failed case as the runner reports it.
-type failure struct {
-	Case    string `json:"case"`
-	Step    int    `json:"step"`
-	Op      string `json:"op"`
-	Message string `json:"message"`
-	File    string `json:"file"`
-	Line    int    `json:"line"`
-	Column  int    `json:"column"`
-}
-
-// String is the failure as the runner prints it.
-func (f failure) String() string {
-	if f.Step < 0 {
-		return fmt.Sprintf("%s: %s", f.Case, f.Message)
-	}
-	return fmt.Sprintf("%s step %d (%s): %s", f.Case, f.Step+1, f.Op, f.Message)
-}
+type failure = runner.Failure
 
 // result is one language's outcome as the runner reports it.
-type result struct {
-	Passed   int       `json:"passed"`
-	Total    int       `json:"total"`
-	Failures []failure `json:"failures"`
-}
+type result = runner.Result
 
 // replay runs hello and the scenario files of dir against a built testee,
-// placeholders resolved from manifest, through the conformance runner
-// (go run ./cmd/emqconform from the repository root), on the server at
-// addr or on one the runner starts.
+// placeholders resolved from manifest, through the conformance runner (in
+// this process: package runner), on the server at addr.
 func replay(ctx context.Context, o Options, addr, bin, manifest, dir string) (*result, error) {
-	abs := func(p string) string {
-		if a, err := filepath.Abs(p); err == nil {
-			return a
-		}
-		return p
+	sc, err := runner.LoadScenarios(dir)
+	if err != nil {
+		return nil, fmt.Errorf("the scenarios %s: %w", dir, err)
 	}
-	args := []string{"run", "./cmd/emqconform", "-json", "-root", ".", "-testee", abs(bin), "-manifest", abs(manifest), "-scenarios", abs(dir), "-timeout", o.Timeout.String()}
-	if addr != "" {
-		args = append(args, "-addr", addr)
+	rs, err := runner.Run(ctx, runner.Options{
+		Root: o.Root, Out: io.Discard, Timeout: o.Timeout, Manifest: manifest, Addr: addr,
+		Suite:   &runner.Suite{Scenarios: sc},
+		Testees: []runner.Language{{Name: "go", Run: []string{bin}}}, NoExpected: true,
+	})
+	if err != nil {
+		return nil, err
 	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = o.Root
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	var out struct {
-		Error   string   `json:"error"`
-		Results []result `json:"results"`
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("the conformance runner reported %d results", len(rs))
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		return nil, fmt.Errorf("the conformance runner (go %s): %v: %s", strings.Join(args, " "), runErr, strings.TrimSpace(stderr.String()))
-	}
-	if out.Error != "" {
-		return nil, errors.New(out.Error)
-	}
-	if len(out.Results) != 1 {
-		return nil, fmt.Errorf("the conformance runner reported %d results", len(out.Results))
-	}
-	return &out.Results[0], nil
+	return rs[0], nil
 }
 
 // DefaultCacheDir is where built testees are kept: the user's cache
 // directory's emqgen/witness, or the temporary directory's
-// emqgen-witness when the user has no cache directory (no $HOME).
+// emqgen-witness when the user has no cache directory (no $HOME). The
+// environment variable apirecord.CacheEnv (EMQGEN_CACHE_DIR) moves it to
+// that directory's witness, as it moves the API records' cache.
 func DefaultCacheDir() (string, error) {
+	if d := os.Getenv(apirecord.CacheEnv); d != "" && d != "off" {
+		return filepath.Join(d, "witness"), nil
+	}
 	d, err := os.UserCacheDir()
 	if err != nil {
 		return filepath.Join(os.TempDir(), "emqgen-witness"), nil
