@@ -6,7 +6,11 @@
 // SDK files with the new generated ones, in a scratch copy of the module)
 // and the Go conformance testee built on it — on a real redis-server. A
 // baseline case that fails there is a WITNESS_BEHAVIOUR_CHANGED finding
-// (a major), whatever the text diff says. For a change classified
+// (a major), whatever the text diff says. The baseline is replayed twice:
+// through the idiomatic SDK, and through every script's generated call
+// (the testee's wire mode, WireMode), so that a script the idiomatic layer
+// no longer calls is still exercised; a failure of the second run is
+// named "<case>@wire". For a change classified
 // additive it also replays today's scenarios against the OLD bundle, to
 // tell new behaviour (a new scenario the old bundle fails, reported only)
 // from changed behaviour.
@@ -141,16 +145,23 @@ func Run(ctx context.Context, o Options) *compat.Witness {
 		return failed("building the Go testee on an SDK generated from %s: %v", o.New.File, err)
 	}
 	logf("testee for bundle %s: %s (cached: %v, %.1fs)", short(b.Digest), bin, cached, time.Since(started).Seconds())
-	started = time.Now()
-	res, err := replay(ctx, o, addr, bin, o.New.File, o.Baseline)
-	if err != nil {
-		return failed("%v", err)
-	}
-	logf("baseline %s on the new bundle: PASS %d/%d (%.1fs)", o.BaselineLabel, res.Passed, res.Total, time.Since(started).Seconds())
-	w.Cases, w.Passed = res.Total, res.Passed
 	anchor := compat.Location{File: o.New.File, Line: 1, Column: 1}
-	for _, f := range res.Failures {
-		w.Findings = append(w.Findings, finding(o, f, anchor))
+	for _, mode := range []string{"", WireMode} {
+		started = time.Now()
+		res, err := replay(ctx, o, addr, testee(bin, mode), o.New.File, o.Baseline)
+		if err != nil {
+			return failed("%v", err)
+		}
+		logf("baseline %s on the new bundle%s: PASS %d/%d (%.1fs)", o.BaselineLabel, mode, res.Passed, res.Total, time.Since(started).Seconds())
+		w.Cases += res.Total
+		w.Passed += res.Passed
+		for _, f := range res.Failures {
+			if mode != "" {
+				f.Case += "@wire"
+				f.Message += " (through the scripts' generated calls: the Go testee's " + mode + " mode)"
+			}
+			w.Findings = append(w.Findings, finding(o, f, anchor))
+		}
 	}
 	if o.Additive && o.Old.Protocol != nil {
 		reverse(ctx, o, addr, w, logf)
@@ -192,7 +203,7 @@ func reverse(ctx context.Context, o Options, addr string, w *compat.Witness, log
 		w.Notes = append(w.Notes, fmt.Sprintf("today's SDK does not build against the old bundle (%v), so today's scenarios were not run against it", firstLine(err.Error())))
 		return
 	}
-	res, err := replay(ctx, o, addr, bin, o.Old.File, dir)
+	res, err := replay(ctx, o, addr, testee(bin, ""), o.Old.File, dir)
 	if err != nil {
 		w.Notes = append(w.Notes, fmt.Sprintf("today's scenarios could not run against the old bundle: %v", err))
 		return
@@ -209,10 +220,26 @@ type failure = runner.Failure
 // result is one language's outcome as the runner reports it.
 type result = runner.Result
 
+// WireMode is the Go testee's flag that runs every op that is a
+// per-queue script through that script's generated call (package wire)
+// rather than the idiomatic SDK call: the witness replays the baseline in
+// both modes, so that every script of the bundle is exercised whether or
+// not the idiomatic layer still calls it (conformance/testees/go/wire.go).
+const WireMode = "-wire"
+
+// testee is the command line of the built testee in a mode ("" or
+// WireMode).
+func testee(bin, mode string) []string {
+	if mode == "" {
+		return []string{bin}
+	}
+	return []string{bin, mode}
+}
+
 // replay runs hello and the scenario files of dir against a built testee,
 // placeholders resolved from manifest, through the conformance runner (in
 // this process: package runner), on the server at addr.
-func replay(ctx context.Context, o Options, addr, bin, manifest, dir string) (*result, error) {
+func replay(ctx context.Context, o Options, addr string, testee []string, manifest, dir string) (*result, error) {
 	sc, err := runner.LoadScenarios(dir)
 	if err != nil {
 		return nil, fmt.Errorf("the scenarios %s: %w", dir, err)
@@ -220,7 +247,7 @@ func replay(ctx context.Context, o Options, addr, bin, manifest, dir string) (*r
 	rs, err := runner.Run(ctx, runner.Options{
 		Root: o.Root, Out: io.Discard, Timeout: o.Timeout, Manifest: manifest, Addr: addr,
 		Suite:   &runner.Suite{Scenarios: sc},
-		Testees: []runner.Language{{Name: "go", Run: []string{bin}}}, NoExpected: true,
+		Testees: []runner.Language{{Name: "go", Run: testee}}, NoExpected: true,
 	})
 	if err != nil {
 		return nil, err

@@ -197,3 +197,59 @@ func TestCheckWitnessAtGitRef(t *testing.T) {
 		t.Errorf("check -base of a plain file = %d\n%s", code, out)
 	}
 }
+
+// inScript returns an edit that replaces the first occurrence of old in
+// the named script's entry (from its "- name:" line to the next entry).
+func inScript(t *testing.T, script, old, new string) func(string) string {
+	return func(s string) string {
+		t.Helper()
+		start := strings.Index(s, "\n  - name: "+script+"\n")
+		if start < 0 {
+			t.Fatalf("no script %s in the manifest", script)
+		}
+		end := strings.Index(s[start+1:], "\n  - name: ")
+		if end < 0 {
+			end = len(s) - start - 1
+		}
+		entry := s[start : start+1+end]
+		if !strings.Contains(entry, old) {
+			t.Fatalf("the script %s does not contain %q", script, old)
+		}
+		return s[:start] + strings.Replace(entry, old, new, 1) + s[start+1+end:]
+	}
+}
+
+// The witness covers the bundle, not the Go SDK's habits: Queue.CompleteClaim
+// and Queue.ClaimMany run complete_claim_ids and claim_ids since 2.2.0, yet
+// a patch that disables complete_claim's stale-token check, or claim_many's
+// token mint — published scripts any client may call — fails the gate,
+// because the witness replays the baseline through every script's
+// generated call too (the testee's wire mode), and names the step.
+func TestCheckWitnessCoversScriptsTheSDKDoesNotCall(t *testing.T) {
+	for _, c := range []struct {
+		name, script, old, new string
+		want                   []string
+	}{
+		{"stale token of complete_claim", "complete_claim",
+			`if cur[1] ~= {{arg "token"}} then return {{refuse "token"}} end`,
+			`if false and cur[1] ~= {{arg "token"}} then return {{refuse "token"}} end`,
+			[]string{"WITNESS_BEHAVIOUR_CHANGED scenarios/batch/complete-claim@wire", "at step 5 (complete_claim)", "complete token mismatch", "generated calls"}},
+		{"token mint of claim_many", "claim_many",
+			`local token = redis.call('HINCRBY', row, '{{field "token"}}', 1)`,
+			`local token = tonumber(redis.call('HGET', row, '{{field "token"}}'))`,
+			[]string{"WITNESS_BEHAVIOUR_CHANGED scenarios/batch/claim-many@wire", "(claim_many)", "generated calls"}},
+	} {
+		t.Run(c.script, func(t *testing.T) {
+			file := branch(t, bumped(t, "patch"), inScript(t, c.script, c.old, c.new))
+			code, out, errs := run(t, "check", "-root", "../..", "-manifest", file)
+			if code != cli.ExitFindings {
+				t.Fatalf("check of a patch that disables the %s = %d; want %d\n%s%s", c.name, code, cli.ExitFindings, out, errs)
+			}
+			for _, want := range append(c.want, "patch SCRIPT_BODY_CHANGED scripts["+c.script+"].body", "required major, declared patch") {
+				if !strings.Contains(out, want) {
+					t.Errorf("check of a patch that disables the %s does not say %q:\n%s", c.name, want, out)
+				}
+			}
+		})
+	}
+}
