@@ -158,6 +158,14 @@ func runCheck(e *env, args []string) int {
 	} else {
 		opts.Witness = e.witness(*root, *base, *file, *addr, new, first.Required == compat.Minor)
 	}
+	if new.Invalid == nil {
+		fs, err := coverage(*root, old, new)
+		if err != nil {
+			e.errorf("%v", err)
+			return ExitUsage
+		}
+		opts.Witness.Findings = append(opts.Witness.Findings, fs...)
+	}
 	r, err := compat.JudgeWith(*old, *new, opts)
 	if err != nil {
 		e.errorf("%v", err)

@@ -264,3 +264,41 @@ func TestCheckWitnessMajorBump(t *testing.T) {
 		t.Errorf("check of a bare major bump = %d; want a pass with no witness finding\n%s%s", code, out, errs)
 	}
 }
+
+// A script added without a probe step that runs it and a conformance
+// scenario that sends its op fails the gate, with or without the witness,
+// saying what to add; the scripts of the frozen releases are history.
+func TestCheckScriptAddedUncovered(t *testing.T) {
+	peek := replaceOnce(t, "  - name: purge\n", `  - name: peek
+    summary: Whether the queue's doorbell is rung.
+    keys:
+      - {name: wake, type: wake}
+    reply:
+      type: int
+      summary: the doorbell's markers (0 or 1)
+    body: |
+      {{guard}}
+      return redis.call('LLEN', {{key "wake"}})
+
+  - name: purge
+`)
+	file := branch(t, bumped(t, "minor"), peek)
+	code, out, errs := run(t, "check", "-witness=off", "-root", "../..", "-manifest", file)
+	if code != cli.ExitFindings {
+		t.Fatalf("check of a script added uncovered = %d; want %d\n%s%s", code, cli.ExitFindings, out, errs)
+	}
+	for _, want := range []string{
+		"invalid " + compat.WitnessScriptUncovered + " scripts[peek]",
+		"a probe step that runs it (`script: peek`",
+		"a conformance scenario in ../../conformance/scenarios whose steps send op peek",
+		"refused at any bump",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check of a script added uncovered does not say %q:\n%s", want, out)
+		}
+	}
+	// Against 2.0.0 every script added since is released: none is flagged.
+	if code, out, errs := run(t, "check", "-witness=off", "-root", "../..", "-manifest", "../../protocol.yaml", "-base", "../../golden/releases/2.0.0.yaml"); code != cli.ExitOK || strings.Contains(out, compat.WitnessScriptUncovered) {
+		t.Errorf("check against 2.0.0 = %d; want a pass with no uncovered script\n%s%s", code, out, errs)
+	}
+}
