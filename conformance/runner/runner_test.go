@@ -446,3 +446,43 @@ func TestRowPlaceholders(t *testing.T) {
 		}
 	}
 }
+
+// ${version:lower} resolves for any version: a lower minor or patch of
+// this major, and at x.0.0 (the lowest of its major) this version's own
+// record, so that a baseline's scenario replayed on a new major is no
+// false failure.
+func TestVersionLowerResolvesForAnyVersion(t *testing.T) {
+	p, err := model.Load("../../protocol.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ v, want model.Semver }{
+		{model.Semver{Major: 2, Minor: 2}, model.Semver{Major: 2, Minor: 1}},
+		{model.Semver{Major: 2, Patch: 3}, model.Semver{Major: 2, Patch: 2}},
+		{model.Semver{Major: 3}, model.Semver{Major: 3}},
+	} {
+		q := *p
+		q.Version = c.v
+		f, err := manifestFacts(&q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := newEnv(f, "orders", func() (int64, error) { return 0, nil }).resolve("${version:lower}")
+		if err != nil {
+			t.Errorf("${version:lower} at %s: %v", c.v, err)
+			continue
+		}
+		if want := model.FillVersion(mustMember(t, &q, "version"), c.want); got != want {
+			t.Errorf("${version:lower} at %s = %v; want %s", c.v, got, want)
+		}
+	}
+}
+
+func mustMember(t *testing.T, p *model.Protocol, name string) string {
+	t.Helper()
+	m, ok := p.Member(name)
+	if !ok {
+		t.Fatalf("no reserve member %s", name)
+	}
+	return m.Value
+}

@@ -49,11 +49,19 @@ func hostile(r rune) string {
 		return "an invisible character"
 	case unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Co, r) || unicode.Is(unicode.Cs, r):
 		return "an invisible format character"
+	case noBreakSpace(r):
+		return "" // prose typography (a number kept with its unit); outside prose it is non-ASCII and refused as such
 	case unicode.IsSpace(r) && r != ' ' && r != 0x85 && r != 0x2028 && r != 0x2029:
 		return "a non-ASCII space"
 	}
 	return ""
 }
+
+// noBreakSpace reports whether r is a no-break space (U+00A0, the narrow
+// U+202F, the figure space U+2007): visible spacing that prose uses to keep
+// a number with its unit, as wide as the space it reads as. Outside prose
+// every non-ASCII character is refused (checkValue), these too.
+func noBreakSpace(r rune) bool { return r == 0x00A0 || r == 0x202F || r == 0x2007 }
 
 // checkRaw refuses hostile characters in the file's text, before it is
 // decoded (YAML refuses some of them too, but without a position). It

@@ -64,6 +64,16 @@ func TestHostileTextRefused(t *testing.T) {
 	if _, err := Parse("p.yaml", []byte(ok)); err != nil {
 		t.Errorf("prose with visible non-ASCII: %v", err)
 	}
+	// A no-break space is visible prose typography; outside prose it is
+	// non-ASCII, refused like any other.
+	nbsp := strings.Replace(base, "summary: An archive entry; platform scope.", "summary: An archive entry; 10\u00a0ms, 5\u202fs.", 1)
+	if _, err := Parse("p.yaml", []byte(nbsp)); err != nil {
+		t.Errorf("prose with a no-break space: %v", err)
+	}
+	word := strings.Replace(base, "  - word: EMQKIND\n", "  - word: EMQ\u00a0KIND\n", 1)
+	if _, err := Parse("p.yaml", []byte(word)); err == nil || !strings.Contains(err.Error(), "U+00A0") {
+		t.Errorf("a no-break space in a class word: %v; want it refused outside prose", err)
+	}
 	if !strings.Contains(base, `"a\nb"`) {
 		t.Fatal(`the queue grammar's invalid examples no longer hold "a\nb"`)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -54,6 +55,13 @@ func PyAPI(ctx context.Context, dir string) ([]string, error) {
 	if _, err := os.Stat(filepath.Join(abs, "__init__.py")); err != nil {
 		return nil, fmt.Errorf("surface: %s is not a Python package (no __init__.py)", dir)
 	}
+	key, keyErr := pySourceKey(py, abs)
+	if keyErr == nil {
+		if lines, ok := cacheLoad(key); ok && validLines(lines, pyKey) {
+			return lines, nil
+		}
+	}
+	toolRuns.Add(1)
 	var stdout, stderr bytes.Buffer
 	// -I: isolated (no user site, no PYTHON* variables, the tool's own
 	// directory not on sys.path); -B: no bytecode written; the program
@@ -77,7 +85,27 @@ func PyAPI(ctx context.Context, dir string) ([]string, error) {
 	if len(lines) == 0 {
 		return nil, fmt.Errorf("surface: pyapi.py printed no API for %s", dir)
 	}
+	if keyErr == nil {
+		cacheStore(key, lines)
+	}
 	return lines, nil
+}
+
+// pySourceKey names what the Python API of the package in dir depends
+// on: the python3 binary, the tool (pyapi.py) and every .py and .pyi file
+// of the package, by content (__pycache__ left out).
+func pySourceKey(py, dir string) (string, error) {
+	h := keyHash("python")
+	hashProgram(h, py)
+	fmt.Fprintf(h, "%s\x00%d\x00", dir, len(pyTool))
+	h.Write(pyTool)
+	keep := func(name string) bool {
+		return strings.HasSuffix(name, ".py") || strings.HasSuffix(name, ".pyi") || name == "py.typed"
+	}
+	if err := hashTree(h, dir, dir, keep, "__pycache__"); err != nil {
+		return "", err
+	}
+	return "py-" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // pyKey splits a Python API line into its key and its type.

@@ -3,12 +3,10 @@ package apirecord
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,9 +38,11 @@ var ErrNoNode = errors.New("surface: the TypeScript API cannot be recorded here"
 const tsHint = "recording the TypeScript API runs the TypeScript compiler under node: install Node 20 or later (Debian: apt-get install nodejs npm) and the SDK's dependencies (cd sdk/ts && npm ci); ./test.sh does both"
 
 // TSAPI reads the public TypeScript API of the package in dir (sdk/ts):
-// it runs TSTool there under node, which compiles the package's sources
-// with its tsconfig.json in memory and reads the declarations; nothing is
-// written. It fails with ErrNoNode, saying what to install, when node or
+// it runs TSTool there under node, which reads the declarations tsc built
+// into dist/ when they are up to date with the sources and otherwise
+// compiles the sources with the package's tsconfig.json in memory; nothing
+// is written to the package. The record is cached by a digest of every
+// input (tsSourceKey; cache.go), so that unchanged sources run no node. It fails with ErrNoNode, saying what to install, when node or
 // the package's TypeScript compiler is missing, and with the compiler's
 // diagnostics when the sources do not compile.
 func TSAPI(ctx context.Context, dir string) ([]string, error) {
@@ -63,7 +63,12 @@ func TSAPI(ctx context.Context, dir string) ([]string, error) {
 		if v, ok := tsCache.Load(key); ok {
 			return slices.Clone(v.([]string)), nil
 		}
+		if lines, ok := cacheLoad(key); ok && validLines(lines, tsKey) {
+			tsCache.Store(key, slices.Clone(lines))
+			return lines, nil
+		}
 	}
+	toolRuns.Add(1)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, TSTool), dir)
 	cmd.Dir = dir
@@ -86,6 +91,7 @@ func TSAPI(ctx context.Context, dir string) ([]string, error) {
 	}
 	if keyErr == nil {
 		tsCache.Store(key, slices.Clone(lines))
+		cacheStore(key, lines)
 	}
 	return lines, nil
 }
@@ -175,43 +181,33 @@ func splitSignature(sig string) (params []string, ret string, ok bool) {
 	return nil, "", false
 }
 
-// tsCache holds the API read per package state within one process: the
-// compiler's run takes seconds, and a check (or a test running many) reads
-// the same unchanged sources again and again.
+// tsCache holds the API read per package state within one process, over
+// the on-disk cache (cache.go): a check (or a test running many) reads the
+// same unchanged sources again and again.
 var tsCache sync.Map
 
 // tsSourceKey names the state of the package in dir that its API depends
-// on: the node binary, and every file of its sources, its compiler
-// settings, its manifest and the tool, by content.
+// on: the node binary; the package's compiler settings, manifest, lock
+// file, installed packages (node_modules/.package-lock.json, npm's record
+// of what it installed) and compiler version; the tool; and every file of
+// its sources, tests and chaos programs (tsconfig.json compiles them all),
+// by content. The declarations tsc built (dist/) are not part of it: the
+// tool reads them only when they are up to date with these, and then they
+// say what compiling these says.
 func tsSourceKey(node, dir string) (string, error) {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00", node, dir)
-	add := func(path string) error {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(data))
-		h.Write(data)
-		return nil
-	}
-	for _, f := range []string{"tsconfig.json", "package.json", "package-lock.json", TSTool} {
-		if err := add(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
+	h := keyHash("typescript")
+	hashProgram(h, node)
+	fmt.Fprintf(h, "%s\x00", dir)
+	for _, f := range []string{"tsconfig.json", "package.json", "package-lock.json", TSTool,
+		filepath.Join("node_modules", ".package-lock.json"), filepath.Join("node_modules", "typescript", "package.json")} {
+		if err := hashFile(h, dir, filepath.Join(dir, f)); err != nil {
 			return "", err
 		}
 	}
-	err := filepath.WalkDir(filepath.Join(dir, "src"), func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, d := range []string{"src", "test", "chaos"} {
+		if err := hashTree(h, dir, filepath.Join(dir, d), nil, "node_modules"); err != nil {
+			return "", err
 		}
-		if d.IsDir() {
-			return nil
-		}
-		return add(path)
-	})
-	if err != nil {
-		return "", err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return "ts-" + hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/gen/target"
 	"github.com/echomq/echomq/gen/targets"
+	"github.com/echomq/echomq/gen/targets/golang"
+	"github.com/echomq/echomq/gen/targets/lua"
 	"github.com/echomq/echomq/govern/apirecord"
 )
 
@@ -51,7 +53,7 @@ type Surface struct {
 // from the generated Go files (in memory) together with the hand-written
 // files beside them in the working tree at root (HandWritten).
 func SurfaceOf(root string, p *model.Protocol) (*Surface, error) {
-	files, err := targets.Generate(p, nil)
+	files, err := targets.Generate(p, SurfaceTargets())
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +70,14 @@ func SurfaceOf(root string, p *model.Protocol) (*Surface, error) {
 		return nil, err
 	}
 	return &Surface{API: api, Slots: slots}, nil
+}
+
+// SurfaceTargets are the targets whose files a surface is read from: the
+// Go SDK (golang) and the Lua bundle with its index (lua). The others
+// (docs, conformance vectors, the TypeScript wire layer) emit no Go or
+// Lua, and generating them would only slow every check down.
+func SurfaceTargets() []target.Target {
+	return []target.Target{golang.Target, lua.Target}
 }
 
 func goFiles(files []target.File) []target.File {
@@ -183,9 +193,16 @@ func compareSurfaces(d *differ, old, new Side) []Finding {
 			f.Anchor = d.newAnchor(p, new.File)
 			f.Message += " (manifest: " + p + ")"
 		}
-		if old.Surface.APIFile != "" {
+		if f.Line == 0 {
+			// No element generates the name alone (a wire-layer type the
+			// whole of a section generates, a hand-written name): the
+			// section of the manifest it comes from, or the top.
+			f.Anchor = d.newAnchor(goSection(bareGo(b.Where)), new.File)
+			f.File, f.Line, f.Column = f.Anchor.File, f.Anchor.Line, f.Anchor.Column
+		}
+		if n := old.Surface.APILines[b.Old]; old.Surface.APIFile != "" && n > 0 {
 			// The recorded line that broke is the place to look.
-			f.File, f.Line, f.Column = old.Surface.APIFile, old.Surface.APILines[b.Old], 1
+			f.File, f.Line, f.Column = old.Surface.APIFile, n, 1
 		}
 		out = append(out, f)
 	}
@@ -207,6 +224,43 @@ func compareSurfaces(d *differ, old, new Side) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// goSections are the manifest sections that the Go SDK's names come from
+// when no single element does, by the name's first word: the wire layer's
+// types and functions over the whole of a section.
+var goSections = []struct{ prefix, section string }{
+	{"QueueKeys", "keys"}, {"NewQueueKeys", "keys"}, {"ValidateQueueName", "queues"}, {"QueuePattern", "queues"}, {"ErrQueueName", "queues"},
+	{"KeyMigration", "reserve"}, {"ReserveKey", "reserve"}, {"Lock", "reserve"}, {"Probes", "reserve"},
+	{"Script", "scripts"}, {"BundleDigest", "scripts"}, {"Decode", "scripts"},
+	{"ID", "ids"}, {"ParseID", "ids"}, {"MustParseID", "ids"}, {"NewID", "ids"}, {"Generator", "ids"}, {"NewGenerator", "ids"}, {"ErrID", "ids"},
+	{"Kind", "kinds"}, {"State", "row"}, {"ParseState", "row"}, {"RowFields", "row"}, {"FieldByRole", "row"}, {"Set", "sets"},
+	{"ClassError", "classes"}, {"Classes", "classes"}, {"Class", "classes"},
+	{"Protocol", "protocol"}, {"Version", "version"},
+}
+
+// goSection is the manifest section a Go API key's name comes from
+// (goSections), or "protocol", the top, when none is known.
+func goSection(key string) string {
+	name := ""
+	for _, w := range identsOf(key) {
+		switch w {
+		case "pkg", "type", "func", "var", "const", "method", "struct", "interface":
+			continue
+		}
+		if w != "" && w[0] >= 'A' && w[0] <= 'Z' {
+			name = w
+			break
+		}
+	}
+	best := ""
+	section := "protocol"
+	for _, g := range goSections {
+		if strings.HasPrefix(name, g.prefix) && len(g.prefix) > len(best) {
+			best, section = g.prefix, g.section
+		}
+	}
+	return section
 }
 
 // scriptOf reads the script name out of a slot break's Where ("script

@@ -63,6 +63,8 @@ func JudgeWith(old, new Side, o Options) (*Report, error) {
 	fs := Compare(old, new)
 	fs = o.apply(fs, to.String())
 	if o.Witness != nil {
+		// After the waivers: the witness's findings are never waived (a
+		// waiver naming one is refused, WAIVER_NOT_FOR_WITNESS).
 		fs = append(fs, o.Witness.Findings...)
 		sortFindings(fs)
 	}
@@ -80,7 +82,10 @@ func JudgeWith(old, new Side, o Options) (*Report, error) {
 		r.Problems = append(r.Problems, fmt.Sprintf("the version went down from %s to %s: versions are recorded monotonically; set version to %s or higher", from, to, next(from, max(r.Required, Patch))))
 	}
 	for _, f := range fs {
-		if f.Bump == Invalid && f.Judged {
+		switch {
+		case f.Bump == Invalid && f.Judged && f.Rule == WitnessScriptUncovered:
+			r.Problems = append(r.Problems, fmt.Sprintf("%s %s at %s: refused at any bump — %s Add what it lacks, or undo it (%s).", f.Rule, f.Path, f.Where(), purposeOf(f.Rule), f.Message))
+		case f.Bump == Invalid && f.Judged:
 			r.Problems = append(r.Problems, fmt.Sprintf("%s %s at %s: refused at any bump — %s Undo it (%s).", f.Rule, f.Path, f.Where(), purposeOf(f.Rule), f.Message))
 		}
 	}
@@ -135,6 +140,12 @@ func next(from model.Semver, b Bump) model.Semver {
 }
 
 func purposeOf(id string) string {
+	switch id {
+	case WitnessBehaviourChanged:
+		return WitnessBehaviourChangedPurpose
+	case WitnessScriptUncovered:
+		return WitnessScriptUncoveredPurpose
+	}
 	for _, r := range AllRules() {
 		if r.ID == id {
 			return r.Purpose

@@ -67,7 +67,7 @@ func ParseWaivers(file string, data []byte) ([]Waiver, error) {
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %v", file, err)
 	}
-	known := map[string]bool{}
+	known := map[string]bool{WitnessBehaviourChanged: true, WitnessScriptUncovered: true}
 	for _, id := range RuleIDs() {
 		known[id] = true
 	}
@@ -106,6 +106,7 @@ func ParseWaivers(file string, data []byte) ([]Waiver, error) {
 func waiverRules() []Rule {
 	return []Rule{
 		{ID: "WAIVER_NOT_FOR_INVALID", Bump: Invalid, Wire: true, Purpose: "A waiver acknowledges a bump; it cannot admit a change no bump admits. The waiver is refused and the invalid finding stands."},
+		{ID: "WAIVER_NOT_FOR_WITNESS", Bump: None, Purpose: "The behavioural witness's findings (WITNESS_BEHAVIOUR_CHANGED, WITNESS_SCRIPT_UNCOVERED) are what the scripts did on a live server, not a reading of the manifest: they are never waived. The waiver is refused and reported, and the witness's finding stands."},
 		{ID: "WAIVER_UNUSED", Bump: None, Purpose: "A waiver bound to this version matches no finding of this comparison; it is reported so that stale waivers are seen and removed, and waives nothing."},
 	}
 }
@@ -119,8 +120,9 @@ type Options struct {
 	// Waivers acknowledge findings of the new version.
 	Waivers []Waiver
 	// Witness, when set, is the behavioural witness's outcome: its
-	// findings count (they are never waived), a witness that could not run
-	// fails the report, and every format states it.
+	// findings count (they are never waived: a waiver naming one is
+	// refused, WAIVER_NOT_FOR_WITNESS), a witness that could not run fails
+	// the report, and every format states it.
 	Witness *Witness
 }
 
@@ -157,6 +159,11 @@ func (o Options) apply(fs []Finding, version string) []Finding {
 		}
 		at := Location{File: w.File, Line: w.Line, Column: 1}
 		switch {
+		case strings.HasPrefix(w.Rule, WitnessPrefix):
+			r := rules["WAIVER_NOT_FOR_WITNESS"]
+			fs = append(fs, Finding{Rule: r.ID, Bump: r.Bump, Wire: r.Wire, Category: CategoryWire, Path: w.Path, Judged: true,
+				Message: fmt.Sprintf("the waiver of %s %s (%s) is refused: the behavioural witness's findings are never waived — declare a major (or, for %s, add what the finding asks for), or undo the change", w.Rule, w.Path, strings.TrimSpace(w.Reason), WitnessScriptUncovered),
+				File:    w.File, Line: w.Line, Column: 1, Anchor: at})
 		case rules[w.Rule].Bump == Invalid || used && !anyWaived(fs, w):
 			r := rules["WAIVER_NOT_FOR_INVALID"]
 			fs = append(fs, Finding{Rule: r.ID, Bump: r.Bump, Wire: r.Wire, Category: CategoryWire, Path: w.Path, Judged: true,

@@ -14,6 +14,24 @@ const WitnessBehaviourChanged = WitnessPrefix + "BEHAVIOUR_CHANGED"
 // WitnessBehaviourChangedPurpose says why a witness finding requires a major.
 const WitnessBehaviourChangedPurpose = "A scenario of the baseline release fails against the new bundle: deployed clients and workers rely on what the scripts did then (a refusal, a state change, a reply), so the behaviour changed whatever the declared contract says — a major, or undo the change."
 
+// WitnessScriptUncovered is the gate's finding for a script added since
+// every frozen release with nothing that exercises it: no probe step of
+// the manifest runs it, or no conformance scenario sends its op. The
+// witness can only replay what some scenario runs, so such a script would
+// enter a release with no behaviour on record; it is refused at any bump
+// until both are added.
+const WitnessScriptUncovered = WitnessPrefix + "SCRIPT_UNCOVERED"
+
+// WitnessScriptUncoveredPurpose says why an uncovered script is refused.
+const WitnessScriptUncoveredPurpose = "A script enters a release with its behaviour on record: a probe step (script: <name> in a reserve member's or a wire class's probe) that runs it on a live server, and at least one conformance scenario (conformance/scenarios/*.yaml) whose steps send its op, which the release's witness then replays against every later bundle. Without them nothing would notice its behaviour change."
+
+// UncoveredScript is the finding of a script added without a probe or a
+// scenario: path is scripts[<name>], at where it is declared.
+func UncoveredScript(path, message string, at Location) Finding {
+	return Finding{Rule: WitnessScriptUncovered, Bump: Invalid, Wire: true, Category: CategoryWire,
+		Path: path, Message: message, File: at.File, Line: at.Line, Column: max(at.Column, 1), Anchor: at, Judged: true}
+}
+
 // The witness's statuses.
 const (
 	// WitnessRan: the witness ran; its findings are in the report.

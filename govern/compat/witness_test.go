@@ -36,7 +36,8 @@ func written(t *testing.T, r *Report, format string) string {
 }
 
 // A witness finding counts like a rule's: it requires a major and fails a
-// change declared lower; it is never waived.
+// change declared lower; it is never waived (a waiver naming it is
+// understood, and refused with WAIVER_NOT_FOR_WITNESS).
 func TestWitnessFindingCounts(t *testing.T) {
 	old, new := selfSides(t)
 	f := WitnessFinding("scenarios/refusals/complete-token", "w/refusals.yaml", 145, "expected error, got result {}", Location{File: "new.yaml", Line: 1, Column: 1})
@@ -47,6 +48,16 @@ func TestWitnessFindingCounts(t *testing.T) {
 	}
 	if r.OK || r.Required != Major || len(r.Changes) == 0 || r.Changes[0].Rule != WitnessBehaviourChanged || r.Changes[0].Waiver != nil {
 		t.Errorf("report with a witness finding: ok %v required %s changes %+v", r.OK, r.Required, r.Changes)
+	}
+	refused := false
+	for _, c := range r.Changes {
+		refused = refused || c.Rule == "WAIVER_NOT_FOR_WITNESS" && c.Path == f.Path
+	}
+	if !refused {
+		t.Errorf("the waiver naming %s was not refused with WAIVER_NOT_FOR_WITNESS: %+v", WitnessBehaviourChanged, r.Changes)
+	}
+	if _, err := ParseWaivers("w.yaml", []byte("waivers:\n  - {rule: "+WitnessBehaviourChanged+", path: "+f.Path+", version: 2.2.0, reason: a test}\n")); err != nil {
+		t.Errorf("a waiver naming %s: %v; want it understood", WitnessBehaviourChanged, err)
 	}
 	if out := written(t, r, "text"); !strings.Contains(out, "w/refusals.yaml:145:1: major WITNESS_BEHAVIOUR_CHANGED scenarios/refusals/complete-token") || !strings.Contains(out, "witness: 9/10 baseline cases pass") {
 		t.Errorf("text report:\n%s", out)

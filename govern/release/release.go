@@ -79,6 +79,24 @@ func at(dir string, v model.Semver) Release {
 	return Release{Version: v, Manifest: base + ".yaml", API: base + ".api.txt", Bundle: base + ".bundle.txt", Witness: base + ".witness"}
 }
 
+// Open returns the frozen release whose manifest is the file at path: a
+// file named <major>.<minor>.<patch>.yaml with the Go API record of that
+// version (<version>.api.txt) beside it, as Freeze writes them. root is
+// the repository root the release is read for (Release.Root). It reports
+// false for any other file: a manifest that is no frozen release.
+func Open(root, path string) (Release, bool) {
+	v, err := model.ParseSemver(strings.TrimSuffix(filepath.Base(path), ".yaml"))
+	if err != nil || filepath.Ext(path) != ".yaml" {
+		return Release{}, false
+	}
+	r := at(filepath.Dir(path), v)
+	if st, err := os.Stat(r.API); err != nil || !st.Mode().IsRegular() {
+		return Release{}, false
+	}
+	r.Root = root
+	return r, true
+}
+
 // Newest returns the newest frozen release under root.
 func Newest(root string) (Release, error) {
 	rs, err := List(root)

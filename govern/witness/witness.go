@@ -6,7 +6,11 @@
 // SDK files with the new generated ones, in a scratch copy of the module)
 // and the Go conformance testee built on it — on a real redis-server. A
 // baseline case that fails there is a WITNESS_BEHAVIOUR_CHANGED finding
-// (a major), whatever the text diff says. For a change classified
+// (a major), whatever the text diff says. The baseline is replayed twice:
+// through the idiomatic SDK, and through every script's generated call
+// (the testee's wire mode, WireMode), so that a script the idiomatic layer
+// no longer calls is still exercised; a failure of the second run is
+// named "<case>@wire". For a change classified
 // additive it also replays today's scenarios against the OLD bundle, to
 // tell new behaviour (a new scenario the old bundle fails, reported only)
 // from changed behaviour.
@@ -19,10 +23,10 @@
 // replayed against the new bundle too.
 //
 // There is one runtime: the SDK. Nothing here interprets the scripts or
-// talks to a server: the conformance runner (cmd/emqconform, run from the
-// repository with go run) starts the server, drives the testee and checks
-// the keyspace; this package builds the testee and reads the runner's
-// JSON results.
+// talks to a server: the conformance runner (package runner, in this
+// process) drives the testee and checks the keyspace, on one redis-server
+// this package starts for every replay of a run; this package builds the
+// testee and reads the runner's results.
 package witness
 
 import (
@@ -30,7 +34,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,13 +46,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/echomq/echomq/conformance/runner"
 	"github.com/echomq/echomq/gen/bundle"
 	"github.com/echomq/echomq/gen/header"
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/gen/target"
 	"github.com/echomq/echomq/gen/targets"
 	"github.com/echomq/echomq/gen/targets/golang"
+	"github.com/echomq/echomq/govern/apirecord"
 	"github.com/echomq/echomq/govern/compat"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 // Side is one manifest the witness builds an SDK from: the file
@@ -120,9 +126,12 @@ func Run(ctx context.Context, o Options) *compat.Witness {
 	}
 	addr := o.Addr
 	if addr == "" {
-		if _, err := exec.LookPath("redis-server"); err != nil {
-			return failed("no redis-server could be started: redis-server is not on PATH (install it: sudo apt-get install -y redis-server)")
+		srv, err := redistest.StartServer()
+		if err != nil {
+			return failed("no redis-server could be started: %v", err)
 		}
+		defer srv.Close()
+		addr = srv.Addr()
 	} else {
 		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 		if err != nil {
@@ -136,16 +145,23 @@ func Run(ctx context.Context, o Options) *compat.Witness {
 		return failed("building the Go testee on an SDK generated from %s: %v", o.New.File, err)
 	}
 	logf("testee for bundle %s: %s (cached: %v, %.1fs)", short(b.Digest), bin, cached, time.Since(started).Seconds())
-	started = time.Now()
-	res, err := replay(ctx, o, addr, bin, o.New.File, o.Baseline)
-	if err != nil {
-		return failed("%v", err)
-	}
-	logf("baseline %s on the new bundle: PASS %d/%d (%.1fs)", o.BaselineLabel, res.Passed, res.Total, time.Since(started).Seconds())
-	w.Cases, w.Passed = res.Total, res.Passed
 	anchor := compat.Location{File: o.New.File, Line: 1, Column: 1}
-	for _, f := range res.Failures {
-		w.Findings = append(w.Findings, finding(o, f, anchor))
+	for _, mode := range []string{"", WireMode} {
+		started = time.Now()
+		res, err := replay(ctx, o, addr, testee(bin, mode), o.New.File, o.Baseline)
+		if err != nil {
+			return failed("%v", err)
+		}
+		logf("baseline %s on the new bundle%s: PASS %d/%d (%.1fs)", o.BaselineLabel, mode, res.Passed, res.Total, time.Since(started).Seconds())
+		w.Cases += res.Total
+		w.Passed += res.Passed
+		for _, f := range res.Failures {
+			if mode != "" {
+				f.Case += "@wire"
+				f.Message += " (through the scripts' generated calls: the Go testee's " + mode + " mode)"
+			}
+			w.Findings = append(w.Findings, finding(o, f, anchor))
+		}
 	}
 	if o.Additive && o.Old.Protocol != nil {
 		reverse(ctx, o, addr, w, logf)
@@ -187,7 +203,7 @@ func reverse(ctx context.Context, o Options, addr string, w *compat.Witness, log
 		w.Notes = append(w.Notes, fmt.Sprintf("today's SDK does not build against the old bundle (%v), so today's scenarios were not run against it", firstLine(err.Error())))
 		return
 	}
-	res, err := replay(ctx, o, addr, bin, o.Old.File, dir)
+	res, err := replay(ctx, o, addr, testee(bin, ""), o.Old.File, dir)
 	if err != nil {
 		w.Notes = append(w.Notes, fmt.Sprintf("today's scenarios could not run against the old bundle: %v", err))
 		return
@@ -199,72 +215,58 @@ func reverse(ctx context.Context, o Options, addr string, w *compat.Witness, log
 }
 
 // failure is one failed case as the runner reports it.
-type failure struct {
-	Case    string `json:"case"`
-	Step    int    `json:"step"`
-	Op      string `json:"op"`
-	Message string `json:"message"`
-	File    string `json:"file"`
-	Line    int    `json:"line"`
-	Column  int    `json:"column"`
-}
-
-// String is the failure as the runner prints it.
-func (f failure) String() string {
-	if f.Step < 0 {
-		return fmt.Sprintf("%s: %s", f.Case, f.Message)
-	}
-	return fmt.Sprintf("%s step %d (%s): %s", f.Case, f.Step+1, f.Op, f.Message)
-}
+type failure = runner.Failure
 
 // result is one language's outcome as the runner reports it.
-type result struct {
-	Passed   int       `json:"passed"`
-	Total    int       `json:"total"`
-	Failures []failure `json:"failures"`
+type result = runner.Result
+
+// WireMode is the Go testee's flag that runs every op that is a
+// per-queue script through that script's generated call (package wire)
+// rather than the idiomatic SDK call: the witness replays the baseline in
+// both modes, so that every script of the bundle is exercised whether or
+// not the idiomatic layer still calls it (conformance/testees/go/wire.go).
+const WireMode = "-wire"
+
+// testee is the command line of the built testee in a mode ("" or
+// WireMode).
+func testee(bin, mode string) []string {
+	if mode == "" {
+		return []string{bin}
+	}
+	return []string{bin, mode}
 }
 
 // replay runs hello and the scenario files of dir against a built testee,
-// placeholders resolved from manifest, through the conformance runner
-// (go run ./cmd/emqconform from the repository root), on the server at
-// addr or on one the runner starts.
-func replay(ctx context.Context, o Options, addr, bin, manifest, dir string) (*result, error) {
-	abs := func(p string) string {
-		if a, err := filepath.Abs(p); err == nil {
-			return a
-		}
-		return p
+// placeholders resolved from manifest, through the conformance runner (in
+// this process: package runner), on the server at addr.
+func replay(ctx context.Context, o Options, addr string, testee []string, manifest, dir string) (*result, error) {
+	sc, err := runner.LoadScenarios(dir)
+	if err != nil {
+		return nil, fmt.Errorf("the scenarios %s: %w", dir, err)
 	}
-	args := []string{"run", "./cmd/emqconform", "-json", "-root", ".", "-testee", abs(bin), "-manifest", abs(manifest), "-scenarios", abs(dir), "-timeout", o.Timeout.String()}
-	if addr != "" {
-		args = append(args, "-addr", addr)
+	rs, err := runner.Run(ctx, runner.Options{
+		Root: o.Root, Out: io.Discard, Timeout: o.Timeout, Manifest: manifest, Addr: addr,
+		Suite:   &runner.Suite{Scenarios: sc},
+		Testees: []runner.Language{{Name: "go", Run: testee}}, NoExpected: true,
+	})
+	if err != nil {
+		return nil, err
 	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = o.Root
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	var out struct {
-		Error   string   `json:"error"`
-		Results []result `json:"results"`
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("the conformance runner reported %d results", len(rs))
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		return nil, fmt.Errorf("the conformance runner (go %s): %v: %s", strings.Join(args, " "), runErr, strings.TrimSpace(stderr.String()))
-	}
-	if out.Error != "" {
-		return nil, errors.New(out.Error)
-	}
-	if len(out.Results) != 1 {
-		return nil, fmt.Errorf("the conformance runner reported %d results", len(out.Results))
-	}
-	return &out.Results[0], nil
+	return rs[0], nil
 }
 
 // DefaultCacheDir is where built testees are kept: the user's cache
 // directory's emqgen/witness, or the temporary directory's
-// emqgen-witness when the user has no cache directory (no $HOME).
+// emqgen-witness when the user has no cache directory (no $HOME). The
+// environment variable apirecord.CacheEnv (EMQGEN_CACHE_DIR) moves it to
+// that directory's witness, as it moves the API records' cache.
 func DefaultCacheDir() (string, error) {
+	if d := os.Getenv(apirecord.CacheEnv); d != "" && d != "off" {
+		return filepath.Join(d, "witness"), nil
+	}
 	d, err := os.UserCacheDir()
 	if err != nil {
 		return filepath.Join(os.TempDir(), "emqgen-witness"), nil

@@ -132,11 +132,15 @@ func runCheck(e *env, args []string) int {
 	}
 	new.Invalid = invalid
 	tsBase, pyBase := "the baseline "+*base, "the baseline "+*base
+	rel, isRelease := release.Open(*root, *base)
 	if *base == "" {
-		if r, err := release.Newest(*root); err == nil {
-			tsBase = "the frozen release " + r.Version.String() + " (no " + r.TSAPI() + ")"
-			pyBase = "the frozen release " + r.Version.String() + " (no " + r.PyAPI() + ")"
-		}
+		var err error
+		rel, err = release.Newest(*root)
+		isRelease = err == nil
+	}
+	if isRelease {
+		tsBase = "the frozen release " + rel.Version.String() + " (no " + rel.TSAPI() + ")"
+		pyBase = "the frozen release " + rel.Version.String() + " (no " + rel.PyAPI() + ")"
 	}
 	if code := e.compareTS(*root, tsBase, old, new); code != ExitOK {
 		return code
@@ -153,6 +157,14 @@ func runCheck(e *env, args []string) int {
 		opts.Witness = &compat.Witness{Status: compat.WitnessOff, Reason: "opted out with -witness=off", NewBehaviour: []string{}, Notes: []string{}}
 	} else {
 		opts.Witness = e.witness(*root, *base, *file, *addr, new, first.Required == compat.Minor)
+	}
+	if new.Invalid == nil {
+		fs, err := coverage(*root, old, new)
+		if err != nil {
+			e.errorf("%v", err)
+			return ExitUsage
+		}
+		opts.Witness.Findings = append(opts.Witness.Findings, fs...)
 	}
 	r, err := compat.JudgeWith(*old, *new, opts)
 	if err != nil {
@@ -476,6 +488,16 @@ func (e *env) baseline(root, base, file string) (*compat.Side, int) {
 		return &s, ExitOK
 	}
 	if st, err := os.Stat(base); err == nil && !st.IsDir() {
+		if r, ok := release.Open(root, base); ok {
+			// A frozen release named by its file: every record beside it
+			// (the Go, TypeScript and Python APIs), as for the newest.
+			s, err := r.Side()
+			if err != nil {
+				e.errorf("baseline %s: %v", r.Manifest, err)
+				return nil, ExitUsage
+			}
+			return &s, ExitOK
+		}
 		return e.side(root, base, nil)
 	}
 	dir, name := filepath.Split(file)

@@ -150,4 +150,10 @@ func TestCheckTypeScriptAPI(t *testing.T) {
 	if strings.Contains(errs, "records no TypeScript API") {
 		t.Errorf("check said the baseline has no TypeScript record:\n%s", errs)
 	}
+	// The release named by its file brings the records beside it too.
+	base := strings.TrimSuffix(recs[0], ".ts-api.txt") + ".yaml"
+	code, byFile, errs := run(t, "check", "-root", root, "-manifest", file, "-witness=off", "-base", base)
+	if code != cli.ExitFindings || !strings.Contains(byFile, "major TS_API_NO_DELETE ts: @echomq/sdk function exponentialBackoff") || strings.Contains(errs, "records no TypeScript API") {
+		t.Errorf("check -base %s = %d; want the TypeScript findings from the record beside it:\n%s%s", base, code, byFile, errs)
+	}
 }

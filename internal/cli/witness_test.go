@@ -197,3 +197,108 @@ func TestCheckWitnessAtGitRef(t *testing.T) {
 		t.Errorf("check -base of a plain file = %d\n%s", code, out)
 	}
 }
+
+// inScript returns an edit that replaces the first occurrence of old in
+// the named script's entry (from its "- name:" line to the next entry).
+func inScript(t *testing.T, script, old, new string) func(string) string {
+	return func(s string) string {
+		t.Helper()
+		start := strings.Index(s, "\n  - name: "+script+"\n")
+		if start < 0 {
+			t.Fatalf("no script %s in the manifest", script)
+		}
+		end := strings.Index(s[start+1:], "\n  - name: ")
+		if end < 0 {
+			end = len(s) - start - 1
+		}
+		entry := s[start : start+1+end]
+		if !strings.Contains(entry, old) {
+			t.Fatalf("the script %s does not contain %q", script, old)
+		}
+		return s[:start] + strings.Replace(entry, old, new, 1) + s[start+1+end:]
+	}
+}
+
+// The witness covers the bundle, not the Go SDK's habits: Queue.CompleteClaim
+// and Queue.ClaimMany run complete_claim_ids and claim_ids since 2.2.0, yet
+// a patch that disables complete_claim's stale-token check, or claim_many's
+// token mint — published scripts any client may call — fails the gate,
+// because the witness replays the baseline through every script's
+// generated call too (the testee's wire mode), and names the step.
+func TestCheckWitnessCoversScriptsTheSDKDoesNotCall(t *testing.T) {
+	for _, c := range []struct {
+		name, script, old, new string
+		want                   []string
+	}{
+		{"stale token of complete_claim", "complete_claim",
+			`if cur[1] ~= {{arg "token"}} then return {{refuse "token"}} end`,
+			`if false and cur[1] ~= {{arg "token"}} then return {{refuse "token"}} end`,
+			[]string{"WITNESS_BEHAVIOUR_CHANGED scenarios/batch/complete-claim@wire", "at step 5 (complete_claim)", "complete token mismatch", "generated calls"}},
+		{"token mint of claim_many", "claim_many",
+			`local token = redis.call('HINCRBY', row, '{{field "token"}}', 1)`,
+			`local token = tonumber(redis.call('HGET', row, '{{field "token"}}'))`,
+			[]string{"WITNESS_BEHAVIOUR_CHANGED scenarios/batch/claim-many@wire", "(claim_many)", "generated calls"}},
+	} {
+		t.Run(c.script, func(t *testing.T) {
+			file := branch(t, bumped(t, "patch"), inScript(t, c.script, c.old, c.new))
+			code, out, errs := run(t, "check", "-root", "../..", "-manifest", file)
+			if code != cli.ExitFindings {
+				t.Fatalf("check of a patch that disables the %s = %d; want %d\n%s%s", c.name, code, cli.ExitFindings, out, errs)
+			}
+			for _, want := range append(c.want, "patch SCRIPT_BODY_CHANGED scripts["+c.script+"].body", "required major, declared patch") {
+				if !strings.Contains(out, want) {
+					t.Errorf("check of a patch that disables the %s does not say %q:\n%s", c.name, want, out)
+				}
+			}
+		})
+	}
+}
+
+// A major bump that changes nothing else gets no false behaviour change:
+// the baseline's placeholders resolve for an x.0.0 (${version:lower} has
+// no lower version of its major there).
+func TestCheckWitnessMajorBump(t *testing.T) {
+	file := branch(t, bumped(t, "major"), func(s string) string { return s })
+	code, out, errs := run(t, "check", "-root", "../..", "-manifest", file)
+	if code != cli.ExitOK || strings.Contains(out, compat.WitnessBehaviourChanged) || !strings.Contains(out, "declared major") {
+		t.Errorf("check of a bare major bump = %d; want a pass with no witness finding\n%s%s", code, out, errs)
+	}
+}
+
+// A script added without a probe step that runs it and a conformance
+// scenario that sends its op fails the gate, with or without the witness,
+// saying what to add; the scripts of the frozen releases are history.
+func TestCheckScriptAddedUncovered(t *testing.T) {
+	peek := replaceOnce(t, "  - name: purge\n", `  - name: peek
+    summary: Whether the queue's doorbell is rung.
+    keys:
+      - {name: wake, type: wake}
+    reply:
+      type: int
+      summary: the doorbell's markers (0 or 1)
+    body: |
+      {{guard}}
+      return redis.call('LLEN', {{key "wake"}})
+
+  - name: purge
+`)
+	file := branch(t, bumped(t, "minor"), peek)
+	code, out, errs := run(t, "check", "-witness=off", "-root", "../..", "-manifest", file)
+	if code != cli.ExitFindings {
+		t.Fatalf("check of a script added uncovered = %d; want %d\n%s%s", code, cli.ExitFindings, out, errs)
+	}
+	for _, want := range []string{
+		"invalid " + compat.WitnessScriptUncovered + " scripts[peek]",
+		"a probe step that runs it (`script: peek`",
+		"a conformance scenario in ../../conformance/scenarios whose steps send op peek",
+		"refused at any bump",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check of a script added uncovered does not say %q:\n%s", want, out)
+		}
+	}
+	// Against 2.0.0 every script added since is released: none is flagged.
+	if code, out, errs := run(t, "check", "-witness=off", "-root", "../..", "-manifest", "../../protocol.yaml", "-base", "../../golden/releases/2.0.0.yaml"); code != cli.ExitOK || strings.Contains(out, compat.WitnessScriptUncovered) {
+		t.Errorf("check against 2.0.0 = %d; want a pass with no uncovered script\n%s%s", code, out, errs)
+	}
+}

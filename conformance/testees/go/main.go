@@ -11,6 +11,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -96,13 +97,17 @@ func kindOf(err error) *errorObj {
 
 // testee holds the client of the current scenario.
 type testee struct {
-	log    *slog.Logger
-	client *emq.Client
+	log        *slog.Logger
+	client     *emq.Client
+	maxPayload int64 // connect's max_payload
+	wire       bool  // -wire: ops that are scripts run their generated calls (wire.go)
 }
 
 func main() {
+	wireMode := flag.Bool("wire", false, "run every op that is a per-queue script through its generated call (package wire) instead of the idiomatic call (wire.go)")
+	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	t := &testee{log: log}
+	t := &testee{log: log, wire: *wireMode}
 	defer t.close()
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 256<<20)
@@ -235,6 +240,11 @@ func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // do performs one request.
 func (t *testee) do(req request) (any, error) {
+	if t.wire {
+		if res, ok, err := t.wireOp(req); ok {
+			return res, err
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	switch req.Op {
@@ -366,7 +376,7 @@ func (t *testee) do(req request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		t.client = c
+		t.client, t.maxPayload = c, a.MaxPayload
 		return map[string]any{"version_found": c.VersionFound()}, nil
 
 	case "close":

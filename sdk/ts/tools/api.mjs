@@ -5,8 +5,12 @@
 //
 //   node tools/api.mjs [DIR]
 //
-// It compiles the package's sources with its tsconfig.json, emitting only
-// the .d.ts declarations, in memory (nothing is written), then reads every
+// It reads the .d.ts declarations tsc built (dist/) when they are up to
+// date with every input (their mtimes are newer than every source's, the
+// tsconfig.json's, the package.json's and the compiler's); otherwise (or
+// with EMQ_API_COMPILE=1) it compiles the package's sources with its
+// tsconfig.json, emitting only the .d.ts declarations, in memory (nothing
+// is written). Either way, it then reads every
 // entry point package.json exports ("." and "./gen": dist/src/index.d.ts,
 // dist/src/gen/index.d.ts) from those declarations with the compiler's type
 // checker. Each exported name gives its lines:
@@ -38,7 +42,7 @@
 // signature. Lines are printed sorted and unique. Exit 1 with a message
 // when the sources do not compile.
 
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import ts from "typescript";
 
@@ -87,33 +91,131 @@ if (entries.length === 0) {
   fail("package.json exports no types");
 }
 
-// 1. The declarations tsc emits, in memory.
+// 1. The declarations: those tsc built into its output directory when
+// they are up to date (built()), else those tsc emits, in memory.
+/** @type {Map<string, ts.SourceFile>} */
+const sourceFiles = new Map();
 /** @type {Map<string, string>} */
-const emitted = new Map();
-const first = ts.createProgram(parsed.fileNames, options);
-const diags = ts.getPreEmitDiagnostics(first);
-if (diags.length > 0) {
-  fail(
-    ts.formatDiagnostics(diags, {
-      getCanonicalFileName: (f) => f,
-      getCurrentDirectory: () => dir,
-      getNewLine: () => "\n",
-    }),
-  );
-}
-first.emit(undefined, (file, text) => {
-  if (file.endsWith(".d.ts")) {
-    emitted.set(resolve(file), text);
-  }
-});
+const emitted = built() ?? compile();
 for (const e of entries) {
   if (!emitted.has(e.dts)) {
     fail("tsc emitted no " + e.dts + " (package.json exports it)");
   }
 }
 
+/**
+ * The declarations of a build that is up to date, read from disk, or
+ * undefined: every source's .d.ts exists and the oldest of them is newer
+ * than the newest input (every source and its directory, tsconfig.json,
+ * package.json and the compiler's package.json), so no input changed
+ * since tsc wrote them.
+ * Reading them skips the compile that emitting them takes (seconds: the
+ * type checker resolves node-redis's types).
+ * @returns {Map<string, string> | undefined}
+ */
+function built() {
+  if (process.env.EMQ_API_COMPILE === "1") {
+    return undefined;
+  }
+  // A source's directory too: its mtime changes when a file is added to it
+  // or removed from it.
+  const inputs = [
+    ...parsed.fileNames,
+    ...new Set(parsed.fileNames.map((f) => dirname(f))),
+    join(dir, "tsconfig.json"),
+    join(dir, "package.json"),
+    join(dir, "node_modules", "typescript", "package.json"),
+  ];
+  let newest = 0n;
+  for (const f of inputs) {
+    const st = statSync(f, { bigint: true, throwIfNoEntry: false });
+    if (!st) {
+      return undefined;
+    }
+    newest = st.mtimeNs > newest ? st.mtimeNs : newest;
+  }
+  /** @type {Map<string, string>} */
+  const out = new Map();
+  for (const f of parsed.fileNames) {
+    if (f.endsWith(".d.ts")) {
+      continue;
+    }
+    const dts = ts
+      .getOutputFileNames(parsed, f, false)
+      .find((o) => o.endsWith(".d.ts"));
+    const st = dts && statSync(dts, { bigint: true, throwIfNoEntry: false });
+    if (!dts || !st || st.mtimeNs <= newest) {
+      return undefined;
+    }
+    out.set(resolve(dts), readFileSync(dts, "utf8"));
+  }
+  if (process.env.EMQ_API_TRACE === "1") {
+    process.stderr.write("tools/api.mjs: read the built declarations\n");
+  }
+  return out;
+}
+
+/**
+ * A compiler host whose source files outside the package's sources (the
+ * compiler's libs, node_modules' declarations) are parsed once for both
+ * programs of a compile: the second one would parse them again.
+ * @param {ts.CompilerHost} h
+ * @returns {ts.CompilerHost}
+ */
+function shared(h) {
+  const get = h.getSourceFile;
+  h.getSourceFile = (f, lang, ...rest) => {
+    const key = resolve(f);
+    if (key.startsWith(dir + "/") && !key.includes("/node_modules/")) {
+      return get.call(h, f, lang, ...rest);
+    }
+    let sf = sourceFiles.get(key);
+    if (!sf) {
+      sf = get.call(h, f, lang, ...rest);
+      if (sf) {
+        sourceFiles.set(key, sf);
+      }
+    }
+    return sf;
+  };
+  return h;
+}
+
+/**
+ * The declarations tsc emits for the sources, in memory.
+ * @returns {Map<string, string>}
+ */
+function compile() {
+  /** @type {Map<string, string>} */
+  const out = new Map();
+  const first = ts.createProgram(
+    parsed.fileNames,
+    options,
+    shared(ts.createCompilerHost(options)),
+  );
+  const diags = ts.getPreEmitDiagnostics(first);
+  if (diags.length > 0) {
+    fail(
+      ts.formatDiagnostics(diags, {
+        getCanonicalFileName: (f) => f,
+        getCurrentDirectory: () => dir,
+        getNewLine: () => "\n",
+      }),
+    );
+  }
+  first.emit(undefined, (file, text) => {
+    if (file.endsWith(".d.ts")) {
+      out.set(resolve(file), text);
+    }
+  });
+  if (process.env.EMQ_API_TRACE === "1") {
+    process.stderr.write("tools/api.mjs: compiled the sources\n");
+  }
+  return out;
+}
+
 // 2. The entry points, read from those declarations.
-const host = ts.createCompilerHost(options);
+const host = shared(ts.createCompilerHost(options));
 const { fileExists, readFile, getSourceFile } = host;
 /** @type {Set<string>} */
 const emittedDirs = new Set();
@@ -126,8 +228,9 @@ for (const f of emitted.keys()) {
     emittedDirs.add(d);
   }
 }
-// The declarations exist only in memory: resolution must find them, and
-// never a stale build on disk (dist/ is tsc's output directory).
+// Resolution must find the declarations read above, and never another
+// file of the output directory (dist/ is tsc's: a stale one, or one whose
+// source is gone).
 const outDir = resolve(options.outDir ?? dir);
 /** @param {string} f */
 const inOut = (f) => resolve(f).startsWith(outDir + "/");
