@@ -25,6 +25,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, ResponseError
 
+from ._cancel import cancelling, check_cancelled, honour_cancel
 from ._gen.ids import MAX_NODE, IdGenerator
 from ._gen.keys import KEY_BUNDLE, KEY_LOCKS, KEY_VERSION, lock_node
 from ._gen.protocol import (
@@ -202,6 +203,7 @@ async def connect(
         redis_connect_func=c._on_connect,
         **redis_options,
     )
+    before = cancelling()
     try:
         try:
             await c.redis.ping()  # opens the first connection: the fence runs on it
@@ -210,7 +212,9 @@ async def connect(
                 c._fix_node(node)
             else:
                 await c._lease_node()
+            check_cancelled(before)  # a cancellation redis-py swallowed
         except TRANSPORT_ERRORS as err:
+            check_cancelled(before)
             raise as_connection_error(err) from None
     except BaseException:
         await c.redis.aclose()
@@ -313,6 +317,7 @@ class Client:
 
     # ------------------------------------------------------------ calls
 
+    @honour_cancel
     async def resend(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """Runs attempt, one attempt of an idempotent call (which checks its arguments before it
         sends anything), again while it fails in transport: up to RESEND_ATTEMPTS attempts, the
@@ -336,6 +341,7 @@ class Client:
                 )
                 await asyncio.sleep(_resend_pause(n))
 
+    @honour_cancel
     async def once(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """Runs attempt, one attempt of a call that is never resent (it may or may not have run
         when the connection failed). A transport failure raises a ConnectionError; the client
@@ -468,6 +474,7 @@ class Client:
                     "emq: renewing the node lease failed; retrying (node %d): %s", g.node, err
                 )
 
+    @honour_cancel
     async def close(self) -> None:
         """Releases the node lease and closes the connections."""
         if self._closed:

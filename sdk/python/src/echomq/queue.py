@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from ._cancel import honour_cancel
 from ._gen.ids import parse_id
 from ._gen.keys import QueueKeys
 from ._gen.protocol import (
@@ -191,6 +192,7 @@ class Queue:
         self.client.check_payload(payload)
         return PushJob(row=row, id=id, payload=_bytes(payload))
 
+    @honour_cancel
     async def push(self, id: str, payload: Payload) -> bool:
         """Admits a job like enqueue and rings the queue's doorbell, so that an idle worker starts
         it within milliseconds.
@@ -224,6 +226,7 @@ class Queue:
                 payload=job.payload,
             ).exec()
 
+            @honour_cancel
             async def attempt() -> bool:
                 return PushCall.decode(await _run(c, x)) == PUSH_ENQUEUED
 
@@ -237,6 +240,7 @@ class Queue:
             raise r.error
         return r.enqueued
 
+    @honour_cancel
     async def push_batch(self, jobs: Sequence[NewJob]) -> list[BatchResult]:
         """Admits many jobs in push_many calls of up to the client's push_max_batch jobs each,
         pipelined in one round trip.
@@ -259,6 +263,7 @@ class Queue:
             return []
         return await push_jobs(self, pj, self.client.push_max_batch)
 
+    @honour_cancel
     async def push_many(self, jobs: Sequence[NewJob]) -> list[bool]:
         """Admits jobs in one push_many call (the script declares every row it writes) and rings
         the doorbell once; returns per job whether it was enqueued (False: a duplicate). An id of
@@ -275,6 +280,7 @@ class Queue:
             entries=[PushManyEntry(id=j.id, payload=j.payload) for j in pj],
         )
 
+        @honour_cancel
         async def attempt() -> list[bool]:
             return [r.enqueued == PUSH_ENQUEUED for r in await call.run(self.client.redis)]
 
@@ -282,6 +288,7 @@ class Queue:
         self.client.metrics.add(Counter.ENQUEUED, self.name, sum(out))
         return out
 
+    @honour_cancel
     async def enqueue(self, id: str, payload: Payload) -> bool:
         """Admits a job with id and payload, without ringing the doorbell. Returns False when a
         job with this id already exists; an id of another kind than the work kind is refused with
@@ -290,11 +297,13 @@ class Queue:
         self.client.check_payload(payload)
         call = EnqueueCall(row=row, pending=self.keys.pending, id=id, payload=_bytes(payload))
 
+        @honour_cancel
         async def attempt() -> bool:
             return await call.run(self.client.redis) == ENQUEUE_ENQUEUED
 
         return self._counted(await self.client.resend(attempt))
 
+    @honour_cancel
     async def enqueue_at(self, id: str, payload: Payload, run_at_ms: int) -> bool:
         """Admits a job that becomes claimable at run_at_ms (server clock, Unix milliseconds),
         once maintenance promotes it. Replies and refusals are enqueue's."""
@@ -309,11 +318,13 @@ class Queue:
             run_at_ms=run_at_ms,
         )
 
+        @honour_cancel
         async def attempt() -> bool:
             return await call.run(self.client.redis) == ENQUEUE_AT_ENQUEUED
 
         return self._counted(await self.client.resend(attempt))
 
+    @honour_cancel
     async def claim(self, lease_ms: int) -> Job | None:
         """Leases the oldest pending job for lease_ms; None when nothing is pending. The job's
         token must be presented to every later transition. Never resent."""
@@ -329,6 +340,7 @@ class Queue:
             return None
         return Job(id=r.id, token=r.token, payload=r.payload, deadline_ms=r.deadline_ms)
 
+    @honour_cancel
     async def head(self, s: SetName, n: int) -> list[str]:
         """Reads up to n ids at the head of set s (ZRANGE 0 n-1): for the pending set the oldest
         first, for a scored set the earliest deadline or run-at first. Resent across a
@@ -336,6 +348,7 @@ class Queue:
         key = self._set_key(s)
         _positive("count", n)
 
+        @honour_cancel
         async def attempt() -> list[str]:
             return [_text(m) for m in await self.client.redis.zrange(key, 0, n - 1)]
 
@@ -345,6 +358,7 @@ class Queue:
         """The ids among the first n of the scored set at key whose score has come on the server's
         clock (ZRANGE with scores and TIME in one round trip)."""
 
+        @honour_cancel
         async def attempt() -> list[str]:
             async with self.client.redis.pipeline(transaction=False) as pipe:
                 pipe.zrange(key, 0, n - 1, withscores=True)
@@ -356,6 +370,7 @@ class Queue:
 
         return await self.client.resend(attempt)
 
+    @honour_cancel
     async def claim_many(self, lease_ms: int, count: int) -> list[Job]:
         """Leases up to count of the oldest pending jobs for lease_ms at once, oldest first; empty
         when nothing is pending. It rings the doorbell again when jobs remain. It reads the head
@@ -373,6 +388,7 @@ class Queue:
                 return jobs
         return []
 
+    @honour_cancel
     async def claim_ids(self, lease_ms: int, ids: Sequence[str]) -> list[Job]:
         """Leases exactly the given ids that are still pending, for lease_ms, in the order given
         (claim_ids, which declares every key it touches); ids no longer pending are skipped. It
@@ -392,6 +408,7 @@ class Queue:
         )
         return _jobs(await self.client.once(lambda: call.run(self.client.redis)))
 
+    @honour_cancel
     async def complete_claim(self, id: str, token: int, lease_ms: int, count: int) -> list[Job]:
         """Retires an active job like complete, then leases up to count (0 or more) of the oldest
         pending jobs for lease_ms, in one call. A stale token is refused with the wire error of its
@@ -407,6 +424,7 @@ class Queue:
             return await self.claim_many(lease_ms, count)
         return jobs
 
+    @honour_cancel
     async def complete_claim_ids(
         self, id: str, token: int, lease_ms: int, ids: Sequence[str]
     ) -> list[Job]:
@@ -429,6 +447,7 @@ class Queue:
         )
         return _jobs(await self.client.once(lambda: call.run(self.client.redis)))
 
+    @honour_cancel
     async def extend(self, id: str, token: int, lease_ms: int) -> int:
         """Pushes the lease of an active job to now + lease_ms and returns the new deadline; a
         token that is not the row's, or a job no longer active, is refused with the wire error of
@@ -438,6 +457,7 @@ class Queue:
         call = ExtendCall(active=self.keys.active, row=row, id=id, token=token, lease_ms=lease_ms)
         return await self.client.once(lambda: call.run(self.client.redis))
 
+    @honour_cancel
     async def complete(self, id: str, token: int) -> None:
         """Retires an active job: its row is deleted. A stale token is refused with the wire error
         of its class, and the lease holder's work survives."""
@@ -445,6 +465,7 @@ class Queue:
         call = CompleteCall(active=self.keys.active, row=row, id=id, token=token)
         await self.client.once(lambda: call.run(self.client.redis))
 
+    @honour_cancel
     async def retry(self, id: str, token: int, delay_ms: int) -> int:
         """Hands an active job back to run again after delay_ms (it is scheduled, and promote makes
         it pending) and returns its run-at. A stale token is refused with the wire error of its
@@ -461,6 +482,7 @@ class Queue:
         )
         return await self.client.once(lambda: call.run(self.client.redis))
 
+    @honour_cancel
     async def bury(self, id: str, token: int) -> None:
         """Moves an active job to the dead set; a stale token is refused with the wire error of its
         class."""
@@ -468,6 +490,7 @@ class Queue:
         call = BuryCall(active=self.keys.active, row=row, dead=self.keys.dead, id=id, token=token)
         await self.client.once(lambda: call.run(self.client.redis))
 
+    @honour_cancel
     async def promote(self, limit: int = 1000) -> int:
         """Moves up to limit scheduled jobs whose run-at has come to pending; returns how many
         moved."""
@@ -480,6 +503,7 @@ class Queue:
         )
         return await self.client.once(lambda: call.run(self.client.redis))
 
+    @honour_cancel
     async def reap(self, limit: int = 1000, max_attempts: int = 0) -> int:
         """Takes back up to limit expired leases: each job goes back to pending, or to dead when
         max_attempts > 0 and its attempts reached it. Returns how many moved."""
@@ -495,6 +519,7 @@ class Queue:
         )
         return await self.client.once(lambda: call.run(self.client.redis))
 
+    @honour_cancel
     async def promote_due(self, limit: int = 1000) -> int:
         """Moves up to limit scheduled jobs whose run-at has come to pending, and rings the
         doorbell when any moved; returns how many moved. It reads the head of the schedule with
@@ -513,6 +538,7 @@ class Queue:
                 return moved
         return 0
 
+    @honour_cancel
     async def promote_ids(self, ids: Sequence[str]) -> int:
         """Moves the given scheduled jobs whose run-at has come to pending (promote_ids), ringing
         the doorbell when any moved; an id not scheduled or not yet due is left as it is. Returns
@@ -530,6 +556,7 @@ class Queue:
         )
         return await self.client.once(lambda: call.run(self.client.redis))
 
+    @honour_cancel
     async def reap_expired(self, limit: int = 1000, max_attempts: int = 0) -> int:
         """Takes back up to limit expired leases like reap, and rings the doorbell when any went
         back to pending; returns how many moved. It reads the head of the active set with the
@@ -548,6 +575,7 @@ class Queue:
                 return moved
         return 0
 
+    @honour_cancel
     async def reap_ids(self, max_attempts: int, ids: Sequence[str]) -> int:
         """Takes back the given expired leases (reap_ids): each goes back to pending, or to dead
         when max_attempts > 0 and its attempts reached it; the doorbell rings when any went back to
@@ -568,11 +596,13 @@ class Queue:
         )
         return await self.client.once(lambda: call.run(self.client.redis))
 
+    @honour_cancel
     async def ring(self) -> bool:
         """Rings the queue's doorbell; returns whether it was silent before."""
         call = RingCall(wake=self.keys.wake)
         return await self.client.once(lambda: call.run(self.client.redis)) > 0
 
+    @honour_cancel
     async def revive(self, id: str) -> bool:
         """Moves a dead job back to pending, keeping its attempts, and rings the doorbell. Returns
         False when the job is not dead."""
@@ -587,6 +617,7 @@ class Queue:
             log.debug("emq: revive %s: ringing the doorbell failed: %s", id, err)
         return True
 
+    @honour_cancel
     async def purge(self, id: str) -> bool:
         """Deletes a dead job for good: its row and its id. Returns False when the job is not
         dead."""
@@ -599,18 +630,22 @@ class Queue:
             raise ArgumentError(f"unknown set {s!r}")
         return self.keys.set(s)
 
+    @honour_cancel
     async def size(self, s: SetName) -> int:
         """How many ids set s holds."""
         key = self._set_key(s)
 
+        @honour_cancel
         async def attempt() -> int:
             return int(await self.client.redis.zcard(key))
 
         return await self.client.resend(attempt)
 
+    @honour_cancel
     async def sizes(self) -> dict[SetName, int]:
         """The size of every set, read in one round trip."""
 
+        @honour_cancel
         async def attempt() -> dict[SetName, int]:
             async with self.client.redis.pipeline(transaction=False) as pipe:
                 for s in SETS:
@@ -620,16 +655,19 @@ class Queue:
 
         return await self.client.resend(attempt)
 
+    @honour_cancel
     async def browse(self, s: SetName, n: int) -> list[str]:
         """Returns up to n ids of set s, newest first: for a score-zero set that is reverse mint
         order; for a scored set the latest deadline or run-at first."""
         return (await self.page(s, "", n)).ids
 
+    @honour_cancel
     async def get(self, id: str) -> JobInfo | None:
         """Reads one job: its row and its score in the set its state names, in one round trip.
         Returns None when the job does not exist (never enqueued, or completed and retired)."""
         row = self.keys.row(id)
 
+        @honour_cancel
         async def attempt() -> JobInfo | None:
             async with self.client.redis.pipeline(transaction=False) as pipe:
                 pipe.hgetall(row)
@@ -660,6 +698,7 @@ class Queue:
 
         return await self.client.resend(attempt)
 
+    @honour_cancel
     async def page(self, s: SetName, after: str, n: int) -> Page:
         """Returns up to n ids of set s, newest first, starting after the cursor ("" for the first
         page), and the cursor of the next page ("" when this was the last).
@@ -685,6 +724,7 @@ class Queue:
                 raise ArgumentError(f"cursor {after!r}") from None
         r = self.client.redis
 
+        @honour_cancel
         async def attempt() -> Page:
             ids: list[str] = []
             scores: list[float] = []
