@@ -17,7 +17,7 @@ import random
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, overload
 
 from redis.asyncio import Redis
 from redis.asyncio.connection import AbstractConnection
@@ -48,8 +48,10 @@ from ._gen.scripts import (
 )
 from ._push import DEFAULT_PUSH_LINGER_MS, DEFAULT_PUSH_MAX_BATCH, Pusher
 from ._transport import TRANSPORT_ERRORS, as_connection_error
+from .codec import Codec, TypedQueue
 from .errors import (
     RESEND_ATTEMPTS,
+    ArgumentTypeError,
     BundleError,
     ConnectionError,
     FenceError,
@@ -57,7 +59,7 @@ from .errors import (
     PayloadTooLargeError,
 )
 from .metrics import Metrics, NoMetrics
-from .queue import Queue
+from .queue import PAYLOAD_TYPES, Queue
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD",
@@ -304,6 +306,10 @@ class Client:
         self._found = r.version
         self._fences += 1
 
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"fences={self._fences}"
+        return f"Client(node={self.node}, version={self._found!r}, {state})"
+
     @property
     def version_found(self) -> str:
         """The version record the last fence found: this version, or a higher minor of this
@@ -377,15 +383,31 @@ class Client:
         return self._max_payload
 
     def check_payload(self, payload: bytes | str) -> None:
-        """Raises a PayloadTooLargeError when payload is over the cap."""
-        n = len(payload.encode()) if isinstance(payload, str) else len(payload)
+        """Raises a PayloadTooLargeError when payload is over the cap, an ArgumentTypeError (a
+        TypeError) when it is neither bytes nor str."""
+        if isinstance(payload, str):
+            n = len(payload.encode())
+        elif isinstance(payload, bytes | bytearray | memoryview):
+            n = len(payload)
+        else:
+            raise ArgumentTypeError("payload", PAYLOAD_TYPES, payload)
         if n > self._max_payload:
             raise PayloadTooLargeError(n, self._max_payload)
 
-    def queue(self, name: str) -> Queue:
+    @overload
+    def queue(self, name: str) -> Queue: ...
+    @overload
+    def queue(self, name: str, *, codec: Codec[T]) -> TypedQueue[T]: ...
+
+    def queue(self, name: str, *, codec: Codec[T] | None = None) -> Queue | TypedQueue[T]:
         """Returns the handle of the queue named name; a malformed name raises a QueueNameError
-        before anything is sent."""
-        return Queue(self, name)
+        before anything is sent. With a codec (``codec=echomq.JSONCodec(Order)``) it is a
+        TypedQueue whose push takes values the codec encodes and whose workers' handlers get
+        TypedJobs carrying the decoded value."""
+        if not isinstance(name, str):
+            raise ArgumentTypeError("name", "a str", name)
+        q = Queue(self, name)
+        return q if codec is None else TypedQueue(q, codec)
 
     @property
     def node(self) -> int:
