@@ -35,8 +35,8 @@ async def test_wrong_argument_types_name_the_parameter_and_send_nothing(
     id = client.mint()
     before = server.commandstats()
     cases: list[tuple[Callable[[], Awaitable[Any]], str, str]] = [
-        (lambda: q.push(id, {"a": 1}), "payload", "bytes or str"),  # type: ignore[arg-type]
-        (lambda: q.enqueue(id, 42), "payload", "bytes or str"),  # type: ignore[arg-type]
+        (lambda: q.push(id, {"a": 1}), "the payload", "bytes or str"),  # type: ignore[arg-type]
+        (lambda: q.enqueue(id, 42), "the payload", "bytes or str"),  # type: ignore[arg-type]
         (lambda: q.push(42, b""), "id", "a str"),  # type: ignore[arg-type]
         (lambda: q.claim(1.5), "lease_ms", "an int of milliseconds"),  # type: ignore[call-overload]
         (lambda: q.claim("30s"), "lease_ms", "an int"),  # type: ignore[call-overload]

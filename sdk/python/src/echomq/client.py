@@ -59,7 +59,7 @@ from .errors import (
     PayloadTooLargeError,
 )
 from .metrics import Metrics, NoMetrics
-from .queue import PAYLOAD_TYPES, Queue
+from .queue import PAYLOAD_PARAM, PAYLOAD_TYPES, Queue
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD",
@@ -390,7 +390,7 @@ class Client:
         elif isinstance(payload, bytes | bytearray | memoryview):
             n = len(payload)
         else:
-            raise ArgumentTypeError("payload", PAYLOAD_TYPES, payload)
+            raise ArgumentTypeError(PAYLOAD_PARAM, PAYLOAD_TYPES, payload)
         if n > self._max_payload:
             raise PayloadTooLargeError(n, self._max_payload)
 

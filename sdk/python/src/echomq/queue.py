@@ -165,6 +165,9 @@ PAYLOAD_TYPES: Final = (
 )
 """What a payload parameter takes, in words."""
 
+PAYLOAD_PARAM: Final = "the payload"
+"""How an error names the payload parameter."""
+
 
 PAYLOAD_REPR_MAX: Final = 64
 """The most payload bytes a repr shows."""
@@ -191,7 +194,7 @@ def _bytes(p: Payload) -> bytes:
         return p.encode()
     if isinstance(p, bytes | bytearray | memoryview):
         return bytes(p)
-    raise ArgumentTypeError("payload", PAYLOAD_TYPES, p)
+    raise ArgumentTypeError(PAYLOAD_PARAM, PAYLOAD_TYPES, p)
 
 
 def _int(what: str, n: object) -> int:
@@ -417,7 +420,7 @@ class Queue:
         assert run_at_ms is not None
         row = self._row(id)
         self.client.check_payload(payload)
-        _non_negative("run_at_ms", run_at_ms)
+        _non_negative("run-at", run_at_ms)
         call = EnqueueAtCall(
             row=row,
             schedule=self.keys.schedule,
