@@ -126,6 +126,16 @@ async def test_durations_in_seconds_or_timedelta_beside_milliseconds(
         Worker(q, _noop, lease_ms=1000, lease=1)
 
 
+async def test_connect_takes_durations_in_seconds(server: Server) -> None:
+    c = await echomq.connect(
+        server.url, node_lease=datetime.timedelta(minutes=2), push_linger=0.002
+    )
+    try:
+        assert c._lease_ms == 120_000 and c.push_linger_ms == 2.0
+    finally:
+        await c.close()
+
+
 async def test_pending_size(client: echomq.Client) -> None:
     q = client.queue("pendingsize")
     assert await q.pending_size() == 0

@@ -26,6 +26,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, ResponseError
 
 from ._cancel import cancelling, check_cancelled, honour_cancel
+from ._duration import Duration, duration_ms
 from ._gen.ids import MAX_NODE, IdGenerator
 from ._gen.keys import KEY_BUNDLE, KEY_LOCKS, KEY_VERSION, lock_node
 from ._gen.protocol import (
@@ -165,6 +166,8 @@ async def connect(
     push_linger_ms: float = DEFAULT_PUSH_LINGER_MS,
     push_max_batch: int = DEFAULT_PUSH_MAX_BATCH,
     metrics: Metrics | None = None,
+    node_lease: Duration | None = None,
+    push_linger: Duration | None = None,
     **redis_options: Any,
 ) -> Client:
     """Opens a client and fences the keyspace.
@@ -184,8 +187,14 @@ async def connect(
     Queue.push): ``push_linger_ms`` bounds how long a push waits while an earlier batch of its
     queue is in flight, ``push_max_batch`` caps the jobs of one call (and of push_batch's chunks),
     and ``coalesce=False`` makes every push a call of its own. ``metrics`` receives the client's
-    counts (jobs enqueued) and is the default of its workers'.
+    counts (jobs enqueued) and is the default of its workers'. ``node_lease`` and
+    ``push_linger`` give node_lease_ms and push_linger_ms in seconds (an int, a float or a
+    datetime.timedelta) instead.
     """
+    if node_lease is not None:
+        node_lease_ms = duration_ms("node_lease", node_lease)
+    if push_linger is not None:
+        push_linger_ms = duration_ms("push_linger", push_linger, allow_zero=True)
     for k in ("decode_responses", "retry", "redis_connect_func", "connection_pool"):
         if k in redis_options:
             raise TypeError(f"emq: connect: the client sets {k} itself")
