@@ -556,8 +556,10 @@ async def test_async_and_plain_handlers_of_every_shape(server: Server) -> None:
     """A coroutine function, a partial of one, an object with an async __call__ run on the loop; a
     plain function, and a lambda returning a coroutine, run in the pool (the coroutine awaited on
     the loop)."""
+    import contextvars
     import functools
     import threading
+    from collections.abc import Awaitable
 
     c = await connect(server)
     try:
@@ -574,12 +576,21 @@ async def test_async_and_plain_handlers_of_every_shape(server: Server) -> None:
         def plain(job: Job) -> None:
             seen.append(("plain", threading.current_thread() is main))
 
+        ctx: contextvars.ContextVar[str] = contextvars.ContextVar("ctx", default="")
+
+        def returns_awaitable(job: Job) -> Awaitable[None]:
+            # annotated so: called on the loop, in the runner task, as 2.2.0 called every handler
+            seen.append(("returns_awaitable", threading.current_thread() is main))
+            ctx.set("set at call time")
+            return coro(job, "its coroutine")
+
         handlers: list[tuple[str, object]] = [
             ("coro", coro),
             ("partial", functools.partial(coro, tag="partial")),
             ("object", Callable_()),
             ("plain", plain),
             ("lambda", lambda job: coro(job, "lambda")),
+            ("returns_awaitable", returns_awaitable),
         ]
         for name, h in handlers:
             q = c.queue(f"shape-{name}")
@@ -594,6 +605,18 @@ async def test_async_and_plain_handlers_of_every_shape(server: Server) -> None:
             ("object", True),
             ("plain", False),
             ("lambda", True),
+            ("returns_awaitable", True),
+            ("its coroutine", True),
         ]
+        # in_thread overrides the rule either way
+        seen.clear()
+        for name, h, flag in (("forced-thread", coro, True), ("forced-loop", plain, False)):
+            q = c.queue(name)
+            assert await q.push(c.mint(), b"")
+            tally = Tally()
+            w = Worker(q, h, maintenance_ms=0, metrics=tally, in_thread=flag)
+            async with running(w):
+                await eventually(functools.partial(tally.get, Counter.COMPLETED), what=name)
+        assert seen == [("coro", True), ("plain", True)]
     finally:
         await c.close()

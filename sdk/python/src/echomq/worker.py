@@ -17,6 +17,7 @@ import functools
 import inspect
 import logging
 import random
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -147,14 +148,30 @@ async def _cancel_all(tasks: set[asyncio.Task[Any]] | set[asyncio.Future[Any]]) 
             t.exception()  # retrieved: a failure of a task being torn down is not news
 
 
+_AWAITABLE_RE: Final = re.compile(r"\b(Awaitable|Coroutine|Future|Task)\b")
+
+
 def _is_async(h: Callable[..., Any]) -> bool:
-    """Whether h is a coroutine function (a partial of one, or an object whose __call__ is one)."""
+    """Whether the worker calls h on the event loop: a coroutine function (a partial of one, or an
+    object whose __call__ is one), or a callable annotated to return an awaitable (-> Awaitable[
+    None], as the Handler type reads: called in the runner task, as in 2.2.0). Anything else is a
+    plain function, run in the thread pool."""
     while isinstance(h, functools.partial):
         h = h.func
-    if inspect.iscoroutinefunction(h):
-        return True
     call = getattr(h, "__call__", None)  # noqa: B004 - the method itself, not callable()
-    return call is not None and inspect.iscoroutinefunction(call)
+    if inspect.iscoroutinefunction(h) or (call is not None and inspect.iscoroutinefunction(call)):
+        return True
+    for f in (h, call):
+        if f is None:
+            continue
+        try:
+            ret = inspect.signature(f).return_annotation
+        except (TypeError, ValueError):
+            continue
+        if ret is inspect.Signature.empty:
+            continue
+        return _AWAITABLE_RE.search(ret if isinstance(ret, str) else repr(ret)) is not None
+    return False
 
 
 def _now_ms() -> int:
@@ -284,6 +301,7 @@ class Worker:
         maintenance_every: Duration | None = ...,
         shutdown_timeout: Duration | None = ...,
         executor: Executor | None = ...,
+        in_thread: bool | None = ...,
     ) -> None: ...
 
     @overload
@@ -307,6 +325,7 @@ class Worker:
         maintenance_every: Duration | None = ...,
         shutdown_timeout: Duration | None = ...,
         executor: Executor | None = ...,
+        in_thread: bool | None = ...,
     ) -> None: ...
 
     @overload
@@ -330,6 +349,7 @@ class Worker:
         maintenance_every: Duration | None = ...,
         shutdown_timeout: Duration | None = ...,
         executor: Executor | None = ...,
+        in_thread: bool | None = ...,
     ) -> None: ...
 
     @overload
@@ -353,6 +373,7 @@ class Worker:
         maintenance_every: Duration | None = ...,
         shutdown_timeout: Duration | None = ...,
         executor: Executor | None = ...,
+        in_thread: bool | None = ...,
     ) -> None: ...
 
     def __init__(
@@ -375,6 +396,7 @@ class Worker:
         maintenance_every: Duration | None = None,
         shutdown_timeout: Duration | None = None,
         executor: Executor | None = None,
+        in_thread: bool | None = None,
     ) -> None:
         """Makes a worker for queue that runs handler. concurrency is how many handlers run at
         once; lease_ms how long a job is leased (extended while its handler runs); batch the most
@@ -395,9 +417,10 @@ class Worker:
         On a TypedQueue (``client.queue(name, codec=...)``) the handler gets a TypedJob whose
         ``value`` is the decoded payload; a payload that does not decode is buried at once.
 
-        The handler is an ``async def`` (a coroutine function, or any callable whose call returns
-        an awaitable), run on the event loop, or a plain ``def``, run in a thread pool so that
-        blocking code does not stall the loop: ``executor`` when given, else a pool of
+        The handler is an ``async def`` (a coroutine function, or a callable annotated to return
+        an awaitable, ``-> Awaitable[None]``), run on the event loop, or a plain ``def``, run in a
+        thread pool so that blocking code does not stall the loop (``in_thread`` True or False
+        decides it instead): ``executor`` when given, else a pool of
         ``concurrency`` threads the worker makes and shuts down when run() returns. A plain
         handler cannot be interrupted: when its lease is lost or a shutdown's deadline passes,
         its job is given up as for an async handler (handed back, or left to the new lease
@@ -442,7 +465,7 @@ class Worker:
         self.queue: Queue = raw
         """The queue the worker serves (the plain Queue of a TypedQueue)."""
         self._h = handler
-        self._sync = not _is_async(handler)
+        self._sync = not _is_async(handler) if in_thread is None else bool(in_thread)
         self._executor = executor
         self._own_executor: ThreadPoolExecutor | None = None
         self.concurrency = concurrency
@@ -862,7 +885,9 @@ class Worker:
                 if self._sync:
                     fl.task = asyncio.ensure_future(self._in_thread(arg))
                 else:
-                    fl.task = asyncio.ensure_future(self._h(arg))
+                    r = self._h(arg)
+                    # in_thread=False on a plain function: it ran, here, on the loop
+                    fl.task = asyncio.ensure_future(r) if inspect.isawaitable(r) else None
             except Exception as err:  # the handler raised at once, or returned no awaitable
                 failure = err
         self._running.add(fl)
