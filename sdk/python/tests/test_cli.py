@@ -130,3 +130,53 @@ async def test_worker_cli_refuses_a_bad_handler_spec_without_a_traceback(
         )
         assert r.returncode != 0 and want in r.stderr.decode(), r
         assert b"Traceback" not in r.stderr
+
+
+TYPED = """
+import os
+import echomq
+
+CODEC = echomq.JSONCodec(dict[str, int])
+
+def handle(job: echomq.TypedJob[dict[str, int]]) -> None:
+    with open(os.environ["EMQ_TEST_DONE"], "a") as f:
+        f.write(f"{job.id}={job.value['n']}\\n")
+"""
+
+
+async def test_worker_cli_with_a_codec_hands_the_decoded_value(
+    server: Server, client: echomq.Client, tmp_path: Path
+) -> None:
+    (tmp_path / "typed_mod.py").write_text(textwrap.dedent(TYPED))
+    done = tmp_path / "done.txt"
+    q = client.queue("typedcli", codec=echomq.JSONCodec(dict[str, int]))
+    want = {}
+    for n in range(5):
+        i = client.mint()
+        assert await q.push(i, {"n": n})
+        want[i] = n
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), str(tmp_path)]))
+    env["EMQ_TEST_DONE"] = str(done)
+    proc = await asyncio.create_subprocess_exec(
+        *[sys.executable, "-m", "echomq", "worker", "typed_mod:handle", "--url", server.url],
+        *["--queue", "typedcli", "--codec", "typed_mod:CODEC"],
+        cwd=tmp_path,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while len(lines(done)) < len(want):
+            assert proc.returncode is None and time.monotonic() < deadline, "not processed"
+            await asyncio.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(30):
+            _, err = await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, err.decode()
+    got = dict(line.split("=") for line in lines(done))
+    assert {k: int(v) for k, v in got.items()} == want

@@ -133,18 +133,28 @@ def _text(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-async def _cancel_all(tasks: set[asyncio.Task[Any]] | set[asyncio.Future[Any]]) -> None:
+CANCEL_BOUND_S: Final = 5.0
+"""How long run() waits, at most, for its own tasks to end once cancelled."""
+
+
+async def _cancel_all(
+    tasks: set[asyncio.Task[Any]] | set[asyncio.Future[Any]], bound_s: float = CANCEL_BOUND_S
+) -> None:
     """Cancels tasks and waits until every one is done, cancelling again those still running
     every 50 ms: a cancellation redis-py swallowed (8.0.0 and 8.1.0 do, now and then) is sent
-    again rather than waited out."""
+    again rather than waited out. Past bound_s the rest are left to end on their own (logged)."""
     every: list[asyncio.Future[Any]] = list(tasks)
     pending: set[asyncio.Future[Any]] = set(every)
+    deadline = time.monotonic() + bound_s
     while pending:
+        if time.monotonic() > deadline:
+            log.error("emq: %d worker tasks did not end when cancelled; leaving them", len(pending))
+            break
         for t in pending:
             t.cancel()
         _, pending = await asyncio.wait(pending, timeout=0.05)
     for t in every:
-        if not t.cancelled():
+        if t.done() and not t.cancelled():
             t.exception()  # retrieved: a failure of a task being torn down is not news
 
 
