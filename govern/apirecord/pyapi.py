@@ -377,13 +377,14 @@ def class_lines(key, cls):
 
 
 def instance_attributes(key, cls, declared):
-    """The public attributes __init__ sets on self (self.x = ... or
-    self.x: T = ...) that the class body does not declare: their
+    """The public attributes __init__ (the implementation of an overloaded
+    one) sets on self (self.x = ... or self.x: T = ...) that the class body
+    does not declare: their
     annotation, else the literal's type, the class a call constructs, or a
     parameter's annotation; "?" when none says."""
-    init = next(
-        (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__"), None
-    )
+    inits = [n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__"]
+    # An overloaded constructor sets its attributes in the implementation, not in the overloads.
+    init = next((n for n in inits if not has_decorator(n, "overload")), inits[0] if inits else None)
     if init is None or not (init.args.posonlyargs + init.args.args):
         return []
     me = (init.args.posonlyargs + init.args.args)[0].arg

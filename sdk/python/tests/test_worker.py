@@ -502,23 +502,121 @@ async def test_cancelling_run_hands_back_at_once(server: Server) -> None:
         await c.close()
 
 
-async def test_a_handler_that_is_not_a_coroutine_fails_its_job(server: Server) -> None:
+async def test_a_plain_def_handler_runs_in_a_thread_pool(server: Server) -> None:
+    """A plain def handler runs in the worker's thread pool, off the event loop: it may block
+    (time.sleep) while the loop goes on; returning completes its job and raising retries it."""
+    import threading
+
     c = await connect(server)
     try:
-        q = c.queue("notasync")
-        id = c.mint()
-        assert await q.push(id, b"")
+        q = c.queue("plaindef")
+        ids = [c.mint() for _ in range(6)]
+        for i in ids:
+            assert await q.push(i, b"ok")
+        bad = c.mint()
+        assert await q.push(bad, b"fail")
         tally = Tally()
-        calls: list[int] = []
+        threads: set[str] = set()
+        loop_thread = threading.current_thread().name
+        done: list[str] = []
 
-        def handler(job: Job) -> None:  # not async: returns None, no awaitable
-            calls.append(job.token)
+        def handler(job: Job) -> None:
+            threads.add(threading.current_thread().name)
+            time.sleep(0.05)  # blocks its thread, not the loop
+            if job.payload == b"fail":
+                raise RuntimeError("no luck")
+            done.append(job.id)
 
-        w = Worker(q, handler, max_attempts=1, maintenance_ms=0, metrics=tally)  # type: ignore[arg-type]
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.005)
+                ticks += 1
+
+        tick = asyncio.create_task(ticker())
+        w = Worker(q, handler, concurrency=3, max_attempts=1, maintenance_ms=0, metrics=tally)
         async with running(w):
-            await eventually(lambda: tally.get(Counter.BURIED) == 1, what="the job failed")
-        assert calls == [1]
-        info = await q.get(id)
+            await eventually(
+                lambda: tally.get(Counter.COMPLETED) == 6 and tally.get(Counter.BURIED) == 1,
+                what="six completed and one buried",
+            )
+        tick.cancel()
+        assert sorted(done) == sorted(ids)
+        assert loop_thread not in threads and all(t.startswith("emq-plaindef") for t in threads)
+        assert ticks > 10, "the loop stalled while plain handlers slept"
+        info = await q.get(bad)
         assert info is not None and info.state == STATE_DEAD
+    finally:
+        await c.close()
+
+
+async def test_async_and_plain_handlers_of_every_shape(server: Server) -> None:
+    """A coroutine function, a partial of one, an object with an async __call__ run on the loop; a
+    plain function, and a lambda returning a coroutine, run in the pool (the coroutine awaited on
+    the loop)."""
+    import contextvars
+    import functools
+    import threading
+    from collections.abc import Awaitable
+
+    c = await connect(server)
+    try:
+        seen: list[tuple[str, bool]] = []
+        main = threading.current_thread()
+
+        async def coro(job: Job, tag: str = "coro") -> None:
+            seen.append((tag, threading.current_thread() is main))
+
+        class Callable_:
+            async def __call__(self, job: Job) -> None:
+                seen.append(("object", threading.current_thread() is main))
+
+        def plain(job: Job) -> None:
+            seen.append(("plain", threading.current_thread() is main))
+
+        ctx: contextvars.ContextVar[str] = contextvars.ContextVar("ctx", default="")
+
+        def returns_awaitable(job: Job) -> Awaitable[None]:
+            # annotated so: called on the loop, in the runner task, as 2.2.0 called every handler
+            seen.append(("returns_awaitable", threading.current_thread() is main))
+            ctx.set("set at call time")
+            return coro(job, "its coroutine")
+
+        handlers: list[tuple[str, object]] = [
+            ("coro", coro),
+            ("partial", functools.partial(coro, tag="partial")),
+            ("object", Callable_()),
+            ("plain", plain),
+            ("lambda", lambda job: coro(job, "lambda")),
+            ("returns_awaitable", returns_awaitable),
+        ]
+        for name, h in handlers:
+            q = c.queue(f"shape-{name}")
+            assert await q.push(c.mint(), b"")
+            tally = Tally()
+            w = Worker(q, h, maintenance_ms=0, metrics=tally)  # type: ignore[call-overload]
+            async with running(w):
+                await eventually(functools.partial(tally.get, Counter.COMPLETED), what=name)
+        assert seen == [
+            ("coro", True),
+            ("partial", True),
+            ("object", True),
+            ("plain", False),
+            ("lambda", True),
+            ("returns_awaitable", True),
+            ("its coroutine", True),
+        ]
+        # in_thread overrides the rule either way
+        seen.clear()
+        for name, h, flag in (("forced-thread", coro, True), ("forced-loop", plain, False)):
+            q = c.queue(name)
+            assert await q.push(c.mint(), b"")
+            tally = Tally()
+            w = Worker(q, h, maintenance_ms=0, metrics=tally, in_thread=flag)
+            async with running(w):
+                await eventually(functools.partial(tally.get, Counter.COMPLETED), what=name)
+        assert seen == [("coro", True), ("plain", True)]
     finally:
         await c.close()

@@ -1,6 +1,7 @@
 """EchoMQ for Python: an asyncio SDK on redis-py for the EchoMQ job-queue protocol.
 
 ``await echomq.connect(url)`` opens a fenced client; ``client.queue(name)`` is a queue's handle
+(``client.queue(name, codec=JSONCodec(T))`` one whose payloads are values of T)
 (push, push_batch, enqueue, enqueue_at, claim, complete, retry, bury, revive, purge, sizes, page,
 get, ...); ``Worker(queue, handler).run()`` runs a handler over a queue's jobs;
 ``run_probes(client)`` checks a live server against the manifest. Protocol facts (key grammar,
@@ -8,6 +9,7 @@ states, wire classes, the script bundle) come from the generated layer, ``echomq
 ``go run ./cmd/emqgen gen`` writes from protocol.yaml.
 """
 
+from ._duration import Duration
 from ._gen import errors as _wire
 from ._gen.errors import *  # noqa: F403 - one exception class per wire class
 from ._gen.ids import IdError, IdGenerator, new_id, parse_id
@@ -15,10 +17,13 @@ from ._gen.keys import QueueKeys, QueueNameError, reserve_key
 from ._gen.protocol import PROTOCOL, VERSION, VERSION_RECORD, Kind, SetName, State, is_kind
 from ._gen.scripts import BUNDLE_DIGEST
 from .client import Client, Verdict, check_version_record, connect, judge_version_record
+from .codec import Codec, CodecError, JSONCodec, TypedJob, TypedJobInfo, TypedQueue
 from .errors import (
     ArgumentError,
+    ArgumentTypeError,
     BundleError,
     ConnectionError,
+    EmqConnectionError,
     EmqError,
     FenceError,
     NoNodeError,
@@ -32,6 +37,7 @@ from .worker import (
     SHUTDOWN,
     Handler,
     PermanentError,
+    SyncHandler,
     Worker,
     exponential_backoff,
     permanent,
@@ -49,16 +55,22 @@ __all__ = [
     "VERSION",
     "VERSION_RECORD",
     "ArgumentError",
+    "ArgumentTypeError",
     "BatchResult",
     "BundleError",
     "Client",
+    "Codec",
+    "CodecError",
     "ConnectionError",
     "Counter",
+    "Duration",
+    "EmqConnectionError",
     "EmqError",
     "FenceError",
     "Handler",
     "IdError",
     "IdGenerator",
+    "JSONCodec",
     "Job",
     "JobInfo",
     "Kind",
@@ -77,7 +89,11 @@ __all__ = [
     "QueueNameError",
     "SetName",
     "State",
+    "SyncHandler",
     "Tally",
+    "TypedJob",
+    "TypedJobInfo",
+    "TypedQueue",
     "Verdict",
     "Worker",
     "check_version_record",

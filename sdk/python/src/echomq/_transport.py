@@ -7,7 +7,7 @@ from typing import Final
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .errors import BundleError, ConnectionError, FenceError
+from .errors import BundleError, ConnectionError, EmqConnectionError, FenceError
 
 TRANSPORT_ERRORS: Final = (RedisConnectionError, RedisTimeoutError, OSError, EOFError)
 """What redis-py raises when a call failed in transport (LOADING is a redis ConnectionError)."""
@@ -28,6 +28,6 @@ def as_connection_error(err: BaseException) -> BaseException:
     returned as it is."""
     if isinstance(err, ConnectionError) or not transient(err):
         return err
-    ce = ConnectionError(str(err) or type(err).__name__)
+    ce = EmqConnectionError(str(err) or type(err).__name__)
     ce.__cause__ = err
     return ce

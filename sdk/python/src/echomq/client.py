@@ -17,7 +17,7 @@ import random
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, overload
 
 from redis.asyncio import Redis
 from redis.asyncio.connection import AbstractConnection
@@ -26,6 +26,8 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, ResponseError
 from redis.maint_notifications import MaintNotificationsConfig
 
+from ._cancel import cancelling, check_cancelled, honour_cancel
+from ._duration import Duration, duration_ms
 from ._gen.ids import MAX_NODE, IdGenerator
 from ._gen.keys import KEY_BUNDLE, KEY_LOCKS, KEY_VERSION, lock_node
 from ._gen.protocol import (
@@ -48,8 +50,10 @@ from ._gen.scripts import (
 )
 from ._push import DEFAULT_PUSH_LINGER_MS, DEFAULT_PUSH_MAX_BATCH, Pusher
 from ._transport import TRANSPORT_ERRORS, as_connection_error
+from .codec import Codec, TypedQueue
 from .errors import (
     RESEND_ATTEMPTS,
+    ArgumentTypeError,
     BundleError,
     ConnectionError,
     FenceError,
@@ -57,7 +61,7 @@ from .errors import (
     PayloadTooLargeError,
 )
 from .metrics import Metrics, NoMetrics
-from .queue import Queue
+from .queue import PAYLOAD_PARAM, PAYLOAD_TYPES, Queue
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD",
@@ -163,6 +167,8 @@ async def connect(
     push_linger_ms: float = DEFAULT_PUSH_LINGER_MS,
     push_max_batch: int = DEFAULT_PUSH_MAX_BATCH,
     metrics: Metrics | None = None,
+    node_lease: Duration | None = None,
+    push_linger: Duration | None = None,
     **redis_options: Any,
 ) -> Client:
     """Opens a client and fences the keyspace.
@@ -182,8 +188,14 @@ async def connect(
     Queue.push): ``push_linger_ms`` bounds how long a push waits while an earlier batch of its
     queue is in flight, ``push_max_batch`` caps the jobs of one call (and of push_batch's chunks),
     and ``coalesce=False`` makes every push a call of its own. ``metrics`` receives the client's
-    counts (jobs enqueued) and is the default of its workers'.
+    counts (jobs enqueued) and is the default of its workers'. ``node_lease`` and
+    ``push_linger`` give node_lease_ms and push_linger_ms in seconds (an int, a float or a
+    datetime.timedelta) instead.
     """
+    if node_lease is not None:
+        node_lease_ms = duration_ms("node_lease", node_lease)
+    if push_linger is not None:
+        push_linger_ms = duration_ms("push_linger", push_linger, allow_zero=True)
     for k in ("decode_responses", "retry", "redis_connect_func", "connection_pool"):
         if k in redis_options:
             raise TypeError(f"emq: connect: the client sets {k} itself")
@@ -209,6 +221,7 @@ async def connect(
         redis_connect_func=c._on_connect,
         **redis_options,
     )
+    before = cancelling()
     try:
         try:
             await c.redis.ping()  # opens the first connection: the fence runs on it
@@ -217,7 +230,9 @@ async def connect(
                 c._fix_node(node)
             else:
                 await c._lease_node()
+            check_cancelled(before)  # a cancellation redis-py swallowed
         except TRANSPORT_ERRORS as err:
+            check_cancelled(before)
             raise as_connection_error(err) from None
     except BaseException:
         await c.redis.aclose()
@@ -307,6 +322,10 @@ class Client:
         self._found = r.version
         self._fences += 1
 
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"fences={self._fences}"
+        return f"Client(node={self.node}, version={self._found!r}, {state})"
+
     @property
     def version_found(self) -> str:
         """The version record the last fence found: this version, or a higher minor of this
@@ -320,6 +339,7 @@ class Client:
 
     # ------------------------------------------------------------ calls
 
+    @honour_cancel
     async def resend(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """Runs attempt, one attempt of an idempotent call (which checks its arguments before it
         sends anything), again while it fails in transport: up to RESEND_ATTEMPTS attempts, the
@@ -343,6 +363,7 @@ class Client:
                 )
                 await asyncio.sleep(_resend_pause(n))
 
+    @honour_cancel
     async def once(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """Runs attempt, one attempt of a call that is never resent (it may or may not have run
         when the connection failed). A transport failure raises a ConnectionError; the client
@@ -378,15 +399,31 @@ class Client:
         return self._max_payload
 
     def check_payload(self, payload: bytes | str) -> None:
-        """Raises a PayloadTooLargeError when payload is over the cap."""
-        n = len(payload.encode()) if isinstance(payload, str) else len(payload)
+        """Raises a PayloadTooLargeError when payload is over the cap, an ArgumentTypeError (a
+        TypeError) when it is neither bytes nor str."""
+        if isinstance(payload, str):
+            n = len(payload.encode())
+        elif isinstance(payload, bytes | bytearray | memoryview):
+            n = len(payload)
+        else:
+            raise ArgumentTypeError(PAYLOAD_PARAM, PAYLOAD_TYPES, payload)
         if n > self._max_payload:
             raise PayloadTooLargeError(n, self._max_payload)
 
-    def queue(self, name: str) -> Queue:
+    @overload
+    def queue(self, name: str) -> Queue: ...
+    @overload
+    def queue(self, name: str, *, codec: Codec[T]) -> TypedQueue[T]: ...
+
+    def queue(self, name: str, *, codec: Codec[T] | None = None) -> Queue | TypedQueue[T]:
         """Returns the handle of the queue named name; a malformed name raises a QueueNameError
-        before anything is sent."""
-        return Queue(self, name)
+        before anything is sent. With a codec (``codec=echomq.JSONCodec(Order)``) it is a
+        TypedQueue whose push takes values the codec encodes and whose workers' handlers get
+        TypedJobs carrying the decoded value."""
+        if not isinstance(name, str):
+            raise ArgumentTypeError("name", "a str", name)
+        q = Queue(self, name)
+        return q if codec is None else TypedQueue(q, codec)
 
     @property
     def node(self) -> int:
@@ -475,6 +512,7 @@ class Client:
                     "emq: renewing the node lease failed; retrying (node %d): %s", g.node, err
                 )
 
+    @honour_cancel
     async def close(self) -> None:
         """Releases the node lease and closes the connections."""
         if self._closed:

@@ -20,8 +20,10 @@ __all__ = [
     "CONNECTION_ERROR_CODE",
     "RESEND_ATTEMPTS",
     "ArgumentError",
+    "ArgumentTypeError",
     "BundleError",
     "ConnectionError",
+    "EmqConnectionError",
     "EmqError",
     "FenceError",
     "IdError",
@@ -78,6 +80,17 @@ class ArgumentError(EmqError, ValueError):
         super().__init__(f"emq: invalid argument: {message}")
 
 
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument of the wrong type (a dict where the payload's bytes go, a float of
+    milliseconds, ...); the message names the parameter and the types it takes. Nothing was sent.
+    It is a TypeError, and an ArgumentError as every refused argument is."""
+
+    def __init__(self, what: str, expected: str, got: object) -> None:
+        super().__init__(f"{what} must be {expected}, not {type(got).__name__}")
+        self.expected = expected
+        """The types the parameter takes, in words."""
+
+
 class PayloadTooLargeError(ArgumentError):
     """A payload larger than the client's cap; nothing was sent."""
 
@@ -122,6 +135,12 @@ class ConnectionError(EmqError, builtins.ConnectionError):
         super().__init__(f"emq: connection: {message}")
         self.fence = fence
         """The fence's refusal met right after the failure, if any."""
+
+
+class EmqConnectionError(ConnectionError):
+    """The ConnectionError the SDK raises, under a name that does not shadow the builtin
+    ``ConnectionError`` (``from echomq import EmqConnectionError``). ``echomq.ConnectionError`` is
+    its base and names the same failures: ``except echomq.ConnectionError`` catches it still."""
 
 
 class NoNodeError(EmqError):

@@ -68,3 +68,7 @@ class Tally:
     def snapshot(self) -> dict[str, int]:
         """Every total by the counter's name."""
         return {c.value: self._n[c] for c in Counter}
+
+    def __repr__(self) -> str:
+        """The totals that are not zero, in the counters' order: Tally(enqueued=5, completed=3)."""
+        return "Tally(" + ", ".join(f"{c.value}={self._n[c]}" for c in Counter if self._n[c]) + ")"

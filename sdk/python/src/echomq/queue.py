@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import datetime
 import logging
+import math
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, overload
 
+from ._cancel import honour_cancel
+from ._duration import Duration, pick_ms
 from ._gen.ids import parse_id
 from ._gen.keys import QueueKeys
 from ._gen.protocol import (
@@ -52,7 +57,7 @@ from ._gen.scripts import (
     run_script,
 )
 from ._push import DEFAULT_PUSH_MAX_BATCH, Pusher, PushJob, push_jobs
-from .errors import ArgumentError
+from .errors import ArgumentError, ArgumentTypeError
 from .metrics import Counter
 
 if TYPE_CHECKING:
@@ -100,6 +105,12 @@ class Job:
     deadline_ms: int
     """The lease deadline on the server's clock, in Unix milliseconds."""
 
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(id={self.id!r}, token={self.token}, "
+            f"payload={payload_repr(self.payload)}, deadline={ms_repr(self.deadline_ms)})"
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class NewJob:
@@ -131,6 +142,13 @@ class JobInfo:
     """The lease deadline of an active job and the run-at of a scheduled one (server clock, Unix
     ms); None in the other states."""
 
+    def __repr__(self) -> str:
+        at = "" if self.at_ms is None else f", at={ms_repr(self.at_ms)}"
+        return (
+            f"{type(self).__name__}(id={self.id!r}, state={self.state!r}, "
+            f"attempts={self.attempts}, payload={payload_repr(self.payload)}{at})"
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Page:
@@ -141,18 +159,75 @@ class Page:
     next: str
 
 
+PAYLOAD_TYPES: Final = (
+    "bytes or str (for other values give the queue a codec: "
+    "client.queue(name, codec=echomq.JSONCodec(...)))"
+)
+"""What a payload parameter takes, in words."""
+
+PAYLOAD_PARAM: Final = "the payload"
+"""How an error names the payload parameter."""
+
+
+PAYLOAD_REPR_MAX: Final = 64
+"""The most payload bytes a repr shows."""
+
+
+def payload_repr(p: bytes) -> str:
+    """A payload for a repr: its bytes up to PAYLOAD_REPR_MAX, else its size and a prefix."""
+    if len(p) <= PAYLOAD_REPR_MAX:
+        return repr(p)
+    return f"<{len(p)} bytes: {p[: PAYLOAD_REPR_MAX // 2]!r}...>"
+
+
+def ms_repr(ms: int) -> str:
+    """Unix milliseconds for a repr: an ISO 8601 UTC time with milliseconds."""
+    try:
+        t = datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
 def _bytes(p: Payload) -> bytes:
-    return p.encode() if isinstance(p, str) else bytes(p)
+    if isinstance(p, str):
+        return p.encode()
+    if isinstance(p, bytes | bytearray | memoryview):
+        return bytes(p)
+    raise ArgumentTypeError(PAYLOAD_PARAM, PAYLOAD_TYPES, p)
 
 
-def _positive(what: str, n: int) -> None:
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+def _int(what: str, n: object) -> int:
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise ArgumentTypeError(what, "an int", n)
+    return n
+
+
+def _positive(what: str, n: int | None) -> None:
+    n = _int(what, n)
+    if n < 1:
         raise ArgumentError(f"{what} {n!r} is not a positive integer")
 
 
-def _non_negative(what: str, n: int) -> None:
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+def _non_negative(what: str, n: int | None) -> None:
+    n = _int(what, n)
+    if n < 0:
         raise ArgumentError(f"{what} {n!r} is not a non-negative integer")
+
+
+def _ids(ids: Sequence[str]) -> list[str]:
+    if isinstance(ids, str | bytes):
+        raise ArgumentTypeError("ids", "a sequence of id strings", ids)
+    return list(ids)
+
+
+def _at_ms(at: datetime.datetime | float) -> int:
+    """Unix milliseconds of a datetime (a naive one is local time) or of Unix seconds."""
+    if isinstance(at, datetime.datetime):
+        return math.ceil(at.timestamp() * 1000)
+    if isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at):
+        return math.ceil(float(at) * 1000)
+    raise ArgumentTypeError("at", "a datetime.datetime or Unix seconds (an int or a float)", at)
 
 
 def _text(v: Any) -> str:
@@ -178,6 +253,16 @@ class Queue:
         """The queue's name."""
         return self.keys.queue
 
+    def __repr__(self) -> str:
+        return f"Queue({self.name!r})"
+
+    def _row(self, id: str) -> str:
+        """The row key of id: an ArgumentTypeError for an id that is not a str, an IdError for a
+        malformed one."""
+        if not isinstance(id, str):
+            raise ArgumentTypeError("id", "a str (an id from client.mint())", id)
+        return self.keys.row(id)
+
     def _counted(self, enqueued: bool) -> bool:
         """Counts an admitted job in the client's metrics; returns enqueued."""
         if enqueued:
@@ -187,10 +272,11 @@ class Queue:
     def _push_job(self, id: str, payload: Payload) -> PushJob:
         """Checks a job for a push: a malformed id raises an IdError, a payload over the cap a
         PayloadTooLargeError, before anything is sent."""
-        row = self.keys.row(id)
+        row = self._row(id)
         self.client.check_payload(payload)
         return PushJob(row=row, id=id, payload=_bytes(payload))
 
+    @honour_cancel
     async def push(self, id: str, payload: Payload) -> bool:
         """Admits a job like enqueue and rings the queue's doorbell, so that an idle worker starts
         it within milliseconds.
@@ -237,6 +323,7 @@ class Queue:
             raise r.error
         return r.enqueued
 
+    @honour_cancel
     async def push_batch(self, jobs: Sequence[NewJob]) -> list[BatchResult]:
         """Admits many jobs in push_many calls of up to the client's push_max_batch jobs each,
         pipelined in one round trip.
@@ -259,6 +346,7 @@ class Queue:
             return []
         return await push_jobs(self, pj, self.client.push_max_batch)
 
+    @honour_cancel
     async def push_many(self, jobs: Sequence[NewJob]) -> list[bool]:
         """Admits jobs in one push_many call (the script declares every row it writes) and rings
         the doorbell once; returns per job whether it was enqueued (False: a duplicate). An id of
@@ -282,11 +370,12 @@ class Queue:
         self.client.metrics.add(Counter.ENQUEUED, self.name, sum(out))
         return out
 
+    @honour_cancel
     async def enqueue(self, id: str, payload: Payload) -> bool:
         """Admits a job with id and payload, without ringing the doorbell. Returns False when a
         job with this id already exists; an id of another kind than the work kind is refused with
         the wire error of its class. Resent across a reconnect, like push."""
-        row = self.keys.row(id)
+        row = self._row(id)
         self.client.check_payload(payload)
         call = EnqueueCall(row=row, pending=self.keys.pending, id=id, payload=_bytes(payload))
 
@@ -295,10 +384,41 @@ class Queue:
 
         return self._counted(await self.client.resend(attempt))
 
-    async def enqueue_at(self, id: str, payload: Payload, run_at_ms: int) -> bool:
+    @overload
+    async def enqueue_at(self, id: str, payload: Payload, run_at_ms: int) -> bool: ...
+    @overload
+    async def enqueue_at(
+        self, id: str, payload: Payload, *, at: datetime.datetime | float
+    ) -> bool: ...
+    @overload
+    async def enqueue_at(self, id: str, payload: Payload, *, delay: Duration) -> bool: ...
+
+    @honour_cancel
+    async def enqueue_at(
+        self,
+        id: str,
+        payload: Payload,
+        run_at_ms: int | None = None,
+        *,
+        at: datetime.datetime | float | None = None,
+        delay: Duration | None = None,
+    ) -> bool:
         """Admits a job that becomes claimable at run_at_ms (server clock, Unix milliseconds),
-        once maintenance promotes it. Replies and refusals are enqueue's."""
-        row = self.keys.row(id)
+        once maintenance promotes it. Replies and refusals are enqueue's.
+
+        ``at`` gives the run-at as a datetime.datetime (a naive one is local time) or Unix
+        seconds, ``delay`` as a duration from now (seconds or a datetime.timedelta); both are read
+        on this machine's clock, and the server's decides when the job is due."""
+        if sum(x is not None for x in (run_at_ms, at, delay)) != 1:
+            raise TypeError("emq: enqueue_at takes one of run_at_ms, at or delay")
+        if at is not None:
+            run_at_ms = _at_ms(at)
+        elif delay is not None:
+            run_at_ms = time.time_ns() // 1_000_000 + pick_ms(
+                "delay", None, "delay", delay, allow_zero=True
+            )
+        assert run_at_ms is not None
+        row = self._row(id)
         self.client.check_payload(payload)
         _non_negative("run-at", run_at_ms)
         call = EnqueueAtCall(
@@ -314,9 +434,19 @@ class Queue:
 
         return self._counted(await self.client.resend(attempt))
 
-    async def claim(self, lease_ms: int) -> Job | None:
-        """Leases the oldest pending job for lease_ms; None when nothing is pending. The job's
-        token must be presented to every later transition. Never resent."""
+    @overload
+    async def claim(self, lease_ms: int) -> Job | None: ...
+    @overload
+    async def claim(self, *, lease: Duration) -> Job | None: ...
+
+    @honour_cancel
+    async def claim(
+        self, lease_ms: int | datetime.timedelta | None = None, *, lease: Duration | None = None
+    ) -> Job | None:
+        """Leases the oldest pending job for lease_ms (or ``lease``: seconds or a timedelta);
+        None when nothing is pending. The job's token must be presented to every later transition.
+        Never resent."""
+        lease_ms = pick_ms("lease_ms", lease_ms, "lease", lease)
         _positive("lease", lease_ms)
         call = ClaimCall(
             pending=self.keys.pending,
@@ -329,6 +459,7 @@ class Queue:
             return None
         return Job(id=r.id, token=r.token, payload=r.payload, deadline_ms=r.deadline_ms)
 
+    @honour_cancel
     async def head(self, s: SetName, n: int) -> list[str]:
         """Reads up to n ids at the head of set s (ZRANGE 0 n-1): for the pending set the oldest
         first, for a scored set the earliest deadline or run-at first. Resent across a
@@ -356,14 +487,30 @@ class Queue:
 
         return await self.client.resend(attempt)
 
-    async def claim_many(self, lease_ms: int, count: int) -> list[Job]:
-        """Leases up to count of the oldest pending jobs for lease_ms at once, oldest first; empty
-        when nothing is pending. It rings the doorbell again when jobs remain. It reads the head
-        of the pending set (ZRANGE), then claims exactly those ids with claim_ids, which declares
-        every key it touches; when another claimer took every id read in between, it reads the
-        head again, up to PEEK_ATTEMPTS times. Never resent."""
+    @honour_cancel
+    @overload
+    async def claim_many(self, lease_ms: int, count: int) -> list[Job]: ...
+    @overload
+    async def claim_many(self, *, lease: Duration, count: int) -> list[Job]: ...
+
+    @honour_cancel
+    async def claim_many(
+        self,
+        lease_ms: int | datetime.timedelta | None = None,
+        count: int | None = None,
+        *,
+        lease: Duration | None = None,
+    ) -> list[Job]:
+        """Leases up to count of the oldest pending jobs for lease_ms (or ``lease``: seconds or a
+        timedelta) at once, oldest first; empty when nothing is pending. It rings the doorbell
+        again when jobs remain. It reads the head of the pending set (ZRANGE), then claims exactly
+        those ids with claim_ids, which declares every key it touches; when another claimer took
+        every id read in between, it reads the head again, up to PEEK_ATTEMPTS times. Never
+        resent."""
+        lease_ms = pick_ms("lease_ms", lease_ms, "lease", lease)
         _positive("lease", lease_ms)
         _positive("count", count)
+        assert count is not None
         for n in range(1, PEEK_ATTEMPTS + 1):
             ids = await self.head(SET_PENDING, count)
             if not ids:
@@ -373,13 +520,27 @@ class Queue:
                 return jobs
         return []
 
-    async def claim_ids(self, lease_ms: int, ids: Sequence[str]) -> list[Job]:
-        """Leases exactly the given ids that are still pending, for lease_ms, in the order given
+    @overload
+    async def claim_ids(self, lease_ms: int, ids: Sequence[str]) -> list[Job]: ...
+    @overload
+    async def claim_ids(self, *, lease: Duration, ids: Sequence[str]) -> list[Job]: ...
+
+    @honour_cancel
+    async def claim_ids(
+        self,
+        lease_ms: int | datetime.timedelta | None = None,
+        ids: Sequence[str] = (),
+        *,
+        lease: Duration | None = None,
+    ) -> list[Job]:
+        """Leases exactly the given ids that are still pending, for lease_ms (or ``lease``), in
+        the order given
         (claim_ids, which declares every key it touches); ids no longer pending are skipped. It
         rings the doorbell again when jobs remain. Malformed ids raise an IdError before anything
         is sent; no ids send nothing. Never resent: a lease may have been granted."""
+        lease_ms = pick_ms("lease_ms", lease_ms, "lease", lease)
         _positive("lease", lease_ms)
-        rows = [self.keys.row(i) for i in ids]
+        rows = [self._row(i) for i in _ids(ids)]
         if not rows:
             return []
         call = ClaimIdsCall(
@@ -392,36 +553,73 @@ class Queue:
         )
         return _jobs(await self.client.once(lambda: call.run(self.client.redis)))
 
-    async def complete_claim(self, id: str, token: int, lease_ms: int, count: int) -> list[Job]:
+    @overload
+    async def complete_claim(self, id: str, token: int, lease_ms: int, count: int) -> list[Job]: ...
+    @overload
+    async def complete_claim(
+        self, id: str, token: int, *, lease: Duration, count: int
+    ) -> list[Job]: ...
+
+    @honour_cancel
+    async def complete_claim(
+        self,
+        id: str,
+        token: int,
+        lease_ms: int | datetime.timedelta | None = None,
+        count: int | None = None,
+        *,
+        lease: Duration | None = None,
+    ) -> list[Job]:
         """Retires an active job like complete, then leases up to count (0 or more) of the oldest
         pending jobs for lease_ms, in one call. A stale token is refused with the wire error of its
         class, and nothing is leased. It reads the head of the pending set first and calls
         complete_claim_ids with those ids; when another claimer took all of them in between, it
         claims with claim_many."""
-        self.keys.row(id)
+        self._row(id)
+        _int("token", token)
+        lease_ms = pick_ms("lease_ms", lease_ms, "lease", lease)
         _positive("lease", lease_ms)
         _non_negative("count", count)
+        assert count is not None
         ids = await self.head(SET_PENDING, count) if count > 0 else []
         jobs = await self.complete_claim_ids(id, token, lease_ms, ids)
         if not jobs and ids:
             return await self.claim_many(lease_ms, count)
         return jobs
 
+    @overload
     async def complete_claim_ids(
         self, id: str, token: int, lease_ms: int, ids: Sequence[str]
+    ) -> list[Job]: ...
+    @overload
+    async def complete_claim_ids(
+        self, id: str, token: int, *, lease: Duration, ids: Sequence[str]
+    ) -> list[Job]: ...
+
+    @honour_cancel
+    async def complete_claim_ids(
+        self,
+        id: str,
+        token: int,
+        lease_ms: int | datetime.timedelta | None = None,
+        ids: Sequence[str] = (),
+        *,
+        lease: Duration | None = None,
     ) -> list[Job]:
         """Retires an active job like complete, then leases exactly the given ids that are still
         pending, for lease_ms, in the order given (complete_claim_ids, which declares every key it
         touches). A stale token is refused with a StaleError, and nothing is leased. Malformed ids
         raise an IdError before anything is sent. Never resent."""
-        row = self.keys.row(id)
+        row = self._row(id)
+        _int("token", token)
+        lease_ms = pick_ms("lease_ms", lease_ms, "lease", lease)
         _positive("lease", lease_ms)
         call = CompleteClaimIdsCall(
             row=row,
             active=self.keys.active,
             pending=self.keys.pending,
             wake=self.keys.wake,
-            rows=[self.keys.row(i) for i in ids],
+            rows=[self._row(i) for i in _ids(ids)],
             id=id,
             token=token,
             lease_ms=lease_ms,
@@ -429,27 +627,59 @@ class Queue:
         )
         return _jobs(await self.client.once(lambda: call.run(self.client.redis)))
 
-    async def extend(self, id: str, token: int, lease_ms: int) -> int:
-        """Pushes the lease of an active job to now + lease_ms and returns the new deadline; a
-        token that is not the row's, or a job no longer active, is refused with the wire error of
-        its class."""
-        row = self.keys.row(id)
+    @overload
+    async def extend(self, id: str, token: int, lease_ms: int) -> int: ...
+    @overload
+    async def extend(self, id: str, token: int, *, lease: Duration) -> int: ...
+
+    @honour_cancel
+    async def extend(
+        self,
+        id: str,
+        token: int,
+        lease_ms: int | datetime.timedelta | None = None,
+        *,
+        lease: Duration | None = None,
+    ) -> int:
+        """Pushes the lease of an active job to now + lease_ms (or ``lease``: seconds or a
+        timedelta) and returns the new deadline; a token that is not the row's, or a job no longer
+        active, is refused with the wire error of its class."""
+        row = self._row(id)
+        _int("token", token)
+        lease_ms = pick_ms("lease_ms", lease_ms, "lease", lease)
         _positive("lease", lease_ms)
         call = ExtendCall(active=self.keys.active, row=row, id=id, token=token, lease_ms=lease_ms)
         return await self.client.once(lambda: call.run(self.client.redis))
 
+    @honour_cancel
     async def complete(self, id: str, token: int) -> None:
         """Retires an active job: its row is deleted. A stale token is refused with the wire error
         of its class, and the lease holder's work survives."""
-        row = self.keys.row(id)
+        row = self._row(id)
+        _int("token", token)
         call = CompleteCall(active=self.keys.active, row=row, id=id, token=token)
         await self.client.once(lambda: call.run(self.client.redis))
 
-    async def retry(self, id: str, token: int, delay_ms: int) -> int:
-        """Hands an active job back to run again after delay_ms (it is scheduled, and promote makes
-        it pending) and returns its run-at. A stale token is refused with the wire error of its
-        class."""
-        row = self.keys.row(id)
+    @overload
+    async def retry(self, id: str, token: int, delay_ms: int) -> int: ...
+    @overload
+    async def retry(self, id: str, token: int, *, delay: Duration) -> int: ...
+
+    @honour_cancel
+    async def retry(
+        self,
+        id: str,
+        token: int,
+        delay_ms: int | datetime.timedelta | None = None,
+        *,
+        delay: Duration | None = None,
+    ) -> int:
+        """Hands an active job back to run again after delay_ms (or ``delay``: seconds or a
+        timedelta; it is scheduled, and promote makes it pending) and returns its run-at. A stale
+        token is refused with the wire error of its class."""
+        row = self._row(id)
+        _int("token", token)
+        delay_ms = pick_ms("delay_ms", delay_ms, "delay", delay, allow_zero=True)
         _non_negative("delay", delay_ms)
         call = RetryCall(
             active=self.keys.active,
@@ -461,13 +691,16 @@ class Queue:
         )
         return await self.client.once(lambda: call.run(self.client.redis))
 
+    @honour_cancel
     async def bury(self, id: str, token: int) -> None:
         """Moves an active job to the dead set; a stale token is refused with the wire error of its
         class."""
-        row = self.keys.row(id)
+        row = self._row(id)
+        _int("token", token)
         call = BuryCall(active=self.keys.active, row=row, dead=self.keys.dead, id=id, token=token)
         await self.client.once(lambda: call.run(self.client.redis))
 
+    @honour_cancel
     async def promote(self, limit: int = 1000) -> int:
         """Moves up to limit scheduled jobs whose run-at has come to pending; returns how many
         moved."""
@@ -480,6 +713,7 @@ class Queue:
         )
         return await self.client.once(lambda: call.run(self.client.redis))
 
+    @honour_cancel
     async def reap(self, limit: int = 1000, max_attempts: int = 0) -> int:
         """Takes back up to limit expired leases: each job goes back to pending, or to dead when
         max_attempts > 0 and its attempts reached it. Returns how many moved."""
@@ -495,6 +729,7 @@ class Queue:
         )
         return await self.client.once(lambda: call.run(self.client.redis))
 
+    @honour_cancel
     async def promote_due(self, limit: int = 1000) -> int:
         """Moves up to limit scheduled jobs whose run-at has come to pending, and rings the
         doorbell when any moved; returns how many moved. It reads the head of the schedule with
@@ -513,12 +748,13 @@ class Queue:
                 return moved
         return 0
 
+    @honour_cancel
     async def promote_ids(self, ids: Sequence[str]) -> int:
         """Moves the given scheduled jobs whose run-at has come to pending (promote_ids), ringing
         the doorbell when any moved; an id not scheduled or not yet due is left as it is. Returns
         how many moved. Malformed ids raise an IdError before anything is sent; no ids send
         nothing."""
-        rows = [self.keys.row(i) for i in ids]
+        rows = [self._row(i) for i in _ids(ids)]
         if not rows:
             return 0
         call = PromoteIdsCall(
@@ -530,6 +766,7 @@ class Queue:
         )
         return await self.client.once(lambda: call.run(self.client.redis))
 
+    @honour_cancel
     async def reap_expired(self, limit: int = 1000, max_attempts: int = 0) -> int:
         """Takes back up to limit expired leases like reap, and rings the doorbell when any went
         back to pending; returns how many moved. It reads the head of the active set with the
@@ -548,13 +785,14 @@ class Queue:
                 return moved
         return 0
 
+    @honour_cancel
     async def reap_ids(self, max_attempts: int, ids: Sequence[str]) -> int:
         """Takes back the given expired leases (reap_ids): each goes back to pending, or to dead
         when max_attempts > 0 and its attempts reached it; the doorbell rings when any went back to
         pending. An id not active, or whose lease has not expired, is left as it is. Returns how
         many moved. Malformed ids raise an IdError before anything is sent; no ids send nothing."""
         _non_negative("max attempts", max_attempts)
-        rows = [self.keys.row(i) for i in ids]
+        rows = [self._row(i) for i in _ids(ids)]
         if not rows:
             return 0
         call = ReapIdsCall(
@@ -568,15 +806,17 @@ class Queue:
         )
         return await self.client.once(lambda: call.run(self.client.redis))
 
+    @honour_cancel
     async def ring(self) -> bool:
         """Rings the queue's doorbell; returns whether it was silent before."""
         call = RingCall(wake=self.keys.wake)
         return await self.client.once(lambda: call.run(self.client.redis)) > 0
 
+    @honour_cancel
     async def revive(self, id: str) -> bool:
         """Moves a dead job back to pending, keeping its attempts, and rings the doorbell. Returns
         False when the job is not dead."""
-        row = self.keys.row(id)
+        row = self._row(id)
         call = ReviveCall(dead=self.keys.dead, pending=self.keys.pending, row=row, id=id)
         n = await self.client.once(lambda: call.run(self.client.redis))
         if n != REVIVE_REVIVED:
@@ -587,10 +827,11 @@ class Queue:
             log.debug("emq: revive %s: ringing the doorbell failed: %s", id, err)
         return True
 
+    @honour_cancel
     async def purge(self, id: str) -> bool:
         """Deletes a dead job for good: its row and its id. Returns False when the job is not
         dead."""
-        row = self.keys.row(id)
+        row = self._row(id)
         call = PurgeCall(dead=self.keys.dead, row=row, id=id)
         return await self.client.once(lambda: call.run(self.client.redis)) == PURGE_PURGED
 
@@ -599,6 +840,7 @@ class Queue:
             raise ArgumentError(f"unknown set {s!r}")
         return self.keys.set(s)
 
+    @honour_cancel
     async def size(self, s: SetName) -> int:
         """How many ids set s holds."""
         key = self._set_key(s)
@@ -608,6 +850,13 @@ class Queue:
 
         return await self.client.resend(attempt)
 
+    @honour_cancel
+    async def pending_size(self) -> int:
+        """How many jobs wait to be claimed (the pending set's size), like the Go SDK's
+        PendingSize. Scheduled jobs not yet promoted are not counted: see sizes()."""
+        return await self.size(SET_PENDING)
+
+    @honour_cancel
     async def sizes(self) -> dict[SetName, int]:
         """The size of every set, read in one round trip."""
 
@@ -620,15 +869,17 @@ class Queue:
 
         return await self.client.resend(attempt)
 
+    @honour_cancel
     async def browse(self, s: SetName, n: int) -> list[str]:
         """Returns up to n ids of set s, newest first: for a score-zero set that is reverse mint
         order; for a scored set the latest deadline or run-at first."""
         return (await self.page(s, "", n)).ids
 
+    @honour_cancel
     async def get(self, id: str) -> JobInfo | None:
         """Reads one job: its row and its score in the set its state names, in one round trip.
         Returns None when the job does not exist (never enqueued, or completed and retired)."""
-        row = self.keys.row(id)
+        row = self._row(id)
 
         async def attempt() -> JobInfo | None:
             async with self.client.redis.pipeline(transaction=False) as pipe:
@@ -660,6 +911,7 @@ class Queue:
 
         return await self.client.resend(attempt)
 
+    @honour_cancel
     async def page(self, s: SetName, after: str, n: int) -> Page:
         """Returns up to n ids of set s, newest first, starting after the cursor ("" for the first
         page), and the cursor of the next page ("" when this was the last).

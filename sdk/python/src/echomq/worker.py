@@ -12,18 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import functools
+import inspect
 import logging
 import random
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar, overload
 
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError
 
+from ._duration import Duration, pick_ms
 from ._gen.errors import StaleError
 from ._gen.keys import KEY_LOCKS, lock_maintenance
 from ._gen.scripts import (
@@ -43,7 +48,8 @@ from ._gen.scripts import (
     run_scripts,
     script_error,
 )
-from .errors import ArgumentError
+from .codec import Codec, CodecError, TypedJob, TypedQueue
+from .errors import ArgumentError, ArgumentTypeError
 from .metrics import Counter, Metrics
 from .queue import PEEK_ATTEMPTS, Job, Queue
 
@@ -52,12 +58,19 @@ __all__ = [
     "SHUTDOWN",
     "Handler",
     "PermanentError",
+    "SyncHandler",
     "Worker",
     "exponential_backoff",
     "permanent",
 ]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+SyncHandler = Callable[[Job], None]
+"""A plain (not async) handler: the Worker runs it in a thread pool. Returning completes the job,
+raising hands it back, as for a Handler."""
 
 Handler = Callable[[Job], Awaitable[None]]
 """Processes one job. Returning completes it. Raising hands it back to run again after a backoff,
@@ -118,6 +131,57 @@ def exponential_backoff(base_ms: float, max_ms: float) -> Callable[[int], float]
 
 def _text(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
+
+
+CANCEL_BOUND_S: Final = 5.0
+"""How long run() waits, at most, for its own tasks to end once cancelled."""
+
+
+async def _cancel_all(
+    tasks: set[asyncio.Task[Any]] | set[asyncio.Future[Any]], bound_s: float = CANCEL_BOUND_S
+) -> None:
+    """Cancels tasks and waits until every one is done, cancelling again those still running
+    every 50 ms: a cancellation redis-py swallowed (8.0.0 and 8.1.0 do, now and then) is sent
+    again rather than waited out. Past bound_s the rest are left to end on their own (logged)."""
+    every: list[asyncio.Future[Any]] = list(tasks)
+    pending: set[asyncio.Future[Any]] = set(every)
+    deadline = time.monotonic() + bound_s
+    while pending:
+        if time.monotonic() > deadline:
+            log.error("emq: %d worker tasks did not end when cancelled; leaving them", len(pending))
+            break
+        for t in pending:
+            t.cancel()
+        _, pending = await asyncio.wait(pending, timeout=0.05)
+    for t in every:
+        if t.done() and not t.cancelled():
+            t.exception()  # retrieved: a failure of a task being torn down is not news
+
+
+_AWAITABLE_RE: Final = re.compile(r"\b(Awaitable|Coroutine|Future|Task)\b")
+
+
+def _is_async(h: Callable[..., Any]) -> bool:
+    """Whether the worker calls h on the event loop: a coroutine function (a partial of one, or an
+    object whose __call__ is one), or a callable annotated to return an awaitable (-> Awaitable[
+    None], as the Handler type reads: called in the runner task, as in 2.2.0). Anything else is a
+    plain function, run in the thread pool."""
+    while isinstance(h, functools.partial):
+        h = h.func
+    call = getattr(h, "__call__", None)  # noqa: B004 - the method itself, not callable()
+    if inspect.iscoroutinefunction(h) or (call is not None and inspect.iscoroutinefunction(call)):
+        return True
+    for f in (h, call):
+        if f is None:
+            continue
+        try:
+            ret = inspect.signature(f).return_annotation
+        except (TypeError, ValueError):
+            continue
+        if ret is inspect.Signature.empty:
+            continue
+        return _AWAITABLE_RE.search(ret if isinstance(ret, str) else repr(ret)) is not None
+    return False
 
 
 def _now_ms() -> int:
@@ -226,21 +290,123 @@ class Worker:
     waits for run().
     """
 
+    @overload
     def __init__(
         self,
         queue: Queue,
         handler: Handler,
         *,
+        concurrency: int = ...,
+        lease_ms: int = ...,
+        batch: int | None = ...,
+        max_attempts: int = ...,
+        backoff: Callable[[int], float] | None = ...,
+        wait_ms: int = ...,
+        maintenance_ms: int = ...,
+        shutdown_timeout_ms: int = ...,
+        logger: logging.Logger | None = ...,
+        metrics: Metrics | None = ...,
+        lease: Duration | None = ...,
+        wait: Duration | None = ...,
+        maintenance_every: Duration | None = ...,
+        shutdown_timeout: Duration | None = ...,
+        executor: Executor | None = ...,
+        in_thread: bool | None = ...,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        queue: Queue,
+        handler: SyncHandler,
+        *,
+        concurrency: int = ...,
+        lease_ms: int = ...,
+        batch: int | None = ...,
+        max_attempts: int = ...,
+        backoff: Callable[[int], float] | None = ...,
+        wait_ms: int = ...,
+        maintenance_ms: int = ...,
+        shutdown_timeout_ms: int = ...,
+        logger: logging.Logger | None = ...,
+        metrics: Metrics | None = ...,
+        lease: Duration | None = ...,
+        wait: Duration | None = ...,
+        maintenance_every: Duration | None = ...,
+        shutdown_timeout: Duration | None = ...,
+        executor: Executor | None = ...,
+        in_thread: bool | None = ...,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        queue: TypedQueue[T],
+        handler: Callable[[TypedJob[T]], Awaitable[None]],
+        *,
+        concurrency: int = ...,
+        lease_ms: int = ...,
+        batch: int | None = ...,
+        max_attempts: int = ...,
+        backoff: Callable[[int], float] | None = ...,
+        wait_ms: int = ...,
+        maintenance_ms: int = ...,
+        shutdown_timeout_ms: int = ...,
+        logger: logging.Logger | None = ...,
+        metrics: Metrics | None = ...,
+        lease: Duration | None = ...,
+        wait: Duration | None = ...,
+        maintenance_every: Duration | None = ...,
+        shutdown_timeout: Duration | None = ...,
+        executor: Executor | None = ...,
+        in_thread: bool | None = ...,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        queue: TypedQueue[T],
+        handler: Callable[[TypedJob[T]], None],
+        *,
+        concurrency: int = ...,
+        lease_ms: int = ...,
+        batch: int | None = ...,
+        max_attempts: int = ...,
+        backoff: Callable[[int], float] | None = ...,
+        wait_ms: int = ...,
+        maintenance_ms: int = ...,
+        shutdown_timeout_ms: int = ...,
+        logger: logging.Logger | None = ...,
+        metrics: Metrics | None = ...,
+        lease: Duration | None = ...,
+        wait: Duration | None = ...,
+        maintenance_every: Duration | None = ...,
+        shutdown_timeout: Duration | None = ...,
+        executor: Executor | None = ...,
+        in_thread: bool | None = ...,
+    ) -> None: ...
+
+    def __init__(
+        self,
+        queue: Queue | TypedQueue[Any],
+        handler: Callable[[Any], Any],
+        *,
         concurrency: int = 10,
-        lease_ms: int = 30_000,
+        lease_ms: int | None = None,
         batch: int | None = None,
         max_attempts: int = 25,
         backoff: Callable[[int], float] | None = None,
-        wait_ms: int = 1000,
-        maintenance_ms: int = 1000,
-        shutdown_timeout_ms: int = 30_000,
+        wait_ms: int | None = None,
+        maintenance_ms: int | None = None,
+        shutdown_timeout_ms: int | None = None,
         logger: logging.Logger | None = None,
         metrics: Metrics | None = None,
+        lease: Duration | None = None,
+        wait: Duration | None = None,
+        maintenance_every: Duration | None = None,
+        shutdown_timeout: Duration | None = None,
+        executor: Executor | None = None,
+        in_thread: bool | None = None,
     ) -> None:
         """Makes a worker for queue that runs handler. concurrency is how many handlers run at
         once; lease_ms how long a job is leased (extended while its handler runs); batch the most
@@ -250,37 +416,88 @@ class Worker:
         blocks on the doorbell before it looks for work anyway; maintenance_ms how often the queue
         is maintained (0 or less: never by this worker); shutdown_timeout_ms how long run() waits,
         once stopped, for running handlers before it hands their jobs back and cancels them
-        (negative: at once). Bad values raise an ArgumentError."""
+        (negative: at once). Bad values raise an ArgumentError (an ArgumentTypeError, which is a
+        TypeError too, for a value of the wrong type).
+
+        Every duration may be given in seconds instead, as an int, a float or a
+        datetime.timedelta: ``lease`` for lease_ms, ``wait`` for wait_ms, ``maintenance_every``
+        for maintenance_ms (0: never), ``shutdown_timeout`` for shutdown_timeout_ms; the ``_ms``
+        parameters take a timedelta too. Giving both forms of one is a TypeError.
+
+        On a TypedQueue (``client.queue(name, codec=...)``) the handler gets a TypedJob whose
+        ``value`` is the decoded payload; a payload that does not decode is buried at once.
+
+        The handler is an ``async def`` (a coroutine function, or a callable annotated to return
+        an awaitable, ``-> Awaitable[None]``), run on the event loop, or a plain ``def``, run in a
+        thread pool so that blocking code does not stall the loop (``in_thread`` True or False
+        decides it instead): ``executor`` when given, else a pool of
+        ``concurrency`` threads the worker makes and shuts down when run() returns. A plain
+        handler cannot be interrupted: when its lease is lost or a shutdown's deadline passes,
+        its job is given up as for an async handler (handed back, or left to the new lease
+        holder), while the thread runs the function to its end and its outcome is ignored.
+        """
         if not callable(handler):
-            raise ArgumentError("a worker needs a handler")
-        for what, v in (("concurrency", concurrency), ("lease", lease_ms), ("wait", wait_ms)):
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ArgumentTypeError("handler", "an async or a plain function of a Job", handler)
+        lease_v = pick_ms("lease_ms", lease_ms, "lease", lease, 30_000)
+        wait_v = pick_ms("wait_ms", wait_ms, "wait", wait, 1000)
+        maint_v = pick_ms(
+            "maintenance_ms",
+            maintenance_ms,
+            "maintenance_every",
+            maintenance_every,
+            1000,
+            allow_zero=True,
+        )
+        shut_v = pick_ms(
+            "shutdown_timeout_ms",
+            shutdown_timeout_ms,
+            "shutdown_timeout",
+            shutdown_timeout,
+            30_000,
+            allow_zero=True,
+        )
+        for what, v in (("concurrency", concurrency), ("lease", lease_v), ("wait", wait_v)):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise ArgumentTypeError(what, "an int", v)
+            if v < 1:
                 raise ArgumentError(f"{what} {v!r} is not a positive integer")
+        if not isinstance(max_attempts, int) or isinstance(max_attempts, bool):
+            raise ArgumentTypeError("max_attempts", "an int", max_attempts)
         if max_attempts < 1:
             raise ArgumentError(f"max attempts {max_attempts!r} is not a positive integer")
-        self.queue = queue
-        """The queue the worker serves."""
+        self._codec: Codec[Any] | None = None
+        if isinstance(queue, TypedQueue):
+            raw, self._codec = queue.raw, queue.codec
+        elif isinstance(queue, Queue):
+            raw = queue
+        else:
+            raise ArgumentTypeError("queue", "a Queue (client.queue(name))", queue)
+        self.queue: Queue = raw
+        """The queue the worker serves (the plain Queue of a TypedQueue)."""
         self._h = handler
+        self._sync = not _is_async(handler) if in_thread is None else bool(in_thread)
+        self._executor = executor
+        self._own_executor: ThreadPoolExecutor | None = None
         self.concurrency = concurrency
         """How many handlers run at once."""
-        self.lease_ms = lease_ms
+        self.lease_ms: int = lease_v
         """How long a job is leased."""
         self.batch = max(1, min(batch if batch is not None else concurrency, concurrency))
         """The most jobs one claim leases."""
         self.max_attempts = max_attempts
         """How many claims a job gets."""
         self._backoff = backoff or exponential_backoff(1000, 600_000)
-        self.wait_ms = wait_ms
+        self.wait_ms: int = wait_v
         """The longest an idle worker blocks on the doorbell."""
-        self.maintenance_ms = maintenance_ms
+        self.maintenance_ms: int = maint_v
         """How often the queue is maintained; 0 or less: never by this worker."""
-        self.shutdown_timeout_ms = max(0, shutdown_timeout_ms)
+        self.shutdown_timeout_ms = max(0, shut_v)
         """How long run() waits for running handlers once stopped."""
         self.log = logger or log
         """Where the worker's notices go."""
-        self.metrics: Metrics = metrics or queue.client.metrics
+        self.metrics: Metrics = metrics or raw.client.metrics
         """Where the worker's counts go (default the client's)."""
-        self._owner = f"{queue.client.owner}/{queue.name}/{secrets.token_hex(4)}"
+        self._owner = f"{raw.client.owner}/{raw.name}/{secrets.token_hex(4)}"
         self._pool = _HeadPool()
         self._pool_size = max(16, 4 * self.batch)
         self._running: set[_Inflight] = set()
@@ -294,6 +511,21 @@ class Worker:
         self._wake: asyncio.Event | None = None
         self._bell: Redis | None = None
         self._finished: asyncio.Event | None = None
+
+    def __repr__(self) -> str:
+        state = (
+            "stopped"
+            if self._finished is not None and self._finished.is_set()
+            else "stopping"
+            if self._draining
+            else "running"
+            if self._started
+            else "new"
+        )
+        return (
+            f"Worker(queue={self.queue.name!r}, concurrency={self.concurrency}, "
+            f"running={len(self._running)}, {state})"
+        )
 
     # ------------------------------------------------------------ running
 
@@ -341,15 +573,16 @@ class Worker:
             await asyncio.shield(self._abort())
             raise
         finally:
-            for t in self._aux:
-                t.cancel()
             for h in self._timers:
                 h.cancel()
             self._timers.clear()
-            if self._aux:
-                await asyncio.gather(*self._aux, return_exceptions=True)
+            await _cancel_all(self._aux)
             if held.is_set():
                 await self._unlock()
+            ex, self._own_executor = self._own_executor, None
+            if ex is not None:
+                # Threads still running a handler that overran the shutdown finish on their own.
+                ex.shutdown(wait=False, cancel_futures=True)
             bell, self._bell = self._bell, None
             if bell is not None:
                 try:
@@ -457,8 +690,7 @@ class Worker:
         finally:
             stop.cancel()
             if not bell.done():
-                bell.cancel()
-                await asyncio.gather(bell, return_exceptions=True)
+                await _cancel_all({bell})
         if bell in done and not bell.cancelled():
             err = bell.exception()
             if err is not None and not self._stop.is_set():
@@ -643,12 +875,31 @@ class Worker:
         """Runs one job and settles it; returns the next job when the completion leased one."""
         fl = _Inflight(job=job, deadline_ms=job.deadline_ms)
         failure: BaseException | None = None
-        try:
-            # Called here, in the runner's task (its context), and awaited in a task of its own
-            # that the extender and the shutdown can cancel.
-            fl.task = asyncio.ensure_future(self._h(job))
-        except Exception as err:  # the handler raised at once, or returned no awaitable
-            failure = err
+        arg: Job = job
+        if self._codec is not None:
+            try:
+                arg = TypedJob(
+                    id=job.id,
+                    token=job.token,
+                    payload=job.payload,
+                    deadline_ms=job.deadline_ms,
+                    value=self._codec.decode(job.payload),
+                )
+            except Exception as err:  # no retry decodes it: buried at once
+                failure = PermanentError(CodecError(f"the payload does not decode: {err}"))
+        if failure is None:
+            try:
+                # Called here, in the runner's task (its context), and awaited in a task of its
+                # own that the extender and the shutdown can cancel; a plain function runs in
+                # the thread pool.
+                if self._sync:
+                    fl.task = asyncio.ensure_future(self._in_thread(arg))
+                else:
+                    r = self._h(arg)
+                    # in_thread=False on a plain function: it ran, here, on the loop
+                    fl.task = asyncio.ensure_future(r) if inspect.isawaitable(r) else None
+            except Exception as err:  # the handler raised at once, or returned no awaitable
+                failure = err
         self._running.add(fl)
         try:
             try:
@@ -681,6 +932,22 @@ class Worker:
                 return None
         finally:
             self._running.discard(fl)
+
+    async def _in_thread(self, job: Job) -> None:
+        """Runs a plain handler in the thread pool (in a copy of the runner's context); an
+        awaitable it returns is awaited here, on the loop."""
+        ex = self._executor
+        if ex is None:
+            if self._own_executor is None:
+                self._own_executor = ThreadPoolExecutor(
+                    max_workers=self.concurrency, thread_name_prefix=f"emq-{self.queue.name}"
+                )
+            ex = self._own_executor
+        ctx = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        out = await loop.run_in_executor(ex, functools.partial(ctx.run, self._h, job))
+        if inspect.isawaitable(out):
+            await out
 
     async def _complete(self, job: Job) -> Job | None:
         """Completes a job with complete_claim_ids, leasing the next id of the head pool in the

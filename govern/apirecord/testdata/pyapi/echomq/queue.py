@@ -55,3 +55,16 @@ class Queue:
     @classmethod
     def of(cls, client: object, *names: str) -> list[Queue]:
         return []
+
+
+class Runner:
+    """An overloaded constructor: one line per overload; the attributes come from the
+    implementation, which sets them (the overloads' bodies are `...`)."""
+
+    @overload
+    def __init__(self, queue: Queue, every: int) -> None: ...
+    @overload
+    def __init__(self, queue: Queue, *, seconds: float) -> None: ...
+    def __init__(self, queue: Queue, every: int | None = None, *, seconds: float | None = None):
+        self.queue = queue
+        self.every: int = every if every is not None else int((seconds or 1) * 1000)

@@ -1,0 +1,102 @@
+"""The README's Python code blocks run as written, each as a script of its own, against a real
+redis-server (ECHOMQ_URL names it, as the snippets read it); the worker command the README shows
+runs on the README's jobs.py."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+
+from conftest import Server
+
+import echomq
+
+HERE = Path(__file__).resolve().parents[1]
+README = HERE / "README.md"
+SRC = HERE / "src"
+
+BLOCK = re.compile(r"^```python\n(.*?)^```$", re.S | re.M)
+
+
+def blocks() -> list[str]:
+    return BLOCK.findall(README.read_text())
+
+
+def env(server: Server, *extra: Path) -> dict[str, str]:
+    e = dict(os.environ)
+    e["ECHOMQ_URL"] = server.url
+    e["PYTHONPATH"] = os.pathsep.join(str(p) for p in (SRC, *extra))
+    return e
+
+
+async def run(argv: list[str], cwd: Path, e: dict[str, str]) -> tuple[int, str, str]:
+    p = await asyncio.create_subprocess_exec(
+        *argv, cwd=cwd, env=e, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    async with asyncio.timeout(60):
+        out, err = await p.communicate()
+    assert p.returncode is not None
+    return p.returncode, out.decode(), err.decode()
+
+
+async def test_the_readme_has_the_blocks_this_test_runs() -> None:
+    bs = blocks()
+    assert len(bs) == 3, "the quickstart, bytes and errors, and jobs.py"
+    assert "asyncio.run(main())" in bs[0] and "JSONCodec" in bs[0]
+    assert bs[2].startswith("# jobs.py\n")
+    text = README.read_text()
+    assert "pip install ./sdk/python" in text
+    assert "python -m echomq worker jobs:send_email" in text
+
+
+async def test_every_readme_python_block_runs(server: Server, tmp_path: Path) -> None:
+    for n, code in enumerate(blocks()):
+        path = tmp_path / f"block{n}.py"
+        path.write_text(code)
+        rc, out, err = await run([sys.executable, str(path)], tmp_path, env(server))
+        assert rc == 0, f"README block {n} failed:\n{code}\n--- stderr:\n{err}"
+        assert "Traceback" not in err, err
+        if n == 0:
+            assert "shipping 2 x apple (attempt 1)" in out and "shipping 1 x pear" in out, out
+            assert "state='dead'" in out and "'dead': 1" in out, out
+        if n == 1:
+            assert "the payload must be bytes or str" in out, out
+            assert out.rstrip().endswith(" 0"), out  # pending_size after the one job completed
+
+
+async def test_the_readme_worker_command_runs_its_jobs_py(
+    server: Server, client: echomq.Client, tmp_path: Path
+) -> None:
+    jobs_py = next(b for b in blocks() if b.startswith("# jobs.py\n"))
+    (tmp_path / "jobs.py").write_text(jobs_py)
+    q = client.queue("emails")
+    id = client.mint()
+    assert await q.push(id, b"hi there")
+    p = await asyncio.create_subprocess_exec(
+        *[sys.executable, "-m", "echomq", "worker", "jobs:send_email", "--queue", "emails"],
+        *["--concurrency", "20"],
+        cwd=tmp_path,
+        env=env(server, tmp_path),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while await q.get(id) is not None:  # completed jobs are retired
+            assert p.returncode is None and time.monotonic() < deadline, "not processed"
+            await asyncio.sleep(0.02)
+        p.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(30):
+            out, err = await p.communicate()
+    finally:
+        if p.returncode is None:
+            p.kill()
+            await p.wait()
+    assert p.returncode == 0, err.decode()
+    assert "sending hi there" in out.decode()
+    assert b"Traceback" not in err
