@@ -101,24 +101,42 @@ func (Interop) Run(ctx context.Context, cfg Config) (Result, error) {
 			return true
 		}
 		kills, freezes := 0, 0
-		for i := 0; ctx.Err() == nil; i++ {
+		freezeOne := func() error {
+			lang := langs[freezes%len(langs)]
+			freezes++
+			proc, err := r.pool.FreezeRandomOf(ctx, r.rng, lang, freeze)
+			if err != nil {
+				return err
+			}
+			r.count("freezes", 1)
+			r.count("freezes_"+string(proc.Lang), 1)
+			r.logf("froze %s worker process %d (pid %d) for %v", proc.Lang, proc.N, proc.Pid(), freeze)
+			return nil
+		}
+		// One freeze per language first, back to back while the load flows
+		// (a freeze while jobs are being run is what makes late
+		// completions meet the fence; spread among the kills, as before,
+		// the later freezes fell after the load on a loaded machine and a
+		// run could refuse none).
+		for range langs {
+			if ctx.Err() != nil || !r.loading() {
+				break
+			}
+			if err := freezeOne(); err != nil {
+				return err
+			}
+			sleepCtx(ctx, 300*time.Millisecond)
+		}
+		for i := 1; ctx.Err() == nil; i++ {
 			if !r.loading() && killed() && r.get("freezes") >= minFreezes {
 				return nil
 			}
-			// Every third fault is a freeze, the first one first (a freeze
-			// while the load flows is what makes late completions meet
-			// the fence); kills and freezes each take the languages in
-			// turn.
+			// Then every third fault is a freeze; kills and freezes each
+			// take the languages in turn.
 			if i%3 == 0 || (killed() && r.get("freezes") < minFreezes) {
-				lang := langs[freezes%len(langs)]
-				freezes++
-				proc, err := r.pool.FreezeRandomOf(ctx, r.rng, lang, freeze)
-				if err != nil {
+				if err := freezeOne(); err != nil {
 					return err
 				}
-				r.count("freezes", 1)
-				r.count("freezes_"+string(proc.Lang), 1)
-				r.logf("froze %s worker process %d (pid %d) for %v", proc.Lang, proc.N, proc.Pid(), freeze)
 			} else {
 				lang := langs[kills%len(langs)]
 				kills++
@@ -187,7 +205,7 @@ func (Interop) Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res.Notes = fmt.Sprintf("completed across languages: %s (%s within a language); %s late completions refused with %s after another language took the job over, %s within a language; ",
 		strings.Join(across, ", "), thousands(within), thousands(cross["stale_cross"]), wire.ClassStale, thousands(cross["stale_same"])) + res.Notes
-	res.Details = fmt.Sprintf(`**Injected.** %d worker processes work one queue: Go worker processes (emq.NewWorker), TypeScript worker processes (the TypeScript SDK's Worker under node, sdk/ts/chaos/worker.ts) and Python worker processes (the Python SDK under its virtual environment, sdk/python/chaos/worker.py) in turn, %d handlers each, while a Go producer (the Go SDK in the harness), a TypeScript producer (the TypeScript SDK's pushBatch) and a Python producer (the Python SDK's push_batch), the last two with ids minted by their SDK's id generator on a node of its own, push %s jobs between them. Every 0.8–2.3 s a worker process is SIGKILLed — the languages in turn, each replaced at once by one of its language — or, every third fault (the first too), frozen with SIGSTOP for %v (longer than the %v lease) and thawed; handlers ignore their signal, so a thawed worker still tries to complete what it ran.
+	res.Details = fmt.Sprintf(`**Injected.** %d worker processes work one queue: Go worker processes (emq.NewWorker), TypeScript worker processes (the TypeScript SDK's Worker under node, sdk/ts/chaos/worker.ts) and Python worker processes (the Python SDK under its virtual environment, sdk/python/chaos/worker.py) in turn, %d handlers each, while a Go producer (the Go SDK in the harness), a TypeScript producer (the TypeScript SDK's pushBatch) and a Python producer (the Python SDK's push_batch), the last two with ids minted by their SDK's id generator on a node of its own, push %s jobs between them. First one worker process of each language in turn is frozen with SIGSTOP for %v (longer than the %v lease) and thawed, back to back while the load flows; then every 0.8–2.3 s a worker process is SIGKILLed — the languages in turn, each replaced at once by one of its language — or, every third fault, frozen likewise; handlers ignore their signal, so a thawed worker still tries to complete what it ran.
 
 **Checked.** Every language's worker processes write the same records, one write(2) per line (the TypeScript worker records each transition's outcome as the server answered it, from a client adapter that wraps the SDK's; the Python worker records the answer of each Queue call it settles with). The accounting of the crashing-workers scenario holds across languages: every acknowledged job finished exactly once, none lost, the accepted completion carrying the highest token, every other refused; here %s, and %s late completions were refused with %s after a worker of another language took the job over. Before the load, for every ordered pair of languages (%d), a job claimed by the first SDK, reaped and claimed again by the second was completed late by the first — refused with the first SDK's typed error of class %s (emq.ErrStale, the TypeScript SDK's StaleError, echomq.StaleError) — and the new holder's completion was accepted each time.
 %s`, p.workers, w.Concurrency, thousands(int64(p.jobs)), freeze, w.Lease,
