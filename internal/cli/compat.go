@@ -142,11 +142,18 @@ func runCheck(e *env, args []string) int {
 		tsBase = "the frozen release " + rel.Version.String() + " (no " + rel.TSAPI() + ")"
 		pyBase = "the frozen release " + rel.Version.String() + " (no " + rel.PyAPI() + ")"
 	}
-	if code := e.compareTS(*root, tsBase, old, new); code != ExitOK {
-		return code
-	}
-	if code := e.comparePy(*root, pyBase, old, new); code != ExitOK {
-		return code
+	if opts.Category == compat.CategoryWire {
+		// API findings are not judged under -category wire: the
+		// TypeScript and Python SDKs are not read (so neither node nor
+		// their sources are needed).
+		e.errorf("note: -category %s judges the wire only: the TypeScript and Python SDKs' APIs are not read", compat.CategoryWire)
+	} else {
+		if code := e.compareTS(*root, tsBase, old, new); code != ExitOK {
+			return code
+		}
+		if code := e.comparePy(*root, pyBase, old, new); code != ExitOK {
+			return code
+		}
 	}
 	first, err := compat.JudgeWith(*old, *new, opts)
 	if err != nil {
