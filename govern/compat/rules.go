@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -203,6 +204,14 @@ func Rules() []Rule {
 			match: subtree("reserve[*].redis"), say: changed("reserve member %q: redis type")},
 		{ID: "RESERVE_MEMBER_SAME_VALUE", Bump: Major, Wire: true, Purpose: "The member's stored value is read by every client of this major in its old form.",
 			match: subtree("reserve[*].value"), say: func(g *group) string { return fmt.Sprintf("reserve member %q: value %s", g.id(0), g.details()) }},
+		{ID: "PROBE_STEP_ADDED", Bump: Minor, Wire: true, Purpose: "A step appended to a reserve member's or a wire class's probe that runs a script new in this version: clients of the old version run the old steps, unchanged; the new step puts the new script's behaviour on a live server's record (what WITNESS_SCRIPT_UNCOVERED asks of every new script).",
+			match: element(added, "reserve[*].probe.steps[*]", appended, runsNewScript), say: func(g *group) string {
+				return fmt.Sprintf("reserve member %q: probe step %s added, running the new script %s", g.id(0), g.id(1), g.newValue(".script"))
+			}},
+		{ID: "CLASS_PROBE_STEP_ADDED", Bump: Minor, Wire: true, Purpose: "A step appended to a wire class's probe that runs a script new in this version: the old steps are unchanged.",
+			match: element(added, "classes[*].probe.steps[*]", appended, runsNewScript), say: func(g *group) string {
+				return fmt.Sprintf("wire class %q: probe step %s added, running the new script %s", g.id(0), g.id(1), g.newValue(".script"))
+			}},
 		{ID: "RESERVE_MEMBER_SAME_PROBE", Bump: Major, Wire: true, Purpose: "A changed probe expectation is a changed behaviour of the member: live servers of this major would fail it or pass it for the other meaning.",
 			match: subtree("reserve[*].probe"), say: func(g *group) string {
 				return fmt.Sprintf("reserve member %q: probe changed: %s", g.id(0), g.details())
@@ -247,6 +256,29 @@ func Rules() []Rule {
 }
 
 // sayf formats a message from the group's identities.
+// appended reports whether the added probe step of g comes after every
+// step of the old probe: its index is at least the old probe's length
+// (probe steps are keyed by their index, so an insertion shifts the steps
+// after it, which then show as changed and stay a changed probe).
+func appended(g *group) bool {
+	i, err := strconv.Atoi(g.ids[len(g.ids)-1])
+	if err != nil {
+		return false
+	}
+	steps := strings.TrimSuffix(g.root, "["+g.ids[len(g.ids)-1]+"]")
+	return !g.d.old.has(steps + "[" + strconv.Itoa(i) + "]")
+}
+
+// runsNewScript reports whether the added probe step of g runs a script
+// the old manifest does not have.
+func runsNewScript(g *group) bool {
+	l, ok := g.d.new[g.root+".script"]
+	if !ok || l.value == "" {
+		return false
+	}
+	return !g.d.old.has("scripts["+l.value+"]") && g.d.new.has("scripts["+l.value+"]")
+}
+
 func sayf(format string) func(g *group) string {
 	return func(g *group) string {
 		args := make([]any, len(g.ids))
