@@ -197,12 +197,16 @@ func (e *env) witness(root, base, file, addr string, new *compat.Side, additive 
 	}
 	src, err := e.witnessBaseline(root, base, file)
 	if err != nil {
-		return w(compat.WitnessFailed, "%v", err)
+		f := w(compat.WitnessFailed, "%v", err)
+		f.Remedy = compat.RemedyNoBase
+		return f
 	}
 	defer src.cleanup()
 	op, err := model.Load(src.manifest)
 	if err != nil {
-		return w(compat.WitnessFailed, "the baseline %s does not validate: %v", src.manifest, err)
+		f := w(compat.WitnessFailed, "the baseline %s does not validate: %v", src.manifest, err)
+		f.Remedy = compat.RemedyInvalid
+		return f
 	}
 	return witness.Run(context.Background(), witness.Options{
 		Root: root, New: witness.Side{File: file, Protocol: np}, Old: witness.Side{File: src.manifest, Protocol: op},
@@ -233,6 +237,9 @@ func (e *env) witnessBaseline(root, base, file string) (witnessSource, error) {
 		return witnessSource{scenarios: r.WitnessScenarios(), manifest: r.Manifest, label: r.Version.String(), cleanup: none}, nil
 	}
 	if st, err := os.Stat(base); err == nil && !st.IsDir() {
+		if r, ok := release.Open(root, base); ok && !r.HasWitness() {
+			return witnessSource{}, fmt.Errorf("the frozen release %s keeps no witness (%s/*.yaml): it was frozen before releases kept their conformance scenarios", r.Version, r.WitnessScenarios())
+		}
 		r := release.Release{Witness: strings.TrimSuffix(base, filepath.Ext(base)) + ".witness"}
 		if !r.HasWitness() {
 			return witnessSource{}, fmt.Errorf("the baseline %s has no witness beside it (%s/*.yaml): give -base a frozen release or a git ref, whose conformance scenarios are replayed", base, r.WitnessScenarios())

@@ -302,3 +302,22 @@ func TestCheckScriptAddedUncovered(t *testing.T) {
 		t.Errorf("check against 2.0.0 = %d; want a pass with no uncovered script\n%s%s", code, out, errs)
 	}
 }
+
+// A witness that cannot run says what stops it and what makes it run, for
+// that cause: a release without a witness is not a missing redis-server.
+func TestCheckWitnessFailsClosedNamesTheCause(t *testing.T) {
+	dir := t.TempDir()
+	for _, ext := range []string{".yaml", ".api.txt", ".bundle.txt"} {
+		data, err := os.ReadFile(filepath.Join("../../golden/releases", "2.0.0"+ext))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "2.0.0"+ext), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := run(t, "check", "-root", "../..", "-manifest", "../../protocol.yaml", "-base", filepath.Join(dir, "2.0.0.yaml"))
+	if code != cli.ExitFindings || !strings.Contains(out, "the frozen release 2.0.0 keeps no witness") || !strings.Contains(out, "check against a frozen release that keeps a witness") || strings.Contains(out, "redis-server") {
+		t.Errorf("check against a release without a witness = %d; want it to name that cause, not redis-server\n%s%s", code, out, errs)
+	}
+}
