@@ -160,6 +160,10 @@ func runCheck(e *env, args []string) int {
 	}
 	if new.Invalid == nil {
 		fs, err := coverage(*root, old, new)
+		if errors.Is(err, errNoSuite) {
+			e.errorf("note: %s has no %s, so the scripts added since %s are not asked for their probes and scenarios", *root, scenariosDir, old.Manifest.Version.V)
+			err = nil
+		}
 		if err != nil {
 			e.errorf("%v", err)
 			return ExitUsage

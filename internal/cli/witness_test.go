@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/echomq/echomq/govern/compat"
+	"github.com/echomq/echomq/govern/release"
 	"github.com/echomq/echomq/internal/cli"
 )
 
@@ -319,5 +320,30 @@ func TestCheckWitnessFailsClosedNamesTheCause(t *testing.T) {
 	code, out, errs := run(t, "check", "-root", "../..", "-manifest", "../../protocol.yaml", "-base", filepath.Join(dir, "2.0.0.yaml"))
 	if code != cli.ExitFindings || !strings.Contains(out, "the frozen release 2.0.0 keeps no witness") || !strings.Contains(out, "check against a frozen release that keeps a witness") || strings.Contains(out, "redis-server") {
 		t.Errorf("check against a release without a witness = %d; want it to name that cause, not redis-server\n%s%s", code, out, errs)
+	}
+}
+
+// Every frozen release keeps a witness (2.0.0 and 2.1.0 gained theirs
+// after their release): the committed manifest passes the gate against
+// each, with the witness run, and the dead-fencing patch fails it against
+// each.
+func TestCheckWitnessAgainstEveryRelease(t *testing.T) {
+	rs, err := release.List("../..")
+	if err != nil || len(rs) < 4 {
+		t.Fatalf("frozen releases: %d, %v", len(rs), err)
+	}
+	dead := branch(t, bumped(t, "patch"), deadFencing(t))
+	for _, r := range rs {
+		if !r.HasWitness() {
+			t.Errorf("the frozen release %s keeps no witness (%s)", r.Version, r.WitnessScenarios())
+			continue
+		}
+		base := filepath.Join("../..", release.Dir, r.Version.String()+".yaml")
+		if code, out, errs := run(t, "check", "-root", "../..", "-manifest", "../../protocol.yaml", "-base", base); code != cli.ExitOK || !strings.Contains(out, "baseline cases pass on the new bundle: ok") {
+			t.Errorf("check -base %s = %d; want a pass with the witness run\n%s%s", base, code, out, errs)
+		}
+		if code, out, errs := run(t, "check", "-root", "../..", "-manifest", dead, "-base", base); code != cli.ExitFindings || !strings.Contains(out, compat.WitnessBehaviourChanged) {
+			t.Errorf("check of the dead-fencing patch -base %s = %d; want a WITNESS_BEHAVIOUR_CHANGED failure\n%s%s", base, code, out, errs)
+		}
 	}
 }
