@@ -337,7 +337,9 @@ func Build(ctx context.Context, root string, p *model.Protocol, cacheDir string)
 		}
 	}
 	tmp := filepath.Join(src, "testee")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, "./"+testeeDir)
+	// -trimpath: the scratch tree is another directory every time, and
+	// without it the directory is part of every package's build-cache key.
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", tmp, "./"+testeeDir)
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
 	if out, err := cmd.CombinedOutput(); err != nil {
