@@ -201,7 +201,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, what string) {
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 		for i, c := range n.Content {
-			d.decode(c, s.Index(i), fmt.Sprintf("%s[%d]", what, i))
+			d.decode(c, s.Index(i), what+"["+entryName(c, i)+"]")
 		}
 		v.Set(s)
 	case reflect.Struct:
@@ -244,7 +244,11 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 		k, val := n.Content[i], n.Content[i+1]
 		fi, ok := fields[k.Value]
 		if !ok {
-			d.errorf(k, "%s: unknown field %q (known: %s)", what, k.Value, strings.Join(names, ", "))
+			if near := nearest(k.Value, names); near != "" {
+				d.errorf(k, "%s: unknown field %q: did you mean %q? (known: %s)", what, k.Value, near, strings.Join(names, ", "))
+			} else {
+				d.errorf(k, "%s: unknown field %q (known: %s)", what, k.Value, strings.Join(names, ", "))
+			}
 			continue
 		}
 		if top {
@@ -269,4 +273,61 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 			}
 		}
 	}
+}
+
+// entryKeys are the fields that name a list entry, in the order they are
+// tried: a script, key, argument or field by its name, a reserve member by
+// its member, a refusal by its id, a class by its word, a history entry
+// by its version.
+var entryKeys = []string{"name", "member", "id", "word", "version"}
+
+// entryName names the i-th entry of a sequence in messages: by the first
+// of entryKeys it holds as a plain scalar (scripts[reschedule]), else by
+// its index (scripts[18]).
+func entryName(n *yaml.Node, i int) string {
+	if n.Kind == yaml.MappingNode {
+		for _, key := range entryKeys {
+			for j := 0; j+1 < len(n.Content); j += 2 {
+				k, v := n.Content[j], n.Content[j+1]
+				if k.Value == key && v.Kind == yaml.ScalarNode && v.Value != "" && !strings.ContainsAny(v.Value, "[]\n") {
+					return v.Value
+				}
+			}
+		}
+	}
+	return strconv.Itoa(i)
+}
+
+// nearest returns the known name closest to an unknown one, when it is
+// close enough to be a slip (an edit distance of at most a third of the
+// name, and at least 1), or "".
+func nearest(name string, known []string) string {
+	best, bestD := "", max(len(name)/3, 1)+1
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(name), k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -56,7 +56,45 @@ func syntaxError(err error, data []byte) (Pos, string) {
 			return cand[0].pos, msg + " (" + cand[0].describe() + ")"
 		}
 	}
+	if p, ok := offender(lines, syntaxMsg(err), pos); ok {
+		return p, msg + fmt.Sprintf(" (check this line's indentation: it breaks the block that begins at line %d)", pos.Line)
+	}
 	return pos, msg
+}
+
+// offender finds the line a block-structure error is about. yaml.v3
+// reports a parser error at its context — where the enclosing block began
+// (the first entry of scripts, for an entry's key indented one space too
+// few a thousand lines below) — not at the token that broke it. The first
+// lines of the file, cut at a line break, parse whenever they end before
+// that token; so the shortest such prefix that fails with the same problem
+// ends at the offending line, found by bisection (a dozen parses of the
+// file's head).
+func offender(lines []string, msg string, pos Pos) (Pos, bool) {
+	if pos.Line == 0 || !parserProblems[msg] {
+		return Pos{}, false
+	}
+	fails := func(k int) bool {
+		err := parseOnly([]byte(strings.Join(lines[:k], "\n") + "\n"))
+		return err != nil && syntaxMsg(err) == msg
+	}
+	lo, hi := pos.Line, len(lines)
+	if !fails(hi) {
+		return Pos{}, false
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	if hi <= pos.Line {
+		return Pos{}, false
+	}
+	line := lines[hi-1]
+	return Pos{Line: hi, Col: len(line) - len(strings.TrimLeft(line, " ")) + 1}, true
 }
 
 // parseOnly reports the syntax error of data's first document, if any.

@@ -70,7 +70,19 @@ type Witness struct {
 	// Notes say what else the witness noticed (a new scenario it could
 	// not run against the old bundle).
 	Notes []string `json:"notes"`
+	// Remedy, for a witness that could not run, says what makes it run,
+	// for the cause Reason names (a server to start, a baseline that keeps
+	// a witness, a build to fix); empty: the reason says it.
+	Remedy string `json:"remedy,omitempty"`
 }
+
+// Remedies of a witness that could not run, by cause.
+const (
+	RemedyServer  = "install redis-server (Debian: sudo apt-get install -y redis-server), or pass -addr HOST:PORT of a scratch server (it is flushed)"
+	RemedyNoBase  = "check against a frozen release that keeps a witness (<version>.witness/ beside its manifest), or give -base a git ref, whose conformance scenarios are replayed"
+	RemedyBuild   = "fix the Go testee's build (the error above): the witness runs the conformance scenarios through an SDK generated from the manifest"
+	RemedyInvalid = "fix the baseline's manifest (the errors above)"
+)
 
 // WitnessFinding is the finding of a baseline case that fails against the
 // new bundle: where the failing step is written (file, line), the case
@@ -102,5 +114,9 @@ func (w *Witness) problem() string {
 	if w.Status != WitnessFailed {
 		return ""
 	}
-	return fmt.Sprintf("the behavioural witness could not run (%s), so nothing shows the scripts still behave as the baseline's did: the gate fails closed. Install redis-server, or pass -addr HOST:PORT of a scratch server (it is flushed), or opt out explicitly with -witness=off (the verdict then says so)", strings.TrimSpace(w.Reason))
+	remedy := "fix what stops it"
+	if w.Remedy != "" {
+		remedy = w.Remedy
+	}
+	return fmt.Sprintf("the behavioural witness could not run (%s), so nothing shows the scripts still behave as the baseline's did: the gate fails closed. To run it, %s; or opt out explicitly with -witness=off (the verdict then says so)", strings.TrimSpace(w.Reason), remedy)
 }

@@ -101,10 +101,11 @@ const ScenarioDir = "scenarios"
 // Witness's status "failed" with the reason, which fails the gate closed.
 func Run(ctx context.Context, o Options) *compat.Witness {
 	w := &compat.Witness{Status: compat.WitnessRan, Baseline: o.BaselineLabel, NewBehaviour: []string{}, Notes: []string{}}
-	failed := func(format string, a ...any) *compat.Witness {
-		w.Status, w.Reason = compat.WitnessFailed, fmt.Sprintf(format, a...)
+	failedWith := func(remedy, format string, a ...any) *compat.Witness {
+		w.Status, w.Reason, w.Remedy = compat.WitnessFailed, fmt.Sprintf(format, a...), remedy
 		return w
 	}
+	failed := func(format string, a ...any) *compat.Witness { return failedWith("", format, a...) }
 	logf := func(format string, a ...any) {
 		if o.Log != nil {
 			fmt.Fprintf(o.Log, "witness: "+format+"\n", a...)
@@ -122,27 +123,27 @@ func Run(ctx context.Context, o Options) *compat.Witness {
 	}
 	w.Bundle = b.Digest
 	if files, _ := filepath.Glob(filepath.Join(o.Baseline, "*.yaml")); len(files) == 0 {
-		return failed("the baseline %s has no scenario files under %s", o.BaselineLabel, o.Baseline)
+		return failedWith(compat.RemedyNoBase, "the baseline %s has no scenario files under %s", o.BaselineLabel, o.Baseline)
 	}
 	addr := o.Addr
 	if addr == "" {
 		srv, err := redistest.StartServer()
 		if err != nil {
-			return failed("no redis-server could be started: %v", err)
+			return failedWith(compat.RemedyServer, "no redis-server could be started: %v", err)
 		}
 		defer srv.Close()
 		addr = srv.Addr()
 	} else {
 		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 		if err != nil {
-			return failed("no server at -addr %s: %v", addr, err)
+			return failedWith(compat.RemedyServer, "no server at -addr %s: %v", addr, err)
 		}
 		c.Close()
 	}
 	started := time.Now()
 	bin, cached, err := Build(ctx, o.Root, o.New.Protocol, o.CacheDir)
 	if err != nil {
-		return failed("building the Go testee on an SDK generated from %s: %v", o.New.File, err)
+		return failedWith(compat.RemedyBuild, "building the Go testee on an SDK generated from %s: %v", o.New.File, err)
 	}
 	logf("testee for bundle %s: %s (cached: %v, %.1fs)", short(b.Digest), bin, cached, time.Since(started).Seconds())
 	anchor := compat.Location{File: o.New.File, Line: 1, Column: 1}
@@ -336,7 +337,9 @@ func Build(ctx context.Context, root string, p *model.Protocol, cacheDir string)
 		}
 	}
 	tmp := filepath.Join(src, "testee")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, "./"+testeeDir)
+	// -trimpath: the scratch tree is another directory every time, and
+	// without it the directory is part of every package's build-cache key.
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", tmp, "./"+testeeDir)
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
 	if out, err := cmd.CombinedOutput(); err != nil {

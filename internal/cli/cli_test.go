@@ -348,7 +348,7 @@ func TestValidateReportsEverySection(t *testing.T) {
 		t.Fatalf("validate = %d\n%s", code, errs)
 	}
 	for _, want := range []string{
-		"manifest.keys.types[3].redis must be a string, found a sequence",
+		"manifest.keys.types[dead].redis must be a string, found a sequence",
 		`queue example "Emails" does not match queues.pattern`,
 		`rule bump "fix" is not one of patch, minor, major`,
 	} {

@@ -131,6 +131,22 @@ func runCheck(e *env, args []string) int {
 		return code
 	}
 	new.Invalid = invalid
+	prebuilt := make(chan struct{})
+	if *witnessMode == "on" && new.Invalid == nil {
+		// The witness's testee is built (or found in its cache) while the
+		// TypeScript and Python APIs are read: on a cold cache both take
+		// seconds, and the witness's own Build then finds it built.
+		np, err := model.Load(*file)
+		go func() {
+			defer close(prebuilt)
+			if err == nil {
+				_, _, _ = witness.Build(context.Background(), *root, np, "")
+			}
+		}()
+	} else {
+		close(prebuilt)
+	}
+	defer func() { <-prebuilt }()
 	tsBase, pyBase := "the baseline "+*base, "the baseline "+*base
 	rel, isRelease := release.Open(*root, *base)
 	if *base == "" {
@@ -163,10 +179,15 @@ func runCheck(e *env, args []string) int {
 	if *witnessMode == "off" {
 		opts.Witness = &compat.Witness{Status: compat.WitnessOff, Reason: "opted out with -witness=off", NewBehaviour: []string{}, Notes: []string{}}
 	} else {
+		<-prebuilt
 		opts.Witness = e.witness(*root, *base, *file, *addr, new, first.Required == compat.Minor)
 	}
 	if new.Invalid == nil {
 		fs, err := coverage(*root, old, new)
+		if errors.Is(err, errNoSuite) {
+			e.errorf("note: %s has no %s, so the scripts added since %s are not asked for their probes and scenarios", *root, scenariosDir, old.Manifest.Version.V)
+			err = nil
+		}
 		if err != nil {
 			e.errorf("%v", err)
 			return ExitUsage
@@ -204,12 +225,16 @@ func (e *env) witness(root, base, file, addr string, new *compat.Side, additive 
 	}
 	src, err := e.witnessBaseline(root, base, file)
 	if err != nil {
-		return w(compat.WitnessFailed, "%v", err)
+		f := w(compat.WitnessFailed, "%v", err)
+		f.Remedy = compat.RemedyNoBase
+		return f
 	}
 	defer src.cleanup()
 	op, err := model.Load(src.manifest)
 	if err != nil {
-		return w(compat.WitnessFailed, "the baseline %s does not validate: %v", src.manifest, err)
+		f := w(compat.WitnessFailed, "the baseline %s does not validate: %v", src.manifest, err)
+		f.Remedy = compat.RemedyInvalid
+		return f
 	}
 	return witness.Run(context.Background(), witness.Options{
 		Root: root, New: witness.Side{File: file, Protocol: np}, Old: witness.Side{File: src.manifest, Protocol: op},
@@ -240,6 +265,9 @@ func (e *env) witnessBaseline(root, base, file string) (witnessSource, error) {
 		return witnessSource{scenarios: r.WitnessScenarios(), manifest: r.Manifest, label: r.Version.String(), cleanup: none}, nil
 	}
 	if st, err := os.Stat(base); err == nil && !st.IsDir() {
+		if r, ok := release.Open(root, base); ok && !r.HasWitness() {
+			return witnessSource{}, fmt.Errorf("the frozen release %s keeps no witness (%s/*.yaml): it was frozen before releases kept their conformance scenarios", r.Version, r.WitnessScenarios())
+		}
 		r := release.Release{Witness: strings.TrimSuffix(base, filepath.Ext(base)) + ".witness"}
 		if !r.HasWitness() {
 			return witnessSource{}, fmt.Errorf("the baseline %s has no witness beside it (%s/*.yaml): give -base a frozen release or a git ref, whose conformance scenarios are replayed", base, r.WitnessScenarios())

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -14,6 +16,10 @@ import (
 // scenariosDir is where today's conformance scenarios live, relative to
 // the repository root.
 const scenariosDir = "conformance/scenarios"
+
+// errNoSuite means the root has no conformance suite to hold the added
+// scripts' scenarios: coverage is not judged there (check notes it).
+var errNoSuite = errors.New("no conformance suite")
 
 // coverage finds the scripts of the new manifest that neither the
 // baseline nor any frozen release under root has, and that lack what puts
@@ -66,6 +72,9 @@ func coverage(root string, old, new *compat.Side) ([]compat.Finding, error) {
 		probe(c.Probe)
 	}
 	dir := filepath.Join(root, filepath.FromSlash(scenariosDir))
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, errNoSuite
+	}
 	files, err := runner.LoadScenarios(dir)
 	if err != nil {
 		return nil, fmt.Errorf("the conformance scenarios %s: %w", dir, err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/echomq/echomq/govern/compat"
+	"github.com/echomq/echomq/govern/release"
 	"github.com/echomq/echomq/internal/cli"
 )
 
@@ -300,5 +301,49 @@ func TestCheckScriptAddedUncovered(t *testing.T) {
 	// Against 2.0.0 every script added since is released: none is flagged.
 	if code, out, errs := run(t, "check", "-witness=off", "-root", "../..", "-manifest", "../../protocol.yaml", "-base", "../../golden/releases/2.0.0.yaml"); code != cli.ExitOK || strings.Contains(out, compat.WitnessScriptUncovered) {
 		t.Errorf("check against 2.0.0 = %d; want a pass with no uncovered script\n%s%s", code, out, errs)
+	}
+}
+
+// A witness that cannot run says what stops it and what makes it run, for
+// that cause: a release without a witness is not a missing redis-server.
+func TestCheckWitnessFailsClosedNamesTheCause(t *testing.T) {
+	dir := t.TempDir()
+	for _, ext := range []string{".yaml", ".api.txt", ".bundle.txt"} {
+		data, err := os.ReadFile(filepath.Join("../../golden/releases", "2.0.0"+ext))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "2.0.0"+ext), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := run(t, "check", "-root", "../..", "-manifest", "../../protocol.yaml", "-base", filepath.Join(dir, "2.0.0.yaml"))
+	if code != cli.ExitFindings || !strings.Contains(out, "the frozen release 2.0.0 keeps no witness") || !strings.Contains(out, "check against a frozen release that keeps a witness") || strings.Contains(out, "redis-server") {
+		t.Errorf("check against a release without a witness = %d; want it to name that cause, not redis-server\n%s%s", code, out, errs)
+	}
+}
+
+// Every frozen release keeps a witness (2.0.0 and 2.1.0 gained theirs
+// after their release): the committed manifest passes the gate against
+// each, with the witness run, and the dead-fencing patch fails it against
+// each.
+func TestCheckWitnessAgainstEveryRelease(t *testing.T) {
+	rs, err := release.List("../..")
+	if err != nil || len(rs) < 4 {
+		t.Fatalf("frozen releases: %d, %v", len(rs), err)
+	}
+	dead := branch(t, bumped(t, "patch"), deadFencing(t))
+	for _, r := range rs {
+		if !r.HasWitness() {
+			t.Errorf("the frozen release %s keeps no witness (%s)", r.Version, r.WitnessScenarios())
+			continue
+		}
+		base := filepath.Join("../..", release.Dir, r.Version.String()+".yaml")
+		if code, out, errs := run(t, "check", "-root", "../..", "-manifest", "../../protocol.yaml", "-base", base); code != cli.ExitOK || !strings.Contains(out, "baseline cases pass on the new bundle: ok") {
+			t.Errorf("check -base %s = %d; want a pass with the witness run\n%s%s", base, code, out, errs)
+		}
+		if code, out, errs := run(t, "check", "-root", "../..", "-manifest", dead, "-base", base); code != cli.ExitFindings || !strings.Contains(out, compat.WitnessBehaviourChanged) {
+			t.Errorf("check of the dead-fencing patch -base %s = %d; want a WITNESS_BEHAVIOUR_CHANGED failure\n%s%s", base, code, out, errs)
+		}
 	}
 }
