@@ -21,7 +21,7 @@ import {
   type RedisClusterType,
 } from "redis";
 import type { RedisArg, Settled } from "./gen/index.js";
-import { mapError, type RedisAdapter } from "./adapter.js";
+import { mapError, onceOf, type RedisAdapter } from "./adapter.js";
 import { ConnectionError } from "./errors.js";
 
 /** A node-redis client option object for one node (url, socket, credentials). */
@@ -247,6 +247,34 @@ export class ClusterAdapter implements RedisAdapter {
         }
         throw mapError(err);
       }
+    }
+  }
+
+  async waitReady(
+    args: readonly RedisArg[] | undefined,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const key = args === undefined ? undefined : routingKey(args);
+    while (!signal.aborted) {
+      if (this.#closed) {
+        throw new ConnectionError("the cluster client is closed");
+      }
+      if (this.#cluster.isReady) {
+        if (key === undefined) {
+          return;
+        }
+        try {
+          const c = await this.#cluster.getNodeClientForKey(key, false);
+          if (c.isReady) {
+            return;
+          }
+        } catch {
+          // the slot's node is not known or not up yet
+        }
+      }
+      // A node connection coming up is the event; the poll covers a
+      // rediscovery that moved the slot to a node already up.
+      await onceOf(this.#cluster, ["node-ready", "connect"], signal, 100);
     }
   }
 

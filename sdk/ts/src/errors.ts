@@ -118,6 +118,40 @@ export class ConnectionError extends Error {
   }
 }
 
+/** The ConnectionErrors of commands that were never written: the client was offline (reconnecting) or its connection not yet up. */
+const unwritten = new WeakSet<object>();
+/** The ConnectionErrors of calls that already waited their whole bound for the connection. */
+const waited = new WeakSet<object>();
+
+/**
+ * @internal Marks err, a ConnectionError, as the failure of a command that
+ * was never written (the client was offline), so that the client may wait
+ * for the connection and send it then, whatever the command is.
+ */
+export function markUnwritten<E extends ConnectionError>(err: E): E {
+  unwritten.add(err);
+  return err;
+}
+
+/** @internal Whether err is a ConnectionError of a command that was never written. */
+export function isUnwritten(err: unknown): boolean {
+  return typeof err === "object" && err !== null && unwritten.has(err);
+}
+
+/**
+ * @internal Marks err as the failure of a call that waited for the
+ * connection for as long as its bound allowed: no resend follows.
+ */
+export function markWaited<E extends ConnectionError>(err: E): E {
+  waited.add(err);
+  return err;
+}
+
+/** @internal Whether err is the failure of a call that already waited its whole bound for the connection. */
+export function isWaited(err: unknown): boolean {
+  return typeof err === "object" && err !== null && waited.has(err);
+}
+
 /**
  * A call's deadline (CallOptions.deadline) passed before it could be sent
  * (again); the attempt that would have followed was not sent.
