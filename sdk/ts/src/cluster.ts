@@ -184,7 +184,7 @@ export class ClusterAdapter implements RedisAdapter {
   /** Discovers the cluster from its root nodes, connects to every primary and returns the adapter. */
   static async connect(opts: ClusterAdapterOptions): Promise<ClusterAdapter> {
     if (opts.rootNodes.length === 0) {
-      throw new ConnectionError("emq: a cluster needs at least one root node");
+      throw new ConnectionError("a cluster needs at least one root node");
     }
     const rootNodes = opts.rootNodes.map((n) =>
       typeof n === "string" ? { url: n } : n,
@@ -351,7 +351,7 @@ export class ClusterAdapter implements RedisAdapter {
     }
     const key = routingKey(args);
     if (key === undefined) {
-      throw new ConnectionError("emq: a blocking command without a key");
+      throw new ConnectionError("a blocking command without a key");
     }
     const started = Date.now();
     const b = await this.#blocker(key);

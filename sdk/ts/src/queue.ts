@@ -52,6 +52,7 @@ import {
   FenceError,
   RESEND_ATTEMPTS,
   isWaited,
+  locate,
 } from "./errors.js";
 import {
   checkCall,
@@ -287,9 +288,7 @@ export class Queue {
         rows.push(this.keys.row(j.id));
         this.client.checkPayload(j.payload);
       } catch (err) {
-        if (err instanceof Error) {
-          err.message = "job " + i + ": " + err.message;
-        }
+        locate(err, "job " + i);
         throw err;
       }
       ids.push(j.id);
@@ -346,9 +345,7 @@ export class Queue {
         rows.push(this.keys.rowPrefix + j.id);
         this.client.checkPayload(j.payload);
       } catch (err) {
-        if (err instanceof Error) {
-          err.message = "job " + i + ": " + err.message;
-        }
+        locate(err, "job " + i);
         throw err;
       }
       payloads.push(arg(j.payload));
