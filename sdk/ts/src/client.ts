@@ -52,6 +52,7 @@ import {
   type Metrics,
 } from "./metrics.js";
 import { Queue } from "./queue.js";
+import { TypedQueue, type QueueOptions } from "./codec.js";
 
 /** Options of connect. */
 export interface ConnectOptions extends NodeRedisOptions {
@@ -556,8 +557,15 @@ export class Client {
   }
 
   /** Returns the handle of the queue named name; a malformed name throws a QueueNameError before anything is sent. */
-  queue(name: string): Queue {
-    return new Queue(this, name);
+  queue(name: string): Queue;
+  /**
+   * Returns a typed handle of the queue named name: its payloads are values
+   * of T, encoded and decoded by options.codec (e.g. json<Order>()).
+   */
+  queue<T>(name: string, options: QueueOptions<T>): TypedQueue<T>;
+  queue<T>(name: string, options?: QueueOptions<T>): Queue | TypedQueue<T> {
+    const q = new Queue(this, name);
+    return options === undefined ? q : new TypedQueue(q, options.codec);
   }
 
   /** Returns a fresh id of kind (default the work kind) from the client's node; a NoNodeError while the node lease is not surely held. */
