@@ -2,9 +2,9 @@
 // TypedQueue<T> pushes values of T and hands workers the decoded value.
 // Raw bytes stay the default: client.queue(name) is a Queue of Buffers.
 
-import { inspect } from "node:util";
 import type { CallOptions } from "./client.js";
 import { prefixed } from "./errors.js";
+import { printable } from "./print.js";
 import type { BatchResult, Job, JobInfo, Payload, Queue } from "./queue.js";
 import { permanent, Worker, type WorkerOptions } from "./worker.js";
 
@@ -102,29 +102,15 @@ export type TypedHandler<T> = (
   signal: AbortSignal,
 ) => Promise<void>;
 
-/** @internal The job, its payload decoded, printing as its JSON. */
+/** The job, its payload decoded, printing with its data. */
 function typed<T, J extends Job | JobInfo>(
   job: J,
   data: T,
 ): J & { readonly data: T } {
-  const out = { ...job, data };
-  Object.defineProperty(out, inspect.custom, {
-    enumerable: false,
-    value(depth: number, opts: object, insp: typeof inspect) {
-      const { payload: _payload, ...rest } = out;
-      return (
-        "TypedJob " + insp({ ...rest, payloadBytes: job.payload.length }, opts)
-      );
-    },
+  return printable("token" in job ? "TypedJob" : "TypedJobInfo", {
+    ...job,
+    data,
   });
-  Object.defineProperty(out, "toJSON", {
-    enumerable: false,
-    value() {
-      const { payload: _payload, ...rest } = out;
-      return rest;
-    },
-  });
-  return out;
 }
 
 /**

@@ -61,6 +61,15 @@ import {
   type Client,
 } from "./client.js";
 import { Pusher, pushManyExecOf } from "./coalesce.js";
+import { printable } from "./print.js";
+
+/** The claimed jobs of a reply, printing usefully. */
+function jobs<J extends Job>(js: J[]): J[] {
+  for (const j of js) {
+    printable("Job", j);
+  }
+  return js;
+}
 
 /** A job's payload as given: bytes, or text (sent as UTF-8). */
 export type Payload = Uint8Array | string;
@@ -636,12 +645,13 @@ export class Queue {
     positiveInt("lease", leaseMs);
     checkCall(opts);
     await this.client.ensure(opts);
-    return runClaim(this.client.runnerFor(opts), {
+    const j = await runClaim(this.client.runnerFor(opts), {
       pending: this.keys.pending,
       active: this.keys.active,
       prefix: this.keys.rowPrefix,
       leaseMs,
     });
+    return j === null ? null : printable("Job", j);
   }
 
   /**
@@ -694,14 +704,16 @@ export class Queue {
     if (!this.client.isFenced) {
       await this.client.ensure(opts);
     }
-    return runClaimIds(this.client.runnerFor(opts), {
-      pending: this.keys.pending,
-      active: this.keys.active,
-      wake: this.keys.wake,
-      rows,
-      leaseMs,
-      ids,
-    });
+    return jobs(
+      await runClaimIds(this.client.runnerFor(opts), {
+        pending: this.keys.pending,
+        active: this.keys.active,
+        wake: this.keys.wake,
+        rows,
+        leaseMs,
+        ids,
+      }),
+    );
   }
 
   /**
@@ -753,17 +765,19 @@ export class Queue {
     if (!this.client.isFenced) {
       await this.client.ensure(opts);
     }
-    return runCompleteClaimIds(this.client.runnerFor(opts), {
-      row,
-      active: this.keys.active,
-      pending: this.keys.pending,
-      wake: this.keys.wake,
-      rows,
-      id,
-      token,
-      leaseMs,
-      ids,
-    });
+    return jobs(
+      await runCompleteClaimIds(this.client.runnerFor(opts), {
+        row,
+        active: this.keys.active,
+        pending: this.keys.pending,
+        wake: this.keys.wake,
+        rows,
+        id,
+        token,
+        leaseMs,
+        ids,
+      }),
+    );
   }
 
   /**
@@ -1146,7 +1160,7 @@ export class Queue {
         payload: m.get(FIELD_PAYLOAD) ?? Buffer.alloc(0),
         ...(atMs === undefined ? {} : { atMs }),
       };
-      return info;
+      return printable("JobInfo", info);
     }, opts);
   }
 

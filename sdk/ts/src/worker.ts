@@ -27,6 +27,7 @@ import { ArgumentError, LeaseLostError, ShutdownError } from "./errors.js";
 import type { Logger, Metrics } from "./metrics.js";
 import { PEEK_ATTEMPTS, type Job, type Queue } from "./queue.js";
 import type { CallOptions } from "./client.js";
+import { printable } from "./print.js";
 
 /**
  * Processes one job. Resolving completes it. Throwing hands it back to run
@@ -558,7 +559,7 @@ export class Worker {
     const jobs: Job[] = [];
     for (const rec of Array.isArray(reply) ? reply : []) {
       try {
-        jobs.push(dec(rec));
+        jobs.push(printable("Job", dec(rec)));
       } catch (err) {
         await this.#buryRaw(rec, err);
       }
