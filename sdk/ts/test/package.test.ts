@@ -9,7 +9,7 @@
 // no map pointing at a file it does not ship.
 
 import assert from "node:assert/strict";
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import {
   cpSync,
   existsSync,
@@ -24,6 +24,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { QueueKeys } from "../src/index.js";
 import { RedisServer } from "./redis.js";
 
 /** sdk/ts, from dist/test. */
@@ -34,17 +35,24 @@ const pkg = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")) as {
   devDependencies: Record<string, string>;
 };
 
+/** The fenced blocks of the README, by their info string, in order. */
+function readmeBlocks(lang: string): string[] {
+  const md = readFileSync(join(pkgDir, "README.md"), "utf8");
+  const out: string[] = [];
+  const re = /^```(\S*)\n([\s\S]*?)^```$/gm;
+  for (const m of md.matchAll(re)) {
+    if (m[1] === lang) {
+      out.push(m[2]!);
+    }
+  }
+  return out;
+}
+
 /** The tsconfig the README documents for a consumer (ESM, NodeNext). */
-export const consumerTsconfig = {
-  compilerOptions: {
-    target: "ES2022",
-    module: "NodeNext",
-    moduleResolution: "NodeNext",
-    strict: true,
-    skipLibCheck: true,
-    types: ["node"],
-    outDir: "dist",
-  },
+const readmeTsconfigs = readmeBlocks("json");
+assert.equal(readmeTsconfigs.length, 1, "the README's tsconfig block");
+const consumerTsconfig = JSON.parse(readmeTsconfigs[0]!) as {
+  compilerOptions: Record<string, unknown>;
 };
 
 let work = "";
@@ -103,6 +111,10 @@ before(async () => {
   );
   const packed = JSON.parse(out) as { filename: string }[];
   tarball = join(work, packed[0]!.filename);
+  assert.ok(
+    readmeBlocks("sh").some((b) => b.includes(packed[0]!.filename)),
+    "the README's install names another tarball than " + packed[0]!.filename,
+  );
   project = join(work, "consumer");
   mkdirSync(project);
   writeFileSync(
@@ -164,7 +176,16 @@ test("the tarball ships the builds and the sources its maps name, and no testee"
   }
 });
 
-test("an ESM consumer compiles with the README's tsconfig and pushes and processes a job", () => {
+/**
+ * The ESM consumer project, compiled once with the README's tsconfig: a
+ * consumer of its own (src/main.ts) and the README's ts blocks, verbatim
+ * (src/block<i>.ts).
+ */
+let esmDir = "";
+function esmProject(): string {
+  if (esmDir !== "") {
+    return esmDir;
+  }
   const dir = join(project, "esm");
   mkdirSync(join(dir, "src"), { recursive: true });
   writeFileSync(
@@ -193,7 +214,16 @@ if (seen?.id !== id) {
 console.log("processed " + seen.payload.toString());
 `,
   );
+  readmeBlocks("ts").forEach((b, i) =>
+    writeFileSync(join(dir, "src", "block" + i + ".ts"), b),
+  );
   run(process.execPath, [tsc, "-p", "tsconfig.json"], dir);
+  esmDir = dir;
+  return dir;
+}
+
+test("an ESM consumer compiles with the README's tsconfig and pushes and processes a job", () => {
+  const dir = esmProject();
   const out = run(process.execPath, [join("dist", "main.js")], dir, {
     REDIS_URL: srv.url,
   });
@@ -274,4 +304,53 @@ emq.connect({ url: process.env.REDIS_URL }).then(async (c) => {
     REDIS_URL: srv.url,
   });
   assert.match(plain, /pending 1/);
+});
+
+test("the README's blocks run verbatim against a real server: the quickstart, the worker stopped by SIGTERM, the CommonJS snippet", async () => {
+  const ts = readmeBlocks("ts");
+  const js = readmeBlocks("js");
+  assert.equal(ts.length, 2, "the README's ts blocks");
+  assert.equal(js.length, 1, "the README's js blocks");
+  const dir = esmProject();
+  writeFileSync(join(dir, "block.cjs"), js[0]!);
+  const env = { REDIS_URL: srv.url };
+
+  await srv.cmd("FLUSHALL");
+  const quick = run(process.execPath, [join("dist", "block0.js")], dir, env);
+  assert.match(quick, /shipping 2 x A-1/);
+  assert.doesNotMatch(quick, /shipping 0 x B-7/);
+  assert.match(quick, /dead: 1/);
+  assert.match(quick, /TypedJobInfo \{[\s\S]*state: 'dead'/);
+
+  // The long-running worker: it handles its job, then SIGTERM stops it.
+  await srv.cmd("FLUSHALL");
+  const child = spawn(process.execPath, [join("dist", "block1.js")], {
+    cwd: dir,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once("exit", (code) => resolve(code)),
+  );
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d.toString();
+      if (/sending hello aborted: false/.test(stdout)) {
+        resolve();
+      }
+    });
+    void exited.then((code) =>
+      reject(new Error("the worker exited early (" + code + "): " + stderr)),
+    );
+  });
+  child.kill("SIGTERM");
+  assert.equal(await exited, 0, "the worker did not exit cleanly: " + stderr);
+  const emails = new QueueKeys("emails");
+  assert.equal(Number(await srv.cmd("ZCARD", emails.pending)), 0);
+
+  const cjs = run(process.execPath, ["block.cjs"], dir, env);
+  assert.match(cjs, /pending: 1/);
 });
