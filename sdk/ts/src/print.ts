@@ -69,7 +69,8 @@ export function printable<R extends object>(name: string, rec: R): R {
     value(_depth: number, opts: object, insp: typeof inspect = inspect) {
       const shown: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(r)) {
-        if (k === "payload") {
+        if (v === r.payload) {
+          // the payload: as text, or left out beside its decoded data
           if (!("data" in r)) {
             shown.payload = new Verbatim(payloadPreview(r.payload));
           }
