@@ -116,7 +116,7 @@ func TestCheckTypeScriptAPI(t *testing.T) {
 	}
 	for _, want := range []string{
 		"@echomq/sdk function exponentialBackoff: (number, number) => (attempt: number) => number\n",
-		"@echomq/sdk class Queue method purge: (string) => Promise<boolean>\n",
+		"@echomq/sdk class Queue method purge: (string, CallOptions?) => Promise<boolean>\n",
 		"@echomq/sdk function connect: (ConnectOptions?) => Promise<Client>\n",
 		"@echomq/sdk/gen class StaleError: class extends WireError\n",
 	} {

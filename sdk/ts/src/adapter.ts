@@ -3,6 +3,8 @@
 // by implementing RedisAdapter; nothing else in the SDK names node-redis.
 
 import {
+  ClientClosedError,
+  ClientOfflineError,
   createClient,
   ErrorReply,
   RESP_TYPES,
@@ -14,7 +16,7 @@ import {
   type ScriptRunner,
   type Settled,
 } from "./gen/index.js";
-import { ConnectionError } from "./errors.js";
+import { ConnectionError, markUnwritten } from "./errors.js";
 
 /**
  * What the SDK needs of a Redis client. send and sendMany are the
@@ -41,6 +43,58 @@ export interface RedisAdapter extends ScriptRunner {
   ): Promise<unknown>;
   /** Closes every connection. */
   close(): Promise<void>;
+  /**
+   * Optional: resolves once a command like args (undefined: any command)
+   * would be written at once, that is once the connection it goes out on
+   * is up again; rejects with a ConnectionError when the adapter was
+   * closed, and returns (resolved) when signal aborts first. The client
+   * calls it after a send failed with a ConnectionError the adapter marked
+   * as never written (the client was offline), fences the new connection,
+   * and sends the command then, within the call's bound. Without it, such
+   * a failure is thrown at once.
+   */
+  waitReady?(
+    args: readonly RedisArg[] | undefined,
+    signal: AbortSignal,
+  ): Promise<void>;
+}
+
+/**
+ * @internal Resolves when emitter emits one of events, or signal aborts;
+ * the listeners are removed either way.
+ */
+export function onceOf(
+  emitter: {
+    on(e: string, f: () => void): unknown;
+    off(e: string, f: () => void): unknown;
+  },
+  events: readonly string[],
+  signal: AbortSignal,
+  pollMs?: number,
+): Promise<void> {
+  if (signal.aborted) {
+    return Promise.resolve();
+  }
+  return new Promise((resolve) => {
+    let t: NodeJS.Timeout | undefined;
+    const done = () => {
+      for (const e of events) {
+        emitter.off(e, done);
+      }
+      signal.removeEventListener("abort", done);
+      if (t !== undefined) {
+        clearTimeout(t);
+      }
+      resolve();
+    };
+    for (const e of events) {
+      emitter.on(e, done);
+    }
+    signal.addEventListener("abort", done, { once: true });
+    if (pollMs !== undefined) {
+      t = setTimeout(done, pollMs);
+    }
+  });
 }
 
 /** Options of the node-redis adapter. */
@@ -95,6 +149,18 @@ export function mapError(err: unknown): unknown {
   }
   if (err instanceof ReplyError || err instanceof ConnectionError) {
     return err;
+  }
+  if (err instanceof ClientOfflineError || err instanceof ClientClosedError) {
+    // Refused before it was written: it may wait for the connection and go
+    // out then, whatever the command is.
+    return markUnwritten(
+      new ConnectionError(
+        err instanceof ClientOfflineError
+          ? "the client is offline (reconnecting); the command was not sent"
+          : "the client is closed; the command was not sent",
+        err,
+      ),
+    );
   }
   const msg = err instanceof Error ? err.message : String(err);
   return new ConnectionError(msg, err);
@@ -162,6 +228,18 @@ export class NodeRedisAdapter implements RedisAdapter {
 
   get generation(): number {
     return this.#generation;
+  }
+
+  async waitReady(
+    _args: readonly RedisArg[] | undefined,
+    signal: AbortSignal,
+  ): Promise<void> {
+    while (!this.#client.isReady && !signal.aborted) {
+      if (!this.#client.isOpen) {
+        throw new ConnectionError("the client is closed");
+      }
+      await onceOf(this.#client, ["ready", "end"], signal);
+    }
   }
 
   send(args: readonly RedisArg[]): Promise<unknown> {

@@ -22,6 +22,7 @@ import {
   type ScriptRunner,
 } from "./gen/index.js";
 import type { Pusher } from "./coalesce.js";
+import type { RedisArg, Settled } from "./gen/index.js";
 import {
   NodeRedisAdapter,
   type NodeRedisOptions,
@@ -36,6 +37,10 @@ import {
   RESEND_ATTEMPTS,
   NoNodeError,
   PayloadTooLargeError,
+  isUnwritten,
+  isWaited,
+  markUnwritten,
+  markWaited,
 } from "./errors.js";
 import {
   noMetrics,
@@ -44,6 +49,7 @@ import {
   type Metrics,
 } from "./metrics.js";
 import { Queue } from "./queue.js";
+import { TypedQueue, type QueueOptions } from "./codec.js";
 
 /** Options of connect. */
 export interface ConnectOptions extends NodeRedisOptions {
@@ -83,6 +89,16 @@ export interface ConnectOptions extends NodeRedisOptions {
    * defaults of CoalesceOptions; false sends one push script per call.
    */
   coalesce?: CoalesceOptions | false;
+  /**
+   * How long a call waits for the connection, in milliseconds, when it
+   * found the client offline (reconnecting after the server restarted, say)
+   * and so was never written: it waits for the client to reconnect, fences
+   * the new connection, and is sent then, whatever the call is (claim and
+   * complete too: nothing of it ran). A call's CallOptions bound it
+   * instead: its deadline, and its signal. Default 5000; 0 fails such a
+   * call at once with its ConnectionError.
+   */
+  offlineWaitMs?: number;
 }
 
 /** How concurrent pushes to one queue are coalesced. */
@@ -115,6 +131,21 @@ export interface CallOptions {
 }
 
 const defaultMaxPayload = 512 * 1024 * 1024;
+
+/** ConnectOptions.offlineWaitMs's default. */
+const defaultOfflineWaitMs = 5000;
+
+/** How long a fence that failed in transport is run again for, at least. */
+const minFenceRetryMs = 1000;
+
+/** The bound of one call's wait for the connection. */
+interface Bound {
+  readonly signal: AbortSignal | undefined;
+  /** When the wait ends, in Unix milliseconds. */
+  readonly until: number;
+  /** How long the wait could last in all, for the message. */
+  readonly ms: number;
+}
 
 /** The maxmemory policies that never evict a job's keys. */
 const safePolicies = new Set([
@@ -242,6 +273,9 @@ export class Client {
   /** @internal The push coalescer of each queue name. */
   readonly pushers = new Map<string, Pusher>();
   #maxPayload: number;
+  readonly #waitMs: number;
+  /** Aborts every wait for the connection when the client closes. */
+  readonly #closing = new AbortController();
   #fenced = -1;
   #fencedEpoch = 0;
   #epoch = 0;
@@ -260,24 +294,9 @@ export class Client {
     this.logger = logger;
     this.metrics = options.metrics ?? noMetrics;
     this.owner = randomBytes(8).toString("hex");
-    const failed = (err: unknown): never => {
-      if (err instanceof ConnectionError) {
-        this.refence();
-      }
-      throw err;
-    };
     this.runner = {
-      send: (args) => adapter.send(args).catch(failed),
-      sendMany: (cmds) =>
-        adapter.sendMany(cmds).then((res) => {
-          for (const r of res) {
-            if (!r.ok && r.error instanceof ConnectionError) {
-              this.refence();
-              break;
-            }
-          }
-          return res;
-        }, failed),
+      send: (args) => this.#send(args, undefined),
+      sendMany: (cmds) => this.#sendMany(cmds, undefined),
     };
     const co = options.coalesce;
     this.coalesce =
@@ -294,6 +313,215 @@ export class Client {
       options.nodeLeaseMs && options.nodeLeaseMs > 0
         ? options.nodeLeaseMs
         : 30000;
+    const w = options.offlineWaitMs;
+    this.#waitMs =
+      w !== undefined && Number.isFinite(w) && w >= 0
+        ? w
+        : defaultOfflineWaitMs;
+  }
+
+  /**
+   * @internal The runner of one call bounded by opts: as runner, but a
+   * command that found the client offline waits for the connection within
+   * opts (its deadline instead of ConnectOptions.offlineWaitMs, and its
+   * signal).
+   */
+  runnerFor(opts: CallOptions | undefined): ScriptRunner {
+    if (
+      opts === undefined ||
+      (opts.signal === undefined && opts.deadline === undefined)
+    ) {
+      return this.runner;
+    }
+    return {
+      send: (args) => this.#send(args, opts),
+      sendMany: (cmds) => this.#sendMany(cmds, opts),
+    };
+  }
+
+  #bound(opts: CallOptions | undefined): Bound {
+    const now = Date.now();
+    const until = opts?.deadline ?? now + this.#waitMs;
+    const signals = [this.#closing.signal];
+    if (opts?.signal !== undefined) {
+      signals.push(opts.signal);
+    }
+    return {
+      signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals),
+      until,
+      ms: Math.max(0, until - now),
+    };
+  }
+
+  /**
+   * Sends one command; a transport failure makes the client fence again
+   * before its next command, and one of a command that was never written
+   * waits for the connection within opts and is sent then.
+   */
+  #send(args: readonly RedisArg[], opts: CallOptions | undefined) {
+    return this.adapter
+      .send(args)
+      .catch((err: unknown) => this.#sendFailed(err, args, opts));
+  }
+
+  async #sendFailed(
+    err: unknown,
+    args: readonly RedisArg[],
+    opts: CallOptions | undefined,
+  ): Promise<unknown> {
+    let bound: Bound | undefined;
+    for (;;) {
+      if (!(err instanceof ConnectionError)) {
+        throw err;
+      }
+      if (!isUnwritten(err) || this.adapter.waitReady === undefined) {
+        this.refence();
+        throw err;
+      }
+      bound ??= this.#bound(opts);
+      await this.#reconnect(err, args, bound);
+      try {
+        return await this.adapter.send(args);
+      } catch (e) {
+        err = e;
+      }
+    }
+  }
+
+  #sendMany(
+    cmds: readonly (readonly RedisArg[])[],
+    opts: CallOptions | undefined,
+  ): Promise<Settled[]> {
+    return this.adapter.sendMany(cmds).then(
+      (res) => {
+        let idx: number[] | undefined;
+        let lost = false;
+        res.forEach((r, i) => {
+          if (!r.ok && r.error instanceof ConnectionError) {
+            if (isUnwritten(r.error) && this.adapter.waitReady !== undefined) {
+              (idx ??= []).push(i);
+            } else {
+              lost = true;
+            }
+          }
+        });
+        if (lost) {
+          this.refence();
+        }
+        return idx === undefined
+          ? res
+          : this.#sendManyAgain(cmds, res, idx, opts);
+      },
+      (err: unknown) => {
+        if (err instanceof ConnectionError) {
+          this.refence();
+        }
+        throw err;
+      },
+    );
+  }
+
+  /** Sends again, on a fresh fenced connection, the commands of cmds at idx that were never written. */
+  async #sendManyAgain(
+    cmds: readonly (readonly RedisArg[])[],
+    res: Settled[],
+    idx: number[],
+    opts: CallOptions | undefined,
+  ): Promise<Settled[]> {
+    const bound = this.#bound(opts);
+    while (idx.length > 0) {
+      const first = res[idx[0]!]!;
+      try {
+        await this.#reconnect(
+          first.ok ? new ConnectionError("offline") : first.error,
+          cmds[idx[0]!],
+          bound,
+        );
+      } catch (error) {
+        for (const i of idx) {
+          res[i] = { ok: false, error };
+        }
+        return res;
+      }
+      const sub = await this.adapter.sendMany(idx.map((i) => cmds[i]!));
+      const next: number[] = [];
+      let lost = false;
+      sub.forEach((r, j) => {
+        const i = idx[j]!;
+        res[i] = r;
+        if (!r.ok && r.error instanceof ConnectionError) {
+          if (isUnwritten(r.error)) {
+            next.push(i);
+          } else {
+            lost = true;
+          }
+        }
+      });
+      if (lost) {
+        this.refence();
+      }
+      idx = next;
+    }
+    return res;
+  }
+
+  /**
+   * Waits within bound for the connection a command like args goes out
+   * on, after err (a ConnectionError of a command that was never written),
+   * and fences it. A fence that fails in transport meanwhile is waited out
+   * too: the call itself was not written. When the bound passes first it
+   * throws a ConnectionError saying so (and no resend follows it).
+   */
+  async #reconnect(
+    err: unknown,
+    args: readonly RedisArg[] | undefined,
+    bound: Bound,
+  ): Promise<void> {
+    for (let n = 1; ; n++) {
+      if (bound.signal?.aborted || Date.now() >= bound.until) {
+        throw this.#gaveUp(err, bound);
+      }
+      if (n === 1) {
+        this.logger.debug(
+          "emq: the client is offline; the call waits for the connection",
+          { waitMs: bound.until - Date.now(), err: String(err) },
+        );
+      }
+      const ac = new AbortController();
+      const stop = () => ac.abort();
+      const t = setTimeout(stop, bound.until - Date.now());
+      bound.signal?.addEventListener("abort", stop, { once: true });
+      try {
+        await this.adapter.waitReady!(args, ac.signal);
+      } finally {
+        clearTimeout(t);
+        bound.signal?.removeEventListener("abort", stop);
+      }
+      if (ac.signal.aborted) {
+        throw this.#gaveUp(err, bound);
+      }
+      try {
+        await this.#ensureWithin(bound);
+        return;
+      } catch (e) {
+        if (!(e instanceof ConnectionError) || isWaited(e)) {
+          throw e;
+        }
+        err = e;
+        await resendPause(n + 1, bound.signal, bound.until);
+      }
+    }
+  }
+
+  #gaveUp(err: unknown, bound: Bound): ConnectionError {
+    const why = this.#closed
+      ? "the client was closed"
+      : "the connection was not back within the call's bound (" +
+        bound.ms +
+        " ms)";
+    return markWaited(
+      markUnwritten(new ConnectionError("the call was not sent: " + why, err)),
+    );
   }
 
   /** The version record the last fence found: this version, or a higher minor of this major. */
@@ -312,8 +540,15 @@ export class Client {
   }
 
   /** Returns the handle of the queue named name; a malformed name throws a QueueNameError before anything is sent. */
-  queue(name: string): Queue {
-    return new Queue(this, name);
+  queue(name: string): Queue;
+  /**
+   * Returns a typed handle of the queue named name: its payloads are values
+   * of T, encoded and decoded by options.codec (e.g. json<Order>()).
+   */
+  queue<T>(name: string, options: QueueOptions<T>): TypedQueue<T>;
+  queue<T>(name: string, options?: QueueOptions<T>): Queue | TypedQueue<T> {
+    const q = new Queue(this, name);
+    return options === undefined ? q : new TypedQueue(q, options.codec);
   }
 
   /** Returns a fresh id of kind (default the work kind) from the client's node; a NoNodeError while the node lease is not surely held. */
@@ -356,6 +591,7 @@ export class Client {
       } catch (err) {
         if (
           !(err instanceof ConnectionError) ||
+          isWaited(err) ||
           n + 1 >= RESEND_ATTEMPTS ||
           opts?.signal?.aborted ||
           (opts?.deadline !== undefined && Date.now() >= opts.deadline)
@@ -400,15 +636,32 @@ export class Client {
   /**
    * Fences the keyspace when a connection became ready since the last
    * fence, or a call failed in transport since. It costs one comparison
-   * when neither happened.
+   * when neither happened. A fence that fails in transport is run again on
+   * a fresh connection, for ConnectOptions.offlineWaitMs (at least a
+   * second), and waits for the connection while the client is offline;
+   * opts bounds the wait of this caller: when its deadline passes or its
+   * signal aborts first, it throws a ConnectionError (the fence goes on
+   * for the next caller).
    */
-  async ensure(): Promise<void> {
+  async ensure(opts?: CallOptions): Promise<void> {
+    if (this.isFenced) {
+      return;
+    }
+    if (
+      opts === undefined ||
+      (opts.signal === undefined && opts.deadline === undefined)
+    ) {
+      return this.#ensureWithin(undefined);
+    }
+    return this.#ensureWithin(this.#bound(opts));
+  }
+
+  async #ensureWithin(bound: Bound | undefined): Promise<void> {
     while (!this.isFenced) {
       if (this.#fencing === undefined) {
-        const g = this.adapter.generation;
         const e = this.#epoch;
-        this.#fencing = this.#fence().then(
-          () => {
+        const p = this.#fence().then(
+          (g) => {
             this.#fenced = g;
             this.#fencedEpoch = e;
             this.#fencing = undefined;
@@ -418,12 +671,99 @@ export class Client {
             throw err;
           },
         );
+        p.catch(() => {}); // a caller whose bound passed no longer awaits it
+        this.#fencing = p;
       }
-      await this.#fencing;
+      if (bound === undefined) {
+        await this.#fencing;
+      } else {
+        await this.#within(this.#fencing, bound);
+      }
     }
   }
 
-  async #fence(): Promise<void> {
+  /** Awaits p, or throws a ConnectionError once bound passes first. */
+  #within(p: Promise<void>, bound: Bound): Promise<void> {
+    if (bound.signal?.aborted || Date.now() >= bound.until) {
+      return Promise.reject(
+        this.#gaveUp(new ConnectionError("the fence is under way"), bound),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      const stop = () => {
+        done();
+        reject(
+          this.#gaveUp(new ConnectionError("the fence is under way"), bound),
+        );
+      };
+      const t = setTimeout(stop, bound.until - Date.now());
+      bound.signal?.addEventListener("abort", stop, { once: true });
+      const done = () => {
+        clearTimeout(t);
+        bound.signal?.removeEventListener("abort", stop);
+      };
+      p.then(
+        () => {
+          done();
+          resolve();
+        },
+        (err: unknown) => {
+          done();
+          reject(err);
+        },
+      );
+    });
+  }
+
+  /**
+   * Fences the keyspace, and resolves the connection generation it fenced.
+   * The fence is idempotent: one that fails in transport is run again, on
+   * the connection that replaced the failed one once the adapter has it,
+   * up to RESEND_ATTEMPTS times within offlineWaitMs (at least a second).
+   */
+  async #fence(): Promise<number> {
+    const bound = this.#bound({
+      deadline: Date.now() + Math.max(this.#waitMs, minFenceRetryMs),
+    });
+    for (let n = 1; ; n++) {
+      const g = this.adapter.generation;
+      try {
+        await this.#fenceOnce();
+        return g;
+      } catch (err) {
+        if (
+          !(err instanceof ConnectionError) ||
+          this.#closed ||
+          n >= RESEND_ATTEMPTS ||
+          Date.now() >= bound.until
+        ) {
+          throw err;
+        }
+        this.logger.debug(
+          "emq: the version fence failed in transport; running it again on a fresh connection",
+          { attempt: n, err: String(err) },
+        );
+        if (this.adapter.waitReady !== undefined) {
+          const ac = new AbortController();
+          const stop = () => ac.abort();
+          const t = setTimeout(stop, bound.until - Date.now());
+          bound.signal?.addEventListener("abort", stop, { once: true });
+          try {
+            await this.adapter.waitReady(undefined, ac.signal);
+          } finally {
+            clearTimeout(t);
+            bound.signal?.removeEventListener("abort", stop);
+          }
+          if (ac.signal.aborted) {
+            throw isUnwritten(err) ? this.#gaveUp(err, bound) : err;
+          }
+        }
+        await resendPause(n + 1, bound.signal, bound.until);
+      }
+    }
+  }
+
+  async #fenceOnce(): Promise<void> {
     const r = await runFence(this.adapter, {
       versionKey: KEY_VERSION,
       bundleKey: KEY_BUNDLE,
@@ -555,6 +895,7 @@ export class Client {
       return;
     }
     this.#closed = true;
+    this.#closing.abort();
     if (this.#renew !== undefined) {
       clearInterval(this.#renew);
     }

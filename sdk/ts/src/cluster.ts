@@ -21,7 +21,7 @@ import {
   type RedisClusterType,
 } from "redis";
 import type { RedisArg, Settled } from "./gen/index.js";
-import { mapError, type RedisAdapter } from "./adapter.js";
+import { mapError, onceOf, type RedisAdapter } from "./adapter.js";
 import { ConnectionError } from "./errors.js";
 
 /** A node-redis client option object for one node (url, socket, credentials). */
@@ -184,7 +184,7 @@ export class ClusterAdapter implements RedisAdapter {
   /** Discovers the cluster from its root nodes, connects to every primary and returns the adapter. */
   static async connect(opts: ClusterAdapterOptions): Promise<ClusterAdapter> {
     if (opts.rootNodes.length === 0) {
-      throw new ConnectionError("emq: a cluster needs at least one root node");
+      throw new ConnectionError("a cluster needs at least one root node");
     }
     const rootNodes = opts.rootNodes.map((n) =>
       typeof n === "string" ? { url: n } : n,
@@ -247,6 +247,34 @@ export class ClusterAdapter implements RedisAdapter {
         }
         throw mapError(err);
       }
+    }
+  }
+
+  async waitReady(
+    args: readonly RedisArg[] | undefined,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const key = args === undefined ? undefined : routingKey(args);
+    while (!signal.aborted) {
+      if (this.#closed) {
+        throw new ConnectionError("the cluster client is closed");
+      }
+      if (this.#cluster.isReady) {
+        if (key === undefined) {
+          return;
+        }
+        try {
+          const c = await this.#cluster.getNodeClientForKey(key, false);
+          if (c.isReady) {
+            return;
+          }
+        } catch {
+          // the slot's node is not known or not up yet
+        }
+      }
+      // A node connection coming up is the event; the poll covers a
+      // rediscovery that moved the slot to a node already up.
+      await onceOf(this.#cluster, ["node-ready", "connect"], signal, 100);
     }
   }
 
@@ -323,7 +351,7 @@ export class ClusterAdapter implements RedisAdapter {
     }
     const key = routingKey(args);
     if (key === undefined) {
-      throw new ConnectionError("emq: a blocking command without a key");
+      throw new ConnectionError("a blocking command without a key");
     }
     const started = Date.now();
     const b = await this.#blocker(key);

@@ -7,6 +7,7 @@ import {
   RESEND_ATTEMPTS,
   BundleError,
   FenceError,
+  isWaited,
 } from "./errors.js";
 import {
   SCRIPT_PUSH_MANY,
@@ -171,13 +172,14 @@ export class Pusher {
         payloads.push(e.payload);
       }
       let recs;
+      const bound = batchBound(batch);
       try {
         if (!c.isFenced) {
-          await c.ensure();
+          await c.ensure(bound.opts);
         }
         recs = decodePushMany(
           await runScript(
-            c.runner,
+            c.runnerFor(bound.opts),
             pushManyExecOf(this.#keys, ids, rows, payloads),
           ),
         );
@@ -191,7 +193,11 @@ export class Pusher {
           );
         }
       } catch (err) {
-        if (err instanceof ConnectionError && n + 1 < RESEND_ATTEMPTS) {
+        if (
+          err instanceof ConnectionError &&
+          !isWaited(err) &&
+          n + 1 < RESEND_ATTEMPTS
+        ) {
           last = err;
           c.logger.debug(
             "emq: a push batch failed in transport; resending it",
@@ -217,6 +223,8 @@ export class Pusher {
           ),
         );
         return;
+      } finally {
+        bound.dispose();
       }
       let added = 0;
       for (let i = 0; i < batch.length; i++) {
@@ -232,6 +240,68 @@ export class Pusher {
       return;
     }
   }
+}
+
+const noDispose = () => {};
+
+/**
+ * The bound of a batch's wait for the connection (see
+ * ConnectOptions.offlineWaitMs): when every push of it has a deadline, the
+ * latest; when every push has a signal, the moment the last one aborts;
+ * otherwise the client's default. A push whose own bound passed sooner is
+ * dropped before the batch is sent again.
+ */
+function batchBound(batch: readonly Entry[]): {
+  opts: CallOptions | undefined;
+  dispose: () => void;
+} {
+  let deadline: number | undefined = -Infinity;
+  let signals: AbortSignal[] | undefined = [];
+  for (const e of batch) {
+    const d = e.opts?.deadline;
+    deadline =
+      d === undefined || deadline === undefined
+        ? undefined
+        : Math.max(deadline, d);
+    const sig = e.opts?.signal;
+    if (sig === undefined) {
+      signals = undefined;
+    } else {
+      signals?.push(sig);
+    }
+    if (deadline === undefined && signals === undefined) {
+      return { opts: undefined, dispose: noDispose };
+    }
+  }
+  if (signals === undefined) {
+    return { opts: { deadline: deadline! }, dispose: noDispose };
+  }
+  const ac = new AbortController();
+  let left = signals.length;
+  const one = () => {
+    if (--left === 0) {
+      ac.abort();
+    }
+  };
+  for (const sig of signals) {
+    if (sig.aborted) {
+      one();
+    } else {
+      sig.addEventListener("abort", one, { once: true });
+    }
+  }
+  const sigs = signals;
+  return {
+    opts:
+      deadline === undefined
+        ? { signal: ac.signal }
+        : { signal: ac.signal, deadline },
+    dispose: () => {
+      for (const sig of sigs) {
+        sig.removeEventListener("abort", one);
+      }
+    },
+  };
 }
 
 /**

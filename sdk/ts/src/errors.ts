@@ -4,6 +4,37 @@
 
 import { VERSION_RECORD } from "./gen/index.js";
 
+/** The prefix of every message of the SDK's errors. */
+const PREFIX = "emq: ";
+
+/**
+ * @internal message under the SDK's prefix and topic, once: a message that
+ * already carries the prefix (one of the SDK's own, passed on) keeps only
+ * the outer one, so that no message reads "emq: ...: emq: ...".
+ */
+export function prefixed(topic: string, message: string): string {
+  let m = message;
+  while (m.startsWith(PREFIX)) {
+    m = m.slice(PREFIX.length);
+  }
+  if (topic !== "" && m.startsWith(topic + ": ")) {
+    m = m.slice(topic.length + 2);
+  }
+  return PREFIX + (topic === "" ? "" : topic + ": ") + m;
+}
+
+/**
+ * @internal Puts where (a job's position in a batch, say) in front of err's
+ * message, after the prefix: "emq: job 3: malformed id ...".
+ */
+export function locate(err: unknown, where: string): void {
+  if (err instanceof Error) {
+    err.message = err.message.startsWith(PREFIX)
+      ? PREFIX + where + ": " + err.message.slice(PREFIX.length)
+      : where + ": " + err.message;
+  }
+}
+
 /**
  * The version fence's refusal: the keyspace's version record is not one
  * this client may serve (another major, a lower version the fence could not
@@ -60,7 +91,7 @@ export class BundleError extends Error {
 /** An argument out of range (a lease or a limit that is not positive); nothing was sent. */
 export class ArgumentError extends Error {
   constructor(message: string) {
-    super("emq: invalid argument: " + message);
+    super(prefixed("invalid argument", message));
     this.name = "ArgumentError";
   }
 }
@@ -113,9 +144,43 @@ export class ConnectionError extends Error {
   readonly retryable = true;
 
   constructor(message: string, cause?: unknown) {
-    super("emq: connection: " + message, { cause });
+    super(prefixed("connection", message), { cause });
     this.name = "ConnectionError";
   }
+}
+
+/** The ConnectionErrors of commands that were never written: the client was offline (reconnecting) or its connection not yet up. */
+const unwritten = new WeakSet<object>();
+/** The ConnectionErrors of calls that already waited their whole bound for the connection. */
+const waited = new WeakSet<object>();
+
+/**
+ * @internal Marks err, a ConnectionError, as the failure of a command that
+ * was never written (the client was offline), so that the client may wait
+ * for the connection and send it then, whatever the command is.
+ */
+export function markUnwritten<E extends ConnectionError>(err: E): E {
+  unwritten.add(err);
+  return err;
+}
+
+/** @internal Whether err is a ConnectionError of a command that was never written. */
+export function isUnwritten(err: unknown): boolean {
+  return typeof err === "object" && err !== null && unwritten.has(err);
+}
+
+/**
+ * @internal Marks err as the failure of a call that waited for the
+ * connection for as long as its bound allowed: no resend follows.
+ */
+export function markWaited<E extends ConnectionError>(err: E): E {
+  waited.add(err);
+  return err;
+}
+
+/** @internal Whether err is the failure of a call that already waited its whole bound for the connection. */
+export function isWaited(err: unknown): boolean {
+  return typeof err === "object" && err !== null && waited.has(err);
 }
 
 /**
@@ -136,7 +201,7 @@ export class DeadlineError extends Error {
 /** The client holds no snowflake node to mint ids with. */
 export class NoNodeError extends Error {
   constructor(message: string = "no snowflake node held") {
-    super("emq: " + message);
+    super(prefixed("", message));
     this.name = "NoNodeError";
   }
 }

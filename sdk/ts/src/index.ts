@@ -56,6 +56,18 @@ export {
   type Payload,
 } from "./queue.js";
 export {
+  CodecError,
+  TypedQueue,
+  json,
+  jsonCodec,
+  type Codec,
+  type NewTypedJob,
+  type QueueOptions,
+  type TypedHandler,
+  type TypedJob,
+  type TypedJobInfo,
+} from "./codec.js";
+export {
   ProbeTranscript,
   SCRATCH_PREFIX,
   runProbes,

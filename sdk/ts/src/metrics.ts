@@ -1,5 +1,7 @@
 // Counts of what the SDK does, and where they go.
 
+import { inspect, type InspectOptions } from "node:util";
+
 /** The counters, by their stable names (a metrics exporter's labels). */
 export const COUNTERS = [
   "enqueued",
@@ -52,6 +54,20 @@ export class Tally implements Metrics {
       out[c] = this.get(c);
     }
     return out;
+  }
+
+  /** The totals, by name, for JSON.stringify: the snapshot. */
+  toJSON(): Record<Counter, number> {
+    return this.snapshot();
+  }
+
+  /** "Tally { enqueued: 3, claimed: 3, ... }" for console.log and util.inspect. */
+  [inspect.custom](
+    _depth: number,
+    opts: InspectOptions,
+    insp: typeof inspect = inspect,
+  ): string {
+    return "Tally " + insp(this.snapshot(), opts);
   }
 }
 

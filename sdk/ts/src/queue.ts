@@ -51,6 +51,8 @@ import {
   ConnectionError,
   FenceError,
   RESEND_ATTEMPTS,
+  isWaited,
+  locate,
 } from "./errors.js";
 import {
   checkCall,
@@ -59,6 +61,15 @@ import {
   type Client,
 } from "./client.js";
 import { Pusher, pushManyExecOf } from "./coalesce.js";
+import { printable } from "./print.js";
+
+/** The claimed jobs of a reply, printing usefully. */
+function jobs<J extends Job>(js: J[]): J[] {
+  for (const j of js) {
+    printable("Job", j);
+  }
+  return js;
+}
 
 /** A job's payload as given: bytes, or text (sent as UTF-8). */
 export type Payload = Uint8Array | string;
@@ -207,10 +218,11 @@ export class Queue {
     return this.client.resend(async () => {
       const x = this.#pushExec(id, payload);
       if (!this.client.isFenced) {
-        await this.client.ensure();
+        await this.client.ensure(opts);
       }
       const ok =
-        decodePush(await runScript(this.client.runner, x)) === PUSH_ENQUEUED;
+        decodePush(await runScript(this.client.runnerFor(opts), x)) ===
+        PUSH_ENQUEUED;
       this.#counted(ok ? 1 : 0);
       return ok;
     }, opts);
@@ -285,9 +297,7 @@ export class Queue {
         rows.push(this.keys.row(j.id));
         this.client.checkPayload(j.payload);
       } catch (err) {
-        if (err instanceof Error) {
-          err.message = "job " + i + ": " + err.message;
-        }
+        locate(err, "job " + i);
         throw err;
       }
       ids.push(j.id);
@@ -300,9 +310,11 @@ export class Queue {
     const x = pushManyExecOf(this.keys, ids, rows, payloads);
     return this.client.resend(async () => {
       if (!this.client.isFenced) {
-        await this.client.ensure();
+        await this.client.ensure(opts);
       }
-      const recs = decodePushMany(await runScript(this.client.runner, x));
+      const recs = decodePushMany(
+        await runScript(this.client.runnerFor(opts), x),
+      );
       if (recs.length !== jobs.length) {
         throw new Error(
           "emq: push_many answered " +
@@ -342,9 +354,7 @@ export class Queue {
         rows.push(this.keys.rowPrefix + j.id);
         this.client.checkPayload(j.payload);
       } catch (err) {
-        if (err instanceof Error) {
-          err.message = "job " + i + ": " + err.message;
-        }
+        locate(err, "job " + i);
         throw err;
       }
       payloads.push(arg(j.payload));
@@ -413,12 +423,13 @@ export class Queue {
           throw lost; // no resend after the caller's bound
         }
         if (!this.client.isFenced) {
-          await this.client.ensure();
+          await this.client.ensure(opts);
         }
-        res = await runScripts(this.client.runner, calls.map(exec));
+        res = await runScripts(this.client.runnerFor(opts), calls.map(exec));
       } catch (err) {
         if (
           !(err instanceof ConnectionError) ||
+          isWaited(err) ||
           err === lost ||
           attempt + 1 >= RESEND_ATTEMPTS
         ) {
@@ -435,7 +446,7 @@ export class Queue {
           const error =
             r.error instanceof Error ? r.error : new Error(String(r.error));
           if (error instanceof ConnectionError) {
-            if (attempt + 1 < RESEND_ATTEMPTS) {
+            if (attempt + 1 < RESEND_ATTEMPTS && !isWaited(error)) {
               todo.push(call);
             } else {
               fail(call, error);
@@ -495,6 +506,15 @@ export class Queue {
       }
     }
     this.#counted(n);
+    // Nothing admitted and every job lost to the connection: the call as a
+    // whole failed, as push and pushMany do.
+    const first = out[0]?.error;
+    if (
+      first instanceof ConnectionError &&
+      out.every((r) => r.error instanceof ConnectionError)
+    ) {
+      throw first;
+    }
     return out;
   }
 
@@ -511,8 +531,8 @@ export class Queue {
     return this.client.resend(async () => {
       const row = this.keys.row(id);
       this.client.checkPayload(payload);
-      await this.client.ensure();
-      const n = await runEnqueue(this.client.runner, {
+      await this.client.ensure(opts);
+      const n = await runEnqueue(this.client.runnerFor(opts), {
         row,
         pending: this.keys.pending,
         id,
@@ -538,8 +558,8 @@ export class Queue {
       const row = this.keys.row(id);
       this.client.checkPayload(payload);
       nonNegativeInt("run-at", runAtMs);
-      await this.client.ensure();
-      const n = await runEnqueueAt(this.client.runner, {
+      await this.client.ensure(opts);
+      const n = await runEnqueueAt(this.client.runnerFor(opts), {
         row,
         schedule: this.keys.schedule,
         id,
@@ -565,9 +585,9 @@ export class Queue {
       const key = this.#setKey(s);
       positiveInt("head size", n);
       if (!this.client.isFenced) {
-        await this.client.ensure();
+        await this.client.ensure(opts);
       }
-      const ids = await this.peek(key, n);
+      const ids = await this.peek(key, n, opts);
       for (const id of ids) {
         parseId(id);
       }
@@ -576,9 +596,11 @@ export class Queue {
   }
 
   /** @internal Reads up to n ids at the head of the set at key (ZRANGE key 0 n-1), unchecked. */
-  async peek(key: string, n: number): Promise<string[]> {
+  async peek(key: string, n: number, opts?: CallOptions): Promise<string[]> {
     return idsOf(
-      await this.client.runner.send(["ZRANGE", key, "0", String(n - 1)]),
+      await this.client
+        .runnerFor(opts)
+        .send(["ZRANGE", key, "0", String(n - 1)]),
     );
   }
 
@@ -590,11 +612,11 @@ export class Queue {
   async #due(
     key: string,
     n: number,
+    opts: CallOptions | undefined,
   ): Promise<{ ids: string[]; more: boolean }> {
-    const [z, t] = await this.client.runner.sendMany([
-      ["ZRANGE", key, "0", String(n - 1), "WITHSCORES"],
-      ["TIME"],
-    ]);
+    const [z, t] = await this.client
+      .runnerFor(opts)
+      .sendMany([["ZRANGE", key, "0", String(n - 1), "WITHSCORES"], ["TIME"]]);
     if (!z!.ok) {
       throw z!.error;
     }
@@ -619,15 +641,17 @@ export class Queue {
    * prefix rather than KEYS (its 2.1 behaviour is frozen: it never rings
    * the doorbell); claimMany(leaseMs, 1) declares every key it touches.
    */
-  async claim(leaseMs: number): Promise<Job | null> {
+  async claim(leaseMs: number, opts?: CallOptions): Promise<Job | null> {
     positiveInt("lease", leaseMs);
-    await this.client.ensure();
-    return runClaim(this.client.runner, {
+    checkCall(opts);
+    await this.client.ensure(opts);
+    const j = await runClaim(this.client.runnerFor(opts), {
       pending: this.keys.pending,
       active: this.keys.active,
       prefix: this.keys.rowPrefix,
       leaseMs,
     });
+    return j === null ? null : printable("Job", j);
   }
 
   /**
@@ -638,16 +662,21 @@ export class Queue {
    * touches; when another claimer took every id read in between it reads
    * the head again, up to PEEK_ATTEMPTS times.
    */
-  async claimMany(leaseMs: number, count: number): Promise<Job[]> {
+  async claimMany(
+    leaseMs: number,
+    count: number,
+    opts?: CallOptions,
+  ): Promise<Job[]> {
     positiveInt("lease", leaseMs);
     positiveInt("count", count);
-    await this.client.ensure();
+    checkCall(opts);
+    await this.client.ensure(opts);
     for (let n = 1; ; n++) {
-      const ids = await this.peek(this.keys.pending, count);
+      const ids = await this.peek(this.keys.pending, count, opts);
       if (ids.length === 0) {
         return [];
       }
-      const jobs = await this.claimIds(leaseMs, ids);
+      const jobs = await this.claimIds(leaseMs, ids, opts);
       if (jobs.length > 0 || n >= PEEK_ATTEMPTS) {
         return jobs;
       }
@@ -661,23 +690,30 @@ export class Queue {
    * IdError before anything is sent; no ids sends nothing. Never resent: a
    * lease may have been granted.
    */
-  async claimIds(leaseMs: number, ids: readonly string[]): Promise<Job[]> {
+  async claimIds(
+    leaseMs: number,
+    ids: readonly string[],
+    opts?: CallOptions,
+  ): Promise<Job[]> {
     positiveInt("lease", leaseMs);
     const rows = ids.map((id) => this.keys.row(id));
     if (ids.length === 0) {
       return [];
     }
+    checkCall(opts);
     if (!this.client.isFenced) {
-      await this.client.ensure();
+      await this.client.ensure(opts);
     }
-    return runClaimIds(this.client.runner, {
-      pending: this.keys.pending,
-      active: this.keys.active,
-      wake: this.keys.wake,
-      rows,
-      leaseMs,
-      ids,
-    });
+    return jobs(
+      await runClaimIds(this.client.runnerFor(opts), {
+        pending: this.keys.pending,
+        active: this.keys.active,
+        wake: this.keys.wake,
+        rows,
+        leaseMs,
+        ids,
+      }),
+    );
   }
 
   /**
@@ -693,15 +729,18 @@ export class Queue {
     token: number,
     leaseMs: number,
     count: number,
+    opts?: CallOptions,
   ): Promise<Job[]> {
     this.keys.row(id);
     positiveInt("lease", leaseMs);
     nonNegativeInt("count", count);
-    await this.client.ensure();
-    const ids = count > 0 ? await this.peek(this.keys.pending, count) : [];
-    const jobs = await this.completeClaimIds(id, token, leaseMs, ids);
+    checkCall(opts);
+    await this.client.ensure(opts);
+    const ids =
+      count > 0 ? await this.peek(this.keys.pending, count, opts) : [];
+    const jobs = await this.completeClaimIds(id, token, leaseMs, ids, opts);
     if (jobs.length === 0 && ids.length > 0) {
-      return this.claimMany(leaseMs, count);
+      return this.claimMany(leaseMs, count, opts);
     }
     return jobs;
   }
@@ -718,24 +757,27 @@ export class Queue {
     token: number,
     leaseMs: number,
     ids: readonly string[],
+    opts?: CallOptions,
   ): Promise<Job[]> {
     const row = this.keys.row(id);
     positiveInt("lease", leaseMs);
     const rows = ids.map((i) => this.keys.row(i));
     if (!this.client.isFenced) {
-      await this.client.ensure();
+      await this.client.ensure(opts);
     }
-    return runCompleteClaimIds(this.client.runner, {
-      row,
-      active: this.keys.active,
-      pending: this.keys.pending,
-      wake: this.keys.wake,
-      rows,
-      id,
-      token,
-      leaseMs,
-      ids,
-    });
+    return jobs(
+      await runCompleteClaimIds(this.client.runnerFor(opts), {
+        row,
+        active: this.keys.active,
+        pending: this.keys.pending,
+        wake: this.keys.wake,
+        rows,
+        id,
+        token,
+        leaseMs,
+        ids,
+      }),
+    );
   }
 
   /**
@@ -743,11 +785,17 @@ export class Queue {
    * deadline; a token that is not the row's, or a job no longer active, is
    * refused with a StaleError.
    */
-  async extend(id: string, token: number, leaseMs: number): Promise<number> {
+  async extend(
+    id: string,
+    token: number,
+    leaseMs: number,
+    opts?: CallOptions,
+  ): Promise<number> {
     const row = this.keys.row(id);
     positiveInt("lease", leaseMs);
-    await this.client.ensure();
-    return runExtend(this.client.runner, {
+    checkCall(opts);
+    await this.client.ensure(opts);
+    return runExtend(this.client.runnerFor(opts), {
       active: this.keys.active,
       row,
       id,
@@ -760,10 +808,11 @@ export class Queue {
    * Retires an active job: its row is deleted. A stale token is refused
    * with a StaleError, and the lease holder's work survives.
    */
-  async complete(id: string, token: number): Promise<void> {
+  async complete(id: string, token: number, opts?: CallOptions): Promise<void> {
     const row = this.keys.row(id);
-    await this.client.ensure();
-    await runComplete(this.client.runner, {
+    checkCall(opts);
+    await this.client.ensure(opts);
+    await runComplete(this.client.runnerFor(opts), {
       active: this.keys.active,
       row,
       id,
@@ -776,11 +825,17 @@ export class Queue {
    * and promote makes it pending) and resolves its run-at. A stale token is
    * refused with a StaleError.
    */
-  async retry(id: string, token: number, delayMs: number): Promise<number> {
+  async retry(
+    id: string,
+    token: number,
+    delayMs: number,
+    opts?: CallOptions,
+  ): Promise<number> {
     const row = this.keys.row(id);
     nonNegativeInt("delay", delayMs);
-    await this.client.ensure();
-    return runRetry(this.client.runner, {
+    checkCall(opts);
+    await this.client.ensure(opts);
+    return runRetry(this.client.runnerFor(opts), {
       active: this.keys.active,
       row,
       schedule: this.keys.schedule,
@@ -791,10 +846,11 @@ export class Queue {
   }
 
   /** Moves an active job to the dead set; a stale token is refused with a StaleError. */
-  async bury(id: string, token: number): Promise<void> {
+  async bury(id: string, token: number, opts?: CallOptions): Promise<void> {
     const row = this.keys.row(id);
-    await this.client.ensure();
-    await runBury(this.client.runner, {
+    checkCall(opts);
+    await this.client.ensure(opts);
+    await runBury(this.client.runnerFor(opts), {
       active: this.keys.active,
       row,
       dead: this.keys.dead,
@@ -809,10 +865,11 @@ export class Queue {
    * is frozen: it never rings the doorbell), which reaches rows through the
    * row prefix; promoteDue declares every key it touches.
    */
-  async promote(limit: number = 1000): Promise<number> {
+  async promote(limit: number = 1000, opts?: CallOptions): Promise<number> {
     positiveInt("limit", limit);
-    await this.client.ensure();
-    return runPromote(this.client.runner, {
+    checkCall(opts);
+    await this.client.ensure(opts);
+    return runPromote(this.client.runnerFor(opts), {
       schedule: this.keys.schedule,
       pending: this.keys.pending,
       prefix: this.keys.rowPrefix,
@@ -829,15 +886,16 @@ export class Queue {
    * it reads again, up to PEEK_ATTEMPTS times. The worker's maintenance
    * promotes with it.
    */
-  async promoteDue(limit: number = 1000): Promise<number> {
+  async promoteDue(limit: number = 1000, opts?: CallOptions): Promise<number> {
     positiveInt("limit", limit);
-    await this.client.ensure();
+    checkCall(opts);
+    await this.client.ensure(opts);
     for (let n = 1; ; n++) {
-      const { ids } = await this.#due(this.keys.schedule, limit);
+      const { ids } = await this.#due(this.keys.schedule, limit, opts);
       if (ids.length === 0) {
         return 0;
       }
-      const moved = await this.promoteIds(ids);
+      const moved = await this.promoteIds(ids, opts);
       if (moved > 0 || n >= PEEK_ATTEMPTS) {
         return moved;
       }
@@ -850,13 +908,17 @@ export class Queue {
    * scheduled or not yet due is left as it is. Resolves how many moved.
    * Malformed ids throw an IdError before anything is sent.
    */
-  async promoteIds(ids: readonly string[]): Promise<number> {
+  async promoteIds(
+    ids: readonly string[],
+    opts?: CallOptions,
+  ): Promise<number> {
     const rows = ids.map((id) => this.keys.row(id));
     if (ids.length === 0) {
       return 0;
     }
-    await this.client.ensure();
-    return runPromoteIds(this.client.runner, {
+    checkCall(opts);
+    await this.client.ensure(opts);
+    return runPromoteIds(this.client.runnerFor(opts), {
       schedule: this.keys.schedule,
       pending: this.keys.pending,
       wake: this.keys.wake,
@@ -872,11 +934,16 @@ export class Queue {
    * it never rings the doorbell), which reaches rows through the row
    * prefix; reapExpired declares every key it touches.
    */
-  async reap(limit: number = 1000, maxAttempts: number = 0): Promise<number> {
+  async reap(
+    limit: number = 1000,
+    maxAttempts: number = 0,
+    opts?: CallOptions,
+  ): Promise<number> {
     positiveInt("limit", limit);
     nonNegativeInt("max attempts", maxAttempts);
-    await this.client.ensure();
-    return runReap(this.client.runner, {
+    checkCall(opts);
+    await this.client.ensure(opts);
+    return runReap(this.client.runnerFor(opts), {
       active: this.keys.active,
       pending: this.keys.pending,
       dead: this.keys.dead,
@@ -897,16 +964,18 @@ export class Queue {
   async reapExpired(
     limit: number = 1000,
     maxAttempts: number = 0,
+    opts?: CallOptions,
   ): Promise<number> {
     positiveInt("limit", limit);
     nonNegativeInt("max attempts", maxAttempts);
-    await this.client.ensure();
+    checkCall(opts);
+    await this.client.ensure(opts);
     for (let n = 1; ; n++) {
-      const { ids } = await this.#due(this.keys.active, limit);
+      const { ids } = await this.#due(this.keys.active, limit, opts);
       if (ids.length === 0) {
         return 0;
       }
-      const moved = await this.reapIds(ids, maxAttempts);
+      const moved = await this.reapIds(ids, maxAttempts, opts);
       if (moved > 0 || n >= PEEK_ATTEMPTS) {
         return moved;
       }
@@ -920,14 +989,19 @@ export class Queue {
    * whose lease has not expired, is left as it is. Resolves how many moved.
    * Malformed ids throw an IdError before anything is sent.
    */
-  async reapIds(ids: readonly string[], maxAttempts: number): Promise<number> {
+  async reapIds(
+    ids: readonly string[],
+    maxAttempts: number,
+    opts?: CallOptions,
+  ): Promise<number> {
     nonNegativeInt("max attempts", maxAttempts);
     const rows = ids.map((id) => this.keys.row(id));
     if (ids.length === 0) {
       return 0;
     }
-    await this.client.ensure();
-    return runReapIds(this.client.runner, {
+    checkCall(opts);
+    await this.client.ensure(opts);
+    return runReapIds(this.client.runnerFor(opts), {
       active: this.keys.active,
       pending: this.keys.pending,
       dead: this.keys.dead,
@@ -939,19 +1013,23 @@ export class Queue {
   }
 
   /** Rings the queue's doorbell; resolves whether it was silent before. */
-  async ring(): Promise<boolean> {
-    await this.client.ensure();
-    return (await runRing(this.client.runner, { wake: this.keys.wake })) > 0;
+  async ring(opts?: CallOptions): Promise<boolean> {
+    checkCall(opts);
+    await this.client.ensure(opts);
+    return (
+      (await runRing(this.client.runnerFor(opts), { wake: this.keys.wake })) > 0
+    );
   }
 
   /**
    * Moves a dead job back to pending, keeping its attempts, and rings the
    * doorbell. Resolves false when the job is not dead.
    */
-  async revive(id: string): Promise<boolean> {
+  async revive(id: string, opts?: CallOptions): Promise<boolean> {
     const row = this.keys.row(id);
-    await this.client.ensure();
-    const n = await runRevive(this.client.runner, {
+    checkCall(opts);
+    await this.client.ensure(opts);
+    const n = await runRevive(this.client.runnerFor(opts), {
       dead: this.keys.dead,
       pending: this.keys.pending,
       row,
@@ -961,7 +1039,7 @@ export class Queue {
       return false;
     }
     try {
-      await this.ring();
+      await this.ring(opts);
     } catch {
       // The revive stands without the bell.
     }
@@ -969,10 +1047,11 @@ export class Queue {
   }
 
   /** Deletes a dead job for good: its row and its id. Resolves false when the job is not dead. */
-  async purge(id: string): Promise<boolean> {
+  async purge(id: string, opts?: CallOptions): Promise<boolean> {
     const row = this.keys.row(id);
-    await this.client.ensure();
-    const n = await runPurge(this.client.runner, {
+    checkCall(opts);
+    await this.client.ensure(opts);
+    const n = await runPurge(this.client.runnerFor(opts), {
       dead: this.keys.dead,
       row,
       id,
@@ -991,8 +1070,8 @@ export class Queue {
   async size(s: SetName, opts?: CallOptions): Promise<number> {
     return this.client.resend(async () => {
       const key = this.#setKey(s);
-      await this.client.ensure();
-      return Number(await this.client.runner.send(["ZCARD", key]));
+      await this.client.ensure(opts);
+      return Number(await this.client.runnerFor(opts).send(["ZCARD", key]));
     }, opts);
   }
 
@@ -1008,10 +1087,10 @@ export class Queue {
   /** The size of every set, read in one round trip. */
   async sizes(opts?: CallOptions): Promise<Record<SetName, number>> {
     return this.client.resend(async () => {
-      await this.client.ensure();
-      const res = await this.client.runner.sendMany(
-        SETS.map((s) => ["ZCARD", this.keys.set(s)]),
-      );
+      await this.client.ensure(opts);
+      const res = await this.client
+        .runnerFor(opts)
+        .sendMany(SETS.map((s) => ["ZCARD", this.keys.set(s)]));
       const out = {} as Record<SetName, number>;
       SETS.forEach((s, i) => {
         const r = res[i]!;
@@ -1032,12 +1111,12 @@ export class Queue {
   async get(id: string, opts?: CallOptions): Promise<JobInfo | null> {
     return this.client.resend(async () => {
       const row = this.keys.row(id);
-      await this.client.ensure();
+      await this.client.ensure(opts);
       const cmds = [
         ["HGETALL", row],
         ...SETS.map((s) => ["ZSCORE", this.keys.set(s), id]),
       ];
-      const res = await this.client.runner.sendMany(cmds);
+      const res = await this.client.runnerFor(opts).sendMany(cmds);
       const h = res[0]!;
       if (!h.ok) {
         throw h.error;
@@ -1081,7 +1160,7 @@ export class Queue {
         payload: m.get(FIELD_PAYLOAD) ?? Buffer.alloc(0),
         ...(atMs === undefined ? {} : { atMs }),
       };
-      return info;
+      return printable("JobInfo", info);
     }, opts);
   }
 
@@ -1122,8 +1201,8 @@ export class Queue {
           throw new ArgumentError("cursor " + JSON.stringify(after));
         }
       }
-      await this.client.ensure();
-      const a = this.client.runner;
+      await this.client.ensure(opts);
+      const a = this.client.runnerFor(opts);
       const ids: string[] = [];
       const scores: string[] = [];
       if (lex) {

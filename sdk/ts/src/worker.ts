@@ -26,6 +26,8 @@ import {
 import { ArgumentError, LeaseLostError, ShutdownError } from "./errors.js";
 import type { Logger, Metrics } from "./metrics.js";
 import { PEEK_ATTEMPTS, type Job, type Queue } from "./queue.js";
+import type { CallOptions } from "./client.js";
+import { printable } from "./print.js";
 
 /**
  * Processes one job. Resolving completes it. Throwing hands it back to run
@@ -214,6 +216,8 @@ export class Worker {
   #draining = false;
   #started = false;
   #stop = new AbortController();
+  /** Claims waiting for the connection stop waiting at stop(): nothing of them was sent. */
+  readonly #claimOpts = { signal: this.#stop.signal };
   /** The promotions due retries are waiting for; cleared when run ends. */
   readonly #timers = new Set<NodeJS.Timeout>();
 
@@ -441,11 +445,13 @@ export class Worker {
     const c = this.queue.client;
     const k = this.queue.keys;
     if (!c.isFenced) {
-      await c.ensure();
+      await c.ensure(this.#claimOpts);
     }
     for (let attempt = 1; ; attempt++) {
       if (this.#pool.size === 0) {
-        this.#pool.fill(await this.queue.peek(k.pending, this.#poolSize));
+        this.#pool.fill(
+          await this.queue.peek(k.pending, this.#poolSize, this.#claimOpts),
+        );
         if (this.#pool.size === 0) {
           return [];
         }
@@ -453,7 +459,7 @@ export class Worker {
       const ids = this.#pool.take(n);
       let got: { reply: unknown; refilled: boolean };
       try {
-        got = await this.#call(this.#claimExec(ids), true);
+        got = await this.#call(this.#claimExec(ids), true, this.#claimOpts);
       } finally {
         this.#pool.done(ids);
       }
@@ -503,8 +509,9 @@ export class Worker {
   async #call(
     x: ScriptExec,
     refill: boolean,
+    opts?: CallOptions,
   ): Promise<{ reply: unknown; refilled: boolean }> {
-    const r = this.queue.client.runner;
+    const r = this.queue.client.runnerFor(opts);
     if (!refill || this.#refilling || this.#pool.size >= this.#opt.batch) {
       return { reply: await runScript(r, x), refilled: false };
     }
@@ -552,7 +559,7 @@ export class Worker {
     const jobs: Job[] = [];
     for (const rec of Array.isArray(reply) ? reply : []) {
       try {
-        jobs.push(dec(rec));
+        jobs.push(printable("Job", dec(rec)));
       } catch (err) {
         await this.#buryRaw(rec, err);
       }

@@ -425,3 +425,37 @@ test("after the nodes' connections are killed the client fences again: a foreign
   );
   await reserve.cmd("SET", emq.KEY_VERSION, mine);
 });
+
+test("a call that found its node's connection down waits for it and succeeds: claim and complete right after the connections are killed", async () => {
+  const c = await open();
+  const node = cl.nodes[0]!;
+  const q = c.queue(await queueOn(node, "offline"));
+  const cluster = (c.adapter as emq.ClusterAdapter).cluster;
+  const nodeClient = () => {
+    const m = cluster.masters.find((m) => m.port === node.port);
+    assert.ok(m?.client !== undefined, "no connection to " + node.addr);
+    return m.client;
+  };
+  for (let round = 0; round < 6; round++) {
+    const id = c.mint();
+    assert.equal(await q.push(id, "x"), true);
+    let job: emq.Job | null = null;
+    for (const step of ["claim", "complete"]) {
+      const nc = nodeClient();
+      const down = new Promise<void>((resolve) => {
+        nc.once("reconnecting", () => resolve());
+      });
+      await node.cmd("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
+      await down; // offline now: the call is refused before it is written
+      assert.equal(nc.isReady, false);
+      if (step === "claim") {
+        job = await q.claim(60000);
+        assert.ok(job !== null, "round " + round);
+        assert.equal(job.id, id);
+      } else {
+        await q.complete(job!.id, job!.token);
+      }
+    }
+    assert.equal(Number(await node.cmd("ZCARD", q.keys.active)), 0);
+  }
+});

@@ -92,22 +92,27 @@ test("during an outage non-idempotent calls fail with a ConnectionError, and the
     const job = await q.claim(60000);
     assert.ok(job !== null);
     await srv.kill();
+    // Each waits for the connection within its deadline, then gives up.
+    const d = () => ({ deadline: Date.now() + 150 });
     const calls: Record<string, () => Promise<unknown>> = {
-      complete: () => q.complete(job.id, job.token),
-      claim: () => q.claim(60000),
-      extend: () => q.extend(job.id, job.token, 60000),
-      retry: () => q.retry(job.id, job.token, 0),
-      bury: () => q.bury(job.id, job.token),
-      revive: () => q.revive(job.id),
-      purge: () => q.purge(job.id),
-      promote: () => q.promote(),
-      reap: () => q.reap(),
+      complete: () => q.complete(job.id, job.token, d()),
+      claim: () => q.claim(60000, d()),
+      extend: () => q.extend(job.id, job.token, 60000, d()),
+      retry: () => q.retry(job.id, job.token, 0, d()),
+      bury: () => q.bury(job.id, job.token, d()),
+      revive: () => q.revive(job.id, d()),
+      purge: () => q.purge(job.id, d()),
+      promote: () => q.promote(1000, d()),
+      reap: () => q.reap(1000, 0, d()),
     };
     for (const [name, call] of Object.entries(calls)) {
+      const t0 = Date.now();
       await assert.rejects(call(), isConnectionError, name);
+      const took = Date.now() - t0;
+      assert.ok(took < 2000, name + " took " + took + " ms");
     }
-    // Idempotent calls give up after their bounded resends, typed too.
-    await assert.rejects(q.push(c.mint(), "y"), isConnectionError, "push");
+    // Idempotent calls give up within their bound, typed too.
+    await assert.rejects(q.push(c.mint(), "y", d()), isConnectionError, "push");
     await srv.restart();
     let info: emq.JobInfo | null = null;
     for (let i = 0; i < 100; i++) {
@@ -143,8 +148,14 @@ test("a fence that fails in transport is a ConnectionError, never a FenceError",
     }
     assert.notEqual(c.adapter.generation, g, "the client did not reconnect");
     await srv.kill();
-    await assert.rejects(c.ensure(), isConnectionError);
-    await assert.rejects(q.claim(1000), isConnectionError);
+    await assert.rejects(
+      c.ensure({ deadline: Date.now() + 150 }),
+      isConnectionError,
+    );
+    await assert.rejects(
+      q.claim(1000, { signal: AbortSignal.timeout(150) }),
+      isConnectionError,
+    );
     await srv.restart();
   });
 });

@@ -114,7 +114,7 @@ test("the 2.2.0 calls refuse bad input before anything is sent", async () => {
       { id: "nope", payload: "x" },
     ]),
     (err: unknown) =>
-      err instanceof emq.IdError && /^job 1: /.test(err.message),
+      err instanceof emq.IdError && /^emq: job 1: /.test(err.message),
   );
   await assert.rejects(q.claimIds(1000, ["JOBnotanid!!!!"]), emq.IdError);
   await assert.rejects(q.claimIds(0, [c.mint()]), emq.ArgumentError);
@@ -129,7 +129,7 @@ test("the 2.2.0 calls refuse bad input before anything is sent", async () => {
   await assert.rejects(
     q.pushBatch([{ id: "bad", payload: "x" }]),
     (err: unknown) =>
-      err instanceof emq.IdError && /^job 0: /.test(err.message),
+      err instanceof emq.IdError && /^emq: job 0: /.test(err.message),
   );
   // INFO, and the small client's node release (the unlock script, NOSCRIPT then EVAL) and QUIT at close.
   const n1 = await srv.commandsProcessed();

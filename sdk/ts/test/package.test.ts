@@ -1,0 +1,356 @@
+// The package as npm ships it: npm pack of the SDK (its ESM build, the
+// CommonJS half tools/build-cjs.mjs makes, as prepack would), installed from
+// the tarball into a clean project (node-redis from the npm cache, or the
+// registry), then consumers compiled with tsc against the installed package
+// and run against a real redis-server: an ESM consumer with the tsconfig the
+// README documents, a CommonJS consumer (module node16 in a "type":
+// "commonjs" folder, and a plain require() script), and the README's
+// TypeScript blocks, verbatim. The tarball ships no conformance testee and
+// no map pointing at a file it does not ship.
+
+import assert from "node:assert/strict";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { QueueKeys } from "../src/index.js";
+import { RedisServer } from "./redis.js";
+
+/** sdk/ts, from dist/test. */
+const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const tsc = join(pkgDir, "node_modules", "typescript", "bin", "tsc");
+const pkg = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")) as {
+  name: string;
+  devDependencies: Record<string, string>;
+};
+
+/** The fenced blocks of the README, by their info string, in order. */
+function readmeBlocks(lang: string): string[] {
+  const md = readFileSync(join(pkgDir, "README.md"), "utf8");
+  const out: string[] = [];
+  const re = /^```(\S*)\n([\s\S]*?)^```$/gm;
+  for (const m of md.matchAll(re)) {
+    if (m[1] === lang) {
+      out.push(m[2]!);
+    }
+  }
+  return out;
+}
+
+/** The tsconfig the README documents for a consumer (ESM, NodeNext). */
+const readmeTsconfigs = readmeBlocks("json");
+assert.equal(readmeTsconfigs.length, 1, "the README's tsconfig block");
+const consumerTsconfig = JSON.parse(readmeTsconfigs[0]!) as {
+  compilerOptions: Record<string, unknown>;
+};
+
+let work = "";
+let tarball = "";
+let project = "";
+let srv: RedisServer;
+
+function run(
+  cmd: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string> = {},
+): string {
+  const r = spawnSync(cmd, args, {
+    cwd,
+    encoding: "utf8",
+    env: { ...process.env, ...env },
+    timeout: 240000,
+  });
+  if (r.error !== undefined || r.status !== 0) {
+    assert.fail(
+      [cmd, ...args].join(" ") +
+        " in " +
+        cwd +
+        " failed (" +
+        String(r.error ?? r.status) +
+        "):\n" +
+        r.stdout +
+        r.stderr,
+    );
+  }
+  return r.stdout;
+}
+
+before(async () => {
+  srv = await RedisServer.start();
+  work = mkdtempSync(join(tmpdir(), "emq-pack-"));
+  // A copy of the package with the ESM build this run compiled; the
+  // CommonJS half is built in it as prepack does.
+  const stage = join(work, "stage");
+  mkdirSync(stage);
+  for (const f of ["package.json", "README.md", "src", "tools"]) {
+    if (existsSync(join(pkgDir, f))) {
+      cpSync(join(pkgDir, f), join(stage, f), { recursive: true });
+    }
+  }
+  cpSync(join(pkgDir, "dist", "src"), join(stage, "dist", "src"), {
+    recursive: true,
+  });
+  symlinkSync(join(pkgDir, "node_modules"), join(stage, "node_modules"));
+  run(process.execPath, ["tools/build-cjs.mjs"], stage);
+  const out = run(
+    "npm",
+    ["pack", "--ignore-scripts", "--json", "--pack-destination", work],
+    stage,
+  );
+  const packed = JSON.parse(out) as { filename: string }[];
+  tarball = join(work, packed[0]!.filename);
+  assert.ok(
+    readmeBlocks("sh").some((b) => b.includes(packed[0]!.filename)),
+    "the README's install names another tarball than " + packed[0]!.filename,
+  );
+  project = join(work, "consumer");
+  mkdirSync(project);
+  writeFileSync(
+    join(project, "package.json"),
+    JSON.stringify({ name: "consumer", private: true, type: "module" }),
+  );
+  run(
+    "npm",
+    [
+      "install",
+      "--prefer-offline",
+      "--no-audit",
+      "--no-fund",
+      "--loglevel=error",
+      tarball,
+      "@types/node@" + pkg.devDependencies["@types/node"],
+    ],
+    project,
+  );
+});
+
+after(async () => {
+  await srv?.stop();
+  if (work !== "") {
+    rmSync(work, { recursive: true, force: true });
+  }
+});
+
+test("the tarball ships the builds and the sources its maps name, and no testee", () => {
+  const files = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" })
+    .split("\n")
+    .filter((f) => f !== "")
+    .map((f) => f.replace(/^package\//, ""));
+  const have = new Set(files);
+  for (const f of [
+    "package.json",
+    "dist/src/index.js",
+    "dist/src/index.d.ts",
+    "dist/cjs/index.js",
+    "dist/cjs/index.d.ts",
+    "dist/cjs/package.json",
+  ]) {
+    assert.ok(have.has(f), f + " is not in the tarball");
+  }
+  assert.ok(have.has("README.md"), "README.md is not in the tarball");
+  for (const f of files) {
+    assert.ok(!/conformance|testee|(^|\/)test\//.test(f), f + " is shipped");
+  }
+  // Every map points at files the tarball has.
+  const installed = join(project, "node_modules", ...pkg.name.split("/"));
+  for (const f of files.filter((f) => f.endsWith(".map"))) {
+    const map = JSON.parse(readFileSync(join(installed, f), "utf8")) as {
+      sources: string[];
+    };
+    for (const s of map.sources) {
+      const target = join(dirname(f), s);
+      assert.ok(have.has(target), f + " points at " + target + ": not shipped");
+    }
+  }
+});
+
+/**
+ * The ESM consumer project, compiled once with the README's tsconfig: a
+ * consumer of its own (src/main.ts) and the README's ts blocks, verbatim
+ * (src/block<i>.ts).
+ */
+let esmDir = "";
+function esmProject(): string {
+  if (esmDir !== "") {
+    return esmDir;
+  }
+  const dir = join(project, "esm");
+  mkdirSync(join(dir, "src"), { recursive: true });
+  writeFileSync(
+    join(dir, "tsconfig.json"),
+    JSON.stringify({ ...consumerTsconfig, include: ["src"] }),
+  );
+  writeFileSync(
+    join(dir, "src", "main.ts"),
+    `import { connect, Worker, type Job } from "${pkg.name}";
+
+const client = await connect({ url: process.env.REDIS_URL });
+const q = client.queue("esm-consumer");
+const id = client.mint();
+await q.push(id, "hello from esm");
+const ac = new AbortController();
+let seen: Job | undefined;
+const w = new Worker(q, async (job) => {
+  seen = job;
+  ac.abort();
+});
+await w.run(ac.signal);
+await client.close();
+if (seen?.id !== id) {
+  throw new Error("the job was not processed");
+}
+console.log("processed " + seen.payload.toString());
+`,
+  );
+  readmeBlocks("ts").forEach((b, i) =>
+    writeFileSync(join(dir, "src", "block" + i + ".ts"), b),
+  );
+  run(process.execPath, [tsc, "-p", "tsconfig.json"], dir);
+  esmDir = dir;
+  return dir;
+}
+
+test("an ESM consumer compiles with the README's tsconfig and pushes and processes a job", () => {
+  const dir = esmProject();
+  const out = run(process.execPath, [join("dist", "main.js")], dir, {
+    REDIS_URL: srv.url,
+  });
+  assert.match(out, /processed hello from esm/);
+});
+
+test("a CommonJS consumer: tsc with module node16 and a require() script both work", () => {
+  const dir = join(project, "cjs");
+  mkdirSync(join(dir, "src"), { recursive: true });
+  writeFileSync(
+    join(dir, "package.json"),
+    JSON.stringify({ type: "commonjs" }),
+  );
+  writeFileSync(
+    join(dir, "tsconfig.json"),
+    JSON.stringify({
+      compilerOptions: {
+        ...consumerTsconfig.compilerOptions,
+        module: "Node16",
+        moduleResolution: "Node16",
+      },
+      include: ["src"],
+    }),
+  );
+  writeFileSync(
+    join(dir, "src", "main.ts"),
+    `import { connect, Worker, ConnectionError } from "${pkg.name}";
+
+async function main(): Promise<void> {
+  const client = await connect({ url: process.env.REDIS_URL });
+  const q = client.queue("cjs-consumer");
+  const id = client.mint();
+  await q.push(id, "hello from cjs");
+  const ac = new AbortController();
+  let got = "";
+  const w = new Worker(q, async (job) => {
+    got = job.id + " " + job.payload.toString();
+    ac.abort();
+  });
+  await w.run(ac.signal);
+  await client.close();
+  if (got !== id + " hello from cjs") {
+    throw new Error("the job was not processed: " + got);
+  }
+  console.log("processed " + got, typeof ConnectionError);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
+`,
+  );
+  run(process.execPath, [tsc, "-p", "tsconfig.json"], dir);
+  const js = readFileSync(join(dir, "dist", "main.js"), "utf8");
+  assert.match(js, /require\("@echomq\/sdk"\)/, "tsc did not emit a require");
+  const out = run(process.execPath, [join("dist", "main.js")], dir, {
+    REDIS_URL: srv.url,
+  });
+  assert.match(out, /processed .* hello from cjs function/);
+  // A plain script, no TypeScript: require() gets the CommonJS build.
+  writeFileSync(
+    join(dir, "plain.js"),
+    `const emq = require("${pkg.name}");
+const gen = require("${pkg.name}/gen");
+if (typeof emq.connect !== "function" || gen.VERSION !== emq.VERSION) {
+  throw new Error("the CommonJS build is incomplete");
+}
+emq.connect({ url: process.env.REDIS_URL }).then(async (c) => {
+  const q = c.queue("cjs-plain");
+  await q.push(c.mint(), "x");
+  console.log("pending " + (await q.size(emq.SET_PENDING)));
+  await c.close();
+});
+`,
+  );
+  const plain = run(process.execPath, ["plain.js"], dir, {
+    REDIS_URL: srv.url,
+  });
+  assert.match(plain, /pending 1/);
+});
+
+test("the README's blocks run verbatim against a real server: the quickstart, the worker stopped by SIGTERM, the CommonJS snippet", async () => {
+  const ts = readmeBlocks("ts");
+  const js = readmeBlocks("js");
+  assert.equal(ts.length, 2, "the README's ts blocks");
+  assert.equal(js.length, 1, "the README's js blocks");
+  const dir = esmProject();
+  writeFileSync(join(dir, "block.cjs"), js[0]!);
+  const env = { REDIS_URL: srv.url };
+
+  await srv.cmd("FLUSHALL");
+  const quick = run(process.execPath, [join("dist", "block0.js")], dir, env);
+  assert.match(quick, /shipping 2 x A-1/);
+  assert.doesNotMatch(quick, /shipping 0 x B-7/);
+  assert.match(quick, /dead: 1/);
+  assert.match(quick, /TypedJobInfo \{[\s\S]*state: 'dead'/);
+
+  // The long-running worker: it handles its job, then SIGTERM stops it.
+  await srv.cmd("FLUSHALL");
+  const child = spawn(process.execPath, [join("dist", "block1.js")], {
+    cwd: dir,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once("exit", (code) => resolve(code)),
+  );
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d.toString();
+      if (/sending hello aborted: false/.test(stdout)) {
+        resolve();
+      }
+    });
+    void exited.then((code) =>
+      reject(new Error("the worker exited early (" + code + "): " + stderr)),
+    );
+  });
+  child.kill("SIGTERM");
+  assert.equal(await exited, 0, "the worker did not exit cleanly: " + stderr);
+  const emails = new QueueKeys("emails");
+  assert.equal(Number(await srv.cmd("ZCARD", emails.pending)), 0);
+
+  const cjs = run(process.execPath, ["block.cjs"], dir, env);
+  assert.match(cjs, /pending: 1/);
+});
