@@ -94,7 +94,7 @@ before(async () => {
   // CommonJS half is built in it as prepack does.
   const stage = join(work, "stage");
   mkdirSync(stage);
-  for (const f of ["package.json", "README.md", "src", "tools"]) {
+  for (const f of ["package.json", "README.md", "LICENSE", "src", "tools"]) {
     if (existsSync(join(pkgDir, f))) {
       cpSync(join(pkgDir, f), join(stage, f), { recursive: true });
     }
@@ -160,6 +160,7 @@ test("the tarball ships the builds and the sources its maps name, and no testee"
     assert.ok(have.has(f), f + " is not in the tarball");
   }
   assert.ok(have.has("README.md"), "README.md is not in the tarball");
+  assert.ok(have.has("LICENSE"), "LICENSE is not in the tarball");
   for (const f of files) {
     assert.ok(!/conformance|testee|(^|\/)test\//.test(f), f + " is shipped");
   }
