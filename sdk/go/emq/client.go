@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	mrand "math/rand/v2"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -152,8 +154,9 @@ type Client struct {
 // with a *BundleError. A server that cannot be reached, or a fence that
 // fails in transport, is an error matching ErrConnection (never a
 // *FenceError). The client fences again before the first command after
-// any reconnect; idempotent calls are resent across a reconnect, the
-// others fail with ErrConnection (see ErrConnection).
+// any reconnect; a command never sent waits for a connection within its
+// context, idempotent calls are resent across a reconnect, the others fail
+// with ErrConnection once written (see ErrConnection).
 func Connect(ctx context.Context, opt Options) (*Client, error) {
 	c := &Client{log: opt.Logger, metrics: opt.Metrics, maxPayload: opt.MaxPayload, lease: opt.NodeLease, stop: make(chan struct{})}
 	c.pushOptions(opt)
@@ -176,35 +179,13 @@ func Connect(ctx context.Context, opt Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	dial := ro.DialCtxFn
-	if dial == nil {
-		dial = defaultDial
-	}
-	ro.DialCtxFn = func(ctx context.Context, dst string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
-		conn, err := dial(ctx, dst, d, cfg)
-		if err != nil {
-			return nil, err
-		}
-		c.dials.Add(1)
-		if c.standalone.Load() {
-			// A replacement connection: fence it before rueidis uses it.
-			if err := c.dialFence(conn, ro); err != nil {
-				conn.Close()
-				c.log.Error("emq: a new connection met a keyspace this client may not use", "addr", dst, "err", err)
-				return nil, err
-			}
-		}
-		return &watchedConn{Conn: conn, c: c}, nil
-	}
+	c.watchDials(&ro)
 	ro.RetryDelay = retryDelay(ro.RetryDelay)
 	rc, err := rueidis.NewClient(ro)
 	if err != nil {
 		return nil, connectionError(fmt.Errorf("emq: connect: %w", err))
 	}
-	if rc.Mode() == rueidis.ClientModeCluster {
-		rc = tryAgainClient{rc} // resend what a slot migration answers TRYAGAIN
-	}
-	c.rc = rc
+	c.rc = c.wrap(rc)
 	if err := c.ensure(ctx); err != nil {
 		rc.Close()
 		return nil, err
@@ -231,6 +212,48 @@ func Connect(ctx context.Context, opt Options) (*Client, error) {
 		go c.renewNode()
 	}
 	return c, nil
+}
+
+// watchDials wraps ro's dialer: every connection is watched (watchedConn),
+// a connection that replaces one of a fenced standalone server is fenced
+// before rueidis uses it (dialFence), and a dial that fails, or whose fence
+// fails in transport, is marked as never sent (notSent): the command that
+// dialed it was not written anywhere.
+func (c *Client) watchDials(ro *rueidis.ClientOption) {
+	dial := ro.DialCtxFn
+	if dial == nil {
+		dial = defaultDial
+	}
+	fenceOpt := *ro
+	ro.DialCtxFn = func(ctx context.Context, dst string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+		conn, err := dial(ctx, dst, d, cfg)
+		if err != nil {
+			return nil, markNotSent(err)
+		}
+		c.dials.Add(1)
+		if c.standalone.Load() {
+			// A replacement connection: fence it before rueidis uses it.
+			if err := c.dialFence(conn, fenceOpt); err != nil {
+				conn.Close()
+				if transient(err) {
+					return nil, markNotSent(err)
+				}
+				c.log.Error("emq: a new connection met a keyspace this client may not use", "addr", dst, "err", err)
+				return nil, err
+			}
+		}
+		return &watchedConn{Conn: conn, c: c}, nil
+	}
+}
+
+// wrap is rc with every command that was never sent sent again
+// (sendClient), and on a cluster what a slot migration answers TRYAGAIN
+// resent (tryAgainClient).
+func (c *Client) wrap(rc rueidis.Client) rueidis.Client {
+	if rc.Mode() == rueidis.ClientModeCluster {
+		rc = tryAgainClient{rc}
+	}
+	return sendClient{Client: rc, c: c}
 }
 
 // clientOption is opt.Redis with the server's address taken from Addr,
@@ -406,32 +429,90 @@ func (c *Client) Mint(kind Kind) (ID, error) {
 // the replacement lazily, inside the next command, which would then run
 // before any fence; counting the failure makes the next ensure fence first,
 // on the new connection.
+//
+// It also keeps a command from being written to a connection the server has
+// already closed, where it would fail as if it had been sent (and might
+// have run): rueidis sets the connection's deadline before each command it
+// writes while nothing else is outstanding on it (a connection without a
+// background reader, or one whose reader is about to start), so the first
+// write after a deadline is set looks at the socket first (peerClosed),
+// and a connection found closed fails that write with nothing written,
+// marked notSent. Writes of a connection in full pipelining (its reader
+// notices a close at once) are not looked at.
 type watchedConn struct {
 	net.Conn
-	c      *Client
-	failed atomic.Bool
+	c     *Client
+	ended atomic.Uint64 // the client's dial count when the connection failed; 0 while it works
+	armed atomic.Bool   // a deadline was set since the last write: the next write looks first
+}
+
+// errPeerClosed is a write refused because the server had closed the
+// connection before it.
+var errPeerClosed = fmt.Errorf("the server closed the connection before the command was sent: %w", io.EOF)
+
+// fail counts the connection's first failure as a reconnect, and returns
+// the dial count it was counted at.
+func (w *watchedConn) fail() uint64 {
+	if at := w.ended.Load(); at != 0 {
+		return at
+	}
+	at := w.c.dials.Add(1)
+	if !w.ended.CompareAndSwap(0, at) {
+		return w.ended.Load()
+	}
+	return at
+}
+
+// failed settles an error of the connection: its failure is counted, and
+// when the server closed or reset the connection the error is a *connEnd,
+// which tells rueidis's answer to a command that came after the end (one it
+// never wrote, or wrote to a socket the server no longer read) from one
+// that was outstanding at it.
+func (w *watchedConn) failed(err error) error {
+	at := w.fail()
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return &connEnd{err: err, at: at}
+	}
+	return err
 }
 
 func (w *watchedConn) Read(p []byte) (int, error) {
 	n, err := w.Conn.Read(p)
-	if err != nil && w.failed.CompareAndSwap(false, true) {
-		w.c.dials.Add(1)
+	if err != nil {
+		err = w.failed(err)
 	}
 	return n, err
 }
 
 func (w *watchedConn) Write(p []byte) (int, error) {
+	if w.armed.Swap(false) && peerClosed(w.Conn) {
+		w.fail()
+		return 0, markNotSent(errPeerClosed)
+	}
 	n, err := w.Conn.Write(p)
-	if err != nil && w.failed.CompareAndSwap(false, true) {
-		w.c.dials.Add(1)
+	if err != nil {
+		err = w.failed(err)
 	}
 	return n, err
+}
+
+// SetDeadline arms the look before the next write (see watchedConn).
+func (w *watchedConn) SetDeadline(t time.Time) error {
+	w.armed.Store(true)
+	return w.Conn.SetDeadline(t)
 }
 
 // ensure fences the keyspace when a connection was opened or failed since
 // the last fence. It costs two atomic loads when nothing reconnected. An
 // observing client never fences: it refuses to write a keyspace whose
 // record is absent or foreign.
+//
+// The fence is idempotent, so a fence that failed in transport after it
+// was written (a stale connection of several pipelined ones, say) runs
+// again at once, on whatever connection replaced the failed one, up to
+// refenceAttempts times; one that was never sent has already waited for a
+// connection (sendClient), and a timeout (a server that does not answer)
+// ends it.
 func (c *Client) ensure(ctx context.Context) error {
 	if c.observer {
 		return c.Keyspace().Writable()
@@ -441,15 +522,21 @@ func (c *Client) ensure(ctx context.Context) error {
 	}
 	c.fenceMu.Lock()
 	defer c.fenceMu.Unlock()
-	d := c.dials.Load()
-	if d == c.fenced.Load() {
-		return nil
+	for n := 1; ; n++ {
+		d := c.dials.Load()
+		if d == c.fenced.Load() {
+			return nil
+		}
+		err := c.fence(ctx)
+		if err == nil {
+			c.fenced.Store(d)
+			return nil
+		}
+		if !transient(err) || neverSent(err) || timedOut(err) || ctx.Err() != nil || n >= refenceAttempts {
+			return err
+		}
+		c.log.Debug("emq: the version fence failed in transport; running it again on a fresh connection", "attempt", n, "err", err)
 	}
-	if err := c.fence(ctx); err != nil {
-		return err
-	}
-	c.fenced.Store(d)
-	return nil
 }
 
 // fence runs the fence script and judges what it found.

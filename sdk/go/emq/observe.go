@@ -46,14 +46,12 @@ func Observe(ctx context.Context, opt Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.watchDials(&ro) // an observer never fences: only the watch and the notSent marks
 	rc, err := rueidis.NewClient(ro)
 	if err != nil {
 		return nil, fmt.Errorf("emq: observe: %w", err)
 	}
-	if rc.Mode() == rueidis.ClientModeCluster {
-		rc = tryAgainClient{rc}
-	}
-	c.rc = rc
+	c.rc = c.wrap(rc)
 	if _, err := c.ReadVersion(ctx); err != nil {
 		rc.Close()
 		return nil, err

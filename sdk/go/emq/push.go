@@ -263,8 +263,8 @@ func (q *Queue) pushMany(ctx context.Context, jobs []pushJob) (out []bool, errs 
 			for _, u := range todo {
 				fail(u, err)
 			}
-			if !transient(err) {
-				break
+			if !transient(err) || neverSent(err) {
+				break // refused, or no connection came within the policy (sendClient waited)
 			}
 			continue
 		}
@@ -287,7 +287,7 @@ func (q *Queue) pushMany(ctx context.Context, jobs []pushJob) (out []bool, errs 
 						if out[u.lo] = n == wire.PushEnqueued; out[u.lo] {
 							enqueued++
 						}
-					case transient(err):
+					case transient(err) && !neverSent(err):
 						again = append(again, u)
 					}
 					continue
@@ -308,7 +308,9 @@ func (q *Queue) pushMany(ctx context.Context, jobs []pushJob) (out []bool, errs 
 					settled += len(recs)
 				case transient(err):
 					fail(u, err)
-					again = append(again, u)
+					if !neverSent(err) { // sendClient already waited for a connection
+						again = append(again, u)
+					}
 				case ctx.Err() != nil:
 					fail(u, err)
 				default:
