@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
@@ -43,7 +42,11 @@ type Options struct {
 	URL string
 	// Redis is everything else about the connection: credentials, TLS,
 	// timeouts, cluster options — any rueidis.ClientOption. Connect wraps
-	// its dialer to notice reconnects and fence again after them.
+	// its dialer to notice reconnects and fence again after them. A
+	// DialCtxFn of your own should return a socket (a syscall.Conn), or a
+	// wrapper with a NetConn method as *tls.Conn has: the client looks into
+	// it before a write, so as not to send a command to a connection the
+	// server has closed (see ErrConnection).
 	Redis rueidis.ClientOption
 	// Node fixes the snowflake node of the client's id Generator. Leave it
 	// nil to lease a free node from the reserve's locks (the default), which
@@ -108,7 +111,7 @@ func (c *Client) pushOptions(opt Options) {
 
 // ErrPayloadTooLarge means a payload is larger than the client's
 // MaxPayload; nothing was sent. It matches ErrArgument too.
-var ErrPayloadTooLarge = fmt.Errorf("%w: payload too large", ErrArgument)
+var ErrPayloadTooLarge = errorf("%w: payload too large", ErrArgument)
 
 // defaultMaxPayload is Redis's default proto-max-bulk-len.
 const defaultMaxPayload = 512 << 20
@@ -183,7 +186,7 @@ func Connect(ctx context.Context, opt Options) (*Client, error) {
 	ro.RetryDelay = retryDelay(ro.RetryDelay)
 	rc, err := rueidis.NewClient(ro)
 	if err != nil {
-		return nil, connectionError(fmt.Errorf("emq: connect: %w", err))
+		return nil, connectionError(errorf("emq: connect: %w", err))
 	}
 	c.rc = c.wrap(rc)
 	if err := c.ensure(ctx); err != nil {
@@ -228,7 +231,7 @@ func (c *Client) watchDials(ro *rueidis.ClientOption) {
 	ro.DialCtxFn = func(ctx context.Context, dst string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
 		conn, err := dial(ctx, dst, d, cfg)
 		if err != nil {
-			return nil, markNotSent(err)
+			return nil, markNotSent(&dialError{err})
 		}
 		c.dials.Add(1)
 		if c.standalone.Load() {
@@ -236,15 +239,24 @@ func (c *Client) watchDials(ro *rueidis.ClientOption) {
 			if err := c.dialFence(conn, fenceOpt); err != nil {
 				conn.Close()
 				if transient(err) {
-					return nil, markNotSent(err)
+					return nil, markNotSent(&dialError{err})
 				}
 				c.log.Error("emq: a new connection met a keyspace this client may not use", "addr", dst, "err", err)
-				return nil, err
+				return nil, &dialError{err}
 			}
 		}
 		return &watchedConn{Conn: conn, c: c}, nil
 	}
 }
+
+// dialError is an error of the dialer: rueidis hands it to the command
+// that dialed, and the generated layer prefixes that command's errors, so
+// its message drops its own prefix (onePrefix); errors.Is and errors.As
+// see the error itself.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return strings.TrimPrefix(onePrefix(e.err.Error()), prefix) }
+func (e *dialError) Unwrap() error { return e.err }
 
 // wrap is rc with every command that was never sent sent again
 // (sendClient), and on a cluster what a slot migration answers TRYAGAIN
@@ -270,10 +282,10 @@ func clientOption(opt Options) (rueidis.ClientOption, error) {
 	}
 	switch len(given) {
 	case 0:
-		return rueidis.ClientOption{}, fmt.Errorf("%w: Connect: no server address: set Options.Addr (host:port), Addrs, URL (redis://host:port/db) or Redis.InitAddress", ErrArgument)
+		return rueidis.ClientOption{}, errorf("%w: Connect: no server address: set Options.Addr (host:port), Addrs, URL (redis://host:port/db) or Redis.InitAddress", ErrArgument)
 	case 1:
 	default:
-		return rueidis.ClientOption{}, fmt.Errorf("%w: Connect: the server address is given %d times (%s): set exactly one", ErrArgument, len(given), strings.Join(given, ", "))
+		return rueidis.ClientOption{}, errorf("%w: Connect: the server address is given %d times (%s): set exactly one", ErrArgument, len(given), strings.Join(given, ", "))
 	}
 	ro := opt.Redis
 	switch {
@@ -284,12 +296,12 @@ func clientOption(opt Options) (rueidis.ClientOption, error) {
 	case opt.URL != "":
 		u, err := rueidis.ParseURL(opt.URL)
 		if err != nil {
-			return rueidis.ClientOption{}, fmt.Errorf("%w: Connect: Options.URL: %w", ErrArgument, err)
+			return rueidis.ClientOption{}, errorf("%w: Connect: Options.URL: %w", ErrArgument, err)
 		}
 		tlsConf := ro.TLSConfig
 		switch {
 		case tlsConf != nil && u.TLSConfig == nil:
-			return rueidis.ClientOption{}, fmt.Errorf("%w: Connect: Options.URL is not rediss:// but Redis.TLSConfig is set: use rediss:// for TLS", ErrArgument)
+			return rueidis.ClientOption{}, errorf("%w: Connect: Options.URL is not rediss:// but Redis.TLSConfig is set: use rediss:// for TLS", ErrArgument)
 		case tlsConf != nil:
 			ro.TLSConfig = nil // rediss:// with the caller's configuration
 		}
@@ -323,7 +335,7 @@ func overlay(dst, src reflect.Value, path string) error {
 			continue
 		}
 		if !dv.IsZero() {
-			return fmt.Errorf("%w: Connect: Options.URL sets %s, and so does Options.%s: set it in one place", ErrArgument, strings.TrimPrefix(name, "Redis."), name)
+			return errorf("%w: Connect: Options.URL sets %s, and so does Options.%s: set it in one place", ErrArgument, strings.TrimPrefix(name, "Redis."), name)
 		}
 		dv.Set(sv)
 	}
@@ -361,7 +373,7 @@ func (c *Client) readServerConfig(ctx context.Context) {
 // checkPayload refuses a payload over the cap before anything is sent.
 func (c *Client) checkPayload(payload []byte) error {
 	if int64(len(payload)) > c.maxPayload {
-		return fmt.Errorf("%w: %d bytes, the cap is %d (Options.MaxPayload, or the server's proto-max-bulk-len)", ErrPayloadTooLarge, len(payload), c.maxPayload)
+		return errorf("%w: %d bytes, the cap is %d (Options.MaxPayload, or the server's proto-max-bulk-len)", ErrPayloadTooLarge, len(payload), c.maxPayload)
 	}
 	return nil
 }
@@ -383,7 +395,11 @@ func (c *Client) Close() {
 		if g := c.gen.Load(); g != nil && c.leaseUntil.Load() != 1<<62-1 {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			call := wire.UnlockCall{Locks: wire.KeyLocks, Name: wire.LockNode(g.Node()), Owner: c.owner}
-			_, _ = call.Exec(ctx, c.rc)
+			rc := c.rc
+			if s, ok := rc.(sendClient); ok {
+				rc = s.Client // best effort: the lease lapses anyway, so no waiting for a connection
+			}
+			_, _ = call.Exec(ctx, rc)
 			cancel()
 		}
 		c.rc.Close()
@@ -448,7 +464,7 @@ type watchedConn struct {
 
 // errPeerClosed is a write refused because the server had closed the
 // connection before it.
-var errPeerClosed = fmt.Errorf("the server closed the connection before the command was sent: %w", io.EOF)
+var errPeerClosed = errorf("the server closed the connection before the command was sent: %w", io.EOF)
 
 // fail counts the connection's first failure as a reconnect, and returns
 // the dial count it was counted at.
@@ -543,6 +559,14 @@ func (c *Client) ensure(ctx context.Context) error {
 func (c *Client) fence(ctx context.Context) error {
 	call := wire.FenceCall{VersionKey: wire.KeyVersion, BundleKey: wire.KeyBundle, Version: wire.VersionRecord, Semver: Version, Bundle: wire.BundleDigest}
 	r, err := call.Exec(ctx, c.rc)
+	var fe *FenceError
+	var be *BundleError
+	switch {
+	case errors.As(err, &fe):
+		return fe // a connection's own fence refused the keyspace as it was dialed
+	case errors.As(err, &be):
+		return be
+	}
 	if err != nil {
 		if transient(err) {
 			// The fence could not run: not a refusal. Matches ErrConnection,
@@ -550,13 +574,13 @@ func (c *Client) fence(ctx context.Context) error {
 			if errors.Is(err, ErrConnection) {
 				return err
 			}
-			return fmt.Errorf("%w: the version fence could not run: %w", ErrConnection, err)
+			return errorf("%w: the version fence could not run: %w", ErrConnection, err)
 		}
 		if refused(err) {
-			return fmt.Errorf("emq: the server refuses this user the version fence on %s and %s (an ACL permission is missing; docs/security.md lists what every client needs): %w", wire.KeyVersion, wire.KeyBundle, err)
+			return errorf("emq: the server refuses this user the version fence on %s and %s (an ACL permission is missing; docs/security.md lists what every client needs): %w", wire.KeyVersion, wire.KeyBundle, err)
 		}
 		if re, ok := rueidis.IsRedisErr(errors.Unwrap(err)); ok && !clusterState(re) {
-			return fmt.Errorf("%w: %v", ErrVersionFence, err)
+			return errorf("%w: %v", ErrVersionFence, err)
 		}
 		return err
 	}
@@ -611,10 +635,10 @@ func (c *Client) leaseNode(ctx context.Context) error {
 		n := (start + i) % (wire.MaxNode + 1)
 		ok, err := c.lockNode(ctx, n)
 		if err != nil && refused(err) {
-			return fmt.Errorf("emq: leasing a node: the server refuses this user the lock script on %s (an ACL permission is missing; docs/security.md lists what every client needs): %w", wire.KeyLocks, err)
+			return errorf("emq: leasing a node: the server refuses this user the lock script on %s (an ACL permission is missing; docs/security.md lists what every client needs): %w", wire.KeyLocks, err)
 		}
 		if err != nil {
-			return fmt.Errorf("emq: leasing a node: %w", err)
+			return errorf("emq: leasing a node: %w", err)
 		}
 		if ok {
 			g, err := wire.NewGenerator(n)
@@ -625,7 +649,7 @@ func (c *Client) leaseNode(ctx context.Context) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: all %d nodes are leased", ErrNoNode, wire.MaxNode+1)
+	return errorf("%w: all %d nodes are leased", ErrNoNode, wire.MaxNode+1)
 }
 
 // lockNode takes or renews the lease on node n; the lease is taken to hold

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -245,10 +246,10 @@ func TestFirstCallOfEachKindAfterRestart(t *testing.T) {
 // waits for a connection within its deadline: the server comes back while
 // it waits (after one of its dials was refused) and the call succeeds, the
 // first of its kind after the restart. Non-idempotent calls included. The
-// call is made once the client's pipelined connections noticed the
-// server's end (an event: rueidis gives them up); one made the instant the
-// server dies races that notice, may be written to a connection the server
-// no longer reads, and fails as sent (ErrConnection: it may have run).
+// call is made once the client can see the server's end (readerConns.settled,
+// an event); one made the instant the server dies races the close on its way
+// to the client, may be written to a connection the server no longer reads,
+// and fails as sent (ErrConnection: it may have run).
 func TestCallWaitsForConnectionWithinDeadline(t *testing.T) {
 	for _, name := range []string{"claim", "complete", "push", "sizes"} {
 		t.Run(name, func(t *testing.T) {
@@ -272,9 +273,8 @@ func TestCallWaitsForConnectionWithinDeadline(t *testing.T) {
 			}
 			call := fc.prepare(t, ctx, c, q)
 			touch(ctx, q, true)
-			pending := rc.reading()
 			srv.Stop()
-			noticed(t, ctx, pending)
+			rc.settled(t, ctx)
 			done := make(chan error, 1)
 			go func() {
 				callCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -322,6 +322,10 @@ func (c *readerConn) SetDeadline(t time.Time) error {
 	return c.Conn.SetDeadline(t)
 }
 
+// NetConn is the socket underneath, which the client looks into before a
+// write (as for *tls.Conn).
+func (c *readerConn) NetConn() net.Conn { return c.Conn }
+
 // Close is rueidis giving the connection up, after its reader returned
 // the failure.
 func (c *readerConn) Close() error {
@@ -344,45 +348,48 @@ func (r *readerConns) dial(ctx context.Context, dst string, d *net.Dialer, cfg *
 	return rc, nil
 }
 
-// noticed waits until every connection of pending has been given up by
-// rueidis: its background reader noticed the server's close.
-func noticed(t *testing.T, ctx context.Context, pending []*readerConn) {
+// settled waits until the client can see that the server closed every
+// connection: rueidis gave up each it reads in the background (its reader
+// noticed), and the close has reached each of the others (a peek, as the
+// client's own before a write, sees the end). A server's close is on its
+// way to the client when the server answers the next command, but on a
+// loaded machine it can be delivered after that answer.
+func (r *readerConns) settled(t *testing.T, ctx context.Context) {
 	t.Helper()
-	for _, conn := range pending {
-		select {
-		case <-conn.closed:
-		case <-ctx.Done():
-			t.Fatal("a background reader never noticed the server's close")
-		}
-	}
-}
-
-// reading returns the open connections rueidis reads in the background.
-func (r *readerConns) reading() []*readerConn {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []*readerConn
-	for _, c := range r.conns {
+	conns := slices.Clone(r.conns)
+	r.mu.Unlock()
+	for _, c := range conns {
 		c.mu.Lock()
-		select {
-		case <-c.closed:
-		default:
-			if c.background {
-				out = append(out, c)
-			}
-		}
+		background := c.background
 		c.mu.Unlock()
+		for {
+			select {
+			case <-c.closed:
+			case <-ctx.Done():
+				t.Fatal("the client never saw the server's close of a connection")
+			default:
+				if background || !emq.PeerClosed(c.Conn) {
+					select {
+					case <-c.closed:
+					case <-ctx.Done():
+					case <-time.After(time.Millisecond):
+					}
+					continue
+				}
+			}
+			break
+		}
 	}
-	return out
 }
 
 // The client does not write a command to a connection the server has
 // closed: after CLIENT KILL of every connection (no restart: the server is
 // up throughout), the first call of each kind succeeds. It is made once
-// the background readers of pipelined connections have noticed the close
-// (an event, waited for); a call racing that notice may be written first
-// and fail as sent. Connections without a reader are looked at before each
-// write.
+// the client can see every close (readerConns.settled, an event): the
+// background readers of pipelined connections noticed theirs, and the
+// others are looked at before each write; a call racing the close may be
+// written first and fail as sent.
 func TestFirstCallAfterClientKill(t *testing.T) {
 	srv := redistest.Start(t)
 	var rc readerConns
@@ -398,11 +405,10 @@ func TestFirstCallAfterClientKill(t *testing.T) {
 		ctx := ctxT(t)
 		call := fc.prepare(t, ctx, c, q)
 		touch(ctx, q, true)
-		pending := rc.reading()
 		if _, err := srv.Do("CLIENT", "KILL", "TYPE", "normal"); err != nil {
 			t.Fatal(err)
 		}
-		noticed(t, ctx, pending)
+		rc.settled(t, ctx)
 		if err := call(ctx); err != nil {
 			t.Fatalf("the first %s after CLIENT KILL: %v", fc.name, err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
 
 	"github.com/redis/rueidis"
@@ -49,7 +48,7 @@ func Observe(ctx context.Context, opt Options) (*Client, error) {
 	c.watchDials(&ro) // an observer never fences: only the watch and the notSent marks
 	rc, err := rueidis.NewClient(ro)
 	if err != nil {
-		return nil, fmt.Errorf("emq: observe: %w", err)
+		return nil, errorf("emq: observe: %w", err)
 	}
 	c.rc = c.wrap(rc)
 	if _, err := c.ReadVersion(ctx); err != nil {
@@ -113,9 +112,9 @@ func (c *Client) ClaimKeyspace(ctx context.Context) (claimed bool, err error) {
 	r, err := call.Exec(ctx, c.rc)
 	if err != nil {
 		if refused(err) {
-			return false, fmt.Errorf("emq: the server refuses this user the version fence on %s and %s (an ACL permission is missing): %w", wire.KeyVersion, wire.KeyBundle, err)
+			return false, errorf("emq: the server refuses this user the version fence on %s and %s (an ACL permission is missing): %w", wire.KeyVersion, wire.KeyBundle, err)
 		}
-		return false, fmt.Errorf("%w: %v", ErrVersionFence, err)
+		return false, errorf("%w: %v", ErrVersionFence, err)
 	}
 	got := KeyspaceVersion{Record: r.Version, Verdict: JudgeVersionRecord(r.Version)}
 	if c.observer {

@@ -11,12 +11,19 @@ import (
 // peerClosed reports whether the server has closed conn (or reset it):
 // what a read would return is the connection's end, not data. It peeks
 // without blocking and consumes nothing. A connection it cannot look
-// into (not a socket) is taken to be open.
+// into (not a socket, nor wrapping one with a NetConn method as *tls.Conn
+// does) is taken to be open.
 func peerClosed(conn net.Conn) bool {
-	if t, ok := conn.(interface{ NetConn() net.Conn }); ok {
-		conn = t.NetConn() // TLS: the socket underneath
-	}
 	sc, ok := conn.(syscall.Conn)
+	for i := 0; !ok && i < 4; i++ {
+		// TLS, or a dialer's wrapper: the connection underneath.
+		t, wraps := conn.(interface{ NetConn() net.Conn })
+		if !wraps {
+			return false
+		}
+		conn = t.NetConn()
+		sc, ok = conn.(syscall.Conn)
+	}
 	if !ok {
 		return false
 	}

@@ -97,7 +97,7 @@ func (q *Queue) pushExecs(ctx context.Context, jobs []NewJob) ([]rueidis.LuaExec
 	for i, j := range jobs {
 		call, err := q.pushCall(j.ID, j.Payload)
 		if err != nil {
-			return nil, fmt.Errorf("job %d: %w", i, err)
+			return nil, errorf("job %d: %w", i, err)
 		}
 		execs[i] = call.LuaExec()
 	}
@@ -165,7 +165,7 @@ func (q *Queue) PushBatch(ctx context.Context, jobs []NewJob) ([]bool, error) {
 	for i, j := range jobs {
 		var err error
 		if pj[i], err = q.pushJob(j.ID, j.Payload); err != nil {
-			return nil, fmt.Errorf("job %d: %w", i, err)
+			return nil, errorf("job %d: %w", i, err)
 		}
 	}
 	out, errs, err := q.pushMany(ctx, pj)
@@ -294,7 +294,7 @@ func (q *Queue) pushMany(ctx context.Context, jobs []pushJob) (out []bool, errs 
 				}
 				recs, err := wire.DecodePushMany(r)
 				if err == nil && len(recs) != u.hi-u.lo {
-					err = fmt.Errorf("emq: %s: %d records for %d jobs", wire.ScriptPushMany.Name, len(recs), u.hi-u.lo)
+					err = errorf("emq: %s: %d records for %d jobs", wire.ScriptPushMany.Name, len(recs), u.hi-u.lo)
 				}
 				switch {
 				case err == nil:

@@ -3,7 +3,6 @@ package emq
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	mrand "math/rand/v2"
 	"net"
@@ -98,7 +97,7 @@ func connectionError(err error) error {
 	if !transient(err) || errors.Is(err, ErrConnection) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrConnection, err)
+	return errorf("%w: %w", ErrConnection, err)
 }
 
 // resendWait is the pause before resend n (1 for the first resend).
@@ -125,7 +124,7 @@ func (c *Client) idempotent(ctx context.Context, attempt func(ctx context.Contex
 	for n := 0; n < resendAttempts; n++ {
 		if n > 0 {
 			if d := resendWait(n); (d > 0 && !pause(ctx, d)) || ctx.Err() != nil {
-				return fmt.Errorf("%w (%d attempts, then: %w)", connectionError(err), n, ctx.Err())
+				return errorf("%w (%d attempts, then: %w)", connectionError(err), n, ctx.Err())
 			}
 		}
 		err = attempt(ctx)
@@ -135,11 +134,11 @@ func (c *Client) idempotent(ctx context.Context, attempt func(ctx context.Contex
 		if neverSent(err) {
 			// Nothing was sent, and sendClient waited for a connection
 			// as long as the policy allows: waiting again would double it.
-			return fmt.Errorf("%w (no connection)", connectionError(err))
+			return errorf("%w (no connection)", connectionError(err))
 		}
 		c.log.Debug("emq: an idempotent call failed in transport; resending it on a fresh connection", "attempt", n+1, "err", err)
 	}
-	return fmt.Errorf("%w (gave up after %d attempts)", connectionError(err), resendAttempts)
+	return errorf("%w (gave up after %d attempts)", connectionError(err), resendAttempts)
 }
 
 // retryDelay wraps the rueidis retry policy of read-only commands (rueidis
@@ -182,7 +181,7 @@ func (c *Client) afterFailure(ctx context.Context, err *error) {
 	// it, until one is replaced; a timeout (a server that does not
 	// answer) ends it.
 	if ferr := c.ensure(ctx); ferr != nil && !transient(ferr) {
-		*err = errors.Join(ferr, *err)
+		*err = join(ferr, *err)
 	}
 }
 

@@ -112,13 +112,25 @@ func sendAgain(ctx context.Context, attempt int, begin uint64, err error) bool {
 // Do sends cmd, again while it was never sent.
 func (c sendClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
 	cmd.Pin()
+	var prev error
 	for n := 1; ; n++ {
 		begin := c.c.dials.Load()
 		r := c.Client.Do(ctx, cmd)
 		if !sendAgain(ctx, n, begin, r.Error()) {
+			if prev != nil && ctx.Err() != nil && errors.Is(r.Error(), ctx.Err()) {
+				return rueidis.NewErrorResult(waitedOut(prev, ctx))
+			}
 			return r
 		}
+		prev = r.Error()
 	}
+}
+
+// waitedOut is the error of a command that was never sent and whose
+// context ended while it waited for a connection: the last failure to
+// send it (a failure of transport), then the context's end.
+func waitedOut(last error, ctx context.Context) error {
+	return markNotSent(errorf("%w (then, waiting for a connection: %w)", last, ctx.Err()))
 }
 
 // DoMulti sends multi, then again those of its commands that were never
@@ -139,12 +151,16 @@ func (c sendClient) DoMulti(ctx context.Context, multi ...rueidis.Completed) []r
 		if len(again) == 0 || !sendAgain(ctx, n, begin, out[again[0]].Error()) {
 			return out
 		}
+		prev := out[again[0]].Error()
 		begin = c.c.dials.Load()
 		cmds := make([]rueidis.Completed, len(again))
 		for j, i := range again {
 			cmds[j] = multi[i]
 		}
 		for j, r := range c.Client.DoMulti(ctx, cmds...) {
+			if ctx.Err() != nil && errors.Is(r.Error(), ctx.Err()) {
+				r = rueidis.NewErrorResult(waitedOut(prev, ctx))
+			}
 			out[again[j]] = r
 		}
 	}
