@@ -1,7 +1,9 @@
 package emq_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -76,4 +78,60 @@ func ExampleJob_String() {
 	fmt.Println(j)
 	// Output:
 	// JOB0SX8JD1mXuy token=2 deadline=2026-12-01T21:00:30.500Z payload=3 bytes "\xff\x00a"
+}
+
+// The quickstart: connect, push jobs, run a worker over them, and handle
+// the errors a program meets — a push of an id that is no job's is
+// refused before anything is sent, and a handler's Permanent error buries
+// its job instead of retrying it.
+func Example() {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	c, err := emq.Connect(ctx, emq.Options{Addr: addr})
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, emq.ErrConnection): no server answered
+	}
+	defer c.Close()
+	q, err := c.Queue("quickstart")
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	for _, to := range []string{"ada@example.com", "not an address"} {
+		id, err := c.Mint(emq.WorkKind)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if _, err := q.Push(ctx, id, []byte(to)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	order, _ := c.Mint(emq.KindORD)
+	_, err = q.Push(ctx, order, []byte("an order id is no job's"))
+	fmt.Println("push of an order id:", errors.Is(err, emq.ErrKind))
+
+	seen := 0
+	w, err := emq.NewWorker(q, func(ctx context.Context, job emq.Job) error {
+		seen++ // Concurrency 1: one handler at a time
+		if seen == 2 {
+			defer stop()
+		}
+		if !bytes.Contains(job.Payload, []byte("@")) {
+			return emq.Permanent(fmt.Errorf("%q is not an address", job.Payload))
+		}
+		fmt.Printf("sent to %s\n", job.Payload)
+		return nil
+	}, emq.WorkerOptions{Concurrency: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := w.Run(ctx); err != nil {
+		log.Fatal(err)
+	}
+	sizes, _ := q.Sizes(context.Background())
+	fmt.Println("dead:", sizes[emq.SetDead])
+	// Output:
+	// push of an order id: true
+	// sent to ada@example.com
+	// dead: 1
 }
