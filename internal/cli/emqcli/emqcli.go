@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/echomq/echomq/internal/cmdflag"
 )
@@ -29,9 +30,11 @@ type env struct {
 	stdout, stderr io.Writer
 }
 
-// errorf prints a message to stderr, after the program's name.
+// errorf prints a message to stderr, after the program's name, once: the
+// SDK's errors open with the same "emq: ", which the message drops.
 func (e *env) errorf(format string, args ...any) {
-	fmt.Fprintf(e.stderr, "emq: "+format+"\n", args...)
+	msg := strings.ReplaceAll(fmt.Sprintf(format, args...), "emq: ", "")
+	fmt.Fprintln(e.stderr, "emq: "+msg)
 }
 
 // flags returns the flag set of an emq command (see cmdflag).
