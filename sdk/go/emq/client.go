@@ -245,7 +245,7 @@ func (c *Client) watchDials(ro *rueidis.ClientOption) {
 				return nil, &dialError{err}
 			}
 		}
-		return &watchedConn{Conn: conn, c: c}, nil
+		return &watchedConn{Conn: conn, c: c, peek: newPeeker(conn)}, nil
 	}
 }
 
@@ -460,6 +460,7 @@ type watchedConn struct {
 	c     *Client
 	ended atomic.Uint64 // the client's dial count when the connection failed; 0 while it works
 	armed atomic.Bool   // a deadline was set since the last write: the next write looks first
+	peek  *peeker       // nil when the connection cannot be looked into
 }
 
 // errPeerClosed is a write refused because the server had closed the
@@ -501,7 +502,7 @@ func (w *watchedConn) Read(p []byte) (int, error) {
 }
 
 func (w *watchedConn) Write(p []byte) (int, error) {
-	if w.armed.Swap(false) && peerClosed(w.Conn) {
+	if w.armed.Swap(false) && w.peek.peerClosed() {
 		w.fail()
 		return 0, markNotSent(errPeerClosed)
 	}

@@ -4,7 +4,11 @@ package emq
 
 import "net"
 
-// peerClosed cannot look into a connection on this platform: it is taken
-// to be open, and a command written to a connection the server closed
+// peeker cannot look into a connection on this platform: every connection
+// is taken to be open, and a command written to one the server closed
 // fails as sent (ErrConnection).
-func peerClosed(net.Conn) bool { return false }
+type peeker struct{}
+
+func newPeeker(net.Conn) *peeker    { return nil }
+func (p *peeker) peerClosed() bool  { return false }
+func peerClosed(conn net.Conn) bool { return false }

@@ -23,8 +23,8 @@ import (
 // It is retryable: the client fences the next connection before its next
 // command. A command that was never sent — no connection could be opened,
 // the connection was found closed by the server before the command was
-// written, rueidis gave the connection up before writing it, or the server
-// was still loading — is sent again by the client, whatever the call, on a
+// written, or rueidis gave the connection up before writing it — is sent
+// again by the client, whatever the call, on a
 // fresh connection (fenced as it is dialed): the call waits for a
 // connection as long as its context allows, or, when the context has no
 // deadline, for a bounded backoff of a few hundred milliseconds. So the
@@ -61,10 +61,11 @@ const (
 // again on another connection. A context's end, a closed client, a script's
 // refusal, the fence's refusal and any other error reply are not.
 func transient(err error) bool {
-	var ns *notSent
-	switch {
-	case err == nil:
+	if err == nil {
 		return false
+	}
+	var ns *notSent // declared past the nil check: its address escapes
+	switch {
 	case errors.Is(err, ErrConnection):
 		return true
 	case errors.As(err, &ns):

@@ -50,15 +50,19 @@ func (e *connEnd) Unwrap() error { return e.err }
 // endedBefore reports whether err is the end of a connection that failed
 // before a command issued when the dial count was begin.
 func endedBefore(err error, begin uint64) bool {
+	if err == nil {
+		return false
+	}
 	var ce *connEnd
 	return errors.As(err, &ce) && ce.at <= begin
 }
 
-// neverSent reports whether err is the failure of a command that never ran
-// on any server, and that is worth sending again: it never reached a
-// server (notSent), or the server was still loading its dataset (a LOADING
-// reply runs nothing). A timeout is not: a server that accepts connections
-// but does not answer is not waited out command by command.
+// neverSent reports whether err is the failure of a command that never
+// reached a server (notSent), and is worth sending again. A timeout is not:
+// a server that accepts connections but does not answer is not waited out
+// command by command. (A LOADING reply runs nothing either, but rueidis
+// recycles a command answered by the server, so sendClient cannot send it
+// again; the idempotent calls resend it themselves.)
 func neverSent(err error) bool {
 	if err == nil || timedOut(err) {
 		return false
@@ -67,8 +71,7 @@ func neverSent(err error) bool {
 	if errors.As(err, &ns) {
 		return !errors.Is(err, ErrVersionFence) && !errors.Is(err, ErrBundle)
 	}
-	var re *rueidis.RedisError
-	return errors.As(err, &re) && re.IsLoading()
+	return false
 }
 
 // timedOut reports whether err is a network timeout.
@@ -84,9 +87,10 @@ func timedOut(err error) bool {
 // that was written is never sent twice by it: whether it ran is unknown,
 // and the calls above decide (idempotent resends the idempotent ones).
 //
-// Commands are pinned (rueidis.Completed.Pin) so that rueidis does not
-// recycle them between attempts. Everything else (DoCache, Dedicated,
-// Nodes, ...) is the rueidis client's own.
+// A command is sent again only after an error of no server's (notSent, or
+// a connection's end), which rueidis never recycles the command after, so
+// commands need no pinning. Everything else (DoCache, Dedicated, Nodes,
+// ...) is the rueidis client's own.
 type sendClient struct {
 	rueidis.Client
 	c *Client
@@ -111,7 +115,6 @@ func sendAgain(ctx context.Context, attempt int, begin uint64, err error) bool {
 
 // Do sends cmd, again while it was never sent.
 func (c sendClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	cmd.Pin()
 	var prev error
 	for n := 1; ; n++ {
 		begin := c.c.dials.Load()
@@ -136,9 +139,6 @@ func waitedOut(last error, ctx context.Context) error {
 // DoMulti sends multi, then again those of its commands that were never
 // sent (in their order).
 func (c sendClient) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
-	for _, cmd := range multi {
-		cmd.Pin()
-	}
 	begin := c.c.dials.Load()
 	out := c.Client.DoMulti(ctx, multi...)
 	for n := 1; ; n++ {
