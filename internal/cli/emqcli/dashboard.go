@@ -132,7 +132,7 @@ func runDashboard(e *env, args []string) int {
 	if *actions {
 		mode = "actions enabled"
 	}
-	fmt.Fprintf(e.stdout, "emq dashboard: serving http://%s/ (%s) for %s\n", ln.Addr(), mode, c.Addr)
+	fmt.Fprintf(e.stdout, "emq dashboard: serving http://%s/ (%s) for %s\n", ln.Addr(), mode, c.Target())
 	go func() { _ = d.Run(ctx) }()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

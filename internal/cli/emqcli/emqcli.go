@@ -1,5 +1,5 @@
 // Package emqcli is the command line of emq, the operator's tool for live
-// EchoMQ keyspaces: inspect (sizes, browse, show, revive, purge), probe,
+// EchoMQ keyspaces: inspect (queues, sizes, browse, show, revive, purge), probe,
 // and dashboard (the web dashboard of the dashboard module).
 // Everything it knows of the protocol comes from the public Go SDK
 // (sdk/go/emq): keys, ids, scripts, pages and cursors, the version verdict
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/echomq/echomq/internal/cmdflag"
 )
@@ -29,9 +30,11 @@ type env struct {
 	stdout, stderr io.Writer
 }
 
-// errorf prints a message to stderr, after the program's name.
+// errorf prints a message to stderr, after the program's name, once: the
+// SDK's errors open with the same "emq: ", which the message drops.
 func (e *env) errorf(format string, args ...any) {
-	fmt.Fprintf(e.stderr, "emq: "+format+"\n", args...)
+	msg := strings.ReplaceAll(fmt.Sprintf(format, args...), "emq: ", "")
+	fmt.Fprintln(e.stderr, "emq: "+msg)
 }
 
 // flags returns the flag set of an emq command (see cmdflag).
@@ -52,7 +55,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"dashboard": {"serve the web dashboard of a live keyspace (read-only unless -actions)", runDashboard},
-		"inspect":   {"read a queue of a live keyspace (sizes, browse, show) and revive or purge its dead jobs", runInspect},
+		"inspect":   {"list the queues of a live keyspace, read one (sizes, browse, show) and revive or purge its dead jobs", runInspect},
 		"probe":     {"run every probe of the protocol against a live server and print the transcript", runProbe},
 	}
 }

@@ -28,10 +28,17 @@ type inspectSub struct {
 }
 
 // inspectOrder lists the subcommands readers first.
-var inspectOrder = []string{"sizes", "browse", "show", "revive", "purge"}
+var inspectOrder = []string{"queues", "sizes", "browse", "show", "revive", "purge"}
 
 func inspectSubs() map[string]inspectSub {
 	return map[string]inspectSub{
+		"queues": {"[-format text|json]", "every queue of the keyspace, with the size of each of its sets",
+			`Lists the queues found in the keyspace (the SDK's Client.ListQueues: a SCAN
+of every node for the sets of well-formed queues, never KEYS), sorted, each
+with the size of every set (ZCARD) and the total. A queue whose sets are all
+empty has no key, and is not found. When the walk stopped at its bounds the
+list is marked incomplete. Read-only. Exit 0, or 2 on bad input or an
+error.`, runInspectQueues},
 		"sizes": {"-queue Q [-format text|json]", "the size of every set of a queue, and whether its doorbell is rung",
 			`Prints the size of every set of queue Q (ZCARD), in the SDK's order with its
 key, and whether the queue's doorbell is rung (the marker idle workers wait
@@ -56,14 +63,18 @@ bidirectional-control characters, and in hex otherwise; -raw writes its
 bytes to stdout exactly, and nothing else. A job whose row and sets disagree
 (the sets invariant) is shown with a warning. Read-only. Exit 0, 1 when the
 job does not exist, 2 on bad input or an error.`, runInspectShow},
-		"revive": {"-queue Q ID...", "move dead jobs back to pending and ring the doorbell",
-			`Revives each dead job ID of queue Q (it goes back to pending, its attempts
+		"revive": {"-queue Q (ID... | -all [-dry-run])", "move dead jobs back to pending and ring the doorbell",
+			`Revives each dead job ID of queue Q, or with -all every job of its dead set
+(read first, then revived 100 at a time); -dry-run prints what would be
+revived and changes nothing (exit 0). Revives each dead job ID of queue Q (it goes back to pending, its attempts
 kept; the SDK's Queue.ReviveAll), then, when one was revived, rings the
 queue's doorbell once with the ring script so that an idle worker wakes. Prints each outcome.
 Exit 0 when every job was revived, 1 when one was not dead (it is left as it
 is), 2 on bad input, a keyspace it refuses to write, or an error.`, runInspectRevive},
-		"purge": {"-queue Q [-yes] ID...", "delete dead jobs for good (needs -yes)",
-			`Without -yes, reads each job ID of queue Q and prints what purge would
+		"purge": {"-queue Q [-yes | -dry-run] (ID... | -all)", "delete dead jobs for good (needs -yes)",
+			`With -all the jobs are every job of the queue's dead set (read first).
+-dry-run prints what would be purged, deletes nothing and exits 0.
+Without -yes, reads each job ID of queue Q and prints what purge would
 delete, deletes nothing, and exits 1. With -yes, purges each (the SDK's
 Queue.Purge): a dead job's row and id are deleted for good, any other job is
 left as it is. Prints each outcome. Exit 0 when every job was purged, 1 when
@@ -219,6 +230,93 @@ func warning(v emq.KeyspaceVersion) string {
 func writeJSON(w io.Writer, v any) {
 	b, _ := json.MarshalIndent(v, "", "  ")
 	fmt.Fprintf(w, "%s\n", b)
+}
+
+func runInspectQueues(e *env, sub inspectSub, name string, args []string) int {
+	fs := e.flags("inspect "+name, sub.synopsis+" "+connSynopsis, sub.help+"\n\n"+inspectSafety)
+	var cn conn
+	cn.flags(fs.FlagSet)
+	format := fs.String("format", "text", "the output: text or json")
+	if code, ok := fs.Parse(args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		e.errorf("inspect queues takes no arguments (got %q)", strings.Join(fs.Args(), " "))
+		return ExitUsage
+	}
+	if *format != "text" && *format != "json" {
+		e.errorf("inspect queues: -format %q: give text or json", *format)
+		return ExitUsage
+	}
+	opt, err := cn.option()
+	if err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cn.Timeout)
+	defer cancel()
+	c, err := cn.observe(ctx, opt)
+	if err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
+	}
+	defer c.Close()
+	if w := warning(c.Keyspace()); w != "" {
+		e.errorf("warning: %s", w)
+	}
+	list, err := c.ListQueues(ctx, emq.ListOptions{})
+	if err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
+	}
+	sizes := make([]map[emq.Set]int64, len(list.Names))
+	for i, n := range list.Names {
+		q, err := c.Queue(n)
+		if err == nil {
+			sizes[i], err = q.Sizes(ctx)
+		}
+		if err != nil {
+			e.errorf("queue %s: %v", n, err)
+			return ExitUsage
+		}
+	}
+	if *format == "json" {
+		out := []map[string]any{}
+		for i, n := range list.Names {
+			m := map[string]any{"queue": n}
+			var total int64
+			for _, st := range emq.Sets() {
+				m[string(st)] = sizes[i][st]
+				total += sizes[i][st]
+			}
+			m["total"] = total
+			out = append(out, m)
+		}
+		writeJSON(e.stdout, map[string]any{"queues": out, "complete": list.Complete})
+		return ExitOK
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	head := "QUEUE"
+	for _, st := range emq.Sets() {
+		head += "\t" + strings.ToUpper(string(st))
+	}
+	fmt.Fprintln(tw, head+"\tTOTAL")
+	for i, n := range list.Names {
+		line, total := n, int64(0)
+		for _, st := range emq.Sets() {
+			line += "\t" + strconv.FormatInt(sizes[i][st], 10)
+			total += sizes[i][st]
+		}
+		fmt.Fprintf(tw, "%s\t%d\n", line, total)
+	}
+	_ = tw.Flush()
+	switch {
+	case len(list.Names) == 0:
+		fmt.Fprintln(e.stdout, "(no queue found)")
+	case !list.Complete:
+		fmt.Fprintf(e.stdout, "(incomplete: the walk stopped at its bounds; %d queue(s) shown)\n", len(list.Names))
+	}
+	return ExitOK
 }
 
 func runInspectSizes(e *env, sub inspectSub, name string, args []string) int {
@@ -511,17 +609,43 @@ func runInspectShow(e *env, sub inspectSub, name string, args []string) int {
 	return ExitOK
 }
 
-// idArgs parses a writer's flags and its ids; the ids are checked by open.
-func idArgs(e *env, f *inspectFlags, args []string) ([]string, int, bool) {
+// idArgs parses a writer's flags and its ids, or none with -all; the ids
+// are checked by open.
+func idArgs(e *env, f *inspectFlags, all *bool, args []string) ([]string, int, bool) {
 	ids, code, ok := f.parse(e, args)
 	if !ok {
 		return nil, code, false
 	}
-	if len(ids) == 0 {
-		e.errorf("%s: give one or more job ids", f.fs.Name())
+	switch {
+	case *all && len(ids) > 0:
+		e.errorf("%s: give job ids or -all, not both", f.fs.Name())
+		return nil, ExitUsage, false
+	case !*all && len(ids) == 0:
+		e.errorf("%s: give one or more job ids, or -all for every dead job", f.fs.Name())
 		return nil, ExitUsage, false
 	}
 	return ids, 0, true
+}
+
+// bulkChunk is how many ids a bulk revive sends in one call.
+const bulkChunk = 100
+
+// deadIDs reads every id of the queue's dead set, a page at a time; a job
+// buried while it reads may or may not be among them.
+func deadIDs(s *inspectSession) ([]emq.ID, error) {
+	var all []emq.ID
+	cursor := emq.Cursor("")
+	for {
+		ids, next, err := s.q.Page(s.ctx, emq.SetDead, cursor, 1000)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, ids...)
+		if next == "" {
+			return all, nil
+		}
+		cursor = next
+	}
 }
 
 // parseIDs parses every id of args into ids, for open's check.
@@ -543,17 +667,40 @@ const notDead = "it is not dead, and is left as it is"
 
 func runInspectRevive(e *env, sub inspectSub, name string, args []string) int {
 	f := newInspectFlags(e, name, sub, false)
-	raw, code, ok := idArgs(e, f, args)
+	all := f.fs.Bool("all", false, "revive every job of the queue's dead set")
+	dry := f.fs.Bool("dry-run", false, "print what would be revived, and change nothing")
+	raw, code, ok := idArgs(e, f, all, args)
 	if !ok {
 		return code
 	}
 	var ids []emq.ID
-	s, code := open(e, f, true, parseIDs(raw, &ids))
+	s, code := open(e, f, !*dry, parseIDs(raw, &ids))
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	revived, rung, err := s.q.ReviveAll(s.ctx, ids)
+	if *all {
+		var err error
+		if ids, err = deadIDs(s); err != nil {
+			e.errorf("%v", err)
+			return ExitUsage
+		}
+	}
+	if *dry {
+		return dryRun(e, s, ids, "revive")
+	}
+	var revived []bool
+	rung := false
+	var err error
+	for lo := 0; lo < len(ids) && err == nil; lo += bulkChunk {
+		var oks []bool
+		var r bool
+		oks, r, err = s.q.ReviveAll(s.ctx, ids[lo:min(lo+bulkChunk, len(ids))])
+		revived, rung = append(revived, oks...), rung || r
+	}
+	if *all && len(ids) == 0 {
+		fmt.Fprintf(e.stdout, "(%s is empty: nothing to revive)\n", emq.SetDead)
+	}
 	for i, ok := range revived {
 		if ok {
 			fmt.Fprintf(e.stdout, "%s  revived\n", ids[i])
@@ -581,9 +728,15 @@ func runInspectRevive(e *env, sub inspectSub, name string, args []string) int {
 func runInspectPurge(e *env, sub inspectSub, name string, args []string) int {
 	f := newInspectFlags(e, name, sub, false)
 	yes := f.fs.Bool("yes", false, "purge for real; without it, print what would be purged and delete nothing")
-	raw, code, ok := idArgs(e, f, args)
+	all := f.fs.Bool("all", false, "purge every job of the queue's dead set")
+	dry := f.fs.Bool("dry-run", false, "print what would be purged, delete nothing, and exit 0")
+	raw, code, ok := idArgs(e, f, all, args)
 	if !ok {
 		return code
+	}
+	if *yes && *dry {
+		e.errorf("inspect purge: -yes and -dry-run: choose one")
+		return ExitUsage
 	}
 	var ids []emq.ID
 	s, code := open(e, f, *yes, parseIDs(raw, &ids))
@@ -591,6 +744,20 @@ func runInspectPurge(e *env, sub inspectSub, name string, args []string) int {
 		return code
 	}
 	defer s.close()
+	if *all {
+		var err error
+		if ids, err = deadIDs(s); err != nil {
+			e.errorf("%v", err)
+			return ExitUsage
+		}
+		if len(ids) == 0 {
+			fmt.Fprintf(e.stdout, "(%s is empty: nothing to purge)\n", emq.SetDead)
+			return ExitOK
+		}
+	}
+	if *dry {
+		return dryRun(e, s, ids, "purge")
+	}
 	if *yes {
 		all := true
 		for _, id := range ids {
@@ -634,4 +801,28 @@ func runInspectPurge(e *env, sub inspectSub, name string, args []string) int {
 	}
 	e.errorf("%s", msg)
 	return ExitFindings
+}
+
+// dryRun prints what a revive or purge of ids would do, reading each job,
+// and changes nothing.
+func dryRun(e *env, s *inspectSession, ids []emq.ID, verb string) int {
+	would := 0
+	for _, id := range ids {
+		job, ok, err := s.q.Get(s.ctx, id)
+		if err != nil {
+			e.errorf("%v", err)
+			return ExitUsage
+		}
+		switch {
+		case ok && job.State == emq.StateDead && slices.Contains(job.In, emq.SetDead):
+			would++
+			fmt.Fprintf(e.stdout, "%s  would %s: %s, %s=%d, %d-byte payload\n", id, verb, job.State, wire.FieldToken, job.Attempts, len(job.Payload))
+		case !ok:
+			fmt.Fprintf(e.stdout, "%s  would not %s: no such job\n", id, verb)
+		default:
+			fmt.Fprintf(e.stdout, "%s  would not %s: it is %s, not %s\n", id, verb, job.State, emq.StateDead)
+		}
+	}
+	fmt.Fprintf(e.stdout, "dry run: would %s %d job(s); nothing was changed\n", verb, would)
+	return ExitOK
 }

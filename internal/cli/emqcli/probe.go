@@ -97,7 +97,7 @@ func runProbe(e *env, args []string) int {
 		fopt.ForceSingleClient = true
 		frc, err := rueidis.NewClient(fopt)
 		if err != nil {
-			e.errorf("-fence-db %d: connecting to %s: %v", *fenceDB, c.Addr, err)
+			e.errorf("-fence-db %d: connecting to %s: %v", *fenceDB, c.Target(), err)
 			return ExitUsage
 		}
 		fence, err = emq.RunFenceChecks(ctx, frc)

@@ -2,7 +2,6 @@ package emq
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -24,7 +23,7 @@ func (q *Queue) ClaimMany(ctx context.Context, lease time.Duration, n int) (_ []
 		return nil, err
 	}
 	if n < 1 {
-		return nil, fmt.Errorf("%w: claim count %d", ErrArgument, n)
+		return nil, errorf("%w: claim count %d", ErrArgument, n)
 	}
 	if err := q.c.ensure(ctx); err != nil {
 		return nil, err
@@ -51,7 +50,7 @@ func (q *Queue) CompleteClaim(ctx context.Context, id ID, token int64, lease tim
 		return nil, err
 	}
 	if n < 0 {
-		return nil, fmt.Errorf("%w: claim count %d", ErrArgument, n)
+		return nil, errorf("%w: claim count %d", ErrArgument, n)
 	}
 	row, err := q.row(ctx, id)
 	if err != nil {
@@ -60,7 +59,7 @@ func (q *Queue) CompleteClaim(ctx context.Context, id ID, token int64, lease tim
 	var members []string
 	if n > 0 {
 		if members, err = q.c.rc.Do(ctx, q.headCmd(q.keys.Pending, n)).AsStrSlice(); err != nil {
-			return nil, fmt.Errorf("emq: head of %s: %w", SetPending, err)
+			return nil, errorf("emq: head of %s: %w", SetPending, err)
 		}
 	}
 	keys := append([]string{row, q.keys.Active, q.keys.Pending, q.keys.Wake}, q.rawRows(members)...)

@@ -6,7 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
-	"fmt"
+	"io"
 	"log/slog"
 	mrand "math/rand/v2"
 	"net"
@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -41,7 +42,11 @@ type Options struct {
 	URL string
 	// Redis is everything else about the connection: credentials, TLS,
 	// timeouts, cluster options — any rueidis.ClientOption. Connect wraps
-	// its dialer to notice reconnects and fence again after them.
+	// its dialer to notice reconnects and fence again after them. A
+	// DialCtxFn of your own should return a socket (a syscall.Conn), or a
+	// wrapper with a NetConn method as *tls.Conn has: the client looks into
+	// it before a write, so as not to send a command to a connection the
+	// server has closed (see ErrConnection).
 	Redis rueidis.ClientOption
 	// Node fixes the snowflake node of the client's id Generator. Leave it
 	// nil to lease a free node from the reserve's locks (the default), which
@@ -106,7 +111,7 @@ func (c *Client) pushOptions(opt Options) {
 
 // ErrPayloadTooLarge means a payload is larger than the client's
 // MaxPayload; nothing was sent. It matches ErrArgument too.
-var ErrPayloadTooLarge = fmt.Errorf("%w: payload too large", ErrArgument)
+var ErrPayloadTooLarge = errorf("%w: payload too large", ErrArgument)
 
 // defaultMaxPayload is Redis's default proto-max-bulk-len.
 const defaultMaxPayload = 512 << 20
@@ -152,8 +157,9 @@ type Client struct {
 // with a *BundleError. A server that cannot be reached, or a fence that
 // fails in transport, is an error matching ErrConnection (never a
 // *FenceError). The client fences again before the first command after
-// any reconnect; idempotent calls are resent across a reconnect, the
-// others fail with ErrConnection (see ErrConnection).
+// any reconnect; a command never sent waits for a connection within its
+// context, idempotent calls are resent across a reconnect, the others fail
+// with ErrConnection once written (see ErrConnection).
 func Connect(ctx context.Context, opt Options) (*Client, error) {
 	c := &Client{log: opt.Logger, metrics: opt.Metrics, maxPayload: opt.MaxPayload, lease: opt.NodeLease, stop: make(chan struct{})}
 	c.pushOptions(opt)
@@ -176,35 +182,13 @@ func Connect(ctx context.Context, opt Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	dial := ro.DialCtxFn
-	if dial == nil {
-		dial = defaultDial
-	}
-	ro.DialCtxFn = func(ctx context.Context, dst string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
-		conn, err := dial(ctx, dst, d, cfg)
-		if err != nil {
-			return nil, err
-		}
-		c.dials.Add(1)
-		if c.standalone.Load() {
-			// A replacement connection: fence it before rueidis uses it.
-			if err := c.dialFence(conn, ro); err != nil {
-				conn.Close()
-				c.log.Error("emq: a new connection met a keyspace this client may not use", "addr", dst, "err", err)
-				return nil, err
-			}
-		}
-		return &watchedConn{Conn: conn, c: c}, nil
-	}
+	c.watchDials(&ro)
 	ro.RetryDelay = retryDelay(ro.RetryDelay)
 	rc, err := rueidis.NewClient(ro)
 	if err != nil {
-		return nil, connectionError(fmt.Errorf("emq: connect: %w", err))
+		return nil, connectionError(errorf("emq: connect: %w", err))
 	}
-	if rc.Mode() == rueidis.ClientModeCluster {
-		rc = tryAgainClient{rc} // resend what a slot migration answers TRYAGAIN
-	}
-	c.rc = rc
+	c.rc = c.wrap(rc)
 	if err := c.ensure(ctx); err != nil {
 		rc.Close()
 		return nil, err
@@ -233,6 +217,57 @@ func Connect(ctx context.Context, opt Options) (*Client, error) {
 	return c, nil
 }
 
+// watchDials wraps ro's dialer: every connection is watched (watchedConn),
+// a connection that replaces one of a fenced standalone server is fenced
+// before rueidis uses it (dialFence), and a dial that fails, or whose fence
+// fails in transport, is marked as never sent (notSent): the command that
+// dialed it was not written anywhere.
+func (c *Client) watchDials(ro *rueidis.ClientOption) {
+	dial := ro.DialCtxFn
+	if dial == nil {
+		dial = defaultDial
+	}
+	fenceOpt := *ro
+	ro.DialCtxFn = func(ctx context.Context, dst string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+		conn, err := dial(ctx, dst, d, cfg)
+		if err != nil {
+			return nil, markNotSent(&dialError{err})
+		}
+		c.dials.Add(1)
+		if c.standalone.Load() {
+			// A replacement connection: fence it before rueidis uses it.
+			if err := c.dialFence(conn, fenceOpt); err != nil {
+				conn.Close()
+				if transient(err) {
+					return nil, markNotSent(&dialError{err})
+				}
+				c.log.Error("emq: a new connection met a keyspace this client may not use", "addr", dst, "err", err)
+				return nil, &dialError{err}
+			}
+		}
+		return &watchedConn{Conn: conn, c: c, peek: newPeeker(conn)}, nil
+	}
+}
+
+// dialError is an error of the dialer: rueidis hands it to the command
+// that dialed, and the generated layer prefixes that command's errors, so
+// its message drops its own prefix (onePrefix); errors.Is and errors.As
+// see the error itself.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return strings.TrimPrefix(onePrefix(e.err.Error()), prefix) }
+func (e *dialError) Unwrap() error { return e.err }
+
+// wrap is rc with every command that was never sent sent again
+// (sendClient), and on a cluster what a slot migration answers TRYAGAIN
+// resent (tryAgainClient).
+func (c *Client) wrap(rc rueidis.Client) rueidis.Client {
+	if rc.Mode() == rueidis.ClientModeCluster {
+		rc = tryAgainClient{rc}
+	}
+	return sendClient{Client: rc, c: c}
+}
+
 // clientOption is opt.Redis with the server's address taken from Addr,
 // Addrs or URL (exactly one of them and Redis.InitAddress).
 func clientOption(opt Options) (rueidis.ClientOption, error) {
@@ -247,10 +282,10 @@ func clientOption(opt Options) (rueidis.ClientOption, error) {
 	}
 	switch len(given) {
 	case 0:
-		return rueidis.ClientOption{}, fmt.Errorf("%w: Connect: no server address: set Options.Addr (host:port), Addrs, URL (redis://host:port/db) or Redis.InitAddress", ErrArgument)
+		return rueidis.ClientOption{}, errorf("%w: Connect: no server address: set Options.Addr (host:port), Addrs, URL (redis://host:port/db) or Redis.InitAddress", ErrArgument)
 	case 1:
 	default:
-		return rueidis.ClientOption{}, fmt.Errorf("%w: Connect: the server address is given %d times (%s): set exactly one", ErrArgument, len(given), strings.Join(given, ", "))
+		return rueidis.ClientOption{}, errorf("%w: Connect: the server address is given %d times (%s): set exactly one", ErrArgument, len(given), strings.Join(given, ", "))
 	}
 	ro := opt.Redis
 	switch {
@@ -261,12 +296,12 @@ func clientOption(opt Options) (rueidis.ClientOption, error) {
 	case opt.URL != "":
 		u, err := rueidis.ParseURL(opt.URL)
 		if err != nil {
-			return rueidis.ClientOption{}, fmt.Errorf("%w: Connect: Options.URL: %w", ErrArgument, err)
+			return rueidis.ClientOption{}, errorf("%w: Connect: Options.URL: %w", ErrArgument, err)
 		}
 		tlsConf := ro.TLSConfig
 		switch {
 		case tlsConf != nil && u.TLSConfig == nil:
-			return rueidis.ClientOption{}, fmt.Errorf("%w: Connect: Options.URL is not rediss:// but Redis.TLSConfig is set: use rediss:// for TLS", ErrArgument)
+			return rueidis.ClientOption{}, errorf("%w: Connect: Options.URL is not rediss:// but Redis.TLSConfig is set: use rediss:// for TLS", ErrArgument)
 		case tlsConf != nil:
 			ro.TLSConfig = nil // rediss:// with the caller's configuration
 		}
@@ -300,7 +335,7 @@ func overlay(dst, src reflect.Value, path string) error {
 			continue
 		}
 		if !dv.IsZero() {
-			return fmt.Errorf("%w: Connect: Options.URL sets %s, and so does Options.%s: set it in one place", ErrArgument, strings.TrimPrefix(name, "Redis."), name)
+			return errorf("%w: Connect: Options.URL sets %s, and so does Options.%s: set it in one place", ErrArgument, strings.TrimPrefix(name, "Redis."), name)
 		}
 		dv.Set(sv)
 	}
@@ -338,7 +373,7 @@ func (c *Client) readServerConfig(ctx context.Context) {
 // checkPayload refuses a payload over the cap before anything is sent.
 func (c *Client) checkPayload(payload []byte) error {
 	if int64(len(payload)) > c.maxPayload {
-		return fmt.Errorf("%w: %d bytes, the cap is %d (Options.MaxPayload, or the server's proto-max-bulk-len)", ErrPayloadTooLarge, len(payload), c.maxPayload)
+		return errorf("%w: %d bytes, the cap is %d (Options.MaxPayload, or the server's proto-max-bulk-len)", ErrPayloadTooLarge, len(payload), c.maxPayload)
 	}
 	return nil
 }
@@ -360,7 +395,11 @@ func (c *Client) Close() {
 		if g := c.gen.Load(); g != nil && c.leaseUntil.Load() != 1<<62-1 {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			call := wire.UnlockCall{Locks: wire.KeyLocks, Name: wire.LockNode(g.Node()), Owner: c.owner}
-			_, _ = call.Exec(ctx, c.rc)
+			rc := c.rc
+			if s, ok := rc.(sendClient); ok {
+				rc = s.Client // best effort: the lease lapses anyway, so no waiting for a connection
+			}
+			_, _ = call.Exec(ctx, rc)
 			cancel()
 		}
 		c.rc.Close()
@@ -406,32 +445,91 @@ func (c *Client) Mint(kind Kind) (ID, error) {
 // the replacement lazily, inside the next command, which would then run
 // before any fence; counting the failure makes the next ensure fence first,
 // on the new connection.
+//
+// It also keeps a command from being written to a connection the server has
+// already closed, where it would fail as if it had been sent (and might
+// have run): rueidis sets the connection's deadline before each command it
+// writes while nothing else is outstanding on it (a connection without a
+// background reader, or one whose reader is about to start), so the first
+// write after a deadline is set looks at the socket first (peerClosed),
+// and a connection found closed fails that write with nothing written,
+// marked notSent. Writes of a connection in full pipelining (its reader
+// notices a close at once) are not looked at.
 type watchedConn struct {
 	net.Conn
-	c      *Client
-	failed atomic.Bool
+	c     *Client
+	ended atomic.Uint64 // the client's dial count when the connection failed; 0 while it works
+	armed atomic.Bool   // a deadline was set since the last write: the next write looks first
+	peek  *peeker       // nil when the connection cannot be looked into
+}
+
+// errPeerClosed is a write refused because the server had closed the
+// connection before it.
+var errPeerClosed = errorf("the server closed the connection before the command was sent: %w", io.EOF)
+
+// fail counts the connection's first failure as a reconnect, and returns
+// the dial count it was counted at.
+func (w *watchedConn) fail() uint64 {
+	if at := w.ended.Load(); at != 0 {
+		return at
+	}
+	at := w.c.dials.Add(1)
+	if !w.ended.CompareAndSwap(0, at) {
+		return w.ended.Load()
+	}
+	return at
+}
+
+// failed settles an error of the connection: its failure is counted, and
+// when the server closed or reset the connection the error is a *connEnd,
+// which tells rueidis's answer to a command that came after the end (one it
+// never wrote, or wrote to a socket the server no longer read) from one
+// that was outstanding at it.
+func (w *watchedConn) failed(err error) error {
+	at := w.fail()
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return &connEnd{err: err, at: at}
+	}
+	return err
 }
 
 func (w *watchedConn) Read(p []byte) (int, error) {
 	n, err := w.Conn.Read(p)
-	if err != nil && w.failed.CompareAndSwap(false, true) {
-		w.c.dials.Add(1)
+	if err != nil {
+		err = w.failed(err)
 	}
 	return n, err
 }
 
 func (w *watchedConn) Write(p []byte) (int, error) {
+	if w.armed.Swap(false) && w.peek.peerClosed() {
+		w.fail()
+		return 0, markNotSent(errPeerClosed)
+	}
 	n, err := w.Conn.Write(p)
-	if err != nil && w.failed.CompareAndSwap(false, true) {
-		w.c.dials.Add(1)
+	if err != nil {
+		err = w.failed(err)
 	}
 	return n, err
+}
+
+// SetDeadline arms the look before the next write (see watchedConn).
+func (w *watchedConn) SetDeadline(t time.Time) error {
+	w.armed.Store(true)
+	return w.Conn.SetDeadline(t)
 }
 
 // ensure fences the keyspace when a connection was opened or failed since
 // the last fence. It costs two atomic loads when nothing reconnected. An
 // observing client never fences: it refuses to write a keyspace whose
 // record is absent or foreign.
+//
+// The fence is idempotent, so a fence that failed in transport after it
+// was written (a stale connection of several pipelined ones, say) runs
+// again at once, on whatever connection replaced the failed one, up to
+// refenceAttempts times; one that was never sent has already waited for a
+// connection (sendClient), and a timeout (a server that does not answer)
+// ends it.
 func (c *Client) ensure(ctx context.Context) error {
 	if c.observer {
 		return c.Keyspace().Writable()
@@ -441,21 +539,35 @@ func (c *Client) ensure(ctx context.Context) error {
 	}
 	c.fenceMu.Lock()
 	defer c.fenceMu.Unlock()
-	d := c.dials.Load()
-	if d == c.fenced.Load() {
-		return nil
+	for n := 1; ; n++ {
+		d := c.dials.Load()
+		if d == c.fenced.Load() {
+			return nil
+		}
+		err := c.fence(ctx)
+		if err == nil {
+			c.fenced.Store(d)
+			return nil
+		}
+		if !transient(err) || neverSent(err) || timedOut(err) || ctx.Err() != nil || n >= refenceAttempts {
+			return err
+		}
+		c.log.Debug("emq: the version fence failed in transport; running it again on a fresh connection", "attempt", n, "err", err)
 	}
-	if err := c.fence(ctx); err != nil {
-		return err
-	}
-	c.fenced.Store(d)
-	return nil
 }
 
 // fence runs the fence script and judges what it found.
 func (c *Client) fence(ctx context.Context) error {
 	call := wire.FenceCall{VersionKey: wire.KeyVersion, BundleKey: wire.KeyBundle, Version: wire.VersionRecord, Semver: Version, Bundle: wire.BundleDigest}
 	r, err := call.Exec(ctx, c.rc)
+	var fe *FenceError
+	var be *BundleError
+	switch {
+	case errors.As(err, &fe):
+		return fe // a connection's own fence refused the keyspace as it was dialed
+	case errors.As(err, &be):
+		return be
+	}
 	if err != nil {
 		if transient(err) {
 			// The fence could not run: not a refusal. Matches ErrConnection,
@@ -463,13 +575,13 @@ func (c *Client) fence(ctx context.Context) error {
 			if errors.Is(err, ErrConnection) {
 				return err
 			}
-			return fmt.Errorf("%w: the version fence could not run: %w", ErrConnection, err)
+			return errorf("%w: the version fence could not run: %w", ErrConnection, err)
 		}
 		if refused(err) {
-			return fmt.Errorf("emq: the server refuses this user the version fence on %s and %s (an ACL permission is missing; docs/security.md lists what every client needs): %w", wire.KeyVersion, wire.KeyBundle, err)
+			return errorf("emq: the server refuses this user the version fence on %s and %s (an ACL permission is missing; docs/security.md lists what every client needs): %w", wire.KeyVersion, wire.KeyBundle, err)
 		}
 		if re, ok := rueidis.IsRedisErr(errors.Unwrap(err)); ok && !clusterState(re) {
-			return fmt.Errorf("%w: %v", ErrVersionFence, err)
+			return errorf("%w: %v", ErrVersionFence, err)
 		}
 		return err
 	}
@@ -524,10 +636,10 @@ func (c *Client) leaseNode(ctx context.Context) error {
 		n := (start + i) % (wire.MaxNode + 1)
 		ok, err := c.lockNode(ctx, n)
 		if err != nil && refused(err) {
-			return fmt.Errorf("emq: leasing a node: the server refuses this user the lock script on %s (an ACL permission is missing; docs/security.md lists what every client needs): %w", wire.KeyLocks, err)
+			return errorf("emq: leasing a node: the server refuses this user the lock script on %s (an ACL permission is missing; docs/security.md lists what every client needs): %w", wire.KeyLocks, err)
 		}
 		if err != nil {
-			return fmt.Errorf("emq: leasing a node: %w", err)
+			return errorf("emq: leasing a node: %w", err)
 		}
 		if ok {
 			g, err := wire.NewGenerator(n)
@@ -538,7 +650,7 @@ func (c *Client) leaseNode(ctx context.Context) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: all %d nodes are leased", ErrNoNode, wire.MaxNode+1)
+	return errorf("%w: all %d nodes are leased", ErrNoNode, wire.MaxNode+1)
 }
 
 // lockNode takes or renews the lease on node n; the lease is taken to hold

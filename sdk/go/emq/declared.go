@@ -2,7 +2,6 @@ package emq
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -37,23 +36,23 @@ func (q *Queue) Head(ctx context.Context, s Set, n int) (ids []ID, err error) {
 func (q *Queue) headOnce(ctx context.Context, s Set, n int) ([]ID, error) {
 	key := q.keys.Set(s)
 	if key == "" {
-		return nil, fmt.Errorf("%w: unknown set %q", ErrArgument, s)
+		return nil, errorf("%w: unknown set %q", ErrArgument, s)
 	}
 	if n < 1 {
-		return nil, fmt.Errorf("%w: head count %d", ErrArgument, n)
+		return nil, errorf("%w: head count %d", ErrArgument, n)
 	}
 	if err := q.c.ensureRead(ctx); err != nil {
 		return nil, err
 	}
 	members, err := q.c.rc.Do(ctx, q.headCmd(key, n)).AsStrSlice()
 	if err != nil {
-		return nil, fmt.Errorf("emq: head of %s: %w", s, err)
+		return nil, errorf("emq: head of %s: %w", s, err)
 	}
 	ids := make([]ID, 0, len(members))
 	for _, m := range members {
 		id, err := ParseID(m)
 		if err != nil {
-			return nil, fmt.Errorf("emq: head of %s: %w", s, err)
+			return nil, errorf("emq: head of %s: %w", s, err)
 		}
 		ids = append(ids, id)
 	}
@@ -72,7 +71,7 @@ func (q *Queue) rowsOf(ids []ID) ([]string, error) {
 	for i, id := range ids {
 		row, err := q.keys.Row(id)
 		if err != nil {
-			return nil, fmt.Errorf("id %d: %w", i, err)
+			return nil, errorf("id %d: %w", i, err)
 		}
 		rows[i] = row
 	}
@@ -184,7 +183,7 @@ func (q *Queue) PromoteIDs(ctx context.Context, ids []ID) (_ int, err error) {
 func (q *Queue) ReapIDs(ctx context.Context, ids []ID, maxAttempts int) (_ int, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if maxAttempts < 0 {
-		return 0, fmt.Errorf("%w: max attempts %d", ErrArgument, maxAttempts)
+		return 0, errorf("%w: max attempts %d", ErrArgument, maxAttempts)
 	}
 	rows, err := q.rowsOf(ids)
 	if err != nil {
@@ -221,10 +220,10 @@ func (q *Queue) PushMany(ctx context.Context, jobs []NewJob) (enqueued []bool, e
 	for i, j := range jobs {
 		row, err := q.keys.Row(j.ID)
 		if err != nil {
-			return nil, fmt.Errorf("job %d: %w", i, err)
+			return nil, errorf("job %d: %w", i, err)
 		}
 		if err := q.c.checkPayload(j.Payload); err != nil {
-			return nil, fmt.Errorf("job %d: %w", i, err)
+			return nil, errorf("job %d: %w", i, err)
 		}
 		call.Rows[i] = row
 		call.Entries[i] = wire.PushManyEntry{ID: j.ID, Payload: rueidis.BinaryString(j.Payload)}
@@ -238,7 +237,7 @@ func (q *Queue) PushMany(ctx context.Context, jobs []NewJob) (enqueued []bool, e
 			return err
 		}
 		if len(rs) != len(jobs) {
-			return fmt.Errorf("emq: %s: %d records for %d jobs", wire.ScriptPushMany.Name, len(rs), len(jobs))
+			return errorf("emq: %s: %d records for %d jobs", wire.ScriptPushMany.Name, len(rs), len(jobs))
 		}
 		enqueued = make([]bool, len(jobs))
 		n := int64(0)
@@ -287,7 +286,7 @@ func (q *Queue) claimHead(ctx context.Context, lease time.Duration, n int) ([]Jo
 	for try := 0; try < headRetries; try++ {
 		members, err := q.c.rc.Do(ctx, q.headCmd(q.keys.Pending, n)).AsStrSlice()
 		if err != nil {
-			return nil, fmt.Errorf("emq: head of %s: %w", SetPending, err)
+			return nil, errorf("emq: head of %s: %w", SetPending, err)
 		}
 		if len(members) == 0 {
 			return nil, nil

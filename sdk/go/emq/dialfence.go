@@ -29,7 +29,7 @@ func (c *Client) dialFence(conn net.Conn, ro rueidis.ClientOption) error {
 		timeout = 5 * time.Second
 	}
 	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return fmt.Errorf("%w: fencing a new connection: %w", ErrConnection, err)
+		return errorf("%w: fencing a new connection: %w", ErrConnection, err)
 	}
 	defer conn.SetDeadline(time.Time{})
 	br := bufio.NewReader(conn)
@@ -58,12 +58,12 @@ func (c *Client) dialFence(conn net.Conn, ro rueidis.ClientOption) error {
 			args = []string{"AUTH", user, pass}
 		}
 		if v, err := ask(args...); err != nil || v.err != "" {
-			return connectionError(fmt.Errorf("emq: fencing a new connection: auth: %w", errors.Join(err, replyError(v.err))))
+			return connectionError(errorf("emq: fencing a new connection: auth: %w", join(err, replyError(v.err))))
 		}
 	}
 	if ro.SelectDB != 0 {
 		if v, err := ask("SELECT", strconv.Itoa(ro.SelectDB)); err != nil || v.err != "" {
-			return connectionError(fmt.Errorf("emq: fencing a new connection: select: %w", errors.Join(err, replyError(v.err))))
+			return connectionError(errorf("emq: fencing a new connection: select: %w", join(err, replyError(v.err))))
 		}
 	}
 	call := wire.FenceCall{VersionKey: wire.KeyVersion, BundleKey: wire.KeyBundle, Version: wire.VersionRecord, Semver: Version, Bundle: wire.BundleDigest}
@@ -75,15 +75,15 @@ func (c *Client) dialFence(conn net.Conn, ro rueidis.ClientOption) error {
 	}
 	switch {
 	case err != nil && errors.Is(err, errResp):
-		return fmt.Errorf("emq: fencing a new connection: %w", err)
+		return errorf("emq: fencing a new connection: %w", err)
 	case err != nil, loadingReply(v.err):
 		// The fence could not run: a transport failure (or a server still
 		// loading), never a refusal.
-		return fmt.Errorf("%w: fencing a new connection: %w", ErrConnection, errors.Join(err, replyError(v.err)))
+		return errorf("%w: fencing a new connection: %w", ErrConnection, join(err, replyError(v.err)))
 	case v.err != "":
-		return fmt.Errorf("%w: fencing a new connection: %s", ErrVersionFence, v.err)
+		return errorf("%w: fencing a new connection: %s", ErrVersionFence, v.err)
 	case len(v.arr) != 2:
-		return fmt.Errorf("%w: fencing a new connection: the fence answered %d elements", ErrVersionFence, len(v.arr))
+		return errorf("%w: fencing a new connection: the fence answered %d elements", ErrVersionFence, len(v.arr))
 	}
 	found, bundle := v.arr[0].str, v.arr[1].str
 	if _, err := CheckVersionRecord(found); err != nil {

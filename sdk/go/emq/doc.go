@@ -2,6 +2,47 @@
 // wire contract — keys, Lua scripts, ids, refusals, the version fence — is
 // written down in protocol.yaml.
 //
+// # Quickstart
+//
+// Connect, name a queue, push jobs, and run a worker over them (the
+// package example runs this against a real server):
+//
+//	c, err := emq.Connect(ctx, emq.Options{Addr: "127.0.0.1:6379"})
+//	if err != nil {
+//		return err // ErrConnection: no server; *FenceError: another major owns the keyspace
+//	}
+//	defer c.Close()
+//	q, err := c.Queue("emails")
+//	id, err := c.Mint(emq.WorkKind)
+//	ok, err := q.Push(ctx, id, []byte("ada@example.com"))
+//
+//	w, err := emq.NewWorker(q, func(ctx context.Context, job emq.Job) error {
+//		return send(ctx, job.Payload) // nil completes the job; an error retries it
+//	}, emq.WorkerOptions{Concurrency: 8})
+//	err = w.Run(ctx) // until ctx is done, then a clean shutdown
+//
+// Typed payloads are JSON values: [NewJSONQueue] gives a queue a typed
+// Push, and [JSON] adapts a handler of [TypedJob] values.
+//
+// # The API a queue user needs
+//
+// Most programs use only these; they are listed here apart from the
+// token-level calls below, which share the [Queue] type's method list:
+//
+//   - The client: [Connect] (or [Observe] for read-only tools), [Options],
+//     [Client.Queue], [Client.Mint], [Client.Close].
+//   - Producing: [Queue.Push], [Queue.PushBatch], [Queue.EnqueueAt] (run
+//     later), [Queue.PushDurable] and [Queue.PushBatchDurable] (wait for
+//     replicas), and the typed [JSONQueue].
+//   - Consuming: [NewWorker], [Worker.Run], [Handler], [WorkerOptions],
+//     [Permanent] (bury instead of retry), [JSON] (typed handlers).
+//   - Inspecting: [Queue.Get] ([JobInfo]), [Queue.Sizes], [Queue.Size],
+//     [Queue.PendingSize], [Queue.Page] and [Queue.PageEntries] (walk a set
+//     with a [Cursor]), [Queue.Revive], [Queue.ReviveAll] and [Queue.Purge]
+//     (dead jobs), [Client.ListQueues], [Client.FindJob].
+//   - Metrics and printing: [Tally] (or any [Metrics]), and the String
+//     methods of [JobInfo], [Job] and [Tally].
+//
 // # Connecting
 //
 // Connect opens a client from an address, a URL or any rueidis option, and
@@ -9,7 +50,8 @@
 // this version, an older minor of this major is raised, and a keyspace of
 // another major, or one running another script bundle under this version,
 // is refused with a *FenceError or a *BundleError. The client fences again
-// after every reconnect.
+// after every reconnect, and a call whose command could not be sent (the
+// server restarting, say) waits for a connection within its context.
 //
 //	c, err := emq.Connect(ctx, emq.Options{Addr: "127.0.0.1:6379"})
 //	c, err := emq.Connect(ctx, emq.Options{URL: "rediss://app:secret@redis.internal:6380/0"})
@@ -29,10 +71,6 @@
 // to retry. PushDurable and PushBatchDurable
 // also wait for replicas to acknowledge (Durability).
 //
-//	q, err := c.Queue("orders")
-//	id, err := c.Mint(emq.WorkKind)
-//	ok, err := q.Push(ctx, id, payload)
-//
 // # Consuming
 //
 // A Worker runs a Handler over a queue's jobs with the concurrency, lease
@@ -40,20 +78,36 @@
 // while handlers run, retries a failed job with backoff (Permanent buries
 // it at once), buries it after MaxAttempts, keeps the queue maintained
 // (scheduled jobs promoted, expired leases reaped) and, when Run's context
-// is done, shuts down without losing a job. Queue.Claim, Extend, Complete,
-// Retry and Bury are the same steps by hand.
-//
-//	w, err := emq.NewWorker(q, func(ctx context.Context, job emq.Job) error {
-//		return send(ctx, job.Payload) // nil completes the job; an error retries it
-//	}, emq.WorkerOptions{Concurrency: 8})
-//	err = w.Run(ctx)
+// is done, shuts down without losing a job.
 //
 // # Inspecting
 //
 // Get reads one job's row (JobInfo), Size and Sizes count a queue's sets,
 // Page and PageEntries walk a set newest first with a stable Cursor,
-// Revive and Purge act on dead jobs. Observe opens a client that reads a
-// keyspace without fencing it, for dashboards and operators.
+// Revive, ReviveAll and Purge act on dead jobs. Observe opens a client
+// that reads a keyspace without fencing it, for dashboards and operators
+// (the emq command line and its dashboard are built on it).
+//
+// # Token-level calls
+//
+// A Worker is built on calls that take one step of a job's life each, with
+// the job's fencing token; they are public for tools, tests and workers of
+// your own, and most programs never call them:
+//
+//   - Claiming: [Queue.Claim], [Queue.ClaimMany], [Queue.Head] with
+//     [Queue.ClaimIDs].
+//   - Settling a claimed job: [Queue.Extend], [Queue.Complete],
+//     [Queue.CompleteClaim] and [Queue.CompleteClaimIDs] (complete and claim
+//     the next in one call), [Queue.Retry], [Queue.Bury].
+//   - Maintenance: [Queue.Promote], [Queue.Reap], [Queue.PromoteIDs],
+//     [Queue.ReapIDs], [Queue.RunNow].
+//   - Raw pushes: [Queue.Enqueue] (no doorbell), [Queue.PushMany].
+//   - Reading the raw sets: [Queue.Browse], [Queue.Oldest], [Queue.Due],
+//     [Queue.CountUpTo], [Client.Stats], [Client.ServerTime].
+//
+// A token-level call that is not idempotent (a claim, a settlement) is
+// never sent twice once written: after a lost connection it fails with
+// ErrConnection and the caller decides (see ErrConnection).
 //
 // # Errors
 //

@@ -2,7 +2,6 @@ package emq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -43,7 +42,7 @@ type Durability struct {
 
 func (d Durability) check() error {
 	if d.Replicas < 1 {
-		return fmt.Errorf("%w: durability needs at least 1 replica, not %d (use Push)", ErrArgument, d.Replicas)
+		return errorf("%w: durability needs at least 1 replica, not %d (use Push)", ErrArgument, d.Replicas)
 	}
 	return positive("durability timeout", d.Timeout)
 }
@@ -157,7 +156,7 @@ func (q *Queue) PushBatchDurable(ctx context.Context, jobs []NewJob, d Durabilit
 	}
 	switch {
 	case berr != nil && derr != nil:
-		return oks, errors.Join(berr, derr)
+		return oks, join(berr, derr)
 	case berr != nil:
 		return oks, berr
 	case derr != nil:
@@ -199,7 +198,7 @@ func (q *Queue) pushDurable(ctx context.Context, calls []rueidis.LuaExec, d Dura
 		redirected := false
 		for j, i := range todo {
 			if rd.replies == nil {
-				again, last[i] = append(again, i), fmt.Errorf("a redirect to %s, a node the client does not know yet", sent.addr)
+				again, last[i] = append(again, i), errorf("a redirect to %s, a node the client does not know yet", sent.addr)
 				continue
 			}
 			r := rd.replies[j]
@@ -249,7 +248,7 @@ func (q *Queue) pushDurable(ctx context.Context, calls []rueidis.LuaExec, d Dura
 		if !pause(ctx, wait) {
 			// ctx ended while the cluster redirected: the calls left did not run.
 			for _, i := range todo {
-				errs[i] = fmt.Errorf("emq: %s: %w; the cluster answered %v", wire.ScriptPush.Name, ctx.Err(), last[i])
+				errs[i] = errorf("emq: %s: %w; the cluster answered %v", wire.ScriptPush.Name, ctx.Err(), last[i])
 			}
 			break
 		}
@@ -324,7 +323,7 @@ func (q *Queue) durableRound(ctx context.Context, route roundRoute, todo []int, 
 		rd.checked = true
 		acked, err := out[len(todo)].AsInt64()
 		if err != nil {
-			rd.err = fmt.Errorf("WAIT: %w", err)
+			rd.err = errorf("WAIT: %w", err)
 			return
 		}
 		rd.acked = int(acked)
@@ -368,7 +367,7 @@ func replicatedTo(ctx context.Context, conn multiDoer, b rueidis.Builder, d Dura
 	out := conn.DoMulti(ctx, info(), wait, info())
 	text, err := out[0].ToString()
 	if err != nil {
-		return 0, fmt.Errorf("INFO replication: %w", err)
+		return 0, errorf("INFO replication: %w", err)
 	}
 	target, _, err := parseReplication(text)
 	if err != nil {
@@ -378,7 +377,7 @@ func replicatedTo(ctx context.Context, conn multiDoer, b rueidis.Builder, d Dura
 	for {
 		text, err := r.ToString()
 		if err != nil {
-			return 0, fmt.Errorf("INFO replication: %w", err)
+			return 0, errorf("INFO replication: %w", err)
 		}
 		_, replicas, err := parseReplication(text)
 		if err != nil {
@@ -409,7 +408,7 @@ func parseReplication(info string) (offset int64, replicas []int64, err error) {
 		line = strings.TrimSpace(line)
 		if v, ok := strings.CutPrefix(line, "master_repl_offset:"); ok {
 			if offset, err = strconv.ParseInt(v, 10, 64); err != nil {
-				return 0, nil, fmt.Errorf("INFO replication: master_repl_offset %q", v)
+				return 0, nil, errorf("INFO replication: master_repl_offset %q", v)
 			}
 			found = true
 			continue
@@ -430,7 +429,7 @@ func parseReplication(info string) (offset int64, replicas []int64, err error) {
 		}
 	}
 	if !found {
-		return 0, nil, fmt.Errorf("INFO replication has no master_repl_offset (not a primary?)")
+		return 0, nil, errorf("INFO replication has no master_repl_offset (not a primary?)")
 	}
 	return offset, replicas, nil
 }

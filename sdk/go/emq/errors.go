@@ -64,3 +64,70 @@ func ParseRefusal(reply string) (*ClassError, bool) {
 	}
 	return nil, false
 }
+
+// prefix opens every error message of the package, once.
+const prefix = "emq: "
+
+// onePrefix returns msg with one leading prefix and no other: the messages
+// of wrapped errors keep their words, not their prefixes. A message with
+// no prefix anywhere is returned as it is.
+func onePrefix(msg string) string {
+	if !strings.Contains(msg, prefix) {
+		return msg
+	}
+	return prefix + strings.ReplaceAll(msg, prefix, "")
+}
+
+// prefixed is an error whose message was rid of inner prefixes; it wraps
+// the error it was made from, so errors.Is and errors.As see everything
+// that one wraps.
+type prefixed struct {
+	msg string
+	err error
+}
+
+func (e *prefixed) Error() string { return e.msg }
+func (e *prefixed) Unwrap() error { return e.err }
+
+// errorf is fmt.Errorf with one prefix in the message (onePrefix): wrapping
+// an error of this package, or of the generated wire layer, adds words to
+// its message, never a second "emq: ".
+func errorf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	if msg := err.Error(); onePrefix(msg) != msg {
+		return &prefixed{msg: onePrefix(msg), err: err}
+	}
+	return err
+}
+
+// joined is errors.Join with one prefix: its message is the messages of
+// its errors rid of their prefixes, joined by "; ", after one prefix.
+type joined struct{ errs []error }
+
+func (e *joined) Error() string {
+	msgs := make([]string, len(e.errs))
+	for i, err := range e.errs {
+		msgs[i] = strings.TrimPrefix(onePrefix(err.Error()), prefix)
+	}
+	return prefix + strings.Join(msgs, "; ")
+}
+
+func (e *joined) Unwrap() []error { return e.errs }
+
+// join returns the errors that are not nil as one: nil when there are
+// none, the error itself when there is one, a *joined otherwise.
+func join(errs ...error) error {
+	var out []error
+	for _, err := range errs {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	switch len(out) {
+	case 0:
+		return nil
+	case 1:
+		return out[0]
+	}
+	return &joined{errs: out}
+}

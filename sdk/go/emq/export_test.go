@@ -6,3 +6,7 @@ func PushIdle(q *Queue) bool {
 	f, w := q.p.inFlight()
 	return f == 0 && w == 0
 }
+
+// PeerClosed reports whether the server has closed conn, as the client
+// looks before a write (a peek that consumes nothing).
+var PeerClosed = peerClosed

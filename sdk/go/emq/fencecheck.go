@@ -67,10 +67,10 @@ func (f fenceSpec) run(ctx context.Context, rc rueidis.Client) (*probe.Transcrip
 	}
 	n, err := rc.Do(ctx, rc.B().Dbsize().Build()).AsInt64()
 	if err != nil {
-		return nil, fmt.Errorf("emq: counting the fence database's keys: %w", err)
+		return nil, errorf("emq: counting the fence database's keys: %w", err)
 	}
 	if n != 0 {
-		return nil, fmt.Errorf("%w: it holds %d key(s); give a database nobody uses", ErrFenceDBNotEmpty, n)
+		return nil, errorf("%w: it holds %d key(s); give a database nobody uses", ErrFenceDBNotEmpty, n)
 	}
 	c := &fenceChecks{f: f, rc: rc}
 	t := &probe.Transcript{}
@@ -78,7 +78,7 @@ func (f fenceSpec) run(ctx context.Context, rc rueidis.Client) (*probe.Transcrip
 		t.Results = append(t.Results, probe.Result{Target: FenceTarget, Check: ch.check, Err: ch.run(ctx)})
 	}
 	if err := c.reset(ctx); err != nil {
-		return t, fmt.Errorf("emq: cleaning up the fence database: %w", err)
+		return t, errorf("emq: cleaning up the fence database: %w", err)
 	}
 	return t, nil
 }
@@ -197,17 +197,17 @@ func (c *fenceChecks) plant(ctx context.Context, record string) error {
 // with the spec's bundle, and the record the keyspace holds.
 func (c *fenceChecks) admitted(ctx context.Context, r wire.FenceReply, record string) error {
 	if r.Version != record {
-		return fmt.Errorf("the fence answered the record %q, want %q", r.Version, record)
+		return errorf("the fence answered the record %q, want %q", r.Version, record)
 	}
 	if r.Bundle != c.f.digest {
-		return fmt.Errorf("the fence answered the digest %q, want %q", r.Bundle, c.f.digest)
+		return errorf("the fence answered the digest %q, want %q", r.Bundle, c.f.digest)
 	}
 	got, err := c.readRecord(ctx)
 	if err != nil {
 		return err
 	}
 	if got != record {
-		return fmt.Errorf("the keyspace holds the record %q after the fence, want %q", got, record)
+		return errorf("the keyspace holds the record %q after the fence, want %q", got, record)
 	}
 	return nil
 }
@@ -215,7 +215,7 @@ func (c *fenceChecks) admitted(ctx context.Context, r wire.FenceReply, record st
 // judged checks the verdict of the spec's version on record.
 func (c *fenceChecks) judged(record string, want Verdict) error {
 	if v := judge(c.f.version, record); v != want {
-		return fmt.Errorf("the judge calls %q %s, want %s", record, v, want)
+		return errorf("the judge calls %q %s, want %s", record, v, want)
 	}
 	return nil
 }
@@ -226,10 +226,10 @@ func (c *fenceChecks) fresh(ctx context.Context) error {
 		return err
 	}
 	if got != "" {
-		return fmt.Errorf("found the record %q", got)
+		return errorf("found the record %q", got)
 	}
 	if n, err := c.rc.Do(ctx, c.rc.B().Exists().Key(wire.KeyBundle).Build()).AsInt64(); err != nil || n != 0 {
-		return fmt.Errorf("the bundle identity %s exists (%d, %v)", wire.KeyBundle, n, err)
+		return errorf("the bundle identity %s exists (%d, %v)", wire.KeyBundle, n, err)
 	}
 	return nil
 }
@@ -248,7 +248,7 @@ func (c *fenceChecks) readBack(ctx context.Context) error {
 		return err
 	}
 	if got != c.f.record() {
-		return fmt.Errorf("read %q, want %q", got, c.f.record())
+		return errorf("read %q, want %q", got, c.f.record())
 	}
 	return c.judged(got, VersionCurrent)
 }
@@ -321,14 +321,14 @@ func (c *fenceChecks) refused(ctx context.Context, record string) error {
 		return err
 	}
 	if r.Version != record || r.Bundle != "" {
-		return fmt.Errorf("the fence answered %q with the digest %q, want %q and none", r.Version, r.Bundle, record)
+		return errorf("the fence answered %q with the digest %q, want %q and none", r.Version, r.Bundle, record)
 	}
 	after, err := c.dump(ctx)
 	if err != nil {
 		return err
 	}
 	if before != after {
-		return fmt.Errorf("the fence changed the keyspace it refused (%q)", record)
+		return errorf("the fence changed the keyspace it refused (%q)", record)
 	}
 	return nil
 }
@@ -349,7 +349,7 @@ func (c *fenceChecks) digest(ctx context.Context) error {
 		return err
 	}
 	if got != c.f.digest {
-		return fmt.Errorf("recorded %q for %s, want %q", got, c.f.semver(), c.f.digest)
+		return errorf("recorded %q for %s, want %q", got, c.f.semver(), c.f.digest)
 	}
 	sum := sha1.Sum([]byte("foreign bundle " + c.f.digest))
 	foreign := hex.EncodeToString(sum[:])
@@ -363,13 +363,13 @@ func (c *fenceChecks) digest(ctx context.Context) error {
 		return err
 	}
 	if r.Version != c.f.record() || r.Bundle != foreign {
-		return fmt.Errorf("the fence answered %q with the digest %q, want %q with the planted %q", r.Version, r.Bundle, c.f.record(), foreign)
+		return errorf("the fence answered %q with the digest %q, want %q with the planted %q", r.Version, r.Bundle, c.f.record(), foreign)
 	}
 	if got, err = c.digestOf(ctx); err != nil {
 		return err
 	}
 	if got != foreign {
-		return fmt.Errorf("the planted digest became %q", got)
+		return errorf("the planted digest became %q", got)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package emq
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/redis/rueidis"
 
@@ -18,7 +17,7 @@ import (
 func (c *Client) FindJob(ctx context.Context, id ID, names []string) (_ []string, err error) {
 	defer c.afterFailure(ctx, &err)
 	if len(names) > MaxStatsQueues {
-		return nil, fmt.Errorf("%w: %d queues, more than %d", ErrArgument, len(names), MaxStatsQueues)
+		return nil, errorf("%w: %d queues, more than %d", ErrArgument, len(names), MaxStatsQueues)
 	}
 	rows := make([]string, len(names))
 	for i, n := range names {
@@ -44,7 +43,7 @@ func (c *Client) FindJob(ctx context.Context, id ID, names []string) (_ []string
 	for i, res := range c.rc.DoMulti(ctx, cmds...) {
 		n, err := res.AsInt64()
 		if err != nil {
-			return nil, fmt.Errorf("emq: finding %s in %s: %w", id, names[i], err)
+			return nil, errorf("emq: finding %s in %s: %w", id, names[i], err)
 		}
 		if n > 0 {
 			found = append(found, names[i])

@@ -2,8 +2,6 @@ package emq
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,7 +58,7 @@ func (q *Queue) getOnce(ctx context.Context, id ID) (JobInfo, bool, error) {
 	res := rc.DoMulti(ctx, cmds...)
 	m, err := res[0].AsStrMap()
 	if err != nil {
-		return JobInfo{}, false, fmt.Errorf("emq: get %s: %w", id, err)
+		return JobInfo{}, false, errorf("emq: get %s: %w", id, err)
 	}
 	info := JobInfo{ID: id}
 	scores := make([]float64, len(sets))
@@ -70,7 +68,7 @@ func (q *Queue) getOnce(ctx context.Context, id ID) (JobInfo, bool, error) {
 			continue // not a member, or not a set at all (a foreign key)
 		}
 		if err != nil {
-			return JobInfo{}, false, fmt.Errorf("emq: get %s: the score in %s: %w", id, s, err)
+			return JobInfo{}, false, errorf("emq: get %s: the score in %s: %w", id, s, err)
 		}
 		info.In, scores[i] = append(info.In, s), sc
 	}
@@ -80,11 +78,11 @@ func (q *Queue) getOnce(ctx context.Context, id ID) (JobInfo, bool, error) {
 	info.Payload = []byte(m[wire.FieldPayload])
 	st, ok := wire.ParseState(m[wire.FieldState])
 	if !ok {
-		return JobInfo{}, false, fmt.Errorf("emq: get %s: the row holds an unknown state %q", id, m[wire.FieldState])
+		return JobInfo{}, false, errorf("emq: get %s: the row holds an unknown state %q", id, m[wire.FieldState])
 	}
 	info.State = st
 	if info.Attempts, err = strconv.ParseInt(m[wire.FieldToken], 10, 64); err != nil {
-		return JobInfo{}, false, fmt.Errorf("emq: get %s: the row's token %q: %w", id, m[wire.FieldToken], err)
+		return JobInfo{}, false, errorf("emq: get %s: the row's token %q: %w", id, m[wire.FieldToken], err)
 	}
 	for i, s := range sets {
 		if s == st.Set() && !s.Lex() && slices.Contains(info.In, s) {
@@ -169,19 +167,19 @@ func (q *Queue) pageEntriesOnce(ctx context.Context, s Set, after Cursor, n int)
 		}
 		vals, err := res.ToArray()
 		if err != nil || len(vals) != 2 {
-			return nil, "", fmt.Errorf("emq: page of %s: reading the row of %s: %v (%d values)", s, ids[i], err, len(vals))
+			return nil, "", errorf("emq: page of %s: reading the row of %s: %v (%d values)", s, ids[i], err, len(vals))
 		}
 		if st, err := vals[0].ToString(); err == nil {
 			e.Exists, e.State = true, State(st)
 			tok, err := vals[1].ToString()
 			if err != nil {
-				return nil, "", fmt.Errorf("emq: page of %s: the row of %s has no %s: %w", s, ids[i], wire.FieldToken, err)
+				return nil, "", errorf("emq: page of %s: the row of %s has no %s: %w", s, ids[i], wire.FieldToken, err)
 			}
 			if e.Attempts, err = strconv.ParseInt(tok, 10, 64); err != nil {
-				return nil, "", fmt.Errorf("emq: page of %s: the row of %s holds %s %q: %w", s, ids[i], wire.FieldToken, tok, err)
+				return nil, "", errorf("emq: page of %s: the row of %s holds %s %q: %w", s, ids[i], wire.FieldToken, tok, err)
 			}
 		} else if !rueidis.IsRedisNil(err) {
-			return nil, "", fmt.Errorf("emq: page of %s: reading the row of %s: %w", s, ids[i], err)
+			return nil, "", errorf("emq: page of %s: reading the row of %s: %w", s, ids[i], err)
 		}
 		out[i] = e
 	}
@@ -193,10 +191,10 @@ func (q *Queue) page(ctx context.Context, s Set, after Cursor, n int) ([]ID, []f
 	cursor := string(after)
 	key := q.keys.Set(s)
 	if key == "" {
-		return nil, nil, "", fmt.Errorf("%w: unknown set %q", ErrArgument, s)
+		return nil, nil, "", errorf("%w: unknown set %q", ErrArgument, s)
 	}
 	if n <= 0 {
-		return nil, nil, "", fmt.Errorf("%w: page size %d", ErrArgument, n)
+		return nil, nil, "", errorf("%w: page size %d", ErrArgument, n)
 	}
 	if err := validCursor(s, cursor); err != nil {
 		return nil, nil, "", err
@@ -216,7 +214,7 @@ func (q *Queue) page(ctx context.Context, s Set, after Cursor, n int) ([]ID, []f
 		}
 		got, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min(max).Max("-").Bylex().Rev().Limit(0, int64(n)).Build()).AsStrSlice()
 		if err != nil {
-			return nil, nil, "", fmt.Errorf("emq: page of %s: %w", s, err)
+			return nil, nil, "", errorf("emq: page of %s: %w", s, err)
 		}
 		members = got
 		scores = make([]float64, len(got))
@@ -229,7 +227,7 @@ func (q *Queue) page(ctx context.Context, s Set, after Cursor, n int) ([]ID, []f
 			sc, id, _ := strings.Cut(cursor, "/")
 			same, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min(sc).Max(sc).Byscore().Rev().Withscores().Build()).AsZScores()
 			if err != nil {
-				return nil, nil, "", fmt.Errorf("emq: page of %s: %w", s, err)
+				return nil, nil, "", errorf("emq: page of %s: %w", s, err)
 			}
 			for _, z := range same {
 				if z.Member < id && len(members) < n {
@@ -241,7 +239,7 @@ func (q *Queue) page(ctx context.Context, s Set, after Cursor, n int) ([]ID, []f
 		if len(members) < n {
 			zs, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min(rest).Max("-inf").Byscore().Rev().Limit(0, int64(n-len(members))).Withscores().Build()).AsZScores()
 			if err != nil {
-				return nil, nil, "", fmt.Errorf("emq: page of %s: %w", s, err)
+				return nil, nil, "", errorf("emq: page of %s: %w", s, err)
 			}
 			for _, z := range zs {
 				members, scores = append(members, z.Member), append(scores, z.Score)
@@ -252,7 +250,7 @@ func (q *Queue) page(ctx context.Context, s Set, after Cursor, n int) ([]ID, []f
 	for _, m := range members {
 		id, err := ParseID(m)
 		if err != nil {
-			return nil, nil, "", fmt.Errorf("emq: page of %s: %s holds %q, which is not an id: %w", s, key, m, err)
+			return nil, nil, "", errorf("emq: page of %s: %s holds %q, which is not an id: %w", s, key, m, err)
 		}
 		ids = append(ids, id)
 	}
@@ -272,15 +270,15 @@ func (c *Client) ServerTime(ctx context.Context) (_ time.Time, err error) {
 	defer c.afterFailure(ctx, &err)
 	t, err := c.rc.Do(ctx, c.rc.B().Time().Build()).AsStrSlice()
 	if err != nil {
-		return time.Time{}, fmt.Errorf("emq: server time: %w", err)
+		return time.Time{}, errorf("emq: server time: %w", err)
 	}
 	if len(t) != 2 {
-		return time.Time{}, fmt.Errorf("emq: server time: TIME answered %d values", len(t))
+		return time.Time{}, errorf("emq: server time: TIME answered %d values", len(t))
 	}
 	sec, err1 := strconv.ParseInt(t[0], 10, 64)
 	usec, err2 := strconv.ParseInt(t[1], 10, 64)
 	if err1 != nil || err2 != nil {
-		return time.Time{}, fmt.Errorf("emq: server time: TIME answered %q", t)
+		return time.Time{}, errorf("emq: server time: TIME answered %q", t)
 	}
 	return time.Unix(sec, usec*1000), nil
 }
@@ -295,7 +293,7 @@ func (q *Queue) Rung(ctx context.Context) (_ bool, err error) {
 	// A list exists exactly while it holds an element: the marker.
 	n, err := q.c.rc.Do(ctx, q.c.rc.B().Exists().Key(q.keys.Wake).Build()).AsInt64()
 	if err != nil {
-		return false, fmt.Errorf("emq: reading the doorbell %s: %w", q.keys.Wake, err)
+		return false, errorf("emq: reading the doorbell %s: %w", q.keys.Wake, err)
 	}
 	return n > 0, nil
 }
@@ -336,7 +334,7 @@ func (q *Queue) ReviveAll(ctx context.Context, ids []ID) (revived []bool, rung b
 		call := wire.ReviveCall{Dead: q.keys.Dead, Pending: q.keys.Pending, Row: rows[i], ID: id}
 		n, cerr := call.Exec(ctx, q.c.rc)
 		if cerr != nil {
-			err = fmt.Errorf("emq: revive %s: %w", id, cerr)
+			err = errorf("emq: revive %s: %w", id, cerr)
 			break
 		}
 		revived = append(revived, n == wire.ReviveRevived)
@@ -346,7 +344,7 @@ func (q *Queue) ReviveAll(ctx context.Context, ids []ID) (revived []bool, rung b
 		ring := wire.RingCall{Wake: q.keys.Wake}
 		n, rerr := ring.Exec(ctx, q.c.rc)
 		if rerr != nil {
-			err = errors.Join(err, fmt.Errorf("emq: ringing the doorbell: %w", rerr))
+			err = join(err, errorf("emq: ringing the doorbell: %w", rerr))
 		}
 		rung = n == wire.RingRung
 	}
@@ -360,7 +358,7 @@ func (q *Queue) ReviveAll(ctx context.Context, ids []ID) (revived []bool, rung b
 // It sends nothing; Page and PageEntries check their cursor with it.
 func CheckCursor(s Set, cursor Cursor) error {
 	if s.State() == "" {
-		return fmt.Errorf("%w: unknown set %q", ErrArgument, s)
+		return errorf("%w: unknown set %q", ErrArgument, s)
 	}
 	return validCursor(s, string(cursor))
 }
@@ -375,7 +373,7 @@ func validCursor(s Set, cursor string) error {
 	if s.Lex() {
 		form = "an id"
 	}
-	bad := fmt.Errorf("%w: cursor %q is not one of set %s's (%s)", ErrArgument, cursor, s, form)
+	bad := errorf("%w: cursor %q is not one of set %s's (%s)", ErrArgument, cursor, s, form)
 	id := cursor
 	if !s.Lex() {
 		sc, rest, ok := strings.Cut(cursor, "/")

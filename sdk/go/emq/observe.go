@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
 
 	"github.com/redis/rueidis"
@@ -46,14 +45,12 @@ func Observe(ctx context.Context, opt Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.watchDials(&ro) // an observer never fences: only the watch and the notSent marks
 	rc, err := rueidis.NewClient(ro)
 	if err != nil {
-		return nil, fmt.Errorf("emq: observe: %w", err)
+		return nil, errorf("emq: observe: %w", err)
 	}
-	if rc.Mode() == rueidis.ClientModeCluster {
-		rc = tryAgainClient{rc}
-	}
-	c.rc = rc
+	c.rc = c.wrap(rc)
 	if _, err := c.ReadVersion(ctx); err != nil {
 		rc.Close()
 		return nil, err
@@ -115,9 +112,9 @@ func (c *Client) ClaimKeyspace(ctx context.Context) (claimed bool, err error) {
 	r, err := call.Exec(ctx, c.rc)
 	if err != nil {
 		if refused(err) {
-			return false, fmt.Errorf("emq: the server refuses this user the version fence on %s and %s (an ACL permission is missing): %w", wire.KeyVersion, wire.KeyBundle, err)
+			return false, errorf("emq: the server refuses this user the version fence on %s and %s (an ACL permission is missing): %w", wire.KeyVersion, wire.KeyBundle, err)
 		}
-		return false, fmt.Errorf("%w: %v", ErrVersionFence, err)
+		return false, errorf("%w: %v", ErrVersionFence, err)
 	}
 	got := KeyspaceVersion{Record: r.Version, Verdict: JudgeVersionRecord(r.Version)}
 	if c.observer {

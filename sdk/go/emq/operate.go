@@ -2,7 +2,6 @@ package emq
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,7 +134,7 @@ func (c *Client) ListQueues(ctx context.Context, o ListOptions) (_ QueueList, er
 			calls++
 			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(match).Count(o.Count).Type("zset").Build()).AsScanEntry()
 			if err != nil {
-				return QueueList{}, fmt.Errorf("emq: listing queues: SCAN on %s: %w", addr, err)
+				return QueueList{}, errorf("emq: listing queues: SCAN on %s: %w", addr, err)
 			}
 			for _, k := range e.Elements {
 				name, ok := sh.queueOf(k)
@@ -170,7 +169,7 @@ func (q *Queue) Oldest(ctx context.Context, s Set) (id ID, ok bool, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	key := q.keys.Set(s)
 	if key == "" {
-		return ID{}, false, fmt.Errorf("%w: unknown set %q", ErrArgument, s)
+		return ID{}, false, errorf("%w: unknown set %q", ErrArgument, s)
 	}
 	if err := q.c.ensureRead(ctx); err != nil {
 		return ID{}, false, err
@@ -184,13 +183,13 @@ func (q *Queue) Oldest(ctx context.Context, s Set) (id ID, ok bool, err error) {
 	}
 	got, err := rc.Do(ctx, cmd).AsStrSlice()
 	if err != nil {
-		return ID{}, false, fmt.Errorf("emq: oldest of %s: %w", s, err)
+		return ID{}, false, errorf("emq: oldest of %s: %w", s, err)
 	}
 	if len(got) == 0 {
 		return ID{}, false, nil
 	}
 	if id, err = ParseID(got[0]); err != nil {
-		return ID{}, false, fmt.Errorf("emq: oldest of %s: %s holds %q, which is not an id: %w", s, key, got[0], err)
+		return ID{}, false, errorf("emq: oldest of %s: %s holds %q, which is not an id: %w", s, key, got[0], err)
 	}
 	return id, true, nil
 }
@@ -206,7 +205,7 @@ func (q *Queue) Due(ctx context.Context, s Set, at time.Time) (_ int64, err erro
 	defer q.c.afterFailure(ctx, &err)
 	key := q.keys.Set(s)
 	if key == "" || s.Lex() {
-		return 0, fmt.Errorf("%w: %q is not a scored set", ErrArgument, s)
+		return 0, errorf("%w: %q is not a scored set", ErrArgument, s)
 	}
 	if err := q.c.ensureRead(ctx); err != nil {
 		return 0, err
@@ -214,7 +213,7 @@ func (q *Queue) Due(ctx context.Context, s Set, at time.Time) (_ int64, err erro
 	rc := q.c.rc
 	n, err := rc.Do(ctx, rc.B().Zcount().Key(key).Min("-inf").Max(strconv.FormatInt(at.UnixMilli(), 10)).Build()).AsInt64()
 	if err != nil {
-		return 0, fmt.Errorf("emq: due in %s: %w", s, err)
+		return 0, errorf("emq: due in %s: %w", s, err)
 	}
 	return n, nil
 }
@@ -234,7 +233,7 @@ func (q *Queue) Migration(ctx context.Context) (_ map[string]string, err error) 
 	}
 	m, err := q.c.rc.Do(ctx, q.c.rc.B().Hgetall().Key(key).Build()).AsStrMap()
 	if err != nil {
-		return nil, fmt.Errorf("emq: reading %s: %w", key, err)
+		return nil, errorf("emq: reading %s: %w", key, err)
 	}
 	return m, nil
 }
@@ -258,14 +257,14 @@ func (q *Queue) RunNow(ctx context.Context, id ID) (_ bool, err error) {
 	rc, key := q.c.rc, q.keys.Schedule
 	n, err := rc.Do(ctx, rc.B().Zadd().Key(key).Xx().Ch().ScoreMember().ScoreMember(0, id.String()).Build()).AsInt64()
 	if err != nil {
-		return false, fmt.Errorf("emq: run %s now: %w", id, err)
+		return false, errorf("emq: run %s now: %w", id, err)
 	}
 	if n == 0 {
 		// Either not scheduled, or its run-at was already the epoch.
 		if _, err := rc.Do(ctx, rc.B().Zscore().Key(key).Member(id.String()).Build()).AsFloat64(); rueidis.IsRedisNil(err) {
 			return false, nil
 		} else if err != nil {
-			return false, fmt.Errorf("emq: run %s now: %w", id, err)
+			return false, errorf("emq: run %s now: %w", id, err)
 		}
 	}
 	// The jobs at the epoch were all asked to run now; a few rounds cover
@@ -273,23 +272,23 @@ func (q *Queue) RunNow(ctx context.Context, id ID) (_ bool, err error) {
 	for range 3 {
 		due, err := rc.Do(ctx, rc.B().Zcount().Key(key).Min("-inf").Max("0").Build()).AsInt64()
 		if err != nil {
-			return false, fmt.Errorf("emq: run %s now: %w", id, err)
+			return false, errorf("emq: run %s now: %w", id, err)
 		}
 		if due > 0 {
 			if _, err := q.Promote(ctx, int(due)); err != nil {
-				return false, fmt.Errorf("emq: run %s now: %w", id, err)
+				return false, errorf("emq: run %s now: %w", id, err)
 			}
 		}
 		if _, err := rc.Do(ctx, rc.B().Zscore().Key(key).Member(id.String()).Build()).AsFloat64(); rueidis.IsRedisNil(err) {
 			if _, err := q.Ring(ctx); err != nil {
-				return true, fmt.Errorf("emq: run %s now: ringing the doorbell: %w", id, err)
+				return true, errorf("emq: run %s now: ringing the doorbell: %w", id, err)
 			}
 			return true, nil
 		} else if err != nil {
-			return false, fmt.Errorf("emq: run %s now: %w", id, err)
+			return false, errorf("emq: run %s now: %w", id, err)
 		}
 	}
-	return false, fmt.Errorf("emq: run %s now: the job is still scheduled after three promotions", id)
+	return false, errorf("emq: run %s now: the job is still scheduled after three promotions", id)
 }
 
 // CountUpTo counts the ids of set s minted at or before id, in a set whose
@@ -302,10 +301,10 @@ func (q *Queue) CountUpTo(ctx context.Context, s Set, id ID) (_ int64, err error
 	defer q.c.afterFailure(ctx, &err)
 	key := q.keys.Set(s)
 	if key == "" || !s.Lex() {
-		return 0, fmt.Errorf("%w: %q is not a set ordered by id", ErrArgument, s)
+		return 0, errorf("%w: %q is not a set ordered by id", ErrArgument, s)
 	}
 	if id.IsZero() {
-		return 0, fmt.Errorf("%w: the zero ID", ErrID)
+		return 0, errorf("%w: the zero ID", ErrID)
 	}
 	if err := q.c.ensureRead(ctx); err != nil {
 		return 0, err
@@ -313,7 +312,7 @@ func (q *Queue) CountUpTo(ctx context.Context, s Set, id ID) (_ int64, err error
 	rc := q.c.rc
 	n, err := rc.Do(ctx, rc.B().Zlexcount().Key(key).Min("-").Max("["+id.String()).Build()).AsInt64()
 	if err != nil {
-		return 0, fmt.Errorf("emq: counting %s up to %s: %w", s, id, err)
+		return 0, errorf("emq: counting %s up to %s: %w", s, id, err)
 	}
 	return n, nil
 }
@@ -360,7 +359,7 @@ const MaxStatsQueues = 1000
 func (c *Client) Stats(ctx context.Context, names []string) (_ []QueueStats, err error) {
 	defer c.afterFailure(ctx, &err)
 	if len(names) > MaxStatsQueues {
-		return nil, fmt.Errorf("%w: %d queues, more than %d", ErrArgument, len(names), MaxStatsQueues)
+		return nil, errorf("%w: %d queues, more than %d", ErrArgument, len(names), MaxStatsQueues)
 	}
 	keys := make([]wire.QueueKeys, len(names))
 	migration := make([]string, len(names))
@@ -405,32 +404,32 @@ func (c *Client) Stats(ctx context.Context, names []string) (_ []QueueStats, err
 		st := QueueStats{Queue: n, Sizes: make(map[Set]int64, len(sets)), At: now}
 		for j, s := range sets {
 			if st.Sizes[s], err = r[j].AsInt64(); err != nil {
-				return nil, fmt.Errorf("emq: stats of %s: the size of %s: %w", n, s, err)
+				return nil, errorf("emq: stats of %s: the size of %s: %w", n, s, err)
 			}
 		}
 		r = r[len(sets):]
 		bell, err := r[0].AsInt64()
 		if err != nil {
-			return nil, fmt.Errorf("emq: stats of %s: the doorbell: %w", n, err)
+			return nil, errorf("emq: stats of %s: the doorbell: %w", n, err)
 		}
 		st.Rung = bell > 0
 		if st.Migration, err = r[1].AsStrMap(); err != nil {
-			return nil, fmt.Errorf("emq: stats of %s: %s: %w", n, migration[i], err)
+			return nil, errorf("emq: stats of %s: %s: %w", n, migration[i], err)
 		}
 		oldest, err := r[2].AsStrSlice()
 		if err != nil {
-			return nil, fmt.Errorf("emq: stats of %s: the oldest pending job: %w", n, err)
+			return nil, errorf("emq: stats of %s: the oldest pending job: %w", n, err)
 		}
 		if len(oldest) == 1 {
 			if st.OldestPending, err = ParseID(oldest[0]); err != nil {
-				return nil, fmt.Errorf("emq: stats of %s: %s holds %q, which is not an id: %w", n, keys[i].Pending, oldest[0], err)
+				return nil, errorf("emq: stats of %s: %s holds %q, which is not an id: %w", n, keys[i].Pending, oldest[0], err)
 			}
 		}
 		if st.ExpiredLeases, err = r[3].AsInt64(); err != nil {
-			return nil, fmt.Errorf("emq: stats of %s: expired leases: %w", n, err)
+			return nil, errorf("emq: stats of %s: expired leases: %w", n, err)
 		}
 		if st.DueScheduled, err = r[4].AsInt64(); err != nil {
-			return nil, fmt.Errorf("emq: stats of %s: due run-ats: %w", n, err)
+			return nil, errorf("emq: stats of %s: due run-ats: %w", n, err)
 		}
 		out[i] = st
 	}

@@ -116,7 +116,7 @@ func annotate(t *probe.Transcript, probes []probe.Probe, why *NotFencedError) {
 				return
 			}
 			if r := &t.Results[i]; r.Err != nil && touchesFence(s) {
-				r.Err = fmt.Errorf("%w (%w)", r.Err, why)
+				r.Err = errorf("%w (%w)", r.Err, why)
 			}
 			i++
 		}
@@ -179,7 +179,7 @@ func (p *prober) open(ctx context.Context) (probe.Runtime, error) {
 		for _, k := range scratch {
 			n, err := rc.Do(ctx, rc.B().Exists().Key(k).Build()).AsInt64()
 			if err != nil {
-				return nil, fmt.Errorf("checking the scratch key %s: %w", k, err)
+				return nil, errorf("checking the scratch key %s: %w", k, err)
 			}
 			taken = taken || n > 0
 		}
@@ -268,10 +268,10 @@ func (r *probeRuntime) Lookup(name string) (string, bool) {
 func (r *probeRuntime) RunScript(ctx context.Context, name string, args map[string]string) rueidis.RedisResult {
 	s := wire.ScriptNamed(name)
 	if s == nil {
-		return rueidis.NewErrorResult(fmt.Errorf("no script %q in the bundle", name))
+		return rueidis.NewErrorResult(errorf("no script %q in the bundle", name))
 	}
 	if s == wire.ScriptFence {
-		return rueidis.NewErrorResult(fmt.Errorf("not run: script %s writes %s and %s, which a probe only reads", name, wire.KeyVersion, wire.KeyBundle))
+		return rueidis.NewErrorResult(errorf("not run: script %s writes %s and %s, which a probe only reads", name, wire.KeyVersion, wire.KeyBundle))
 	}
 	argv := make([]string, len(s.Argv))
 	id := ""
@@ -321,19 +321,19 @@ func (r *probeRuntime) Do(ctx context.Context, cmd []string) rueidis.RedisResult
 	rc := r.p.c.rc
 	ro, err := r.p.isReadOnly(ctx, cmd[0])
 	if err != nil {
-		return rueidis.NewErrorResult(fmt.Errorf("not sent: the server did not say whether %s writes: %w", cmd[0], err))
+		return rueidis.NewErrorResult(errorf("not sent: the server did not say whether %s writes: %w", cmd[0], err))
 	}
 	if !ro {
 		keys, err := rc.Do(ctx, rc.B().Arbitrary(append([]string{"COMMAND", "GETKEYS"}, cmd...)...).Build()).AsStrSlice()
 		if err != nil {
-			return rueidis.NewErrorResult(fmt.Errorf("not sent: %s writes, and the server did not say which keys: %w", cmd[0], err))
+			return rueidis.NewErrorResult(errorf("not sent: %s writes, and the server did not say which keys: %w", cmd[0], err))
 		}
 		if len(keys) == 0 {
-			return rueidis.NewErrorResult(fmt.Errorf("not sent: %s writes and names no key of the probe's scratch queue", cmd[0]))
+			return rueidis.NewErrorResult(errorf("not sent: %s writes and names no key of the probe's scratch queue", cmd[0]))
 		}
 		for _, k := range keys {
 			if !r.owns(k) {
-				return rueidis.NewErrorResult(fmt.Errorf("not sent: %s would write %s, outside the probe's scratch queue", cmd[0], k))
+				return rueidis.NewErrorResult(errorf("not sent: %s would write %s, outside the probe's scratch queue", cmd[0], k))
 			}
 		}
 	}
@@ -370,11 +370,11 @@ func (p *prober) isReadOnly(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	if len(arr) != 1 {
-		return false, fmt.Errorf("COMMAND INFO answered %d entries", len(arr))
+		return false, errorf("COMMAND INFO answered %d entries", len(arr))
 	}
 	info, err := arr[0].ToArray()
 	if err != nil || len(info) < 3 {
-		return false, fmt.Errorf("the server does not know %s", name)
+		return false, errorf("the server does not know %s", name)
 	}
 	flags, err := info[2].AsStrSlice()
 	if err != nil {

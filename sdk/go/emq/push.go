@@ -97,7 +97,7 @@ func (q *Queue) pushExecs(ctx context.Context, jobs []NewJob) ([]rueidis.LuaExec
 	for i, j := range jobs {
 		call, err := q.pushCall(j.ID, j.Payload)
 		if err != nil {
-			return nil, fmt.Errorf("job %d: %w", i, err)
+			return nil, errorf("job %d: %w", i, err)
 		}
 		execs[i] = call.LuaExec()
 	}
@@ -165,7 +165,7 @@ func (q *Queue) PushBatch(ctx context.Context, jobs []NewJob) ([]bool, error) {
 	for i, j := range jobs {
 		var err error
 		if pj[i], err = q.pushJob(j.ID, j.Payload); err != nil {
-			return nil, fmt.Errorf("job %d: %w", i, err)
+			return nil, errorf("job %d: %w", i, err)
 		}
 	}
 	out, errs, err := q.pushMany(ctx, pj)
@@ -263,8 +263,8 @@ func (q *Queue) pushMany(ctx context.Context, jobs []pushJob) (out []bool, errs 
 			for _, u := range todo {
 				fail(u, err)
 			}
-			if !transient(err) {
-				break
+			if !transient(err) || neverSent(err) {
+				break // refused, or no connection came within the policy (sendClient waited)
 			}
 			continue
 		}
@@ -287,14 +287,14 @@ func (q *Queue) pushMany(ctx context.Context, jobs []pushJob) (out []bool, errs 
 						if out[u.lo] = n == wire.PushEnqueued; out[u.lo] {
 							enqueued++
 						}
-					case transient(err):
+					case transient(err) && !neverSent(err):
 						again = append(again, u)
 					}
 					continue
 				}
 				recs, err := wire.DecodePushMany(r)
 				if err == nil && len(recs) != u.hi-u.lo {
-					err = fmt.Errorf("emq: %s: %d records for %d jobs", wire.ScriptPushMany.Name, len(recs), u.hi-u.lo)
+					err = errorf("emq: %s: %d records for %d jobs", wire.ScriptPushMany.Name, len(recs), u.hi-u.lo)
 				}
 				switch {
 				case err == nil:
@@ -308,7 +308,9 @@ func (q *Queue) pushMany(ctx context.Context, jobs []pushJob) (out []bool, errs 
 					settled += len(recs)
 				case transient(err):
 					fail(u, err)
-					again = append(again, u)
+					if !neverSent(err) { // sendClient already waited for a connection
+						again = append(again, u)
+					}
 				case ctx.Err() != nil:
 					fail(u, err)
 				default:

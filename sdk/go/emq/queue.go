@@ -3,7 +3,6 @@ package emq
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -69,7 +68,7 @@ func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 func positive(what string, d time.Duration) error {
 	if d < time.Millisecond {
-		return fmt.Errorf("%w: %s %v is under a millisecond", ErrArgument, what, d)
+		return errorf("%w: %s %v is under a millisecond", ErrArgument, what, d)
 	}
 	return nil
 }
@@ -203,7 +202,7 @@ func (q *Queue) Complete(ctx context.Context, id ID, token int64) (err error) {
 func (q *Queue) Retry(ctx context.Context, id ID, token int64, delay time.Duration) (_ time.Time, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if delay < 0 {
-		return time.Time{}, fmt.Errorf("%w: negative delay %v", ErrArgument, delay)
+		return time.Time{}, errorf("%w: negative delay %v", ErrArgument, delay)
 	}
 	row, err := q.row(ctx, id)
 	if err != nil {
@@ -241,7 +240,7 @@ func (q *Queue) Bury(ctx context.Context, id ID, token int64) (err error) {
 func (q *Queue) Promote(ctx context.Context, limit int) (_ int, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if limit <= 0 {
-		return 0, fmt.Errorf("%w: limit %d", ErrArgument, limit)
+		return 0, errorf("%w: limit %d", ErrArgument, limit)
 	}
 	if err := q.c.ensure(ctx); err != nil {
 		return 0, err
@@ -263,7 +262,7 @@ func (q *Queue) Promote(ctx context.Context, limit int) (_ int, err error) {
 func (q *Queue) Reap(ctx context.Context, limit, maxAttempts int) (_ int, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if limit <= 0 || maxAttempts < 0 {
-		return 0, fmt.Errorf("%w: limit %d, max attempts %d", ErrArgument, limit, maxAttempts)
+		return 0, errorf("%w: limit %d, max attempts %d", ErrArgument, limit, maxAttempts)
 	}
 	if err := q.c.ensure(ctx); err != nil {
 		return 0, err
@@ -307,10 +306,10 @@ func (q *Queue) Browse(ctx context.Context, s Set, n int) (ids []ID, err error) 
 func (q *Queue) browseOnce(ctx context.Context, s Set, n int) ([]ID, error) {
 	key := q.keys.Set(s)
 	if key == "" {
-		return nil, fmt.Errorf("%w: unknown set %q", ErrArgument, s)
+		return nil, errorf("%w: unknown set %q", ErrArgument, s)
 	}
 	if n <= 0 {
-		return nil, fmt.Errorf("%w: browse count %d", ErrArgument, n)
+		return nil, errorf("%w: browse count %d", ErrArgument, n)
 	}
 	if err := q.c.ensureRead(ctx); err != nil {
 		return nil, err
@@ -323,13 +322,13 @@ func (q *Queue) browseOnce(ctx context.Context, s Set, n int) ([]ID, error) {
 	}
 	members, err := q.c.rc.Do(ctx, cmd).AsStrSlice()
 	if err != nil {
-		return nil, fmt.Errorf("emq: browse %s: %w", s, err)
+		return nil, errorf("emq: browse %s: %w", s, err)
 	}
 	ids := make([]ID, 0, len(members))
 	for _, m := range members {
 		id, err := ParseID(m)
 		if err != nil {
-			return nil, fmt.Errorf("emq: browse %s: %w", s, err)
+			return nil, errorf("emq: browse %s: %w", s, err)
 		}
 		ids = append(ids, id)
 	}
@@ -349,14 +348,14 @@ func (q *Queue) Size(ctx context.Context, s Set) (n int64, err error) {
 func (q *Queue) sizeOnce(ctx context.Context, s Set) (int64, error) {
 	key := q.keys.Set(s)
 	if key == "" {
-		return 0, fmt.Errorf("%w: unknown set %q", ErrArgument, s)
+		return 0, errorf("%w: unknown set %q", ErrArgument, s)
 	}
 	if err := q.c.ensureRead(ctx); err != nil {
 		return 0, err
 	}
 	n, err := q.c.rc.Do(ctx, q.c.rc.B().Zcard().Key(key).Build()).AsInt64()
 	if err != nil {
-		return 0, fmt.Errorf("emq: size of %s: %w", s, err)
+		return 0, errorf("emq: size of %s: %w", s, err)
 	}
 	return n, nil
 }
@@ -389,7 +388,7 @@ func (q *Queue) sizesOnce(ctx context.Context) (map[Set]int64, error) {
 	for i, r := range q.c.rc.DoMulti(ctx, cmds...) {
 		n, err := r.AsInt64()
 		if err != nil {
-			return nil, fmt.Errorf("emq: size of %s: %w", sets[i], err)
+			return nil, errorf("emq: size of %s: %w", sets[i], err)
 		}
 		out[sets[i]] = n
 	}

@@ -172,9 +172,12 @@ func TestPushSurvivesKilledConnections(t *testing.T) {
 	}
 }
 
-// During an outage the calls that are not idempotent are not resent: they
-// fail at once with ErrConnection — not a fence error — and the job's state
-// is what it was; after the server is back they succeed.
+// During an outage the calls that are not idempotent are never resent once
+// written, and one that finds no connection waits for one only as long as
+// its context allows: each fails with ErrConnection — not a fence error —
+// when its deadline passes, and the job's state is what it was; a call
+// whose context has no deadline gives up within the bounded resend policy.
+// After the server is back they succeed.
 func TestNonIdempotentCallsFailTypedDuringOutage(t *testing.T) {
 	srv := aof(t)
 	c := connect(t, srv)
@@ -190,40 +193,52 @@ func TestNonIdempotentCallsFailTypedDuringOutage(t *testing.T) {
 	}
 	srv.Stop()
 	var fe *emq.FenceError
-	calls := map[string]func() error{
-		"complete": func() error { return q.Complete(ctx, job.ID, job.Token) },
-		"claim":    func() error { _, _, err := q.Claim(ctx, time.Minute); return err },
-		"extend":   func() error { _, err := q.Extend(ctx, job.ID, job.Token, time.Minute); return err },
-		"retry":    func() error { _, err := q.Retry(ctx, job.ID, job.Token, 0); return err },
-		"bury":     func() error { return q.Bury(ctx, job.ID, job.Token) },
-		"promote":  func() error { _, err := q.Promote(ctx, 10); return err },
-		"reap":     func() error { _, err := q.Reap(ctx, 10, 0); return err },
-		"revive":   func() error { _, err := q.Revive(ctx, job.ID); return err },
-		"purge":    func() error { _, err := q.Purge(ctx, job.ID); return err },
-		"completeclaim": func() error {
+	calls := map[string]func(ctx context.Context) error{
+		"complete": func(ctx context.Context) error { return q.Complete(ctx, job.ID, job.Token) },
+		"claim":    func(ctx context.Context) error { _, _, err := q.Claim(ctx, time.Minute); return err },
+		"extend":   func(ctx context.Context) error { _, err := q.Extend(ctx, job.ID, job.Token, time.Minute); return err },
+		"retry":    func(ctx context.Context) error { _, err := q.Retry(ctx, job.ID, job.Token, 0); return err },
+		"bury":     func(ctx context.Context) error { return q.Bury(ctx, job.ID, job.Token) },
+		"promote":  func(ctx context.Context) error { _, err := q.Promote(ctx, 10); return err },
+		"reap":     func(ctx context.Context) error { _, err := q.Reap(ctx, 10, 0); return err },
+		"revive":   func(ctx context.Context) error { _, err := q.Revive(ctx, job.ID); return err },
+		"purge":    func(ctx context.Context) error { _, err := q.Purge(ctx, job.ID); return err },
+		"completeclaim": func(ctx context.Context) error {
 			_, err := q.CompleteClaim(ctx, job.ID, job.Token, time.Minute, 1)
 			return err
 		},
 	}
 	for name, call := range calls {
+		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		start := time.Now()
-		err := call()
+		err := call(short)
+		cancel()
 		if !errors.Is(err, emq.ErrConnection) || errors.As(err, &fe) || errors.Is(err, emq.ErrVersionFence) {
 			t.Fatalf("%s during the outage = %v; want ErrConnection, not a fence error", name, err)
 		}
 		if d := time.Since(start); d > 2*time.Second {
-			t.Fatalf("%s took %v to fail: it was resent", name, d)
+			t.Fatalf("%s took %v to fail, past its 300ms deadline", name, d)
 		}
+	}
+	// Without a deadline a call gives up within the bounded resend policy.
+	free, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	if _, _, err := q.Claim(free, time.Minute); !errors.Is(err, emq.ErrConnection) || errors.As(err, &fe) {
+		t.Fatalf("claim without a deadline during the outage = %v; want ErrConnection", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("claim without a deadline took %v to give up", d)
 	}
 	// The fence step itself fails in transport now (every call fences
 	// first after a failure): still ErrConnection, never a FenceError.
-	err = q.Complete(ctx, job.ID, job.Token)
+	err = q.Complete(free, job.ID, job.Token)
 	if !errors.Is(err, emq.ErrConnection) || errors.As(err, &fe) || !strings.Contains(err.Error(), "fence") {
 		t.Fatalf("complete whose fence cannot run = %v; want ErrConnection from the fence step", err)
 	}
 	// An idempotent call gives up within its bounded backoff, typed too.
-	start := time.Now()
-	if _, err := q.Push(ctx, mint(t, c, emq.WorkKind), []byte("y")); !errors.Is(err, emq.ErrConnection) || errors.As(err, &fe) {
+	start = time.Now()
+	if _, err := q.Push(free, mint(t, c, emq.WorkKind), []byte("y")); !errors.Is(err, emq.ErrConnection) || errors.As(err, &fe) {
 		t.Fatalf("push during a long outage = %v; want ErrConnection", err)
 	}
 	if d := time.Since(start); d > 10*time.Second {

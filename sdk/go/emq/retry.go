@@ -3,7 +3,6 @@ package emq
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	mrand "math/rand/v2"
 	"net"
@@ -22,18 +21,28 @@ import (
 // is a *FenceError, even when the step that failed was the version fence.
 //
 // It is retryable: the client fences the next connection before its next
-// command. Idempotent calls (Enqueue, EnqueueAt, Push, PushBatch and the
-// read-only inspection calls) are already resent by the client, on a fresh,
-// re-fenced connection, a few times within a short bounded backoff and the
-// caller's context, so they return ErrConnection only when the server
-// stayed unreachable throughout. Other calls (Claim, ClaimMany, Complete,
-// CompleteClaim, Retry, Bury, Extend, Revive, Purge, Promote, Reap, ...)
-// are never resent: the command may or may not have run before the
-// connection failed, so the caller decides — a worker's loops simply go
-// on, and a job whose settlement was lost keeps its lease until it is
-// reaped. Such a call fences again at once after the failure; when the
-// keyspace came back with another major its error also carries the
-// *FenceError (errors.Join: both match).
+// command. A command that was never sent — no connection could be opened,
+// the connection was found closed by the server before the command was
+// written, or rueidis gave the connection up before writing it — is sent
+// again by the client, whatever the call, on a
+// fresh connection (fenced as it is dialed): the call waits for a
+// connection as long as its context allows, or, when the context has no
+// deadline, for a bounded backoff of a few hundred milliseconds. So the
+// first call of any kind after a server restart succeeds once the server
+// answers again. The version fence is idempotent, and runs again at once
+// on a fresh connection when it fails in transport after it was written.
+// Idempotent calls (Enqueue, EnqueueAt, Push, PushBatch and the read-only
+// inspection calls) are also resent after a failure once written, on a
+// fresh, re-fenced connection, a few times within a short bounded backoff
+// and the caller's context, so they return ErrConnection only when the
+// server stayed unreachable throughout. Other calls (Claim, ClaimMany,
+// Complete, CompleteClaim, Retry, Bury, Extend, Revive, Purge, Promote,
+// Reap, ...) are never resent once written: the command may or may not
+// have run before the connection failed, so the caller decides — a
+// worker's loops simply go on, and a job whose settlement was lost keeps
+// its lease until it is reaped. Such a call fences again at once after the
+// failure; when the keyspace came back with another major its error also
+// carries the *FenceError (both match).
 var ErrConnection = errors.New("emq: connection failed")
 
 // The resend policy of idempotent calls: up to resendAttempts attempts in
@@ -52,11 +61,17 @@ const (
 // again on another connection. A context's end, a closed client, a script's
 // refusal, the fence's refusal and any other error reply are not.
 func transient(err error) bool {
-	switch {
-	case err == nil:
+	if err == nil {
 		return false
+	}
+	var ns *notSent // declared past the nil check: its address escapes
+	switch {
 	case errors.Is(err, ErrConnection):
 		return true
+	case errors.As(err, &ns):
+		// No connection to send it on: a failure of transport, even when
+		// the context ended while the connection was being opened.
+		return !errors.Is(err, ErrVersionFence) && !errors.Is(err, ErrBundle)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, rueidis.ErrClosing), errors.Is(err, ErrVersionFence), errors.Is(err, ErrBundle):
 		return false
@@ -83,7 +98,7 @@ func connectionError(err error) error {
 	if !transient(err) || errors.Is(err, ErrConnection) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrConnection, err)
+	return errorf("%w: %w", ErrConnection, err)
 }
 
 // resendWait is the pause before resend n (1 for the first resend).
@@ -110,16 +125,21 @@ func (c *Client) idempotent(ctx context.Context, attempt func(ctx context.Contex
 	for n := 0; n < resendAttempts; n++ {
 		if n > 0 {
 			if d := resendWait(n); (d > 0 && !pause(ctx, d)) || ctx.Err() != nil {
-				return fmt.Errorf("%w (%d attempts, then: %w)", connectionError(err), n, ctx.Err())
+				return errorf("%w (%d attempts, then: %w)", connectionError(err), n, ctx.Err())
 			}
 		}
 		err = attempt(ctx)
 		if !transient(err) || ctx.Err() != nil {
 			return connectionError(err)
 		}
+		if neverSent(err) {
+			// Nothing was sent, and sendClient waited for a connection
+			// as long as the policy allows: waiting again would double it.
+			return errorf("%w (no connection)", connectionError(err))
+		}
 		c.log.Debug("emq: an idempotent call failed in transport; resending it on a fresh connection", "attempt", n+1, "err", err)
 	}
-	return fmt.Errorf("%w (gave up after %d attempts)", connectionError(err), resendAttempts)
+	return errorf("%w (gave up after %d attempts)", connectionError(err), resendAttempts)
 }
 
 // retryDelay wraps the rueidis retry policy of read-only commands (rueidis
@@ -146,35 +166,27 @@ func retryDelay(next rueidis.RetryDelayFn) rueidis.RetryDelayFn {
 // (the fence is idempotent), so that a keyspace that came back with
 // another major is reported by this very call: its *FenceError joined to
 // the connection error (the call may or may not have run on the server
-// that went away; nothing ran on the refused keyspace). An observing
-// client does not fence.
+// that went away; nothing ran on the refused keyspace). A call that was
+// never sent has nothing to settle beyond the mark: it already waited for
+// a connection (sendClient), and a fresh connection it met was fenced as
+// it was dialed. An observing client does not fence.
 func (c *Client) afterFailure(ctx context.Context, err *error) {
 	if !transient(*err) {
 		return
 	}
 	*err = connectionError(*err)
-	if c.observer || ctx.Err() != nil {
+	if c.observer || ctx.Err() != nil || neverSent(*err) {
 		return
 	}
-	// Other pipelined connections may be stale too: each fails the fence
-	// at once, until one is replaced. A timeout (a server that does not
+	// ensure runs the fence again while stale pipelined connections fail
+	// it, until one is replaced; a timeout (a server that does not
 	// answer) ends it.
-	for n := 0; n < refenceAttempts; n++ {
-		ferr := c.ensure(ctx)
-		var ne net.Error
-		switch {
-		case ferr == nil:
-			return
-		case !transient(ferr):
-			*err = errors.Join(ferr, *err)
-			return
-		case ctx.Err() != nil, errors.As(ferr, &ne) && ne.Timeout():
-			return
-		}
+	if ferr := c.ensure(ctx); ferr != nil && !transient(ferr) {
+		*err = join(ferr, *err)
 	}
 }
 
-// refenceAttempts bounds the fences afterFailure runs: enough to meet a
-// fresh connection behind rueidis's pipelined ones (at most four, by
-// default, plus the pooled one).
-const refenceAttempts = 6
+// refenceAttempts bounds the fences ensure runs after fences that failed in
+// transport once written: enough to meet a fresh connection behind
+// rueidis's pipelined ones (at most eight, plus the pooled one).
+const refenceAttempts = 10

@@ -185,7 +185,7 @@ func readVersion(ctx context.Context, rc rueidis.Client) (KeyspaceVersion, error
 		if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
 			return KeyspaceVersion{Record: re.Error(), Verdict: VersionForeign}, nil
 		}
-		return KeyspaceVersion{}, fmt.Errorf("emq: reading the version record %s: %w", wire.KeyVersion, err)
+		return KeyspaceVersion{}, errorf("emq: reading the version record %s: %w", wire.KeyVersion, err)
 	}
 	return KeyspaceVersion{Record: s, Verdict: JudgeVersionRecord(s)}, nil
 }

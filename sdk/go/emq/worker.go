@@ -145,7 +145,7 @@ type inflight struct {
 // NewWorker makes a worker for q that runs h.
 func NewWorker(q *Queue, h Handler, opt WorkerOptions) (*Worker, error) {
 	if q == nil || h == nil {
-		return nil, fmt.Errorf("%w: a worker needs a queue and a handler", ErrArgument)
+		return nil, errorf("%w: a worker needs a queue and a handler", ErrArgument)
 	}
 	if opt.Concurrency <= 0 {
 		opt.Concurrency = 10
@@ -203,7 +203,7 @@ const opTimeout = 10 * time.Second
 // It returns nil after a clean shutdown. A Worker runs once.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: a worker runs once", ErrArgument)
+		return errorf("%w: a worker runs once", ErrArgument)
 	}
 	if err := w.q.c.ensure(ctx); err != nil {
 		return err
@@ -357,7 +357,7 @@ func (w *Worker) records(ctx context.Context, r rueidis.RedisResult, script stri
 	for i := range items {
 		arr, err := items[i].ToArray()
 		if err != nil {
-			return jobs, fmt.Errorf("emq: %s: record %d: %w", script, i, err)
+			return jobs, errorf("emq: %s: record %d: %w", script, i, err)
 		}
 		job, err := dec(arr)
 		if err != nil {
@@ -453,7 +453,7 @@ func (w *Worker) call(ctx context.Context, job Job) (err error) {
 		if p := recover(); p != nil {
 			w.m.Add(Panicked, w.q.Name(), 1)
 			w.log.Error("emq: the handler panicked", "id", job.ID, "panic", p, "stack", string(debug.Stack()))
-			err = fmt.Errorf("emq: handler panic: %v", p)
+			err = errorf("emq: handler panic: %v", p)
 		}
 	}()
 	return w.h(ctx, job)

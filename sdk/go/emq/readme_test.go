@@ -1,0 +1,111 @@
+package emq_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/echomq/echomq/sdk/go/redistest"
+)
+
+// fences returns the fenced blocks of a Markdown text, each with its info
+// string (the word after the opening fence).
+func fences(md string) (infos, blocks []string) {
+	lines := strings.Split(md, "\n")
+	for i := 0; i < len(lines); i++ {
+		if !strings.HasPrefix(lines[i], "```") {
+			continue
+		}
+		info := strings.TrimSpace(strings.TrimPrefix(lines[i], "```"))
+		var body []string
+		for i++; i < len(lines) && !strings.HasPrefix(lines[i], "```"); i++ {
+			body = append(body, lines[i])
+		}
+		infos = append(infos, info)
+		blocks = append(blocks, strings.Join(body, "\n")+"\n")
+	}
+	return infos, blocks
+}
+
+// The README's quickstart runs as written: its Go block becomes the main
+// package of a fresh module whose go.mod is the README's own "from a
+// checkout" lines (require and replace, pointed at this checkout), built
+// with the go command and run against a real redis-server this test starts
+// (its address in EMQ_ADDR, as the README says); what it prints is what
+// the README says it prints.
+func TestREADMEQuickstart(t *testing.T) {
+	sdk, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(sdk, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, blocks := fences(string(md))
+	var program, gomod, output string
+	for i, info := range infos {
+		b := blocks[i]
+		switch {
+		case info == "go":
+			if program != "" {
+				t.Fatal("the README has more than one go block: which is the quickstart?")
+			}
+			program = b
+		case info == "" && strings.Contains(b, "replace github.com/echomq/echomq/sdk/go =>"):
+			gomod = b
+		case info == "" && program != "" && output == "":
+			output = b // the block after the program: what it prints
+		}
+	}
+	if program == "" || gomod == "" || output == "" {
+		t.Fatalf("the README lacks its quickstart (go block %t), its go.mod lines (%t) or the output it shows (%t)", program != "", gomod != "", output != "")
+	}
+	const placeholder = "/path/to/echomq/sdk/go"
+	if !strings.Contains(gomod, placeholder) {
+		t.Fatalf("the README's replace directive does not point at %s:\n%s", placeholder, gomod)
+	}
+	gomod = "module quickstart\n\ngo 1.25.0\n\n" + strings.ReplaceAll(gomod, placeholder, sdk)
+
+	dir := t.TempDir()
+	for name, body := range map[string]string{"main.go": program, "go.mod": gomod} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, err := os.ReadFile(filepath.Join(sdk, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	goEnv := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local")
+	run := func(env []string, name string, args ...string) []byte {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir, cmd.Env = dir, env
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
+		}
+		return stdout.Bytes()
+	}
+	// go mod tidy, as the README says, from the module cache only.
+	run(goEnv, "go", "mod", "tidy")
+	run(goEnv, "go", "build", "-o", "quickstart", ".")
+
+	srv := redistest.Start(t)
+	got := run(append(os.Environ(), "EMQ_ADDR="+srv.Addr()), filepath.Join(dir, "quickstart"))
+	if string(got) != output {
+		t.Fatalf("the quickstart printed\n%s\nthe README says it prints\n%s", got, output)
+	}
+}
