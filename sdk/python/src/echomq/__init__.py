@@ -1,6 +1,7 @@
 """EchoMQ for Python: an asyncio SDK on redis-py for the EchoMQ job-queue protocol.
 
-``await echomq.connect(url)`` opens a fenced client; ``client.queue(name)`` is a queue's handle
+``await echomq.connect(url)`` opens a fenced client (``connect_cluster(nodes)`` on a Redis
+Cluster); ``client.queue(name)`` is a queue's handle
 (push, push_batch, enqueue, enqueue_at, claim, complete, retry, bury, revive, purge, sizes, page,
 get, ...); ``Worker(queue, handler).run()`` runs a handler over a queue's jobs;
 ``run_probes(client)`` checks a live server against the manifest. Protocol facts (key grammar,
@@ -8,6 +9,7 @@ states, wire classes, the script bundle) come from the generated layer, ``echomq
 ``go run ./cmd/emqgen gen`` writes from protocol.yaml.
 """
 
+from ._cluster import DEFAULT_TRY_AGAIN_MS, ClusterRedis, connect_cluster
 from ._gen import errors as _wire
 from ._gen.errors import *  # noqa: F403 - one exception class per wire class
 from ._gen.ids import IdError, IdGenerator, new_id, parse_id
@@ -42,6 +44,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BUNDLE_DIGEST",
+    "DEFAULT_TRY_AGAIN_MS",
     "LEASE_LOST",
     "PEEK_ATTEMPTS",
     "PROTOCOL",
@@ -52,6 +55,7 @@ __all__ = [
     "BatchResult",
     "BundleError",
     "Client",
+    "ClusterRedis",
     "ConnectionError",
     "Counter",
     "EmqError",
@@ -82,6 +86,7 @@ __all__ = [
     "Worker",
     "check_version_record",
     "connect",
+    "connect_cluster",
     "exponential_backoff",
     "is_kind",
     "judge_version_record",

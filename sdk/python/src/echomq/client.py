@@ -163,6 +163,7 @@ async def connect(
     push_linger_ms: float = DEFAULT_PUSH_LINGER_MS,
     push_max_batch: int = DEFAULT_PUSH_MAX_BATCH,
     metrics: Metrics | None = None,
+    cluster: bool = False,
     **redis_options: Any,
 ) -> Client:
     """Opens a client and fences the keyspace.
@@ -183,7 +184,25 @@ async def connect(
     queue is in flight, ``push_max_batch`` caps the jobs of one call (and of push_batch's chunks),
     and ``coalesce=False`` makes every push a call of its own. ``metrics`` receives the client's
     counts (jobs enqueued) and is the default of its workers'.
+
+    ``cluster=True`` opens the client on a Redis Cluster discovered from the node at ``url``:
+    ``connect_cluster([url], ...)`` (see there; it takes several startup nodes).
     """
+    if cluster:
+        from ._cluster import connect_cluster
+
+        return await connect_cluster(
+            [url],
+            node=node,
+            node_lease_ms=node_lease_ms,
+            max_payload=max_payload,
+            logger=logger,
+            coalesce=coalesce,
+            push_linger_ms=push_linger_ms,
+            push_max_batch=push_max_batch,
+            metrics=metrics,
+            **redis_options,
+        )
     for k in ("decode_responses", "retry", "redis_connect_func", "connection_pool"):
         if k in redis_options:
             raise TypeError(f"emq: connect: the client sets {k} itself")
