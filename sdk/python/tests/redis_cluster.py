@@ -104,7 +104,15 @@ class ClusterNode:
         except OSError:
             return ""
 
+    def restart(self) -> None:
+        """Starts the node again on its ports and directory (it rejoins from its nodes.conf, its
+        dataset empty: nodes save nothing)."""
+        self.kill()
+        self.launch()
+        self.await_up()
+
     def kill(self) -> None:
+        """SIGKILL: the node dies without a word."""
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait(10)

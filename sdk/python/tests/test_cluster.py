@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from redis.exceptions import ClusterDownError
 from redis_cluster import ClusterNode, RedisCluster
 
 import echomq
@@ -451,6 +452,142 @@ async def test_after_the_connections_are_killed_the_client_fences_again(
     assert await q.push(c.mint(), "mine again") is True
 
 
+class _Warnings(logging.Handler):
+    """Keeps the records of WARNING and above."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+async def test_a_slot_migrated_in_batches_under_workers_and_a_producer_loses_nothing(
+    cluster: RedisCluster, open_client: Opener
+) -> None:
+    warned = _Warnings()
+    lg = logging.getLogger("echomq.test.cluster.busy")
+    lg.addHandler(warned)
+    lg.propagate = False
+    tally = Tally()
+    # Leases renewed every 300 ms, on the reserve, all along.
+    producer = await open_client(logger=lg, node_lease_ms=900)
+    src = await cluster.owner(await cluster.key_slot(KEY_VERSION))
+    dst = next(n for n in cluster.nodes if n is not src)
+    q = producer.queue(await queue_on(cluster, src, "busy"))
+    slot = await cluster.key_slot(q.keys.pending)
+    phase_of: dict[str, int] = {}  # enqueued: 0 before the migration, 1 during, 2 after
+    runs: dict[str, int] = {}
+    phase = 0
+    errors: list[BaseException] = []
+
+    backlog = [echomq.NewJob(producer.mint(), b"backlog") for _ in range(300)]
+    for r in await q.push_batch(backlog):
+        assert r.enqueued, r
+    phase_of.update((j.id, 0) for j in backlog)
+
+    async def handler(job: echomq.Job) -> None:
+        await asyncio.sleep(0.002)
+        runs[job.id] = runs.get(job.id, 0) + 1
+
+    workers: list[echomq.Worker] = []
+    for _ in range(2):
+        wc = await open_client(logger=lg, node_lease_ms=900, metrics=tally)
+        workers.append(
+            echomq.Worker(wc.queue(q.name), handler, concurrency=4, wait_ms=200, logger=lg)
+        )
+    running = [asyncio.create_task(w.run()) for w in workers]
+    stop = asyncio.Event()
+
+    async def produce() -> None:
+        # One job a millisecond or so, push and enqueue in turn; each filed under the phase its
+        # call returned in.
+        i = 0
+        while not stop.is_set():
+            await asyncio.sleep(0.001)
+            id = producer.mint()
+            try:
+                ok = await (q.push(id, "live") if i % 2 == 0 else q.enqueue(id, "live"))
+            except Exception as err:
+                errors.append(err)
+                return
+            if not ok:
+                errors.append(AssertionError(f"{id} was not enqueued"))
+                return
+            phase_of[id] = phase
+            i += 1
+
+    producing = asyncio.create_task(produce())
+    try:
+
+        async def ran_60() -> bool:
+            return len(runs) >= 60
+
+        await until("the workers ran 60 jobs", ran_60)
+        moved_before = await src.error_count("MOVED")
+        try_before = await src.error_count("TRYAGAIN") + await dst.error_count("TRYAGAIN")
+        phase = 1
+        batches = 0
+
+        async def after_batch(moved: int) -> None:
+            nonlocal batches
+            batches += 1
+            await asyncio.sleep(0.005)
+
+        moved = await cluster.migrate_slot(slot, dst, batch=4, after_batch=after_batch)
+        phase = 2
+        assert moved >= 10, f"only {moved} keys moved: the queue was not busy"
+        assert batches >= 5, f"the slot moved in {batches} batches: it was not split for long"
+
+        async def after() -> bool:  # more work on the new primary
+            return sum(1 for p in phase_of.values() if p == 2) >= 20 or producing.done()
+
+        await until("20 jobs enqueued after the migration", after)
+        stop.set()
+        await producing
+        total = len(phase_of)
+
+        async def all_ran() -> bool:
+            return len(runs) >= total
+
+        try:
+            await until("every job ran", all_ran, 30)
+        except AssertionError:
+            missing = [id for id in phase_of if id not in runs]
+            infos = [(id, phase_of[id], await q.get(id)) for id in missing[:5]]
+            raise AssertionError(
+                f"{len(missing)} of {total} jobs never ran: {infos}; sizes {await q.sizes()}; "
+                f"worker tasks {[t.done() and not t.cancelled() and t.exception() for t in running]}"
+            ) from None
+    finally:
+        stop.set()
+        for w in workers:
+            w.stop()
+        await asyncio.gather(producing, *running, return_exceptions=True)
+    assert errors == []
+    by_phase = [0, 0, 0]
+    for id, p in phase_of.items():
+        by_phase[p] += 1
+        assert runs.get(id) == 1, f"job {id} (phase {p}) ran {runs.get(id)} times"
+    assert set(runs) <= set(phase_of), "a job ran that was never enqueued"
+    assert by_phase[0] > 0 and by_phase[2] > 0, by_phase
+    assert tally.get(Counter.COMPLETED) == total
+    for k in (Counter.RETRIED, Counter.BURIED):
+        assert tally.get(k) == 0, k
+    assert [r.getMessage() for r in warned.records] == []
+    # Where everything is now.
+    assert await cluster.owner(slot) is dst
+    assert await cluster.owner(await cluster.key_slot(KEY_VERSION)) is src, "the reserve stayed"
+    assert await src.cmd("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+    assert await q.sizes() == {"pending": 0, "active": 0, "schedule": 0, "dead": 0}
+    producer.mint()
+    # The clients met the migration: the servers answered MOVED and TRYAGAIN, none of it
+    # reached a caller.
+    assert await src.error_count("MOVED") > moved_before
+    assert await src.error_count("TRYAGAIN") + await dst.error_count("TRYAGAIN") > try_before
+
+
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 """sdk/python/README.md, whose Redis Cluster snippet the last test runs."""
 
@@ -472,3 +609,34 @@ async def test_the_readmes_cluster_snippet_runs_on_the_cluster(cluster: RedisClu
     await ns["main"](cluster.urls)
     assert await calls() >= before + 3, "push, claim and complete ran on the node of {orders}"
     assert await owner.cmd("ZCARD", echomq.QueueKeys("orders").pending) == 0
+
+
+async def test_clusterdown_is_a_connection_error_never_a_fence_refusal(
+    cluster: RedisCluster,
+) -> None:
+    reserve = await cluster.owner(await cluster.key_slot(KEY_VERSION))
+    # Not the reserve's node, nor the one redis-py discovers the commands from (slot 0's).
+    first = await cluster.owner(0)
+    victim = next(n for n in cluster.nodes if n is not reserve and n is not first)
+    victim.kill()
+    try:
+
+        async def failed() -> bool:
+            return "cluster_state:fail" in str(await reserve.cmd("CLUSTER", "INFO"))
+
+        await until("the cluster failed", failed, 30)
+        with pytest.raises(echomq.ConnectionError) as e:
+            async with asyncio.timeout(20):
+                await echomq.connect_cluster(cluster.urls, logger=quiet, socket_timeout=5)
+        assert not isinstance(e.value, echomq.FenceError)
+        assert isinstance(e.value.__cause__, ClusterDownError), repr(e.value.__cause__)
+        assert e.value.retryable
+    finally:
+        victim.restart()
+        await cluster.wait_agreed(60)
+    # Healed: the client connects and serves the victim's queues again.
+    c = await echomq.connect_cluster(cluster.urls, logger=quiet)
+    try:
+        await round_trip(c, c.queue(await queue_on(cluster, victim, "healed")), 1)
+    finally:
+        await c.close()

@@ -12,7 +12,8 @@ What this module adds to RedisCluster:
 - TRYAGAIN (a slot split by a migration, the keys of a multi-key command on both sides) is
   decided before the command runs, so a command answered TRYAGAIN is resent, with a backoff of
   2 ms doubling up to 50 ms, until the slot settles or ``try_again_ms`` passed; then the TRYAGAIN
-  is raised as a ConnectionError (retryable: nothing ran).
+  is raised as a ConnectionError (retryable: nothing ran). CLUSTERDOWN and a slot no node serves
+  are raised as a ConnectionError too (nothing ran), never taken for the fence's refusal.
 - The fence: the keyspace's version record lives on the reserve slot's node only, so a
   connection to another node cannot be fenced on itself. Instead the client fences the keyspace
   (on the reserve's node) before the first command after any node connection opened or any call
@@ -54,7 +55,7 @@ from ._gen.keys import KEY_BUNDLE, KEY_VERSION
 from ._gen.protocol import VERSION, VERSION_RECORD
 from ._gen.scripts import BUNDLE_DIGEST, FenceCall, script_error
 from ._push import DEFAULT_PUSH_LINGER_MS, DEFAULT_PUSH_MAX_BATCH
-from ._transport import TRANSPORT_ERRORS
+from ._transport import TRANSPORT_ERRORS, as_connection_error
 from .client import Client, check_version_record
 from .errors import BundleError, ConnectionError, FenceError
 from .metrics import Metrics
@@ -211,8 +212,6 @@ class ClusterRedis(RedisCluster):
                     )
                 except NoScriptError:
                     reply = await self._send("EVAL", x.script.source, len(x.keys), *x.keys, *x.argv)
-            except _CLUSTER_STATE_ERRORS:
-                raise
             except ResponseError as err:
                 # An answer, not a failure to talk: WRONGTYPE, NOPERM, ... The fence refused.
                 why = script_error(FenceCall.SCRIPT.name, err)
@@ -281,7 +280,12 @@ class ClusterRedis(RedisCluster):
                 # The cluster could not be discovered again (no startup node answers).
                 self.refence()
                 raise ConnectionError(str(err)) from err
-            except (*TRANSPORT_ERRORS, *_CLUSTER_STATE_ERRORS):
+            except _CLUSTER_STATE_ERRORS as err:
+                # CLUSTERDOWN (a primary failed, no replica took over yet), a slot unserved:
+                # decided before the command ran, and the layout may change under the client.
+                self.refence()
+                raise ConnectionError(f"the cluster is not serving the slot: {err}") from err
+            except TRANSPORT_ERRORS:
                 self.refence()
                 raise
 
@@ -322,6 +326,19 @@ class _Pipeline(ClusterPipeline):
     def eval(self, script: str, numkeys: int, *keys_and_args: Any) -> Any:
         return self.execute_command("EVAL", script, numkeys, *keys_and_args)
 
+    def time(self, **kwargs: Any) -> Any:
+        """TIME, on the node of the last keyed command queued before it (the server clock the
+        replies of that command are compared with), else on the default node."""
+        c = self._emq
+        node = None
+        for args, _ in reversed(self._sent):
+            verb = args[0].decode() if isinstance(args[0], bytes) else str(args[0])
+            key = _routing_key(verb, args)
+            if key is not None:
+                node = c.get_node_from_key(key)
+                break
+        return self.execute_command("TIME", target_nodes=node or c.get_default_node(), **kwargs)
+
     async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> Any:
         sent, self._sent = self._sent, []
         c = self._emq
@@ -332,7 +349,10 @@ class _Pipeline(ClusterPipeline):
             raise
         try:
             res: list[Any] = await super().execute(False, allow_redirections)
-        except (*TRANSPORT_ERRORS, *_CLUSTER_STATE_ERRORS):
+        except _CLUSTER_STATE_ERRORS as err:
+            c.refence()
+            raise ConnectionError(f"the cluster is not serving the slot: {err}") from err
+        except TRANSPORT_ERRORS:
             c.refence()
             raise
         if len(res) == len(sent):
@@ -347,6 +367,9 @@ class _Pipeline(ClusterPipeline):
             if isinstance(v, TRANSPORT_ERRORS):
                 c.refence()
                 raise v
+            if isinstance(v, _CLUSTER_STATE_ERRORS):
+                c.refence()
+                raise ConnectionError(f"the cluster is not serving the slot: {v}") from v
         if raise_on_error:
             for v in res:
                 if isinstance(v, Exception):
@@ -522,10 +545,10 @@ async def connect_cluster(
     rc.on_fenced = fenced
     try:
         try:
-            await rc.initialize()
-        except RedisClusterException as err:
-            raise ConnectionError(str(err)) from err
-        try:
+            try:
+                await rc.initialize()
+            except RedisClusterException as err:
+                raise ConnectionError(str(err)) from err
             await rc.ensure()
             await c._read_server_config()
             if node is not None:
@@ -533,9 +556,10 @@ async def connect_cluster(
             else:
                 await c._lease_node()
         except TRANSPORT_ERRORS as err:
-            from ._transport import as_connection_error
-
-            raise as_connection_error(err) from None
+            ce = as_connection_error(err)
+            if ce is err:
+                raise
+            raise ce from err
     except BaseException:
         await rc.aclose()
         raise
