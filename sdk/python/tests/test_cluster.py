@@ -556,9 +556,10 @@ async def test_a_slot_migrated_in_batches_under_workers_and_a_producer_loses_not
         except AssertionError:
             missing = [id for id in phase_of if id not in runs]
             infos = [(id, phase_of[id], await q.get(id)) for id in missing[:5]]
+            ended = [t.done() and not t.cancelled() and t.exception() for t in running]
             raise AssertionError(
                 f"{len(missing)} of {total} jobs never ran: {infos}; sizes {await q.sizes()}; "
-                f"worker tasks {[t.done() and not t.cancelled() and t.exception() for t in running]}"
+                f"worker tasks ended {ended}"
             ) from None
     finally:
         stop.set()
