@@ -452,6 +452,40 @@ async def test_after_the_connections_are_killed_the_client_fences_again(
     assert await q.push(c.mint(), "mine again") is True
 
 
+async def test_moved_answers_do_not_cut_the_commands_in_flight_on_other_connections(
+    cluster: RedisCluster, open_client: Opener
+) -> None:
+    # redis-py closes every node connection after every reinitialize_steps MOVED answers (here
+    # every second), the ones other tasks' commands are in flight on included; the client
+    # rediscovers the slots instead, and the command in flight gets its reply.
+    c = await open_client(reinitialize_steps=2)
+    n0, src, dst = cluster.nodes
+    wake = echomq.QueueKeys(await queue_on(cluster, n0, "inflight")).wake
+
+    async def pop() -> Any:
+        return await c.redis.blpop([wake], timeout=30)
+
+    blocked = asyncio.create_task(pop())
+
+    async def blocking() -> bool:
+        return "cmd=blpop" in str(await n0.cmd("CLIENT", "LIST"))
+
+    await until("the pop blocked on its node", blocking)
+    qs = [c.queue(await queue_on(cluster, src, "stale")) for _ in range(2)]
+    for q in qs:
+        assert await q.push(c.mint(), "x") is True
+    for q in qs:  # moved behind the client's back
+        await cluster.migrate_slot(await cluster.key_slot(q.keys.pending), dst)
+    moved = await src.error_count("MOVED")
+    for q in qs:
+        assert await q.size("pending") == 1
+    assert await src.error_count("MOVED") >= moved + 2
+    assert not blocked.done(), "the pop in flight was not cut"
+    await n0.cmd("RPUSH", wake, "ring")
+    async with asyncio.timeout(10):
+        assert tuple(await blocked) == (wake.encode(), b"ring")
+
+
 class _Warnings(logging.Handler):
     """Keeps the records of WARNING and above."""
 
@@ -471,8 +505,8 @@ async def test_a_slot_migrated_in_batches_under_workers_and_a_producer_loses_not
     lg.addHandler(warned)
     lg.propagate = False
     tally = Tally()
-    # Leases renewed every 300 ms, on the reserve, all along.
-    producer = await open_client(logger=lg, node_lease_ms=900)
+    # Leases renewed every second, on the reserve, all along the migration.
+    producer = await open_client(logger=lg, node_lease_ms=3000)
     src = await cluster.owner(await cluster.key_slot(KEY_VERSION))
     dst = next(n for n in cluster.nodes if n is not src)
     q = producer.queue(await queue_on(cluster, src, "busy"))
@@ -493,7 +527,7 @@ async def test_a_slot_migrated_in_batches_under_workers_and_a_producer_loses_not
 
     workers: list[echomq.Worker] = []
     for _ in range(2):
-        wc = await open_client(logger=lg, node_lease_ms=900, metrics=tally)
+        wc = await open_client(logger=lg, node_lease_ms=3000, metrics=tally)
         workers.append(
             echomq.Worker(wc.queue(q.name), handler, concurrency=4, wait_ms=200, logger=lg)
         )
@@ -506,8 +540,8 @@ async def test_a_slot_migrated_in_batches_under_workers_and_a_producer_loses_not
         i = 0
         while not stop.is_set():
             await asyncio.sleep(0.001)
-            id = producer.mint()
             try:
+                id = producer.mint()
                 ok = await (q.push(id, "live") if i % 2 == 0 else q.enqueue(id, "live"))
             except Exception as err:
                 errors.append(err)

@@ -32,6 +32,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Any, ClassVar, cast
 from urllib.parse import unquote, urlsplit
 
@@ -70,6 +71,10 @@ DEFAULT_TRY_AGAIN_MS = 10_000
 _CLUSTER_STATE_ERRORS = (ClusterDownError, SlotNotCoveredError)
 """Answers that say the cluster's layout changed under the client (a failover, a slot unserved):
 like a failure of transport, they make the client fence again before its next command."""
+
+
+_IN_COMMAND: ContextVar[bool] = ContextVar("echomq_cluster_in_command", default=False)
+"""Set while a command of ClusterRedis is being sent (see ClusterRedis.aclose)."""
 
 
 class _TryAgain(ResponseError):
@@ -259,6 +264,13 @@ class ClusterRedis(RedisCluster):
         return await self._send(verb.lower(), *args[1:], target_nodes=node, **kwargs)
 
     async def _send(self, *args: Any, **kwargs: Any) -> Any:
+        token = _IN_COMMAND.set(True)
+        try:
+            return await self._send_again(*args, **kwargs)
+        finally:
+            _IN_COMMAND.reset(token)
+
+    async def _send_again(self, *args: Any, **kwargs: Any) -> Any:
         deadline = time.monotonic() + self.try_again_ms / 1000
         n = 0
         while True:
@@ -276,15 +288,15 @@ class ClusterRedis(RedisCluster):
                     raise ce from err
                 await asyncio.sleep(min(_try_again_pause(n), deadline - now))
                 n += 1
-            except RedisClusterException as err:
-                # The cluster could not be discovered again (no startup node answers).
-                self.refence()
-                raise ConnectionError(str(err)) from err
             except _CLUSTER_STATE_ERRORS as err:
                 # CLUSTERDOWN (a primary failed, no replica took over yet), a slot unserved:
                 # decided before the command ran, and the layout may change under the client.
                 self.refence()
                 raise ConnectionError(f"the cluster is not serving the slot: {err}") from err
+            except RedisClusterException as err:
+                # The cluster could not be discovered again (no startup node answers).
+                self.refence()
+                raise ConnectionError(str(err)) from err
             except TRANSPORT_ERRORS:
                 self.refence()
                 raise
@@ -302,6 +314,14 @@ class ClusterRedis(RedisCluster):
         return _Bell(self)
 
     async def aclose(self) -> None:
+        """Closes every node connection. Called by redis-py itself in the middle of a command
+        (after every reinitialize_steps MOVED answers, and on CLUSTERDOWN), it only makes the
+        client discover the slots again before its next command: closing would cut the
+        connections other tasks' commands are in flight on, and lose their replies (a claim whose
+        lease no one would hold until it expired)."""
+        if _IN_COMMAND.get() and not self._closing:
+            self._initialize = True
+            return
         self._closing = True
         await super().aclose()
 
