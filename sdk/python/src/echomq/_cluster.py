@@ -23,6 +23,9 @@ What this module adds to RedisCluster:
   by one, and a failure of transport raises, as on one server.
 - The worker's doorbell: a blocking pop on a connection of its own to the node serving the
   queue's slot, followed to the new node when the slot moved.
+- redis-py's own reaction to a run of MOVED answers or to CLUSTERDOWN, closing every node
+  connection (and with them the replies of other tasks' commands in flight), becomes a
+  rediscovery of the slots before the next command.
 """
 
 from __future__ import annotations
