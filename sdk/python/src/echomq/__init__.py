@@ -1,6 +1,7 @@
 """EchoMQ for Python: an asyncio SDK on redis-py for the EchoMQ job-queue protocol.
 
-``await echomq.connect(url)`` opens a fenced client; ``client.queue(name)`` is a queue's handle
+``await echomq.connect(url)`` opens a fenced client (``connect_cluster(nodes)`` on a Redis
+Cluster); ``client.queue(name)`` is a queue's handle
 (``client.queue(name, codec=JSONCodec(T))`` one whose payloads are values of T)
 (push, push_batch, enqueue, enqueue_at, claim, complete, retry, bury, revive, purge, sizes, page,
 get, ...); ``Worker(queue, handler).run()`` runs a handler over a queue's jobs;
@@ -9,6 +10,7 @@ states, wire classes, the script bundle) come from the generated layer, ``echomq
 ``go run ./cmd/emqgen gen`` writes from protocol.yaml.
 """
 
+from ._cluster import DEFAULT_TRY_AGAIN_MS, ClusterRedis, connect_cluster
 from ._duration import Duration
 from ._gen import errors as _wire
 from ._gen.errors import *  # noqa: F403 - one exception class per wire class
@@ -48,6 +50,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BUNDLE_DIGEST",
+    "DEFAULT_TRY_AGAIN_MS",
     "LEASE_LOST",
     "PEEK_ATTEMPTS",
     "PROTOCOL",
@@ -59,6 +62,7 @@ __all__ = [
     "BatchResult",
     "BundleError",
     "Client",
+    "ClusterRedis",
     "Codec",
     "CodecError",
     "ConnectionError",
@@ -98,6 +102,7 @@ __all__ = [
     "Worker",
     "check_version_record",
     "connect",
+    "connect_cluster",
     "exponential_backoff",
     "is_kind",
     "judge_version_record",

@@ -169,6 +169,7 @@ async def connect(
     metrics: Metrics | None = None,
     node_lease: Duration | None = None,
     push_linger: Duration | None = None,
+    cluster: bool = False,
     **redis_options: Any,
 ) -> Client:
     """Opens a client and fences the keyspace.
@@ -191,11 +192,29 @@ async def connect(
     counts (jobs enqueued) and is the default of its workers'. ``node_lease`` and
     ``push_linger`` give node_lease_ms and push_linger_ms in seconds (an int, a float or a
     datetime.timedelta) instead.
+
+    ``cluster=True`` opens the client on a Redis Cluster discovered from the node at ``url``:
+    ``connect_cluster([url], ...)`` (see there; it takes several startup nodes).
     """
     if node_lease is not None:
         node_lease_ms = duration_ms("node_lease", node_lease)
     if push_linger is not None:
         push_linger_ms = duration_ms("push_linger", push_linger, allow_zero=True)
+    if cluster:
+        from ._cluster import connect_cluster
+
+        return await connect_cluster(
+            [url],
+            node=node,
+            node_lease_ms=node_lease_ms,
+            max_payload=max_payload,
+            logger=logger,
+            coalesce=coalesce,
+            push_linger_ms=push_linger_ms,
+            push_max_batch=push_max_batch,
+            metrics=metrics,
+            **redis_options,
+        )
     for k in ("decode_responses", "retry", "redis_connect_func", "connection_pool"):
         if k in redis_options:
             raise TypeError(f"emq: connect: the client sets {k} itself")
