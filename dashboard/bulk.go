@@ -157,18 +157,7 @@ func (d *Dashboard) bulkAct(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	if !d.opt.Actions {
-		d.readOnly(w, r)
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	if err := r.ParseForm(); err != nil {
-		d.fail(w, r, badRequest{"the form: " + err.Error()})
-		return
-	}
-	if !d.tokens.check(d.now(), r.PostForm.Get("csrf"), "bulk-"+a.Name, q.Name(), string(a.From.Set())) {
-		d.render(w, r, http.StatusForbidden, "error", map[string]any{"Status": http.StatusForbidden,
-			"Message": "The form's CSRF token is missing, expired or not for this action: open the confirmation again."})
+	if !d.confirmed(w, r, "bulk-"+a.Name, q.Name(), string(a.From.Set())) {
 		return
 	}
 	ids, more, err := setIDs(r.Context(), q, a.From.Set(), MaxBulk)

@@ -689,6 +689,28 @@ func (d *Dashboard) readOnly(w http.ResponseWriter, r *http.Request) {
 		"Message": "This dashboard is read-only: actions are not enabled."})
 }
 
+// confirmed answers a POST of an action unless actions are enabled and its
+// form carries the CSRF token bound to that action, queue and target (a
+// job's id, or a set for a bulk action); it reports whether the action may
+// go on.
+func (d *Dashboard) confirmed(w http.ResponseWriter, r *http.Request, action, queue, target string) bool {
+	if !d.opt.Actions {
+		d.readOnly(w, r)
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if err := r.ParseForm(); err != nil {
+		d.fail(w, r, badRequest{"the form: " + err.Error()})
+		return false
+	}
+	if !d.tokens.check(d.now(), r.PostForm.Get("csrf"), action, queue, target) {
+		d.render(w, r, http.StatusForbidden, "error", map[string]any{"Status": http.StatusForbidden,
+			"Message": "The form's CSRF token is missing, expired or not for this action: open the confirmation again."})
+		return false
+	}
+	return true
+}
+
 func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 	a, ok := actionNamed(r.PathValue("action"))
 	if !ok {
@@ -705,18 +727,7 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	if !d.opt.Actions {
-		d.readOnly(w, r)
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	if err := r.ParseForm(); err != nil {
-		d.fail(w, r, badRequest{"the form: " + err.Error()})
-		return
-	}
-	if !d.tokens.check(d.now(), r.PostForm.Get("csrf"), a.Name, q.Name(), id.String()) {
-		d.render(w, r, http.StatusForbidden, "error", map[string]any{"Status": http.StatusForbidden,
-			"Message": "The form's CSRF token is missing, expired or not for this action: open the confirmation again."})
+	if !d.confirmed(w, r, a.Name, q.Name(), id.String()) {
 		return
 	}
 	done, err := a.Do(q, r.Context(), id)
