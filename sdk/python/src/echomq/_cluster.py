@@ -311,7 +311,7 @@ class ClusterRedis(RedisCluster):
             raise RedisClusterException("shard_hint is deprecated in cluster mode")
         return _Pipeline(self, transaction)  # type: ignore[abstract]
 
-    def client(self) -> _Bell:
+    def client(self) -> Any:  # a _Bell: redis.asyncio.Redis.client() as the worker uses it
         """A connection of its own for blocking pops (the worker's doorbell), to the node serving
         the key's slot."""
         return _Bell(self)
