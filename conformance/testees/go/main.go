@@ -195,6 +195,63 @@ type queueArgs struct {
 	ID    string `json:"id"`
 }
 
+// The argument shapes the ops of both modes share (main.go's SDK calls
+// and wire.go's generated calls), decoded once per request with args.
+
+// admitArgs are push's, enqueue's and enqueue_at's.
+type admitArgs struct {
+	queueArgs
+	payload
+	RunAtMS int64 `json:"run_at_ms"`
+}
+
+// jobArg is one job of a batch.
+type jobArg struct {
+	ID string `json:"id"`
+	payload
+}
+
+// jobsArgs are push_batch's and push_many's.
+type jobsArgs struct {
+	Queue string   `json:"queue"`
+	Jobs  []jobArg `json:"jobs"`
+}
+
+// idsArgs are those of the calls on given ids (claim_ids,
+// complete_claim_ids, promote_ids, reap_ids).
+type idsArgs struct {
+	Queue       string   `json:"queue"`
+	ID          string   `json:"id"`
+	Token       int64    `json:"token"`
+	LeaseMS     int64    `json:"lease_ms"`
+	MaxAttempts int64    `json:"max_attempts"`
+	IDs         []string `json:"ids"`
+}
+
+// claimArgs are claim's and claim_many's (claim has no count).
+type claimArgs struct {
+	Queue   string `json:"queue"`
+	LeaseMS int64  `json:"lease_ms"`
+	Count   int64  `json:"count"`
+}
+
+// settleArgs are those of the transitions of an active job (complete,
+// bury, complete_claim, extend, retry).
+type settleArgs struct {
+	queueArgs
+	Token   int64 `json:"token"`
+	LeaseMS int64 `json:"lease_ms"`
+	DelayMS int64 `json:"delay_ms"`
+	Count   int64 `json:"count"`
+}
+
+// maintainArgs are promote's and reap's.
+type maintainArgs struct {
+	Queue       string `json:"queue"`
+	Limit       int64  `json:"limit"`
+	MaxAttempts int64  `json:"max_attempts"`
+}
+
 func (t *testee) queue(name string) (*emq.Queue, error) {
 	if t.client == nil {
 		return nil, &opError{kind: "connection", err: errors.New("not connected")}
@@ -404,11 +461,7 @@ func (t *testee) do(req request) (any, error) {
 		return map[string]any{"id": id.String()}, nil
 
 	case "push", "enqueue", "enqueue_at":
-		a, err := args[struct {
-			queueArgs
-			payload
-			RunAtMS int64 `json:"run_at_ms"`
-		}](req)
+		a, err := args[admitArgs](req)
 		if err != nil {
 			return nil, err
 		}
@@ -435,13 +488,7 @@ func (t *testee) do(req request) (any, error) {
 		return map[string]any{"enqueued": ok}, nil
 
 	case "push_batch":
-		a, err := args[struct {
-			Queue string `json:"queue"`
-			Jobs  []struct {
-				ID string `json:"id"`
-				payload
-			} `json:"jobs"`
-		}](req)
+		a, err := args[jobsArgs](req)
 		if err != nil {
 			return nil, err
 		}
@@ -477,13 +524,7 @@ func (t *testee) do(req request) (any, error) {
 		return map[string]any{"results": results}, nil
 
 	case "push_many":
-		a, err := args[struct {
-			Queue string `json:"queue"`
-			Jobs  []struct {
-				ID string `json:"id"`
-				payload
-			} `json:"jobs"`
-		}](req)
+		a, err := args[jobsArgs](req)
 		if err != nil {
 			return nil, err
 		}
@@ -514,14 +555,7 @@ func (t *testee) do(req request) (any, error) {
 		return map[string]any{"results": results}, nil
 
 	case "claim_ids", "complete_claim_ids", "promote_ids", "reap_ids":
-		a, err := args[struct {
-			Queue       string   `json:"queue"`
-			ID          string   `json:"id"`
-			Token       int64    `json:"token"`
-			LeaseMS     int64    `json:"lease_ms"`
-			MaxAttempts int      `json:"max_attempts"`
-			IDs         []string `json:"ids"`
-		}](req)
+		a, err := args[idsArgs](req)
 		if err != nil {
 			return nil, err
 		}
@@ -559,7 +593,7 @@ func (t *testee) do(req request) (any, error) {
 			}
 			return map[string]any{"moved": n}, nil
 		default:
-			n, err := q.ReapIDs(ctx, ids, a.MaxAttempts)
+			n, err := q.ReapIDs(ctx, ids, int(a.MaxAttempts))
 			if err != nil {
 				return nil, err
 			}
@@ -567,10 +601,7 @@ func (t *testee) do(req request) (any, error) {
 		}
 
 	case "claim":
-		a, err := args[struct {
-			Queue   string `json:"queue"`
-			LeaseMS int64  `json:"lease_ms"`
-		}](req)
+		a, err := args[claimArgs](req)
 		if err != nil {
 			return nil, err
 		}
@@ -588,11 +619,7 @@ func (t *testee) do(req request) (any, error) {
 		return map[string]any{"job": jobOut(j)}, nil
 
 	case "claim_many":
-		a, err := args[struct {
-			Queue   string `json:"queue"`
-			LeaseMS int64  `json:"lease_ms"`
-			Count   int    `json:"count"`
-		}](req)
+		a, err := args[claimArgs](req)
 		if err != nil {
 			return nil, err
 		}
@@ -600,20 +627,14 @@ func (t *testee) do(req request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		js, err := q.ClaimMany(ctx, ms(a.LeaseMS), a.Count)
+		js, err := q.ClaimMany(ctx, ms(a.LeaseMS), int(a.Count))
 		if err != nil {
 			return nil, err
 		}
 		return jobsOut(js), nil
 
 	case "complete", "bury", "complete_claim", "extend", "retry":
-		a, err := args[struct {
-			queueArgs
-			Token   int64 `json:"token"`
-			LeaseMS int64 `json:"lease_ms"`
-			DelayMS int64 `json:"delay_ms"`
-			Count   int   `json:"count"`
-		}](req)
+		a, err := args[settleArgs](req)
 		if err != nil {
 			return nil, err
 		}
@@ -627,7 +648,7 @@ func (t *testee) do(req request) (any, error) {
 		case "bury":
 			return map[string]any{}, q.Bury(ctx, id, a.Token)
 		case "complete_claim":
-			js, err := q.CompleteClaim(ctx, id, a.Token, ms(a.LeaseMS), a.Count)
+			js, err := q.CompleteClaim(ctx, id, a.Token, ms(a.LeaseMS), int(a.Count))
 			if err != nil {
 				return nil, err
 			}
@@ -683,11 +704,7 @@ func (t *testee) do(req request) (any, error) {
 		return payloadOut(map[string]any{"found": true, "state": string(info.State), "attempts": info.Attempts, "at_ms": at}, info.Payload), nil
 
 	case "promote", "reap":
-		a, err := args[struct {
-			Queue       string `json:"queue"`
-			Limit       int    `json:"limit"`
-			MaxAttempts int    `json:"max_attempts"`
-		}](req)
+		a, err := args[maintainArgs](req)
 		if err != nil {
 			return nil, err
 		}
@@ -697,9 +714,9 @@ func (t *testee) do(req request) (any, error) {
 		}
 		var n int
 		if req.Op == "promote" {
-			n, err = q.Promote(ctx, a.Limit)
+			n, err = q.Promote(ctx, int(a.Limit))
 		} else {
-			n, err = q.Reap(ctx, a.Limit, a.MaxAttempts)
+			n, err = q.Reap(ctx, int(a.Limit), int(a.MaxAttempts))
 		}
 		if err != nil {
 			return nil, err

@@ -86,11 +86,7 @@ func (t *testee) wireQueueID(a queueArgs) (wire.QueueKeys, emq.ID, string, error
 }
 
 func wireAdmit(t *testee, ctx context.Context, req request) (any, error) {
-	a, err := args[struct {
-		queueArgs
-		payload
-		RunAtMS int64 `json:"run_at_ms"`
-	}](req)
+	a, err := args[admitArgs](req)
 	if err != nil {
 		return nil, err
 	}
@@ -144,10 +140,7 @@ func wireJobs[R any](rs []R, f func(R) map[string]any) map[string]any {
 }
 
 func wireClaim(t *testee, ctx context.Context, req request) (any, error) {
-	a, err := args[struct {
-		Queue   string `json:"queue"`
-		LeaseMS int64  `json:"lease_ms"`
-	}](req)
+	a, err := args[claimArgs](req)
 	if err != nil {
 		return nil, err
 	}
@@ -175,11 +168,7 @@ func wireClaim(t *testee, ctx context.Context, req request) (any, error) {
 }
 
 func wireClaimMany(t *testee, ctx context.Context, req request) (any, error) {
-	a, err := args[struct {
-		Queue   string `json:"queue"`
-		LeaseMS int64  `json:"lease_ms"`
-		Count   int64  `json:"count"`
-	}](req)
+	a, err := args[claimArgs](req)
 	if err != nil {
 		return nil, err
 	}
@@ -208,13 +197,7 @@ func wireClaimMany(t *testee, ctx context.Context, req request) (any, error) {
 
 // wireSettle runs the scripts that move an active job by its token.
 func wireSettle(t *testee, ctx context.Context, req request) (any, error) {
-	a, err := args[struct {
-		queueArgs
-		Token   int64 `json:"token"`
-		LeaseMS int64 `json:"lease_ms"`
-		DelayMS int64 `json:"delay_ms"`
-		Count   int64 `json:"count"`
-	}](req)
+	a, err := args[settleArgs](req)
 	if err != nil {
 		return nil, err
 	}
@@ -309,11 +292,7 @@ func wireByID(t *testee, ctx context.Context, req request) (any, error) {
 }
 
 func wireMaintain(t *testee, ctx context.Context, req request) (any, error) {
-	a, err := args[struct {
-		Queue       string `json:"queue"`
-		Limit       int64  `json:"limit"`
-		MaxAttempts int64  `json:"max_attempts"`
-	}](req)
+	a, err := args[maintainArgs](req)
 	if err != nil {
 		return nil, err
 	}
@@ -368,13 +347,7 @@ func wireRing(t *testee, ctx context.Context, req request) (any, error) {
 }
 
 func wirePushMany(t *testee, ctx context.Context, req request) (any, error) {
-	a, err := args[struct {
-		Queue string `json:"queue"`
-		Jobs  []struct {
-			ID string `json:"id"`
-			payload
-		} `json:"jobs"`
-	}](req)
+	a, err := args[jobsArgs](req)
 	if err != nil {
 		return nil, err
 	}
@@ -423,14 +396,7 @@ func wirePushMany(t *testee, ctx context.Context, req request) (any, error) {
 
 // wireIDs runs the 2.2.0 scripts that take the ids they handle.
 func wireIDs(t *testee, ctx context.Context, req request) (any, error) {
-	a, err := args[struct {
-		Queue       string   `json:"queue"`
-		ID          string   `json:"id"`
-		Token       int64    `json:"token"`
-		LeaseMS     int64    `json:"lease_ms"`
-		MaxAttempts int64    `json:"max_attempts"`
-		IDs         []string `json:"ids"`
-	}](req)
+	a, err := args[idsArgs](req)
 	if err != nil {
 		return nil, err
 	}
