@@ -59,8 +59,8 @@ from ._gen.keys import KEY_BUNDLE, KEY_VERSION
 from ._gen.protocol import VERSION, VERSION_RECORD
 from ._gen.scripts import BUNDLE_DIGEST, FenceCall, script_error
 from ._push import DEFAULT_PUSH_LINGER_MS, DEFAULT_PUSH_MAX_BATCH
-from ._transport import TRANSPORT_ERRORS, as_connection_error
-from .client import Client, check_version_record
+from ._transport import TRANSPORT_ERRORS
+from .client import Client, _open, check_version_record
 from .errors import BundleError, ConnectionError, FenceError
 from .metrics import Metrics
 
@@ -566,26 +566,12 @@ async def connect_cluster(
         c._fences += 1
 
     rc.on_fenced = fenced
-    try:
+
+    async def first() -> None:
         try:
-            try:
-                await rc.initialize()
-            except RedisClusterException as err:
-                raise ConnectionError(str(err)) from err
-            await rc.ensure()
-            await c._read_server_config()
-            if node is not None:
-                c._fix_node(node)
-            else:
-                await c._lease_node()
-        except TRANSPORT_ERRORS as err:
-            ce = as_connection_error(err)
-            if ce is err:
-                raise
-            raise ce from err
-    except BaseException:
-        await rc.aclose()
-        raise
-    if node is None:
-        c._start_renewal()
-    return c
+            await rc.initialize()
+        except RedisClusterException as err:
+            raise ConnectionError(str(err)) from err
+        await rc.ensure()  # the fence, on the node of the reserve's slot
+
+    return await _open(c, first, node)

@@ -240,10 +240,23 @@ async def connect(
         redis_connect_func=c._on_connect,
         **redis_options,
     )
+
+    async def first() -> None:
+        await c.redis.ping()  # opens the first connection: the fence runs on it
+
+    return await _open(c, first, node)
+
+
+async def _open(c: Client, first: Callable[[], Awaitable[None]], node: int | None) -> Client:
+    """The rest of connect and connect_cluster once ``c.redis`` is set: ``first`` opens the first
+    connection (and fences it); then the server's configuration is read and a snowflake node
+    leased (renewed in the background), or ``node`` fixed. A failure in transport raises a
+    ConnectionError, a cancellation redis-py swallowed is raised again, and any failure closes
+    ``c.redis``."""
     before = cancelling()
     try:
         try:
-            await c.redis.ping()  # opens the first connection: the fence runs on it
+            await first()
             await c._read_server_config()
             if node is not None:
                 c._fix_node(node)
@@ -252,7 +265,10 @@ async def connect(
             check_cancelled(before)  # a cancellation redis-py swallowed
         except TRANSPORT_ERRORS as err:
             check_cancelled(before)
-            raise as_connection_error(err) from None
+            ce = as_connection_error(err)
+            if ce is err:
+                raise
+            raise ce from err  # the transport's error stays the cause (CLUSTERDOWN on a cluster)
     except BaseException:
         await c.redis.aclose()
         raise
