@@ -247,7 +247,7 @@ type KV struct {
 
 // Expect is what a step must answer.
 type Expect struct {
-	Element  string // array element to narrow to, by name
+	Element  string // array element to narrow to, by name (in the first record of a repeated reply)
 	Kind     string // int, string, error, nil, positive or fence
 	Int      int64
 	String   string // string value, error class word or fence verdict

@@ -61,10 +61,11 @@ func (r *resolver) probe(in *manifest.Probe, owner string) Probe {
 				break
 			}
 			script = sc
-			if _, i := sc.RepeatedKey(); i > 0 {
-				r.errf(st.Script.Pos, "%s probe step %q: script %q has a repeated key group; a probe step runs only scripts of fixed KEYS", owner, st.Check.V, sc.Name)
-			} else if _, i := sc.RepeatedArg(); i > 0 {
-				r.errf(st.Script.Pos, "%s probe step %q: script %q has a repeated argument group; a probe step runs only scripts of fixed ARGV", owner, st.Check.V, sc.Name)
+			// A script with a repeated group runs with one entry: each
+			// repeated argument's value as given, and in the repeated key
+			// group the row of the step's id, as for a fixed row key.
+			if k, i := sc.RepeatedKey(); i > 0 && k.Type != "row" {
+				r.errf(st.Script.Pos, "%s probe step %q: script %q repeats keys of type %q; a probe step fills a repeated key group only with the row of its id", owner, st.Check.V, sc.Name, k.Type)
 			}
 			for _, kv := range st.With {
 				if a, i := sc.Arg(kv.Key.V); i == 0 || a.Type == "prefix" {
@@ -149,9 +150,6 @@ func (r *resolver) expect(in manifest.Expect, script Script, saved map[string]Sc
 	}
 	if n != 1 {
 		r.errf(in.Pos, "%s probe step %q: expect exactly one of int, string, error, nil, positive, fence (found %d)", owner, check, n)
-	}
-	if in.Element != nil && script.Reply.Repeated {
-		r.errf(in.Element.Pos, "%s probe step %q: the reply of %q is repeated; a probe cannot narrow it to one element", owner, check, script.Name)
 	}
 	if in.Element != nil {
 		e.Element = in.Element.V

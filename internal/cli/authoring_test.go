@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -28,18 +29,28 @@ func guideBlocks(t *testing.T) map[string]string {
 	return out
 }
 
-// TestAuthoringGuide follows docs/authoring.md on a copy of the manifest,
-// its frozen releases and its scenarios: the script and the minor alone
-// validate and are refused with WITNESS_SCRIPT_UNCOVERED; with the probe
-// step and the scenario the gate passes as the minor the guide shows, and
-// gen's next step names the freeze.
+// TestAuthoringGuide follows docs/authoring.md on a copy of the newest
+// frozen release's manifest, the frozen releases and the scenarios (so
+// that work in progress on protocol.yaml never changes what the guide
+// shows): the script and the minor alone validate and are refused with
+// WITNESS_SCRIPT_UNCOVERED; with the probe step and the scenario the gate
+// passes as the minor the guide shows, and gen's next step names the
+// freeze. The guide's version is the minor after the newest release.
 func TestAuthoringGuide(t *testing.T) {
 	b := guideBlocks(t)
-	data, err := os.ReadFile(manifest)
+	data, err := os.ReadFile(newestRelease(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	newest := strings.TrimSuffix(filepath.Base(newestRelease(t)), ".yaml")
+	var major, minor int
+	if _, err := fmt.Sscanf(newest, "%d.%d.", &major, &minor); err != nil {
+		t.Fatalf("the newest release %q: %v", newest, err)
+	}
+	next := fmt.Sprintf("%d.%d.0", major, minor+1)
+	if !strings.Contains(b["history"], "version: "+next+"\n") {
+		t.Fatalf("docs/authoring.md adds a version other than %s, the minor after the newest release %s: update the guide (its versions) to %s", next, newest, next)
+	}
 	root := t.TempDir()
 	for _, d := range []string{"golden/releases", "conformance/scenarios"} {
 		if err := os.CopyFS(filepath.Join(root, d), os.DirFS(filepath.Join("..", "..", d))); err != nil {
@@ -52,7 +63,7 @@ func TestAuthoringGuide(t *testing.T) {
 		t.Fatal("the manifest has no governance section after its scripts")
 	}
 	m = m[:at] + "\n" + b["script"] + m[at:]
-	m = strings.Replace(m, "\nversion: "+newest+"\n", "\nversion: 2.3.0\n", 1)
+	m = strings.Replace(m, "\nversion: "+newest+"\n", "\nversion: "+next+"\n", 1)
 	m = strings.Replace(m, "status: current", "status: released", 1)
 	m = strings.TrimRight(m, "\n") + "\n" + b["history"]
 	file := filepath.Join(root, "protocol.yaml")
@@ -85,7 +96,7 @@ func TestAuthoringGuide(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out = check()
-	for _, want := range []string{"minor PROBE_STEP_ADDED reserve[locks].probe.steps[", "minor SCRIPT_ADDED scripts[lock_owner]", newest + " → 2.3.0", "required minor, declared minor"} {
+	for _, want := range []string{"minor PROBE_STEP_ADDED reserve[locks].probe.steps[", "minor SCRIPT_ADDED scripts[lock_owner]", newest + " → " + next, "required minor, declared minor"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("check with the probe step and the scenario lacks %q", want)
 		}
@@ -93,7 +104,7 @@ func TestAuthoringGuide(t *testing.T) {
 	if code != 0 || strings.Contains(out, "WITNESS_SCRIPT_UNCOVERED") {
 		t.Errorf("check with the probe step and the scenario = %d\n%s", code, out)
 	}
-	if code, out, errs := run(t, "gen", "-manifest", file, "-root", root); code != 0 || !strings.Contains(out, "wrote sdk/lua/lock_owner.lua") || !strings.Contains(out, "then freeze 2.3.0 with: go run ./cmd/emqgen release") {
+	if code, out, errs := run(t, "gen", "-manifest", file, "-root", root); code != 0 || !strings.Contains(out, "wrote sdk/lua/lock_owner.lua") || !strings.Contains(out, "then freeze "+next+" with: go run ./cmd/emqgen release") {
 		t.Errorf("gen on the guide's manifest = %d\n%s%s", code, out, errs)
 	}
 }

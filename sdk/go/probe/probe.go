@@ -193,7 +193,7 @@ func runStep(ctx context.Context, rt Runtime, vars map[string]string, s Step) er
 	}
 	if s.Expect.Element != "" {
 		names := rt.ReplyElements(s.Script)
-		arr, err := msg.ToArray()
+		arr, err := firstRecord(&msg).ToArray()
 		if err != nil {
 			return fmt.Errorf("want an array reply, got %s", describe(&msg))
 		}
@@ -206,8 +206,20 @@ func runStep(ctx context.Context, rt Runtime, vars map[string]string, s Step) er
 	return check(rt, vars, s.Expect, &msg)
 }
 
+// firstRecord narrows a repeated reply (an array of records, each an
+// array) to its first record, which a step's element and save name; any
+// other reply is returned as it is, and so is an empty one.
+func firstRecord(msg *rueidis.RedisMessage) *rueidis.RedisMessage {
+	if arr, err := msg.ToArray(); err == nil && len(arr) > 0 {
+		if _, err := arr[0].ToArray(); err == nil {
+			return &arr[0]
+		}
+	}
+	return msg
+}
+
 func save(rt Runtime, vars map[string]string, s Step, msg *rueidis.RedisMessage) {
-	if arr, err := msg.ToArray(); err == nil {
+	if arr, err := firstRecord(msg).ToArray(); err == nil {
 		for i, name := range rt.ReplyElements(s.Script) {
 			if i < len(arr) {
 				vars[s.Save+"."+name] = scalar(&arr[i])

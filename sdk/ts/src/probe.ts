@@ -501,13 +501,15 @@ async function runStep(
   }
   const names =
     s.script !== undefined ? (scriptNamed(s.script)?.replyElements ?? []) : [];
+  // A repeated reply (an array of records, each an array) is narrowed to
+  // its first record for the step's save and element.
+  const record = (v: unknown): unknown =>
+    Array.isArray(v) && v.length > 0 && Array.isArray(v[0]) ? v[0] : v;
   if (s.save !== undefined && "value" in r) {
-    if (Array.isArray(r.value)) {
+    const v = record(r.value);
+    if (Array.isArray(v)) {
       names.forEach((n, i) => {
-        vars.set(
-          s.save + "." + n,
-          scalar((r as { value: unknown[] }).value[i]),
-        );
+        vars.set(s.save + "." + n, scalar((v as unknown[])[i]));
       });
     } else {
       vars.set(s.save, scalar(r.value));
@@ -515,15 +517,16 @@ async function runStep(
   }
   if (s.expect.element !== undefined) {
     const i = names.indexOf(s.expect.element);
-    if (!("value" in r) || !Array.isArray(r.value)) {
+    const v = "value" in r ? record(r.value) : undefined;
+    if (!Array.isArray(v)) {
       throw new Error("want an array reply, got " + describe(r));
     }
-    if (i < 0 || i >= r.value.length) {
+    if (i < 0 || i >= v.length) {
       throw new Error(
         "the reply has no element " + JSON.stringify(s.expect.element),
       );
     }
-    r = { value: r.value[i] };
+    r = { value: v[i] };
   }
   check(rt, vars, s.expect, r);
 }

@@ -398,19 +398,24 @@ async def _run_step(rt: _Runtime, vars: dict[str, str], s: ProbeStep) -> None:
         raise _StepError(str(r.error))
     sc = script_named(s.script) if s.script else None
     names = list(sc.reply_elements) if sc is not None else []
+    # A repeated reply (a list of records, each a list) is narrowed to its
+    # first record for the step's save and element.
+    record = r.value
+    if isinstance(record, list) and record and isinstance(record[0], list):
+        record = record[0]
     if s.save and r.error is None:
-        if isinstance(r.value, list):
+        if isinstance(record, list):
             for i, n in enumerate(names):
-                if i < len(r.value):
-                    vars[f"{s.save}.{n}"] = _scalar(r.value[i])
+                if i < len(record):
+                    vars[f"{s.save}.{n}"] = _scalar(record[i])
         else:
             vars[s.save] = _scalar(r.value)
     if s.expect.element:
-        if r.error is not None or not isinstance(r.value, list):
+        if r.error is not None or not isinstance(record, list):
             raise _StepError(f"want an array reply, got {_describe(r)}")
-        if s.expect.element not in names or names.index(s.expect.element) >= len(r.value):
+        if s.expect.element not in names or names.index(s.expect.element) >= len(record):
             raise _StepError(f"the reply has no element {s.expect.element!r}")
-        r = _Reply(value=r.value[names.index(s.expect.element)])
+        r = _Reply(value=record[names.index(s.expect.element)])
     _check(rt, vars, s.expect, r)
 
 
