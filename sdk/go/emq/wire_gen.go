@@ -38,6 +38,26 @@ const (
 	WorkKind = wire.WorkKind
 )
 
+// FailureClass is a word of the failure_class vocabulary (wire.FailureClass).
+type FailureClass = wire.FailureClass
+
+// The words of the failure_class vocabulary.
+const (
+	// FailureClassError is "error": the handler reported the failure: it returned an error, threw or raised.
+	FailureClassError = wire.FailureClassError
+	// FailureClassPanic is "panic": the handler crashed instead of returning (a Go panic); a TypeScript or Python handler's throw is an error.
+	FailureClassPanic = wire.FailureClassPanic
+	// FailureClassTimeout is "timeout": the handler ran past the worker's deadline for one job and was abandoned.
+	FailureClassTimeout = wire.FailureClassTimeout
+	// FailureClassLeaseLost is "lease_lost": the lease expired before the job was settled and maintenance took it back.
+	FailureClassLeaseLost = wire.FailureClassLeaseLost
+)
+
+// FailureClasses returns the words of the failure_class vocabulary in manifest order (wire.FailureClasses).
+func FailureClasses() []FailureClass {
+	return wire.FailureClasses()
+}
+
 // The sorted sets of a queue.
 const (
 	// SetPending holds the ids in state pending.

@@ -52,6 +52,35 @@ func (k Kind) Registered() bool {
 	return false
 }
 
+// FailureClass is a word of the failure_class vocabulary: (2.3.0) Why an attempt failed, as the failure record of a job stores it.
+type FailureClass string
+
+// The words of the failure_class vocabulary.
+const (
+	// FailureClassError is "error": the handler reported the failure: it returned an error, threw or raised.
+	FailureClassError FailureClass = "error"
+	// FailureClassPanic is "panic": the handler crashed instead of returning (a Go panic); a TypeScript or Python handler's throw is an error.
+	FailureClassPanic FailureClass = "panic"
+	// FailureClassTimeout is "timeout": the handler ran past the worker's deadline for one job and was abandoned.
+	FailureClassTimeout FailureClass = "timeout"
+	// FailureClassLeaseLost is "lease_lost": the lease expired before the job was settled and maintenance took it back.
+	FailureClassLeaseLost FailureClass = "lease_lost"
+)
+
+// FailureClasses returns the words of the failure_class vocabulary in manifest order.
+func FailureClasses() []FailureClass {
+	return []FailureClass{FailureClassError, FailureClassPanic, FailureClassTimeout, FailureClassLeaseLost}
+}
+
+// Registered reports whether c is a word of the failure_class vocabulary.
+func (c FailureClass) Registered() bool {
+	switch c {
+	case FailureClassError, FailureClassPanic, FailureClassTimeout, FailureClassLeaseLost:
+		return true
+	}
+	return false
+}
+
 // The job row's fields, by role. A hash of exactly three fields and nothing more. Mint time lives in the id, so there is no enqueued_at; completion retires the row.
 const (
 	// FieldState names the row field with the state role (encoding state): The lifecycle state; names exactly the one set holding the id.
