@@ -5,6 +5,7 @@
 package model
 
 import (
+	"strings"
 	"time"
 
 	"github.com/echomq/echomq/gen/manifest"
@@ -240,6 +241,20 @@ type Word struct {
 	Word       string
 	Summary    string
 	Deprecated *Deprecation
+}
+
+// Plural is the vocabulary's name in the plural, snake_case, as the SDKs
+// name the list of its words: failure_class -> failure_classes,
+// category -> categories, event_type -> event_types.
+func (v Vocabulary) Plural() string {
+	n := v.Name
+	switch {
+	case strings.HasSuffix(n, "s"), strings.HasSuffix(n, "x"), strings.HasSuffix(n, "ch"), strings.HasSuffix(n, "sh"):
+		return n + "es"
+	case len(n) > 1 && strings.HasSuffix(n, "y") && !strings.ContainsAny(n[len(n)-2:len(n)-1], "aeiou_"):
+		return n[:len(n)-1] + "ies"
+	}
+	return n + "s"
 }
 
 // Has reports whether w is one of the vocabulary's words.

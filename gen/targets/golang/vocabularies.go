@@ -19,19 +19,7 @@ func WordConst(v, w string) string { return goName(v) + goName(w) }
 
 // VocabularyList is the Go function that lists a vocabulary's words
 // (failure_class -> FailureClasses).
-func VocabularyList(v string) string { return plural(goName(v)) }
-
-// plural is the English plural of a Go name: Class -> Classes,
-// Category -> Categories, Kind -> Kinds.
-func plural(s string) string {
-	switch {
-	case strings.HasSuffix(s, "s"), strings.HasSuffix(s, "x"), strings.HasSuffix(s, "ch"), strings.HasSuffix(s, "sh"):
-		return s + "es"
-	case strings.HasSuffix(s, "y") && len(s) > 1 && !strings.ContainsAny(s[len(s)-2:len(s)-1], "aeiou"):
-		return s[:len(s)-1] + "ies"
-	}
-	return s + "s"
-}
+func VocabularyList(v model.Vocabulary) string { return goName(v.Plural()) }
 
 // argType is the Go type of an ARGV slot or reply element: its
 // vocabulary's type when it has one.
@@ -66,7 +54,7 @@ func vocabulariesCode(f *jen.File, p *model.Protocol) {
 		comment(f, fmt.Sprintf("The words of the %s vocabulary.", v.Name))
 		f.Const().Defs(defs...)
 		f.Line()
-		list := VocabularyList(v.Name)
+		list := VocabularyList(v)
 		comment(f, fmt.Sprintf("%s returns the words of the %s vocabulary in manifest order.", list, v.Name))
 		f.Func().Id(list).Params().Index().Id(t).Block(jen.Return(jen.Index().Id(t).Values(words...)))
 		f.Line()
@@ -96,7 +84,7 @@ func vocabularyReexports(f *jen.File, p *model.Protocol) {
 		comment(f, fmt.Sprintf("The words of the %s vocabulary.", v.Name))
 		f.Const().Defs(defs...)
 		f.Line()
-		list := VocabularyList(v.Name)
+		list := VocabularyList(v)
 		comment(f, fmt.Sprintf("%s returns the words of the %s vocabulary in manifest order (wire.%s).", list, v.Name, list))
 		f.Func().Id(list).Params().Index().Id(t).Block(jen.Return(w(list).Call()))
 		f.Line()

@@ -41,6 +41,34 @@ export function isKind(k: string): k is Kind {
   return (KINDS as readonly string[]).includes(k);
 }
 
+/** The words of the failure_class vocabulary, in manifest order. (2.3.0) Why an attempt failed, as the failure record of a job stores it. */
+export const FailureClass = {
+  /** The handler reported the failure: it returned an error, threw or raised. */
+  error: "error",
+  /** The handler crashed instead of returning (a Go panic); a TypeScript or Python handler's throw is an error. */
+  panic: "panic",
+  /** The handler ran past the worker's deadline for one job and was abandoned. */
+  timeout: "timeout",
+  /** The lease expired before the job was settled and maintenance took it back. */
+  leaseLost: "lease_lost",
+} as const;
+
+/** A word of the failure_class vocabulary. */
+export type FailureClass = (typeof FailureClass)[keyof typeof FailureClass];
+
+/** Every word of the failure_class vocabulary, in manifest order. */
+export const FAILURE_CLASSES: readonly FailureClass[] = [
+  FailureClass.error,
+  FailureClass.panic,
+  FailureClass.timeout,
+  FailureClass.leaseLost,
+];
+
+/** Reports whether s is a word of the failure_class vocabulary. */
+export function isFailureClass(s: string): s is FailureClass {
+  return (FAILURE_CLASSES as readonly string[]).includes(s);
+}
+
 /** The row field with the state role (encoding state): The lifecycle state; names exactly the one set holding the id. */
 export const FIELD_STATE = "state";
 
