@@ -65,6 +65,45 @@ def is_kind(k: str) -> TypeGuard[Kind]:
     return k in KINDS
 
 
+FailureClass = Literal["error", "panic", "timeout", "lease_lost"]
+"""A word of the failure_class vocabulary: (2.3.0) Why an attempt failed, as the failure record
+of a job stores it.
+"""
+
+FAILURE_CLASS_ERROR: Final[FailureClass] = "error"
+"""The failure_class word error: the handler reported the failure: it returned an error, threw or
+raised.
+"""
+
+FAILURE_CLASS_PANIC: Final[FailureClass] = "panic"
+"""The failure_class word panic: the handler crashed instead of returning (a Go panic); a
+TypeScript or Python handler's throw is an error.
+"""
+
+FAILURE_CLASS_TIMEOUT: Final[FailureClass] = "timeout"
+"""The failure_class word timeout: the handler ran past the worker's deadline for one job and was
+abandoned.
+"""
+
+FAILURE_CLASS_LEASE_LOST: Final[FailureClass] = "lease_lost"
+"""The failure_class word lease_lost: the lease expired before the job was settled and
+maintenance took it back.
+"""
+
+FAILURE_CLASSES: Final[tuple[FailureClass, ...]] = (
+    FAILURE_CLASS_ERROR,
+    FAILURE_CLASS_PANIC,
+    FAILURE_CLASS_TIMEOUT,
+    FAILURE_CLASS_LEASE_LOST,
+)
+"""The words of the failure_class vocabulary, in manifest order."""
+
+
+def is_failure_class(s: str) -> TypeGuard[FailureClass]:
+    """Reports whether s is a word of the failure_class vocabulary."""
+    return s in FAILURE_CLASSES
+
+
 FIELD_STATE: Final = "state"
 """The row field with the state role (encoding state): The lifecycle state; names exactly the one
 set holding the id.
