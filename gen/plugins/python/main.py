@@ -972,7 +972,10 @@ def vocabularies_file(req: dict[str, Any]) -> str:
         s.doc("", "There is no vocabulary.")
         return s.text()
     ordered = sorted(set(names), key=isort_key)
-    import_from(s, ".protocol", ordered)
+    # ruff's isort orders the imported names by type, then case-insensitively (FOO_BAR
+    # before FOOS); RUF022 orders __all__ by type, then by code point.
+    imported = sorted(ordered, key=lambda n: (isort_key(n)[0], n.lower()))
+    import_from(s, ".protocol", imported)
     s.blank()
     s.seq("", "__all__ = [", [lit(x) for x in ordered], "]")
     s.doc("", "Every name of every vocabulary.")
@@ -1010,7 +1013,10 @@ def used_vocabularies(p: dict[str, Any]) -> list[str]:
         for a in [*sc["argv"], *sc["reply"]["elements"]]
         if a["vocabulary"]
     }
-    return sorted(vocabulary_type(v["name"]) for v in p["vocabularies"] if v["name"] in used)
+    return sorted(
+        (vocabulary_type(v["name"]) for v in p["vocabularies"] if v["name"] in used),
+        key=str.lower,
+    )
 
 
 # ---------------------------------------------------------------- scripts.py

@@ -5,11 +5,11 @@ protocol.py defines them; ``from echomq._gen.vocabularies import *`` brings ever
 """
 
 from .protocol import (
-    FAILURE_CLASSES,
     FAILURE_CLASS_ERROR,
     FAILURE_CLASS_LEASE_LOST,
     FAILURE_CLASS_PANIC,
     FAILURE_CLASS_TIMEOUT,
+    FAILURE_CLASSES,
     FailureClass,
     is_failure_class,
 )
