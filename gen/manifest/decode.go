@@ -298,6 +298,10 @@ func entryName(n *yaml.Node, i int) string {
 	return strconv.Itoa(i)
 }
 
+// Nearest returns the known name closest to an unknown one, when it is
+// close enough to be a slip, or "" (see nearest).
+func Nearest(name string, known []string) string { return nearest(name, known) }
+
 // nearest returns the known name closest to an unknown one, when it is
 // close enough to be a slip (an edit distance of at most a third of the
 // name, and at least 1), or "".

@@ -18,21 +18,24 @@ import (
 
 // Manifest is the whole protocol.yaml.
 type Manifest struct {
-	Pos        Pos
-	Protocol   Str        `yaml:"protocol,required"`
-	Version    Str        `yaml:"version,required"`
-	Summary    Str        `yaml:"summary"`
-	Server     Str        `yaml:"server"`
-	IDs        IDs        `yaml:"ids,required"`
-	Kinds      []Kind     `yaml:"kinds,required"`
-	Queues     Queues     `yaml:"queues,required"`
-	Keys       Keys       `yaml:"keys,required"`
-	Row        Row        `yaml:"row,required"`
-	Sets       Sets       `yaml:"sets,required"`
-	Reserve    []Member   `yaml:"reserve,required"`
-	Classes    []Class    `yaml:"classes,required"`
-	Scripts    []Script   `yaml:"scripts,required"`
-	Governance Governance `yaml:"governance,required"`
+	Pos      Pos
+	Protocol Str      `yaml:"protocol,required"`
+	Version  Str      `yaml:"version,required"`
+	Summary  Str      `yaml:"summary"`
+	Server   Str      `yaml:"server"`
+	IDs      IDs      `yaml:"ids,required"`
+	Kinds    []Kind   `yaml:"kinds,required"`
+	Queues   Queues   `yaml:"queues,required"`
+	Keys     Keys     `yaml:"keys,required"`
+	Row      Row      `yaml:"row,required"`
+	Sets     Sets     `yaml:"sets,required"`
+	Reserve  []Member `yaml:"reserve,required"`
+	Classes  []Class  `yaml:"classes,required"`
+	// Vocabularies are the closed sets of words the wire carries as
+	// values; optional (a manifest before 2.3.0 has none).
+	Vocabularies []Vocabulary `yaml:"vocabularies"`
+	Scripts      []Script     `yaml:"scripts,required"`
+	Governance   Governance   `yaml:"governance,required"`
 	// Retired holds the tombstones of names that are gone from the
 	// protocol and may never return with another meaning.
 	Retired []Tombstone `yaml:"retired"`
@@ -270,6 +273,25 @@ type Expect struct {
 	Fence    *Str  `yaml:"fence"`
 }
 
+// Vocabulary is a closed set of words the wire carries as values: a
+// script argument or reply element declared with it takes one of its
+// words.
+type Vocabulary struct {
+	Pos        Pos
+	Name       Str          `yaml:"name,required"`
+	Summary    Str          `yaml:"summary"`
+	Words      []Word       `yaml:"words,required"`
+	Deprecated *Deprecation `yaml:"deprecated"`
+}
+
+// Word is one word of a vocabulary.
+type Word struct {
+	Pos        Pos
+	Word       Str          `yaml:"word,required"`
+	Summary    Str          `yaml:"summary"`
+	Deprecated *Deprecation `yaml:"deprecated"`
+}
+
 // Script is one atomic Lua script of the bundle.
 type Script struct {
 	Pos         Pos
@@ -303,6 +325,9 @@ type Arg struct {
 	Type     Str  `yaml:"type,required"`
 	Summary  Str  `yaml:"summary"`
 	Repeated Bool `yaml:"repeated"`
+	// Vocabulary names the vocabulary whose words the argument takes
+	// (type string only).
+	Vocabulary *Str `yaml:"vocabulary"`
 }
 
 // Element is one element of an array reply's record.
@@ -311,6 +336,9 @@ type Element struct {
 	Name    Str `yaml:"name,required"`
 	Type    Str `yaml:"type,required"`
 	Summary Str `yaml:"summary"`
+	// Vocabulary names the vocabulary whose words the element carries
+	// (type string or bytes only).
+	Vocabulary *Str `yaml:"vocabulary"`
 }
 
 // Reply is the shape of a script's successful reply.

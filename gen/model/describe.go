@@ -62,6 +62,9 @@ func (s Script) ReplyLines() []string {
 		}
 		for i, e := range r.Elements {
 			line := fmt.Sprintf("  [%d] %s (%s)", i+1, e.Name, e.Type)
+			if e.Vocabulary != "" {
+				line = fmt.Sprintf("  [%d] %s (%s, a word of %s)", i+1, e.Name, e.Type, e.Vocabulary)
+			}
 			if e.Summary != "" {
 				line += ": " + e.Summary
 			}

@@ -5,6 +5,7 @@
 package model
 
 import (
+	"strings"
 	"time"
 
 	"github.com/echomq/echomq/gen/manifest"
@@ -26,8 +27,11 @@ type Protocol struct {
 	Sets       []Set
 	Reserve    []Member
 	Classes    []Class
-	Scripts    []Script
-	Governance Governance
+	// Vocabularies are the closed sets of words the wire carries as
+	// values, in manifest order; none before 2.3.0.
+	Vocabularies []Vocabulary
+	Scripts      []Script
+	Governance   Governance
 
 	// File is the manifest's file name, for positions.
 	File string
@@ -224,6 +228,51 @@ type Class struct {
 	Deprecated *Deprecation // set when the element is deprecated
 }
 
+// Vocabulary is a closed set of words the wire carries as values.
+type Vocabulary struct {
+	Name       string // snake_case; the SDKs' type is named after it
+	Summary    string
+	Words      []Word // in manifest order, at least one
+	Deprecated *Deprecation
+}
+
+// Word is one word of a vocabulary.
+type Word struct {
+	Word       string
+	Summary    string
+	Deprecated *Deprecation
+}
+
+// Plural is the vocabulary's name in the plural, snake_case, as the SDKs
+// name the list of its words: failure_class -> failure_classes,
+// category -> categories, event_type -> event_types.
+func (v Vocabulary) Plural() string {
+	n := v.Name
+	switch {
+	case strings.HasSuffix(n, "s"), strings.HasSuffix(n, "x"), strings.HasSuffix(n, "ch"), strings.HasSuffix(n, "sh"):
+		return n + "es"
+	case len(n) > 1 && strings.HasSuffix(n, "y") && !strings.ContainsAny(n[len(n)-2:len(n)-1], "aeiou_"):
+		return n[:len(n)-1] + "ies"
+	}
+	return n + "s"
+}
+
+// Has reports whether w is one of the vocabulary's words.
+func (v Vocabulary) Has(w string) bool {
+	_, ok := v.Word(w)
+	return ok
+}
+
+// Word returns the vocabulary's word w.
+func (v Vocabulary) Word(w string) (Word, bool) {
+	for _, x := range v.Words {
+		if x.Word == w {
+			return x, true
+		}
+	}
+	return Word{}, false
+}
+
 // Probe is a runnable check against a live server.
 type Probe struct {
 	Summary string
@@ -290,6 +339,9 @@ type Arg struct {
 	// order, interleaved (ARGV[j], ARGV[j+1], ... for the first record,
 	// then the next); never a reply element.
 	Repeated bool
+	// Vocabulary names the vocabulary whose words the argument or
+	// element carries, or is empty.
+	Vocabulary string
 }
 
 // Reply is the shape of a script's reply.
@@ -359,6 +411,16 @@ func (p *Protocol) WorkKind() Kind {
 		}
 	}
 	return Kind{}
+}
+
+// Vocabulary returns the vocabulary named name.
+func (p *Protocol) Vocabulary(name string) (Vocabulary, bool) {
+	for _, v := range p.Vocabularies {
+		if v.Name == name {
+			return v, true
+		}
+	}
+	return Vocabulary{}, false
 }
 
 // KeyClass returns the key class named name.

@@ -69,7 +69,8 @@ var steps = []struct {
 	{"sets", []string{"keys", "row", "sets"}, (*resolver).sets},
 	{"reserve", []string{"protocol", "version", "reserve"}, (*resolver).reserve},
 	{"classes", []string{"classes"}, (*resolver).classes},
-	{"scripts", []string{"ids", "kinds", "keys", "row", "reserve", "classes", "scripts"}, (*resolver).scripts},
+	{"vocabularies", []string{"vocabularies"}, (*resolver).vocabularies},
+	{"scripts", []string{"ids", "kinds", "keys", "row", "reserve", "classes", "vocabularies", "scripts"}, (*resolver).scripts},
 	{"probes", []string{"ids", "kinds", "queues", "keys", "row", "sets", "reserve", "classes", "scripts"}, (*resolver).probes},
 	{"governance", []string{"version", "governance"}, (*resolver).governance},
 	{"retired", []string{"version", "kinds", "keys", "row", "sets", "reserve", "classes", "scripts", "retired"}, (*resolver).lifecycle},
@@ -631,6 +632,72 @@ func (r *resolver) classes() {
 	}
 }
 
+// maxWord bounds a vocabulary word, in bytes.
+const maxWord = 32
+
+func (r *resolver) vocabularies() {
+	names := r.unique("vocabulary")
+	for _, in := range r.m.Vocabularies {
+		names.add(in.Name)
+		r.ident(in.Name, "vocabulary name")
+		v := Vocabulary{Name: in.Name.V, Summary: in.Summary.V}
+		setDep(r, in.Deprecated, func(d *Deprecation) { v.Deprecated = d })
+		if len(in.Words) == 0 {
+			r.errf(in.Pos, "vocabulary %q has no words; a vocabulary lists at least one", in.Name.V)
+		}
+		words := r.unique(fmt.Sprintf("vocabulary %q word", in.Name.V))
+		for _, w := range in.Words {
+			words.add(w.Word)
+			if !identRE.MatchString(w.Word.V) {
+				r.errf(w.Word.Pos, "vocabulary %q word %q must be a lower-case identifier ([a-z][a-z0-9_]*)", in.Name.V, w.Word.V)
+			} else if len(w.Word.V) > maxWord {
+				r.errf(w.Word.Pos, "vocabulary %q word %q is %d bytes; a word is at most %d", in.Name.V, w.Word.V, len(w.Word.V), maxWord)
+			}
+			word := Word{Word: w.Word.V, Summary: w.Summary.V}
+			setDep(r, w.Deprecated, func(d *Deprecation) { word.Deprecated = d })
+			v.Words = append(v.Words, word)
+		}
+		r.p.Vocabularies = append(r.p.Vocabularies, v)
+	}
+}
+
+// vocabularyNames lists the declared vocabularies, for errors.
+func (r *resolver) vocabularyNames() []string {
+	var n []string
+	for _, v := range r.p.Vocabularies {
+		n = append(n, v.Name)
+	}
+	return n
+}
+
+// vocabularyRef checks a script argument's or reply element's vocabulary:
+// declared, on a type in types. It returns the vocabulary's name, or "".
+func (r *resolver) vocabularyRef(what string, ref *manifest.Str, typ string, types ...string) string {
+	if ref == nil {
+		return ""
+	}
+	if !contains(types, typ) {
+		r.errf(ref.Pos, "%s: a vocabulary types a value of type %s, not %s", what, strings.Join(types, " or "), typ)
+		return ""
+	}
+	if _, ok := r.p.Vocabulary(ref.V); !ok {
+		r.errf(ref.Pos, "%s: vocabulary %q is not declared%s", what, ref.V, knownHint(ref.V, r.vocabularyNames()))
+		return ""
+	}
+	return ref.V
+}
+
+// knownHint is " (did you mean "x"? declared: a, b)" for an unknown name.
+func knownHint(name string, known []string) string {
+	if len(known) == 0 {
+		return " (none is declared)"
+	}
+	if near := manifest.Nearest(name, known); near != "" {
+		return fmt.Sprintf(" (did you mean %q? declared: %s)", near, strings.Join(known, ", "))
+	}
+	return fmt.Sprintf(" (declared: %s)", strings.Join(known, ", "))
+}
+
 var argTypes = map[string]bool{"id": true, "token": true, "bytes": true, "int": true, "string": true, "prefix": true}
 
 var replyTypes = map[string]bool{"int": true, "string": true, "array": true}
@@ -691,7 +758,8 @@ func (r *resolver) scripts() {
 			if a.Repeated.V && a.Type.V == "prefix" {
 				r.errf(a.Repeated.Pos, "script %q argument %q: a prefix is one value and cannot be repeated", in.Name.V, a.Name.V)
 			}
-			s.Argv = append(s.Argv, Arg{Name: a.Name.V, Type: a.Type.V, Summary: a.Summary.V, Repeated: a.Repeated.V})
+			voc := r.vocabularyRef(fmt.Sprintf("script %q argument %q", in.Name.V, a.Name.V), a.Vocabulary, a.Type.V, "string")
+			s.Argv = append(s.Argv, Arg{Name: a.Name.V, Type: a.Type.V, Summary: a.Summary.V, Repeated: a.Repeated.V, Vocabulary: voc})
 		}
 		misplaced := false // a repeated argument before a single one, reported once
 		for i, a := range in.Argv {
@@ -840,7 +908,8 @@ func (r *resolver) reply(in manifest.Script) Reply {
 		if !argTypes[e.Type.V] || e.Type.V == "prefix" {
 			r.errf(e.Type.Pos, "script %q reply element %q: type %q is not one of id, token, bytes, int, string", in.Name.V, e.Name.V, e.Type.V)
 		}
-		rp.Elements = append(rp.Elements, Arg{Name: e.Name.V, Type: e.Type.V, Summary: e.Summary.V})
+		voc := r.vocabularyRef(fmt.Sprintf("script %q reply element %q", in.Name.V, e.Name.V), e.Vocabulary, e.Type.V, "string", "bytes")
+		rp.Elements = append(rp.Elements, Arg{Name: e.Name.V, Type: e.Type.V, Summary: e.Summary.V, Vocabulary: voc})
 	}
 	rp.Repeated = in.Reply.Repeated.V
 	if rp.Repeated && (rp.Type != "array" || rp.Nil != "") {

@@ -113,6 +113,32 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 			}
 			return fail("refuse", id, "{{refuse %q}}: script %q declares no refusal %q", id, s.Name, id)
 		},
+		// word is a word of a vocabulary, bare: '{{word "failure_class" "lease_lost"}}'
+		// is the Lua string 'lease_lost'.
+		"word": func(vocabulary, word string) string {
+			v, ok := p.Vocabulary(vocabulary)
+			if !ok {
+				return fail("word", vocabulary+"\x00"+word, "{{word %q %q}}: vocabulary %q is not declared%s", vocabulary, word, vocabulary, vocabularyHint(p, vocabulary))
+			}
+			if !v.Has(word) {
+				return fail("word", vocabulary+"\x00"+word, "{{word %q %q}}: %q is not a word of vocabulary %q (words: %s)", vocabulary, word, word, vocabulary, strings.Join(wordList(v), ", "))
+			}
+			return word
+		},
+		// vocabulary is the set of a vocabulary's words as a Lua table
+		// constructor, {['error'] = true, ...} in manifest order, so that a
+		// script can refuse an argument outside it.
+		"vocabulary": func(vocabulary string) string {
+			v, ok := p.Vocabulary(vocabulary)
+			if !ok {
+				return fail("vocabulary", vocabulary, "{{vocabulary %q}}: vocabulary %q is not declared%s", vocabulary, vocabulary, vocabularyHint(p, vocabulary))
+			}
+			var parts []string
+			for _, w := range v.Words {
+				parts = append(parts, "['"+luaQuote(w.Word)+"'] = true")
+			}
+			return "{" + strings.Join(parts, ", ") + "}"
+		},
 		"work":    func() string { return p.WorkKind().Name },
 		"kindlen": func() int { return p.IDs.KindLength },
 		// guard reads every KEYS slot with an O(1) command of its declared
@@ -182,6 +208,22 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 		}
 	}
 	return out.String()
+}
+
+func vocabularyHint(p *Protocol, name string) string {
+	var known []string
+	for _, v := range p.Vocabularies {
+		known = append(known, v.Name)
+	}
+	return knownHint(name, known)
+}
+
+func wordList(v Vocabulary) []string {
+	var w []string
+	for _, x := range v.Words {
+		w = append(w, x.Word)
+	}
+	return w
 }
 
 // typeProbe is the O(1) read that fails with WRONGTYPE on a key of another
@@ -265,10 +307,16 @@ func findCall(n parse.Node, fn, name string) (parse.Pos, bool) {
 			}
 		}
 	case *parse.CommandNode:
-		if len(n.Args) == 2 {
-			id, ok1 := n.Args[0].(*parse.IdentifierNode)
-			str, ok2 := n.Args[1].(*parse.StringNode)
-			if ok1 && ok2 && id.Ident == fn && str.Text == name {
+		// A call of several string arguments is found by their texts
+		// joined with NUL ({{word "v" "w"}} as "v\x00w").
+		if id, ok := firstIdent(n); ok && len(n.Args) >= 2 && id.Ident == fn {
+			var texts []string
+			for _, a := range n.Args[1:] {
+				if str, ok := a.(*parse.StringNode); ok {
+					texts = append(texts, str.Text)
+				}
+			}
+			if len(texts) == len(n.Args)-1 && strings.Join(texts, "\x00") == name {
 				return id.Position(), true
 			}
 		}
@@ -287,6 +335,14 @@ func findCall(n parse.Node, fn, name string) (parse.Pos, bool) {
 		return findCall(n.Pipe, fn, name)
 	}
 	return 0, false
+}
+
+func firstIdent(n *parse.CommandNode) (*parse.IdentifierNode, bool) {
+	if len(n.Args) == 0 {
+		return nil, false
+	}
+	id, ok := n.Args[0].(*parse.IdentifierNode)
+	return id, ok
 }
 
 func findCallBranch(b *parse.BranchNode, fn, name string) (parse.Pos, bool) {

@@ -91,9 +91,12 @@ type Protocol struct {
 	Sets          []Set      `json:"sets"`
 	Reserve       []Member   `json:"reserve"`
 	Classes       []Class    `json:"classes"`
-	Scripts       []Script   `json:"scripts"`
-	ProbeIDVars   []string   `json:"probe_id_vars"`
-	Governance    Governance `json:"governance"`
+	// Vocabularies are the closed sets of words the wire carries as
+	// values, in manifest order; empty before 2.3.0.
+	Vocabularies []Vocabulary `json:"vocabularies"`
+	Scripts      []Script     `json:"scripts"`
+	ProbeIDVars  []string     `json:"probe_id_vars"`
+	Governance   Governance   `json:"governance"`
 }
 
 // Version is a major.minor.patch version, also as text.
@@ -145,6 +148,21 @@ type IDExample struct {
 type Kind struct {
 	Name    string `json:"name"`
 	Work    bool   `json:"work"`
+	Summary string `json:"summary"`
+}
+
+// Vocabulary is a closed set of words the wire carries as values. Plural
+// is its name in the plural (failure_classes), for the list of its words.
+type Vocabulary struct {
+	Name    string `json:"name"`
+	Plural  string `json:"plural"`
+	Summary string `json:"summary"`
+	Words   []Word `json:"words"`
+}
+
+// Word is one word of a vocabulary.
+type Word struct {
+	Word    string `json:"word"`
 	Summary string `json:"summary"`
 }
 
@@ -316,6 +334,9 @@ type Arg struct {
 	Type     string `json:"type"`
 	Summary  string `json:"summary"`
 	Repeated bool   `json:"repeated"`
+	// Vocabulary names the vocabulary whose words the slot carries, or
+	// is empty.
+	Vocabulary string `json:"vocabulary"`
 }
 
 // Reply is the shape of a script's reply. Nil, when not empty, says what
@@ -424,15 +445,16 @@ func NewRequest(in *target.Input, name, out string, options map[string]any) (*Re
 				Examples:  strs(p.Queues.Examples),
 				Invalid:   strs(p.Queues.Invalid),
 			},
-			KeyClasses:  []KeyClass{},
-			KeyTypes:    []KeyType{},
-			Row:         Row{Key: p.Row.Key, Summary: p.Row.Summary, Fields: []Field{}, States: []State{}},
-			Sets:        []Set{},
-			Reserve:     []Member{},
-			Classes:     []Class{},
-			Scripts:     []Script{},
-			ProbeIDVars: strs(model.ProbeIDVars),
-			Governance:  Governance{Summary: p.Governance.Summary, Rules: []Rule{}, History: []Release{}},
+			KeyClasses:   []KeyClass{},
+			KeyTypes:     []KeyType{},
+			Row:          Row{Key: p.Row.Key, Summary: p.Row.Summary, Fields: []Field{}, States: []State{}},
+			Sets:         []Set{},
+			Reserve:      []Member{},
+			Classes:      []Class{},
+			Vocabularies: []Vocabulary{},
+			Scripts:      []Script{},
+			ProbeIDVars:  strs(model.ProbeIDVars),
+			Governance:   Governance{Summary: p.Governance.Summary, Rules: []Rule{}, History: []Release{}},
 		},
 		Bundle: BundleOf(b),
 	}
@@ -470,6 +492,13 @@ func NewRequest(in *target.Input, name, out string, options map[string]any) (*Re
 	}
 	for _, c := range p.Classes {
 		pr.Classes = append(pr.Classes, Class{Word: c.Word, Name: c.Name, Summary: c.Summary, IssuedBy: strs(c.IssuedBy), Probe: probe(c.Probe)})
+	}
+	for _, v := range p.Vocabularies {
+		vr := Vocabulary{Name: v.Name, Plural: v.Plural(), Summary: v.Summary, Words: []Word{}}
+		for _, w := range v.Words {
+			vr.Words = append(vr.Words, Word{Word: w.Word, Summary: w.Summary})
+		}
+		pr.Vocabularies = append(pr.Vocabularies, vr)
 	}
 	for _, s := range p.Scripts {
 		pr.Scripts = append(pr.Scripts, script(p, s))
@@ -574,7 +603,7 @@ func probe(p model.Probe) Probe {
 func args(in []model.Arg) []Arg {
 	out := []Arg{}
 	for _, a := range in {
-		out = append(out, Arg{Name: a.Name, Type: a.Type, Summary: a.Summary, Repeated: a.Repeated})
+		out = append(out, Arg{Name: a.Name, Type: a.Type, Summary: a.Summary, Repeated: a.Repeated, Vocabulary: a.Vocabulary})
 	}
 	return out
 }

@@ -47,6 +47,12 @@ var elementKinds = []elementKind{
 		n := golang.GoName(t[root+".name"].value)
 		return []string{"Err" + n, "Class" + n}
 	}},
+	{pat("vocabularies[*].words[*]"), "word", func(_ tree, _ string, ids []string) []string {
+		return []string{golang.WordConst(ids[0], ids[1])}
+	}},
+	{pat("vocabularies[*]"), "vocabulary", func(_ tree, _ string, ids []string) []string {
+		return []string{golang.VocabularyType(ids[0])}
+	}},
 	{pat("scripts[*].refusals[*]"), "refusal", nil},
 	{pat("scripts[*].reply.values[*]"), "reply value", func(t tree, root string, ids []string) []string {
 		return []string{golang.GoName(ids[0]) + golang.GoName(t[root+".name"].value)}

@@ -90,3 +90,31 @@ func TestProbeFindingsHaveDetails(t *testing.T) {
 		t.Fatal("no probe edit produced a finding")
 	}
 }
+
+// A vocabulary's words, like kinds, are a set: reordering them changes no
+// word on the wire, only the order the SDKs list them in.
+func TestVocabularyWordsAreASet(t *testing.T) {
+	data, err := os.ReadFile(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const at = "# 7. Scripts\n"
+	a, b := "      - {word: error, summary: The handler failed.}\n", "      - {word: lease_lost, summary: The lease expired.}\n"
+	with := func(words string) *manifest.Manifest {
+		text := strings.Replace(string(data), at, "vocabularies:\n  - name: failure_class\n    words:\n"+words+"\n"+at, 1)
+		m, err := manifest.Parse("m.yaml", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	old, reordered := with(a+b), with(b+a)
+	if fs := Compare(Side{File: "old.yaml", Manifest: old}, Side{File: "new.yaml", Manifest: reordered}); len(fs) != 0 {
+		t.Errorf("words reordered: %v; want no finding", lines(fs))
+	}
+	// The comparison can fail: a word more is a finding.
+	more := with(a + b + "      - {word: timeout}\n")
+	if fs := Compare(Side{File: "old.yaml", Manifest: old}, Side{File: "new.yaml", Manifest: more}); len(fs) != 1 || fs[0].Rule != "WORD_ADDED" {
+		t.Errorf("a word added: %v; want one WORD_ADDED", lines(fs))
+	}
+}

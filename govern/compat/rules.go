@@ -148,6 +148,14 @@ func Rules() []Rule {
 			match: element(added, "classes[*]"), say: sayf("wire class %q added with its probe")},
 		{ID: "CLASS_PROBE_NO_DELETE", Bump: Invalid, Wire: true, Purpose: "Every wire class keeps a probe; removing it is refused at any bump.",
 			match: subtree("classes[*].probe", probeGone), say: sayf("wire class %q: probe removed")},
+		{ID: "VOCABULARY_NO_DELETE", Bump: Major, Wire: true, Purpose: "Stored records and deployed clients still carry the words of a deleted vocabulary, and code compiled against its type and constants stops compiling.",
+			match: element(removed, "vocabularies[*]"), say: sayf("vocabulary %q deleted")},
+		{ID: "VOCABULARY_ADDED", Bump: Minor, Wire: true, Purpose: "A new vocabulary is additive registration: no existing argument or element carries its words, and old clients never see them.",
+			match: element(added, "vocabularies[*]"), say: sayf("vocabulary %q added")},
+		{ID: "WORD_NO_DELETE", Bump: Major, Wire: true, Purpose: "Stored records may hold the deleted word and clients of this major still write it; readers of the new vocabulary would not know it.",
+			match: element(removed, "vocabularies[*].words[*]"), say: sayf("vocabulary %q: word %q deleted")},
+		{ID: "WORD_ADDED", Bump: Minor, Wire: true, Purpose: "A new word is additive: old clients never write it, and their readers keep a word they do not know as read (Registered, isX and is_x tell it apart).",
+			match: element(added, "vocabularies[*].words[*]"), say: sayf("vocabulary %q: word %q added")},
 		{ID: "SCRIPT_NO_DELETE", Bump: Major, Wire: true, Purpose: "Clients of this major call every script of the bundle.",
 			match: element(removed, "scripts[*]"), say: sayf("script %q deleted")},
 		{ID: "SCRIPT_ADDED", Bump: Minor, Wire: true, Purpose: "A new script is additive registration: old clients never call it.",
@@ -232,6 +240,10 @@ func Rules() []Rule {
 			match: subtree("scripts[*].keys[*].repeated", slotOnBothSides), say: changed("script %q: key %q: repeated")},
 		{ID: "SCRIPT_ARG_SAME_REPEATED", Bump: Major, Wire: true, Purpose: "Turning an ARGV slot into a repeated group, or back, changes how many arguments callers pass and how the script indexes them.",
 			match: subtree("scripts[*].argv[*].repeated", slotOnBothSides), say: changed("script %q: argument %q: repeated")},
+		{ID: "SCRIPT_ARG_SAME_VOCABULARY", Bump: Major, Wire: true, Purpose: "An argument's vocabulary is its contract: gaining one refuses values callers of the old contract send, losing or changing one admits words old readers do not know, and the argument's type in every SDK changes.",
+			match: subtree("scripts[*].argv[*].vocabulary", argOnBothSides), say: func(g *group) string {
+				return fmt.Sprintf("script %q: argument %q: vocabulary %s → %s", g.id(0), g.id(1), orNone(g.oldValue("")), orNone(g.newValue("")))
+			}},
 		{ID: "SCRIPT_SAME_KEYS", Bump: Major, Wire: true, Purpose: "Callers pass KEYS by position; a slot added, removed, retyped or reordered sends keys to the wrong place.",
 			match: subtree("scripts[*].keys"), say: func(g *group) string { return fmt.Sprintf("script %q: KEYS changed: %s", g.id(0), g.details()) }},
 		{ID: "SCRIPT_SAME_ARGV", Bump: Major, Wire: true, Purpose: "Callers pass ARGV by position; a slot added, removed, retyped or reordered sends arguments to the wrong place.",
@@ -558,6 +570,21 @@ func deprecation(which func(old, new bool) bool, sub ...string) matcher {
 // group (repeated: true).
 func newRepeated(g *group) bool {
 	return g.d.new[g.root+".repeated"].value == "true"
+}
+
+// argOnBothSides holds for a change of an ARGV slot's vocabulary when
+// both manifests have the slot: a slot added or removed is another rule's.
+func argOnBothSides(g *group) bool {
+	slot := strings.TrimSuffix(g.root, ".vocabulary")
+	return g.d.old.has(slot) && g.d.new.has(slot)
+}
+
+// orNone shows an absent value as "none".
+func orNone(s string) string {
+	if s == "" || s == `""` {
+		return "none"
+	}
+	return s
 }
 
 // slotOnBothSides holds for a change under a KEYS or ARGV slot that both

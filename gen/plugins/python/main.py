@@ -262,6 +262,8 @@ def protocol_file(req: dict[str, Any]) -> str:
     s.line("    return k in KINDS")
     s.blank(2)
 
+    vocabularies_code(s, p)
+
     # Row fields.
     roles = []
     for f in p["row"]["fields"]:
@@ -907,6 +909,116 @@ def isort_key(name: str) -> tuple[int, str]:
     return (2, name)
 
 
+# ---------------------------------------------------------------- vocabularies
+
+
+def vocabulary_type(name: str) -> str:
+    """The type of a vocabulary: failure_class -> FailureClass."""
+    return pascal(name)
+
+
+def vocabulary_names(v: dict[str, Any]) -> list[str]:
+    """The names a vocabulary generates: its type, word constants, list and guard."""
+    n = const(v["name"])
+    return [
+        vocabulary_type(v["name"]),
+        *[f"{n}_{const(w['word'])}" for w in v["words"]],
+        const(v["plural"]),
+        f"is_{ident(v['name'])}",
+    ]
+
+
+def vocabularies_code(s: Src, p: dict[str, Any]) -> None:
+    """Each vocabulary: a Literal type, one constant per word, the tuple and the guard."""
+    for v in p["vocabularies"]:
+        t = vocabulary_type(v["name"])
+        n = const(v["name"])
+        s.call("", f"{t} = Literal[", [lit(w["word"]) for w in v["words"]], "]")
+        summ = f": {v['summary']}" if v["summary"] else ""
+        s.doc("", f"A word of the {v['name']} vocabulary{summ}")
+        s.blank()
+        for w in v["words"]:
+            s.line(f"{n}_{const(w['word'])}: Final[{t}] = {lit(w['word'])}")
+            s.doc("", f"The {v['name']} word {w['word']}: {lower_first(w['summary'])}")
+            s.blank()
+        s.seq(
+            "",
+            f"{const(v['plural'])}: Final[tuple[{t}, ...]] = (",
+            [f"{n}_{const(w['word'])}" for w in v["words"]],
+            ")",
+        )
+        s.doc("", f"The words of the {v['name']} vocabulary, in manifest order.")
+        s.blank(2)
+        s.line(f"def is_{ident(v['name'])}(s: str) -> TypeGuard[{t}]:")
+        s.doc("    ", f"Reports whether s is a word of the {v['name']} vocabulary.")
+        s.line(f"    return s in {const(v['plural'])}")
+        s.blank(2)
+
+
+def vocabularies_file(req: dict[str, Any]) -> str:
+    """The vocabularies of protocol.py again, with an __all__ for a star import."""
+    p = req["protocol"]
+    s = Src()
+    header(
+        s,
+        req,
+        "The vocabularies of the protocol (closed sets of words the wire carries as values), as protocol.py defines them; ``from echomq._gen.vocabularies import *`` brings every one.",
+    )
+    names: list[str] = []
+    for v in p["vocabularies"]:
+        names += vocabulary_names(v)
+    if not names:
+        s.line("__all__: list[str] = []")
+        s.doc("", "There is no vocabulary.")
+        return s.text()
+    ordered = sorted(set(names), key=isort_key)
+    # ruff's isort orders the imported names by type, then case-insensitively (FOO_BAR
+    # before FOOS); RUF022 orders __all__ by type, then by code point.
+    imported = sorted(ordered, key=lambda n: (isort_key(n)[0], n.lower()))
+    import_from(s, ".protocol", imported)
+    s.blank()
+    s.seq("", "__all__ = [", [lit(x) for x in ordered], "]")
+    s.doc("", "Every name of every vocabulary.")
+    return s.text()
+
+
+def import_from(s: Src, module: str, names: list[str]) -> None:
+    """from module import names, on one line when it fits, else one name a line."""
+    one = f"from {module} import {', '.join(names)}"
+    if len(one) <= LINE:
+        s.line(one)
+        return
+    s.seq("", f"from {module} import (", names, ")")
+
+
+def elem_type(e: dict[str, Any]) -> str:
+    """The Python type of a reply element: its vocabulary's type when it has one."""
+    if e["vocabulary"]:
+        return vocabulary_type(e["vocabulary"])
+    return ELEM_TYPES[e["type"]]
+
+
+def arg_type(a: dict[str, Any]) -> str:
+    """The Python type of an argument: its vocabulary's type when it has one."""
+    if a["vocabulary"]:
+        return vocabulary_type(a["vocabulary"])
+    return ARG_TYPES[a["type"]]
+
+
+def used_vocabularies(p: dict[str, Any]) -> list[str]:
+    """The types of the vocabularies some argument or reply element carries."""
+    used = {
+        a["vocabulary"]
+        for sc in p["scripts"]
+        for a in [*sc["argv"], *sc["reply"]["elements"]]
+        if a["vocabulary"]
+    }
+    return sorted(
+        (vocabulary_type(v["name"]) for v in p["vocabularies"] if v["name"] in used),
+        key=str.lower,
+    )
+
+
 # ---------------------------------------------------------------- scripts.py
 
 ARG_TYPES = {
@@ -969,7 +1081,8 @@ def scripts_file(req: dict[str, Any]) -> str:
     s.blank()
     s.line("from collections.abc import Sequence")
     s.line("from dataclasses import dataclass")
-    s.line("from typing import Any, ClassVar, Final")
+    cast = any(e["vocabulary"] for sc in p["scripts"] for e in sc["reply"]["elements"])
+    s.line("from typing import Any, ClassVar, Final" + (", cast" if cast else ""))
     s.blank()
     s.line("from redis.asyncio import Redis")
     s.line("from redis.asyncio.client import Pipeline")
@@ -977,6 +1090,8 @@ def scripts_file(req: dict[str, Any]) -> str:
     s.blank()
     s.line("from .errors import parse_error_reply")
     s.line("from .ids import validate_id")
+    if used := used_vocabularies(p):
+        import_from(s, ".protocol", used)
     s.blank()
     s.line("Arg = bytes | str | int")
     s.doc("", "An argument of a command: bytes, text (sent as UTF-8) or an integer.")
@@ -1270,7 +1385,7 @@ def script_call(s: Src, p: dict[str, Any], sc: dict[str, Any]) -> None:
                 raise Refuse(
                     f"script {name!r}: reply element {e['name']!r} has the type {e['type']!r}, which this plugin cannot render"
                 )
-            t = ELEM_TYPES[e["type"]]
+            t = elem_type(e)
             if e["repeated"]:
                 t = f"list[{t}]"
             s.line(f"    {ident(e['name'])}: {t}")
@@ -1287,6 +1402,12 @@ def script_call(s: Src, p: dict[str, Any], sc: dict[str, Any]) -> None:
             if e["repeated"]:
                 items.append(
                     f"{ident(e['name'])}=[{dec}({lit(name)}, {lit(e['name'])}, v) for v in _reply_array({lit(name)}, a[{i}])]"
+                )
+            elif e["vocabulary"]:
+                # A word outside the vocabulary is kept as read: a newer writer may know more
+                # words (the guard tells).
+                items.append(
+                    f"{ident(e['name'])}=cast({lit(elem_type(e))}, {dec}({lit(name)}, {lit(e['name'])}, a[{i}]))"
                 )
             else:
                 items.append(f"{ident(e['name'])}={dec}({lit(name)}, {lit(e['name'])}, a[{i}])")
@@ -1335,7 +1456,7 @@ def script_call(s: Src, p: dict[str, Any], sc: dict[str, Any]) -> None:
         s.blank()
         for j, (_fn, a) in enumerate(group):
             summ = f": {a['summary']}" if a["summary"] else ""
-            s.line(f"    {ident(singular(a['name']))}: {ARG_TYPES[a['type']]}")
+            s.line(f"    {ident(singular(a['name']))}: {arg_type(a)}")
             s.doc("    ", f"ARGV[{at + j}..], every {len(group)}: {a['name']} ({a['type']}){summ}")
         s.blank()
         s.line("    def args(self) -> tuple[Arg, ...]:")
@@ -1374,7 +1495,7 @@ def script_call(s: Src, p: dict[str, Any], sc: dict[str, Any]) -> None:
     group = [(fn, a) for fn, a in args if a["repeated"]]
     entry = pascal(name) + "Entry" if len(group) > 1 else ""
     for fn, a in args:
-        t = ARG_TYPES[a["type"]]
+        t = arg_type(a)
         summ = f": {a['summary']}" if a["summary"] else ""
         if a["repeated"] and entry:
             if (fn, a) == group[0]:
@@ -1659,6 +1780,7 @@ def render(req: dict[str, Any]) -> list[dict[str, str]]:
         ("errors.py", errors_file(req)),
         ("scripts.py", scripts_file(req)),
         ("probes.py", probes_file(req)),
+        ("vocabularies.py", vocabularies_file(req)),
     ]
     return [{"path": f"{pkg}/{name}", "content": long_lines(text)} for name, text in files]
 

@@ -62,6 +62,8 @@ func protocolFile(f *jen.File, p *model.Protocol, _ *bundle.Bundle) {
 	)
 	f.Line()
 
+	vocabulariesCode(f, p)
+
 	// Row fields.
 	defs = nil
 	for _, fl := range p.Row.Fields {

@@ -66,6 +66,8 @@ func reexportFile(f *jen.File, p *model.Protocol, _ *bundle.Bundle) {
 	f.Const().Defs(kinds...)
 	f.Line()
 
+	vocabularyReexports(f, p)
+
 	var sets []jen.Code
 	for _, s := range p.Sets {
 		n := "Set" + goName(s.Key)

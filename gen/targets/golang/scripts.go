@@ -161,7 +161,7 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 	if records {
 		var rf []jen.Code
 		for j, a := range group {
-			rf = append(rf, jen.Id(recordField(argFields[groupAt-1+j])).Add(goType(a.Type)).Comment(fmt.Sprintf("%s, every %d: %s", s.ArgSlot(groupAt-1+j), len(group), a.Name)))
+			rf = append(rf, jen.Id(recordField(argFields[groupAt-1+j])).Add(argType(a)).Comment(fmt.Sprintf("%s, every %d: %s", s.ArgSlot(groupAt-1+j), len(group), a.Name)))
 		}
 		comment(f, fmt.Sprintf("%s is one entry of %s's repeated ARGV group: its values are sent interleaved, entry after entry, from ARGV[%d].", record, call, groupAt))
 		f.Type().Id(record).Struct(rf...)
@@ -210,10 +210,10 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 			continue
 		}
 		if a.Repeated {
-			fields = append(fields, jen.Id(argFields[i]).Index().Add(goType(a.Type)).Comment(fmt.Sprintf("%s, %s: %s", s.ArgSlot(i), s.ArgCount(i), a.Name)))
+			fields = append(fields, jen.Id(argFields[i]).Index().Add(argType(a)).Comment(fmt.Sprintf("%s, %s: %s", s.ArgSlot(i), s.ArgCount(i), a.Name)))
 			continue
 		}
-		fields = append(fields, jen.Id(argFields[i]).Add(goType(a.Type)).Comment(fmt.Sprintf("ARGV[%d]: %s", i+1, a.Name)))
+		fields = append(fields, jen.Id(argFields[i]).Add(argType(a)).Comment(fmt.Sprintf("ARGV[%d]: %s", i+1, a.Name)))
 	}
 	f.Type().Id(call).Struct(fields...)
 	f.Line()
@@ -224,8 +224,11 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 			keyVals = append(keyVals, jen.Id("c").Dot(k))
 		}
 	}
-	argValue := func(t string, v *jen.Statement) *jen.Statement {
-		switch t {
+	argValue := func(a model.Arg, v *jen.Statement) *jen.Statement {
+		if a.Vocabulary != "" {
+			return jen.String().Call(v)
+		}
+		switch a.Type {
 		case "id":
 			return v.Dot("String").Call()
 		case "token", "int":
@@ -235,7 +238,7 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 	}
 	for i, a := range s.Argv {
 		if !a.Repeated {
-			argVals = append(argVals, argValue(a.Type, jen.Id("c").Dot(argFields[i])))
+			argVals = append(argVals, argValue(a, jen.Id("c").Dot(argFields[i])))
 		}
 	}
 	recv := jen.Id("c").Op("*").Id(call)
@@ -253,7 +256,7 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 	if records {
 		var vals []jen.Code
 		for j, a := range group {
-			vals = append(vals, argValue(a.Type, jen.Id("v").Dot(recordField(strings.TrimPrefix(argFields[groupAt-1+j], "Entries[].")))))
+			vals = append(vals, argValue(a, jen.Id("v").Dot(recordField(strings.TrimPrefix(argFields[groupAt-1+j], "Entries[].")))))
 		}
 		body := []jen.Code{jen.Id("out").Op(":=").Make(jen.Index().String(), jen.Lit(0), jen.Lit(len(argVals)).Op("+").Lit(len(group)).Op("*").Len(jen.Id("c").Dot("Entries")))}
 		if len(argVals) > 0 {
@@ -273,7 +276,7 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 		}
 		f.Func().Params(recv.Clone()).Id("Args").Params().Index().String().Block(append(body,
 			jen.For(jen.List(jen.Id("_"), jen.Id("v")).Op(":=").Range().Id("c").Dot(field)).Block(
-				jen.Id("out").Op("=").Append(jen.Id("out"), argValue(a.Type, jen.Id("v"))),
+				jen.Id("out").Op("=").Append(jen.Id("out"), argValue(a, jen.Id("v"))),
 			),
 			jen.Return(jen.Id("out")),
 		)...)
@@ -311,7 +314,7 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 			if e.Summary != "" {
 				c += ": " + e.Summary
 			}
-			rf = append(rf, jen.Id(goName(e.Name)).Add(goType(e.Type)).Comment(c))
+			rf = append(rf, jen.Id(goName(e.Name)).Add(argType(e)).Comment(c))
 		}
 		if s.Reply.Repeated {
 			comment(f, fmt.Sprintf("%s is one record of the reply of the %s script.", reply, s.Name))
@@ -437,6 +440,17 @@ func decodeRecord(s model.Script, reply, out string, ret func(jen.Code) jen.Code
 		case "token", "int":
 			body = append(body, jen.List(field.Clone(), jen.Err()).Op("=").Id("arr").Index(jen.Lit(i)).Dot("AsInt64").Call(), wrap())
 		default:
+			if e.Vocabulary != "" {
+				// A word outside the vocabulary is kept as read: a newer
+				// writer may know more words (Registered tells).
+				str := lowerName(e.Name) + "Str"
+				body = append(body,
+					jen.List(jen.Id(str), jen.Err()).Op(":=").Id("replyString").Call(elem),
+					wrap(),
+					field.Clone().Op("=").Id(VocabularyType(e.Vocabulary)).Call(jen.Id(str)),
+				)
+				continue
+			}
 			body = append(body, jen.List(field.Clone(), jen.Err()).Op("=").Id("replyString").Call(elem), wrap())
 		}
 	}

@@ -54,6 +54,8 @@ func protocolFile(s *src, in *target.Input) {
 	s.line("}")
 	s.blank()
 
+	vocabulariesCode(s, p)
+
 	// Row fields.
 	var fields []string
 	for _, fl := range p.Row.Fields {

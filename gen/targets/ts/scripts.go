@@ -64,6 +64,9 @@ func scriptsFile(s *src, in *target.Input) {
 	p, b := in.Protocol, in.Bundle
 	s.line(`import { ReplyError, scriptError } from "./errors.js";`)
 	s.line(`import { parseId } from "./ids.js";`)
+	if used := usedVocabularies(in.Protocol); len(used) > 0 {
+		s.list("", "import type { ", used, ` } from "./protocol.js";`)
+	}
 	s.blank()
 	s.lines("", `/** An argument of a command: text, or bytes. */
 export type RedisArg = string | Buffer;
@@ -321,7 +324,7 @@ func scriptCall(s *src, p *model.Protocol, sc model.Script) {
 				text += ": " + a.Summary
 			}
 			s.doc("  ", text)
-			s.line("  readonly " + singular(argFields[groupAt-1+j]) + ": " + tsType(a.Type) + ";")
+			s.line("  readonly " + singular(argFields[groupAt-1+j]) + ": " + argTS(a) + ";")
 		}
 		s.line("}")
 		for j := range group {
@@ -390,10 +393,10 @@ func scriptCall(s *src, p *model.Protocol, sc model.Script) {
 			}
 			s.doc("  ", text)
 			if a.Repeated {
-				s.line("  readonly " + argFields[i] + ": readonly " + tsType(a.Type) + "[];")
+				s.line("  readonly " + argFields[i] + ": readonly " + argTS(a) + "[];")
 				continue
 			}
-			s.line("  readonly " + argFields[i] + ": " + tsType(a.Type) + ";")
+			s.line("  readonly " + argFields[i] + ": " + argTS(a) + ";")
 		}
 		s.line("}")
 	}
@@ -468,7 +471,7 @@ func scriptCall(s *src, p *model.Protocol, sc model.Script) {
 				text += ": " + e.Summary
 			}
 			s.doc("  ", text)
-			s.line("  readonly " + camel(e.Name) + ": " + replyType(e.Type) + ";")
+			s.line("  readonly " + camel(e.Name) + ": " + elementTS(e) + ";")
 		}
 		s.line("}")
 		record := func(fn string) {
@@ -485,7 +488,13 @@ func scriptCall(s *src, p *model.Protocol, sc model.Script) {
 				case "bytes":
 					dec = "replyBytes"
 				}
-				s.list("    ", camel(e.Name)+": "+dec+"(", []string{lit, q(e.Name), "a[" + itoa(i) + "]"}, "),")
+				closing := "),"
+				if e.Vocabulary != "" {
+					// A word outside the vocabulary is kept as read: a
+					// newer writer may know more words (the guard tells).
+					closing = ") as " + VocabularyType(e.Vocabulary) + ","
+				}
+				s.list("    ", camel(e.Name)+": "+dec+"(", []string{lit, q(e.Name), "a[" + itoa(i) + "]"}, closing)
 			}
 			s.line("  };")
 			s.line("}")

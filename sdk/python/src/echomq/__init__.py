@@ -13,11 +13,13 @@ states, wire classes, the script bundle) come from the generated layer, ``echomq
 from ._cluster import DEFAULT_TRY_AGAIN_MS, ClusterRedis, connect_cluster
 from ._duration import Duration
 from ._gen import errors as _wire
+from ._gen import vocabularies as _vocabularies
 from ._gen.errors import *  # noqa: F403 - one exception class per wire class
 from ._gen.ids import IdError, IdGenerator, new_id, parse_id
 from ._gen.keys import QueueKeys, QueueNameError, reserve_key
 from ._gen.protocol import PROTOCOL, VERSION, VERSION_RECORD, Kind, SetName, State, is_kind
 from ._gen.scripts import BUNDLE_DIGEST
+from ._gen.vocabularies import *  # noqa: F403 - every vocabulary's type, words, list and guard
 from .client import Client, Verdict, check_version_record, connect, judge_version_record
 from .codec import Codec, CodecError, JSONCodec, TypedJob, TypedJobInfo, TypedQueue
 from .errors import (
@@ -113,3 +115,4 @@ __all__ = [
     "run_probes",
 ]
 __all__ += _wire.__all__
+__all__ += _vocabularies.__all__
