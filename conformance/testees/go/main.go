@@ -245,6 +245,26 @@ type settleArgs struct {
 	Count   int64 `json:"count"`
 }
 
+// failArgs are those of the transitions that record a failed attempt
+// (retry_failed, bury_failed).
+type failArgs struct {
+	queueArgs
+	Token   int64  `json:"token"`
+	DelayMS int64  `json:"delay_ms"`
+	Class   string `json:"class"`
+	Worker  string `json:"worker"`
+	Error   string `json:"error"`
+}
+
+// attemptsOut renders a job's failed attempts as the failures op answers.
+func attemptsOut(as []emq.FailedAttempt) map[string]any {
+	out := make([]any, len(as))
+	for i, a := range as {
+		out[i] = map[string]any{"attempt": a.Attempt, "at_ms": a.At.UnixMilli(), "class": string(a.Class), "worker": a.Worker, "error": a.Message}
+	}
+	return map[string]any{"attempts": out}
+}
+
 // maintainArgs are promote's and reap's.
 type maintainArgs struct {
 	Queue       string `json:"queue"`
@@ -554,7 +574,41 @@ func (t *testee) do(req request) (any, error) {
 		}
 		return map[string]any{"results": results}, nil
 
-	case "claim_ids", "complete_claim_ids", "promote_ids", "reap_ids":
+	case "retry_failed", "bury_failed":
+		a, err := args[failArgs](req)
+		if err != nil {
+			return nil, err
+		}
+		q, id, err := t.queueID(a.queueArgs)
+		if err != nil {
+			return nil, err
+		}
+		f := emq.Failure{Class: emq.FailureClass(a.Class), Worker: a.Worker, Message: a.Error}
+		if req.Op == "bury_failed" {
+			return map[string]any{}, q.BuryFailed(ctx, id, a.Token, f)
+		}
+		at, err := q.RetryFailed(ctx, id, a.Token, ms(a.DelayMS), f)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"run_at_ms": at.UnixMilli()}, nil
+
+	case "failures":
+		a, err := args[queueArgs](req)
+		if err != nil {
+			return nil, err
+		}
+		q, id, err := t.queueID(a)
+		if err != nil {
+			return nil, err
+		}
+		as, err := q.Failures(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return attemptsOut(as), nil
+
+	case "claim_ids", "complete_claim_ids", "promote_ids", "reap_ids", "reap_failed_ids", "forget_failures":
 		a, err := args[idsArgs](req)
 		if err != nil {
 			return nil, err
@@ -592,6 +646,18 @@ func (t *testee) do(req request) (any, error) {
 				return nil, err
 			}
 			return map[string]any{"moved": n}, nil
+		case "reap_failed_ids":
+			n, err := q.ReapFailedIDs(ctx, ids, int(a.MaxAttempts))
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"moved": n}, nil
+		case "forget_failures":
+			n, err := q.ForgetFailures(ctx, ids)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"forgotten": n}, nil
 		default:
 			n, err := q.ReapIDs(ctx, ids, int(a.MaxAttempts))
 			if err != nil {

@@ -50,6 +50,71 @@ var wireOps = map[string]wireOp{
 	wire.ScriptCompleteClaimIDs.Name: wireIDs,
 	wire.ScriptPromoteIDs.Name:       wireIDs,
 	wire.ScriptReapIDs.Name:          wireIDs,
+	wire.ScriptRetryFailed.Name:      wireFail,
+	wire.ScriptBuryFailed.Name:       wireFail,
+	wire.ScriptReapFailedIDs.Name:    wireIDs,
+	wire.ScriptFailures.Name:         wireFailures,
+	wire.ScriptForgetFailures.Name:   wireIDs,
+}
+
+// wireFail runs the scripts that move an active job and record its failed
+// attempt.
+func wireFail(t *testee, ctx context.Context, req request) (any, error) {
+	a, err := args[failArgs](req)
+	if err != nil {
+		return nil, err
+	}
+	k, id, row, err := t.wireQueueID(a.queueArgs)
+	if err != nil {
+		return nil, err
+	}
+	if a.DelayMS < 0 {
+		return nil, argument("delay %d ms", a.DelayMS)
+	}
+	if class := wire.FailureClass(a.Class); !class.Registered() {
+		return nil, argument("failure class %q", a.Class)
+	}
+	rc, err := t.rc()
+	if err != nil {
+		return nil, err
+	}
+	if req.Op == wire.ScriptBuryFailed.Name {
+		c := wire.BuryFailedCall{Active: k.Active, Row: row, Dead: k.Dead, Failures: k.Failures, ID: id, Token: a.Token, Class: wire.FailureClass(a.Class), Worker: a.Worker, Error: a.Error}
+		_, err = c.Exec(ctx, rc)
+		return map[string]any{}, err
+	}
+	c := wire.RetryFailedCall{Active: k.Active, Row: row, Schedule: k.Schedule, Failures: k.Failures, ID: id, Token: a.Token, DelayMS: a.DelayMS, Class: wire.FailureClass(a.Class), Worker: a.Worker, Error: a.Error}
+	at, err := c.Exec(ctx, rc)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"run_at_ms": at}, nil
+}
+
+// wireFailures reads a job's failure record with the failures script.
+func wireFailures(t *testee, ctx context.Context, req request) (any, error) {
+	a, err := args[queueArgs](req)
+	if err != nil {
+		return nil, err
+	}
+	k, id, row, err := t.wireQueueID(a)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := t.rc()
+	if err != nil {
+		return nil, err
+	}
+	c := wire.FailuresCall{Row: row, Failures: k.Failures, ID: id}
+	rs, err := c.Exec(ctx, rc)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(rs))
+	for i, r := range rs {
+		out[i] = map[string]any{"attempt": r.Attempt, "at_ms": r.AtMS, "class": string(r.Class), "worker": r.Worker, "error": r.Error}
+	}
+	return map[string]any{"attempts": out}, nil
 }
 
 // argument is the contract's kind argument: refused before sending.
@@ -430,14 +495,17 @@ func wireIDs(t *testee, ctx context.Context, req request) (any, error) {
 		if a.LeaseMS < 1 {
 			return nil, argument("lease %d ms", a.LeaseMS)
 		}
-	case wire.ScriptReapIDs.Name:
+	case wire.ScriptReapIDs.Name, wire.ScriptReapFailedIDs.Name:
 		if a.MaxAttempts < 0 {
 			return nil, argument("max attempts %d", a.MaxAttempts)
 		}
 	}
 	if len(ids) == 0 && req.Op != wire.ScriptCompleteClaimIDs.Name {
-		if req.Op == wire.ScriptClaimIDs.Name {
+		switch req.Op {
+		case wire.ScriptClaimIDs.Name:
 			return map[string]any{"jobs": []any{}}, nil
+		case wire.ScriptForgetFailures.Name:
+			return map[string]any{"forgotten": 0}, nil
 		}
 		return map[string]any{"moved": 0}, nil
 	}
@@ -470,6 +538,20 @@ func wireIDs(t *testee, ctx context.Context, req request) (any, error) {
 			return nil, err
 		}
 		return map[string]any{"moved": n}, nil
+	case wire.ScriptReapFailedIDs.Name:
+		c := wire.ReapFailedIDsCall{Active: k.Active, Pending: k.Pending, Dead: k.Dead, Wake: k.Wake, Failures: k.Failures, Rows: rows, MaxAttempts: a.MaxAttempts, IDs: ids}
+		n, err := c.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"moved": n}, nil
+	case wire.ScriptForgetFailures.Name:
+		c := wire.ForgetFailuresCall{Failures: k.Failures, Rows: rows, IDs: ids}
+		n, err := c.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"forgotten": n}, nil
 	}
 	c := wire.ReapIDsCall{Active: k.Active, Pending: k.Pending, Dead: k.Dead, Wake: k.Wake, Rows: rows, MaxAttempts: a.MaxAttempts, IDs: ids}
 	n, err := c.Exec(ctx, rc)

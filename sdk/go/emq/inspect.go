@@ -25,10 +25,19 @@ type JobInfo struct {
 	// State names, unless the job moved while it was read or the sets
 	// invariant is broken. Get fills it also for an id without a row.
 	In []Set
+	// Failures are the job's recorded failed attempts, oldest first (at
+	// most the last 10; echomq 2.3.0): empty when none was recorded.
+	Failures []FailedAttempt
+	// DiedAt is when a dead job died: the time of its last recorded
+	// attempt, when that attempt is the row's Attempts. It is zero for a
+	// job that is not dead, and for one whose last attempt was settled by
+	// a client that records nothing (a 2.2 client): not recorded, never
+	// guessed.
+	DiedAt time.Time
 }
 
-// Get reads one job: its row and its score in every set, in one round
-// trip. ok is false when the job has no row (never enqueued, or completed
+// Get reads one job: its row, its score in every set and its failure
+// record (Failures, DiedAt), in one round trip. ok is false when the job has no row (never enqueued, or completed
 // and retired); the JobInfo's ID and In are filled even then, so that a
 // set holding an id without a row shows. It only reads, also on an
 // observing client.
@@ -55,10 +64,17 @@ func (q *Queue) getOnce(ctx context.Context, id ID) (JobInfo, bool, error) {
 	for _, s := range sets {
 		cmds = append(cmds, rc.B().Zscore().Key(q.keys.Set(s)).Member(id.String()).Build())
 	}
+	fc := wire.FailuresCall{Row: row, Failures: q.keys.Failures, ID: id}
+	fx := fc.LuaExec()
+	cmds = append(cmds, rc.B().Evalsha().Sha1(wire.ScriptFailures.SHA1).Numkeys(int64(len(fx.Keys))).Key(fx.Keys...).Arg(fx.Args...).Build())
 	res := rc.DoMulti(ctx, cmds...)
 	m, err := res[0].AsStrMap()
 	if err != nil {
 		return JobInfo{}, false, errorf("emq: get %s: %w", id, err)
+	}
+	fres := res[len(res)-1]
+	if e, ok := rueidis.IsRedisErr(fres.Error()); ok && e.IsNoScript() {
+		fres = q.c.execScripts(ctx, []*wire.Script{wire.ScriptFailures}, []rueidis.LuaExec{fx})[0]
 	}
 	info := JobInfo{ID: id}
 	scores := make([]float64, len(sets))
@@ -89,6 +105,10 @@ func (q *Queue) getOnce(ctx context.Context, id ID) (JobInfo, bool, error) {
 			info.At = time.UnixMilli(int64(scores[i]))
 		}
 	}
+	if info.Failures, err = decodeFailures(fres); err != nil {
+		return JobInfo{}, false, errorf("emq: get %s: the failure record: %w", id, err)
+	}
+	info.DiedAt = diedAt(info.State, info.Attempts, info.Failures)
 	return info, true, nil
 }
 

@@ -13,7 +13,7 @@ import (
 const (
 	// ClassKind is the class word of refusals issued by enqueue, enqueue_at, push, push_many: The id in the job position is not of the work kind.
 	ClassKind = "EMQKIND"
-	// ClassStale is the class word of refusals issued by extend, complete, retry, bury, complete_claim, complete_claim_ids: A transition on an active job presented a token that is not the row's attempts, or the job is no longer active.
+	// ClassStale is the class word of refusals issued by extend, complete, retry, bury, complete_claim, complete_claim_ids, retry_failed, bury_failed: A transition on an active job presented a token that is not the row's attempts, or the job is no longer active.
 	ClassStale = "EMQSTALE"
 )
 

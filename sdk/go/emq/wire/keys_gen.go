@@ -48,6 +48,8 @@ type QueueKeys struct {
 	Dead string
 	// Wake is emq:{<queue>}:wake (list): (2.1.0) A doorbell: at most one marker, rung by the scripts of 2.1.0 when they leave claimable jobs behind. Idle workers block on it (BLPOP) instead of polling. It is a hint, never a count: a 2.0.0 writer never rings it, so a reader must not take its absence for an empty queue and bounds every wait with a timeout.
 	Wake string
+	// Failures is emq:{<queue>}:failures (hash): (2.3.0) Failure records: field = job id, value = the job's history of failed attempts, oldest first and at most the last 10, each the attempt (the token it held), the server time, the failure class, the worker (at most 128 bytes) and the error text (at most 2048 bytes), packed by the scripts that write it (retry_failed, bury_failed, reap_failed_ids) and unpacked only by the failures script, which every reader uses. A job is dead since the time of its last recorded attempt when that attempt is the row's attempts and the row is dead. It is a hint: a 2.2 writer records nothing, so a job without a record, or whose last failed attempt is missing, reads as not recorded; and 2.2's complete and purge delete a row and leave its record, which forget_failures deletes (a 2.3 client runs it after it completes a job that had failed before, and maintenance sweeps the hash), so a record whose row is gone is never read.
+	Failures string
 }
 
 // NewQueueKeys checks queue against the grammar and returns its keys; a malformed name is refused with ErrQueueName.
@@ -58,6 +60,7 @@ func NewQueueKeys(queue string) (QueueKeys, error) {
 	return QueueKeys{
 		Active:    "emq:{" + queue + "}:active",
 		Dead:      "emq:{" + queue + "}:dead",
+		Failures:  "emq:{" + queue + "}:failures",
 		Pending:   "emq:{" + queue + "}:pending",
 		Schedule:  "emq:{" + queue + "}:schedule",
 		Wake:      "emq:{" + queue + "}:wake",
@@ -97,6 +100,8 @@ func (k QueueKeys) Key(typ string) (string, bool) {
 		return k.Dead, true
 	case "wake":
 		return k.Wake, true
+	case "failures":
+		return k.Failures, true
 	}
 	return "", false
 }

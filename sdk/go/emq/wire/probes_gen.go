@@ -271,6 +271,247 @@ func Probes() []probe.Probe {
 				Name:  "token",
 				Value: "${c.token}",
 			}},
+		}, {
+			Check: "a job that will fail is admitted",
+			Expect: probe.Expect{
+				Int:  1,
+				Kind: "int",
+			},
+			Script: "enqueue",
+			With: []probe.Arg{{
+				Name:  "id",
+				Value: "${job2}",
+			}, {
+				Name:  "payload",
+				Value: "probe",
+			}},
+		}, {
+			Check: "its claim mints token 1",
+			Expect: probe.Expect{
+				Element: "token",
+				Int:     1,
+				Kind:    "int",
+			},
+			Script: "claim",
+			With: []probe.Arg{{
+				Name:  "lease_ms",
+				Value: "30000",
+			}},
+		}, {
+			Check: "retry_failed with a wrong token answers EMQSTALE",
+			Expect: probe.Expect{
+				Kind:   "error",
+				String: "EMQSTALE",
+			},
+			Script: "retry_failed",
+			With: []probe.Arg{{
+				Name:  "id",
+				Value: "${job2}",
+			}, {
+				Name:  "token",
+				Value: "2",
+			}, {
+				Name:  "delay_ms",
+				Value: "0",
+			}, {
+				Name:  "class",
+				Value: "error",
+			}, {
+				Name:  "worker",
+				Value: "probe",
+			}, {
+				Name:  "error",
+				Value: "probe",
+			}},
+		}, {
+			Check:   "the refused retry recorded nothing",
+			Command: []string{"HEXISTS", "${key:failures}", "${job2}"},
+			Expect: probe.Expect{
+				Int:  0,
+				Kind: "int",
+			},
+		}, {
+			Check:  "retry_failed by the lease holder schedules the job",
+			Expect: probe.Expect{Kind: "positive"},
+			Script: "retry_failed",
+			With: []probe.Arg{{
+				Name:  "id",
+				Value: "${job2}",
+			}, {
+				Name:  "token",
+				Value: "1",
+			}, {
+				Name:  "delay_ms",
+				Value: "0",
+			}, {
+				Name:  "class",
+				Value: "error",
+			}, {
+				Name:  "worker",
+				Value: "probe",
+			}, {
+				Name:  "error",
+				Value: "probe",
+			}},
+		}, {
+			Check: "the failed attempt is on record",
+			Expect: probe.Expect{
+				Element: "attempt",
+				Int:     1,
+				Kind:    "int",
+			},
+			Script: "failures",
+			With: []probe.Arg{{
+				Name:  "id",
+				Value: "${job2}",
+			}},
+		}, {
+			Check: "the due job is promoted",
+			Expect: probe.Expect{
+				Int:  1,
+				Kind: "int",
+			},
+			Script: "promote",
+			With: []probe.Arg{{
+				Name:  "limit",
+				Value: "10",
+			}},
+		}, {
+			Check: "a claim whose lease has already expired mints token 2",
+			Expect: probe.Expect{
+				Element: "token",
+				Int:     2,
+				Kind:    "int",
+			},
+			Script: "claim",
+			With: []probe.Arg{{
+				Name:  "lease_ms",
+				Value: "-1",
+			}},
+		}, {
+			Check: "bury_failed with a wrong token answers EMQSTALE",
+			Expect: probe.Expect{
+				Kind:   "error",
+				String: "EMQSTALE",
+			},
+			Script: "bury_failed",
+			With: []probe.Arg{{
+				Name:  "id",
+				Value: "${job2}",
+			}, {
+				Name:  "token",
+				Value: "1",
+			}, {
+				Name:  "class",
+				Value: "panic",
+			}, {
+				Name:  "worker",
+				Value: "probe",
+			}, {
+				Name:  "error",
+				Value: "probe",
+			}},
+		}, {
+			Check: "reap_failed_ids takes the expired lease back",
+			Expect: probe.Expect{
+				Int:  1,
+				Kind: "int",
+			},
+			Script: "reap_failed_ids",
+			With: []probe.Arg{{
+				Name:  "max_attempts",
+				Value: "0",
+			}, {
+				Name:  "ids",
+				Value: "${job2}",
+			}},
+		}, {
+			Check: "the next claim mints token 3",
+			Expect: probe.Expect{
+				Element: "token",
+				Int:     3,
+				Kind:    "int",
+			},
+			Script: "claim",
+			With: []probe.Arg{{
+				Name:  "lease_ms",
+				Value: "30000",
+			}},
+		}, {
+			Check: "bury_failed by the lease holder buries the job",
+			Expect: probe.Expect{
+				Int:  1,
+				Kind: "int",
+			},
+			Script: "bury_failed",
+			With: []probe.Arg{{
+				Name:  "id",
+				Value: "${job2}",
+			}, {
+				Name:  "token",
+				Value: "3",
+			}, {
+				Name:  "class",
+				Value: "panic",
+			}, {
+				Name:  "worker",
+				Value: "probe",
+			}, {
+				Name:  "error",
+				Value: "probe",
+			}},
+		}, {
+			Check: "the record starts with the oldest failed attempt",
+			Expect: probe.Expect{
+				Element: "class",
+				Kind:    "string",
+				String:  "error",
+			},
+			Script: "failures",
+			With: []probe.Arg{{
+				Name:  "id",
+				Value: "${job2}",
+			}},
+		}, {
+			Check: "forget_failures keeps the record of a job whose row exists",
+			Expect: probe.Expect{
+				Int:  0,
+				Kind: "int",
+			},
+			Script: "forget_failures",
+			With: []probe.Arg{{
+				Name:  "ids",
+				Value: "${job2}",
+			}},
+		}, {
+			Check: "purge deletes the dead job's row",
+			Expect: probe.Expect{
+				Int:  1,
+				Kind: "int",
+			},
+			Script: "purge",
+			With: []probe.Arg{{
+				Name:  "id",
+				Value: "${job2}",
+			}},
+		}, {
+			Check: "forget_failures deletes the record its row left",
+			Expect: probe.Expect{
+				Int:  1,
+				Kind: "int",
+			},
+			Script: "forget_failures",
+			With: []probe.Arg{{
+				Name:  "ids",
+				Value: "${job2}",
+			}},
+		}, {
+			Check:   "nothing of the failure records remains",
+			Command: []string{"EXISTS", "${key:failures}"},
+			Expect: probe.Expect{
+				Int:  0,
+				Kind: "int",
+			},
 		}},
 		Summary: "Only the current lease holder's token moves an active job.",
 		Target:  "wire class EMQSTALE",

@@ -51,7 +51,7 @@ func newScript(name, sha1, source string, keys, argv, keyTypes, argTypes, replyE
 }
 
 // BundleDigest identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version.
-const BundleDigest = "56297d25ba6e9599811668100daf1f0f821f7ff3"
+const BundleDigest = "fa58b63c4ccf9b26a6d81a86861f9a5f4feddc79"
 
 // The bundle.
 var (
@@ -101,6 +101,16 @@ var (
 	ScriptPromoteIDs = newScript("promote_ids", "78df201c2580026d83799ced0e7a29526ac22ab1", luaPromoteIDs, []string{"schedule", "pending", "wake", "rows"}, []string{"ids"}, []string{"schedule", "pending", "wake", "row"}, []string{"id"}, []string{})
 	// ScriptReapIDs is the reap_ids script: (2.2.0) Take back the given expired leases, declaring every row it touches; bury those out of attempts; ring the doorbell when any went back to pending.
 	ScriptReapIDs = newScript("reap_ids", "32c46ac6632cce3c4c9264a9dd10f37e24a1eb1e", luaReapIDs, []string{"active", "pending", "dead", "wake", "rows"}, []string{"max_attempts", "ids"}, []string{"active", "pending", "dead", "wake", "row"}, []string{"int", "id"}, []string{})
+	// ScriptRetryFailed is the retry_failed script: (2.3.0) Hand an active job back to run again after a delay, like retry, and record why the attempt failed.
+	ScriptRetryFailed = newScript("retry_failed", "c7850998eb27f9463a998219efc41541dc81aac6", luaRetryFailed, []string{"active", "row", "schedule", "failures"}, []string{"id", "token", "delay_ms", "class", "worker", "error"}, []string{"active", "row", "schedule", "failures"}, []string{"id", "token", "int", "string", "string", "bytes"}, []string{})
+	// ScriptBuryFailed is the bury_failed script: (2.3.0) Move an active job to the morgue, like bury, and record why its last attempt failed.
+	ScriptBuryFailed = newScript("bury_failed", "6a175a15d6ea3e2da4886677eb2ad6365254f38d", luaBuryFailed, []string{"active", "row", "dead", "failures"}, []string{"id", "token", "class", "worker", "error"}, []string{"active", "row", "dead", "failures"}, []string{"id", "token", "string", "string", "bytes"}, []string{})
+	// ScriptReapFailedIDs is the reap_failed_ids script: (2.3.0) Take back the given expired leases like reap_ids, and record each as a lost lease.
+	ScriptReapFailedIDs = newScript("reap_failed_ids", "08b6164000c9bea11bd1badb10081641111bfdfa", luaReapFailedIDs, []string{"active", "pending", "dead", "wake", "failures", "rows"}, []string{"max_attempts", "ids"}, []string{"active", "pending", "dead", "wake", "failures", "row"}, []string{"int", "id"}, []string{})
+	// ScriptFailures is the failures script: (2.3.0) Read a job's history of failed attempts, oldest first.
+	ScriptFailures = newScript("failures", "d678d4c222253809efe7f2afd45c173ed297432b", luaFailures, []string{"row", "failures"}, []string{"id"}, []string{"row", "failures"}, []string{"id"}, []string{"attempt", "at_ms", "class", "worker", "error"})
+	// ScriptForgetFailures is the forget_failures script: (2.3.0) Delete the failure records of the given jobs whose rows are gone, declaring every row it reads.
+	ScriptForgetFailures = newScript("forget_failures", "950339dcf1882e1362ae91d191bba8d3395734c0", luaForgetFailures, []string{"failures", "rows"}, []string{"ids"}, []string{"failures", "row"}, []string{"id"}, []string{})
 )
 
 // ScriptNamed returns the script named name, or nil.
@@ -152,13 +162,23 @@ func ScriptNamed(name string) *Script {
 		return ScriptPromoteIDs
 	case "reap_ids":
 		return ScriptReapIDs
+	case "retry_failed":
+		return ScriptRetryFailed
+	case "bury_failed":
+		return ScriptBuryFailed
+	case "reap_failed_ids":
+		return ScriptReapFailedIDs
+	case "failures":
+		return ScriptFailures
+	case "forget_failures":
+		return ScriptForgetFailures
 	}
 	return nil
 }
 
 // Scripts returns the bundle in manifest order.
 func Scripts() []*Script {
-	return []*Script{ScriptEnqueue, ScriptEnqueueAt, ScriptClaim, ScriptExtend, ScriptComplete, ScriptRetry, ScriptBury, ScriptPromote, ScriptReap, ScriptRevive, ScriptFence, ScriptLock, ScriptUnlock, ScriptPush, ScriptClaimMany, ScriptCompleteClaim, ScriptRing, ScriptPurge, ScriptPushMany, ScriptClaimIDs, ScriptCompleteClaimIDs, ScriptPromoteIDs, ScriptReapIDs}
+	return []*Script{ScriptEnqueue, ScriptEnqueueAt, ScriptClaim, ScriptExtend, ScriptComplete, ScriptRetry, ScriptBury, ScriptPromote, ScriptReap, ScriptRevive, ScriptFence, ScriptLock, ScriptUnlock, ScriptPush, ScriptClaimMany, ScriptCompleteClaim, ScriptRing, ScriptPurge, ScriptPushMany, ScriptClaimIDs, ScriptCompleteClaimIDs, ScriptPromoteIDs, ScriptReapIDs, ScriptRetryFailed, ScriptBuryFailed, ScriptReapFailedIDs, ScriptFailures, ScriptForgetFailures}
 }
 
 // replyString reads a string reply element; nil reads as the empty string.
@@ -2611,4 +2631,572 @@ func DecodeReapIDs(r rueidis.RedisResult) (int64, error) {
 // Exec runs the call on client and decodes its reply with DecodeReapIDs.
 func (c *ReapIDsCall) Exec(ctx context.Context, client rueidis.Client) (int64, error) {
 	return DecodeReapIDs(ScriptReapIDs.lua.Exec(ctx, client, c.Keys(), c.Args()))
+}
+
+// luaRetryFailed is sdk/lua/retry_failed.lua.
+const luaRetryFailed = `-- Code generated by emqgen. DO NOT EDIT.
+-- Source: protocol.yaml, script retry_failed. Regenerate with: go run ./cmd/emqgen gen
+--
+-- retry_failed: (2.3.0) Hand an active job back to run again after a delay, like retry, and record why the attempt failed.
+--
+-- KEYS[1] -> active: emq:{<queue>}:active
+-- KEYS[2] -> row: emq:{<queue>}:job:<id>
+-- KEYS[3] -> schedule: emq:{<queue>}:schedule
+-- KEYS[4] -> failures: emq:{<queue>}:failures
+-- ARGV[1] -> id (id)
+-- ARGV[2] -> token (token)
+-- ARGV[3] -> delay_ms (int)
+-- ARGV[4] -> class (string): why the attempt failed
+-- ARGV[5] -> worker (string): the worker that ran the attempt (at most 128 bytes are kept)
+-- ARGV[6] -> error (bytes): the error text (at most 2048 bytes are kept)
+-- Output: int: the run-at in server milliseconds
+-- Refusals:
+--   EMQSTALE retry token mismatch -- when the row is gone or its attempts differ from the token; nothing is recorded
+--   EMQSTALE retry job not active -- when the row is not active; nothing is recorded
+-- Transitions: active -> scheduled
+redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[2]); redis.call('ZCARD', KEYS[3]); redis.call('HLEN', KEYS[4]) -- each key's type, before any write
+local delay = tonumber(string.match(ARGV[3], '^%-?%d+$'))
+if not delay then
+  return redis.error_reply('ERR delay_ms is not an integer')
+end
+if not ({['error'] = true, ['panic'] = true, ['timeout'] = true, ['lease_lost'] = true})[ARGV[4]] then
+  return redis.error_reply('ERR class is not a failure class')
+end
+local att = redis.call('HGET', KEYS[2], 'attempts')
+if att ~= ARGV[2] then return redis.error_reply('EMQSTALE retry token mismatch') end
+if redis.call('HGET', KEYS[2], 'state') ~= 'active' then return redis.error_reply('EMQSTALE retry job not active') end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local run_at = now + delay
+local rec = redis.call('HGET', KEYS[4], ARGV[1])
+local list = {}
+if rec then
+  local ok, v = pcall(cmsgpack.unpack, rec)
+  if ok and type(v) == 'table' then
+    list = v
+  end
+end
+list[#list + 1] = {tonumber(att), now, ARGV[4], string.sub(ARGV[5], 1, 128), string.sub(ARGV[6], 1, 2048)}
+while #list > 10 do
+  table.remove(list, 1)
+end
+redis.call('HSET', KEYS[4], ARGV[1], cmsgpack.pack(list))
+redis.call('HSET', KEYS[2], 'state', 'scheduled')
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[3], run_at, ARGV[1])
+return run_at
+`
+
+// RetryFailedCall runs the retry_failed script: (2.3.0) Hand an active job back to run again after a delay, like retry, and record why the attempt failed.
+//
+//	KEYS[1] -> Active: emq:{<queue>}:active
+//	KEYS[2] -> Row: emq:{<queue>}:job:<id>
+//	KEYS[3] -> Schedule: emq:{<queue>}:schedule
+//	KEYS[4] -> Failures: emq:{<queue>}:failures
+//	ARGV[1] -> ID (id)
+//	ARGV[2] -> Token (token)
+//	ARGV[3] -> DelayMS (int)
+//	ARGV[4] -> Class (string): why the attempt failed
+//	ARGV[5] -> Worker (string): the worker that ran the attempt (at most 128 bytes are kept)
+//	ARGV[6] -> Error (bytes): the error text (at most 2048 bytes are kept)
+//	Output: int: the run-at in server milliseconds
+//	Refusal: EMQSTALE retry token mismatch (ErrStale), when the row is gone or its attempts differ from the token; nothing is recorded
+//	Refusal: EMQSTALE retry job not active (ErrStale), when the row is not active; nothing is recorded
+//	Transitions: active -> scheduled
+type RetryFailedCall struct {
+	Active   string       // KEYS[1]: emq:{<queue>}:active
+	Row      string       // KEYS[2]: emq:{<queue>}:job:<id>
+	Schedule string       // KEYS[3]: emq:{<queue>}:schedule
+	Failures string       // KEYS[4]: emq:{<queue>}:failures
+	ID       ID           // ARGV[1]: id
+	Token    int64        // ARGV[2]: token
+	DelayMS  int64        // ARGV[3]: delay_ms
+	Class    FailureClass // ARGV[4]: class
+	Worker   string       // ARGV[5]: worker
+	Error    string       // ARGV[6]: error
+}
+
+// Keys returns the call's KEYS in order.
+func (c *RetryFailedCall) Keys() []string {
+	return []string{c.Active, c.Row, c.Schedule, c.Failures}
+}
+
+// Args returns the call's ARGV in order.
+func (c *RetryFailedCall) Args() []string {
+	return []string{c.ID.String(), strconv.FormatInt(c.Token, 10), strconv.FormatInt(c.DelayMS, 10), string(c.Class), c.Worker, c.Error}
+}
+
+// LuaExec returns the call for ScriptRetryFailed.Lua().ExecMulti, to pipeline many calls.
+func (c *RetryFailedCall) LuaExec() rueidis.LuaExec {
+	return rueidis.LuaExec{
+		Args: c.Args(),
+		Keys: c.Keys(),
+	}
+}
+
+// DecodeRetryFailed decodes a reply of the retry_failed script. A refusal is a *ClassError matching ErrStale.
+func DecodeRetryFailed(r rueidis.RedisResult) (int64, error) {
+	v, err := r.AsInt64()
+	if err != nil {
+		return v, ScriptError("retry_failed", err)
+	}
+	return v, nil
+}
+
+// Exec runs the call on client and decodes its reply with DecodeRetryFailed.
+func (c *RetryFailedCall) Exec(ctx context.Context, client rueidis.Client) (int64, error) {
+	return DecodeRetryFailed(ScriptRetryFailed.lua.Exec(ctx, client, c.Keys(), c.Args()))
+}
+
+// luaBuryFailed is sdk/lua/bury_failed.lua.
+const luaBuryFailed = `-- Code generated by emqgen. DO NOT EDIT.
+-- Source: protocol.yaml, script bury_failed. Regenerate with: go run ./cmd/emqgen gen
+--
+-- bury_failed: (2.3.0) Move an active job to the morgue, like bury, and record why its last attempt failed.
+--
+-- KEYS[1] -> active: emq:{<queue>}:active
+-- KEYS[2] -> row: emq:{<queue>}:job:<id>
+-- KEYS[3] -> dead: emq:{<queue>}:dead
+-- KEYS[4] -> failures: emq:{<queue>}:failures
+-- ARGV[1] -> id (id)
+-- ARGV[2] -> token (token)
+-- ARGV[3] -> class (string): why the attempt failed
+-- ARGV[4] -> worker (string): the worker that ran the attempt (at most 128 bytes are kept)
+-- ARGV[5] -> error (bytes): the error text (at most 2048 bytes are kept)
+-- Output: int
+--   1 buried
+-- Refusals:
+--   EMQSTALE bury token mismatch -- when the row is gone or its attempts differ from the token; nothing is recorded
+--   EMQSTALE bury job not active -- when the row is not active; nothing is recorded
+-- Transitions: active -> dead
+redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[2]); redis.call('ZCARD', KEYS[3]); redis.call('HLEN', KEYS[4]) -- each key's type, before any write
+if not ({['error'] = true, ['panic'] = true, ['timeout'] = true, ['lease_lost'] = true})[ARGV[3]] then
+  return redis.error_reply('ERR class is not a failure class')
+end
+local att = redis.call('HGET', KEYS[2], 'attempts')
+if att ~= ARGV[2] then return redis.error_reply('EMQSTALE bury token mismatch') end
+if redis.call('HGET', KEYS[2], 'state') ~= 'active' then return redis.error_reply('EMQSTALE bury job not active') end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local rec = redis.call('HGET', KEYS[4], ARGV[1])
+local list = {}
+if rec then
+  local ok, v = pcall(cmsgpack.unpack, rec)
+  if ok and type(v) == 'table' then
+    list = v
+  end
+end
+list[#list + 1] = {tonumber(att), now, ARGV[3], string.sub(ARGV[4], 1, 128), string.sub(ARGV[5], 1, 2048)}
+while #list > 10 do
+  table.remove(list, 1)
+end
+redis.call('HSET', KEYS[4], ARGV[1], cmsgpack.pack(list))
+redis.call('HSET', KEYS[2], 'state', 'dead')
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[3], 0, ARGV[1])
+return 1
+`
+
+// BuryFailedCall runs the bury_failed script: (2.3.0) Move an active job to the morgue, like bury, and record why its last attempt failed.
+//
+//	KEYS[1] -> Active: emq:{<queue>}:active
+//	KEYS[2] -> Row: emq:{<queue>}:job:<id>
+//	KEYS[3] -> Dead: emq:{<queue>}:dead
+//	KEYS[4] -> Failures: emq:{<queue>}:failures
+//	ARGV[1] -> ID (id)
+//	ARGV[2] -> Token (token)
+//	ARGV[3] -> Class (string): why the attempt failed
+//	ARGV[4] -> Worker (string): the worker that ran the attempt (at most 128 bytes are kept)
+//	ARGV[5] -> Error (bytes): the error text (at most 2048 bytes are kept)
+//	Output: int
+//	  1 buried
+//	Refusal: EMQSTALE bury token mismatch (ErrStale), when the row is gone or its attempts differ from the token; nothing is recorded
+//	Refusal: EMQSTALE bury job not active (ErrStale), when the row is not active; nothing is recorded
+//	Transitions: active -> dead
+type BuryFailedCall struct {
+	Active   string       // KEYS[1]: emq:{<queue>}:active
+	Row      string       // KEYS[2]: emq:{<queue>}:job:<id>
+	Dead     string       // KEYS[3]: emq:{<queue>}:dead
+	Failures string       // KEYS[4]: emq:{<queue>}:failures
+	ID       ID           // ARGV[1]: id
+	Token    int64        // ARGV[2]: token
+	Class    FailureClass // ARGV[3]: class
+	Worker   string       // ARGV[4]: worker
+	Error    string       // ARGV[5]: error
+}
+
+// Keys returns the call's KEYS in order.
+func (c *BuryFailedCall) Keys() []string {
+	return []string{c.Active, c.Row, c.Dead, c.Failures}
+}
+
+// Args returns the call's ARGV in order.
+func (c *BuryFailedCall) Args() []string {
+	return []string{c.ID.String(), strconv.FormatInt(c.Token, 10), string(c.Class), c.Worker, c.Error}
+}
+
+// LuaExec returns the call for ScriptBuryFailed.Lua().ExecMulti, to pipeline many calls.
+func (c *BuryFailedCall) LuaExec() rueidis.LuaExec {
+	return rueidis.LuaExec{
+		Args: c.Args(),
+		Keys: c.Keys(),
+	}
+}
+
+// The replies of the bury_failed script.
+const (
+	// BuryFailedBuried is the bury_failed reply 1.
+	BuryFailedBuried int64 = 1
+)
+
+// DecodeBuryFailed decodes a reply of the bury_failed script. A refusal is a *ClassError matching ErrStale.
+func DecodeBuryFailed(r rueidis.RedisResult) (int64, error) {
+	v, err := r.AsInt64()
+	if err != nil {
+		return v, ScriptError("bury_failed", err)
+	}
+	return v, nil
+}
+
+// Exec runs the call on client and decodes its reply with DecodeBuryFailed.
+func (c *BuryFailedCall) Exec(ctx context.Context, client rueidis.Client) (int64, error) {
+	return DecodeBuryFailed(ScriptBuryFailed.lua.Exec(ctx, client, c.Keys(), c.Args()))
+}
+
+// luaReapFailedIDs is sdk/lua/reap_failed_ids.lua.
+const luaReapFailedIDs = `-- Code generated by emqgen. DO NOT EDIT.
+-- Source: protocol.yaml, script reap_failed_ids. Regenerate with: go run ./cmd/emqgen gen
+--
+-- reap_failed_ids: (2.3.0) Take back the given expired leases like reap_ids, and record each as a lost lease.
+--
+-- KEYS[1] -> active: emq:{<queue>}:active
+-- KEYS[2] -> pending: emq:{<queue>}:pending
+-- KEYS[3] -> dead: emq:{<queue>}:dead
+-- KEYS[4] -> wake: emq:{<queue>}:wake
+-- KEYS[5] -> failures: emq:{<queue>}:failures
+-- KEYS[6..] -> rows, one per ids: emq:{<queue>}:job:<id>
+-- ARGV[1] -> max_attempts (int): 0 never buries
+-- ARGV[2..] -> ids (id), zero or more: the ids to reap, earliest deadline first (the head of the active set)
+-- Output: int: how many expired leases moved (to pending, or to dead when attempts reached max_attempts > 0), each recorded with the failure class lease_lost and no worker; an id not active, or whose lease has not expired, is left as it is
+-- Transitions: active -> pending, active -> dead
+redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[2]); redis.call('ZCARD', KEYS[3]); redis.call('LLEN', KEYS[4]); redis.call('HLEN', KEYS[5]); if #KEYS - 5 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 6, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local max_attempts = tonumber(string.match(ARGV[1], '^%-?%d+$'))
+if not max_attempts then
+  return redis.error_reply('ERR max_attempts is not an integer')
+end
+for i = 2, #ARGV do
+  if string.sub(KEYS[6 + i - 2], -#ARGV[i]) ~= ARGV[i] then
+    return redis.error_reply('ERR rows: a row is not its id\'s')
+  end
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local moved, back = 0, 0
+for i = 2, #ARGV do
+  local row = KEYS[6 + i - 2]
+  local id = ARGV[i]
+  local deadline = redis.call('ZSCORE', KEYS[1], id)
+  if deadline and tonumber(deadline) <= now then
+    redis.call('ZREM', KEYS[1], id)
+    local att = redis.call('HGET', row, 'attempts')
+    if att then
+      local rec = redis.call('HGET', KEYS[5], id)
+      local list = {}
+      if rec then
+        local ok, v = pcall(cmsgpack.unpack, rec)
+        if ok and type(v) == 'table' then
+          list = v
+        end
+      end
+      list[#list + 1] = {tonumber(att), now, 'lease_lost', '', 'the lease expired before the job was settled'}
+      while #list > 10 do
+        table.remove(list, 1)
+      end
+      redis.call('HSET', KEYS[5], id, cmsgpack.pack(list))
+      if max_attempts > 0 and tonumber(att) >= max_attempts then
+        redis.call('HSET', row, 'state', 'dead')
+        redis.call('ZADD', KEYS[3], 0, id)
+      else
+        redis.call('HSET', row, 'state', 'pending')
+        redis.call('ZADD', KEYS[2], 0, id)
+        back = back + 1
+      end
+      moved = moved + 1
+    end
+  end
+end
+if back > 0 and redis.call('LLEN', KEYS[4]) == 0 then
+  redis.call('RPUSH', KEYS[4], '1')
+end
+return moved
+`
+
+// ReapFailedIDsCall runs the reap_failed_ids script: (2.3.0) Take back the given expired leases like reap_ids, and record each as a lost lease.
+//
+//	KEYS[1] -> Active: emq:{<queue>}:active
+//	KEYS[2] -> Pending: emq:{<queue>}:pending
+//	KEYS[3] -> Dead: emq:{<queue>}:dead
+//	KEYS[4] -> Wake: emq:{<queue>}:wake
+//	KEYS[5] -> Failures: emq:{<queue>}:failures
+//	KEYS[6..] -> Rows, one per ids: emq:{<queue>}:job:<id>
+//	ARGV[1] -> MaxAttempts (int): 0 never buries
+//	ARGV[2..] -> IDs (id), zero or more: the ids to reap, earliest deadline first (the head of the active set)
+//	Output: int: how many expired leases moved (to pending, or to dead when attempts reached max_attempts > 0), each recorded with the failure class lease_lost and no worker; an id not active, or whose lease has not expired, is left as it is
+//	Transitions: active -> pending, active -> dead
+type ReapFailedIDsCall struct {
+	Active      string   // KEYS[1]: emq:{<queue>}:active
+	Pending     string   // KEYS[2]: emq:{<queue>}:pending
+	Dead        string   // KEYS[3]: emq:{<queue>}:dead
+	Wake        string   // KEYS[4]: emq:{<queue>}:wake
+	Failures    string   // KEYS[5]: emq:{<queue>}:failures
+	Rows        []string // KEYS[6..], one per ids: emq:{<queue>}:job:<id>
+	MaxAttempts int64    // ARGV[1]: max_attempts
+	IDs         []ID     // ARGV[2..], zero or more: ids
+}
+
+// Keys returns the call's KEYS in order.
+func (c *ReapFailedIDsCall) Keys() []string {
+	return append([]string{c.Active, c.Pending, c.Dead, c.Wake, c.Failures}, c.Rows...)
+}
+
+// Args returns the call's ARGV in order.
+func (c *ReapFailedIDsCall) Args() []string {
+	out := make([]string, 0, 1+len(c.IDs))
+	out = append(out, strconv.FormatInt(c.MaxAttempts, 10))
+	for _, v := range c.IDs {
+		out = append(out, v.String())
+	}
+	return out
+}
+
+// LuaExec returns the call for ScriptReapFailedIDs.Lua().ExecMulti, to pipeline many calls.
+func (c *ReapFailedIDsCall) LuaExec() rueidis.LuaExec {
+	return rueidis.LuaExec{
+		Args: c.Args(),
+		Keys: c.Keys(),
+	}
+}
+
+// DecodeReapFailedIDs decodes a reply of the reap_failed_ids script.
+func DecodeReapFailedIDs(r rueidis.RedisResult) (int64, error) {
+	v, err := r.AsInt64()
+	if err != nil {
+		return v, ScriptError("reap_failed_ids", err)
+	}
+	return v, nil
+}
+
+// Exec runs the call on client and decodes its reply with DecodeReapFailedIDs.
+func (c *ReapFailedIDsCall) Exec(ctx context.Context, client rueidis.Client) (int64, error) {
+	return DecodeReapFailedIDs(ScriptReapFailedIDs.lua.Exec(ctx, client, c.Keys(), c.Args()))
+}
+
+// luaFailures is sdk/lua/failures.lua.
+const luaFailures = `-- Code generated by emqgen. DO NOT EDIT.
+-- Source: protocol.yaml, script failures. Regenerate with: go run ./cmd/emqgen gen
+--
+-- failures: (2.3.0) Read a job's history of failed attempts, oldest first.
+--
+-- KEYS[1] -> row: emq:{<queue>}:job:<id>
+-- KEYS[2] -> failures: emq:{<queue>}:failures
+-- ARGV[1] -> id (id)
+-- Output: zero or more records [attempt, at_ms, class, worker, error]
+--   [1] attempt (int): the attempt that failed (the token its lease held)
+--   [2] at_ms (int): when it was recorded, in server milliseconds
+--   [3] class (string, a word of failure_class): why it failed; a reader keeps a word its vocabulary does not know yet (a later minor's)
+--   [4] worker (string): the worker that ran it; empty for a lost lease
+--   [5] error (bytes): the error text
+redis.call('HLEN', KEYS[1]); redis.call('HLEN', KEYS[2]) -- each key's type, before any write
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {}
+end
+local rec = redis.call('HGET', KEYS[2], ARGV[1])
+if not rec then
+  return {}
+end
+local ok, list = pcall(cmsgpack.unpack, rec)
+if not ok or type(list) ~= 'table' then
+  return {}
+end
+local out = {}
+for _, e in ipairs(list) do
+  if type(e) == 'table' and tonumber(e[1]) and tonumber(e[2]) and type(e[3]) == 'string' and type(e[4]) == 'string' and type(e[5]) == 'string' then
+    out[#out + 1] = {tonumber(e[1]), tonumber(e[2]), e[3], e[4], e[5]}
+  end
+end
+return out
+`
+
+// FailuresCall runs the failures script: (2.3.0) Read a job's history of failed attempts, oldest first.
+//
+//	KEYS[1] -> Row: emq:{<queue>}:job:<id>
+//	KEYS[2] -> Failures: emq:{<queue>}:failures
+//	ARGV[1] -> ID (id)
+//	Output: zero or more records [attempt, at_ms, class, worker, error]
+//	  [1] attempt (int): the attempt that failed (the token its lease held)
+//	  [2] at_ms (int): when it was recorded, in server milliseconds
+//	  [3] class (string, a word of failure_class): why it failed; a reader keeps a word its vocabulary does not know yet (a later minor's)
+//	  [4] worker (string): the worker that ran it; empty for a lost lease
+//	  [5] error (bytes): the error text
+type FailuresCall struct {
+	Row      string // KEYS[1]: emq:{<queue>}:job:<id>
+	Failures string // KEYS[2]: emq:{<queue>}:failures
+	ID       ID     // ARGV[1]: id
+}
+
+// Keys returns the call's KEYS in order.
+func (c *FailuresCall) Keys() []string {
+	return []string{c.Row, c.Failures}
+}
+
+// Args returns the call's ARGV in order.
+func (c *FailuresCall) Args() []string {
+	return []string{c.ID.String()}
+}
+
+// LuaExec returns the call for ScriptFailures.Lua().ExecMulti, to pipeline many calls.
+func (c *FailuresCall) LuaExec() rueidis.LuaExec {
+	return rueidis.LuaExec{
+		Args: c.Args(),
+		Keys: c.Keys(),
+	}
+}
+
+// FailuresReply is one record of the reply of the failures script.
+type FailuresReply struct {
+	Attempt int64        // attempt: the attempt that failed (the token its lease held)
+	AtMS    int64        // at_ms: when it was recorded, in server milliseconds
+	Class   FailureClass // class: why it failed; a reader keeps a word its vocabulary does not know yet (a later minor's)
+	Worker  string       // worker: the worker that ran it; empty for a lost lease
+	Error   string       // error: the error text
+}
+
+// DecodeFailuresRecord decodes one record of a reply of the failures script.
+func DecodeFailuresRecord(arr []rueidis.RedisMessage) (FailuresReply, error) {
+	if len(arr) != 5 {
+		return FailuresReply{}, fmt.Errorf("emq: failures: reply has %d elements, want 5", len(arr))
+	}
+	var out FailuresReply
+	var err error
+	out.Attempt, err = arr[0].AsInt64()
+	if err != nil {
+		return FailuresReply{}, fmt.Errorf("emq: failures: reply element attempt: %w", err)
+	}
+	out.AtMS, err = arr[1].AsInt64()
+	if err != nil {
+		return FailuresReply{}, fmt.Errorf("emq: failures: reply element at_ms: %w", err)
+	}
+	classStr, err := replyString(&arr[2])
+	if err != nil {
+		return FailuresReply{}, fmt.Errorf("emq: failures: reply element class: %w", err)
+	}
+	out.Class = FailureClass(classStr)
+	out.Worker, err = replyString(&arr[3])
+	if err != nil {
+		return FailuresReply{}, fmt.Errorf("emq: failures: reply element worker: %w", err)
+	}
+	out.Error, err = replyString(&arr[4])
+	if err != nil {
+		return FailuresReply{}, fmt.Errorf("emq: failures: reply element error: %w", err)
+	}
+	return out, nil
+}
+
+// DecodeFailures decodes a reply of the failures script: zero or more records, in the order the script produced them.
+func DecodeFailures(r rueidis.RedisResult) ([]FailuresReply, error) {
+	items, err := r.ToArray()
+	if err != nil {
+		return nil, ScriptError("failures", err)
+	}
+	out := make([]FailuresReply, 0, len(items))
+	for i := range items {
+		arr, err := items[i].ToArray()
+		if err != nil {
+			return nil, fmt.Errorf("emq: failures: record %d: %w", i, err)
+		}
+		rec, err := DecodeFailuresRecord(arr)
+		if err != nil {
+			return nil, fmt.Errorf("record %d: %w", i, err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// Exec runs the call on client and decodes its reply with DecodeFailures.
+func (c *FailuresCall) Exec(ctx context.Context, client rueidis.Client) ([]FailuresReply, error) {
+	return DecodeFailures(ScriptFailures.lua.Exec(ctx, client, c.Keys(), c.Args()))
+}
+
+// luaForgetFailures is sdk/lua/forget_failures.lua.
+const luaForgetFailures = `-- Code generated by emqgen. DO NOT EDIT.
+-- Source: protocol.yaml, script forget_failures. Regenerate with: go run ./cmd/emqgen gen
+--
+-- forget_failures: (2.3.0) Delete the failure records of the given jobs whose rows are gone, declaring every row it reads.
+--
+-- KEYS[1] -> failures: emq:{<queue>}:failures
+-- KEYS[2..] -> rows, one per ids: emq:{<queue>}:job:<id>
+-- ARGV[1..] -> ids (id), zero or more: the jobs whose records may be orphaned (completed or purged)
+-- Output: int: how many records were deleted; a job whose row exists keeps its record
+redis.call('HLEN', KEYS[1]); if #KEYS - 1 ~= #ARGV - 0 then return redis.error_reply('ERR rows: one key per ids') end; for i = 2, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+for i = 1, #ARGV do
+  if string.sub(KEYS[2 + i - 1], -#ARGV[i]) ~= ARGV[i] then
+    return redis.error_reply('ERR rows: a row is not its id\'s')
+  end
+end
+local n = 0
+for i = 1, #ARGV do
+  if redis.call('EXISTS', KEYS[2 + i - 1]) == 0 then
+    n = n + redis.call('HDEL', KEYS[1], ARGV[i])
+  end
+end
+return n
+`
+
+// ForgetFailuresCall runs the forget_failures script: (2.3.0) Delete the failure records of the given jobs whose rows are gone, declaring every row it reads.
+//
+//	KEYS[1] -> Failures: emq:{<queue>}:failures
+//	KEYS[2..] -> Rows, one per ids: emq:{<queue>}:job:<id>
+//	ARGV[1..] -> IDs (id), zero or more: the jobs whose records may be orphaned (completed or purged)
+//	Output: int: how many records were deleted; a job whose row exists keeps its record
+type ForgetFailuresCall struct {
+	Failures string   // KEYS[1]: emq:{<queue>}:failures
+	Rows     []string // KEYS[2..], one per ids: emq:{<queue>}:job:<id>
+	IDs      []ID     // ARGV[1..], zero or more: ids
+}
+
+// Keys returns the call's KEYS in order.
+func (c *ForgetFailuresCall) Keys() []string {
+	return append([]string{c.Failures}, c.Rows...)
+}
+
+// Args returns the call's ARGV in order.
+func (c *ForgetFailuresCall) Args() []string {
+	out := make([]string, 0, 0+len(c.IDs))
+	for _, v := range c.IDs {
+		out = append(out, v.String())
+	}
+	return out
+}
+
+// LuaExec returns the call for ScriptForgetFailures.Lua().ExecMulti, to pipeline many calls.
+func (c *ForgetFailuresCall) LuaExec() rueidis.LuaExec {
+	return rueidis.LuaExec{
+		Args: c.Args(),
+		Keys: c.Keys(),
+	}
+}
+
+// DecodeForgetFailures decodes a reply of the forget_failures script.
+func DecodeForgetFailures(r rueidis.RedisResult) (int64, error) {
+	v, err := r.AsInt64()
+	if err != nil {
+		return v, ScriptError("forget_failures", err)
+	}
+	return v, nil
+}
+
+// Exec runs the call on client and decodes its reply with DecodeForgetFailures.
+func (c *ForgetFailuresCall) Exec(ctx context.Context, client rueidis.Client) (int64, error) {
+	return DecodeForgetFailures(ScriptForgetFailures.lua.Exec(ctx, client, c.Keys(), c.Args()))
 }

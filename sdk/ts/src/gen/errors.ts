@@ -4,7 +4,7 @@
 /** The class word of refusals issued by enqueue, enqueue_at, push, push_many: The id in the job position is not of the work kind. */
 export const CLASS_KIND = "EMQKIND";
 
-/** The class word of refusals issued by extend, complete, retry, bury, complete_claim, complete_claim_ids: A transition on an active job presented a token that is not the row's attempts, or the job is no longer active. */
+/** The class word of refusals issued by extend, complete, retry, bury, complete_claim, complete_claim_ids, retry_failed, bury_failed: A transition on an active job presented a token that is not the row's attempts, or the job is no longer active. */
 export const CLASS_STALE = "EMQSTALE";
 
 /** The wire-class registry, in manifest order. */

@@ -56,6 +56,7 @@ export const QUEUE_KEY_TYPES = [
   "schedule",
   "dead",
   "wake",
+  "failures",
 ] as const;
 
 /** A per-queue key type. */
@@ -81,6 +82,8 @@ export class QueueKeys {
   readonly dead: string;
   /** emq:{<queue>}:wake (list): (2.1.0) A doorbell: at most one marker, rung by the scripts of 2.1.0 when they leave claimable jobs behind. Idle workers block on it (BLPOP) instead of polling. It is a hint, never a count: a 2.0.0 writer never rings it, so a reader must not take its absence for an empty queue and bounds every wait with a timeout. */
   readonly wake: string;
+  /** emq:{<queue>}:failures (hash): (2.3.0) Failure records: field = job id, value = the job's history of failed attempts, oldest first and at most the last 10, each the attempt (the token it held), the server time, the failure class, the worker (at most 128 bytes) and the error text (at most 2048 bytes), packed by the scripts that write it (retry_failed, bury_failed, reap_failed_ids) and unpacked only by the failures script, which every reader uses. A job is dead since the time of its last recorded attempt when that attempt is the row's attempts and the row is dead. It is a hint: a 2.2 writer records nothing, so a job without a record, or whose last failed attempt is missing, reads as not recorded; and 2.2's complete and purge delete a row and leave its record, which forget_failures deletes (a 2.3 client runs it after it completes a job that had failed before, and maintenance sweeps the hash), so a record whose row is gone is never read. */
+  readonly failures: string;
 
   /** Checks queue against the grammar (QueueNameError) and builds its keys. */
   constructor(queue: string) {
@@ -92,6 +95,7 @@ export class QueueKeys {
     this.schedule = "emq:{" + queue + "}:schedule";
     this.dead = "emq:{" + queue + "}:dead";
     this.wake = "emq:{" + queue + "}:wake";
+    this.failures = "emq:{" + queue + "}:failures";
   }
 
   /** Returns the key of id's row, emq:{<queue>}:job:<id>; a malformed id throws an IdError before anything is sent. */
@@ -113,6 +117,8 @@ export class QueueKeys {
         return this.dead;
       case "wake":
         return this.wake;
+      case "failures":
+        return this.failures;
     }
     return undefined;
   }

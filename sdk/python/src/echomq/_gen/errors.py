@@ -11,8 +11,8 @@ position is not of the work kind.
 
 CLASS_STALE: Final = "EMQSTALE"
 """The class word of refusals issued by extend, complete, retry, bury, complete_claim,
-complete_claim_ids: A transition on an active job presented a token that is not the row's
-attempts, or the job is no longer active.
+complete_claim_ids, retry_failed, bury_failed: A transition on an active job presented a token
+that is not the row's attempts, or the job is no longer active.
 """
 
 CLASSES: Final = (

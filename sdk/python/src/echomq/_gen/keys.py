@@ -54,10 +54,11 @@ QUEUE_KEY_TYPES: Final = (
     "schedule",
     "dead",
     "wake",
+    "failures",
 )
 """The per-queue key types, in manifest order."""
 
-QueueKeyType = Literal["pending", "active", "schedule", "dead", "wake"]
+QueueKeyType = Literal["pending", "active", "schedule", "dead", "wake", "failures"]
 """A per-queue key type."""
 
 
@@ -86,6 +87,7 @@ class QueueKeys:
             "schedule": "emq:{" + queue + "}:schedule",
             "dead": "emq:{" + queue + "}:dead",
             "wake": "emq:{" + queue + "}:wake",
+            "failures": "emq:{" + queue + "}:failures",
         }
 
     @property
@@ -116,6 +118,23 @@ class QueueKeys:
         not take its absence for an empty queue and bounds every wait with a timeout.
         """
         return self._keys["wake"]
+
+    @property
+    def failures(self) -> str:
+        """emq:{<queue>}:failures (hash): (2.3.0) Failure records: field = job id, value = the
+        job's history of failed attempts, oldest first and at most the last 10, each the attempt
+        (the token it held), the server time, the failure class, the worker (at most 128 bytes)
+        and the error text (at most 2048 bytes), packed by the scripts that write it
+        (retry_failed, bury_failed, reap_failed_ids) and unpacked only by the failures script,
+        which every reader uses. A job is dead since the time of its last recorded attempt when
+        that attempt is the row's attempts and the row is dead. It is a hint: a 2.2 writer
+        records nothing, so a job without a record, or whose last failed attempt is missing,
+        reads as not recorded; and 2.2's complete and purge delete a row and leave its record,
+        which forget_failures deletes (a 2.3 client runs it after it completes a job that had
+        failed before, and maintenance sweeps the hash), so a record whose row is gone is never
+        read.
+        """
+        return self._keys["failures"]
 
     def row(self, id: str) -> str:
         """Returns the key of id's row, emq:{<queue>}:job:<id>; a malformed id raises an IdError
