@@ -212,13 +212,13 @@ func Rules() []Rule {
 			match: subtree("reserve[*].redis"), say: changed("reserve member %q: redis type")},
 		{ID: "RESERVE_MEMBER_SAME_VALUE", Bump: Major, Wire: true, Purpose: "The member's stored value is read by every client of this major in its old form.",
 			match: subtree("reserve[*].value"), say: func(g *group) string { return fmt.Sprintf("reserve member %q: value %s", g.id(0), g.details()) }},
-		{ID: "PROBE_STEP_ADDED", Bump: Minor, Wire: true, Purpose: "A step appended to a reserve member's or a wire class's probe that runs a script new in this version: clients of the old version run the old steps, unchanged; the new step puts the new script's behaviour on a live server's record (what WITNESS_SCRIPT_UNCOVERED asks of every new script).",
+		{ID: "PROBE_STEP_ADDED", Bump: Minor, Wire: true, Purpose: "A step appended to a reserve member's or a wire class's probe that runs a script new in this version, or is appended beside one (a setup or a check it needs): clients of the old version run the old steps, unchanged; the new step puts the new script's behaviour on a live server's record (what WITNESS_SCRIPT_UNCOVERED asks of every new script).",
 			match: element(added, "reserve[*].probe.steps[*]", appended, runsNewScript), say: func(g *group) string {
-				return fmt.Sprintf("reserve member %q: probe step %s added, running the new script %s", g.id(0), g.id(1), g.newValue(".script"))
+				return fmt.Sprintf("reserve member %q: probe step %s added, %s", g.id(0), g.id(1), stepAdded(g))
 			}},
-		{ID: "CLASS_PROBE_STEP_ADDED", Bump: Minor, Wire: true, Purpose: "A step appended to a wire class's probe that runs a script new in this version: the old steps are unchanged.",
+		{ID: "CLASS_PROBE_STEP_ADDED", Bump: Minor, Wire: true, Purpose: "A step appended to a wire class's probe that runs a script new in this version, or is appended beside one: the old steps are unchanged.",
 			match: element(added, "classes[*].probe.steps[*]", appended, runsNewScript), say: func(g *group) string {
-				return fmt.Sprintf("wire class %q: probe step %s added, running the new script %s", g.id(0), g.id(1), g.newValue(".script"))
+				return fmt.Sprintf("wire class %q: probe step %s added, %s", g.id(0), g.id(1), stepAdded(g))
 			}},
 		{ID: "RESERVE_MEMBER_SAME_PROBE", Bump: Major, Wire: true, Purpose: "A changed probe expectation is a changed behaviour of the member: live servers of this major would fail it or pass it for the other meaning.",
 			match: subtree("reserve[*].probe"), say: func(g *group) string {
@@ -282,13 +282,40 @@ func appended(g *group) bool {
 }
 
 // runsNewScript reports whether the added probe step of g runs a script
-// the old manifest does not have.
+// the old manifest does not have, or is appended to the same probe as a
+// step that does (it plants or checks what the new script's step needs:
+// an admitted job, a claim, a command that reads the result).
 func runsNewScript(g *group) bool {
-	l, ok := g.d.new[g.root+".script"]
+	if stepRunsNewScript(g.d, g.root) {
+		return true
+	}
+	steps := strings.TrimSuffix(g.root, "["+g.ids[len(g.ids)-1]+"]")
+	for i := 1; g.d.new.has(steps + "[" + strconv.Itoa(i) + "]"); i++ { // steps count from 1
+		k := steps + "[" + strconv.Itoa(i) + "]"
+		if !g.d.old.has(k) && stepRunsNewScript(g.d, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// stepRunsNewScript reports whether the step at path step of the new
+// manifest runs a script the old manifest does not have.
+func stepRunsNewScript(d *differ, step string) bool {
+	l, ok := d.new[step+".script"]
 	if !ok || l.value == "" {
 		return false
 	}
-	return !g.d.old.has("scripts["+l.value+"]") && g.d.new.has("scripts["+l.value+"]")
+	return !d.old.has("scripts["+l.value+"]") && d.new.has("scripts["+l.value+"]")
+}
+
+// stepAdded says what an added probe step runs: the new script, or what
+// it is appended beside.
+func stepAdded(g *group) string {
+	if s := g.newValue(".script"); s != "" && stepRunsNewScript(g.d, g.root) {
+		return "running the new script " + s
+	}
+	return "beside the appended steps that run new scripts"
 }
 
 func sayf(format string) func(g *group) string {
