@@ -137,3 +137,18 @@ func TestVocabularyRefused(t *testing.T) {
 		})
 	}
 }
+
+func TestVocabularyPlural(t *testing.T) {
+	for name, want := range map[string]string{
+		"failure_class": "failure_classes",
+		"category":      "categories",
+		"event_type":    "event_types",
+		"day":           "days",
+		"box":           "boxes",
+		"outcome":       "outcomes",
+	} {
+		if got := (Vocabulary{Name: name}).Plural(); got != want {
+			t.Errorf("Plural(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
