@@ -35,6 +35,7 @@ func aclDashboard(q string) []string {
 	return []string{
 		"+ping", "+cluster|slots",
 		"+get", "+time", "+zcard", "+exists", "+zrange", "+zscore", "+hmget", "+hgetall", "+zcount", "+zlexcount",
+		"+evalsha_ro", "+eval_ro", "+hlen", "+hget", // a job's failure record (the failures script)
 		"%R~" + wire.KeyVersion, "%R~" + mig, "%R~" + commonPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
 	}
 }

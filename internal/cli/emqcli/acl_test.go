@@ -38,6 +38,7 @@ func aclOperator(k wire.QueueKeys) []string {
 		"+ping", "+cluster|slots",
 		"+get", "+time", "+zcard", "+exists", "+zrange", "+zscore", "+hmget", "+hgetall", // sizes, browse, show
 		"+evalsha", "+eval", "+hget", "+hset", "+hlen", "+zadd", "+zrem", "+llen", "+rpush", "+del", // revive, ring, purge
+		"+evalsha_ro", "+eval_ro", // show: the failure record (the failures script, read only)
 		"%R~" + wire.KeyVersion, "%R~" + aclPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
 		"~" + k.Pending, "~" + k.Dead, "~" + k.Wake, "~" + k.RowPrefix() + "*",
 	}
@@ -52,6 +53,7 @@ func aclProber(t testing.TB) []string {
 		"+ping", "+cluster|slots", "+evalsha", "+eval", "+command|info",
 		"+get", "+type", "+exists", "+hget", "+hexists", "+hdel", "+del", // the probes' commands, the clean-up
 		"+hset", "+hlen", "+time", "+zadd", "+zcard", "+zpopmin", "+zrem", "+hincrby", // what the probed scripts call
+		"+zscore", "+zrange", "+llen", "+rpush", // and the 2.3.0 steps' promote and reap_failed_ids
 		"%R~" + wire.KeyVersion, "%R~" + wire.KeyBundle, "~" + wire.KeyLocks,
 		"~" + aclScratch(t, wire.KeyMigration) + "*",
 		"~" + aclScratch(t, func(q string) (string, error) {
