@@ -96,6 +96,10 @@ func (p *Pool) SetLangs(langs ...Lang) error {
 			if _, _, err := pyProgram("worker"); err != nil {
 				return err
 			}
+		case LangOld:
+			if _, err := oldFleetBinary(); err != nil {
+				return err
+			}
 		default:
 			return fmt.Errorf("chaos: no worker program for language %q", l)
 		}
@@ -130,6 +134,12 @@ func (p *Pool) command(lang Lang) (*exec.Cmd, error) {
 			return nil, err
 		}
 		return exec.Command(python, script), nil
+	case LangOld:
+		bin, err := oldFleetBinary()
+		if err != nil {
+			return nil, err
+		}
+		return exec.Command(bin, "worker"), nil
 	}
 	return exec.Command(p.exe, "worker"), nil
 }

@@ -9,7 +9,8 @@
 //	                  EMQCHAOS_WORKER, the harness's record file format
 //	oldfleet driver   JSON lines on stdin/stdout, the requests of the
 //	                  harness's drivers (connect, mint, push, claim,
-//	                  complete, reap, close)
+//	                  complete, reap, close) and retry {queue, id,
+//	                  token, delayMs}, bury {queue, id, token}
 package main
 
 import (
@@ -344,6 +345,7 @@ type request struct {
 	N       int    `json:"n"`
 	Queue   string `json:"queue"`
 	LeaseMS int64  `json:"leaseMs"`
+	DelayMS int64  `json:"delayMs"`
 	ID      string `json:"id"`
 	Token   int64  `json:"token"`
 	Jobs    []struct {
@@ -483,6 +485,22 @@ func runDriver() error {
 				return fail(err)
 			}
 			if err := q.Complete(ctx, id, req.Token); err != nil {
+				return fail(err)
+			}
+		case "retry":
+			id, err := emq.ParseID(req.ID)
+			if err != nil {
+				return fail(err)
+			}
+			if _, err := q.Retry(ctx, id, req.Token, time.Duration(req.DelayMS)*time.Millisecond); err != nil {
+				return fail(err)
+			}
+		case "bury":
+			id, err := emq.ParseID(req.ID)
+			if err != nil {
+				return fail(err)
+			}
+			if err := q.Bury(ctx, id, req.Token); err != nil {
 				return fail(err)
 			}
 		case "reap":
