@@ -244,8 +244,10 @@ func (m *mixedRecords) read(ctx context.Context, id emq.ID) (emq.JobInfo, bool, 
 	return info, ok, nil
 }
 
-// wantDead checks a dead job's history: the attempts and classes, and a time
-// of death exactly when the last recorded attempt is the row's attempts.
+// wantDead checks a dead job's history: the attempts, classes, workers
+// and messages (an empty message in want: any text the script wrote), and
+// a time of death exactly when the last recorded attempt is the row's
+// attempts.
 func wantDead(info emq.JobInfo, ok bool, attempts int64, want []emq.FailedAttempt, diedAt bool) error {
 	if !ok || info.State != emq.StateDead || info.Attempts != attempts {
 		return fmt.Errorf("read %v (row %v) at attempts %d; want %s at attempts %d", info.State, ok, info.Attempts, emq.StateDead, attempts)
@@ -255,7 +257,8 @@ func wantDead(info emq.JobInfo, ok bool, attempts int64, want []emq.FailedAttemp
 	}
 	for i, a := range info.Failures {
 		w := want[i]
-		if a.Attempt != w.Attempt || a.Class != w.Class || a.Worker != w.Worker || a.Message != w.Message || a.At.IsZero() {
+		msg := a.Message == w.Message || (w.Message == "" && a.Message != "")
+		if a.Attempt != w.Attempt || a.Class != w.Class || a.Worker != w.Worker || !msg || a.At.IsZero() {
 			return fmt.Errorf("attempt %d of the history is %v; want attempt %d, %s by %q: %q at a time", i, a, w.Attempt, w.Class, w.Worker, w.Message)
 		}
 	}
