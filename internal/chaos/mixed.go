@@ -99,6 +99,11 @@ func (Mixed) Run(ctx context.Context, cfg Config) (Result, error) {
 		return killAndFreeze(ctx, r, mixedLangs, minKills, minFreezes, freeze)
 	}
 	p.afterDrain = func(ctx context.Context, r *run) error {
+		if newSideRecords {
+			if err := plantOrphans(ctx, r, orphansPlanted); err != nil {
+				return err
+			}
+		}
 		if err := sweepOrphans(ctx, r); err != nil {
 			return err
 		}
@@ -455,6 +460,59 @@ func failureRecords(ctx context.Context, r *run) (records int64, orphans []strin
 	}
 	sort.Strings(orphans)
 	return records, orphans, nil
+}
+
+// orphansPlanted is how many orphaned records plantOrphans leaves: more
+// than one maintenance tick scans (~100), so the sweep's cursor must carry
+// over between ticks.
+const orphansPlanted = 150
+
+// plantOrphans leaves n failure records whose rows are gone on the run's
+// queue, as a mixed fleet does: with every worker process frozen (the
+// queue is drained, so they hold no lease), for each of n fresh jobs the
+// new side fails attempt 1 with a record (RetryFailed) and the old side's
+// driver claims attempt 2 and completes it, which leaves the record. The
+// worker processes are then thawed, and sweepOrphans judges the sweep.
+func plantOrphans(ctx context.Context, r *run, n int) (err error) {
+	old, err := r.driver(ctx, LangOld, []string{r.srv.Addr()})
+	if err != nil {
+		return err
+	}
+	frozen, err := r.pool.FreezeAll()
+	if err != nil {
+		return err
+	}
+	defer r.pool.Thaw(frozen)
+	m := &mixedRecords{c: r.client, q: r.queue, old: old, rc: r.chk.Client()}
+	for range n {
+		id, err := m.fresh(ctx)
+		if err != nil {
+			return err
+		}
+		tok, err := m.newClaim(ctx, id, time.Minute)
+		if err != nil {
+			return err
+		}
+		if _, err := m.q.RetryFailed(ctx, id, tok, 0, newFailure); err != nil {
+			return fmt.Errorf("planting an orphan: RetryFailed: %w", err)
+		}
+		if err := m.oldClaim(ctx, id, tok+1); err != nil {
+			return fmt.Errorf("planting an orphan: %w", err)
+		}
+		if err := old.Complete(ctx, m.q.Name(), id.String(), tok+1); err != nil {
+			return fmt.Errorf("planting an orphan: the %s completion: %w", oldRelease, err)
+		}
+	}
+	_, orphans, err := failureRecords(ctx, r)
+	if err != nil {
+		return err
+	}
+	if len(orphans) < n {
+		r.violate("%d orphaned failure records after planting %d with every worker frozen: a %s completion must leave its record behind", len(orphans), n, oldRelease)
+	}
+	r.count("orphans_planted", int64(n))
+	r.logf("planted %d failure records whose rows are gone (new RetryFailed, then a %s completion), with every worker process frozen; thawing", n, oldRelease)
+	return nil
 }
 
 // sweepOrphans waits, while the worker processes' maintenance runs, until

@@ -294,6 +294,28 @@ func (p *Pool) FreezeRandomOf(ctx context.Context, rng *rand.Rand, lang Lang, d 
 	return proc, proc.cmd.Process.Signal(syscall.SIGCONT)
 }
 
+// FreezeAll SIGSTOPs every live worker process and returns them, to be
+// thawed with Thaw.
+func (p *Pool) FreezeAll() ([]*Proc, error) {
+	p.mu.Lock()
+	live := append([]*Proc(nil), p.live...)
+	p.mu.Unlock()
+	for i, proc := range live {
+		if err := proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			p.Thaw(live[:i])
+			return nil, err
+		}
+	}
+	return live, nil
+}
+
+// Thaw SIGCONTs procs.
+func (p *Pool) Thaw(procs []*Proc) {
+	for _, proc := range procs {
+		_ = proc.cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
+
 // Stop asks every live process to drain (SIGTERM) and waits up to timeout
 // for them to exit; it SIGKILLs what remains and reports how many had to
 // be killed.
