@@ -537,10 +537,35 @@ func sweepOrphans(ctx context.Context, r *run) error {
 	r.count("orphans_at_drain", first)
 	r.count("orphans_swept", first-int64(len(orphans)))
 	if len(orphans) > 0 {
-		r.violate("%d failure records whose row is gone were left after %d maintenance ticks (of %d records; a %s client's completions leave them, the new side's maintenance must sweep them): %v",
-			len(orphans), (records+99)/100+5, records, oldRelease, orphans[:min(5, len(orphans))])
+		r.violate("%d failure records whose row is gone were left after %d maintenance ticks (of %d records; a %s client's completions leave them, the new side's maintenance must sweep them)%s: %v",
+			len(orphans), (records+99)/100+5, records, oldRelease, orphanDiagnosis(ctx, r, records), orphans[:min(5, len(orphans))])
 	}
 	return nil
+}
+
+// orphanDiagnosis says, for a violation of the sweep, whether the new side
+// sweeps once the old side is out of the way: the queue's maintenance lock
+// is one lock for both sides, and a 2.2.1 worker holding it maintains the
+// queue (and renews the lock) without sweeping. It freezes the old side's
+// worker processes, waits for the lock to lapse and for the sweep's ticks,
+// and thaws them.
+func orphanDiagnosis(ctx context.Context, r *run, records int64) string {
+	rc := r.chk.Client()
+	holder, _ := rc.Do(ctx, rc.B().Hget().Key(wire.KeyLocks).Field(wire.LockMaintenance(queueName)).Build()).ToString()
+	frozen, err := r.pool.FreezeAllOf(LangOld)
+	if err != nil || len(frozen) == 0 {
+		return fmt.Sprintf("; the maintenance lock is held by %q", holder)
+	}
+	tick := r.plan.worker.Maintenance
+	sleepCtx(ctx, 3*tick+time.Duration((records+99)/100+5)*tick+time.Second)
+	_, left, err := failureRecords(ctx, r)
+	after, _ := rc.Do(ctx, rc.B().Hget().Key(wire.KeyLocks).Field(wire.LockMaintenance(queueName)).Build()).ToString()
+	r.pool.Thaw(frozen)
+	if err != nil {
+		return fmt.Sprintf("; the maintenance lock is held by %q", holder)
+	}
+	return fmt.Sprintf("; the queue's maintenance lock was held by %q; with the %d %s worker processes frozen (the lock then held by %q), %d were left: %s",
+		holder, len(frozen), oldRelease, after, len(left), map[bool]string{true: "the new side sweeps only while it holds the maintenance lock, which a " + oldRelease + " worker may hold for good", false: "the new side does not sweep even so"}[len(left) == 0])
 }
 
 // settler is what the worker records say of one lease (id, token): the

@@ -296,9 +296,17 @@ func (p *Pool) FreezeRandomOf(ctx context.Context, rng *rand.Rand, lang Lang, d 
 
 // FreezeAll SIGSTOPs every live worker process and returns them, to be
 // thawed with Thaw.
-func (p *Pool) FreezeAll() ([]*Proc, error) {
+func (p *Pool) FreezeAll() ([]*Proc, error) { return p.FreezeAllOf("") }
+
+// FreezeAllOf is FreezeAll among the processes of lang ("" for any).
+func (p *Pool) FreezeAllOf(lang Lang) ([]*Proc, error) {
 	p.mu.Lock()
-	live := append([]*Proc(nil), p.live...)
+	var live []*Proc
+	for _, q := range p.live {
+		if lang == "" || q.Lang == lang {
+			live = append(live, q)
+		}
+	}
 	p.mu.Unlock()
 	for i, proc := range live {
 		if err := proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
