@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -18,5 +19,24 @@ func TestOldFleetBuilds(t *testing.T) {
 	}
 	if string(out) == "" {
 		t.Fatal("oldfleet without a mode printed nothing")
+	}
+}
+
+// TestOldFleetShallowClone: in a shallow clone, which has no history to
+// build the old side from, finding the release's commit fails with the
+// hint to fetch the history.
+func TestOldFleetShallowClone(t *testing.T) {
+	top, _, err := oldReleaseCommit(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out, err := exec.Command("git", "clone", "-q", "--depth", "1", "--no-checkout", "file://"+top, dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git clone --depth 1: %v\n%s", err, out)
+	}
+	_, _, err = oldReleaseCommit(dir)
+	if err == nil || !strings.Contains(err.Error(), "git fetch --unshallow") {
+		t.Fatalf("in a shallow clone: %v; want the hint to fetch the history", err)
 	}
 }
