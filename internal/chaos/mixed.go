@@ -127,10 +127,10 @@ func (Mixed) Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	w := p.worker
 	load := fmt.Sprintf("%s jobs at ~%.0f/s from a Go %s producer and a Go %s producer; %d worker processes (the two sides in turn) × %d; lease %v; handlers %v–%v, %.0f%% of first attempts fail, %.0f%% of jobs fail on every attempt (buried after %d)",
-		thousands(int64(p.jobs)), p.rate, "2.3.0", oldRelease, p.workers, w.Concurrency, w.Lease, w.HandlerMin, w.HandlerMax, 100*w.FailRate, 100*w.AlwaysFail, w.MaxAttempts)
+		thousands(int64(p.jobs)), p.rate, wire.Version, oldRelease, p.workers, w.Concurrency, w.Lease, w.HandlerMin, w.HandlerMax, 100*w.FailRate, 100*w.AlwaysFail, w.MaxAttempts)
 	faults := fmt.Sprintf("SIGKILLs of worker processes: %d of the new side, %d of the %s side (each replaced by one of its side); %d SIGSTOPs of a worker process for %v",
 		o.run.get("kills_"+string(LangGo)), o.run.get("kills_"+string(LangOld)), oldRelease, o.run.get("freezes"), freeze)
-	res := o.result("mixed fleet ("+oldRelease+" beside 2.3.0)", load, faults)
+	res := o.result("mixed fleet ("+oldRelease+" beside "+wire.Version+")", load, faults)
 	for k, v := range cross {
 		res.Counts[k] = v
 	}
@@ -147,8 +147,8 @@ func (Mixed) Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res.Notes = fmt.Sprintf("completed across sides: %s pushed by the new side and completed by the old, %s the other way; %s late completions refused with %s across sides; the new side read %s jobs: %s dead (%s buried by a %s worker, %s by a new worker, %s by maintenance out of attempts), %s with a time of death, %s \"not recorded\"; %s recorded failed attempts read; %s failure records left by completions swept; %s; ",
 		thousands(cross[string(LangGo)+"_to_"+string(LangOld)]), thousands(cross[string(LangOld)+"_to_"+string(LangGo)]),
-		thousands(cross["stale_cross"]), wire.ClassStale, thousands(c["read_jobs"]), thousands(c["dead"]), thousands(c["dead_by_old"]), oldRelease,
-		thousands(c["dead_by_new"]), thousands(c["dead_by_reap"]), thousands(c["died_at_set"]), thousands(c["died_at_unknown"]),
+		thousands(cross["stale_cross"]), wire.ClassStale, thousands(c["read_jobs"]), thousands(c["read_dead_jobs"]), thousands(c["old_burials"]), oldRelease,
+		thousands(c["new_burials"]), thousands(c["reap_burials"]), thousands(c["died_at_set"]), thousands(c["died_at_unknown"]),
 		thousands(c["records_read"]), thousands(c["orphans_swept"]), recording) + res.Notes
 	res.Details = fmt.Sprintf(`**Injected.** %d worker processes work one queue: worker processes of this tree's Go SDK (emq.NewWorker, the harness's worker processes) and worker processes of the Go SDK of the frozen %s release (its emq.NewWorker, in a program built from git history: the commit that added golden/releases/%s.yaml, its sdk/go extracted with git archive, internal/chaos/testdata/oldfleet built against it), in turn, %d handlers each, while a producer of each side pushes %s jobs between them. Handlers of both sides fail %.0f%% of first attempts and every attempt of %.0f%% of the jobs (chosen by the id's hash, so both sides agree), which are buried on attempt %d, by whichever side runs it. Worker processes of each side are frozen with SIGSTOP for %v (longer than the %v lease) and SIGKILLed (each replaced by one of its side), the sides in turn.
 
@@ -744,7 +744,7 @@ func (j *mixedJudge) job(id string, info emq.JobInfo, ok bool, hist []emq.Failed
 		j.problem(id, "%s after the drain; want %s or completed", info.State, emq.StateDead)
 		return
 	}
-	j.counts["dead"]++
+	j.counts["read_dead_jobs"]++
 	if !sameHistory(hist, info.Failures) {
 		j.problem(id, "Get read the history %v, Failures %v", info.Failures, hist)
 	}
@@ -805,17 +805,17 @@ func (j *mixedJudge) job(id string, info emq.JobInfo, ok bool, hist []emq.Failed
 	s, known := leases[info.Attempts]
 	switch {
 	case known && s.outcome == recBuried && s.lang == LangOld:
-		j.counts["dead_by_old"]++
+		j.counts["old_burials"]++
 		if !info.DiedAt.IsZero() {
 			j.problem(id, "a %s worker (pid %s) buried it, recording nothing, yet Get reads it dead since %v", oldRelease, s.pid, info.DiedAt)
 		}
 	case known && s.outcome == recBuried:
-		j.counts["dead_by_new"]++
+		j.counts["new_burials"]++
 		if j.recording && (info.DiedAt.IsZero() || last.Class != emq.FailureClassError) {
 			j.problem(id, "a new-side worker (pid %s) buried it after its handler failed, yet Get reads it dead since %v with the last recorded attempt %v", s.pid, info.DiedAt, last)
 		}
 	default:
-		j.counts["dead_by_reap"]++
+		j.counts["reap_burials"]++
 	}
 	if j.recording {
 		for tok, s := range leases {

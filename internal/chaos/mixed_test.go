@@ -18,7 +18,7 @@ import (
 func TestMixedQuick(t *testing.T) {
 	res := runQuick(t, "mixed")
 	for _, k := range []string{"kills_go", "kills_go221", "freezes_go", "freezes_go221", "workers_go", "workers_go221", "reaped",
-		"go_to_go221", "go221_to_go", "dead", "dead_by_old", "died_at_unknown", "read_completed"} {
+		"go_to_go221", "go221_to_go", "read_dead_jobs", "old_burials", "died_at_unknown", "read_completed"} {
 		if res.Counts[k] == 0 {
 			t.Errorf("count %s is 0: the scenario did not exercise what it claims (counts %v)", k, res.Counts)
 		}
@@ -36,7 +36,7 @@ func TestMixedQuick(t *testing.T) {
 		// A recording new side leaves records behind the old side's
 		// completions, which its maintenance must sweep; and it dates
 		// the deaths it causes.
-		for _, k := range []string{"dead_by_new", "died_at_set", "records_read", "new_side_records"} {
+		for _, k := range []string{"new_burials", "died_at_set", "records_read", "new_side_records"} {
 			if res.Counts[k] == 0 {
 				t.Errorf("count %s is 0 with a recording new side (counts %v)", k, res.Counts)
 			}
