@@ -1386,7 +1386,7 @@ export class Queue {
         fr.error instanceof ReplyError &&
         fr.error.message.startsWith("NOSCRIPT")
       ) {
-        reply = await runScript(r, fx); // loads the script: EVAL
+        reply = await runScript(r, fx); // EVALSHA again, then EVAL
       } else {
         throw scriptError(fx.script.name, fr.error);
       }

@@ -213,6 +213,21 @@ function evalsha(x: ScriptExec): RedisArg[] {
   ];
 }
 
+/** Runs a call with EVAL (its source), as runScript does after a NOSCRIPT. */
+async function evalSource(r: ScriptRunner, x: ScriptExec): Promise<unknown> {
+  try {
+    return await r.send([
+      "EVAL",
+      x.script.source,
+      String(x.keys.length),
+      ...x.keys,
+      ...x.argv,
+    ]);
+  } catch (err) {
+    throw scriptError(x.script.name, err);
+  }
+}
+
 function isNoScriptReply(err: unknown): boolean {
   return err instanceof ReplyError && err.message.startsWith("NOSCRIPT");
 }
@@ -597,7 +612,7 @@ export class Worker {
     if (s.ok) {
       reply = s.value;
     } else if (isNoScriptReply(s.error)) {
-      reply = await runScript(r, x);
+      reply = await evalSource(r, x);
     } else {
       throw scriptError(x.script.name, s.error);
     }
@@ -629,7 +644,7 @@ export class Worker {
       if (!isNoScriptReply(got.error)) {
         throw scriptError(x.script.name, got.error);
       }
-      decodeForgetFailures(await runScript(r, x));
+      decodeForgetFailures(await evalSource(r, x));
     } catch (err) {
       this.#log.debug(
         "emq: forgetting a completed job's failure record failed; maintenance sweeps it",
