@@ -323,7 +323,8 @@ class Testee {
           moved: await q.reapFailedIds(ids(a), num(a, "max_attempts")),
         };
       }
-      case "failures": {
+      case emq.SCRIPT_FAILURES.name: {
+        // The op "failures" (named as the script it reads through).
         const [q, id] = this.#queueId(a);
         return { attempts: (await q.failures(id)).map(attemptOut) };
       }
