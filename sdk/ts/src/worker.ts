@@ -46,6 +46,9 @@ import { printable } from "./print.js";
  * Processes one job. Resolving completes it. Throwing hands it back to run
  * again after a backoff, until the job has been claimed maxAttempts times;
  * then it is buried. An error wrapped with permanent() buries it at once.
+ * Each failed attempt is recorded in the job's failure record (class
+ * error, or timeout past WorkerOptions.jobTimeoutMs; the worker's name; the
+ * error's message), which Queue.get and Queue.failures read.
  *
  * signal aborts when the job's lease is lost (its reason a LeaseLostError:
  * another worker may be running it, nothing the handler does can be
