@@ -995,8 +995,22 @@ export class Worker {
     }
   }
 
-  /** Promotes and reaps while holding the queue's maintenance lock; resolves whether it is held. */
+  /**
+   * Promotes and reaps while holding the queue's maintenance lock, and
+   * sweeps one slice of the failure records whoever holds it (a 2.2
+   * worker holding the lock never sweeps, and a sweep is safe to repeat);
+   * resolves whether the lock is held.
+   */
   async #maintain(): Promise<boolean> {
+    try {
+      return await this.#maintainLocked();
+    } finally {
+      await this.#sweep();
+    }
+  }
+
+  /** Promotes and reaps while holding the queue's maintenance lock; resolves whether it is held. */
+  async #maintainLocked(): Promise<boolean> {
     try {
       const d = await runLock(this.queue.client.runner, {
         locks: KEY_LOCKS,
@@ -1013,7 +1027,6 @@ export class Worker {
     }
     await this.#promote();
     await this.#reap();
-    await this.#sweep();
     return true;
   }
 

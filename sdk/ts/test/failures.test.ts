@@ -414,6 +414,51 @@ test("maintenance records a lost lease and sweeps the records a 2.2 complete lef
   assert.equal(await recorded(q, lost), false);
 });
 
+test("a worker sweeps orphans while another owner (a 2.2 worker) holds the maintenance lock", async () => {
+  const q = c.queue("orders");
+  const orphans = Array.from({ length: 30 }, () => c.mint());
+  await q.pushBatch(orphans.map((id) => ({ id, payload: "o" })));
+  const first = await q.claimMany(30000, orphans.length);
+  await Promise.all(
+    first.map((j) =>
+      q.retryFailed(j.id, j.token, 0, { class: "error", message: "x" }),
+    ),
+  );
+  assert.equal(await q.promoteIds(orphans), orphans.length);
+  const second = await q.claimMany(30000, orphans.length);
+  await Promise.all(
+    second.map((j) =>
+      emq.runComplete(c.runner, {
+        active: q.keys.active,
+        row: q.keys.row(j.id),
+        id: j.id,
+        token: j.token,
+      }),
+    ),
+  );
+  // Another owner holds the maintenance lock for the whole test, and
+  // never sweeps (as a 2.2 worker does).
+  assert.ok(
+    (await emq.runLock(c.runner, {
+      locks: emq.KEY_LOCKS,
+      name: emq.lockMaintenance(q.name),
+      owner: "a-2.2-worker",
+      ttlMs: 600000,
+    })) > 0,
+  );
+  const w = new emq.Worker(q, async () => {}, {
+    maintenanceMs: 20,
+    waitMs: 50,
+  });
+  const running = w.run();
+  await until(
+    "the orphans swept by a worker that does not hold the lock",
+    async () => Number(await srv.cmd("HLEN", q.keys.failures)) === 0,
+  );
+  w.stop();
+  await running;
+});
+
 test("a lost lease taken back by maintenance reads as lease_lost", async () => {
   const q = c.queue("orders");
   const id = c.mint();
