@@ -759,7 +759,10 @@ class Queue:
         _int("token", token)
         if delay_ms is not None and delay != 0:
             raise TypeError("emq: give delay_ms (milliseconds) or delay (seconds), not both")
-        ms = pick_ms("delay_ms", delay_ms, "delay", delay, allow_zero=True)
+        if delay_ms is not None:
+            ms = pick_ms("delay_ms", delay_ms, "delay", None, allow_zero=True)
+        else:
+            ms = pick_ms("delay_ms", None, "delay", delay, allow_zero=True)
         _non_negative("delay", ms)
         f = check_failure(failure)
         call = RetryFailedCall(
@@ -1082,7 +1085,7 @@ class Queue:
                 raise ValueError(f"emq: get {id}: the row's token is not an integer")
             at_ms: int | None = None
             home = state_set(state)
-            for s, score in zip(SETS, res[1:], strict=True):
+            for s, score in zip(SETS, res[1 : 1 + len(SETS)], strict=True):
                 if s == home and not set_is_lex(s) and score is not None:
                     at_ms = int(score)
             return JobInfo(
