@@ -39,6 +39,7 @@ from .metrics import Counter, Metrics, NoMetrics, Tally
 from .probe import ProbeResult, ProbeTranscript, run_probes
 from .queue import PEEK_ATTEMPTS, BatchResult, Job, JobInfo, NewJob, Page, Payload, Queue
 from .worker import (
+    JOB_TIMEOUT,
     LEASE_LOST,
     SHUTDOWN,
     Handler,
@@ -55,6 +56,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BUNDLE_DIGEST",
     "DEFAULT_TRY_AGAIN_MS",
+    "JOB_TIMEOUT",
     "LEASE_LOST",
     "PEEK_ATTEMPTS",
     "PROTOCOL",
