@@ -222,24 +222,26 @@ async def test_the_worker_records_a_raised_error_with_its_name(server: Server) -
     c = await connect(server)
     try:
         q = c.queue("records")
-        id = c.mint()
+        id, perm = c.mint(), c.mint()
         assert await q.push(id, b"x")
-        buried = asyncio.Event()
+        assert await q.push(perm, b"p")
         tally = echomq.Tally()
 
         async def handler(job: Job) -> None:
-            if job.token == 2:
-                buried.set()
+            if job.id == perm:
+                raise echomq.permanent(KeyError("sku"))
             raise ValueError(f"boom {job.token}")
 
         w = Worker(q, handler, max_attempts=2, backoff=lambda a: 0.0, name="w-test", metrics=tally)
         assert Worker(q, handler).name == f"{socket.gethostname()}:{os.getpid()}"
         t = asyncio.create_task(w.run())
         try:
-            await eventually(lambda: tally.get(echomq.Counter.BURIED) == 1, what="buried")
+            await eventually(lambda: tally.get(echomq.Counter.BURIED) == 2, what="buried")
         finally:
             await w.close()
             await t
+        (p,) = await q.failures(perm)
+        assert (p.attempt, p.message) == (1, "KeyError: 'sku'"), "a permanent error's cause"
         info = await q.get(id)
         assert info is not None and info.state == STATE_DEAD
         assert [(a.attempt, a.failure_class, a.worker, a.message) for a in info.failures] == [

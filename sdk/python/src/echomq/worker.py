@@ -1092,7 +1092,10 @@ class Worker:
 
     def _failure(self, why: BaseException, cls: FailureClass) -> Failure:
         """The failure record of an attempt that failed with why: its class, this worker's name,
-        and the error's text as Python shows its last line ("ValueError: boom")."""
+        and the error's text as Python shows its last line ("ValueError: boom"; for a
+        PermanentError, its cause's)."""
+        if isinstance(why, PermanentError) and why.__cause__ is not None:
+            why = why.__cause__
         text = "".join(traceback.format_exception_only(why)).strip()
         return Failure(failure_class=cls, message=text, worker=self.name)
 
