@@ -67,6 +67,7 @@ from ._gen.scripts import (
     run_scripts,
 )
 from ._push import DEFAULT_PUSH_MAX_BATCH, Pusher, PushJob, push_jobs
+from ._transport import TryAgainError
 from .errors import ArgumentError, ArgumentTypeError
 from .failures import FailedAttempt, Failure, check_failure, decode_failures, died_at_ms
 from .metrics import Counter
@@ -154,7 +155,9 @@ class JobInfo:
     ms); None in the other states."""
     failures: tuple[FailedAttempt, ...] = field(default=(), kw_only=True)
     """The job's recorded failed attempts, oldest first (at most the last 10; echomq 2.3.0):
-    empty when none was recorded (a 2.2 client records nothing)."""
+    empty when none was recorded (a 2.2 client records nothing), and, on a Redis Cluster, while
+    the queue's slot is split by a migration (the record cannot be read then; Queue.failures
+    waits for the slot to settle)."""
     died_at_ms: int | None = field(default=None, kw_only=True)
     """When a dead job died (server clock, Unix ms): the time of its last recorded attempt, when
     that attempt is the row's attempts. None for a job that is not dead, and for one whose last
@@ -1061,6 +1064,9 @@ class Queue:
                 for s in SETS:
                     pipe.zscore(self.keys.set(s), id)
                 pipe_script(pipe, fx)
+                leave = getattr(pipe, "leave_try_again", None)  # a Redis Cluster pipeline's
+                if leave is not None:
+                    leave()
                 res = await pipe.execute(raise_on_error=False)
             for v in res[:-1]:
                 if isinstance(v, BaseException):
@@ -1070,13 +1076,22 @@ class Queue:
                 return None
             fres = res[-1]
             if isinstance(fres, NoScriptError):  # the first call on this server: EVAL it
-                fres = await run_script(r, fx)
+                try:
+                    fres = await run_script(r, fx)
+                except TryAgainError as err:
+                    fres = err
+            history: tuple[FailedAttempt, ...] = ()
+            if isinstance(fres, TryAgainError):
+                # A Redis Cluster slot split by a migration (the row and the record on both
+                # sides): the row reads through ASK, the record not until the slot settles.
+                log.debug("emq: get %s: the failure record is unreadable for now: %s", id, fres)
             elif isinstance(fres, BaseException):
                 raise fres
-            try:
-                history = tuple(decode_failures(fres))
-            except ReplyShapeError as err:
-                raise ValueError(f"emq: get {id}: the failure record: {err}") from err
+            else:
+                try:
+                    history = tuple(decode_failures(fres))
+                except ReplyShapeError as err:
+                    raise ValueError(f"emq: get {id}: the failure record: {err}") from err
             state = h.get(FIELD_STATE.encode(), b"").decode()
             if not is_state(state):
                 raise ValueError(f"emq: get {id}: the row holds an unknown state {state!r}")
