@@ -544,7 +544,9 @@ func Run(ctx context.Context, opt Options) ([]*Result, error) {
 // placeholders (conformance/README.md) that equal manifest names today;
 // they are the contract's own and do not follow a rename in the manifest,
 // so the no-literal scans of the runner and the testees allow them.
-var ContractWords = []string{"payload", "state", "attempts", "bundle", "version", "row", "run_at_ms"}
+// "failures" is the op of the failures script (2.3.0) and the runner's
+// result field; it equals the failures key type's name.
+var ContractWords = []string{"payload", "state", "attempts", "bundle", "version", "row", "run_at_ms", "failures"}
 
 // manifestFacts is what placeholders resolve from for p.
 func manifestFacts(p *model.Protocol) (*facts, error) {

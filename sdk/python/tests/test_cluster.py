@@ -2,8 +2,9 @@
 cluster suites test theirs: the fence and the node lease on the reserve's slot, queues on every
 primary, the manifest's probes, pipelines across slots, NOSCRIPT per node, the worker's doorbell,
 MOVED after a slot moved (commands and the blocked doorbell pop), ASK and TRYAGAIN while a slot is
-split by a batched migration, TRYAGAIN past its budget as a ConnectionError, and the fence again
-after the nodes' connections were killed."""
+split by a batched migration, TRYAGAIN past its budget as a ConnectionError, the fence again
+after the nodes' connections were killed, and the failure records (2.3.0) of get, purge and the
+worker."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from echomq import Counter, Tally
 from echomq._gen.keys import KEY_BUNDLE, KEY_LOCKS, KEY_VERSION
 from echomq._gen.probes import PROBES
 from echomq._gen.protocol import VERSION_MAJOR, VERSION_RECORD, VERSION_RECORD_PREFIX
+from echomq._gen.scripts import CompleteCall
 from echomq.errors import CONNECTION_ERROR_CODE
 
 quiet = logging.getLogger("echomq.test.cluster")
@@ -242,6 +244,75 @@ async def test_a_worker_on_the_cluster_runs_every_job_once_woken_by_the_doorbell
         await running
     assert sorted(seen) == sorted(ids)
     assert all(v == 1 for v in seen.values())
+
+
+async def test_failure_records_on_the_cluster_get_purge_and_the_worker(
+    cluster: RedisCluster, open_client: Opener
+) -> None:
+    """echomq 2.3.0 on the cluster: get pipelines the failures script with the row read (also
+    after a SCRIPT FLUSH: NOSCRIPT per node), purge pipelines forget_failures, and the worker
+    records, forgets after completing a retried job and sweeps (HSCAN) on the queue's node."""
+    tally = Tally()
+    c = await open_client(metrics=tally)
+    n1 = cluster.nodes[1]
+    q = c.queue(await queue_on(cluster, n1, "failures"))
+    dead = c.mint()
+    assert await q.push(dead, b"d")
+    jobs = await q.claim_ids(60_000, [dead])
+    await q.bury_failed(dead, jobs[0].token, echomq.Failure("error", "bad", worker="w"))
+    for n in cluster.nodes:
+        await n.cmd("SCRIPT", "FLUSH")
+    info = await q.get(dead)
+    assert info is not None and info.state == "dead"
+    assert [(a.attempt, a.message, a.worker) for a in info.failures] == [(1, "bad", "w")]
+    assert info.died_at_ms == info.failures[0].at_ms
+    assert await q.purge(dead)
+    assert await n1.cmd("HLEN", q.keys.failures) == 0, "purge forgot the record"
+
+    ids = [c.mint() for _ in range(5)]
+
+    async def handler(job: echomq.Job) -> None:
+        if job.token == 1:
+            raise RuntimeError("first time")
+
+    async def forgotten() -> bool:
+        return bool(await n1.cmd("HLEN", q.keys.failures) == 0)
+
+    # No maintenance: only the completions (forget_failures pipelined behind them) forget.
+    w = echomq.Worker(q, handler, backoff=lambda a: 0.0, maintenance_ms=0, logger=quiet)
+    running = asyncio.create_task(w.run())
+    try:
+        for id in ids:
+            assert await q.push(id, b"w")
+
+        async def done() -> bool:
+            return tally.get(Counter.COMPLETED) == len(ids)
+
+        await until("every job completed on its second attempt", done)
+        await until("no record left", forgotten)
+    finally:
+        w.stop()
+        await running
+    assert tally.get(Counter.RETRIED) == len(ids)
+
+    # An orphan a 2.2 client's complete left is swept by the maintenance (HSCAN on n1).
+    orphan = c.mint()
+    assert await q.push(orphan, b"o")
+    j = (await q.claim_ids(60_000, [orphan]))[0]
+    await q.retry_failed(orphan, j.token, echomq.Failure("error", "x"))
+    assert await q.promote_ids([orphan]) == 1
+    j = (await q.claim_ids(60_000, [orphan]))[0]
+    await CompleteCall(active=q.keys.active, row=q.keys.row(orphan), id=orphan, token=j.token).run(
+        c.redis
+    )
+    assert not await forgotten()
+    w = echomq.Worker(q, handler, maintenance_ms=20, logger=quiet)
+    running = asyncio.create_task(w.run())
+    try:
+        await until("the orphan swept", forgotten)
+    finally:
+        w.stop()
+        await running
 
 
 async def test_after_the_slot_moved_calls_follow_moved_and_the_blocked_worker_is_woken(

@@ -52,9 +52,10 @@ async def run(argv: list[str], cwd: Path, e: dict[str, str]) -> tuple[int, str, 
 
 async def test_the_readme_has_the_blocks_this_test_runs() -> None:
     bs = blocks()
-    assert len(bs) == 3, "the quickstart, bytes and errors, and jobs.py"
+    assert len(bs) == 4, "the quickstart, bytes and errors, why a job failed, and jobs.py"
     assert "asyncio.run(main())" in bs[0] and "JSONCodec" in bs[0]
-    assert bs[2].startswith("# jobs.py\n")
+    assert "info.failures" in bs[2] and "info.died_at" in bs[2]
+    assert bs[3].startswith("# jobs.py\n")
     text = README.read_text()
     assert "pip install ./sdk/python" in text
     assert "python -m echomq worker jobs:send_email" in text
@@ -73,6 +74,16 @@ async def test_every_readme_python_block_runs(server: Server, tmp_path: Path) ->
         if n == 1:
             assert "the payload must be bytes or str" in out, out
             assert out.rstrip().endswith(" 0"), out  # pending_size after the one job completed
+        if n == 2:
+            lines = out.splitlines()
+            assert len(lines) == 3, out
+            for i in (1, 2):
+                assert lines[i - 1].startswith(f"attempt {i} at "), out
+                assert lines[i - 1].endswith(
+                    f": error by billing-1: ConnectionRefusedError: the ledger is down "
+                    f"(attempt {i})"
+                ), out
+            assert lines[2].startswith("died at 20") and lines[2].endswith("+00:00"), out
 
 
 async def test_the_readme_worker_command_runs_its_jobs_py(

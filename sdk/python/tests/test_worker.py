@@ -1,6 +1,6 @@
 """The Worker on a real server: exactly-once processing under concurrency, lease extension, a lost
 lease, retries with backoff then bury, graceful shutdown with hand-back, and the scripts it runs
-(only those of 2.2.0 that declare every key they touch)."""
+(only those that declare every key they touch, the 2.3.0 ones that record failed attempts)."""
 
 from __future__ import annotations
 
@@ -333,7 +333,7 @@ async def test_the_worker_runs_only_scripts_that_declare_their_keys(server: Serv
             await asyncio.sleep(0.25 if job.id == ids[0] else 0)  # over a lease third: extended
 
         async with monitored(server) as seen:
-            # An expired lease left behind by a crashed worker: reaped by reap_ids.
+            # An expired lease left behind by a crashed worker: reaped by reap_failed_ids.
             orphan = c.mint()
             assert await oq.push(orphan, b"")
             assert [j.id for j in await oq.claim_ids(100, [orphan])] == [orphan]
@@ -354,8 +354,19 @@ async def test_the_worker_runs_only_scripts_that_declare_their_keys(server: Serv
         assert tally.get(Counter.RETRIED) == 5 and tally.get(Counter.REAPED) >= 1
         used = set(seen)
         assert not used & FROZEN_POPS, f"frozen pop scripts ran: {used & FROZEN_POPS}"
-        for name in ("claim_ids", "complete_claim_ids", "promote_ids", "reap_ids", "extend"):
+        for name in (
+            "claim_ids",
+            "complete_claim_ids",
+            "promote_ids",
+            "reap_failed_ids",
+            "retry_failed",
+            "forget_failures",
+            "extend",
+        ):
             assert seen[name] > 0, f"{name} never ran: {dict(seen)}"
+        # 2.3.0: a failed attempt and a lost lease are recorded by the scripts that settle them
+        for name in ("retry", "bury", "reap_ids"):
+            assert seen[name] == 0, f"{name} ran instead of its recording variant: {dict(seen)}"
         assert not any(n.startswith("?") for n in used), dict(seen)
     finally:
         await c.close()
@@ -383,6 +394,8 @@ async def test_steady_state_is_one_script_call_per_job(server: Server) -> None:
         # One call per job, plus the EVAL of the first calls the server answered NOSCRIPT.
         assert len(ids) <= seen["complete_claim_ids"] <= len(ids) + 4, dict(seen)
         assert seen["claim_ids"] <= 10, dict(seen)
+        # first attempts cannot have a failure record: nothing is sent to forget one
+        assert seen["forget_failures"] == 0, dict(seen)
         assert seen["ZRANGE"] <= len(ids) / 4, f"refills read several jobs each: {dict(seen)}"
         assert done[:4] and set(done[:4]) <= set(ids[:8]), "oldest first"
     finally:

@@ -4,7 +4,8 @@
 Cluster); ``client.queue(name)`` is a queue's handle
 (``client.queue(name, codec=JSONCodec(T))`` one whose payloads are values of T)
 (push, push_batch, enqueue, enqueue_at, claim, complete, retry, bury, revive, purge, sizes, page,
-get, ...); ``Worker(queue, handler).run()`` runs a handler over a queue's jobs;
+get, ...; retry_failed, bury_failed and failures record and read why a job's attempts failed);
+``Worker(queue, handler).run()`` runs a handler over a queue's jobs;
 ``run_probes(client)`` checks a live server against the manifest. Protocol facts (key grammar,
 states, wire classes, the script bundle) come from the generated layer, ``echomq._gen``, which
 ``go run ./cmd/emqgen gen`` writes from protocol.yaml.
@@ -33,10 +34,12 @@ from .errors import (
     NoNodeError,
     PayloadTooLargeError,
 )
+from .failures import FailedAttempt, Failure
 from .metrics import Counter, Metrics, NoMetrics, Tally
 from .probe import ProbeResult, ProbeTranscript, run_probes
 from .queue import PEEK_ATTEMPTS, BatchResult, Job, JobInfo, NewJob, Page, Payload, Queue
 from .worker import (
+    JOB_TIMEOUT,
     LEASE_LOST,
     SHUTDOWN,
     Handler,
@@ -53,6 +56,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BUNDLE_DIGEST",
     "DEFAULT_TRY_AGAIN_MS",
+    "JOB_TIMEOUT",
     "LEASE_LOST",
     "PEEK_ATTEMPTS",
     "PROTOCOL",
@@ -72,6 +76,8 @@ __all__ = [
     "Duration",
     "EmqConnectionError",
     "EmqError",
+    "FailedAttempt",
+    "Failure",
     "FenceError",
     "Handler",
     "IdError",

@@ -59,7 +59,7 @@ from ._gen.keys import KEY_BUNDLE, KEY_VERSION
 from ._gen.protocol import VERSION, VERSION_RECORD
 from ._gen.scripts import BUNDLE_DIGEST, FenceCall, script_error
 from ._push import DEFAULT_PUSH_LINGER_MS, DEFAULT_PUSH_MAX_BATCH
-from ._transport import TRANSPORT_ERRORS
+from ._transport import TRANSPORT_ERRORS, TryAgainError
 from .client import Client, _open, check_version_record
 from .errors import BundleError, ConnectionError, FenceError
 from .metrics import Metrics
@@ -79,11 +79,18 @@ like a failure of transport, they make the client fence again before its next co
 _IN_COMMAND: ContextVar[bool] = ContextVar("echomq_cluster_in_command", default=False)
 """Set while a command of ClusterRedis is being sent (see ClusterRedis.aclose)."""
 
+_LEAVE_TRY_AGAIN: ContextVar[frozenset[tuple[Any, ...]]] = ContextVar(
+    "echomq_cluster_leave_try_again", default=frozenset()
+)
+"""The commands (their arguments) of the pipeline being executed whose TRYAGAIN answer is left to
+the caller instead of resent (_Pipeline.leave_try_again): redis-py sends a pipelined command
+answered ASK again through ClusterRedis.execute_command, which reads it here."""
 
-class _TryAgain(ResponseError):
-    """TRYAGAIN as this module's parser reads it: a plain ResponseError to redis-py (which would
-    otherwise resend it a fixed 16 times within half a second), resent here until the slot settles
-    or the budget is spent."""
+
+_TryAgain = TryAgainError
+"""TRYAGAIN as this module's parser reads it: a plain ResponseError to redis-py (which would
+otherwise resend it a fixed 16 times within half a second), resent here until the slot settles or
+the budget is spent (a pipelined command marked with _Pipeline.leave_try_again is not)."""
 
 
 class _Parser(DefaultParser):  # type: ignore[valid-type,misc]
@@ -282,6 +289,8 @@ class ClusterRedis(RedisCluster):
             except _TryAgain as err:
                 # The slot is split by a migration and the command's keys are on both sides:
                 # nothing ran. The next MIGRATE batch, or the slot's settling, lets it through.
+                if args in _LEAVE_TRY_AGAIN.get():
+                    raise  # the caller does without it (_Pipeline.leave_try_again)
                 now = time.monotonic()
                 if self._closing or now >= deadline:
                     ce = ConnectionError(
@@ -336,6 +345,14 @@ class _Pipeline(ClusterPipeline):
         super().__init__(client, transaction)
         self._emq = client
         self._sent: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+        self._leave: set[int] = set()
+
+    def leave_try_again(self) -> None:
+        """Marks the command queued last: a TRYAGAIN answer to it is left in the results (a
+        TryAgainError) instead of being resent until the slot settles. For a part of a read the
+        caller can do without while a slot is split (get's failure record)."""
+        if self._sent:
+            self._leave.add(len(self._sent) - 1)
 
     def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         self._sent.append((args, dict(kwargs)))
@@ -364,12 +381,14 @@ class _Pipeline(ClusterPipeline):
 
     async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> Any:
         sent, self._sent = self._sent, []
+        leave, self._leave = self._leave, set()
         c = self._emq
         try:
             await c.ensure()
         except BaseException:
             await self.reset()  # type: ignore[no-untyped-call]
             raise
+        left = _LEAVE_TRY_AGAIN.set(frozenset(sent[i][0] for i in leave if i < len(sent)))
         try:
             res: list[Any] = await super().execute(False, allow_redirections)
         except _CLUSTER_STATE_ERRORS as err:
@@ -378,9 +397,11 @@ class _Pipeline(ClusterPipeline):
         except TRANSPORT_ERRORS:
             c.refence()
             raise
+        finally:
+            _LEAVE_TRY_AGAIN.reset(left)
         if len(res) == len(sent):
             for i, v in enumerate(res):
-                if isinstance(v, _TryAgain):
+                if isinstance(v, _TryAgain) and i not in leave:
                     args, kwargs = sent[i]
                     try:
                         res[i] = await c._send(*args, **kwargs)

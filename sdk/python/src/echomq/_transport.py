@@ -5,12 +5,18 @@ from __future__ import annotations
 from typing import Final
 
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .errors import BundleError, ConnectionError, EmqConnectionError, FenceError
 
 TRANSPORT_ERRORS: Final = (RedisConnectionError, RedisTimeoutError, OSError, EOFError)
 """What redis-py raises when a call failed in transport (LOADING is a redis ConnectionError)."""
+
+
+class TryAgainError(ResponseError):
+    """TRYAGAIN as the Redis Cluster client's parser reads it (a slot split by a migration, the
+    keys of a multi-key command on both sides: nothing ran)."""
 
 
 def transient(err: BaseException) -> bool:

@@ -21,7 +21,8 @@ from ._cancel import honour_cancel
 from ._duration import Duration
 from ._gen.protocol import SetName
 from .errors import ArgumentTypeError
-from .queue import BatchResult, Job, JobInfo, NewJob, Page, Queue, ms_repr
+from .failures import FailedAttempt
+from .queue import BatchResult, Job, JobInfo, NewJob, Page, Queue, failures_repr, ms_repr
 
 if TYPE_CHECKING:
     import datetime
@@ -234,8 +235,10 @@ class TypedJobInfo(JobInfo, Generic[T]):
     def __repr__(self) -> str:
         at = "" if self.at_ms is None else f", at={ms_repr(self.at_ms)}"
         v = f"value={self.value!r}" if self.error is None else f"error={self.error!r}"
+        f = failures_repr(self.failures, self.died_at_ms)
         return (
-            f"TypedJobInfo(id={self.id!r}, state={self.state!r}, attempts={self.attempts}, {v}{at})"
+            f"TypedJobInfo(id={self.id!r}, state={self.state!r}, attempts={self.attempts}, "
+            f"{v}{at}{f})"
         )
 
 
@@ -351,7 +354,14 @@ class TypedQueue(Generic[T]):
             at_ms=info.at_ms,
             value=value,
             error=error,
+            failures=info.failures,
+            died_at_ms=info.died_at_ms,
         )
+
+    @honour_cancel
+    async def failures(self, id: str) -> list[FailedAttempt]:
+        """Queue.failures."""
+        return await self.raw.failures(id)
 
     @honour_cancel
     async def size(self, s: SetName) -> int:

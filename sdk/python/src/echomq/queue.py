@@ -8,8 +8,10 @@ import math
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, overload
+
+from redis.exceptions import NoScriptError
 
 from ._cancel import honour_cancel
 from ._duration import Duration, pick_ms
@@ -35,6 +37,7 @@ from ._gen.scripts import (
     PUSH_ENQUEUED,
     REVIVE_REVIVED,
     BuryCall,
+    BuryFailedCall,
     ClaimCall,
     ClaimIdsCall,
     CompleteCall,
@@ -42,6 +45,8 @@ from ._gen.scripts import (
     EnqueueAtCall,
     EnqueueCall,
     ExtendCall,
+    FailuresCall,
+    ForgetFailuresCall,
     PromoteCall,
     PromoteIdsCall,
     PurgeCall,
@@ -49,15 +54,22 @@ from ._gen.scripts import (
     PushManyCall,
     PushManyEntry,
     ReapCall,
+    ReapFailedIdsCall,
     ReapIdsCall,
+    ReplyShapeError,
     RetryCall,
+    RetryFailedCall,
     ReviveCall,
     RingCall,
     ScriptExec,
+    pipe_script,
     run_script,
+    run_scripts,
 )
 from ._push import DEFAULT_PUSH_MAX_BATCH, Pusher, PushJob, push_jobs
+from ._transport import TryAgainError
 from .errors import ArgumentError, ArgumentTypeError
+from .failures import FailedAttempt, Failure, check_failure, decode_failures, died_at_ms
 from .metrics import Counter
 
 if TYPE_CHECKING:
@@ -141,13 +153,41 @@ class JobInfo:
     at_ms: int | None = None
     """The lease deadline of an active job and the run-at of a scheduled one (server clock, Unix
     ms); None in the other states."""
+    failures: tuple[FailedAttempt, ...] = field(default=(), kw_only=True)
+    """The job's recorded failed attempts, oldest first (at most the last 10; echomq 2.3.0):
+    empty when none was recorded (a 2.2 client records nothing), and, on a Redis Cluster, while
+    the queue's slot is split by a migration (the record cannot be read then; Queue.failures
+    waits for the slot to settle)."""
+    died_at_ms: int | None = field(default=None, kw_only=True)
+    """When a dead job died (server clock, Unix ms): the time of its last recorded attempt, when
+    that attempt is the row's attempts. None for a job that is not dead, and for one whose last
+    attempt was settled by a client that records nothing: not recorded, never guessed."""
+
+    @property
+    def died_at(self) -> datetime.datetime | None:
+        """died_at_ms as an aware datetime in UTC, or None."""
+        if self.died_at_ms is None:
+            return None
+        return datetime.datetime.fromtimestamp(self.died_at_ms / 1000, datetime.UTC)
 
     def __repr__(self) -> str:
         at = "" if self.at_ms is None else f", at={ms_repr(self.at_ms)}"
         return (
             f"{type(self).__name__}(id={self.id!r}, state={self.state!r}, "
-            f"attempts={self.attempts}, payload={payload_repr(self.payload)}{at})"
+            f"attempts={self.attempts}, payload={payload_repr(self.payload)}{at}"
+            f"{failures_repr(self.failures, self.died_at_ms)})"
         )
+
+
+def failures_repr(failures: Sequence[FailedAttempt], died_at_ms: int | None) -> str:
+    """The failure part of a JobInfo's repr: how many attempts failed, the last one's class, and
+    when the job died; empty when nothing was recorded."""
+    if not failures:
+        return ""
+    out = f", failures={len(failures)} (last: {failures[-1].failure_class})"
+    if died_at_ms is not None:
+        out += f", died_at={ms_repr(died_at_ms)}"
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -701,6 +741,120 @@ class Queue:
         await self.client.once(lambda: call.run(self.client.redis))
 
     @honour_cancel
+    async def retry_failed(
+        self,
+        id: str,
+        token: int,
+        failure: Failure,
+        *,
+        delay: Duration = 0,
+        delay_ms: int | None = None,
+    ) -> int:
+        """Hands an active job back to run again after ``delay`` (seconds or a timedelta; or
+        ``delay_ms``), as retry does, and records the failed attempt in the job's failure record
+        (its token, the server's time and failure) in the same atomic call (echomq 2.3.0).
+        Returns the run-at (server clock, Unix ms).
+
+        A stale token is refused with a StaleError and nothing is recorded; a negative delay or a
+        class outside the failure_class vocabulary raises an ArgumentError before anything is
+        sent. Never resent."""
+        row = self._row(id)
+        _int("token", token)
+        if delay_ms is not None and delay != 0:
+            raise TypeError("emq: give delay_ms (milliseconds) or delay (seconds), not both")
+        if delay_ms is not None:
+            ms = pick_ms("delay_ms", delay_ms, "delay", None, allow_zero=True)
+        else:
+            ms = pick_ms("delay_ms", None, "delay", delay, allow_zero=True)
+        _non_negative("delay", ms)
+        f = check_failure(failure)
+        call = RetryFailedCall(
+            active=self.keys.active,
+            row=row,
+            schedule=self.keys.schedule,
+            failures=self.keys.failures,
+            id=id,
+            token=token,
+            delay_ms=ms,
+            class_=f.failure_class,
+            worker=f.worker or "",
+            error=f.message,
+        )
+        return await self.client.once(lambda: call.run(self.client.redis))
+
+    @honour_cancel
+    async def bury_failed(self, id: str, token: int, failure: Failure) -> None:
+        """Moves an active job to the dead set, as bury does, and records its last failed attempt
+        in the job's failure record in the same atomic call: the job is dead since then
+        (JobInfo.died_at_ms). A stale token is refused with a StaleError and nothing is recorded;
+        a class outside the vocabulary raises an ArgumentError before anything is sent."""
+        row = self._row(id)
+        _int("token", token)
+        f = check_failure(failure)
+        call = BuryFailedCall(
+            active=self.keys.active,
+            row=row,
+            dead=self.keys.dead,
+            failures=self.keys.failures,
+            id=id,
+            token=token,
+            class_=f.failure_class,
+            worker=f.worker or "",
+            error=f.message,
+        )
+        await self.client.once(lambda: call.run(self.client.redis))
+
+    @honour_cancel
+    async def failures(self, id: str) -> list[FailedAttempt]:
+        """Reads a job's recorded failed attempts, oldest first (at most the last 10). Empty when
+        none was recorded (a 2.2 client records nothing), when the record is not one the scripts
+        wrote, and when the job's row is gone: a record its row left behind is never read. get
+        returns the same history with the row. Resent across a reconnect, like every read."""
+        row = self._row(id)
+        call = FailuresCall(row=row, failures=self.keys.failures, id=id)
+
+        async def attempt() -> list[FailedAttempt]:
+            return decode_failures(await run_script(self.client.redis, call.exec()))
+
+        return await self.client.resend(attempt)
+
+    @honour_cancel
+    async def forget_failures(self, ids: Sequence[str]) -> int:
+        """Deletes the failure records of those of ids whose rows are gone (a job completed or
+        purged by a client that leaves its record behind) and returns how many it deleted; a job
+        whose row exists keeps its record. Malformed ids raise an IdError before anything is sent;
+        no ids send nothing. Resent across a reconnect (deleting what is gone is idempotent)."""
+        ids = _ids(ids)
+        rows = [self._row(i) for i in ids]
+        if not rows:
+            return 0
+        call = ForgetFailuresCall(failures=self.keys.failures, rows=rows, ids=ids)
+        return await self.client.resend(lambda: call.run(self.client.redis))
+
+    @honour_cancel
+    async def reap_failed_ids(self, ids: Sequence[str], max_attempts: int = 0) -> int:
+        """Takes back those of ids whose lease expired, as reap_ids does, and records each as a
+        lost lease (class lease_lost, no worker) in its failure record. Returns how many moved. A
+        negative max_attempts raises an ArgumentError and malformed ids an IdError before anything
+        is sent; no ids send nothing."""
+        _non_negative("max attempts", max_attempts)
+        ids = _ids(ids)
+        rows = [self._row(i) for i in ids]
+        if not rows:
+            return 0
+        call = ReapFailedIdsCall(
+            active=self.keys.active,
+            pending=self.keys.pending,
+            dead=self.keys.dead,
+            wake=self.keys.wake,
+            failures=self.keys.failures,
+            rows=rows,
+            max_attempts=max_attempts,
+            ids=ids,
+        )
+        return await self.client.once(lambda: call.run(self.client.redis))
+
+    @honour_cancel
     async def promote(self, limit: int = 1000) -> int:
         """Moves up to limit scheduled jobs whose run-at has come to pending; returns how many
         moved."""
@@ -774,13 +928,21 @@ class Queue:
         so it touches only declared keys; when another caller took every one of them in between,
         it reads again, up to PEEK_ATTEMPTS times. The Worker's maintenance reaps with it. (reap
         keeps the 2.0 script, which reaches rows through the row prefix and never rings.)"""
+        return await self._reap_expired(limit, max_attempts, record=False)
+
+    async def _reap_expired(self, limit: int, max_attempts: int, *, record: bool) -> int:
+        """reap_expired, with reap_failed_ids (each lease taken back recorded as lost) when
+        record is set, as the Worker's maintenance reaps."""
         _positive("limit", limit)
         _non_negative("max attempts", max_attempts)
         for n in range(1, PEEK_ATTEMPTS + 1):
             ids = await self._due(self.keys.active, limit)
             if not ids:
                 return 0
-            moved = await self.reap_ids(max_attempts, ids)
+            if record:
+                moved = await self.reap_failed_ids(ids, max_attempts)
+            else:
+                moved = await self.reap_ids(max_attempts, ids)
             if moved > 0 or n >= PEEK_ATTEMPTS:
                 return moved
         return 0
@@ -828,12 +990,24 @@ class Queue:
         return True
 
     @honour_cancel
-    async def purge(self, id: str) -> bool:
-        """Deletes a dead job for good: its row and its id. Returns False when the job is not
-        dead."""
+    async def purge(self, id: str, *, forget: bool = True) -> bool:
+        """Deletes a dead job for good: its row and its id, and (unless ``forget`` is False) its
+        failure record, with forget_failures pipelined right after the purge in the same round
+        trip. Returns False when the job is not dead (its record is then kept). ``forget=False``
+        sends the purge alone, as a 2.2 client does: the record it leaves reads as not recorded,
+        and forget_failures (or a worker's maintenance) deletes it."""
         row = self._row(id)
         call = PurgeCall(dead=self.keys.dead, row=row, id=id)
-        return await self.client.once(lambda: call.run(self.client.redis)) == PURGE_PURGED
+        if not forget:
+            return await self.client.once(lambda: call.run(self.client.redis)) == PURGE_PURGED
+        fc = ForgetFailuresCall(failures=self.keys.failures, rows=[row], ids=[id])
+        xs = [call.exec(), fc.exec()]
+        res = await self.client.once(lambda: run_scripts(self.client.redis, xs))
+        if isinstance(res[0], BaseException):
+            raise res[0]
+        if isinstance(res[1], BaseException):  # the record is left to forget_failures
+            log.debug("emq: purge %s: forgetting its failure record failed: %s", id, res[1])
+        return PurgeCall.decode(res[0]) == PURGE_PURGED
 
     def _set_key(self, s: str) -> str:
         if not is_set_name(s):
@@ -877,19 +1051,47 @@ class Queue:
 
     @honour_cancel
     async def get(self, id: str) -> JobInfo | None:
-        """Reads one job: its row and its score in the set its state names, in one round trip.
-        Returns None when the job does not exist (never enqueued, or completed and retired)."""
+        """Reads one job: its row, its score in the set its state names and its failure record
+        (failures, died_at_ms: the failures script), in one round trip. Returns None when the job
+        does not exist (never enqueued, or completed and retired)."""
         row = self._row(id)
+        fx = FailuresCall(row=row, failures=self.keys.failures, id=id).exec()
+        r = self.client.redis
 
         async def attempt() -> JobInfo | None:
-            async with self.client.redis.pipeline(transaction=False) as pipe:
+            async with r.pipeline(transaction=False) as pipe:
                 pipe.hgetall(row)
                 for s in SETS:
                     pipe.zscore(self.keys.set(s), id)
-                res = await pipe.execute()
+                pipe_script(pipe, fx)
+                leave = getattr(pipe, "leave_try_again", None)  # a Redis Cluster pipeline's
+                if leave is not None:
+                    leave()
+                res = await pipe.execute(raise_on_error=False)
+            for v in res[:-1]:
+                if isinstance(v, BaseException):
+                    raise v
             h: dict[bytes, bytes] = res[0]
             if not h:
                 return None
+            fres = res[-1]
+            if isinstance(fres, NoScriptError):  # the first call on this server: EVAL it
+                try:
+                    fres = await run_script(r, fx)
+                except TryAgainError as err:
+                    fres = err
+            history: tuple[FailedAttempt, ...] = ()
+            if isinstance(fres, TryAgainError):
+                # A Redis Cluster slot split by a migration (the row and the record on both
+                # sides): the row reads through ASK, the record not until the slot settles.
+                log.debug("emq: get %s: the failure record is unreadable for now: %s", id, fres)
+            elif isinstance(fres, BaseException):
+                raise fres
+            else:
+                try:
+                    history = tuple(decode_failures(fres))
+                except ReplyShapeError as err:
+                    raise ValueError(f"emq: get {id}: the failure record: {err}") from err
             state = h.get(FIELD_STATE.encode(), b"").decode()
             if not is_state(state):
                 raise ValueError(f"emq: get {id}: the row holds an unknown state {state!r}")
@@ -898,7 +1100,7 @@ class Queue:
                 raise ValueError(f"emq: get {id}: the row's token is not an integer")
             at_ms: int | None = None
             home = state_set(state)
-            for s, score in zip(SETS, res[1:], strict=True):
+            for s, score in zip(SETS, res[1 : 1 + len(SETS)], strict=True):
                 if s == home and not set_is_lex(s) and score is not None:
                     at_ms = int(score)
             return JobInfo(
@@ -907,6 +1109,8 @@ class Queue:
                 attempts=int(tok),
                 payload=h.get(FIELD_PAYLOAD.encode(), b""),
                 at_ms=at_ms,
+                failures=history,
+                died_at_ms=died_at_ms(state, int(tok), history),
             )
 
         return await self.client.resend(attempt)

@@ -3,9 +3,13 @@
 Every script the worker runs touches only the keys it declares (echomq 2.2.0): it reads the head
 of the pending set (ZRANGE) and claims exactly those ids with claim_ids, completes a job and
 leases the next head id in the same complete_claim_ids call, and maintains the queue with
-promote_ids and reap_ids on the due heads of the schedule and of the active set. A pool of head
-ids, refilled by a ZRANGE pipelined behind a claiming call when it runs low, keeps the steady
+promote_ids and reap_failed_ids on the due heads of the schedule and of the active set. A pool of
+head ids, refilled by a ZRANGE pipelined behind a claiming call when it runs low, keeps the steady
 state at one round trip per job.
+
+A failed attempt is recorded (echomq 2.3.0) by the call that settles it: retry_failed and
+bury_failed, with the failure's class, the worker's name and the error's text; maintenance reaps
+with reap_failed_ids (a lost lease) and sweeps the records whose rows are gone (forget_failures).
 """
 
 from __future__ import annotations
@@ -16,10 +20,13 @@ import contextvars
 import functools
 import inspect
 import logging
+import os
 import random
 import re
 import secrets
+import socket
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,7 +37,9 @@ from redis.exceptions import NoScriptError
 
 from ._duration import Duration, pick_ms
 from ._gen.errors import StaleError
+from ._gen.ids import parse_id
 from ._gen.keys import KEY_LOCKS, lock_maintenance
+from ._gen.protocol import FAILURE_CLASS_ERROR, FAILURE_CLASS_TIMEOUT, FailureClass
 from ._gen.scripts import (
     LOCK_HELD,
     SCRIPT_BURY,
@@ -40,6 +49,7 @@ from ._gen.scripts import (
     ClaimIdsReply,
     CompleteClaimIdsReply,
     ExtendCall,
+    ForgetFailuresCall,
     LockCall,
     ScriptExec,
     UnlockCall,
@@ -50,10 +60,12 @@ from ._gen.scripts import (
 )
 from .codec import Codec, CodecError, TypedJob, TypedQueue
 from .errors import ArgumentError, ArgumentTypeError
+from .failures import Failure
 from .metrics import Counter, Metrics
 from .queue import PEEK_ATTEMPTS, Job, Queue
 
 __all__ = [
+    "JOB_TIMEOUT",
     "LEASE_LOST",
     "SHUTDOWN",
     "Handler",
@@ -87,6 +99,14 @@ LEASE_LOST: Final = "emq: the job's lease was lost"
 
 SHUTDOWN: Final = "emq: the worker shut down"
 """The message of the cancellation of a handler that overran a shutdown's deadline."""
+
+JOB_TIMEOUT: Final = "emq: the job ran out of its time"
+"""The message of the cancellation of a handler that overran the worker's job_timeout (the
+attempt is recorded with the failure class timeout)."""
+
+SWEEP_COUNT: Final = 100
+"""How many fields of the queue's failure records one maintenance tick scans (HSCAN COUNT) for
+records whose rows are gone, which it deletes with forget_failures."""
 
 OP_TIMEOUT_S: Final = 10.0
 """Bounds each claim and each settling of a job the worker makes (seconds)."""
@@ -199,6 +219,8 @@ class _Inflight:
     """The lease was lost (an extension was refused as stale)."""
     handed_back: bool = False
     """Shutdown handed the job back."""
+    timed_out: bool = False
+    """The handler ran longer than the worker's job_timeout and was cancelled."""
 
 
 @dataclass
@@ -312,6 +334,9 @@ class Worker:
         shutdown_timeout: Duration | None = ...,
         executor: Executor | None = ...,
         in_thread: bool | None = ...,
+        name: str | None = ...,
+        job_timeout_ms: int | None = ...,
+        job_timeout: Duration | None = ...,
     ) -> None: ...
 
     @overload
@@ -336,6 +361,9 @@ class Worker:
         shutdown_timeout: Duration | None = ...,
         executor: Executor | None = ...,
         in_thread: bool | None = ...,
+        name: str | None = ...,
+        job_timeout_ms: int | None = ...,
+        job_timeout: Duration | None = ...,
     ) -> None: ...
 
     @overload
@@ -360,6 +388,9 @@ class Worker:
         shutdown_timeout: Duration | None = ...,
         executor: Executor | None = ...,
         in_thread: bool | None = ...,
+        name: str | None = ...,
+        job_timeout_ms: int | None = ...,
+        job_timeout: Duration | None = ...,
     ) -> None: ...
 
     @overload
@@ -384,6 +415,9 @@ class Worker:
         shutdown_timeout: Duration | None = ...,
         executor: Executor | None = ...,
         in_thread: bool | None = ...,
+        name: str | None = ...,
+        job_timeout_ms: int | None = ...,
+        job_timeout: Duration | None = ...,
     ) -> None: ...
 
     def __init__(
@@ -407,6 +441,9 @@ class Worker:
         shutdown_timeout: Duration | None = None,
         executor: Executor | None = None,
         in_thread: bool | None = None,
+        name: str | None = None,
+        job_timeout_ms: int | None = None,
+        job_timeout: Duration | None = None,
     ) -> None:
         """Makes a worker for queue that runs handler. concurrency is how many handlers run at
         once; lease_ms how long a job is leased (extended while its handler runs); batch the most
@@ -423,6 +460,15 @@ class Worker:
         datetime.timedelta: ``lease`` for lease_ms, ``wait`` for wait_ms, ``maintenance_every``
         for maintenance_ms (0: never), ``shutdown_timeout`` for shutdown_timeout_ms; the ``_ms``
         parameters take a timedelta too. Giving both forms of one is a TypeError.
+
+        Why an attempt failed is recorded with it (echomq 2.3.0: Queue.failures, JobInfo.failures):
+        class error for a handler that raised, timeout for one that ran longer than
+        ``job_timeout_ms`` (or ``job_timeout``, in seconds; default none: a handler may run as long
+        as it keeps its lease), whose task is then cancelled (JOB_TIMEOUT), with ``name`` (default
+        ``<hostname>:<pid>``) as the worker and the error's text. Maintenance records each lease it
+        takes back as lost (lease_lost) and deletes the records whose rows are gone, a bounded
+        slice (SWEEP_COUNT) per tick; completing a job that ran before (token > 1) deletes its
+        record in the completion's round trip.
 
         On a TypedQueue (``client.queue(name, codec=...)``) the handler gets a TypedJob whose
         ``value`` is the decoded payload; a payload that does not decode is buried at once.
@@ -456,6 +502,13 @@ class Worker:
             30_000,
             allow_zero=True,
         )
+        timeout_v = pick_ms("job_timeout_ms", job_timeout_ms, "job_timeout", job_timeout, 0)
+        if not isinstance(timeout_v, int) or isinstance(timeout_v, bool):
+            raise ArgumentTypeError("job_timeout", "an int", timeout_v)
+        if timeout_v < 0:
+            raise ArgumentError(f"job timeout {timeout_v!r} is not a non-negative integer")
+        if name is not None and not isinstance(name, str):
+            raise ArgumentTypeError("name", "a str", name)
         for what, v in (("concurrency", concurrency), ("lease", lease_v), ("wait", wait_v)):
             if not isinstance(v, int) or isinstance(v, bool):
                 raise ArgumentTypeError(what, "an int", v)
@@ -493,6 +546,12 @@ class Worker:
         """How often the queue is maintained; 0 or less: never by this worker."""
         self.shutdown_timeout_ms = max(0, shut_v)
         """How long run() waits for running handlers once stopped."""
+        self.job_timeout_ms: int = timeout_v
+        """How long a handler may run before it is cancelled and its attempt recorded as a
+        timeout; 0: no bound."""
+        self.name: str = name if name else f"{socket.gethostname()}:{os.getpid()}"
+        """The worker's name, as the failure records name the worker that ran an attempt."""
+        self._sweep_cursor = 0
         self.log = logger or log
         """Where the worker's notices go."""
         self.metrics: Metrics = metrics or raw.client.metrics
@@ -782,6 +841,11 @@ class Worker:
             argv=(self.lease_ms, *ids),
         )
 
+    def _forget_exec(self, job: Job) -> ScriptExec:
+        """The forget_failures call of job: its record is deleted once its row is gone."""
+        k = self.queue.keys
+        return ForgetFailuresCall(failures=k.failures, rows=[k.row(job.id)], ids=[job.id]).exec()
+
     def _complete_exec(self, job: Job, ids: Sequence[str]) -> ScriptExec:
         """The complete_claim_ids call of job (its id parsed when it was leased) leasing ids."""
         k = self.queue.keys
@@ -797,14 +861,18 @@ class Worker:
             argv=(job.id, job.token, self.lease_ms, *ids),
         )
 
-    async def _call(self, x: ScriptExec, refill: bool) -> tuple[Any, bool]:
-        """Sends one claiming call; when refill is set, the pool runs low (under two batches) and
-        no read of the head is on its way, a ZRANGE of four batches of the head goes in the same
-        round trip, after the call, and refills the pool. Returns the script's reply and whether
-        the pool was refilled. Never resent."""
+    async def _call(
+        self, x: ScriptExec, refill: bool, after: Sequence[ScriptExec] = ()
+    ) -> tuple[Any, bool]:
+        """Sends one claiming call, and the calls of after pipelined right behind it (their
+        failures are logged, not raised: they tidy up). When refill is set, the pool runs low
+        (under two batches) and no read of the head is on its way, a ZRANGE of four batches of
+        the head goes in the same round trip, last, and refills the pool. Returns the script's
+        reply and whether the pool was refilled. Never resent."""
         c = self.queue.client
         r = c.redis
-        if not refill or self._pool.size >= 2 * self.batch or self._pool.reads:
+        read = refill and self._pool.size < 2 * self.batch and not self._pool.reads
+        if not read and not after:
             # the pool holds two batches, or a read of the head is already on its way
             return await c.once(lambda: run_script(r, x)), False
         key, n = self.queue.keys.pending, self._pool_size
@@ -812,24 +880,41 @@ class Worker:
         async def attempt() -> list[Any]:
             async with r.pipeline(transaction=False) as pipe:
                 pipe_script(pipe, x)
-                pipe.zrange(key, 0, n - 1)
+                for a in after:
+                    pipe_script(pipe, a)
+                if read:
+                    pipe.zrange(key, 0, n - 1)
                 res: list[Any] = await pipe.execute(raise_on_error=False)
             return res
 
-        t = self._pool.begin_read()
+        t = self._pool.begin_read() if read else None
+        z: Any = None
         try:
-            s, z = await c.once(attempt)
-            if not isinstance(z, BaseException) and isinstance(z, list):
-                self._pool.fill([_text(m) for m in z], t)
+            res = await c.once(attempt)
+            if read:
+                z = res[-1]
+                if t is not None and not isinstance(z, BaseException) and isinstance(z, list):
+                    self._pool.fill([_text(m) for m in z], t)
         finally:
-            self._pool.end_read(t)
+            if t is not None:
+                self._pool.end_read(t)
+        s = res[0]
         if isinstance(s, NoScriptError):
             reply = await c.once(lambda: run_script(r, x))
         elif isinstance(s, BaseException):
             raise script_error(x.script.name, s)
         else:
             reply = s
-        return reply, not isinstance(z, BaseException)
+        for a, v in zip(after, res[1 : 1 + len(after)], strict=True):
+            if isinstance(s, NoScriptError) or isinstance(v, NoScriptError):
+                # it ran before the call it follows, or not at all: once more, after it
+                try:
+                    v = await c.once(functools.partial(run_script, r, a))
+                except Exception as err:
+                    v = err
+            if isinstance(v, BaseException):
+                self.log.debug("emq: %s after %s failed: %s", a.script.name, x.script.name, v)
+        return reply, read and not isinstance(z, BaseException)
 
     async def _records(
         self, reply: Any, dec: Callable[[Any], ClaimIdsReply | CompleteClaimIdsReply]
@@ -904,7 +989,10 @@ class Worker:
         try:
             try:
                 if fl.task is not None:
-                    await fl.task
+                    if self.job_timeout_ms > 0:
+                        await self._timed(fl)
+                    else:
+                        await fl.task
             except asyncio.CancelledError as err:
                 me = asyncio.current_task()
                 if me is not None and me.cancelling() > 0:
@@ -914,6 +1002,10 @@ class Worker:
                 failure = err
             except Exception as err:
                 failure = err
+            if fl.timed_out and not (fl.lost or fl.handed_back):
+                failure = TimeoutError(
+                    f"the handler ran longer than the job timeout ({self.job_timeout_ms} ms)"
+                )
             # Settling is the runner's: neither extended nor handed back from here on.
             self._running.discard(fl)
             if fl.handed_back:
@@ -921,7 +1013,8 @@ class Worker:
             try:
                 async with asyncio.timeout(OP_TIMEOUT_S):
                     if failure is not None:
-                        await self._fail(job, failure)
+                        cls = FAILURE_CLASS_TIMEOUT if fl.timed_out else FAILURE_CLASS_ERROR
+                        await self._fail(job, failure, cls)
                         return None
                     return await self._complete(job)
             except TimeoutError:
@@ -932,6 +1025,24 @@ class Worker:
                 return None
         finally:
             self._running.discard(fl)
+
+    async def _timed(self, fl: _Inflight) -> None:
+        """Awaits the handler's task for up to job_timeout_ms; past it, cancels the task
+        (JOB_TIMEOUT), waits a moment for it to end and marks the attempt timed out."""
+        t = fl.task
+        assert t is not None
+        done, _ = await asyncio.wait({t}, timeout=self.job_timeout_ms / 1000)
+        if t in done:
+            t.result()  # its outcome: returned, raised, or cancelled (lease lost, shutdown)
+            return
+        if fl.lost or fl.handed_back:
+            return
+        fl.timed_out = True
+        t.cancel(JOB_TIMEOUT)
+        # A plain handler's thread runs on; an async one gets a moment to unwind.
+        await asyncio.wait({t}, timeout=1.0)
+        if t.done() and not t.cancelled():
+            t.exception()  # retrieved: the attempt is a timeout whatever it ended with
 
     async def _in_thread(self, job: Job) -> None:
         """Runs a plain handler in the thread pool (in a copy of the runner's context); an
@@ -954,9 +1065,12 @@ class Worker:
         same call (none while draining): one call per job in the steady state."""
         q = self.queue.name
         ids = [] if self._draining else self._pool.take(1)
+        # A job that ran before may have a failure record: forget it in the same round trip,
+        # right after the completion (which deletes the row). A first attempt has none.
+        after = [self._forget_exec(job)] if job.token > 1 else []
         try:
             reply, refilled = await self._call(
-                self._complete_exec(job, ids), refill=not self._draining
+                self._complete_exec(job, ids), refill=not self._draining, after=after
             )
         except StaleError as err:
             self._stale(job, "complete", err)
@@ -976,13 +1090,25 @@ class Worker:
             self._pool.clear()
         return nxt[0] if nxt else None
 
-    async def _fail(self, job: Job, why: BaseException) -> None:
+    def _failure(self, why: BaseException, cls: FailureClass) -> Failure:
+        """The failure record of an attempt that failed with why: its class, this worker's name,
+        and the error's text as Python shows its last line ("ValueError: boom"; for a
+        PermanentError, its cause's)."""
+        if isinstance(why, PermanentError) and why.__cause__ is not None:
+            why = why.__cause__
+        text = "".join(traceback.format_exception_only(why)).strip()
+        return Failure(failure_class=cls, message=text, worker=self.name)
+
+    async def _fail(
+        self, job: Job, why: BaseException, cls: FailureClass = FAILURE_CLASS_ERROR
+    ) -> None:
         """Retries a failed job after its backoff, or buries it when it is out of attempts or
-        failed permanently."""
+        failed permanently, recording the failed attempt (class cls) either way."""
         q = self.queue.name
+        f = self._failure(why, cls)
         if isinstance(why, PermanentError) or job.token >= self.max_attempts:
             try:
-                await self.queue.bury(job.id, job.token)
+                await self.queue.bury_failed(job.id, job.token, f)
             except Exception as err:
                 self._settle_error(job, "bury", err)
                 return
@@ -991,7 +1117,7 @@ class Worker:
             return
         delay = max(0, int(self._backoff(job.token)))
         try:
-            await self.queue.retry(job.id, job.token, delay)
+            await self.queue.retry_failed(job.id, job.token, f, delay_ms=delay)
         except Exception as err:
             self._settle_error(job, "retry", err)
             return
@@ -1141,6 +1267,7 @@ class Worker:
             held.set()
             await self._promote()
             await self._reap()
+            await self._sweep()
 
     async def _unlock(self) -> None:
         c = self.queue.client
@@ -1172,7 +1299,9 @@ class Worker:
         total = 0
         try:
             while True:
-                n = await self.queue.reap_expired(MAINTENANCE_BATCH, self.max_attempts)
+                n = await self.queue._reap_expired(
+                    MAINTENANCE_BATCH, self.max_attempts, record=True
+                )
                 total += n
                 if n < MAINTENANCE_BATCH:
                     break
@@ -1183,3 +1312,39 @@ class Worker:
         if total > 0:
             self.metrics.add(Counter.REAPED, self.queue.name, total)  # reap_ids rang
             self.log.info("emq: %d expired leases taken back (queue %s)", total, self.queue.name)
+
+    async def _sweep(self) -> None:
+        """Scans the next SWEEP_COUNT fields of the queue's failure records (HSCAN, its cursor
+        kept between ticks) and deletes those whose rows are gone with forget_failures: the
+        records a 2.2 client's complete or purge left behind are gone within
+        ceil(records / SWEEP_COUNT) ticks. A field that is not an id is left as it is."""
+        c = self.queue.client
+        key = self.queue.keys.failures
+        cursor = self._sweep_cursor
+
+        async def scan() -> tuple[int, list[str]]:
+            nxt, fields = await c.redis.hscan(key, cursor, count=SWEEP_COUNT)
+            return int(nxt), [_text(f) for f in fields]
+
+        try:
+            nxt, fields = await c.resend(scan)
+            self._sweep_cursor = nxt
+            ids: list[str] = []
+            for f in fields:
+                try:
+                    parse_id(f)
+                except ValueError:
+                    continue
+                ids.append(f)
+            n = await self.queue.forget_failures(ids) if ids else 0
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            self.log.warning("emq: sweeping the failure records failed: %s", err)
+            return
+        if n > 0:
+            self.log.info(
+                "emq: %d failure records of jobs that are gone deleted (queue %s)",
+                n,
+                self.queue.name,
+            )
