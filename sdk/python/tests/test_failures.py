@@ -365,3 +365,44 @@ async def test_maintenance_records_a_lost_lease_and_sweeps_orphans(server: Serve
         assert info is not None and info.state in (STATE_PENDING, STATE_SCHEDULED)
     finally:
         await c.close()
+
+
+async def test_sweeps_orphans_while_another_owner_holds_the_maintenance_lock(
+    server: Server,
+) -> None:
+    """A 2.2 worker holding the maintenance lock never sweeps: every 2.3 worker sweeps anyway."""
+    from echomq._gen.keys import KEY_LOCKS, lock_maintenance
+    from echomq._gen.scripts import LockCall
+
+    c = await connect(server)
+    try:
+        q = c.queue("sweep-unlocked")
+        orphans = [c.mint() for _ in range(30)]
+        await q.push_many([echomq.NewJob(i, b"") for i in orphans])
+        for j in await q.claim_ids(30_000, orphans):
+            await q.retry_failed(j.id, j.token, Failure(FAILURE_CLASS_ERROR, "x"))
+        assert await q.promote_ids(orphans) == len(orphans)
+        for j in await q.claim_ids(30_000, orphans):
+            call = CompleteCall(active=q.keys.active, row=q.keys.row(j.id), id=j.id, token=j.token)
+            await call.run(c.redis)
+        lock = LockCall(
+            locks=KEY_LOCKS, name=lock_maintenance(q.name), owner="a-2.2-worker", ttl_ms=600_000
+        )
+        assert await lock.run(c.redis) > 0
+
+        async def noop(job: Job) -> None:
+            return None
+
+        w = Worker(q, noop, maintenance_ms=20)
+        t = asyncio.create_task(w.run())
+        try:
+            with server.raw() as r:
+                await eventually(
+                    lambda: r.hlen(q.keys.failures) == 0,
+                    what="the orphans swept by a worker that does not hold the lock",
+                )
+        finally:
+            await w.close()
+            await t
+    finally:
+        await c.close()

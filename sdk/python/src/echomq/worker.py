@@ -1247,7 +1247,9 @@ class Worker:
 
     async def _maintainer(self, held: asyncio.Event) -> None:
         """Promotes due jobs and reaps expired leases every maintenance_ms while this worker holds
-        the queue's maintenance lock, so that one worker per queue does it."""
+        the queue's maintenance lock, so that one worker per queue does it; sweeps a slice of the
+        failure records every tick whoever holds the lock (a 2.2 worker holding it never sweeps,
+        and a sweep is safe to repeat)."""
         every_ms = self.maintenance_ms
         name = lock_maintenance(self.queue.name)
         c = self.queue.client
@@ -1260,9 +1262,11 @@ class Worker:
                 raise
             except Exception as err:
                 self.log.warning("emq: taking the maintenance lock failed: %s", err)
+                await self._sweep()
                 continue
             if d == LOCK_HELD:
                 held.clear()
+                await self._sweep()
                 continue
             held.set()
             await self._promote()
