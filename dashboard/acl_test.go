@@ -35,6 +35,7 @@ func aclDashboard(q string) []string {
 	return []string{
 		"+ping", "+cluster|slots",
 		"+get", "+time", "+zcard", "+exists", "+zrange", "+zscore", "+hmget", "+hgetall", "+zcount", "+zlexcount",
+		"+evalsha_ro", "+eval_ro", "+hget", "+hlen", // the failures script, read-only: a job's history (2.3.0)
 		"%R~" + wire.KeyVersion, "%R~" + mig, "%R~" + commonPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
 	}
 }
@@ -72,8 +73,8 @@ func newServer(t *testing.T, h http.Handler) *httptest.Server {
 func aclDashboardActions(q string) []string {
 	k, _ := wire.NewQueueKeys(q)
 	return append(aclDashboard(q),
-		"+evalsha", "+eval", "+hget", "+hset", "+hlen", "+zadd", "+zrem", "+llen", "+rpush", "+del",
-		"~"+k.Pending, "~"+k.Schedule, "~"+k.Dead, "~"+k.Wake, "~"+k.RowPrefix()+"*")
+		"+evalsha", "+eval", "+hset", "+zadd", "+zrem", "+llen", "+rpush", "+del", "+hdel",
+		"~"+k.Pending, "~"+k.Schedule, "~"+k.Dead, "~"+k.Wake, "~"+k.RowPrefix()+"*", "~"+k.Failures)
 }
 
 // asUser is an observing client of srv logged in as user.
@@ -99,6 +100,11 @@ func aclLog(t *testing.T, srv *redistest.Server) string {
 // it reports the first failure.
 func readFlow(t *testing.T, w *world, c *emq.Client) string {
 	t.Helper()
+	// As on a server that restarted: the scripts the pages run are not
+	// loaded (EVALSHA_RO answers NOSCRIPT, EVAL_RO runs them).
+	if _, err := w.srv.Do("SCRIPT", "FLUSH"); err != nil {
+		return "SCRIPT FLUSH: " + err.Error()
+	}
 	d := mustNew(t, dashboard.Options{Client: c, Queues: []string{"orders"}, PageSize: 2})
 	for range 2 {
 		if err := d.Sample(ctxT(t)); err != nil {

@@ -116,11 +116,49 @@ func (q *Queue) Failures(ctx context.Context, id ID) (attempts []FailedAttempt, 
 			return err
 		}
 		call := wire.FailuresCall{Row: row, Failures: q.keys.Failures, ID: id}
-		res := q.c.execScripts(ctx, []*wire.Script{wire.ScriptFailures}, []rueidis.LuaExec{call.LuaExec()})
+		res := q.c.execScriptsRO(ctx, []*wire.Script{wire.ScriptFailures}, []rueidis.LuaExec{call.LuaExec()})
 		attempts, err = decodeFailures(res[0])
 		return err
 	})
 	return attempts, err
+}
+
+// FailuresMany reads the failure records of ids as Failures does, in one
+// pipelined round trip (one failures call per id): out[i] are the
+// recorded attempts of ids[i], oldest first. A dead-set page reads the
+// last failure of each of its jobs so. A malformed id is refused before
+// anything is sent; no ids sends nothing. It only reads, and is resent
+// across a reconnect like every read.
+func (q *Queue) FailuresMany(ctx context.Context, ids []ID) (out [][]FailedAttempt, err error) {
+	rows, err := q.rowsOf(ids)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	scripts := make([]*wire.Script, len(ids))
+	calls := make([]rueidis.LuaExec, len(ids))
+	for i, id := range ids {
+		call := wire.FailuresCall{Row: rows[i], Failures: q.keys.Failures, ID: id}
+		scripts[i], calls[i] = wire.ScriptFailures, call.LuaExec()
+	}
+	err = q.c.idempotent(ctx, func(ctx context.Context) error {
+		if err := q.c.ensureRead(ctx); err != nil {
+			return err
+		}
+		res := q.c.execScriptsRO(ctx, scripts, calls)
+		got := make([][]FailedAttempt, len(ids))
+		for i, r := range res {
+			var err error
+			if got[i], err = decodeFailures(r); err != nil {
+				return errorf("emq: failures of %s: %w", ids[i], err)
+			}
+		}
+		out = got
+		return nil
+	})
+	return out, err
 }
 
 // decodeFailures turns a reply of the failures script into attempts.

@@ -66,7 +66,7 @@ func (q *Queue) getOnce(ctx context.Context, id ID) (JobInfo, bool, error) {
 	}
 	fc := wire.FailuresCall{Row: row, Failures: q.keys.Failures, ID: id}
 	fx := fc.LuaExec()
-	cmds = append(cmds, rc.B().Evalsha().Sha1(wire.ScriptFailures.SHA1).Numkeys(int64(len(fx.Keys))).Key(fx.Keys...).Arg(fx.Args...).Build())
+	cmds = append(cmds, q.c.evalshaRO(wire.ScriptFailures, fx)) // read-only: a read-only ACL user runs it
 	res := rc.DoMulti(ctx, cmds...)
 	m, err := res[0].AsStrMap()
 	if err != nil {
@@ -74,7 +74,7 @@ func (q *Queue) getOnce(ctx context.Context, id ID) (JobInfo, bool, error) {
 	}
 	fres := res[len(res)-1]
 	if e, ok := rueidis.IsRedisErr(fres.Error()); ok && e.IsNoScript() {
-		fres = q.c.execScripts(ctx, []*wire.Script{wire.ScriptFailures}, []rueidis.LuaExec{fx})[0]
+		fres = q.c.execScriptsRO(ctx, []*wire.Script{wire.ScriptFailures}, []rueidis.LuaExec{fx})[0]
 	}
 	info := JobInfo{ID: id}
 	scores := make([]float64, len(sets))
