@@ -593,7 +593,7 @@ func (t *testee) do(req request) (any, error) {
 		}
 		return map[string]any{"run_at_ms": at.UnixMilli()}, nil
 
-	case "failures":
+	case wire.ScriptFailures.Name: // the op is named for its script, whose name is the failures key type's
 		a, err := args[queueArgs](req)
 		if err != nil {
 			return nil, err
