@@ -646,8 +646,15 @@ func (r *resolver) vocabularies() {
 			r.errf(in.Pos, "vocabulary %q has no words; a vocabulary lists at least one", in.Name.V)
 		}
 		words := r.unique(fmt.Sprintf("vocabulary %q word", in.Name.V))
+		spelled := map[string]string{} // a word without its underscores: the SDKs' names of two such words collide
 		for _, w := range in.Words {
-			words.add(w.Word)
+			if words.add(w.Word) {
+				key := strings.ReplaceAll(w.Word.V, "_", "")
+				if other, clash := spelled[key]; clash {
+					r.errf(w.Word.Pos, "vocabulary %q words %q and %q differ only in underscores, which the SDKs' names of them drop (a_1 and a1 are both A1 in Go); choose words that differ in a letter or digit", in.Name.V, other, w.Word.V)
+				}
+				spelled[key] = w.Word.V
+			}
 			if !identRE.MatchString(w.Word.V) {
 				r.errf(w.Word.Pos, "vocabulary %q word %q must be a lower-case identifier ([a-z][a-z0-9_]*)", in.Name.V, w.Word.V)
 			} else if len(w.Word.V) > maxWord {

@@ -97,6 +97,7 @@ func TestVocabularyRefused(t *testing.T) {
 		{"a word not snake_case", []string{vocWords, "      - {word: Lease-Lost}\n"}, "Lease-Lost", `word "Lease-Lost" must be a lower-case identifier`},
 		{"a word too long", []string{vocWords, "      - {word: " + strings.Repeat("x", 33) + "}\n"}, strings.Repeat("x", 33), `is 33 bytes; a word is at most 32`},
 		{"a word twice", []string{vocWords, vocWords + "      - {word: panic}\n"}, "panic}\n", `vocabulary "failure_class" word "panic" is declared twice`},
+		{"words that differ in underscores", []string{vocWords, vocWords + "      - {word: leaselost}\n"}, "leaselost}", `words "lease_lost" and "leaselost" differ only in underscores`},
 		{"a vocabulary twice", []string{"\n# ---------------------------------------------------------------------------\n# 7. Scripts", "  - {name: failure_class, words: [{word: x}]}\n\n# ---------------------------------------------------------------------------\n# 7. Scripts"}, "failure_class, words", `vocabulary "failure_class" is declared twice`},
 		{"no words", []string{"\n# ---------------------------------------------------------------------------\n# 7. Scripts", "  - {name: empty, words: []}\n\n# ---------------------------------------------------------------------------\n# 7. Scripts"}, "{name: empty", `vocabulary "empty" has no words`},
 		{"an unknown vocabulary", withArg("{name: why, type: string, vocabulary: failure_clas}"), "failure_clas}", `vocabulary "failure_clas" is not declared (did you mean "failure_class"? declared: failure_class)`},
@@ -135,5 +136,20 @@ func TestVocabularyRefused(t *testing.T) {
 				t.Errorf("no line of the error contains %q", c.want)
 			}
 		})
+	}
+}
+
+func TestVocabularyPlural(t *testing.T) {
+	for name, want := range map[string]string{
+		"failure_class": "failure_classes",
+		"category":      "categories",
+		"event_type":    "event_types",
+		"day":           "days",
+		"box":           "boxes",
+		"outcome":       "outcomes",
+	} {
+		if got := (Vocabulary{Name: name}).Plural(); got != want {
+			t.Errorf("Plural(%q) = %q, want %q", name, got, want)
+		}
 	}
 }

@@ -494,11 +494,12 @@ func TestReplyBuilder(t *testing.T) {
 
 // decoded is what a decoder made of a reply, for the checks.
 type decoded struct {
-	ints    []int64    // an int reply
-	records [][]string // record replies: id, token, payload, deadline as text
-	entries []int64    // records of one integer (push_many's enqueued flags)
-	fence   []string
-	ok      bool // DecodeClaim's ok
+	ints     []int64    // an int reply
+	records  [][]string // record replies: id, token, payload, deadline as text
+	entries  []int64    // records of one integer (push_many's enqueued flags)
+	attempts [][]string // the failures script's records: attempt, at_ms, class, worker, error as text
+	fence    []string
+	ok       bool // DecodeClaim's ok
 }
 
 type decoder func(rueidis.RedisResult) (decoded, error)
@@ -551,8 +552,20 @@ func decoders() map[*wire.Script]decoder {
 			}
 			return d, err
 		},
-		wire.ScriptPromoteIDs: intDecoder(wire.DecodePromoteIDs),
-		wire.ScriptReapIDs:    intDecoder(wire.DecodeReapIDs),
+		wire.ScriptPromoteIDs:     intDecoder(wire.DecodePromoteIDs),
+		wire.ScriptReapIDs:        intDecoder(wire.DecodeReapIDs),
+		wire.ScriptRetryFailed:    intDecoder(wire.DecodeRetryFailed),
+		wire.ScriptBuryFailed:     intDecoder(wire.DecodeBuryFailed),
+		wire.ScriptReapFailedIDs:  intDecoder(wire.DecodeReapFailedIDs),
+		wire.ScriptForgetFailures: intDecoder(wire.DecodeForgetFailures),
+		wire.ScriptFailures: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeFailures(r)
+			d := decoded{attempts: [][]string{}}
+			for _, x := range v {
+				d.attempts = append(d.attempts, []string{strconv.FormatInt(x.Attempt, 10), strconv.FormatInt(x.AtMS, 10), string(x.Class), x.Worker, x.Error})
+			}
+			return d, err
+		},
 		wire.ScriptPushMany: func(r rueidis.RedisResult) (decoded, error) {
 			v, err := wire.DecodePushMany(r)
 			d := decoded{entries: []int64{}}
@@ -586,6 +599,37 @@ func decoders() map[*wire.Script]decoder {
 			return d, err
 		},
 	}
+}
+
+// attemptOf is what a well-decoded record of the failures script must
+// hold for the reply element v (a 5-element array): the attempt and its
+// time as integers, the class, worker and error as text (a nil as empty),
+// or ok false when one of them cannot decode. A class outside the
+// vocabulary is kept as it is.
+func attemptOf(v resp) ([]string, bool) {
+	if (v.typ != '*' && v.typ != '~') || len(v.kids) != 5 {
+		return nil, false
+	}
+	out := make([]string, 5)
+	for i, k := range v.kids {
+		if i < 2 {
+			n, ok := k.intOf()
+			if !ok {
+				return nil, false
+			}
+			out[i] = strconv.FormatInt(n, 10)
+			continue
+		}
+		str, ok := k.stringy()
+		if k.typ == '_' {
+			str, ok = "", true
+		}
+		if !ok {
+			return nil, false
+		}
+		out[i] = str
+	}
+	return out, true
 }
 
 // recordOf is what a well-decoded record must hold for the reply element
@@ -777,6 +821,16 @@ func FuzzDecodeReply(f *testing.F) {
 					}
 					if want, ok := k.kids[0].intOf(); !ok || d.entries[i] != want {
 						t.Fatalf("%s: record %d of %q decoded to %d; want %d (an integer: %v)", s.Name, i, v.text(), d.entries[i], want, ok)
+					}
+				}
+			case d.attempts != nil:
+				if (v.typ != '*' && v.typ != '~') || len(v.kids) != len(d.attempts) {
+					t.Fatalf("%s: %q decoded to %d records", s.Name, v.text(), len(d.attempts))
+				}
+				for i, k := range v.kids {
+					want, ok := attemptOf(k)
+					if !ok || strings.Join(d.attempts[i], "\x00") != strings.Join(want, "\x00") {
+						t.Fatalf("%s: record %d of %q decoded to %q; want %q (decodable %v)", s.Name, i, v.text(), d.attempts[i], want, ok)
 					}
 				}
 			case d.records != nil:

@@ -71,13 +71,23 @@ type invModel struct {
 	retired map[emq.ID]bool    // completed: must never come back
 	tokens  map[emq.ID][]int64 // every token a claim minted for the id
 	wake    bool               // the doorbell holds its marker
+	// records are the failure records the failures hash must hold, by
+	// id: a record outlives its row (complete and purge leave it) until
+	// forget_failures deletes it.
+	records map[emq.ID][]emq.FailedAttempt
 }
+
+// invRecordCap is how many failed attempts a record keeps (the manifest's
+// failures key type).
+const invRecordCap = 10
 
 // invSnap is the keyspace as a scan found it.
 type invSnap struct {
 	rows map[emq.ID]map[string]string
 	sets map[emq.Set]map[emq.ID]int64
 	wake []string // the doorbell's elements (none when the key is absent)
+	// failures are the ids the failures hash holds a record of.
+	failures map[emq.ID]bool
 }
 
 type invariant struct {
@@ -135,7 +145,7 @@ func TestInvariant(t *testing.T) {
 	v := &invariant{
 		t: t, ctx: ctxT(t), c: c, q: q, k: q.Keys(), seed: seed,
 		rnd:   rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		model: invModel{jobs: map[emq.ID]*invJob{}, retired: map[emq.ID]bool{}, tokens: map[emq.ID][]int64{}},
+		model: invModel{jobs: map[emq.ID]*invJob{}, retired: map[emq.ID]bool{}, tokens: map[emq.ID][]int64{}, records: map[emq.ID][]emq.FailedAttempt{}},
 		floor: map[emq.ID]int64{},
 		stats: map[string]*[2]int{},
 	}
@@ -179,6 +189,11 @@ func TestInvariant(t *testing.T) {
 		{wire.ScriptCompleteClaimIDs.Name, 7, v.completeClaimIDs},
 		{wire.ScriptPromoteIDs.Name, 6, v.promoteIDs},
 		{wire.ScriptReapIDs.Name, 6, v.reapIDs},
+		{wire.ScriptRetryFailed.Name, 6, v.retryFailed},
+		{wire.ScriptBuryFailed.Name, 4, v.buryFailed},
+		{wire.ScriptReapFailedIDs.Name, 6, v.reapFailedIDs},
+		{wire.ScriptFailures.Name, 5, v.failures},
+		{wire.ScriptForgetFailures.Name, 4, v.forgetFailures},
 		{"sleep", 1, func() { v.note("sleep 2ms"); time.Sleep(2 * time.Millisecond) }},
 	}
 	total := 0
@@ -841,7 +856,7 @@ func (v *invariant) scan() invSnap {
 	if err != nil {
 		v.fail("KEYS: %v", err)
 	}
-	snap := invSnap{rows: map[emq.ID]map[string]string{}, sets: map[emq.Set]map[emq.ID]int64{}}
+	snap := invSnap{rows: map[emq.ID]map[string]string{}, sets: map[emq.Set]map[emq.ID]int64{}, failures: map[emq.ID]bool{}}
 	setOf := map[string]emq.Set{}
 	for _, s := range wire.Sets() {
 		setOf[v.k.Set(s)] = s
@@ -858,6 +873,8 @@ func (v *invariant) scan() invSnap {
 			cmds = append(cmds, rc.B().Zrange().Key(key).Min("0").Max("-1").Withscores().Build())
 		} else if key == v.k.Wake {
 			cmds = append(cmds, rc.B().Lrange().Key(key).Start(0).Stop(-1).Build())
+		} else if key == v.k.Failures {
+			cmds = append(cmds, rc.B().Hkeys().Key(key).Build())
 		} else {
 			cmds = append(cmds, rc.B().Hgetall().Key(key).Build())
 		}
@@ -897,6 +914,23 @@ func (v *invariant) scan() invSnap {
 			snap.wake, err = res[2*i+1].AsStrSlice()
 			if err != nil {
 				v.fail("LRANGE %s: %v", key, err)
+			}
+			continue
+		}
+		if key == v.k.Failures {
+			if typ != "hash" {
+				v.fail("the failure records %s are a %s", key, typ)
+			}
+			fields, err := res[2*i+1].AsStrSlice()
+			if err != nil {
+				v.fail("HKEYS %s: %v", key, err)
+			}
+			for _, f := range fields {
+				id, err := emq.ParseID(f)
+				if err != nil {
+					v.fail("the failure records hold %q, not an id: %v", f, err)
+				}
+				snap.failures[id] = true
 			}
 			continue
 		}
@@ -985,6 +1019,16 @@ func (v *invariant) check() {
 	}
 	if len(s.rows) != len(v.model.jobs) {
 		v.fail("%d rows; the model has %d", len(s.rows), len(v.model.jobs))
+	}
+	for id := range s.failures {
+		if len(v.model.records[id]) == 0 {
+			v.fail("the failure records hold %v; the model has none", id)
+		}
+	}
+	for id := range v.model.records {
+		if !s.failures[id] {
+			v.fail("the failure records lack %v; the model has %d attempts", id, len(v.model.records[id]))
+		}
 	}
 	if rung := len(s.wake) == 1; rung != v.model.wake {
 		v.fail("the doorbell holds %q; the model says rung: %v", s.wake, v.model.wake)
@@ -1205,5 +1249,180 @@ func (v *invariant) reapIDs() {
 			v.model.wake = true
 		}
 		j.score = 0
+	}
+}
+
+// The 2.3.0 calls: failure records.
+
+// record appends a failed attempt to id's model record, keeping the last
+// invRecordCap.
+func (v *invariant) record(id emq.ID, a emq.FailedAttempt) {
+	r := append(v.model.records[id], a)
+	if len(r) > invRecordCap {
+		r = r[len(r)-invRecordCap:]
+	}
+	v.model.records[id] = r
+}
+
+// recorded returns the ids the model holds a record of, in id order (so
+// that a seed reproduces a run).
+func (v *invariant) recorded() []emq.ID {
+	ids := make([]emq.ID, 0, len(v.model.records))
+	for id := range v.model.records {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
+	return ids
+}
+
+// failure picks a class and a message for a failed attempt.
+func (v *invariant) failure() emq.Failure {
+	classes := []emq.FailureClass{emq.FailureClassError, emq.FailureClassPanic, emq.FailureClassTimeout}
+	return emq.Failure{Class: classes[v.rnd.IntN(len(classes))], Worker: "w" + strconv.Itoa(v.rnd.IntN(3)), Message: "failed at step " + strconv.Itoa(v.step)}
+}
+
+// retryFailed moves like retry and records the attempt; a stale token
+// records nothing.
+func (v *invariant) retryFailed() {
+	id := v.target()
+	tok := v.token(id)
+	delay := time.Duration(v.rnd.IntN(3)) * time.Millisecond
+	f := v.failure()
+	v.note("retry_failed %v token %d %v %s", id, tok, delay, f.Class)
+	t0 := v.now()
+	at, err := v.q.RetryFailed(v.ctx, id, tok, delay, f)
+	t1 := v.now()
+	v.count(wire.ScriptRetryFailed.Name, err == nil)
+	if !v.current(id, tok) {
+		v.wantStale(err, wire.ScriptRetryFailed.Name)
+		return
+	}
+	if err != nil {
+		v.fail("RetryFailed(%v, %d) with the current token: %v", id, tok, err)
+	}
+	v.within("retry_failed run-at", at.UnixMilli(), t0+delay.Milliseconds(), t1+delay.Milliseconds())
+	j := v.model.jobs[id]
+	j.state, j.score = emq.StateScheduled, at.UnixMilli()
+	v.record(id, emq.FailedAttempt{Attempt: tok, At: time.UnixMilli(at.UnixMilli() - delay.Milliseconds()), Class: f.Class, Worker: f.Worker, Message: f.Message})
+}
+
+// buryFailed moves like bury and records the attempt.
+func (v *invariant) buryFailed() {
+	id := v.target()
+	tok := v.token(id)
+	f := v.failure()
+	v.note("bury_failed %v token %d %s", id, tok, f.Class)
+	t0 := v.now()
+	err := v.q.BuryFailed(v.ctx, id, tok, f)
+	t1 := v.now()
+	v.count(wire.ScriptBuryFailed.Name, err == nil)
+	if !v.current(id, tok) {
+		v.wantStale(err, wire.ScriptBuryFailed.Name)
+		return
+	}
+	if err != nil {
+		v.fail("BuryFailed(%v, %d) with the current token: %v", id, tok, err)
+	}
+	j := v.model.jobs[id]
+	j.state, j.score = emq.StateDead, 0
+	// The time is checked when the record is read: between t0 and t1.
+	v.record(id, emq.FailedAttempt{Attempt: tok, At: time.UnixMilli(-(t0 + t1)), Class: f.Class, Worker: f.Worker, Message: f.Message})
+}
+
+// reapFailedIDs moves like reap_ids and records each lease it took back
+// as lost.
+func (v *invariant) reapFailedIDs() {
+	ids, maxAttempts := v.someIDs(emq.StateActive), 0
+	if v.rnd.IntN(2) == 0 {
+		maxAttempts = 1 + v.rnd.IntN(4)
+	}
+	v.note("reap_failed_ids %v max %d", ids, maxAttempts)
+	t0 := v.now()
+	n, err := v.q.ReapFailedIDs(v.ctx, ids, maxAttempts)
+	t1 := v.now()
+	if err != nil {
+		v.fail("ReapFailedIDs(%v): %v", ids, err)
+	}
+	v.count(wire.ScriptReapFailedIDs.Name, n > 0)
+	for _, id := range v.movedIDs(wire.ScriptReapFailedIDs.Name, n, ids, emq.StateActive, t0, t1) {
+		j := v.model.jobs[id]
+		v.record(id, emq.FailedAttempt{Attempt: j.attempts, At: time.UnixMilli(-(t0 + t1)), Class: emq.FailureClassLeaseLost})
+		if maxAttempts > 0 && j.attempts >= int64(maxAttempts) {
+			j.state = emq.StateDead
+			v.count("reap buried", true)
+		} else {
+			j.state = emq.StatePending
+			v.model.wake = true
+		}
+		j.score = 0
+	}
+}
+
+// failures reads a record: the model's attempts while the row exists,
+// nothing once it is gone. A recorded time the model could only bound
+// (At before the epoch: -(t0+t1)) is checked against that window and then
+// kept as read.
+func (v *invariant) failures() {
+	id := v.pick()
+	if r := v.recorded(); len(r) > 0 && v.rnd.IntN(3) == 0 {
+		id = r[v.rnd.IntN(len(r))]
+	}
+	v.note("failures %v", id)
+	got, err := v.q.Failures(v.ctx, id)
+	if err != nil {
+		v.fail("Failures(%v): %v", id, err)
+	}
+	v.count(wire.ScriptFailures.Name, len(got) > 0)
+	var want []emq.FailedAttempt
+	if v.model.jobs[id] != nil {
+		want = v.model.records[id]
+	}
+	if len(got) != len(want) {
+		v.fail("Failures(%v) = %d attempts %v; the model has %d: %v", id, len(got), got, len(want), want)
+	}
+	for i, w := range want {
+		g := got[i]
+		if w.At.UnixMilli() < 0 {
+			// Bounded by the call's window: t0 <= at <= t1, both from -(t0+t1).
+			sum := -w.At.UnixMilli()
+			if at := g.At.UnixMilli(); at < sum/2-5000 || at > sum/2+5000 {
+				v.fail("Failures(%v)[%d] at %d; the call ran near %d", id, i, at, sum/2)
+			}
+			w.At = g.At
+			want[i].At = g.At
+		}
+		if g.Attempt != w.Attempt || !g.At.Equal(w.At) || g.Class != w.Class || g.Worker != w.Worker || (w.Class != emq.FailureClassLeaseLost && g.Message != w.Message) {
+			v.fail("Failures(%v)[%d] = %+v; the model says %+v", id, i, g, w)
+		}
+	}
+}
+
+// forgetFailures deletes the records of rows that are gone, and keeps
+// the others.
+func (v *invariant) forgetFailures() {
+	ids := v.someIDs(emq.StateDead)
+	for _, r := range v.recorded() {
+		if v.rnd.IntN(2) == 0 {
+			ids = append(ids, r)
+		}
+		if len(ids) > 6 {
+			break
+		}
+	}
+	v.note("forget_failures %v", ids)
+	n, err := v.q.ForgetFailures(v.ctx, ids)
+	if err != nil {
+		v.fail("ForgetFailures(%v): %v", ids, err)
+	}
+	v.count(wire.ScriptForgetFailures.Name, n > 0)
+	want := 0
+	for _, id := range ids {
+		if v.model.jobs[id] == nil && len(v.model.records[id]) > 0 {
+			delete(v.model.records, id)
+			want++
+		}
+	}
+	if n != want {
+		v.fail("ForgetFailures(%v) = %d; the model deletes %d", ids, n, want)
 	}
 }

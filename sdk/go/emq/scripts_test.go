@@ -1272,6 +1272,10 @@ func TestScriptBundleDigest(t *testing.T) {
 		wire.ScriptCompleteClaimIDs: &wire.CompleteClaimIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
 		wire.ScriptPromoteIDs:       &wire.PromoteIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
 		wire.ScriptReapIDs:          &wire.ReapIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
+		wire.ScriptRetryFailed:      &wire.RetryFailedCall{}, wire.ScriptBuryFailed: &wire.BuryFailedCall{},
+		wire.ScriptFailures:       &wire.FailuresCall{},
+		wire.ScriptReapFailedIDs:  &wire.ReapFailedIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
+		wire.ScriptForgetFailures: &wire.ForgetFailuresCall{Rows: []string{""}, IDs: []wire.ID{{}}},
 	} {
 		arity[s] = [2]int{len(call.Keys()), len(call.Args())}
 	}
