@@ -291,3 +291,27 @@ func TestWorkerForgetsOnComplete(t *testing.T) {
 		}
 	}
 }
+
+// The sweep does not wait for the maintenance lock: with another owner
+// holding it (a 2.2 worker, which never sweeps), the worker still sweeps
+// the orphaned records.
+func TestWorkerSweepsWithoutTheLock(t *testing.T) {
+	e := newWorkerEnv(t)
+	e.plantOrphans(120)
+	lock := wire.LockCall{Locks: wire.KeyLocks, Name: wire.LockMaintenance(e.q.Name()), Owner: "a-2.2-worker", TTLMS: time.Hour.Milliseconds()}
+	if _, err := lock.Exec(ctxT(t), e.c.Redis()); err != nil {
+		t.Fatal(err)
+	}
+	hlen := func() int64 {
+		n, err := do(t, e.c, "HLEN", e.q.Keys().Failures).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := hlen(); n != 120 {
+		t.Fatalf("HLEN failures = %d; want 120 planted", n)
+	}
+	e.run(func(context.Context, emq.Job) error { return nil }, emq.WorkerOptions{Concurrency: 1, Maintenance: 20 * time.Millisecond, Wait: 50 * time.Millisecond})
+	eventually(t, 20*time.Second, "the orphaned records swept while another owner holds the maintenance lock", func() bool { return hlen() == 0 })
+}

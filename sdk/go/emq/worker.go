@@ -638,7 +638,8 @@ func (w *Worker) handBack() {
 
 // maintain promotes due jobs and reaps expired leases every Maintenance,
 // while this worker holds the queue's maintenance lock, so that one worker
-// per queue does it.
+// per queue does it; and every tick, lock or not, it sweeps a slice of the
+// queue's orphaned failure records (sweepOrphans).
 func (w *Worker) maintain(stop <-chan struct{}) {
 	every := w.opt.Maintenance
 	name := wire.LockMaintenance(w.q.Name())
@@ -664,10 +665,12 @@ func (w *Worker) maintain(stop <-chan struct{}) {
 		if held {
 			w.promote(ctx)
 			w.reap(ctx)
-			w.sweepOrphans(ctx)
 		} else if err != nil {
 			w.log.Warn("emq: taking the maintenance lock failed", "err", err)
 		}
+		// Every worker sweeps, whoever holds the lock: a 2.2 worker
+		// holding it never sweeps, and the orphans are its clients'.
+		w.sweepOrphans(ctx)
 		cancel()
 	}
 }
