@@ -18,7 +18,12 @@
 // (sdk/ts/chaos, built to sdk/ts/dist/chaos) under node: build sdk/ts
 // first (cd sdk/ts && npm ci && npx tsc -p tsconfig.json). Its Python ones
 // run the Python SDK's (sdk/python/chaos) in the SDK's virtual environment
-// sdk/python/.venv, which ./test.sh makes.
+// sdk/python/.venv, which ./test.sh makes. The mixed scenario's old side
+// (producer and worker processes of the frozen 2.2.1 release) is built
+// from git history (internal/chaos/testdata/oldfleet against the 2.2.1
+// commit's sdk/go): it needs a clone with history (not shallow) and go on
+// PATH, and caches the program under the user's cache directory
+// ($EMQCHAOS_CACHE overrides it).
 package main
 
 import (

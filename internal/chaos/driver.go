@@ -79,6 +79,12 @@ func driverCommand(lang Lang) (*exec.Cmd, error) {
 			return nil, err
 		}
 		return exec.Command(python, script), nil
+	case LangOld:
+		bin, err := oldFleetBinary()
+		if err != nil {
+			return nil, err
+		}
+		return exec.Command(bin, "driver"), nil
 	}
 	return nil, fmt.Errorf("chaos: no driver program for language %q", lang)
 }
@@ -264,6 +270,20 @@ func (d *sdkDriver) Claim(ctx context.Context, queue string, lease time.Duration
 // back as a *driverError.
 func (d *sdkDriver) Complete(ctx context.Context, queue, id string, token int64) error {
 	_, err := d.call(ctx, map[string]any{"op": "complete", "queue": queue, "id": id, "token": token})
+	return err
+}
+
+// Retry hands a job of queue back to run again after delay with the
+// driven SDK (the old side's driver only).
+func (d *sdkDriver) Retry(ctx context.Context, queue, id string, token int64, delay time.Duration) error {
+	_, err := d.call(ctx, map[string]any{"op": "retry", "queue": queue, "id": id, "token": token, "delayMs": delay.Milliseconds()})
+	return err
+}
+
+// Bury moves a job of queue to the dead set with the driven SDK (the old
+// side's driver only).
+func (d *sdkDriver) Bury(ctx context.Context, queue, id string, token int64) error {
+	_, err := d.call(ctx, map[string]any{"op": "bury", "queue": queue, "id": id, "token": token})
 	return err
 }
 

@@ -52,6 +52,10 @@ type plan struct {
 	// producers are done (r.loadDone) and it injected what it must; it
 	// must leave the server and the workers running.
 	faults func(ctx context.Context, r *run) error
+	// afterDrain, when set, runs once the queue drained, while the worker
+	// processes still run (their maintenance too) and before they are
+	// stopped: a scenario's own end-of-run checks. An error ends the run.
+	afterDrain func(ctx context.Context, r *run) error
 }
 
 // run is the state of one plan's run, shared with its fault injector.
@@ -314,6 +318,11 @@ func execute(ctx context.Context, cfg Config, p *plan) (*outcome, error) {
 		}
 		r.violate("the queue did not drain: %v", err)
 	}
+	if p.afterDrain != nil {
+		if err := p.afterDrain(ctx, r); err != nil {
+			return nil, fmt.Errorf("chaos: %s: after the drain: %w", p.name, err)
+		}
+	}
 	stopProgress()
 	if killed := r.pool.Stop(15 * time.Second); killed > 0 {
 		r.note("%d worker processes did not drain within 15s and were killed", killed)
@@ -362,7 +371,7 @@ func (r *run) producers(ctx context.Context, addrs []string) ([]*Producer, error
 		}
 		switch lang {
 		case LangGo:
-		case LangTS, LangPy:
+		case LangTS, LangPy, LangOld:
 			d, err := r.driver(ctx, lang, addrs)
 			if err != nil {
 				return nil, err

@@ -92,65 +92,7 @@ func (Interop) Run(ctx context.Context, cfg Config) (Result, error) {
 			return err
 		}
 		sleepCtx(ctx, 700*time.Millisecond)
-		killed := func() bool {
-			for _, l := range langs {
-				if r.get("kills_"+string(l)) < minKills {
-					return false
-				}
-			}
-			return true
-		}
-		kills, freezes := 0, 0
-		freezeOne := func() error {
-			lang := langs[freezes%len(langs)]
-			freezes++
-			proc, err := r.pool.FreezeRandomOf(ctx, r.rng, lang, freeze)
-			if err != nil {
-				return err
-			}
-			r.count("freezes", 1)
-			r.count("freezes_"+string(proc.Lang), 1)
-			r.logf("froze %s worker process %d (pid %d) for %v", proc.Lang, proc.N, proc.Pid(), freeze)
-			return nil
-		}
-		// One freeze per language first, back to back while the load flows
-		// (a freeze while jobs are being run is what makes late
-		// completions meet the fence; spread among the kills, as before,
-		// the later freezes fell after the load on a loaded machine and a
-		// run could refuse none).
-		for range langs {
-			if ctx.Err() != nil || !r.loading() {
-				break
-			}
-			if err := freezeOne(); err != nil {
-				return err
-			}
-			sleepCtx(ctx, 300*time.Millisecond)
-		}
-		for i := 1; ctx.Err() == nil; i++ {
-			if !r.loading() && killed() && r.get("freezes") >= minFreezes {
-				return nil
-			}
-			// Then every third fault is a freeze; kills and freezes each
-			// take the languages in turn.
-			if i%3 == 0 || (killed() && r.get("freezes") < minFreezes) {
-				if err := freezeOne(); err != nil {
-					return err
-				}
-			} else {
-				lang := langs[kills%len(langs)]
-				kills++
-				proc, err := r.pool.KillRandomOf(r.rng, lang)
-				if err != nil {
-					return err
-				}
-				r.count("kills", 1)
-				r.count("kills_"+string(proc.Lang), 1)
-				r.logf("SIGKILLed %s worker process %d (pid %d); a %s replacement started", proc.Lang, proc.N, proc.Pid(), proc.Lang)
-			}
-			sleepCtx(ctx, 800*time.Millisecond+time.Duration(r.rng.Int64N(int64(1500*time.Millisecond))))
-		}
-		return ctx.Err()
+		return killAndFreeze(ctx, r, langs, minKills, minFreezes, freeze)
 	}
 	if cfg.Dir == "" {
 		// The worker processes' records are read after execute returns:
@@ -491,4 +433,74 @@ func startStaleServer(ctx context.Context, dir string, langs []Lang) (c *emq.Cli
 		sdks[l] = driverStale(d, staleQueue)
 	}
 	return c, q, sdks, drivers, stop, nil
+}
+
+// killAndFreeze injects the worker faults of the interop scenarios while
+// the load flows: first one freeze (SIGSTOP for freeze, then SIGCONT) of a
+// worker process of each language of langs in turn, back to back; then
+// every 0.8–2.3 s a SIGKILL of a worker process (the languages in turn,
+// each replaced by one of its language) or, every third fault, a freeze;
+// until the load is pushed, each language had minKills kills and there
+// were minFreezes freezes in all. It counts kills, freezes, and both per
+// language ("kills_<lang>", "freezes_<lang>").
+func killAndFreeze(ctx context.Context, r *run, langs []Lang, minKills, minFreezes int64, freeze time.Duration) error {
+	killed := func() bool {
+		for _, l := range langs {
+			if r.get("kills_"+string(l)) < minKills {
+				return false
+			}
+		}
+		return true
+	}
+	kills, freezes := 0, 0
+	freezeOne := func() error {
+		lang := langs[freezes%len(langs)]
+		freezes++
+		proc, err := r.pool.FreezeRandomOf(ctx, r.rng, lang, freeze)
+		if err != nil {
+			return err
+		}
+		r.count("freezes", 1)
+		r.count("freezes_"+string(proc.Lang), 1)
+		r.logf("froze %s worker process %d (pid %d) for %v", proc.Lang, proc.N, proc.Pid(), freeze)
+		return nil
+	}
+	// One freeze per language first, back to back while the load flows
+	// (a freeze while jobs are being run is what makes late
+	// completions meet the fence; spread among the kills, as before,
+	// the later freezes fell after the load on a loaded machine and a
+	// run could refuse none).
+	for range langs {
+		if ctx.Err() != nil || !r.loading() {
+			break
+		}
+		if err := freezeOne(); err != nil {
+			return err
+		}
+		sleepCtx(ctx, 300*time.Millisecond)
+	}
+	for i := 1; ctx.Err() == nil; i++ {
+		if !r.loading() && killed() && r.get("freezes") >= minFreezes {
+			return nil
+		}
+		// Then every third fault is a freeze; kills and freezes each
+		// take the languages in turn.
+		if i%3 == 0 || (killed() && r.get("freezes") < minFreezes) {
+			if err := freezeOne(); err != nil {
+				return err
+			}
+		} else {
+			lang := langs[kills%len(langs)]
+			kills++
+			proc, err := r.pool.KillRandomOf(r.rng, lang)
+			if err != nil {
+				return err
+			}
+			r.count("kills", 1)
+			r.count("kills_"+string(proc.Lang), 1)
+			r.logf("SIGKILLed %s worker process %d (pid %d); a %s replacement started", proc.Lang, proc.N, proc.Pid(), proc.Lang)
+		}
+		sleepCtx(ctx, 800*time.Millisecond+time.Duration(r.rng.Int64N(int64(1500*time.Millisecond))))
+	}
+	return ctx.Err()
 }

@@ -96,6 +96,10 @@ func (p *Pool) SetLangs(langs ...Lang) error {
 			if _, _, err := pyProgram("worker"); err != nil {
 				return err
 			}
+		case LangOld:
+			if _, err := oldFleetBinary(); err != nil {
+				return err
+			}
 		default:
 			return fmt.Errorf("chaos: no worker program for language %q", l)
 		}
@@ -130,6 +134,12 @@ func (p *Pool) command(lang Lang) (*exec.Cmd, error) {
 			return nil, err
 		}
 		return exec.Command(python, script), nil
+	case LangOld:
+		bin, err := oldFleetBinary()
+		if err != nil {
+			return nil, err
+		}
+		return exec.Command(bin, "worker"), nil
 	}
 	return exec.Command(p.exe, "worker"), nil
 }
@@ -282,6 +292,36 @@ func (p *Pool) FreezeRandomOf(ctx context.Context, rng *rand.Rand, lang Lang, d 
 	}
 	t.Stop()
 	return proc, proc.cmd.Process.Signal(syscall.SIGCONT)
+}
+
+// FreezeAll SIGSTOPs every live worker process and returns them, to be
+// thawed with Thaw.
+func (p *Pool) FreezeAll() ([]*Proc, error) { return p.FreezeAllOf("") }
+
+// FreezeAllOf is FreezeAll among the processes of lang ("" for any).
+func (p *Pool) FreezeAllOf(lang Lang) ([]*Proc, error) {
+	p.mu.Lock()
+	var live []*Proc
+	for _, q := range p.live {
+		if lang == "" || q.Lang == lang {
+			live = append(live, q)
+		}
+	}
+	p.mu.Unlock()
+	for i, proc := range live {
+		if err := proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			p.Thaw(live[:i])
+			return nil, err
+		}
+	}
+	return live, nil
+}
+
+// Thaw SIGCONTs procs.
+func (p *Pool) Thaw(procs []*Proc) {
+	for _, proc := range procs {
+		_ = proc.cmd.Process.Signal(syscall.SIGCONT)
+	}
 }
 
 // Stop asks every live process to drain (SIGTERM) and waits up to timeout

@@ -13,7 +13,7 @@ var (
 
 // order is the reading order of the known scenarios in the report; other
 // scenarios follow by name.
-var order = []string{"workers", "restarts", "pause", "failover", "interop", "reshard"}
+var order = []string{"workers", "restarts", "pause", "failover", "interop", "mixed", "reshard"}
 
 // Register adds a scenario to the registry cmd/emqchaos runs; a file of
 // this package registers its scenario from init. A name registered twice
@@ -30,7 +30,7 @@ func Register(s Scenario) {
 }
 
 // Scenarios returns every registered scenario: workers, restarts, pause,
-// failover, interop, reshard first, in that order, then any other by
+// failover, interop, mixed, reshard first, in that order, then any other by
 // name.
 func Scenarios() []Scenario {
 	registryMu.Lock()

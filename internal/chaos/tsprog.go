@@ -27,6 +27,8 @@ func langName(l Lang) string {
 		return "TypeScript"
 	case LangPy:
 		return "Python"
+	case LangOld:
+		return "Go " + oldRelease
 	}
 	return string(l)
 }

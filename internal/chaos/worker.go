@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -37,6 +38,8 @@ type WorkerConfig struct {
 	HandlerMin       time.Duration // a handler sleeps a random time in [HandlerMin, HandlerMax]
 	HandlerMax       time.Duration
 	FailRate         float64       // the share of first attempts whose handler fails (the job is retried)
+	AlwaysFail       float64       `json:",omitempty"` // the share of jobs whose handler fails on every attempt (alwaysFails), so they are buried
+	MaxAttempts      int64         `json:",omitempty"` // the worker's MaxAttempts (0: the SDK's default)
 	Backoff          time.Duration // the delay before a failed job runs again
 	ConnWriteTimeout time.Duration // rueidis ConnWriteTimeout (0: its default)
 	ShutdownTimeout  time.Duration // the worker's graceful shutdown budget (0: 5s)
@@ -121,6 +124,9 @@ func runWorker(cfg WorkerConfig) error {
 		fail := j.Attempt() == 1 && rng.Float64() < cfg.FailRate
 		rmu.Unlock()
 		time.Sleep(d)
+		if alwaysFails(j.ID.String(), cfg.AlwaysFail) {
+			return errors.New("emqchaos: this job always fails")
+		}
 		if fail {
 			return errors.New("emqchaos: a planned failure")
 		}
@@ -136,6 +142,7 @@ func runWorker(cfg WorkerConfig) error {
 		Lease:           cfg.Lease,
 		Maintenance:     cfg.Maintenance,
 		Wait:            cfg.Wait,
+		MaxAttempts:     cfg.MaxAttempts,
 		Backoff:         func(int64) time.Duration { return backoff },
 		ShutdownTimeout: shutdown,
 	})
@@ -149,6 +156,20 @@ func runWorker(cfg WorkerConfig) error {
 	}
 	rec.text(recTally, totals...)
 	return err
+}
+
+// alwaysFails reports whether the handlers fail id on every attempt, for
+// a share of the jobs: the FNV-1a hash of the id, out of 10,000, is below
+// share × 10,000. Every worker process decides alike (the old side's
+// program, testdata/oldfleet, has the same function), whoever runs an
+// attempt.
+func alwaysFails(id string, share float64) bool {
+	if share <= 0 {
+		return false
+	}
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return float64(h.Sum32()%10000) < share*10000
 }
 
 // attribution names the job of each settle count. The SDK's worker runs a

@@ -224,3 +224,19 @@ export class ShutdownError extends Error {
     this.name = "ShutdownError";
   }
 }
+
+/**
+ * The reason a handler's signal aborts when the job ran past the worker's
+ * jobTimeoutMs; the attempt was recorded as a timeout (echomq 2.3.0).
+ */
+export class JobTimeoutError extends Error {
+  /** The worker's job timeout, in milliseconds. */
+  readonly timeoutMs: number;
+  constructor(timeoutMs: number) {
+    super(
+      "emq: the job ran past the worker's job timeout of " + timeoutMs + " ms",
+    );
+    this.name = "JobTimeoutError";
+    this.timeoutMs = timeoutMs;
+  }
+}

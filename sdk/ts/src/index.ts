@@ -22,6 +22,7 @@ export {
   CONNECTION_ERROR_CODE,
   DeadlineError,
   FenceError,
+  JobTimeoutError,
   LeaseLostError,
   NoNodeError,
   PayloadTooLargeError,
@@ -73,6 +74,12 @@ export {
   runProbes,
   type ProbeResult,
 } from "./probe.js";
+export {
+  decodeFailedAttempts,
+  defaultWorkerName,
+  type FailedAttempt,
+  type Failure,
+} from "./failures.js";
 export {
   PermanentError,
   Worker,

@@ -27,14 +27,23 @@ import {
   runExtend,
   runPromote,
   runPromoteIds,
-  runPurge,
   runReap,
+  runReapFailedIds,
+  runBuryFailed,
+  runForgetFailures,
+  runRetryFailed,
+  failuresExec,
+  forgetFailuresExec,
+  purgeExec,
+  decodePurge,
   runReapIds,
   runRetry,
   runRevive,
   runRing,
   runScript,
   runScripts,
+  ReplyError,
+  scriptError,
   decodePush,
   decodePushMany,
   setIsLex,
@@ -61,6 +70,14 @@ import {
   type Client,
 } from "./client.js";
 import { Pusher, pushManyExecOf } from "./coalesce.js";
+import {
+  checkFailure,
+  decodeFailedAttempts,
+  defaultWorkerName,
+  diedAt,
+  type FailedAttempt,
+  type Failure,
+} from "./failures.js";
 import { printable } from "./print.js";
 
 /** The claimed jobs of a reply, printing usefully. */
@@ -113,6 +130,18 @@ export interface JobInfo {
    * (server clock, Unix ms); undefined in the other states.
    */
   readonly atMs?: number;
+  /**
+   * The job's recorded failed attempts, oldest first (at most the last
+   * 10; echomq 2.3.0): empty when none was recorded.
+   */
+  readonly failures: FailedAttempt[];
+  /**
+   * When a dead job died: the time of its last recorded attempt, when that
+   * attempt is the row's attempts. null for a job that is not dead, and
+   * for one whose last attempt was settled by a client that records
+   * nothing (a 2.2 client): not recorded, never guessed.
+   */
+  readonly diedAt: Date | null;
 }
 
 /** A page of a set: its ids, newest first, and the cursor of the next page ("" after the last). */
@@ -860,6 +889,173 @@ export class Queue {
   }
 
   /**
+   * Hands an active job back to run again after delayMs, as retry does,
+   * and records the failed attempt in the job's failure record (its token,
+   * the server time and failure) in the same atomic call; resolves the
+   * run-at (server clock, Unix ms). A stale token is refused with a
+   * StaleError and nothing is recorded; a negative delay or a class outside
+   * the vocabulary throws an ArgumentError before anything is sent.
+   * failure.worker defaults to `<hostname>:<pid>`.
+   */
+  async retryFailed(
+    id: string,
+    token: number,
+    delayMs: number,
+    failure: Failure,
+    opts?: CallOptions,
+  ): Promise<number> {
+    const row = this.keys.row(id);
+    nonNegativeInt("delay", delayMs);
+    checkFailure(failure);
+    checkCall(opts);
+    await this.client.ensure(opts);
+    return runRetryFailed(this.client.runnerFor(opts), {
+      active: this.keys.active,
+      row,
+      schedule: this.keys.schedule,
+      failures: this.keys.failures,
+      id,
+      token,
+      delayMs,
+      class: failure.class,
+      worker: failure.worker ?? defaultWorkerName(),
+      error: failure.message,
+    });
+  }
+
+  /**
+   * Moves an active job to the dead set, as bury does, and records its
+   * last failed attempt in the job's failure record in the same atomic
+   * call: the job is dead since then (JobInfo.diedAt). A stale token is
+   * refused with a StaleError and nothing is recorded; a class outside the
+   * vocabulary throws an ArgumentError before anything is sent.
+   */
+  async buryFailed(
+    id: string,
+    token: number,
+    failure: Failure,
+    opts?: CallOptions,
+  ): Promise<void> {
+    const row = this.keys.row(id);
+    checkFailure(failure);
+    checkCall(opts);
+    await this.client.ensure(opts);
+    await runBuryFailed(this.client.runnerFor(opts), {
+      active: this.keys.active,
+      row,
+      dead: this.keys.dead,
+      failures: this.keys.failures,
+      id,
+      token,
+      class: failure.class,
+      worker: failure.worker ?? defaultWorkerName(),
+      error: failure.message,
+    });
+  }
+
+  /**
+   * Reads a job's recorded failed attempts, oldest first (at most the last
+   * 10). It is empty when none was recorded (a 2.2 client records
+   * nothing) and when the job's row is gone: a record its row left behind
+   * is never read. get returns the same history with the row. Read-only,
+   * it is resent across reconnects within opts.
+   */
+  async failures(id: string, opts?: CallOptions): Promise<FailedAttempt[]> {
+    return this.client.resend(async () => {
+      const x = failuresExec({
+        row: this.keys.row(id),
+        failures: this.keys.failures,
+        id,
+      });
+      await this.client.ensure(opts);
+      return decodeFailedAttempts(
+        await runScript(this.client.runnerFor(opts), x),
+      );
+    }, opts);
+  }
+
+  /**
+   * Deletes the failure records of those of ids whose rows are gone (a job
+   * completed or purged by a client that leaves its record behind) and
+   * resolves how many it deleted; a job whose row exists keeps its record.
+   * Malformed ids throw an IdError before anything is sent; no ids sends
+   * nothing.
+   */
+  async forgetFailures(
+    ids: readonly string[],
+    opts?: CallOptions,
+  ): Promise<number> {
+    const rows = ids.map((id) => this.keys.row(id));
+    if (ids.length === 0) {
+      return 0;
+    }
+    checkCall(opts);
+    await this.client.ensure(opts);
+    return runForgetFailures(this.client.runnerFor(opts), {
+      failures: this.keys.failures,
+      rows,
+      ids,
+    });
+  }
+
+  /**
+   * Takes back the given expired leases as reapIds does, and records each
+   * as a lost lease (FailureClass.leaseLost, no worker) in its failure
+   * record (reap_failed_ids). Resolves how many moved. A negative
+   * maxAttempts throws an ArgumentError and malformed ids an IdError before
+   * anything is sent; no ids sends nothing.
+   */
+  async reapFailedIds(
+    ids: readonly string[],
+    maxAttempts: number,
+    opts?: CallOptions,
+  ): Promise<number> {
+    nonNegativeInt("max attempts", maxAttempts);
+    const rows = ids.map((id) => this.keys.row(id));
+    if (ids.length === 0) {
+      return 0;
+    }
+    checkCall(opts);
+    await this.client.ensure(opts);
+    return runReapFailedIds(this.client.runnerFor(opts), {
+      active: this.keys.active,
+      pending: this.keys.pending,
+      dead: this.keys.dead,
+      wake: this.keys.wake,
+      failures: this.keys.failures,
+      rows,
+      maxAttempts,
+      ids,
+    });
+  }
+
+  /**
+   * Takes back up to limit expired leases as reapExpired does, recording
+   * each as a lost lease with reapFailedIds. The worker's maintenance reaps
+   * with it.
+   */
+  async reapExpiredFailed(
+    limit: number = 1000,
+    maxAttempts: number = 0,
+    opts?: CallOptions,
+  ): Promise<number> {
+    positiveInt("limit", limit);
+    nonNegativeInt("max attempts", maxAttempts);
+    checkCall(opts);
+    await this.client.ensure(opts);
+    for (let n = 1; ; n++) {
+      const { ids } = await this.#due(this.keys.active, limit, opts);
+      if (ids.length === 0) {
+        return 0;
+      }
+      const moved = await this.reapFailedIds(ids, maxAttempts, opts);
+      if (moved > 0 || n >= PEEK_ATTEMPTS) {
+        return moved;
+      }
+    }
+  }
+
+  /**
    * Moves up to limit scheduled jobs whose run-at has come to pending;
    * resolves how many moved. It runs the 2.0 promote script (its behaviour
    * is frozen: it never rings the doorbell), which reaches rows through the
@@ -959,7 +1155,8 @@ export class Queue {
    * set with the server's clock (ZRANGE and TIME, one round trip) and calls
    * reapIds with the expired ids, so it touches only declared keys; when
    * another caller took every one of them in between, it reads again, up
-   * to PEEK_ATTEMPTS times. The worker's maintenance reaps with it.
+   * to PEEK_ATTEMPTS times. It records nothing of the leases it takes back;
+   * the worker's maintenance reaps with reapExpiredFailed, which does.
    */
   async reapExpired(
     limit: number = 1000,
@@ -1046,17 +1243,35 @@ export class Queue {
     return true;
   }
 
-  /** Deletes a dead job for good: its row and its id. Resolves false when the job is not dead. */
+  /**
+   * Deletes a dead job for good: its row, its id and its failure record
+   * (forget_failures, pipelined right after the purge in the same round
+   * trip). Resolves false when the job is not dead; its record is kept
+   * then. A record the forget could not delete (it failed in transport) is
+   * left to the maintenance's sweep, and never read: its row is gone.
+   */
   async purge(id: string, opts?: CallOptions): Promise<boolean> {
     const row = this.keys.row(id);
     checkCall(opts);
     await this.client.ensure(opts);
-    const n = await runPurge(this.client.runnerFor(opts), {
-      dead: this.keys.dead,
-      row,
-      id,
-    });
-    return n === PURGE_PURGED;
+    const [p, f] = await runScripts(this.client.runnerFor(opts), [
+      purgeExec({ dead: this.keys.dead, row, id }),
+      forgetFailuresExec({
+        failures: this.keys.failures,
+        rows: [row],
+        ids: [id],
+      }),
+    ]);
+    if (!p!.ok) {
+      throw p!.error;
+    }
+    if (!f!.ok) {
+      this.client.logger.debug(
+        "emq: forgetting a purged job's failure record failed; maintenance sweeps it",
+        { queue: this.name, id, err: f!.error },
+      );
+    }
+    return decodePurge(p!.value) === PURGE_PURGED;
   }
 
   #setKey(s: string): string {
@@ -1104,19 +1319,29 @@ export class Queue {
   }
 
   /**
-   * Reads one job: its row and its score in the set its state names, in one
-   * round trip. Resolves null when the job does not exist (never enqueued,
-   * or completed and retired).
+   * Reads one job: its row, its score in the set its state names and its
+   * failure record (failures, diedAt), in one round trip. Resolves null
+   * when the job does not exist (never enqueued, or completed and
+   * retired).
    */
   async get(id: string, opts?: CallOptions): Promise<JobInfo | null> {
     return this.client.resend(async () => {
       const row = this.keys.row(id);
+      const fx = failuresExec({ row, failures: this.keys.failures, id });
       await this.client.ensure(opts);
+      const r = this.client.runnerFor(opts);
       const cmds = [
         ["HGETALL", row],
         ...SETS.map((s) => ["ZSCORE", this.keys.set(s), id]),
+        [
+          "EVALSHA",
+          fx.script.sha1,
+          String(fx.keys.length),
+          ...fx.keys,
+          ...fx.argv,
+        ],
       ];
-      const res = await this.client.runnerFor(opts).sendMany(cmds);
+      const res = await r.sendMany(cmds);
       const h = res[0]!;
       if (!h.ok) {
         throw h.error;
@@ -1153,12 +1378,27 @@ export class Queue {
           atMs = Number(str(r.value));
         }
       });
+      const fr = res[SETS.length + 1]!;
+      let reply: unknown;
+      if (fr.ok) {
+        reply = fr.value;
+      } else if (
+        fr.error instanceof ReplyError &&
+        fr.error.message.startsWith("NOSCRIPT")
+      ) {
+        reply = await runScript(r, fx); // EVALSHA again, then EVAL
+      } else {
+        throw scriptError(fx.script.name, fr.error);
+      }
+      const failures = decodeFailedAttempts(reply);
       const info: JobInfo = {
         id,
         state,
         attempts,
         payload: m.get(FIELD_PAYLOAD) ?? Buffer.alloc(0),
         ...(atMs === undefined ? {} : { atMs }),
+        failures,
+        diedAt: diedAt(state, attempts, failures),
       };
       return printable("JobInfo", info);
     }, opts);

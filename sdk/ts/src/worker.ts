@@ -15,15 +15,28 @@ import {
   decodeCompleteClaimIdsRecord,
   extendExec,
   decodeExtend,
+  decodeForgetFailures,
+  forgetFailuresExec,
+  FailureClass,
   lockMaintenance,
+  parseId,
   runLock,
   runScript,
   runScripts,
   runUnlock,
   scriptError,
+  type RedisArg,
   type ScriptExec,
+  type ScriptRunner,
+  type Settled,
 } from "./gen/index.js";
-import { ArgumentError, LeaseLostError, ShutdownError } from "./errors.js";
+import {
+  ArgumentError,
+  JobTimeoutError,
+  LeaseLostError,
+  ShutdownError,
+} from "./errors.js";
+import { defaultWorkerName, failureMessage } from "./failures.js";
 import type { Logger, Metrics } from "./metrics.js";
 import { PEEK_ATTEMPTS, type Job, type Queue } from "./queue.js";
 import type { CallOptions } from "./client.js";
@@ -33,6 +46,9 @@ import { printable } from "./print.js";
  * Processes one job. Resolving completes it. Throwing hands it back to run
  * again after a backoff, until the job has been claimed maxAttempts times;
  * then it is buried. An error wrapped with permanent() buries it at once.
+ * Each failed attempt is recorded in the job's failure record (class
+ * error, or timeout past WorkerOptions.jobTimeoutMs; the worker's name; the
+ * error's message), which Queue.get and Queue.failures read.
  *
  * signal aborts when the job's lease is lost (its reason a LeaseLostError:
  * another worker may be running it, nothing the handler does can be
@@ -105,6 +121,20 @@ export interface WorkerOptions {
    * 30000 ms; negative hands back at once.
    */
   shutdownTimeoutMs?: number;
+  /**
+   * The worker's name, as the failure records of the attempts it ran
+   * name it (echomq 2.3.0; the record keeps its first 128 bytes). Default
+   * `<hostname>:<pid>`.
+   */
+  name?: string;
+  /**
+   * The longest one job's handler may run, in ms: then its signal aborts
+   * (its reason a JobTimeoutError), and the attempt is recorded as a
+   * timeout and retried (or buried, on the last attempt) at once, whatever
+   * the handler does after. The handler keeps its concurrency slot until
+   * it returns. Default 0: no timeout.
+   */
+  jobTimeoutMs?: number;
   /** Default the client's. */
   logger?: Logger;
   /** Default the client's. */
@@ -122,6 +152,9 @@ interface Inflight {
 }
 
 const maintenanceBatch = 1000;
+
+/** How many failure records one maintenance tick's sweep scans (HSCAN COUNT). */
+const sweepCount = 100;
 
 /**
  * The ids at the head of the queue's pending set as the worker last read
@@ -172,6 +205,36 @@ class HeadPool {
   }
 }
 
+/** The EVALSHA command of a call, as runScript sends it first. */
+function evalsha(x: ScriptExec): RedisArg[] {
+  return [
+    "EVALSHA",
+    x.script.sha1,
+    String(x.keys.length),
+    ...x.keys,
+    ...x.argv,
+  ];
+}
+
+/** Runs a call with EVAL (its source), as runScript does after a NOSCRIPT. */
+async function evalSource(r: ScriptRunner, x: ScriptExec): Promise<unknown> {
+  try {
+    return await r.send([
+      "EVAL",
+      x.script.source,
+      String(x.keys.length),
+      ...x.keys,
+      ...x.argv,
+    ]);
+  } catch (err) {
+    throw scriptError(x.script.name, err);
+  }
+}
+
+function isNoScriptReply(err: unknown): boolean {
+  return err instanceof ReplyError && err.message.startsWith("NOSCRIPT");
+}
+
 function text(v: unknown): string {
   return Buffer.isBuffer(v) ? v.toString() : String(v);
 }
@@ -220,6 +283,8 @@ export class Worker {
   readonly #claimOpts = { signal: this.#stop.signal };
   /** The promotions due retries are waiting for; cleared when run ends. */
   readonly #timers = new Set<NodeJS.Timeout>();
+  /** Where the next sweep of the failure records resumes its HSCAN. */
+  #sweepCursor = "0";
 
   constructor(queue: Queue, handler: Handler, options: WorkerOptions = {}) {
     if (typeof handler !== "function") {
@@ -231,6 +296,12 @@ export class Worker {
       throw new ArgumentError("lease " + leaseMs + " is under a millisecond");
     }
     const shutdown = options.shutdownTimeoutMs ?? 30000;
+    const jobTimeoutMs = options.jobTimeoutMs ?? 0;
+    if (!Number.isSafeInteger(jobTimeoutMs) || jobTimeoutMs < 0) {
+      throw new ArgumentError(
+        "job timeout " + jobTimeoutMs + " is not a whole number of ms",
+      );
+    }
     this.#opt = {
       concurrency,
       leaseMs,
@@ -247,6 +318,8 @@ export class Worker {
         options.waitMs && options.waitMs > 0 ? Math.ceil(options.waitMs) : 1000,
       maintenanceMs: options.maintenanceMs || 1000,
       shutdownTimeoutMs: shutdown < 0 ? 0 : shutdown,
+      name: options.name ?? defaultWorkerName(),
+      jobTimeoutMs,
     };
     this.queue = queue;
     this.#h = handler;
@@ -504,50 +577,83 @@ export class Worker {
   /**
    * Sends one claiming call; when refill is set and the pool runs low, a
    * ZRANGE of the head goes in the same round trip, after the call, and
-   * refills the pool.
+   * refills the pool. A call given as after (a forget_failures) goes in the
+   * same round trip right after x; its failure is logged, never thrown.
    */
   async #call(
     x: ScriptExec,
     refill: boolean,
     opts?: CallOptions,
+    after?: ScriptExec,
   ): Promise<{ reply: unknown; refilled: boolean }> {
     const r = this.queue.client.runnerFor(opts);
-    if (!refill || this.#refilling || this.#pool.size >= this.#opt.batch) {
+    const peek =
+      refill && !this.#refilling && this.#pool.size < this.#opt.batch;
+    if (!peek && after === undefined) {
       return { reply: await runScript(r, x), refilled: false };
+    }
+    const cmds: (readonly string[] | RedisArg[])[] = [evalsha(x)];
+    if (after !== undefined) {
+      cmds.push(evalsha(after));
+    }
+    if (peek) {
+      cmds.push(this.#peekCmd);
     }
     // One refill in flight at a time: the calls sent meanwhile take ids
     // from the pool as it is.
-    this.#refilling = true;
+    this.#refilling ||= peek;
     let res;
     try {
-      res = await r.sendMany([
-        ["EVALSHA", x.script.sha1, String(x.keys.length), ...x.keys, ...x.argv],
-        this.#peekCmd,
-      ]);
+      res = await r.sendMany(cmds);
     } finally {
-      this.#refilling = false;
+      if (peek) {
+        this.#refilling = false;
+      }
     }
-    const [s, z] = res;
+    const s = res[0]!;
     let reply: unknown;
-    if (s!.ok) {
-      reply = s!.value;
-    } else if (
-      s!.error instanceof ReplyError &&
-      s!.error.message.startsWith("NOSCRIPT")
-    ) {
-      reply = await runScript(r, x);
+    if (s.ok) {
+      reply = s.value;
+    } else if (isNoScriptReply(s.error)) {
+      reply = await evalSource(r, x);
     } else {
-      throw scriptError(x.script.name, s!.error);
+      throw scriptError(x.script.name, s.error);
     }
-    if (!z!.ok) {
+    if (after !== undefined) {
+      await this.#after(r, after, res[1]!);
+    }
+    if (!peek) {
+      return { reply, refilled: false };
+    }
+    const z = res[res.length - 1]!;
+    if (!z.ok) {
       return { reply, refilled: false };
     }
     const ids: string[] = [];
-    for (const m of Array.isArray(z!.value) ? z!.value : []) {
+    for (const m of Array.isArray(z.value) ? z.value : []) {
       ids.push(text(m));
     }
     this.#pool.fill(ids);
     return { reply, refilled: true };
+  }
+
+  /** Settles the forget_failures sent after a completion: sent again alone on NOSCRIPT, logged when it failed. */
+  async #after(r: ScriptRunner, x: ScriptExec, got: Settled): Promise<void> {
+    try {
+      if (got.ok) {
+        decodeForgetFailures(got.value);
+        return;
+      }
+      if (!isNoScriptReply(got.error)) {
+        throw scriptError(x.script.name, got.error);
+      }
+      decodeForgetFailures(await evalSource(r, x));
+    } catch (err) {
+      this.#log.debug(
+        "emq: forgetting a completed job's failure record failed; maintenance sweeps it",
+        { queue: this.queue.name, err },
+      );
+    }
   }
 
   /**
@@ -635,20 +741,42 @@ export class Worker {
       done: new Promise<void>((r) => (settle = r)),
     };
     this.#running.add(fl);
-    let failure: unknown;
-    let failed = false;
     try {
-      await this.#h(job, fl.ac.signal);
-    } catch (err) {
-      failed = true;
-      failure = err;
-    }
-    try {
+      const ran = (async () => this.#h(job, fl.ac.signal))().then(
+        () => ({ failed: false, err: undefined as unknown }),
+        (err: unknown) => ({ failed: true, err }),
+      );
+      const limit = this.#opt.jobTimeoutMs;
+      let outcome: { failed: boolean; err: unknown } | undefined;
+      if (limit > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        outcome = await Promise.race([
+          ran,
+          new Promise<undefined>((resolve) => {
+            timer = setTimeout(() => resolve(undefined), limit);
+          }),
+        ]);
+        clearTimeout(timer);
+      } else {
+        outcome = await ran;
+      }
+      if (outcome === undefined) {
+        // Timed out: the job moves on now, the handler is abandoned (its
+        // slot stays taken until it returns).
+        const why = new JobTimeoutError(limit);
+        if (!fl.handedBack) {
+          fl.handedBack = true;
+          fl.ac.abort(why);
+          await this.#fail(job, why, FailureClass.timeout);
+        }
+        await ran;
+        return undefined;
+      }
       if (fl.handedBack) {
         return undefined;
       }
-      if (failed) {
-        await this.#fail(job, failure);
+      if (outcome.failed) {
+        await this.#fail(job, outcome.err, FailureClass.error);
         return undefined;
       }
       return await this.#complete(job);
@@ -672,9 +800,22 @@ export class Worker {
       if (!c.isFenced) {
         await c.ensure();
       }
+      // A job claimed before (token > 1) may have a failure record: it is
+      // forgotten right after the completion, in the same round trip. A
+      // first attempt cannot have one and costs what it cost in 2.2.
+      const forget =
+        job.token > 1
+          ? forgetFailuresExec({
+              failures: k.failures,
+              rows: [k.rowPrefix + job.id],
+              ids: [job.id],
+            })
+          : undefined;
       const got = await this.#call(
         this.#completeExec(job, ids),
         !this.#draining,
+        undefined,
+        forget,
       );
       this.#m.add("completed", q, 1);
       const next = await this.#records(got.reply, decodeCompleteClaimIdsRecord);
@@ -697,16 +838,22 @@ export class Worker {
     }
   }
 
-  async #fail(job: Job, why: unknown): Promise<void> {
+  async #fail(job: Job, why: unknown, cls: FailureClass): Promise<void> {
     const q = this.queue.name;
+    const failure = {
+      class: cls,
+      worker: this.#opt.name,
+      message: failureMessage(why),
+    };
     if (why instanceof PermanentError || job.token >= this.#opt.maxAttempts) {
       try {
-        await this.queue.bury(job.id, job.token);
+        await this.queue.buryFailed(job.id, job.token, failure);
         this.#m.add("buried", q, 1);
         this.#log.warn("emq: job buried", {
           queue: q,
           id: job.id,
           attempt: job.token,
+          class: cls,
           err: why,
         });
       } catch (err) {
@@ -716,7 +863,7 @@ export class Worker {
     }
     const delay = Math.max(0, Math.floor(this.#opt.backoff(job.token)));
     try {
-      await this.queue.retry(job.id, job.token, delay);
+      await this.queue.retryFailed(job.id, job.token, delay, failure);
     } catch (err) {
       this.#settleError(job, "retry", err);
       return;
@@ -734,6 +881,7 @@ export class Worker {
       queue: q,
       id: job.id,
       attempt: job.token,
+      class: cls,
       inMs: delay,
       err: why,
     });
@@ -847,8 +995,22 @@ export class Worker {
     }
   }
 
-  /** Promotes and reaps while holding the queue's maintenance lock; resolves whether it is held. */
+  /**
+   * Promotes and reaps while holding the queue's maintenance lock, and
+   * sweeps one slice of the failure records whoever holds it (a 2.2
+   * worker holding the lock never sweeps, and a sweep is safe to repeat);
+   * resolves whether the lock is held.
+   */
   async #maintain(): Promise<boolean> {
+    try {
+      return await this.#maintainLocked();
+    } finally {
+      await this.#sweep();
+    }
+  }
+
+  /** Promotes and reaps while holding the queue's maintenance lock; resolves whether it is held. */
+  async #maintainLocked(): Promise<boolean> {
     try {
       const d = await runLock(this.queue.client.runner, {
         locks: KEY_LOCKS,
@@ -866,6 +1028,48 @@ export class Worker {
     await this.#promote();
     await this.#reap();
     return true;
+  }
+
+  /**
+   * Sweeps one slice of the queue's failure records: an HSCAN page of
+   * about sweepCount fields from the cursor the last tick left, then
+   * forgetFailures on the ids it saw, which deletes the records whose rows
+   * are gone (left by a 2.2 client's complete or purge). So every orphan
+   * is gone within ceil(records / sweepCount) ticks of the whole hash.
+   */
+  async #sweep(): Promise<void> {
+    const k = this.queue.keys;
+    try {
+      const got = await this.queue.client.runner.send([
+        "HSCAN",
+        k.failures,
+        this.#sweepCursor,
+        "COUNT",
+        String(sweepCount),
+      ]);
+      const [cursor, flat] = Array.isArray(got) ? got : [];
+      const ids: string[] = [];
+      const fields = Array.isArray(flat) ? flat : [];
+      for (let i = 0; i < fields.length; i += 2) {
+        const id = text(fields[i]);
+        try {
+          parseId(id);
+        } catch {
+          continue; // a foreign writer's field: no row of ours to check
+        }
+        ids.push(id);
+      }
+      this.#sweepCursor = cursor === undefined ? "0" : text(cursor);
+      const n = await this.queue.forgetFailures(ids);
+      if (n > 0) {
+        this.#log.debug("emq: forgot orphaned failure records", {
+          queue: this.queue.name,
+          records: n,
+        });
+      }
+    } catch (err) {
+      this.#log.warn("emq: sweeping failure records failed", { err });
+    }
   }
 
   async #promote(): Promise<void> {
@@ -891,7 +1095,7 @@ export class Worker {
     let total = 0;
     try {
       for (;;) {
-        const n = await this.queue.reapExpired(
+        const n = await this.queue.reapExpiredFailed(
           maintenanceBatch,
           this.#opt.maxAttempts,
         );
@@ -904,7 +1108,7 @@ export class Worker {
       this.#log.warn("emq: reaping expired leases failed", { err });
     }
     if (total > 0) {
-      // reap_ids rang the doorbell when any went back to pending.
+      // reap_failed_ids rang the doorbell when any went back to pending.
       this.#m.add("reaped", this.queue.name, total);
     }
   }

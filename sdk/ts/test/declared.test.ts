@@ -124,11 +124,15 @@ test("a worker pushing, claiming, completing, retrying, burying, extending, prom
       emq.SCRIPT_PUSH_MANY,
       emq.SCRIPT_CLAIM_IDS,
       emq.SCRIPT_COMPLETE_CLAIM_IDS,
-      emq.SCRIPT_RETRY,
-      emq.SCRIPT_BURY,
+      // 2.3.0: a failed attempt is retried or buried with its record, a
+      // lost lease reaped with its record, and the record of a retried job
+      // forgotten when it completes (and swept by maintenance).
+      emq.SCRIPT_RETRY_FAILED,
+      emq.SCRIPT_BURY_FAILED,
       emq.SCRIPT_EXTEND,
       emq.SCRIPT_PROMOTE_IDS,
-      emq.SCRIPT_REAP_IDS,
+      emq.SCRIPT_REAP_FAILED_IDS,
+      emq.SCRIPT_FORGET_FAILURES,
     ]) {
       assert.ok(names.has(want.name), want.name + " was called: " + [...names]);
     }

@@ -307,10 +307,10 @@ emq.connect({ url: process.env.REDIS_URL }).then(async (c) => {
   assert.match(plain, /pending 1/);
 });
 
-test("the README's blocks run verbatim against a real server: the quickstart, the worker stopped by SIGTERM, the CommonJS snippet", async () => {
+test("the README's blocks run verbatim against a real server: the quickstart, the worker stopped by SIGTERM, why a job failed, the CommonJS snippet", async () => {
   const ts = readmeBlocks("ts");
   const js = readmeBlocks("js");
-  assert.equal(ts.length, 2, "the README's ts blocks");
+  assert.equal(ts.length, 3, "the README's ts blocks");
   assert.equal(js.length, 1, "the README's js blocks");
   const dir = esmProject();
   writeFileSync(join(dir, "block.cjs"), js[0]!);
@@ -351,6 +351,21 @@ test("the README's blocks run verbatim against a real server: the quickstart, th
   assert.equal(await exited, 0, "the worker did not exit cleanly: " + stderr);
   const emails = new QueueKeys("emails");
   assert.equal(Number(await srv.cmd("ZCARD", emails.pending)), 0);
+
+  // Why did my job fail: the worker's records, read back with the job.
+  await srv.cmd("FLUSHALL");
+  const why = run(process.execPath, [join("dist", "block2.js")], dir, env);
+  assert.match(
+    why,
+    /^attempt 1 at \d{4}-\d\d-\d\dT[\d:.]+Z: error by report-worker-1: the printer is on fire \(attempt 1\)$/m,
+  );
+  assert.match(
+    why,
+    /^attempt 2 at \S+: error by report-worker-1: the printer is on fire \(attempt 2\)$/m,
+  );
+  const last = /^attempt 2 at (\S+):/m.exec(why)?.[1];
+  assert.ok(last !== undefined, why);
+  assert.ok(why.includes("died at " + last), why);
 
   const cjs = run(process.execPath, ["block.cjs"], dir, env);
   assert.match(cjs, /pending: 1/);

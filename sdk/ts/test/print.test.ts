@@ -52,11 +52,20 @@ test("sizes, a JobInfo, a Job and a typed job print their fields, payloads as te
       state: "pending",
       attempts: 0,
       payload: "hello",
+      failures: [],
+      diedAt: null,
     });
     // Still the plain record it was.
     assert.deepEqual(
       { ...info },
-      { id, state: "pending", attempts: 0, payload: Buffer.from("hello") },
+      {
+        id,
+        state: "pending",
+        attempts: 0,
+        payload: Buffer.from("hello"),
+        failures: [],
+        diedAt: null,
+      },
     );
     const b = await q.get(bin);
     assert.match(inspect(b), /payload: <4 bytes>/);

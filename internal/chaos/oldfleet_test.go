@@ -1,0 +1,42 @@
+package chaos
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestOldFleetBuilds builds the old side (the 2.2.1 release's Go SDK from
+// git history, with testdata/oldfleet) and checks that the program runs.
+func TestOldFleetBuilds(t *testing.T) {
+	bin, err := oldFleetBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin).CombinedOutput()
+	if err == nil {
+		t.Fatalf("oldfleet without a mode exited 0; want the usage (output %s)", out)
+	}
+	if string(out) == "" {
+		t.Fatal("oldfleet without a mode printed nothing")
+	}
+}
+
+// TestOldFleetShallowClone: in a shallow clone, which has no history to
+// build the old side from, finding the release's commit fails with the
+// hint to fetch the history.
+func TestOldFleetShallowClone(t *testing.T) {
+	top, _, err := oldReleaseCommit(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out, err := exec.Command("git", "clone", "-q", "--depth", "1", "--no-checkout", "file://"+top, dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git clone --depth 1: %v\n%s", err, out)
+	}
+	_, _, err = oldReleaseCommit(dir)
+	if err == nil || !strings.Contains(err.Error(), "git fetch --unshallow") {
+		t.Fatalf("in a shallow clone: %v; want the hint to fetch the history", err)
+	}
+}
