@@ -73,8 +73,8 @@ func newServer(t *testing.T, h http.Handler) *httptest.Server {
 func aclDashboardActions(q string) []string {
 	k, _ := wire.NewQueueKeys(q)
 	return append(aclDashboard(q),
-		"+evalsha", "+eval", "+hget", "+hset", "+hlen", "+zadd", "+zrem", "+llen", "+rpush", "+del",
-		"~"+k.Pending, "~"+k.Schedule, "~"+k.Dead, "~"+k.Wake, "~"+k.RowPrefix()+"*")
+		"+evalsha", "+eval", "+hset", "+zadd", "+zrem", "+llen", "+rpush", "+del", "+hdel",
+		"~"+k.Pending, "~"+k.Schedule, "~"+k.Dead, "~"+k.Wake, "~"+k.RowPrefix()+"*", "~"+k.Failures)
 }
 
 // asUser is an observing client of srv logged in as user.

@@ -210,6 +210,11 @@ func TestBrowser(t *testing.T) {
 	if p := text("#jobs tbody tr:first-child td.preview"); !strings.Contains(p, `"order":`) {
 		t.Errorf("the payload preview shows %q", p)
 	}
+	// The error column: the last failure's class and the first line of its
+	// error.
+	if e := text("#jobs tbody tr:first-child td.err"); !strings.Contains(e, string(emq.FailureClassError)) || !strings.Contains(e, "card declined for order") || strings.Contains(e, "billing.go") {
+		t.Errorf("the dead set's error column shows %q; want the class and the first line", e)
+	}
 	if *screenshot != "" {
 		setShot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 		if err != nil {
@@ -221,6 +226,19 @@ func TestBrowser(t *testing.T) {
 		}
 		t.Logf("dead set screenshot: %s", sp)
 	}
+	// A dead job's page: its failure history and when it died.
+	do("a dead job's history", chromedp.Navigate(rw.URL+"/queue/orders/job/"+dead[2].String()), chromedp.WaitVisible(css("#failures")))
+	info, _, err := orders.Get(ctx, dead[2])
+	if err != nil || len(info.Failures) != 1 {
+		t.Fatalf("Get(dead) = %+v, %v", info, err)
+	}
+	if h := text("#failures tbody"); !strings.Contains(h, string(emq.FailureClassError)) || !strings.Contains(h, "billing-7:4242") || !strings.Contains(h, "card declined for order 2") || !strings.Contains(h, "billing.go:42") {
+		t.Errorf("the failure history shows %q", h)
+	}
+	if at := text("#died-at"); at != info.DiedAt.UTC().Format("2006-01-02 15:04:05.000 UTC") {
+		t.Errorf("died at shows %q; want %v", at, info.DiedAt.UTC())
+	}
+	do("back to the dead set", chromedp.Navigate(rw.URL+"/queue/orders/set/"+deadSet), chromedp.WaitVisible(css("#jobs")))
 	do("revive all: the dry run", chromedp.Click(css("#bulk-revive")), chromedp.WaitVisible(css("#dry-run")))
 	if would := text("#would"); would != "2" {
 		t.Errorf("the dry run would revive %q jobs; want 2", would)

@@ -368,6 +368,33 @@ type entryRow struct {
 	Preview  string
 	Attempts int64
 	Exists   bool
+	// Failure is the job's last recorded failure (echomq 2.3.0), shown in
+	// the dead set's error column; nil when none was recorded.
+	Failure *failureCell
+}
+
+// failureCell is a failure as a set page shows it: its class and the
+// first line of its error, cut at errorCap.
+type failureCell struct {
+	Class, Message, Full string
+}
+
+// errorCap is how much of an error's first line a set page shows.
+const errorCap = 100
+
+// lastFailure is the cell of the last of history, nil for none.
+func lastFailure(history []emq.FailedAttempt) *failureCell {
+	if len(history) == 0 {
+		return nil
+	}
+	last := history[len(history)-1]
+	line, _, _ := strings.Cut(last.Message, "\n")
+	line = strings.TrimSuffix(line, "\r")
+	full := line
+	if r := []rune(line); len(r) > errorCap {
+		line = string(r[:errorCap]) + "…"
+	}
+	return &failureCell{Class: string(last.Class), Message: line, Full: full}
 }
 
 // setLink is a set's link on a set page, with the set's size.
@@ -511,6 +538,7 @@ func (d *Dashboard) setPage(w http.ResponseWriter, r *http.Request) {
 				payload = d.opt.Mask(q.Name(), payload)
 			}
 			rows[i].Preview = previewPayload(payload, previewCap)
+			rows[i].Failure = lastFailure(info.Failures) // Get read the failure record in its round trip
 		}
 	}
 	links := make([]setLink, 0, len(emq.Sets()))
@@ -529,6 +557,7 @@ func (d *Dashboard) setPage(w http.ResponseWriter, r *http.Request) {
 		"Queue": q.Name(), "Set": set, "Sets": links, "Rows": rows,
 		"Size": sizes[set], "Scored": !set.Lex(), "First": after == "", "N": n,
 		"AtLabel": atLabel[set.State()], "Bulk": bulk,
+		"Dead": set.State() == emq.StateDead,
 	}
 	if a, err := bulkOfQuery(r, set); err == nil {
 		data["Flash"] = r.URL.Query().Get("n") + " " + a.Done + "."
@@ -648,6 +677,7 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 		"Minted": info.ID.Time(), "Actions": can, "ReadOnly": !d.opt.Actions,
 		"Flash":   flash(r.URL.Query().Get("done")),
 		"AtLabel": atLabel[info.State],
+		"Dead":    ok && info.State == emq.StateDead,
 	})
 }
 

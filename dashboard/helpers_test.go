@@ -90,7 +90,9 @@ func seed(t testing.TB, pending, dead int) *world {
 		if err != nil || !ok {
 			t.Fatalf("Claim: %v %v", ok, err)
 		}
-		if err := orders.Bury(ctx, j.ID, j.Token); err != nil {
+		// Buried with a failure record (2.3.0), as a worker buries it.
+		f := emq.Failure{Class: emq.FailureClassError, Worker: "billing-7:4242", Message: fmt.Sprintf("card declined for order %d\nat charge (billing.go:42)", i)}
+		if err := orders.BuryFailed(ctx, j.ID, j.Token, f); err != nil {
 			t.Fatal(err)
 		}
 		add("orders", emq.StateDead, j.ID)

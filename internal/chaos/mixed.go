@@ -33,7 +33,7 @@ var mixedLangs = []Lang{LangGo, LangOld}
 // the checks that need a recording worker are reported as not run, and a
 // run in which the new side recorded a failure of its own anyway fails
 // with the hint to set it: the checks never pass vacuously unnoticed.
-const newSideRecords = false
+const newSideRecords = true
 
 // mixedRecordQueue is the queue of the deterministic mixed-record checks.
 const mixedRecordQueue = "chaos-mixed-records"

@@ -593,7 +593,7 @@ func (t *testee) do(req request) (any, error) {
 		}
 		return map[string]any{"run_at_ms": at.UnixMilli()}, nil
 
-	case "failures":
+	case wire.ScriptFailures.Name: // the op is named for its script, whose name is the failures key type's
 		a, err := args[queueArgs](req)
 		if err != nil {
 			return nil, err
@@ -750,11 +750,11 @@ func (t *testee) do(req request) (any, error) {
 			}
 			return map[string]any{"revived": ok}, nil
 		case "purge":
-			ok, err := q.Purge(ctx, id)
-			if err != nil {
-				return nil, err
-			}
-			return map[string]any{"purged": ok}, nil
+			// The op is the purge script alone, as a 2.2 client runs
+			// it: Queue.Purge (2.3.0) also forgets the job's failure
+			// record in the same round trip, and the failures scenarios
+			// need the record a bare purge leaves behind.
+			return wireByID(t, ctx, req)
 		}
 		info, ok, err := q.Get(ctx, id)
 		if err != nil {

@@ -37,10 +37,11 @@ func aclOperator(k wire.QueueKeys) []string {
 	return []string{
 		"+ping", "+cluster|slots",
 		"+get", "+time", "+zcard", "+exists", "+zrange", "+zscore", "+hmget", "+hgetall", // sizes, browse, show
-		"+evalsha", "+eval", "+hget", "+hset", "+hlen", "+zadd", "+zrem", "+llen", "+rpush", "+del", // revive, ring, purge
-		"+evalsha_ro", "+eval_ro", // show: the failure record (the failures script, read only)
+		"+evalsha", "+eval", "+hget", "+hset", "+hlen", "+zadd", "+zrem", "+llen", "+rpush", "+del", // revive, ring, purge; show's failures
+		"+hdel",                   // purge forgets the job's failure record (2.3.0)
+		"+evalsha_ro", "+eval_ro", // show and browse read failure records with the read-only failures script (2.3.0)
 		"%R~" + wire.KeyVersion, "%R~" + aclPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
-		"~" + k.Pending, "~" + k.Dead, "~" + k.Wake, "~" + k.RowPrefix() + "*",
+		"~" + k.Pending, "~" + k.Dead, "~" + k.Wake, "~" + k.RowPrefix() + "*", "~" + k.Failures,
 	}
 }
 

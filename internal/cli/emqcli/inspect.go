@@ -48,7 +48,8 @@ for is there). Read-only. Exit 0, or 2 on bad input or an error.`, runInspectSiz
 attempts and, in a scored set, the time its score is (the lease deadline of
 an active job, the run-at of a scheduled one, server clock), then the cursor
 of the next page ("next: -cursor C") or "(last page)". S is a set's name or
-the state of the ids it holds.
+the state of the ids it holds. In the dead set each job also shows its last
+recorded failure: its class and the first line of its error (echomq 2.3.0).
 
 Pages and cursors are the SDK's Queue.Page: an id for a set whose members
 all score zero (newest first is reverse mint order), "score/id" for a scored
@@ -57,8 +58,11 @@ id present throughout is never skipped, however the set changes between
 pages. Read-only. Exit 0, or 2 on bad input or an error.`, runInspectBrowse},
 		"show": {"-queue Q [-format text|json | -raw] ID", "one job: state, attempts, payload, lease deadline or run-at",
 			`Prints job ID of queue Q: its state, attempts, payload, and the lease
-deadline of an active job or the run-at of a scheduled one (server clock).
-The payload is printed as text when it is valid UTF-8 without control or
+deadline of an active job or the run-at of a scheduled one (server clock),
+its failure history (echomq 2.3.0: each recorded failed attempt, oldest
+first, with its time, class, worker and the first line of its error) and,
+for a dead job, when it died ("not recorded" when the client that settled
+its last attempt recorded nothing). The payload is printed as text when it is valid UTF-8 without control or
 bidirectional-control characters, and in hex otherwise; -raw writes its
 bytes to stdout exactly, and nothing else. A job whose row and sets disagree
 (the sets invariant) is shown with a warning. Read-only. Exit 0, 1 when the
@@ -450,15 +454,39 @@ func runInspectBrowse(e *env, sub inspectSub, name string, args []string) int {
 		return ExitUsage
 	}
 	at := atName(set)
+	var last []*emq.FailedAttempt // the dead set's: each job's last recorded failure
+	if set.State() == emq.StateDead && len(entries) > 0 {
+		ids := make([]emq.ID, len(entries))
+		for i, en := range entries {
+			ids[i] = en.ID
+		}
+		histories, err := s.q.FailuresMany(s.ctx, ids)
+		if err != nil {
+			e.errorf("%v", err)
+			return ExitUsage
+		}
+		last = make([]*emq.FailedAttempt, len(entries))
+		for i, h := range histories {
+			if len(h) > 0 {
+				last[i] = &h[len(h)-1]
+			}
+		}
+	}
 	if *f.format == "json" {
 		out := []map[string]any{}
-		for _, en := range entries {
+		for i, en := range entries {
 			m := map[string]any{"id": en.ID, "exists": en.Exists}
 			if en.Exists {
 				m[wire.FieldState], m[wire.FieldToken] = en.State, en.Attempts
 			}
 			if at != "" {
 				m["score"], m[at] = en.At.UnixMilli(), en.At.UTC()
+			}
+			if last != nil {
+				m["last_failure"] = nil
+				if last[i] != nil {
+					m["last_failure"] = failureJSON(*last[i])
+				}
 			}
 			out = append(out, m)
 		}
@@ -467,7 +495,7 @@ func runInspectBrowse(e *env, sub inspectSub, name string, args []string) int {
 	}
 	now, _ := s.c.ServerTime(s.ctx) // zero when the server does not tell: times are shown without "in"
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-	for _, en := range entries {
+	for i, en := range entries {
 		line := en.ID.String() + "\t"
 		if en.Exists {
 			line += fmt.Sprintf("%s=%d\t", wire.FieldToken, en.Attempts)
@@ -476,6 +504,13 @@ func runInspectBrowse(e *env, sub inspectSub, name string, args []string) int {
 		}
 		if at != "" {
 			line += at + "=" + when(en.At, now) + "\t"
+		}
+		if last != nil && en.Exists {
+			if l := last[i]; l != nil {
+				line += "last_failure=" + string(l.Class) + ": " + FirstLine(l.Message) + "\t"
+			} else {
+				line += "last_failure=(not recorded)\t"
+			}
 		}
 		switch {
 		case !en.Exists:
@@ -582,11 +617,22 @@ func runInspectShow(e *env, sub inspectSub, name string, args []string) int {
 		if at != "" {
 			m["score"], m[at] = job.At.UnixMilli(), job.At.UTC()
 		}
+		failures := make([]map[string]any, len(job.Failures))
+		for i, a := range job.Failures {
+			failures[i] = failureJSON(a)
+		}
+		m["history"] = failures
+		if job.State == emq.StateDead {
+			m["died_at"] = nil // not recorded
+			if !job.DiedAt.IsZero() {
+				m["died_at"] = job.DiedAt.UTC()
+			}
+		}
 		writeJSON(e.stdout, m)
 		return ExitOK
 	}
 	now := time.Time{}
-	if at != "" {
+	if at != "" || len(job.Failures) > 0 {
 		now, _ = s.c.ServerTime(s.ctx)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
@@ -605,8 +651,54 @@ func runInspectShow(e *env, sub inspectSub, name string, args []string) int {
 	default:
 		fmt.Fprintf(tw, "%s\t%d bytes, hex: %s\n", wire.FieldPayload, len(job.Payload), hex.EncodeToString(job.Payload))
 	}
+	if job.State == emq.StateDead {
+		if job.DiedAt.IsZero() {
+			fmt.Fprintf(tw, "died_at\tnot recorded\n")
+		} else {
+			fmt.Fprintf(tw, "died_at\t%s\n", when(job.DiedAt, now))
+		}
+	}
+	if len(job.Failures) == 0 {
+		fmt.Fprintf(tw, "history\tnone recorded\n")
+	}
 	_ = tw.Flush()
+	if len(job.Failures) > 0 {
+		fmt.Fprintf(e.stdout, "history (%d failed attempts recorded, oldest first):\n", len(job.Failures))
+		ft := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(ft, "  attempt\tat\tclass\tworker\terror")
+		for _, a := range job.Failures {
+			worker := a.Worker
+			if worker == "" {
+				worker = "-"
+			} else {
+				worker = FirstLine(worker)
+			}
+			fmt.Fprintf(ft, "  %d\t%s\t%s\t%s\t%s\n", a.Attempt, when(a.At, now), FirstLine(string(a.Class)), worker, FirstLine(a.Message))
+		}
+		_ = ft.Flush()
+	}
 	return ExitOK
+}
+
+// failureJSON is a recorded failed attempt as inspect's JSON shows it.
+func failureJSON(a emq.FailedAttempt) map[string]any {
+	return map[string]any{"attempt": a.Attempt, "at": a.At.UTC(), "class": a.Class, "worker": a.Worker, "error": a.Message}
+}
+
+// FirstLine returns the first line of an error's text, safe to print on a
+// terminal: cut at the first line break, and quoted (Go syntax, every
+// control or invisible character escaped) when what is left is not Text.
+// A line longer than 200 characters is cut, marked with "…".
+func FirstLine(msg string) string {
+	line, _, _ := strings.Cut(msg, "\n")
+	line = strings.TrimSuffix(line, "\r")
+	if r := []rune(line); len(r) > 200 {
+		line = string(r[:200]) + "…"
+	}
+	if t, ok := Text([]byte(line)); ok {
+		return t
+	}
+	return strconv.QuoteToGraphic(line)
 }
 
 // idArgs parses a writer's flags and its ids, or none with -all; the ids

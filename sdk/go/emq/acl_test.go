@@ -55,7 +55,7 @@ func aclProducer(k wire.QueueKeys) []string {
 // aclWorker runs NewWorker/Run on the queue of k: claims, completions,
 // extensions, retries, burials, maintenance and the doorbell.
 func aclWorker(k wire.QueueKeys) []string {
-	return append(aclConnect(), "+blpop", "+exists", "+del", "+hincrby", "+hmget", "+llen", "+rpush",
+	return append(aclConnect(), "+blpop", "+exists", "+del", "+hincrby", "+hmget", "+hscan", "+llen", "+rpush",
 		"+zadd", "+zcard", "+zrange", "+zrem", "+zscore",
 		"~"+aclQueuePattern(k))
 }

@@ -428,8 +428,11 @@ func TestWorkerTouchesOnlyDeclaredKeys(t *testing.T) {
 		}
 	}
 	t.Logf("%d script calls: %v", len(calls), seen)
-	for _, s := range []*wire.Script{wire.ScriptClaimIDs, wire.ScriptCompleteClaimIDs, wire.ScriptPromoteIDs, wire.ScriptReapIDs,
-		wire.ScriptExtend, wire.ScriptRetry, wire.ScriptBury, wire.ScriptLock} {
+	// 2.3.0: failures are retried and buried with their records, expired
+	// leases reaped with theirs, and a job completed after a failure
+	// forgets its record.
+	for _, s := range []*wire.Script{wire.ScriptClaimIDs, wire.ScriptCompleteClaimIDs, wire.ScriptPromoteIDs, wire.ScriptReapFailedIDs,
+		wire.ScriptExtend, wire.ScriptRetryFailed, wire.ScriptBuryFailed, wire.ScriptForgetFailures, wire.ScriptLock} {
 		if seen[s.Name] == 0 {
 			t.Errorf("the run never called %s: the test does not exercise the path that uses it", s.Name)
 		}

@@ -127,6 +127,44 @@ func (q *Queue) Failures(ctx context.Context, id ID) (attempts []FailedAttempt, 
 	return attempts, err
 }
 
+// FailuresMany reads the failure records of ids as Failures does, in one
+// pipelined round trip (one failures call per id): out[i] are the
+// recorded attempts of ids[i], oldest first. A dead-set page reads the
+// last failure of each of its jobs so. A malformed id is refused before
+// anything is sent; no ids sends nothing. It only reads, and is resent
+// across a reconnect like every read.
+func (q *Queue) FailuresMany(ctx context.Context, ids []ID) (out [][]FailedAttempt, err error) {
+	rows, err := q.rowsOf(ids)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	scripts := make([]*wire.Script, len(ids))
+	calls := make([]rueidis.LuaExec, len(ids))
+	for i, id := range ids {
+		call := wire.FailuresCall{Row: rows[i], Failures: q.keys.Failures, ID: id}
+		scripts[i], calls[i] = wire.ScriptFailures, call.LuaExec()
+	}
+	err = q.c.idempotent(ctx, func(ctx context.Context) error {
+		if err := q.c.ensureRead(ctx); err != nil {
+			return err
+		}
+		res := q.c.execScriptsRO(ctx, scripts, calls)
+		got := make([][]FailedAttempt, len(ids))
+		for i, r := range res {
+			var err error
+			if got[i], err = decodeFailures(r); err != nil {
+				return errorf("emq: failures of %s: %w", ids[i], err)
+			}
+		}
+		out = got
+		return nil
+	})
+	return out, err
+}
+
 // failuresRead is the failures script's call as a read-only script
 // (EVALSHA_RO): the script only reads, so a user granted read access to
 // the queue's keys (%R~) runs it, and a replica serves it; a server

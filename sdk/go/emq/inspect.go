@@ -408,8 +408,10 @@ func validCursor(s Set, cursor string) error {
 	return nil
 }
 
-// Purge deletes a dead job for good: its row and its id. It reports false
-// when the job is not dead (nothing is deleted).
+// Purge deletes a dead job for good: its row, its id and its failure
+// record (forget_failures, pipelined right behind the purge in the same
+// round trip: it deletes the record only once the row is gone). It
+// reports false when the job is not dead (nothing is deleted).
 func (q *Queue) Purge(ctx context.Context, id ID) (_ bool, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	row, err := q.row(ctx, id)
@@ -417,6 +419,14 @@ func (q *Queue) Purge(ctx context.Context, id ID) (_ bool, err error) {
 		return false, err
 	}
 	call := wire.PurgeCall{Dead: q.keys.Dead, Row: row, ID: id}
-	n, err := call.Exec(ctx, q.c.rc)
-	return n == wire.PurgePurged, err
+	forget := wire.ForgetFailuresCall{Failures: q.keys.Failures, Rows: []string{row}, IDs: []ID{id}}
+	res := q.c.execScripts(ctx, []*wire.Script{wire.ScriptPurge, wire.ScriptForgetFailures}, []rueidis.LuaExec{call.LuaExec(), forget.LuaExec()})
+	n, err := wire.DecodePurge(res[0])
+	if err != nil {
+		return false, err
+	}
+	if _, ferr := wire.DecodeForgetFailures(res[1]); ferr != nil {
+		q.c.log.Debug("emq: forgetting a purged job's failure record failed; maintenance sweeps it", "id", id, "err", ferr)
+	}
+	return n == wire.PurgePurged, nil
 }

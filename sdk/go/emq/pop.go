@@ -123,15 +123,33 @@ func (p *declaredPop) headRead() rueidis.Completed {
 // read or when the read failed). A script the server does not hold is
 // sent again as EVAL.
 func (p *declaredPop) call(ctx context.Context, s *wire.Script, keys, args []string, read bool) (rueidis.RedisResult, []string) {
+	r, head, _ := p.callThen(ctx, s, keys, args, read, nil)
+	return r, head
+}
+
+// callThen is call with a second script call, then, pipelined last in the
+// same round trip when not nil (its reply is returned; a script the server
+// does not hold is sent again as EVAL, like the first).
+func (p *declaredPop) callThen(ctx context.Context, s *wire.Script, keys, args []string, read bool, then *scriptExec) (rueidis.RedisResult, []string, rueidis.RedisResult) {
 	rc := p.w.q.c.rc
 	cmds := rueidis.Commands{rc.B().Evalsha().Sha1(s.SHA1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()}
 	if read {
 		cmds = append(cmds, p.headRead())
 	}
+	if then != nil {
+		cmds = append(cmds, rc.B().Evalsha().Sha1(then.s.SHA1).Numkeys(int64(len(then.x.Keys))).Key(then.x.Keys...).Arg(then.x.Args...).Build())
+	}
 	res := rc.DoMulti(ctx, cmds...)
 	r := res[0]
 	if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() {
 		r = rc.Do(ctx, rc.B().Eval().Script(s.Source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	}
+	var tr rueidis.RedisResult
+	if then != nil {
+		tr = res[len(res)-1]
+		if e, ok := rueidis.IsRedisErr(tr.Error()); ok && e.IsNoScript() {
+			tr = rc.Do(ctx, rc.B().Eval().Script(then.s.Source).Numkeys(int64(len(then.x.Keys))).Key(then.x.Keys...).Arg(then.x.Args...).Build())
+		}
 	}
 	var head []string
 	if read {
@@ -143,7 +161,13 @@ func (p *declaredPop) call(ctx context.Context, s *wire.Script, keys, args []str
 			}
 		}
 	}
-	return r, head
+	return r, head, tr
+}
+
+// scriptExec is one call of a script.
+type scriptExec struct {
+	s *wire.Script
+	x rueidis.LuaExec
 }
 
 func claimIDsJob(arr []rueidis.RedisMessage) (Job, error) {
@@ -211,7 +235,22 @@ func (p *declaredPop) completeClaim(ctx context.Context, job Job, next int) ([]J
 	row, _ := q.keys.Row(job.ID)
 	keys := append([]string{row, q.keys.Active, q.keys.Pending, q.keys.Wake}, q.rawRows(ids)...)
 	args := append([]string{job.ID.String(), strconv.FormatInt(job.Token, 10), strconv.FormatInt(ms(p.w.opt.Lease), 10)}, ids...)
-	r, head := p.call(ctx, wire.ScriptCompleteClaimIDs, keys, args, read)
+	var r rueidis.RedisResult
+	var head []string
+	if job.Token > 1 {
+		// It ran before, so it may have a failure record: forget it right
+		// behind the completion, in the same round trip (forget_failures
+		// deletes it only once the row is gone). A first attempt cannot
+		// have one, and sends the completion alone.
+		fc := wire.ForgetFailuresCall{Failures: q.keys.Failures, Rows: []string{row}, IDs: []ID{job.ID}}
+		var fr rueidis.RedisResult
+		r, head, fr = p.callThen(ctx, wire.ScriptCompleteClaimIDs, keys, args, read, &scriptExec{wire.ScriptForgetFailures, fc.LuaExec()})
+		if _, err := wire.DecodeForgetFailures(fr); err != nil {
+			p.w.log.Debug("emq: forgetting a completed job's failure record failed; maintenance sweeps it", "id", job.ID, "err", err)
+		}
+	} else {
+		r, head = p.call(ctx, wire.ScriptCompleteClaimIDs, keys, args, read)
+	}
 	jobs, err := p.w.records(ctx, r, wire.ScriptCompleteClaimIDs.Name, completeClaimIDsJob)
 	p.pool.done(ids, err == nil && len(jobs) < len(ids), head, read)
 	return jobs, err
@@ -236,12 +275,12 @@ func (p *declaredPop) promote(ctx context.Context) (int, error) {
 }
 
 // reap reaps the expired leases at the head of the active set with
-// reap_ids, maintenanceBatch ids a call, while a full batch read moved
-// some.
+// reap_failed_ids, recording each as a lost lease, maintenanceBatch ids a
+// call, while a full batch read moved some.
 func (p *declaredPop) reap(ctx context.Context) (int, error) {
 	total := 0
 	for range maintenanceRounds {
-		n, read, err := p.w.q.reapHead(ctx, maintenanceBatch, int(p.w.opt.MaxAttempts))
+		n, read, err := p.w.q.reapFailedHead(ctx, maintenanceBatch, int(p.w.opt.MaxAttempts))
 		total += n
 		if err != nil || n == 0 || read < maintenanceBatch {
 			return total, err

@@ -362,6 +362,35 @@ func (c *Client) execScripts(ctx context.Context, scripts []*wire.Script, calls 
 	for i, x := range calls {
 		cmds[i] = c.rc.B().Evalsha().Sha1(scripts[i].SHA1).Numkeys(int64(len(x.Keys))).Key(x.Keys...).Arg(x.Args...).Build()
 	}
+	return c.execAgain(ctx, scripts, calls, cmds, false)
+}
+
+// execScriptsRO is execScripts for scripts that only read, sent as
+// EVALSHA_RO (EVAL_RO when the server does not hold one): the server
+// checks their keys for reading only, so a read-only ACL user (an
+// observing dashboard's) runs them, and a script that tried to write would
+// be refused.
+func (c *Client) execScriptsRO(ctx context.Context, scripts []*wire.Script, calls []rueidis.LuaExec) []rueidis.RedisResult {
+	cmds := make(rueidis.Commands, len(calls))
+	for i, x := range calls {
+		cmds[i] = c.evalshaRO(scripts[i], x)
+	}
+	return c.execAgain(ctx, scripts, calls, cmds, true)
+}
+
+// evalshaRO is the EVALSHA_RO of a read-only script's call.
+func (c *Client) evalshaRO(s *wire.Script, x rueidis.LuaExec) rueidis.Completed {
+	return c.rc.B().EvalshaRo().Sha1(s.SHA1).Numkeys(int64(len(x.Keys))).Key(x.Keys...).Arg(x.Args...).Build()
+}
+
+// evalRO is the EVAL_RO of a read-only script's call.
+func (c *Client) evalRO(s *wire.Script, x rueidis.LuaExec) rueidis.Completed {
+	return c.rc.B().EvalRo().Script(s.Source).Numkeys(int64(len(x.Keys))).Key(x.Keys...).Arg(x.Args...).Build()
+}
+
+// execAgain sends cmds, the EVALSHA (EVALSHA_RO with ro) of calls, and
+// sends each that met NOSCRIPT again as EVAL (EVAL_RO).
+func (c *Client) execAgain(ctx context.Context, scripts []*wire.Script, calls []rueidis.LuaExec, cmds rueidis.Commands, ro bool) []rueidis.RedisResult {
 	res := c.rc.DoMulti(ctx, cmds...)
 	var again []int
 	for i, r := range res {
@@ -375,6 +404,10 @@ func (c *Client) execScripts(ctx context.Context, scripts []*wire.Script, calls 
 	evals := make(rueidis.Commands, len(again))
 	for j, i := range again {
 		x := calls[i]
+		if ro {
+			evals[j] = c.evalRO(scripts[i], x)
+			continue
+		}
 		evals[j] = c.rc.B().Eval().Script(scripts[i].Source).Numkeys(int64(len(x.Keys))).Key(x.Keys...).Arg(x.Args...).Build()
 	}
 	for j, r := range c.rc.DoMulti(ctx, evals...) {

@@ -32,13 +32,33 @@ func fences(md string) (infos, blocks []string) {
 	return infos, blocks
 }
 
+// section returns the text of the README's "## name" section, up to the
+// next section.
+func section(md, name string) string {
+	_, rest, ok := strings.Cut(md, "\n## "+name+"\n")
+	if !ok {
+		return ""
+	}
+	text, _, _ := strings.Cut(rest, "\n## ")
+	return text
+}
+
 // The README's quickstart runs as written: its Go block becomes the main
 // package of a fresh module whose go.mod is the README's own "from a
 // checkout" lines (require and replace, pointed at this checkout), built
 // with the go command and run against a real redis-server this test starts
 // (its address in EMQ_ADDR, as the README says); what it prints is what
 // the README says it prints.
-func TestREADMEQuickstart(t *testing.T) {
+func TestREADMEQuickstart(t *testing.T) { runREADMESection(t, "Quickstart") }
+
+// The README's "Why did my job fail?" program runs as written, like the
+// quickstart, and prints the failure history the README shows.
+func TestREADMEWhyDidMyJobFail(t *testing.T) { runREADMESection(t, "Why did my job fail?") }
+
+// runREADMESection runs the Go block of the README's section name as the
+// quickstart test does, and compares what it prints with the section's
+// block after it.
+func runREADMESection(t *testing.T, name string) {
 	sdk, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -47,24 +67,33 @@ func TestREADMEQuickstart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	infos, blocks := fences(string(md))
-	var program, gomod, output string
+	_, all := fences(string(md))
+	var gomod string
+	for _, b := range all {
+		if strings.Contains(b, "replace github.com/echomq/echomq/sdk/go =>") {
+			gomod = b
+		}
+	}
+	text := section(string(md), name)
+	if text == "" {
+		t.Fatalf("the README has no section %q", name)
+	}
+	infos, blocks := fences(text)
+	var program, output string
 	for i, info := range infos {
 		b := blocks[i]
 		switch {
 		case info == "go":
 			if program != "" {
-				t.Fatal("the README has more than one go block: which is the quickstart?")
+				t.Fatalf("the README's section %q has more than one go block: which is its program?", name)
 			}
 			program = b
-		case info == "" && strings.Contains(b, "replace github.com/echomq/echomq/sdk/go =>"):
-			gomod = b
 		case info == "" && program != "" && output == "":
 			output = b // the block after the program: what it prints
 		}
 	}
 	if program == "" || gomod == "" || output == "" {
-		t.Fatalf("the README lacks its quickstart (go block %t), its go.mod lines (%t) or the output it shows (%t)", program != "", gomod != "", output != "")
+		t.Fatalf("the README lacks its %q program (go block %t), its go.mod lines (%t) or the output it shows (%t)", name, program != "", gomod != "", output != "")
 	}
 	const placeholder = "/path/to/echomq/sdk/go"
 	if !strings.Contains(gomod, placeholder) {
@@ -106,6 +135,6 @@ func TestREADMEQuickstart(t *testing.T) {
 	srv := redistest.Start(t)
 	got := run(append(os.Environ(), "EMQ_ADDR="+srv.Addr()), filepath.Join(dir, "quickstart"))
 	if string(got) != output {
-		t.Fatalf("the quickstart printed\n%s\nthe README says it prints\n%s", got, output)
+		t.Fatalf("the README's %q program printed\n%s\nthe README says it prints\n%s", name, got, output)
 	}
 }

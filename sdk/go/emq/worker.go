@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
+	"os"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -92,6 +94,18 @@ type WorkerOptions struct {
 	// and their contexts cancelled. Default 30s; negative hands back at
 	// once.
 	ShutdownTimeout time.Duration
+	// JobTimeout bounds each run of the handler (echomq 2.3.0): the
+	// handler's context gets this deadline, and a handler that returns
+	// after it — with an error wrapping context.DeadlineExceeded from its
+	// context, or any other outcome, nil included — failed by timeout: the
+	// job is retried or buried like any failure, recorded with
+	// FailureClassTimeout. Keep it below the job's useful life; the lease is
+	// extended meanwhile as for any handler. Default 0: no deadline.
+	JobTimeout time.Duration
+	// WorkerName names this worker in the failure records of the jobs it
+	// fails (echomq 2.3.0; the record keeps its first 128 bytes). Default
+	// "<hostname>:<pid>".
+	WorkerName string
 	// Logger; default the client's.
 	Logger *slog.Logger
 	// Metrics; default the client's.
@@ -127,6 +141,8 @@ type Worker struct {
 	hard     context.Context // parent of handler contexts; cancelled after the shutdown deadline
 	draining atomic.Bool
 	started  atomic.Bool
+
+	sweep uint64 // the orphan sweep's HSCAN cursor of the failures hash, kept across maintenance ticks
 }
 
 type slot struct {
@@ -168,6 +184,12 @@ func NewWorker(q *Queue, h Handler, opt WorkerOptions) (*Worker, error) {
 	}
 	if opt.Wait <= 0 {
 		opt.Wait = time.Second
+	}
+	if opt.JobTimeout < 0 {
+		return nil, errorf("%w: negative job timeout %v", ErrArgument, opt.JobTimeout)
+	}
+	if opt.WorkerName == "" {
+		opt.WorkerName = defaultWorkerName()
 	}
 	if opt.Maintenance == 0 {
 		opt.Maintenance = time.Second
@@ -415,7 +437,13 @@ func (w *Worker) process(i int, job Job) (Job, bool) {
 	hctx, cancel := context.WithCancelCause(w.hard)
 	fl.cancel = cancel
 	w.slots[i].cur.Store(fl)
-	err := w.call(hctx, job)
+	var class FailureClass
+	var err error
+	if w.opt.JobTimeout > 0 {
+		class, err = w.callTimed(hctx, job)
+	} else {
+		class, err = w.call(hctx, job)
+	}
 	w.slots[i].cur.Store(nil)
 	cancel(nil)
 	if fl.handedBack.Load() {
@@ -424,7 +452,7 @@ func (w *Worker) process(i int, job Job) (Job, bool) {
 	ctx, done := context.WithTimeout(context.Background(), opTimeout)
 	defer done()
 	if err != nil {
-		w.fail(ctx, job, err)
+		w.fail(ctx, job, err, class)
 		return Job{}, false
 	}
 	count := 1
@@ -447,33 +475,67 @@ func (w *Worker) process(i int, job Job) (Job, bool) {
 	return next[0], true
 }
 
-// call runs the handler, turning a panic into an error.
-func (w *Worker) call(ctx context.Context, job Job) (err error) {
+// call runs the handler, turning a panic into an error; the class says
+// how a failure failed: FailureClassError for a returned error,
+// FailureClassPanic for a recovered panic.
+func (w *Worker) call(ctx context.Context, job Job) (class FailureClass, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			w.m.Add(Panicked, w.q.Name(), 1)
 			w.log.Error("emq: the handler panicked", "id", job.ID, "panic", p, "stack", string(debug.Stack()))
-			err = errorf("emq: handler panic: %v", p)
+			class, err = FailureClassPanic, errorf("emq: handler panic: %v", p)
 		}
 	}()
-	return w.h(ctx, job)
+	return FailureClassError, w.h(ctx, job)
+}
+
+// errJobTimeout is the cause of a handler's context when JobTimeout
+// elapsed.
+var errJobTimeout = errors.New("emq: the job ran past the worker's job timeout")
+
+// callTimed runs the handler under JobTimeout: a handler that returns
+// after its deadline failed by timeout, whatever it returned.
+func (w *Worker) callTimed(ctx context.Context, job Job) (FailureClass, error) {
+	tctx, cancel := context.WithTimeoutCause(ctx, w.opt.JobTimeout, errJobTimeout)
+	defer cancel()
+	class, err := w.call(tctx, job)
+	if tctx.Err() == nil || !errors.Is(context.Cause(tctx), errJobTimeout) {
+		return class, err
+	}
+	if err == nil {
+		err = errorf("emq: the handler returned after its job timeout of %v", w.opt.JobTimeout)
+	} else {
+		err = errorf("emq: the handler ran past its job timeout of %v: %w", w.opt.JobTimeout, err)
+	}
+	return FailureClassTimeout, err
+}
+
+// defaultWorkerName is "<hostname>:<pid>".
+func defaultWorkerName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
 // fail retries a failed job after its backoff, or buries it when it is out
-// of attempts or failed permanently.
-func (w *Worker) fail(ctx context.Context, job Job, why error) {
+// of attempts or failed permanently, recording the attempt with class,
+// the worker's name and the error's text in the job's failure record.
+func (w *Worker) fail(ctx context.Context, job Job, why error, class FailureClass) {
+	f := Failure{Class: class, Worker: w.opt.WorkerName, Message: why.Error()}
 	var perm *permanentError
 	if errors.As(why, &perm) || job.Token >= w.opt.MaxAttempts {
-		if err := w.q.Bury(ctx, job.ID, job.Token); err != nil {
+		if err := w.q.BuryFailed(ctx, job.ID, job.Token, f); err != nil {
 			w.settleError(job, "bury", err)
 			return
 		}
 		w.m.Add(Buried, w.q.Name(), 1)
-		w.log.Warn("emq: job buried", "id", job.ID, "attempt", job.Token, "err", why)
+		w.log.Warn("emq: job buried", "id", job.ID, "attempt", job.Token, "class", string(class), "err", why)
 		return
 	}
 	delay := w.opt.Backoff(job.Token)
-	if _, err := w.q.Retry(ctx, job.ID, job.Token, delay); err != nil {
+	if _, err := w.q.RetryFailed(ctx, job.ID, job.Token, delay, f); err != nil {
 		w.settleError(job, "retry", err)
 		return
 	}
@@ -486,7 +548,7 @@ func (w *Worker) fail(ctx context.Context, job Job, why error) {
 			w.promote(ctx)
 		})
 	}
-	w.log.Info("emq: job failed; it runs again", "id", job.ID, "attempt", job.Token, "in", delay, "err", why)
+	w.log.Info("emq: job failed; it runs again", "id", job.ID, "attempt", job.Token, "class", string(class), "in", delay, "err", why)
 }
 
 func (w *Worker) settleError(job Job, op string, err error) {
@@ -576,7 +638,8 @@ func (w *Worker) handBack() {
 
 // maintain promotes due jobs and reaps expired leases every Maintenance,
 // while this worker holds the queue's maintenance lock, so that one worker
-// per queue does it.
+// per queue does it; and every tick, lock or not, it sweeps a slice of the
+// queue's orphaned failure records (sweepOrphans).
 func (w *Worker) maintain(stop <-chan struct{}) {
 	every := w.opt.Maintenance
 	name := wire.LockMaintenance(w.q.Name())
@@ -605,6 +668,9 @@ func (w *Worker) maintain(stop <-chan struct{}) {
 		} else if err != nil {
 			w.log.Warn("emq: taking the maintenance lock failed", "err", err)
 		}
+		// Every worker sweeps, whoever holds the lock: a 2.2 worker
+		// holding it never sweeps, and the orphans are its clients'.
+		w.sweepOrphans(ctx)
 		cancel()
 	}
 }
@@ -633,5 +699,40 @@ func (w *Worker) reap(ctx context.Context) {
 	if n > 0 {
 		w.m.Add(Reaped, w.q.Name(), int64(n))
 		w.log.Info("emq: expired leases taken back", "jobs", n)
+	}
+}
+
+// sweepBatch is the HSCAN COUNT of one orphan sweep.
+const sweepBatch = 100
+
+// sweepOrphans scans the next slice of the queue's failure records (one
+// HSCAN, its cursor kept across ticks) and forgets those of the ids it saw
+// whose rows are gone: the records a 2.2 client's complete or purge left
+// behind go within about one tick per sweepBatch records. A field that is
+// not a well-formed id (a foreign writer's) is left alone.
+func (w *Worker) sweepOrphans(ctx context.Context) {
+	rc := w.q.c.rc
+	e, err := rc.Do(ctx, rc.B().Hscan().Key(w.q.keys.Failures).Cursor(w.sweep).Count(sweepBatch).Build()).AsScanEntry()
+	if err != nil {
+		w.log.Warn("emq: scanning the failure records failed", "err", err)
+		return
+	}
+	w.sweep = e.Cursor
+	var ids []ID
+	for i := 0; i+1 < len(e.Elements); i += 2 {
+		if id, err := ParseID(e.Elements[i]); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	n, err := w.q.ForgetFailures(ctx, ids)
+	if err != nil {
+		w.log.Warn("emq: forgetting orphaned failure records failed", "err", err)
+		return
+	}
+	if n > 0 {
+		w.log.Debug("emq: forgot orphaned failure records", "records", n)
 	}
 }
