@@ -150,6 +150,10 @@ func TestDeclaredKeys(t *testing.T) {
 			case "int":
 				argv = append(argv, ints[a.Name])
 			default:
+				if v, ok := p.Vocabulary(a.Vocabulary); ok && a.Vocabulary != "" {
+					argv = append(argv, v.Words[0].Word) // a word the script admits
+					break
+				}
 				argv = append(argv, "x")
 			}
 		}
