@@ -116,12 +116,8 @@ func (q *Queue) Failures(ctx context.Context, id ID) (attempts []FailedAttempt, 
 			return err
 		}
 		call := wire.FailuresCall{Row: row, Failures: q.keys.Failures, ID: id}
-		x := call.LuaExec()
-		r := q.c.rc.Do(ctx, failuresRead(q.c.rc, x))
-		if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() {
-			r = q.c.rc.Do(ctx, q.c.rc.B().EvalRo().Script(wire.ScriptFailures.Source).Numkeys(int64(len(x.Keys))).Key(x.Keys...).Arg(x.Args...).Build())
-		}
-		attempts, err = decodeFailures(r)
+		res := q.c.execScriptsRO(ctx, []*wire.Script{wire.ScriptFailures}, []rueidis.LuaExec{call.LuaExec()})
+		attempts, err = decodeFailures(res[0])
 		return err
 	})
 	return attempts, err
@@ -163,14 +159,6 @@ func (q *Queue) FailuresMany(ctx context.Context, ids []ID) (out [][]FailedAttem
 		return nil
 	})
 	return out, err
-}
-
-// failuresRead is the failures script's call as a read-only script
-// (EVALSHA_RO): the script only reads, so a user granted read access to
-// the queue's keys (%R~) runs it, and a replica serves it; a server
-// without the script answers NOSCRIPT, and EVAL_RO sends its source.
-func failuresRead(rc rueidis.Client, x rueidis.LuaExec) rueidis.Completed {
-	return rc.B().EvalshaRo().Sha1(wire.ScriptFailures.SHA1).Numkeys(int64(len(x.Keys))).Key(x.Keys...).Arg(x.Args...).Build()
 }
 
 // decodeFailures turns a reply of the failures script into attempts.

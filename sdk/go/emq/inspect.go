@@ -66,7 +66,7 @@ func (q *Queue) getOnce(ctx context.Context, id ID) (JobInfo, bool, error) {
 	}
 	fc := wire.FailuresCall{Row: row, Failures: q.keys.Failures, ID: id}
 	fx := fc.LuaExec()
-	cmds = append(cmds, failuresRead(rc, fx))
+	cmds = append(cmds, q.c.evalshaRO(wire.ScriptFailures, fx))
 	res := rc.DoMulti(ctx, cmds...)
 	m, err := res[0].AsStrMap()
 	if err != nil {
@@ -74,7 +74,7 @@ func (q *Queue) getOnce(ctx context.Context, id ID) (JobInfo, bool, error) {
 	}
 	fres := res[len(res)-1]
 	if e, ok := rueidis.IsRedisErr(fres.Error()); ok && e.IsNoScript() {
-		fres = rc.Do(ctx, rc.B().EvalRo().Script(wire.ScriptFailures.Source).Numkeys(int64(len(fx.Keys))).Key(fx.Keys...).Arg(fx.Args...).Build())
+		fres = rc.Do(ctx, q.c.evalRO(wire.ScriptFailures, fx))
 	}
 	info := JobInfo{ID: id}
 	scores := make([]float64, len(sets))
