@@ -273,20 +273,27 @@ func (r *probeRuntime) RunScript(ctx context.Context, name string, args map[stri
 	if s == wire.ScriptFence {
 		return rueidis.NewErrorResult(errorf("not run: script %s writes %s and %s, which a probe only reads", name, wire.KeyVersion, wire.KeyBundle))
 	}
+	// The first row key takes the row of the first id argument (the job a
+	// script moves); later row keys, a repeated group run with one entry,
+	// take the row of the last (the repeated ids' one value).
 	argv := make([]string, len(s.Argv))
-	id := ""
+	first, last := "", ""
 	for i, a := range s.Argv {
 		switch s.ArgTypes[i] {
 		case "prefix":
 			argv[i] = r.keys.RowPrefix()
 		case "id":
-			id = args[a]
-			argv[i] = id
+			if first == "" {
+				first = args[a]
+			}
+			last = args[a]
+			argv[i] = last
 		default:
 			argv[i] = args[a]
 		}
 	}
 	keys := make([]string, len(s.Keys))
+	id := first
 	for i, typ := range s.KeyTypes {
 		if member, ok := strings.CutPrefix(typ, "reserve:"); ok {
 			k, err := wire.ReserveKey(member, r.keys.Queue())
@@ -304,6 +311,7 @@ func (r *probeRuntime) RunScript(ctx context.Context, name string, args map[stri
 			if keys[i], err = r.keys.Row(parsed); err != nil {
 				return rueidis.NewErrorResult(err)
 			}
+			id = last
 		}
 	}
 	return s.Lua().Exec(ctx, r.p.c.rc, keys, argv)

@@ -259,7 +259,11 @@ class Runtime {
         ),
       };
     }
-    let id = "";
+    // The first row key takes the row of the first id argument (the job a
+    // script moves); later row keys, a repeated group run with one entry,
+    // take the row of the last (the repeated ids' one value).
+    let first: string | undefined;
+    let last = "";
     const argv: RedisArg[] = s.argv.map((a, i) => {
       const t = s.argTypes[i];
       if (t === "prefix") {
@@ -267,10 +271,12 @@ class Runtime {
       }
       const v = args.get(a) ?? "";
       if (t === "id") {
-        id = v;
+        first ??= v;
+        last = v;
       }
       return v;
     });
+    let id = first ?? "";
     try {
       const keys = s.keyTypes.map((t) => {
         if (t.startsWith(PROBE_KIND_RESERVE + ":")) {
@@ -279,7 +285,13 @@ class Runtime {
             this.keys.queue,
           );
         }
-        return this.keys.key(t) ?? this.keys.row(id);
+        const k = this.keys.key(t);
+        if (k !== undefined) {
+          return k;
+        }
+        const row = this.keys.row(id);
+        id = last;
+        return row;
       });
       return {
         value: await runScript(this.#c.adapter, { script: s, keys, argv }),

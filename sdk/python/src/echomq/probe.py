@@ -249,7 +249,11 @@ class _Runtime:
                     f"not run: script {name} writes the fence's keys, which a probe only reads"
                 )
             )
-        id = ""
+        # The first row key takes the row of the first id argument (the job a
+        # script moves); later row keys, a repeated group run with one entry,
+        # take the row of the last (the repeated ids' one value).
+        first: str | None = None
+        last = ""
         argv: list[Arg] = []
         for a, t in zip(sc.argv, sc.arg_types, strict=True):
             if t == "prefix":
@@ -257,8 +261,11 @@ class _Runtime:
                 continue
             v = args.get(a, "")
             if t == "id":
-                id = v
+                if first is None:
+                    first = v
+                last = v
             argv.append(v)
+        id = first if first is not None else ""
         try:
             keys: list[str] = []
             for t in sc.key_types:
@@ -267,7 +274,10 @@ class _Runtime:
                     keys.append(reserve_key(member, self.keys.queue))
                 else:
                     key = self.keys.key(t)
-                    keys.append(key if key is not None else self.keys.row(id))
+                    if key is None:
+                        key = self.keys.row(id)
+                        id = last
+                    keys.append(key)
             return _Reply(
                 value=await run_script(self.c.redis, ScriptExec(sc, tuple(keys), tuple(argv)))
             )
