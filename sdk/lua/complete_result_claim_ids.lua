@@ -83,16 +83,25 @@ if keep > 0 then
 elseif redis.call('HDEL', KEYS[5], ARGV[1]) == 1 then
   redis.call('ZREM', KEYS[6], ARGV[1])
 end
-if events_max > 0 then
-  redis.call('XADD', KEYS[10], 'MAXLEN', '~', events_max, '*', 'e', 'completed', 'j', ARGV[1], 'a', cur[1])
+local function emit(...)
+  if events_max > 0 then
+    redis.call('XADD', KEYS[10], 'MAXLEN', '~', events_max, '*', ...)
+  end
 end
-local minute = math.floor(now / 60000)
-local slot = minute % 1440
-if redis.call('HGET', KEYS[11], 'm:' .. slot) ~= tostring(minute) then
-  redis.call('HSET', KEYS[11], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+local function count(word, n)
+  if n == 0 then
+    return
+  end
+  local minute = math.floor(now / 60000)
+  local slot = minute % 1440
+  if redis.call('HGET', KEYS[11], 'm:' .. slot) ~= tostring(minute) then
+    redis.call('HSET', KEYS[11], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  end
+  redis.call('HINCRBY', KEYS[11], word, n)
+  redis.call('HINCRBY', KEYS[11], word .. ':' .. slot, n)
 end
-redis.call('HINCRBY', KEYS[11], 'completed', 1)
-redis.call('HINCRBY', KEYS[11], 'completed:' .. slot, 1)
+emit('e', 'completed', 'j', ARGV[1], 'a', cur[1])
+count('completed', 1)
 local deadline = now + lease
 local out = {}
 for i = 8, #ARGV do
