@@ -51,15 +51,17 @@ local function emit(...)
     redis.call('XADD', KEYS[7], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
+local counted = false
 local function count(word, n)
   if n == 0 then
     return
   end
   local minute = math.floor(now / 60000)
   local slot = minute % 1440
-  if redis.call('HGET', KEYS[8], 'm:' .. slot) ~= tostring(minute) then
+  if not counted and redis.call('HGET', KEYS[8], 'm:' .. slot) ~= tostring(minute) then
     redis.call('HSET', KEYS[8], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
   end
+  counted = true
   redis.call('HINCRBY', KEYS[8], word, n)
   redis.call('HINCRBY', KEYS[8], word .. ':' .. slot, n)
 end

@@ -51,7 +51,7 @@ func newScript(name, sha1, source string, keys, argv, keyTypes, argTypes, replyE
 }
 
 // BundleDigest identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version.
-const BundleDigest = "1ea5ac230162b020723b8019d5988a91a4a66952"
+const BundleDigest = "697a205706a9ca55a7bce0be4bee3366ae08657f"
 
 // The bundle.
 var (
@@ -114,11 +114,11 @@ var (
 	// ScriptAddMany is the add_many script: (2.4.0) Admit many jobs like push_many, each to run after a delay measured on the server's clock and with a retry policy of its own when given, and ring the doorbell once.
 	ScriptAddMany = newScript("add_many", "b71ded3dcd6a830d400056a749f22013bd98f03e", luaAddMany, []string{"pending", "schedule", "wake", "options", "rows"}, []string{"delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "ids", "payloads"}, []string{"pending", "schedule", "wake", "options", "row"}, []string{"int", "int", "string", "int", "int", "id", "bytes"}, []string{"enqueued", "run_at_ms"})
 	// ScriptCompleteResultClaimIDs is the complete_result_claim_ids script: (2.4.0) Retire an active job like complete_claim_ids and lease the given pending ids, keeping its result as the worker's retention says, and report and count the completion.
-	ScriptCompleteResultClaimIDs = newScript("complete_result_claim_ids", "daa74a80d4bd384463dd0d3665c0cf68ec378a2c", luaCompleteResultClaimIDs, []string{"row", "active", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "rows"}, []string{"id", "token", "lease_ms", "result", "keep", "keep_age_ms", "events_max", "ids"}, []string{"row", "active", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "row"}, []string{"id", "token", "int", "bytes", "int", "int", "int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
+	ScriptCompleteResultClaimIDs = newScript("complete_result_claim_ids", "5626c43fd5cbf91b5625ec699d21fb7f637929ed", luaCompleteResultClaimIDs, []string{"row", "active", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "rows"}, []string{"id", "token", "lease_ms", "result", "keep", "keep_age_ms", "events_max", "ids"}, []string{"row", "active", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "row"}, []string{"id", "token", "int", "bytes", "int", "int", "int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
 	// ScriptFail is the fail script: (2.4.0) Settle a failed attempt of an active job by its retry policy (the job's own, else the worker's), recording it like retry_failed and bury_failed, and report and count it.
-	ScriptFail = newScript("fail", "eeab32cb2101adf1455aa52c008d6568e162d9be", luaFail, []string{"active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "class", "worker", "error", "max_attempts", "backoff", "backoff_ms", "backoff_max_ms", "jitter", "bury", "events_max"}, []string{"active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "string", "string", "bytes", "int", "string", "int", "int", "int", "int", "int"}, []string{"outcome", "run_at_ms"})
+	ScriptFail = newScript("fail", "1e6699f4e4b820110deb1b809b00eb25d77564f0", luaFail, []string{"active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "class", "worker", "error", "max_attempts", "backoff", "backoff_ms", "backoff_max_ms", "jitter", "bury", "events_max"}, []string{"active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "string", "string", "bytes", "int", "string", "int", "int", "int", "int", "int"}, []string{"outcome", "run_at_ms"})
 	// ScriptReapRecordedIDs is the reap_recorded_ids script: (2.4.0) Take back the given expired leases like reap_failed_ids, burying by each job's own attempts when it has them, and report and count each.
-	ScriptReapRecordedIDs = newScript("reap_recorded_ids", "ef3e3c1639cd4ce0b6039a44101d9393a196a8ad", luaReapRecordedIDs, []string{"active", "pending", "dead", "wake", "failures", "options", "events", "counters", "rows"}, []string{"max_attempts", "events_max", "ids"}, []string{"active", "pending", "dead", "wake", "failures", "options", "events", "counters", "row"}, []string{"int", "int", "id"}, []string{})
+	ScriptReapRecordedIDs = newScript("reap_recorded_ids", "e1c26e4e6cb07af9b722bdd943a14c174cb45751", luaReapRecordedIDs, []string{"active", "pending", "dead", "wake", "failures", "options", "events", "counters", "rows"}, []string{"max_attempts", "events_max", "ids"}, []string{"active", "pending", "dead", "wake", "failures", "options", "events", "counters", "row"}, []string{"int", "int", "id"}, []string{})
 	// ScriptProgress is the progress script: (2.4.0) Report an active job's progress, for the lease holder only, and emit it as an event.
 	ScriptProgress = newScript("progress", "2c9edf730b49648a6d37b4002e69c6a7a2dd8851", luaProgress, []string{"row", "progress", "events"}, []string{"id", "token", "progress", "events_max"}, []string{"row", "progress", "events"}, []string{"id", "token", "bytes", "int"}, []string{})
 	// ScriptReviveRecorded is the revive_recorded script: (2.4.0) Bring a dead job back to pending like revive, ring the doorbell, and report it.
@@ -3502,7 +3502,9 @@ if cur[2] ~= 'active' then return redis.error_reply('EMQSTALE complete job not a
 local rung = redis.call('LLEN', KEYS[4])
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('HDEL', KEYS[8], ARGV[1])
+if tonumber(cur[1]) > 1 then
+  redis.call('HDEL', KEYS[8], ARGV[1])
+end
 redis.call('HDEL', KEYS[7], ARGV[1])
 redis.call('HDEL', KEYS[9], ARGV[1])
 local t = redis.call('TIME')
@@ -3533,15 +3535,17 @@ local function emit(...)
     redis.call('XADD', KEYS[10], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
+local counted = false
 local function count(word, n)
   if n == 0 then
     return
   end
   local minute = math.floor(now / 60000)
   local slot = minute % 1440
-  if redis.call('HGET', KEYS[11], 'm:' .. slot) ~= tostring(minute) then
+  if not counted and redis.call('HGET', KEYS[11], 'm:' .. slot) ~= tostring(minute) then
     redis.call('HSET', KEYS[11], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
   end
+  counted = true
   redis.call('HINCRBY', KEYS[11], word, n)
   redis.call('HINCRBY', KEYS[11], word .. ':' .. slot, n)
 end
@@ -3828,15 +3832,17 @@ local function emit(...)
     redis.call('XADD', KEYS[8], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
+local counted = false
 local function count(word, n)
   if n == 0 then
     return
   end
   local minute = math.floor(now / 60000)
   local slot = minute % 1440
-  if redis.call('HGET', KEYS[9], 'm:' .. slot) ~= tostring(minute) then
+  if not counted and redis.call('HGET', KEYS[9], 'm:' .. slot) ~= tostring(minute) then
     redis.call('HSET', KEYS[9], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
   end
+  counted = true
   redis.call('HINCRBY', KEYS[9], word, n)
   redis.call('HINCRBY', KEYS[9], word .. ':' .. slot, n)
 end
@@ -4009,15 +4015,17 @@ local function emit(...)
     redis.call('XADD', KEYS[7], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
+local counted = false
 local function count(word, n)
   if n == 0 then
     return
   end
   local minute = math.floor(now / 60000)
   local slot = minute % 1440
-  if redis.call('HGET', KEYS[8], 'm:' .. slot) ~= tostring(minute) then
+  if not counted and redis.call('HGET', KEYS[8], 'm:' .. slot) ~= tostring(minute) then
     redis.call('HSET', KEYS[8], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
   end
+  counted = true
   redis.call('HINCRBY', KEYS[8], word, n)
   redis.call('HINCRBY', KEYS[8], word .. ':' .. slot, n)
 end

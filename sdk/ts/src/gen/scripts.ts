@@ -56,7 +56,7 @@ export interface ScriptExec {
 }
 
 /** Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version. */
-export const BUNDLE_DIGEST = "1ea5ac230162b020723b8019d5988a91a4a66952";
+export const BUNDLE_DIGEST = "697a205706a9ca55a7bce0be4bee3366ae08657f";
 
 function isNoScript(err: unknown): boolean {
   return err instanceof ReplyError && err.message.startsWith("NOSCRIPT");
@@ -1803,7 +1803,9 @@ if cur[2] ~= 'active' then return redis.error_reply('EMQSTALE complete job not a
 local rung = redis.call('LLEN', KEYS[4])
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('HDEL', KEYS[8], ARGV[1])
+if tonumber(cur[1]) > 1 then
+  redis.call('HDEL', KEYS[8], ARGV[1])
+end
 redis.call('HDEL', KEYS[7], ARGV[1])
 redis.call('HDEL', KEYS[9], ARGV[1])
 local t = redis.call('TIME')
@@ -1834,15 +1836,17 @@ local function emit(...)
     redis.call('XADD', KEYS[10], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
+local counted = false
 local function count(word, n)
   if n == 0 then
     return
   end
   local minute = math.floor(now / 60000)
   local slot = minute % 1440
-  if redis.call('HGET', KEYS[11], 'm:' .. slot) ~= tostring(minute) then
+  if not counted and redis.call('HGET', KEYS[11], 'm:' .. slot) ~= tostring(minute) then
     redis.call('HSET', KEYS[11], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
   end
+  counted = true
   redis.call('HINCRBY', KEYS[11], word, n)
   redis.call('HINCRBY', KEYS[11], word .. ':' .. slot, n)
 end
@@ -1872,7 +1876,7 @@ return out
 /** The complete_result_claim_ids script: (2.4.0) Retire an active job like complete_claim_ids and lease the given pending ids, keeping its result as the worker's retention says, and report and count the completion. */
 export const SCRIPT_COMPLETE_RESULT_CLAIM_IDS: Script = {
   name: "complete_result_claim_ids",
-  sha1: "daa74a80d4bd384463dd0d3665c0cf68ec378a2c",
+  sha1: "5626c43fd5cbf91b5625ec699d21fb7f637929ed",
   source: LUA_COMPLETE_RESULT_CLAIM_IDS,
   keys: [
     "row",
@@ -2037,15 +2041,17 @@ local function emit(...)
     redis.call('XADD', KEYS[8], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
+local counted = false
 local function count(word, n)
   if n == 0 then
     return
   end
   local minute = math.floor(now / 60000)
   local slot = minute % 1440
-  if redis.call('HGET', KEYS[9], 'm:' .. slot) ~= tostring(minute) then
+  if not counted and redis.call('HGET', KEYS[9], 'm:' .. slot) ~= tostring(minute) then
     redis.call('HSET', KEYS[9], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
   end
+  counted = true
   redis.call('HINCRBY', KEYS[9], word, n)
   redis.call('HINCRBY', KEYS[9], word .. ':' .. slot, n)
 end
@@ -2063,7 +2069,7 @@ return {outcome, run_at}
 /** The fail script: (2.4.0) Settle a failed attempt of an active job by its retry policy (the job's own, else the worker's), recording it like retry_failed and bury_failed, and report and count it. */
 export const SCRIPT_FAIL: Script = {
   name: "fail",
-  sha1: "eeab32cb2101adf1455aa52c008d6568e162d9be",
+  sha1: "1e6699f4e4b820110deb1b809b00eb25d77564f0",
   source: LUA_FAIL,
   keys: [
     "active",
@@ -2172,15 +2178,17 @@ local function emit(...)
     redis.call('XADD', KEYS[7], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
+local counted = false
 local function count(word, n)
   if n == 0 then
     return
   end
   local minute = math.floor(now / 60000)
   local slot = minute % 1440
-  if redis.call('HGET', KEYS[8], 'm:' .. slot) ~= tostring(minute) then
+  if not counted and redis.call('HGET', KEYS[8], 'm:' .. slot) ~= tostring(minute) then
     redis.call('HSET', KEYS[8], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
   end
+  counted = true
   redis.call('HINCRBY', KEYS[8], word, n)
   redis.call('HINCRBY', KEYS[8], word .. ':' .. slot, n)
 end
@@ -2231,7 +2239,7 @@ return moved
 /** The reap_recorded_ids script: (2.4.0) Take back the given expired leases like reap_failed_ids, burying by each job's own attempts when it has them, and report and count each. */
 export const SCRIPT_REAP_RECORDED_IDS: Script = {
   name: "reap_recorded_ids",
-  sha1: "ef3e3c1639cd4ce0b6039a44101d9393a196a8ad",
+  sha1: "e1c26e4e6cb07af9b722bdd943a14c174cb45751",
   source: LUA_REAP_RECORDED_IDS,
   keys: [
     "active",
