@@ -21,7 +21,7 @@
 -- ARGV[7] -> backoff (string): the worker's backoff, when the job has none of its own: fixed or exponential
 -- ARGV[8] -> backoff_ms (int): the worker's base delay
 -- ARGV[9] -> backoff_max_ms (int): the worker's bound of an exponential backoff; 0 is unbounded
--- ARGV[10] -> jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay d becomes d - floor(d/2 × jitter/1000); 0 keeps d
+-- ARGV[10] -> jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay d becomes d - floor(d/2 * jitter/1000); 0 keeps d
 -- ARGV[11] -> bury (int): 1 buries the job whatever its attempts (the handler said the failure is final); 0 follows the policy
 -- ARGV[12] -> events_max (int): the events stream's approximate bound; 0 writes no event
 -- Output: [outcome, run_at_ms]

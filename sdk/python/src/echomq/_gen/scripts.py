@@ -61,7 +61,7 @@ class ScriptExec:
     argv: tuple[Arg, ...]
 
 
-BUNDLE_DIGEST: Final = "697a205706a9ca55a7bce0be4bee3366ae08657f"
+BUNDLE_DIGEST: Final = "87d0e432dade8e20ba89dc3d680bfd83ba644842"
 """Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each
 followed by a newline. The fence records it in the reserve per version.
 """
@@ -2086,7 +2086,7 @@ _LUA_FAIL: Final = """\
 -- ARGV[7] -> backoff (string): the worker's backoff, when the job has none of its own: fixed or exponential
 -- ARGV[8] -> backoff_ms (int): the worker's base delay
 -- ARGV[9] -> backoff_max_ms (int): the worker's bound of an exponential backoff; 0 is unbounded
--- ARGV[10] -> jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay d becomes d - floor(d/2 × jitter/1000); 0 keeps d
+-- ARGV[10] -> jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay d becomes d - floor(d/2 * jitter/1000); 0 keeps d
 -- ARGV[11] -> bury (int): 1 buries the job whatever its attempts (the handler said the failure is final); 0 follows the policy
 -- ARGV[12] -> events_max (int): the events stream's approximate bound; 0 writes no event
 -- Output: [outcome, run_at_ms]
@@ -2211,7 +2211,7 @@ return {outcome, run_at}
 
 SCRIPT_FAIL: Final = Script(
     name="fail",
-    sha1="1e6699f4e4b820110deb1b809b00eb25d77564f0",
+    sha1="24727693a77016700a6926a9351f579f3439479a",
     source=_LUA_FAIL,
     keys=("active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"),
     argv=(
@@ -5095,7 +5095,7 @@ class FailCall:
     - ARGV[7] -> backoff (string): the worker's backoff, when the job has none of its own: fixed or exponential
     - ARGV[8] -> backoff_ms (int): the worker's base delay
     - ARGV[9] -> backoff_max_ms (int): the worker's bound of an exponential backoff; 0 is unbounded
-    - ARGV[10] -> jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay d becomes d - floor(d/2 × jitter/1000); 0 keeps d
+    - ARGV[10] -> jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay d becomes d - floor(d/2 * jitter/1000); 0 keeps d
     - ARGV[11] -> bury (int): 1 buries the job whatever its attempts (the handler said the failure is final); 0 follows the policy
     - ARGV[12] -> events_max (int): the events stream's approximate bound; 0 writes no event
     - Output: [outcome, run_at_ms]
@@ -5153,7 +5153,7 @@ class FailCall:
     """
     jitter: int
     """ARGV[10]: jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay
-    d becomes d - floor(d/2 × jitter/1000); 0 keeps d
+    d becomes d - floor(d/2 * jitter/1000); 0 keeps d
     """
     bury: int
     """ARGV[11]: bury (int): 1 buries the job whatever its attempts (the handler said the failure
