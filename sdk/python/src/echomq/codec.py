@@ -356,6 +356,7 @@ class TypedQueue(Generic[T]):
             error=error,
             failures=info.failures,
             died_at_ms=info.died_at_ms,
+            progress=info.progress,
         )
 
     @honour_cancel
