@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, overload
 
 from redis.exceptions import NoScriptError
 
-from ._cancel import honour_cancel
+from ._cancel import honour_cancel, honoured
 from ._duration import Duration, duration_ms, pick_ms
 from ._gen.ids import parse_id
 from ._gen.keys import QueueKeys
@@ -1331,15 +1331,18 @@ class Queue:
         return await self.client.resend(attempt)
 
     async def events(
-        self, after: str = "", *, count: int = 100, wait: Duration = 5.0
+        self, after: str = "", *, count: int = 100, wait: Duration = 1.0
     ) -> AsyncIterator[QueueEvent]:
         """Listens to the queue's events (echomq 2.4.0): ``async for ev in queue.events(after=
         last)`` yields every event after the stream id ``after`` ("" from the oldest kept),
         oldest first, then each new one as it is written, resuming after the last it yielded:
         keep ``ev.stream_id`` to resume there later. It reads pages of up to count with
         read_events; when a page is empty it waits on the stream (XREAD BLOCK, for up to
-        ``wait`` at a time, on a connection of its own) and reads again. Stop it by leaving the
-        loop, or by cancelling the task that runs it."""
+        ``wait`` at a time, default 1 s: keep it under the client's socket_timeout, on a
+        connection of its own) and reads again. Stop it by leaving the loop (``async with
+        contextlib.aclosing(queue.events()) as evs`` closes it at once), or by cancelling the
+        task that runs it. A failed read raises; a failed wait is logged and the page read
+        again."""
         _check_after(after)
         _positive("count", count)
         if count > EVENTS_PAGE_MAX:
@@ -1358,7 +1361,7 @@ class Queue:
                 if bell is None:
                     bell = self.client.redis.client()
                 try:
-                    got = await bell.xread({key: after or "0-0"}, count=1, block=block_ms)
+                    got = await honoured(bell.xread({key: after or "0-0"}, count=1, block=block_ms))
                 except asyncio.CancelledError:
                     raise
                 except Exception as err:

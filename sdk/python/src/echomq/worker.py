@@ -826,7 +826,11 @@ class Worker:
         schedule's earliest job is due (echomq 2.4.0): then it promotes the due jobs itself
         (promote_ids, safe to race with other workers' and the maintenance's), so that a delayed
         job starts within milliseconds of its run-at. A push or a failure that schedules a new
-        earliest job rings the doorbell, and the next wait is measured again."""
+        earliest job rings the doorbell, and the next wait is measured again.
+
+        The run-at is kept by a timer of this loop (a blocking pop's own timeout is only as
+        precise as the server's clock tick, 100 ms by default): when it fires first, the worker
+        promotes, which rings the doorbell its pop is waiting on."""
         assert self._stop is not None and self._bell is not None
         wait_ms = self.wait_ms
         due_in: int | None = None
@@ -839,15 +843,26 @@ class Worker:
         if due_in is not None and due_in <= 0:
             await self._promote()
             return
-        if due_in is not None and due_in < wait_ms:
+        timed = due_in is not None and due_in < wait_ms
+        if due_in is not None and timed:
             wait_ms = due_in
         wait_s = wait_ms / 1000
         bell = asyncio.ensure_future(self._bell.blpop([self.queue.keys.wake], timeout=wait_s))
         stop = asyncio.ensure_future(self._stop.wait())
+        promoted = False
         try:
             done, _ = await asyncio.wait(
-                {bell, stop}, timeout=wait_s + 1.0, return_when=asyncio.FIRST_COMPLETED
+                {bell, stop},
+                timeout=wait_s if timed else wait_s + 1.0,
+                return_when=asyncio.FIRST_COMPLETED,
             )
+            if timed and not done:
+                # The run-at came before the pop's timeout: promote, which rings the bell.
+                promoted = True
+                await self._promote()
+                done, _ = await asyncio.wait(
+                    {bell, stop}, timeout=wait_s + 1.0, return_when=asyncio.FIRST_COMPLETED
+                )
         finally:
             stop.cancel()
             if not bell.done():
@@ -857,9 +872,9 @@ class Worker:
             if failed is not None and not self._stop.is_set():
                 self.log.debug("emq: waiting on the doorbell failed: %s", failed)
                 await self._sleep(min(wait_s, 0.1))
-            elif failed is None and bell.result() is None and due_in is not None:
-                if due_in <= self.wait_ms and not self._stop.is_set():
-                    await self._promote()  # the wait ended at the earliest job's run-at
+            elif failed is None and bell.result() is None and timed and not promoted:
+                if not self._stop.is_set():
+                    await self._promote()  # the pop ended at the earliest job's run-at
 
     def _start(self, job: Job) -> None:
         self._idle -= 1
