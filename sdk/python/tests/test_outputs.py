@@ -280,9 +280,11 @@ async def test_push_options_go_to_add_many_and_coalesce_only_alike(
         q.push(ids[4], b"4", delay=datetime.timedelta(minutes=1)),
         q.push(ids[5], b"5", delay=0, attempts=None, backoff=None),  # no options: a plain push
     )
-    assert res == [True] * 6
+    assert list(res) == [True] * 6
     policies = await client.redis.hkeys(q.keys.options)
-    assert sorted(p.decode() for p in policies) == sorted([ids[1], ids[3]])
+    assert sorted(p.decode() if isinstance(p, bytes) else p for p in policies) == sorted(
+        [ids[1], ids[3]]
+    )
     info = await q.get(ids[4])
     assert info is not None and info.state == STATE_SCHEDULED and info.at_ms is not None
     assert before + 60_000 <= info.at_ms <= await server_ms(client) + 60_000

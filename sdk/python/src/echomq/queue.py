@@ -10,7 +10,7 @@ import math
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, overload
 
@@ -1332,7 +1332,7 @@ class Queue:
 
     async def events(
         self, after: str = "", *, count: int = 100, wait: Duration = 1.0
-    ) -> AsyncIterator[QueueEvent]:
+    ) -> AsyncGenerator[QueueEvent, None]:
         """Listens to the queue's events (echomq 2.4.0): ``async for ev in queue.events(after=
         last)`` yields every event after the stream id ``after`` ("" from the oldest kept),
         oldest first, then each new one as it is written, resuming after the last it yielded:
