@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import random
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -120,6 +121,17 @@ class BackoffPolicy:
             )
         _non_negative("backoff delay", self.delay_ms)
         _non_negative("backoff max", self.max_ms)
+
+    def __call__(self, attempt: int) -> float:
+        """The delay in ms after the given failed attempt (1 for the first), as a worker waits
+        it: a policy is also a ``backoff`` function of the attempt. An exponential delay is drawn
+        from the upper half of its interval, as the fail call's jitter does."""
+        if self.kind != BACKOFF_EXPONENTIAL:
+            return float(self.delay_ms)
+        d = float(self.delay_ms) * 2.0 ** min(max(attempt, 1) - 1, 60)
+        if self.max_ms > 0:
+            d = min(d, float(self.max_ms))
+        return d - (d // 2) * random.random()
 
     @classmethod
     def fixed(cls, delay: Duration) -> BackoffPolicy:

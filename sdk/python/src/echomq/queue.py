@@ -360,7 +360,7 @@ def add_options(
     d = pick_ms("delay_ms", delay_ms, "delay", delay, 0, allow_zero=True)
     _non_negative("delay", d)
     a = 0 if attempts is None else attempts
-    _non_negative("attempts", a)
+    _non_negative("attempts of a job", a)
     b = _backoff(backoff)
     opts = AddOptions(
         delay_ms=d,

@@ -94,13 +94,15 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SyncHandler = Callable[[Job], object]
+SyncHandler = Callable[[Job], None]
 """A plain (not async) handler: the Worker runs it in a thread pool. Returning completes the job
-(what it returns is the job's result), raising hands it back, as for a Handler."""
+(what it returns is the job's result: see Handler), raising hands it back, as for a Handler."""
 
-Handler = Callable[[Job], Awaitable[object]]
-"""Processes one job. Returning completes it: what it returns is the job's result (echomq 2.4.0:
-bytes as they are, a str as UTF-8, None as none, any other value as JSON), kept as the worker's
+Handler = Callable[[Job], Awaitable[None]]
+"""Processes one job (a handler that returns a result is a Callable[[Job],
+Awaitable[object]], which Worker takes as well). Returning completes it: what it returns is the
+job's result (echomq 2.4.0: bytes as they are, a str as UTF-8, None as none, any other value as
+JSON), kept as the worker's
 ``keep_results`` says. Raising hands it back to run again after a backoff (the job's own, given
 to its push, else the worker's), until the job has been claimed max_attempts times (the job's
 own attempts, else the worker's); then it is buried. An UnrecoverableError (or a PermanentError:
@@ -351,7 +353,7 @@ class Worker:
         lease_ms: int = ...,
         batch: int | None = ...,
         max_attempts: int = ...,
-        backoff: Callable[[int], float] | BackoffPolicy | None = ...,
+        backoff: Callable[[int], float] | None = ...,
         wait_ms: int = ...,
         maintenance_ms: int = ...,
         shutdown_timeout_ms: int = ...,
@@ -380,7 +382,7 @@ class Worker:
         lease_ms: int = ...,
         batch: int | None = ...,
         max_attempts: int = ...,
-        backoff: Callable[[int], float] | BackoffPolicy | None = ...,
+        backoff: Callable[[int], float] | None = ...,
         wait_ms: int = ...,
         maintenance_ms: int = ...,
         shutdown_timeout_ms: int = ...,
@@ -403,13 +405,71 @@ class Worker:
     def __init__(
         self,
         queue: TypedQueue[T],
-        handler: Callable[[TypedJob[T]], Awaitable[object]],
+        handler: Callable[[TypedJob[T]], Awaitable[None]],
         *,
         concurrency: int = ...,
         lease_ms: int = ...,
         batch: int | None = ...,
         max_attempts: int = ...,
-        backoff: Callable[[int], float] | BackoffPolicy | None = ...,
+        backoff: Callable[[int], float] | None = ...,
+        wait_ms: int = ...,
+        maintenance_ms: int = ...,
+        shutdown_timeout_ms: int = ...,
+        logger: logging.Logger | None = ...,
+        metrics: Metrics | None = ...,
+        lease: Duration | None = ...,
+        wait: Duration | None = ...,
+        maintenance_every: Duration | None = ...,
+        shutdown_timeout: Duration | None = ...,
+        executor: Executor | None = ...,
+        in_thread: bool | None = ...,
+        name: str | None = ...,
+        job_timeout_ms: int | None = ...,
+        job_timeout: Duration | None = ...,
+        keep_results: Retention | None = ...,
+        events_max: int | None = ...,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        queue: TypedQueue[T],
+        handler: Callable[[TypedJob[T]], None],
+        *,
+        concurrency: int = ...,
+        lease_ms: int = ...,
+        batch: int | None = ...,
+        max_attempts: int = ...,
+        backoff: Callable[[int], float] | None = ...,
+        wait_ms: int = ...,
+        maintenance_ms: int = ...,
+        shutdown_timeout_ms: int = ...,
+        logger: logging.Logger | None = ...,
+        metrics: Metrics | None = ...,
+        lease: Duration | None = ...,
+        wait: Duration | None = ...,
+        maintenance_every: Duration | None = ...,
+        shutdown_timeout: Duration | None = ...,
+        executor: Executor | None = ...,
+        in_thread: bool | None = ...,
+        name: str | None = ...,
+        job_timeout_ms: int | None = ...,
+        job_timeout: Duration | None = ...,
+        keep_results: Retention | None = ...,
+        events_max: int | None = ...,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        queue: Queue,
+        handler: Callable[[Job], object],
+        *,
+        concurrency: int = ...,
+        lease_ms: int = ...,
+        batch: int | None = ...,
+        max_attempts: int = ...,
+        backoff: Callable[[int], float] | None = ...,
         wait_ms: int = ...,
         maintenance_ms: int = ...,
         shutdown_timeout_ms: int = ...,
@@ -438,7 +498,7 @@ class Worker:
         lease_ms: int = ...,
         batch: int | None = ...,
         max_attempts: int = ...,
-        backoff: Callable[[int], float] | BackoffPolicy | None = ...,
+        backoff: Callable[[int], float] | None = ...,
         wait_ms: int = ...,
         maintenance_ms: int = ...,
         shutdown_timeout_ms: int = ...,
@@ -466,7 +526,7 @@ class Worker:
         lease_ms: int | None = None,
         batch: int | None = None,
         max_attempts: int = 25,
-        backoff: Callable[[int], float] | BackoffPolicy | None = None,
+        backoff: Callable[[int], float] | None = None,
         wait_ms: int | None = None,
         maintenance_ms: int | None = None,
         shutdown_timeout_ms: int | None = None,
@@ -590,11 +650,11 @@ class Worker:
         """The most jobs one claim leases."""
         self.max_attempts = max_attempts
         """How many claims a job gets."""
-        if backoff is not None and not (isinstance(backoff, BackoffPolicy) or callable(backoff)):
+        if backoff is not None and not callable(backoff):
             raise ArgumentTypeError(
                 "backoff", "an echomq.BackoffPolicy or a function of the attempt", backoff
             )
-        self._backoff: Callable[[int], float] | BackoffPolicy = backoff or DEFAULT_BACKOFF
+        self._backoff: Callable[[int], float] = backoff or DEFAULT_BACKOFF
         if keep_results is not None and not isinstance(keep_results, Retention):
             raise ArgumentTypeError("keep_results", "an echomq.Retention or None", keep_results)
         self.keep_results: Retention = keep_results or Retention()
