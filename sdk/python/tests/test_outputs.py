@@ -420,3 +420,23 @@ async def test_an_idle_worker_starts_a_delayed_job_on_time(client: echomq.Client
     log.warning("emq: delayed start latency (handler start - run-at), ms: %s", latencies)
     print(f"delayed start latency (ms): {latencies}")
     assert all(-5 <= x < 1000 for x in latencies), latencies
+
+
+async def test_a_due_entry_that_cannot_be_promoted_does_not_spin_the_idle_worker(
+    server: Server, client: echomq.Client
+) -> None:
+    """A due schedule entry that is not an id (a foreign writer's) cannot be promoted: the idle
+    worker then waits on the doorbell as if nothing were scheduled, rather than spin on it."""
+    q = client.queue("stuck")
+    await client.redis.zadd(q.keys.schedule, {"not-an-id": 1})
+
+    async def handler(job: Job) -> None:
+        pass
+
+    async with running(Worker(q, handler, wait=1, maintenance_ms=0, logger=quiet)):
+        await asyncio.sleep(0.3)  # started, idle
+        before = server.commandstats()
+        await asyncio.sleep(1.0)
+        after = server.commandstats()
+    calls = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    assert sum(calls.values()) < 40, f"the idle worker polled: {calls}"

@@ -901,8 +901,11 @@ class Worker:
         except Exception as e:
             self.log.debug("emq: reading the schedule's head failed: %s", e)
         if due_in is not None and due_in <= 0:
-            await self._promote()
-            return
+            if await self._promote() > 0:
+                return
+            # Due but not promotable (its row is not scheduled: a foreign or broken entry):
+            # wait as if nothing were scheduled rather than spin on it.
+            due_in = None
         timed = due_in is not None and due_in < wait_ms
         if due_in is not None and timed:
             wait_ms = due_in
@@ -1513,7 +1516,8 @@ class Worker:
         except Exception as err:
             self.log.debug("emq: releasing the maintenance lock failed: %s", err)
 
-    async def _promote(self) -> None:
+    async def _promote(self) -> int:
+        """Promotes the due jobs (promote_due, in batches); returns how many moved."""
         total = 0
         try:
             while True:
@@ -1527,6 +1531,7 @@ class Worker:
             self.log.warning("emq: promoting due jobs failed: %s", err)
         if total > 0:
             self.metrics.add(Counter.PROMOTED, self.queue.name, total)  # promote_ids rang
+        return total
 
     async def _reap(self) -> None:
         total = 0
