@@ -5,7 +5,10 @@ Cluster); ``client.queue(name)`` is a queue's handle
 (``client.queue(name, codec=JSONCodec(T))`` one whose payloads are values of T)
 (push, push_batch, enqueue, enqueue_at, claim, complete, retry, bury, revive, purge, sizes, page,
 get, ...; retry_failed, bury_failed and failures record and read why a job's attempts failed);
-``Worker(queue, handler).run()`` runs a handler over a queue's jobs;
+``Worker(queue, handler).run()`` runs a handler over a queue's jobs; echomq 2.4.0 adds push options
+(``push(id, p, delay=..., attempts=..., backoff=BackoffPolicy...)``: add_many), handler results
+kept under a ``Retention`` (``lookup``, ``output``), ``job.report_progress``, the events listener
+(``async for ev in queue.events()``), ``counters`` and ``fail`` with UnrecoverableError;
 ``run_probes(client)`` checks a live server against the manifest. Protocol facts (key grammar,
 states, wire classes, the script bundle) come from the generated layer, ``echomq._gen``, which
 ``go run ./cmd/emqgen gen`` writes from protocol.yaml.

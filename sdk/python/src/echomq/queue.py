@@ -473,8 +473,10 @@ class Queue:
         job, the resend returns False.
         """
         job = self._push_job(id, payload)
-        opts = add_options(delay, attempts, backoff)
         c = self.client
+        opts = None
+        if delay is not None or attempts is not None or backoff is not None:
+            opts = add_options(delay, attempts, backoff)
         if opts is not None:
             return await self._push_with(job, opts)
         if not c.coalesce:
