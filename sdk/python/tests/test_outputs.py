@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime
 import logging
 import time
@@ -80,9 +81,14 @@ async def test_a_handlers_result_is_kept_and_read_after_completion(
     for i in ids:
         assert await q.push(i, i)
 
+    @dataclasses.dataclass
+    class Made:
+        total: int
+        id: str
+
     async def handler(job: Job) -> object:
         if job.id == ids[0]:
-            return {"total": 42, "id": job.id}
+            return Made(total=42, id=job.id)  # a dataclass: the JSON object of its fields
         if job.id == ids[1]:
             return "done"
         return b"\x00\xff"
@@ -232,6 +238,7 @@ async def test_an_unrecoverable_error_buries_at_once(client: echomq.Client) -> N
     info = await q.get(id)
     assert info is not None and info.attempts == 1
     assert info.failures[-1].message == "ValueError: the order does not exist"
+    assert str(echomq.UnrecoverableError("no such order")) == "no such order"
 
 
 async def test_an_exponential_backoff_schedules_by_the_attempt(client: echomq.Client) -> None:

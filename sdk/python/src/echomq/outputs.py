@@ -10,6 +10,7 @@ QueueEvent coming out.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import random
@@ -75,10 +76,17 @@ def _non_negative(what: str, v: object) -> int:
     return n
 
 
+def _plain(v: object) -> object:
+    """json.dumps' default: a dataclass instance as the dict of its fields."""
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return dataclasses.asdict(v)
+    raise TypeError(f"{type(v).__name__} is not JSON serializable")
+
+
 def encode_value(v: object, what: str = "value") -> bytes:
     """The bytes a handler's result or a progress report is sent as: bytes as they are, a str as
-    its UTF-8, None as nothing (empty), any other value as compact JSON (json.dumps; a value JSON
-    cannot encode raises an ArgumentTypeError)."""
+    its UTF-8, None as nothing (empty), any other value as compact JSON (json.dumps, a dataclass
+    as the object of its fields; a value JSON cannot encode raises an ArgumentTypeError)."""
     if v is None:
         return b""
     if isinstance(v, bytes | bytearray | memoryview):
@@ -86,7 +94,7 @@ def encode_value(v: object, what: str = "value") -> bytes:
     if isinstance(v, str):
         return v.encode()
     try:
-        return json.dumps(v, separators=(",", ":"), allow_nan=False).encode()
+        return json.dumps(v, separators=(",", ":"), allow_nan=False, default=_plain).encode()
     except (TypeError, ValueError) as err:
         raise ArgumentTypeError(what, f"bytes, a str or a JSON value ({err})", v) from None
 

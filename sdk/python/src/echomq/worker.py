@@ -155,6 +155,10 @@ class UnrecoverableError(PermanentError):
     is buried at once, whatever its attempts and policy. ``UnrecoverableError("why")`` or
     ``UnrecoverableError(err)``, whose ``__cause__`` is err."""
 
+    def __init__(self, cause: BaseException | str) -> None:
+        super().__init__(cause)
+        self.args = (str(cause),)
+
 
 def permanent(err: BaseException | str) -> PermanentError:
     """Marks err as permanent: raise the result from a handler to bury the job at once."""
