@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, overload
 
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from ._cancel import honour_cancel, honoured
 from ._duration import Duration, duration_ms, pick_ms
@@ -82,6 +82,7 @@ from ._gen.scripts import (
     pipe_script,
     run_script,
     run_scripts,
+    script_error,
 )
 from ._push import DEFAULT_PUSH_MAX_BATCH, AddOptions, Pusher, PushJob, add_exec, push_jobs
 from ._transport import TryAgainError
@@ -1284,7 +1285,7 @@ class Queue:
         x = OutputCall(row=row, results=k.results, progress=k.progress, id=id).exec()
 
         async def attempt() -> JobOutput:
-            return _output(OutputCall.decode(await _run(self.client, x)))
+            return _output(OutputCall.decode(await _run_ro(self.client, x)))
 
         return await self.client.resend(attempt)
 
@@ -1297,10 +1298,10 @@ class Queue:
         _non_negative("minutes", minutes)
         if minutes > COUNTERS_MINUTES_MAX:
             raise ArgumentError(f"minutes {minutes!r} is over {COUNTERS_MINUTES_MAX}")
-        call = CountersCall(counters=self.keys.counters, minutes=minutes)
+        x = CountersCall(counters=self.keys.counters, minutes=minutes).exec()
 
         async def attempt() -> Counters:
-            rs = await call.run(self.client.redis)
+            rs = CountersCall.decode(await _run_ro(self.client, x))
             if not rs:
                 raise ValueError(f"emq: counters of {self.name}: the reply has no totals")
             t = rs[0]
@@ -1325,10 +1326,10 @@ class Queue:
         _positive("count", count)
         if count > EVENTS_PAGE_MAX:
             raise ArgumentError(f"count {count!r} is over {EVENTS_PAGE_MAX}")
-        call = EventsCall(events=self.keys.events, after=after, count=count)
+        x = EventsCall(events=self.keys.events, after=after, count=count).exec()
 
         async def attempt() -> list[QueueEvent]:
-            return [_event(r) for r in await call.run(self.client.redis)]
+            return [_event(r) for r in EventsCall.decode(await _run_ro(self.client, x))]
 
         return await self.client.resend(attempt)
 
@@ -1772,6 +1773,23 @@ class Queue:
 
 async def _run(client: Client, x: ScriptExec) -> Any:
     return await run_script(client.redis, x)
+
+
+async def _run_ro(client: Client, x: ScriptExec) -> Any:
+    """Runs a read-only script (output, counters, events) with EVALSHA_RO, and EVAL_RO when the
+    server answers NOSCRIPT: the server refuses it should it ever write. A refusal raises the
+    exception of its wire class."""
+    r = client.redis
+    try:
+        return await r.evalsha_ro(x.script.sha1, len(x.keys), *x.keys, *x.argv)
+    except NoScriptError:
+        pass
+    except ResponseError as err:
+        raise script_error(x.script.name, err) from None
+    try:
+        return await r.eval_ro(x.script.source, len(x.keys), *x.keys, *x.argv)
+    except ResponseError as err:
+        raise script_error(x.script.name, err) from None
 
 
 JITTER_MAX: Final = 1000
