@@ -5045,7 +5045,10 @@ class CompleteResultClaimIdsCall:
         """Decodes a reply of the complete_result_claim_ids script: zero or more records, in the
         order the script produced them.
         """
-        return [CompleteResultClaimIdsReply.decode(v) for v in _reply_array("complete_result_claim_ids", reply)]
+        return [
+            CompleteResultClaimIdsReply.decode(v)
+            for v in _reply_array("complete_result_claim_ids", reply)
+        ]
 
     async def run(self, r: Redis) -> list[CompleteResultClaimIdsReply]:
         """Runs the call on r (EVALSHA, EVAL on NOSCRIPT) and decodes its reply. A refusal raises
