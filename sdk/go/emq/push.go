@@ -35,6 +35,13 @@ type NewJob struct {
 // have been admitted. Options.DisableCoalescing makes every Push a call of
 // its own.
 //
+// Options (echomq 2.4.0) admit the job with a relative Delay on the
+// server's clock, its own Attempts and its own WithBackoff: such a push
+// goes in an add_many call, coalesced only with pushes of equal options
+// (see AddMany). A push without options sends exactly what it sent
+// before. An option out of range is refused with ErrArgument before
+// anything is sent.
+//
 // A push is idempotent while the job exists: pushing an id again after an
 // error (a timeout, a lost connection) never makes a second job while the
 // first is queued, running or dead. Once the job completed its row is
@@ -48,7 +55,16 @@ type NewJob struct {
 // keyspace that came back with another major refuses the resend with a
 // *FenceError, and nothing is written. Should the lost attempt have
 // admitted the job, the resend reports false (a duplicate).
-func (q *Queue) Push(ctx context.Context, id ID, payload []byte) (enqueued bool, err error) {
+func (q *Queue) Push(ctx context.Context, id ID, payload []byte, opts ...PushOption) (enqueued bool, err error) {
+	if len(opts) > 0 {
+		o, plain, err := admitOf(opts)
+		if err != nil {
+			return false, err
+		}
+		if !plain {
+			return q.pushAdmit(ctx, id, payload, o)
+		}
+	}
 	if !q.c.coalesce {
 		err = q.c.idempotent(ctx, func(ctx context.Context) (err error) {
 			enqueued, err = q.pushOnce(ctx, id, payload)
@@ -60,7 +76,24 @@ func (q *Queue) Push(ctx context.Context, id ID, payload []byte) (enqueued bool,
 	if err != nil {
 		return false, err
 	}
-	return q.p.push(ctx, job)
+	return q.p.push(ctx, job, pushMode{})
+}
+
+// pushAdmit is Push with admission options: one add_many call of its own,
+// or coalesced with pushes of equal options.
+func (q *Queue) pushAdmit(ctx context.Context, id ID, payload []byte, o admitOptions) (bool, error) {
+	if !q.c.coalesce {
+		out, err := q.AddMany(ctx, []NewJob{{ID: id, Payload: payload}}, func(x *admitOptions) { *x = o })
+		if err != nil {
+			return false, err
+		}
+		return out[0].Enqueued, nil
+	}
+	job, err := q.pushJob(id, payload)
+	if err != nil {
+		return false, err
+	}
+	return q.p.push(ctx, job, pushMode{admit: true, opts: o})
 }
 
 // pushOnce is one attempt of Push.
@@ -157,7 +190,15 @@ func (e *BatchError) Unwrap() []error {
 // failing then is reported in the *BatchError matching ErrConnection. A
 // keyspace refused by the fence before anything was written is the error
 // itself, with no result.
-func (q *Queue) PushBatch(ctx context.Context, jobs []NewJob) ([]bool, error) {
+//
+// Options (echomq 2.4.0; see Push) send the jobs in add_many calls
+// instead, all with the same options; none sends exactly what PushBatch
+// sent before.
+func (q *Queue) PushBatch(ctx context.Context, jobs []NewJob, opts ...PushOption) ([]bool, error) {
+	o, plain, err := admitOf(opts)
+	if err != nil {
+		return nil, err
+	}
 	if len(jobs) == 0 {
 		return nil, nil
 	}
@@ -168,7 +209,13 @@ func (q *Queue) PushBatch(ctx context.Context, jobs []NewJob) ([]bool, error) {
 			return nil, errorf("job %d: %w", i, err)
 		}
 	}
-	out, errs, err := q.pushMany(ctx, pj)
+	var out []bool
+	var errs []error
+	if plain {
+		out, errs, err = q.pushMany(ctx, pj)
+	} else {
+		out, errs, err = q.addMany(ctx, o, pj)
+	}
 	if err != nil {
 		return nil, err
 	}
