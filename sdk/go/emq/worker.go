@@ -582,8 +582,12 @@ func defaultWorkerName() string {
 // the doorbell when the job is the schedule's earliest.
 func (w *Worker) fail(ctx context.Context, job Job, why error, class FailureClass) {
 	f := Failure{Class: class, Worker: w.opt.WorkerName, Message: why.Error()}
-	o := FailOptions{MaxAttempts: int(w.opt.MaxAttempts), Backoff: w.backoff(job.Token), Jitter: mrand.IntN(maxJitter + 1),
-		Bury: errors.Is(why, ErrPermanent), EventsMax: int(w.eventsMax)}
+	o := FailOptions{MaxAttempts: int(w.opt.MaxAttempts), Jitter: mrand.IntN(maxJitter + 1), Bury: errors.Is(why, ErrPermanent), EventsMax: int(w.eventsMax)}
+	if o.Bury {
+		o.Backoff = FixedBackoff(0) // buried whatever the policy says
+	} else {
+		o.Backoff = w.backoff(job.Token)
+	}
 	outcome, runAt, err := w.q.Fail(ctx, job.ID, job.Token, f, o)
 	if err != nil {
 		w.settleError(job, "fail", err)
