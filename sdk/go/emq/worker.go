@@ -752,4 +752,3 @@ func (w *Worker) reap(ctx context.Context) {
 		w.log.Info("emq: expired leases taken back", "jobs", n)
 	}
 }
-

@@ -50,33 +50,36 @@ func ReportProgress(ctx context.Context, progress []byte) error {
 	return r.w.q.ReportProgress(ctx, r.job.ID, r.job.Token, progress, int(r.w.eventsMax))
 }
 
-// waitBell blocks on the queue's doorbell until it rings, for up to Wait,
-// or until the schedule's earliest run-at when that comes sooner: it
-// reads the schedule's head and the server's time in one round trip, and
-// when it wakes at the run-at (or finds it passed) it promotes the due
-// jobs itself, whoever holds the maintenance lock (promote_ids is safe to
-// race), so that a delayed job starts within milliseconds of its run-at.
-// add_many and fail ring the doorbell when they schedule a new earliest
-// job, so that a sleeper wakes and sleeps again until that one.
+// waitBell blocks on the queue's doorbell until it rings, for up to Wait.
+// Before it blocks it reads the schedule's head and the server's time in
+// one round trip; when the earliest run-at comes sooner than Wait, a
+// timer promotes the due jobs at that run-at, whoever holds the
+// maintenance lock (promote_ids is safe to race), and promote_ids rings
+// the doorbell the worker blocks on, so that a delayed job starts within
+// milliseconds of its run-at (the server's own timeout of a blocked
+// command fires only at its next cron tick, up to 1/hz late). A run-at
+// already passed is promoted at once. add_many and fail ring the doorbell
+// when they schedule a new earliest job, so that a sleeper wakes and
+// arms its timer again for that one.
 func (w *Worker) waitBell(ctx context.Context) {
 	rc := w.q.c.rc
-	wait, due := w.opt.Wait, false
-	if d, ok := w.untilHead(ctx); ok {
+	var timer *time.Timer
+	if d, ok := w.untilHead(ctx); ok && d < w.opt.Wait {
 		if d <= 0 {
 			w.promote(ctx)
 			return
 		}
-		if d < wait {
-			wait, due = d, true
-		}
+		timer = time.AfterFunc(d, func() {
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+			defer cancel()
+			w.promote(pctx)
+		})
 	}
-	err := rc.Do(ctx, rc.B().Blpop().Key(w.q.keys.Wake).Timeout(wait.Seconds()).Build()).Error()
-	switch {
-	case rueidis.IsRedisNil(err):
-		if due && ctx.Err() == nil {
-			w.promote(ctx)
-		}
-	case err != nil && ctx.Err() == nil:
+	err := rc.Do(ctx, rc.B().Blpop().Key(w.q.keys.Wake).Timeout(w.opt.Wait.Seconds()).Build()).Error()
+	if timer != nil {
+		timer.Stop()
+	}
+	if err != nil && !rueidis.IsRedisNil(err) && ctx.Err() == nil {
 		w.log.Debug("emq: waiting on the doorbell failed", "err", err)
 		sleep(ctx, min(w.opt.Wait, 100*time.Millisecond))
 	}
