@@ -144,7 +144,9 @@ func wireCompleteResult(t *testee, ctx context.Context, req request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	return wireJobs(rs, func(r wire.CompleteResultClaimIDsReply) map[string]any { return wireJob(r.ID, r.Token, r.Payload, r.DeadlineMS) }), nil
+	return wireJobs(rs, func(r wire.CompleteResultClaimIDsReply) map[string]any {
+		return wireJob(r.ID, r.Token, r.Payload, r.DeadlineMS)
+	}), nil
 }
 
 func wireFailPolicy(t *testee, ctx context.Context, req request) (any, error) {
