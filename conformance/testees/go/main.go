@@ -461,7 +461,7 @@ func (t *testee) do(req request) (any, error) {
 			NodeLease:  10 * time.Minute, // no renewal within a scenario: the runner counts commands
 			MaxPayload: a.MaxPayload,
 			Logger:     t.log,
-			EventsMax:  -1, // revive is the 2.1 op (no event); revive_recorded takes its events_max
+			EventsMax:  -1, // revive is the 2.1 op: revive and ring, no event (revive_recorded takes its events_max)
 		})
 		if err != nil {
 			return nil, err

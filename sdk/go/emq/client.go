@@ -87,8 +87,9 @@ type Options struct {
 
 	// EventsMax is the approximate bound (XADD MAXLEN ~) of a queue's
 	// events stream that this client's Revive keeps as it reports a
-	// revival (echomq 2.4.0). Default 10000; negative writes no event.
-	// Workers have their own (WorkerOptions.EventsMax).
+	// revival (echomq 2.4.0). Default 10000; negative writes no event,
+	// and Revive then runs the 2.1 revive and ring scripts, which touch
+	// no events stream. Workers have their own (WorkerOptions.EventsMax).
 	EventsMax int
 }
 

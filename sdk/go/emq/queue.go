@@ -275,9 +275,26 @@ func (q *Queue) Reap(ctx context.Context, limit, maxAttempts int) (_ int, err er
 // Revive moves a dead job back to pending, keeping its attempts, and rings
 // the queue's doorbell. It reports false when the job is not dead. It
 // runs revive_recorded (echomq 2.4.0), which also reports a revived event
-// within the client's Options.EventsMax (see ReviveRecorded).
-func (q *Queue) Revive(ctx context.Context, id ID) (bool, error) {
-	return q.ReviveRecorded(ctx, id, int(q.c.eventsMax))
+// within the client's Options.EventsMax (see ReviveRecorded); a client
+// that writes no event (a negative EventsMax, or an observer) runs the
+// revive and ring scripts, which touch no events stream.
+func (q *Queue) Revive(ctx context.Context, id ID) (_ bool, err error) {
+	if q.c.eventsMax > 0 {
+		return q.ReviveRecorded(ctx, id, int(q.c.eventsMax))
+	}
+	defer q.c.afterFailure(ctx, &err)
+	row, err := q.row(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	call := wire.ReviveCall{Dead: q.keys.Dead, Pending: q.keys.Pending, Row: row, ID: id}
+	n, err := call.Exec(ctx, q.c.rc)
+	if n == wire.ReviveRevived {
+		// Wake an idle worker; the revive itself stands without it.
+		ring := wire.RingCall{Wake: q.keys.Wake}
+		_, _ = ring.Exec(ctx, q.c.rc)
+	}
+	return n == wire.ReviveRevived, err
 }
 
 // Browse returns up to n ids of set s, newest first: for a score-zero set

@@ -20,8 +20,11 @@ import (
 
 // Handler processes one job. A nil error completes it. An error hands it
 // back to run again after a backoff, until the job has been claimed
-// MaxAttempts times; then it is buried. An error wrapped with Permanent
-// buries it at once. A panic is recovered and is a failure like an error.
+// MaxAttempts times (or the attempts the producer gave the job, Push with
+// Attempts); then it is buried. An error wrapped with Permanent, or
+// wrapping ErrPermanent, buries it at once. A panic is recovered and is a
+// failure like an error. The handler may report its progress with
+// ReportProgress(ctx, ...).
 //
 // ctx is cancelled when the job's lease is lost (another worker may be
 // running it: stop, nothing the handler does can be completed), and when a
@@ -144,9 +147,13 @@ type WorkerOptions struct {
 // Every script a Worker runs declares every key it touches (echomq
 // 2.2.0): it reads the ids at the head of pending (a ZRANGE pipelined
 // behind its claiming calls, so the steady state is one script call per
-// job) and leases exactly those with claim_ids, or with complete_claim_ids
-// as it completes a job; maintenance reads the heads of the schedule and
-// the active set and runs promote_ids and reap_ids. An id another worker
+// job) and leases exactly those with claim_ids, or with
+// complete_result_claim_ids as it completes a job (echomq 2.4.0: keeping
+// the result as KeepResults says, reporting to the events stream and
+// counting); a failure is settled by fail, by the job's own policy or the
+// worker's; maintenance reads the heads of the schedule and the active set
+// and runs promote_ids and reap_recorded_ids, and an idle worker promotes
+// the schedule's earliest job itself at its run-at. An id another worker
 // took in between is skipped. So a Redis Cluster slot split by a batched
 // migration answers TRYAGAIN or ASK, which the client resends, instead of
 // letting a script miss a row and lose its job, and an ACL user is checked
