@@ -500,6 +500,9 @@ func (w *Worker) process(i int, job Job) (Job, bool) {
 	} else {
 		class, result, err = w.call(hctx, job)
 	}
+	if w.opt.KeepResults.Count == 0 {
+		result = nil // kept nowhere: not sent
+	}
 	if err == nil && len(result) > maxResultBytes {
 		class, err = FailureClassError, errorf("emq: the handler's result of %d bytes is over %d", len(result), maxResultBytes)
 	}

@@ -400,3 +400,59 @@ func TestSweepForgetsOrphanedPolicies(t *testing.T) {
 		return len(hgetall(t, e.c, e.q.Keys().Options))+len(hgetall(t, e.c, e.q.Keys().Progress)) == 0
 	})
 }
+
+// Push and PushBatch without options send exactly the 2.3 scripts (push,
+// push_many); with options, add_many and nothing else.
+func TestPushWithoutOptionsSendsPushMany(t *testing.T) {
+	e := newWorkerEnv(t)
+	ctx := ctxT(t)
+	scripts := func(f func()) map[string]int {
+		t.Helper()
+		mon := startMonitor(t, e.srv.Addr())
+		calibrate(t, e.srv)
+		f()
+		seen := map[string]int{}
+		for _, call := range monitoredCalls(t, mon.stop(t, e.srv)) {
+			if call.script != wire.ScriptFence.Name { // a connection opened meanwhile
+				seen[call.script]++
+			}
+		}
+		return seen
+	}
+	batch := func(n int) []emq.NewJob {
+		jobs := make([]emq.NewJob, n)
+		for i := range jobs {
+			jobs[i] = emq.NewJob{ID: mint(t, e.c, emq.WorkKind), Payload: []byte("x")}
+		}
+		return jobs
+	}
+	push := func(opts ...emq.PushOption) {
+		var wg sync.WaitGroup
+		for _, j := range batch(20) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := e.q.Push(ctx, j.ID, j.Payload, opts...); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if _, err := e.q.PushBatch(ctx, batch(10), opts...); err != nil {
+			t.Error(err)
+		}
+	}
+	plain := scripts(func() { push() })
+	if plain[wire.ScriptPushMany.Name] == 0 || plain[wire.ScriptAddMany.Name] != 0 {
+		t.Errorf("without options: %v; want push_many (and push), no add_many", plain)
+	}
+	for name := range plain {
+		if name != wire.ScriptPushMany.Name && name != wire.ScriptPush.Name {
+			t.Errorf("without options the pushes called %s", name)
+		}
+	}
+	opted := scripts(func() { push(emq.Delay(time.Hour), emq.Attempts(2)) })
+	if len(opted) != 1 || opted[wire.ScriptAddMany.Name] == 0 {
+		t.Errorf("with options: %v; want add_many only", opted)
+	}
+}
