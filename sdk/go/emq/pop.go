@@ -175,11 +175,6 @@ func claimIDsJob(arr []rueidis.RedisMessage) (Job, error) {
 	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
 }
 
-func completeClaimIDsJob(arr []rueidis.RedisMessage) (Job, error) {
-	r, err := wire.DecodeCompleteClaimIDsRecord(arr)
-	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
-}
-
 // claim leases up to n jobs of the pool's ids with claim_ids, reading the
 // head first when the pool is empty, and again (up to headRetries times)
 // when every id it tried was taken while pending is not empty.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -454,5 +455,39 @@ func TestPushWithoutOptionsSendsPushMany(t *testing.T) {
 	opted := scripts(func() { push(emq.Delay(time.Hour), emq.Attempts(2)) })
 	if len(opted) != 1 || opted[wire.ScriptAddMany.Name] == 0 {
 		t.Errorf("with options: %v; want add_many only", opted)
+	}
+}
+
+// The worker's retry delay as the server applies it: a Backoff function
+// of 2.3 is a fixed delay of what it returns, and the default is the
+// exponential policy from a second, spread over its upper half.
+func TestWorkerBackoffRunAt(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		opt    emq.WorkerOptions
+		lo, hi time.Duration
+	}{
+		{"Backoff function", emq.WorkerOptions{Backoff: func(int64) time.Duration { return 5 * time.Second }}, 5 * time.Second, 5 * time.Second},
+		{"default", emq.WorkerOptions{}, 500 * time.Millisecond, time.Second},
+		{"BackoffPolicy", emq.WorkerOptions{BackoffPolicy: &emq.BackoffPolicy{Type: emq.BackoffFixed, Delay: 3 * time.Second}}, 3 * time.Second, 3 * time.Second},
+	} {
+		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
+			e := newWorkerEnv(t)
+			id := e.push(1)[0]
+			c.opt.Concurrency = 1
+			startWorker(t, e, func(context.Context, emq.Job) ([]byte, error) { return nil, errors.New("once") }, c.opt)
+			eventually(t, 10*time.Second, "the job retried", func() bool { return e.tally.Get(emq.Retried) == 1 })
+			as, err := e.q.Failures(ctxT(t), id)
+			if err != nil || len(as) != 1 {
+				t.Fatalf("failures %v, %v", as, err)
+			}
+			score, err := do(t, e.c, "ZSCORE", e.q.Keys().Schedule, id.String()).AsFloat64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := time.UnixMilli(int64(score)).Sub(as[0].At); d < c.lo || d > c.hi {
+				t.Errorf("runs %v after its failure; want %v..%v", d, c.lo, c.hi)
+			}
+		})
 	}
 }
