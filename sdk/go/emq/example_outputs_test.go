@@ -59,7 +59,7 @@ func ExampleNewResultWorker() {
 		log.Fatal(err)
 	}
 	id, _ := c.Mint(emq.WorkKind)
-	if _, err := q.Push(ctx, id, []byte("cat.png"), emq.Delay(20*time.Millisecond), emq.Attempts(2), emq.WithBackoff(emq.FixedBackoff(10*time.Millisecond))); err != nil {
+	if _, err := q.PushWith(ctx, id, []byte("cat.png"), emq.Delay(20*time.Millisecond), emq.Attempts(2), emq.WithBackoff(emq.FixedBackoff(10*time.Millisecond))); err != nil {
 		log.Fatal(err)
 	}
 	w, err := emq.NewResultWorker(q, func(ctx context.Context, job emq.Job) ([]byte, error) {

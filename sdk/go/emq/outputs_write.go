@@ -105,7 +105,7 @@ func (b BackoffPolicy) check(worker bool) error {
 }
 
 // PushOption sets how a job is admitted (echomq 2.4.0): Delay, Attempts,
-// WithBackoff. Push, PushBatch and AddMany take them; a push with none
+// WithBackoff. PushWith, PushBatchWith and AddMany take them; a push with none
 // runs exactly as before (push_many through the coalescer).
 type PushOption func(*admitOptions)
 
@@ -181,7 +181,7 @@ type Admitted struct {
 // range is refused before anything is sent; no jobs sends nothing.
 //
 // Like PushMany it is idempotent while the jobs exist and is resent across
-// a reconnect. Push and PushBatch with options use it.
+// a reconnect. PushWith and PushBatchWith with options use it.
 func (q *Queue) AddMany(ctx context.Context, jobs []NewJob, opts ...PushOption) (out []Admitted, err error) {
 	o, _, err := admitOf(opts)
 	if err != nil {

@@ -35,12 +35,8 @@ type NewJob struct {
 // have been admitted. Options.DisableCoalescing makes every Push a call of
 // its own.
 //
-// Options (echomq 2.4.0) admit the job with a relative Delay on the
-// server's clock, its own Attempts and its own WithBackoff: such a push
-// goes in an add_many call, coalesced only with pushes of equal options
-// (see AddMany). A push without options sends exactly what it sent
-// before. An option out of range is refused with ErrArgument before
-// anything is sent.
+// PushWith (echomq 2.4.0) is Push with options: a relative Delay, the
+// job's own Attempts and WithBackoff.
 //
 // A push is idempotent while the job exists: pushing an id again after an
 // error (a timeout, a lost connection) never makes a second job while the
@@ -55,7 +51,19 @@ type NewJob struct {
 // keyspace that came back with another major refuses the resend with a
 // *FenceError, and nothing is written. Should the lost attempt have
 // admitted the job, the resend reports false (a duplicate).
-func (q *Queue) Push(ctx context.Context, id ID, payload []byte, opts ...PushOption) (enqueued bool, err error) {
+func (q *Queue) Push(ctx context.Context, id ID, payload []byte) (enqueued bool, err error) {
+	return q.PushWith(ctx, id, payload)
+}
+
+// PushWith is Push with options (echomq 2.4.0): Delay admits the job to
+// run after a delay measured on the server's clock, Attempts and
+// WithBackoff give it a retry policy of its own, which the server applies
+// instead of the worker's. Such a push goes in an add_many call, coalesced
+// only with pushes of equal options (see AddMany); without options (or
+// with options that change nothing) it is exactly Push, a push_many call
+// through the coalescer. An option out of range is refused with
+// ErrArgument before anything is sent.
+func (q *Queue) PushWith(ctx context.Context, id ID, payload []byte, opts ...PushOption) (enqueued bool, err error) {
 	if len(opts) > 0 {
 		o, plain, err := admitOf(opts)
 		if err != nil {
@@ -191,10 +199,16 @@ func (e *BatchError) Unwrap() []error {
 // keyspace refused by the fence before anything was written is the error
 // itself, with no result.
 //
-// Options (echomq 2.4.0; see Push) send the jobs in add_many calls
-// instead, all with the same options; none sends exactly what PushBatch
-// sent before.
-func (q *Queue) PushBatch(ctx context.Context, jobs []NewJob, opts ...PushOption) ([]bool, error) {
+// PushBatchWith (echomq 2.4.0) is PushBatch with options.
+func (q *Queue) PushBatch(ctx context.Context, jobs []NewJob) ([]bool, error) {
+	return q.PushBatchWith(ctx, jobs)
+}
+
+// PushBatchWith is PushBatch with options (echomq 2.4.0; see PushWith):
+// the jobs go in add_many calls instead, all with the same options, cut,
+// pipelined, resent and reported as PushBatch's push_many calls are.
+// Without options it is exactly PushBatch.
+func (q *Queue) PushBatchWith(ctx context.Context, jobs []NewJob, opts ...PushOption) ([]bool, error) {
 	o, plain, err := admitOf(opts)
 	if err != nil {
 		return nil, err

@@ -153,7 +153,7 @@ func TestWorkerHonoursJobAttempts(t *testing.T) {
 	e := newWorkerEnv(t)
 	fewer, more := mint(t, e.c, emq.WorkKind), mint(t, e.c, emq.WorkKind)
 	for id, n := range map[emq.ID]int{fewer: 2, more: 5} {
-		if ok, err := e.q.Push(ctxT(t), id, []byte("x"), emq.Attempts(n), emq.WithBackoff(emq.FixedBackoff(5*time.Millisecond))); err != nil || !ok {
+		if ok, err := e.q.PushWith(ctxT(t), id, []byte("x"), emq.Attempts(n), emq.WithBackoff(emq.FixedBackoff(5*time.Millisecond))); err != nil || !ok {
 			t.Fatalf("Push with attempts %d: %v, %v", n, ok, err)
 		}
 	}
@@ -339,7 +339,7 @@ func TestPushOptionsCoalesceByOptions(t *testing.T) {
 			case 2:
 				opts = append(opts, emq.Attempts(7))
 			}
-			_, errs[i] = e.q.Push(ctx, id, []byte("x"), opts...)
+			_, errs[i] = e.q.PushWith(ctx, id, []byte("x"), opts...)
 		}()
 	}
 	wg.Wait()
@@ -362,13 +362,13 @@ func TestPushOptionsCoalesceByOptions(t *testing.T) {
 			t.Errorf("job %d: policy %t", i, has)
 		}
 	}
-	if _, err := e.q.Push(ctx, mint(t, e.c, emq.WorkKind), nil, emq.Attempts(-1)); !errors.Is(err, emq.ErrArgument) {
+	if _, err := e.q.PushWith(ctx, mint(t, e.c, emq.WorkKind), nil, emq.Attempts(-1)); !errors.Is(err, emq.ErrArgument) {
 		t.Errorf("negative attempts: %v; want ErrArgument", err)
 	}
-	if _, err := e.q.PushBatch(ctx, []emq.NewJob{{ID: mint(t, e.c, emq.WorkKind)}}, emq.WithBackoff(emq.BackoffPolicy{Type: "linear"})); !errors.Is(err, emq.ErrArgument) {
+	if _, err := e.q.PushBatchWith(ctx, []emq.NewJob{{ID: mint(t, e.c, emq.WorkKind)}}, emq.WithBackoff(emq.BackoffPolicy{Type: "linear"})); !errors.Is(err, emq.ErrArgument) {
 		t.Errorf("a backoff outside the vocabulary: %v; want ErrArgument", err)
 	}
-	out, err := e.q.PushBatch(ctx, []emq.NewJob{{ID: ids[0]}, {ID: mint(t, e.c, emq.WorkKind)}}, emq.Delay(time.Minute))
+	out, err := e.q.PushBatchWith(ctx, []emq.NewJob{{ID: ids[0]}, {ID: mint(t, e.c, emq.WorkKind)}}, emq.Delay(time.Minute))
 	if err != nil || len(out) != 2 || out[0] || !out[1] {
 		t.Errorf("PushBatch with a delay: %v, %v; want a duplicate, then enqueued", out, err)
 	}
@@ -380,7 +380,7 @@ func TestSweepForgetsOrphanedPolicies(t *testing.T) {
 	e := newWorkerEnv(t)
 	ctx := ctxT(t)
 	id := mint(t, e.c, emq.WorkKind)
-	if _, err := e.q.Push(ctx, id, []byte("x"), emq.Attempts(3)); err != nil {
+	if _, err := e.q.PushWith(ctx, id, []byte("x"), emq.Attempts(3)); err != nil {
 		t.Fatal(err)
 	}
 	js, err := e.q.ClaimIDs(ctx, time.Minute, []emq.ID{id})
@@ -433,13 +433,13 @@ func TestPushWithoutOptionsSendsPushMany(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := e.q.Push(ctx, j.ID, j.Payload, opts...); err != nil {
+				if _, err := e.q.PushWith(ctx, j.ID, j.Payload, opts...); err != nil {
 					t.Error(err)
 				}
 			}()
 		}
 		wg.Wait()
-		if _, err := e.q.PushBatch(ctx, batch(10), opts...); err != nil {
+		if _, err := e.q.PushBatchWith(ctx, batch(10), opts...); err != nil {
 			t.Error(err)
 		}
 	}
