@@ -62,4 +62,3 @@ func BenchmarkCompletionCost(b *testing.B) {
 		})
 	}
 }
-
