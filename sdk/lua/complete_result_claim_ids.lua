@@ -82,8 +82,6 @@ if keep > 0 then
     redis.call('HDEL', KEYS[5], unpack(drop))
     redis.call('ZREM', KEYS[6], unpack(drop))
   end
-elseif redis.call('HDEL', KEYS[5], ARGV[1]) == 1 then
-  redis.call('ZREM', KEYS[6], ARGV[1])
 end
 local function emit(...)
   if events_max > 0 then

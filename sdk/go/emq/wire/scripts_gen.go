@@ -51,7 +51,7 @@ func newScript(name, sha1, source string, keys, argv, keyTypes, argTypes, replyE
 }
 
 // BundleDigest identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version.
-const BundleDigest = "87d0e432dade8e20ba89dc3d680bfd83ba644842"
+const BundleDigest = "fbaa05844a76f909af5810f90818533932a78377"
 
 // The bundle.
 var (
@@ -114,7 +114,7 @@ var (
 	// ScriptAddMany is the add_many script: (2.4.0) Admit many jobs like push_many, each to run after a delay measured on the server's clock and with a retry policy of its own when given, and ring the doorbell once.
 	ScriptAddMany = newScript("add_many", "b71ded3dcd6a830d400056a749f22013bd98f03e", luaAddMany, []string{"pending", "schedule", "wake", "options", "rows"}, []string{"delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "ids", "payloads"}, []string{"pending", "schedule", "wake", "options", "row"}, []string{"int", "int", "string", "int", "int", "id", "bytes"}, []string{"enqueued", "run_at_ms"})
 	// ScriptCompleteResultClaimIDs is the complete_result_claim_ids script: (2.4.0) Retire an active job like complete_claim_ids and lease the given pending ids, keeping its result as the worker's retention says, and report and count the completion.
-	ScriptCompleteResultClaimIDs = newScript("complete_result_claim_ids", "5626c43fd5cbf91b5625ec699d21fb7f637929ed", luaCompleteResultClaimIDs, []string{"row", "active", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "rows"}, []string{"id", "token", "lease_ms", "result", "keep", "keep_age_ms", "events_max", "ids"}, []string{"row", "active", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "row"}, []string{"id", "token", "int", "bytes", "int", "int", "int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
+	ScriptCompleteResultClaimIDs = newScript("complete_result_claim_ids", "aaf7cd8462ee2ef48b5b1f20c829649ca57c5c80", luaCompleteResultClaimIDs, []string{"row", "active", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "rows"}, []string{"id", "token", "lease_ms", "result", "keep", "keep_age_ms", "events_max", "ids"}, []string{"row", "active", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "row"}, []string{"id", "token", "int", "bytes", "int", "int", "int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
 	// ScriptFail is the fail script: (2.4.0) Settle a failed attempt of an active job by its retry policy (the job's own, else the worker's), recording it like retry_failed and bury_failed, and report and count it.
 	ScriptFail = newScript("fail", "24727693a77016700a6926a9351f579f3439479a", luaFail, []string{"active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "class", "worker", "error", "max_attempts", "backoff", "backoff_ms", "backoff_max_ms", "jitter", "bury", "events_max"}, []string{"active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "string", "string", "bytes", "int", "string", "int", "int", "int", "int", "int"}, []string{"outcome", "run_at_ms"})
 	// ScriptReapRecordedIDs is the reap_recorded_ids script: (2.4.0) Take back the given expired leases like reap_failed_ids, burying by each job's own attempts when it has them, and report and count each.
@@ -3527,8 +3527,6 @@ if keep > 0 then
     redis.call('HDEL', KEYS[5], unpack(drop))
     redis.call('ZREM', KEYS[6], unpack(drop))
   end
-elseif redis.call('HDEL', KEYS[5], ARGV[1]) == 1 then
-  redis.call('ZREM', KEYS[6], ARGV[1])
 end
 local function emit(...)
   if events_max > 0 then

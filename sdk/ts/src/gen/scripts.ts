@@ -56,7 +56,7 @@ export interface ScriptExec {
 }
 
 /** Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version. */
-export const BUNDLE_DIGEST = "87d0e432dade8e20ba89dc3d680bfd83ba644842";
+export const BUNDLE_DIGEST = "fbaa05844a76f909af5810f90818533932a78377";
 
 function isNoScript(err: unknown): boolean {
   return err instanceof ReplyError && err.message.startsWith("NOSCRIPT");
@@ -1828,8 +1828,6 @@ if keep > 0 then
     redis.call('HDEL', KEYS[5], unpack(drop))
     redis.call('ZREM', KEYS[6], unpack(drop))
   end
-elseif redis.call('HDEL', KEYS[5], ARGV[1]) == 1 then
-  redis.call('ZREM', KEYS[6], ARGV[1])
 end
 local function emit(...)
   if events_max > 0 then
@@ -1876,7 +1874,7 @@ return out
 /** The complete_result_claim_ids script: (2.4.0) Retire an active job like complete_claim_ids and lease the given pending ids, keeping its result as the worker's retention says, and report and count the completion. */
 export const SCRIPT_COMPLETE_RESULT_CLAIM_IDS: Script = {
   name: "complete_result_claim_ids",
-  sha1: "5626c43fd5cbf91b5625ec699d21fb7f637929ed",
+  sha1: "aaf7cd8462ee2ef48b5b1f20c829649ca57c5c80",
   source: LUA_COMPLETE_RESULT_CLAIM_IDS,
   keys: [
     "row",

@@ -61,7 +61,7 @@ class ScriptExec:
     argv: tuple[Arg, ...]
 
 
-BUNDLE_DIGEST: Final = "87d0e432dade8e20ba89dc3d680bfd83ba644842"
+BUNDLE_DIGEST: Final = "fbaa05844a76f909af5810f90818533932a78377"
 """Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each
 followed by a newline. The fence records it in the reserve per version.
 """
@@ -1972,8 +1972,6 @@ if keep > 0 then
     redis.call('HDEL', KEYS[5], unpack(drop))
     redis.call('ZREM', KEYS[6], unpack(drop))
   end
-elseif redis.call('HDEL', KEYS[5], ARGV[1]) == 1 then
-  redis.call('ZREM', KEYS[6], ARGV[1])
 end
 local function emit(...)
   if events_max > 0 then
@@ -2020,7 +2018,7 @@ return out
 
 SCRIPT_COMPLETE_RESULT_CLAIM_IDS: Final = Script(
     name="complete_result_claim_ids",
-    sha1="5626c43fd5cbf91b5625ec699d21fb7f637929ed",
+    sha1="aaf7cd8462ee2ef48b5b1f20c829649ca57c5c80",
     source=_LUA_COMPLETE_RESULT_CLAIM_IDS,
     keys=(
         "row",
