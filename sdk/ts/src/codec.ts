@@ -6,7 +6,13 @@ import type { CallOptions } from "./client.js";
 import { prefixed } from "./errors.js";
 import { printable } from "./print.js";
 import type { BatchResult, Job, JobInfo, Payload, Queue } from "./queue.js";
-import { permanent, Worker, type WorkerOptions } from "./worker.js";
+import {
+  permanent,
+  Worker,
+  type ActiveJob,
+  type WorkerOptions,
+} from "./worker.js";
+import type { PushOptions } from "./outputs.js";
 
 /** Turns values of T into job payloads and payloads back into values. */
 export interface Codec<T> {
@@ -96,11 +102,14 @@ export interface NewTypedJob<T> {
   readonly data: T;
 }
 
-/** A handler of a typed queue's jobs; see Handler. */
+/** A job of a typed queue as a worker's handler runs it: the TypedJob, with updateProgress (see ActiveJob). */
+export interface TypedActiveJob<T> extends TypedJob<T>, ActiveJob {}
+
+/** A handler of a typed queue's jobs; see Handler (what it resolves to is the job's result). */
 export type TypedHandler<T> = (
-  job: TypedJob<T>,
+  job: TypedActiveJob<T>,
   signal: AbortSignal,
-) => Promise<void>;
+) => Promise<unknown>;
 
 /** The job, its payload decoded, printing with its data. */
 function typed<T, J extends Job | JobInfo>(
@@ -175,8 +184,8 @@ export class TypedQueue<T> {
     return typed(job, data);
   }
 
-  /** Queue.push with the value encoded; a value the codec refuses throws a CodecError and nothing is sent. */
-  async push(id: string, value: T, opts?: CallOptions): Promise<boolean> {
+  /** Queue.push with the value encoded (job options included); a value the codec refuses throws a CodecError and nothing is sent. */
+  async push(id: string, value: T, opts?: PushOptions): Promise<boolean> {
     return this.raw.push(id, this.#encode(value), opts);
   }
 
@@ -261,7 +270,12 @@ export class TypedQueue<T> {
         } catch (err) {
           throw permanent(err);
         }
-        await handler(t, signal);
+        Object.defineProperty(t, "updateProgress", {
+          enumerable: false,
+          configurable: true,
+          value: job.updateProgress,
+        });
+        return handler(t as TypedActiveJob<T>, signal);
       },
       options,
     );

@@ -61,6 +61,8 @@ export {
 export {
   COUNTERS_MINUTES_MAX,
   EVENTS_PAGE_MAX,
+  PROGRESS_MAX_BYTES,
+  RESULT_MAX_BYTES,
   type AddOptions,
   type AddResult,
   type BackoffOptions,
@@ -86,6 +88,7 @@ export {
   type Codec,
   type NewTypedJob,
   type QueueOptions,
+  type TypedActiveJob,
   type TypedHandler,
   type TypedJob,
   type TypedJobInfo,
@@ -104,9 +107,11 @@ export {
 } from "./failures.js";
 export {
   PermanentError,
+  UnrecoverableError,
   Worker,
   exponentialBackoff,
   permanent,
+  type ActiveJob,
   type Handler,
   type WorkerOptions,
 } from "./worker.js";

@@ -171,6 +171,12 @@ export interface EventsOptions {
   readonly blockMs?: number;
 }
 
+/** The most bytes a handler's result may have (the completion record keeps it whole). */
+export const RESULT_MAX_BYTES = 1048576;
+
+/** The most bytes a progress report may have. */
+export const PROGRESS_MAX_BYTES = 4096;
+
 /** The most events one read of the events script returns. */
 export const EVENTS_PAGE_MAX = 1000;
 
@@ -190,6 +196,14 @@ export function outputBytes(v: unknown): RedisArg {
   }
   const s = JSON.stringify(v);
   return s === undefined ? "" : s;
+}
+
+/** @internal Checks that b (a result or a progress report) has at most max bytes. */
+export function checkOutputSize(what: string, b: RedisArg, max: number): void {
+  const n = typeof b === "string" ? Buffer.byteLength(b) : b.length;
+  if (n > max) {
+    throw new ArgumentError(what + " of " + n + " bytes is over " + max);
+  }
 }
 
 /** @internal Checks n is a non-negative safe integer. */

@@ -92,7 +92,10 @@ import { Pusher, addManyExecOf, pushManyExecOf } from "./coalesce.js";
 import {
   COUNTERS_MINUTES_MAX,
   EVENTS_PAGE_MAX,
+  PROGRESS_MAX_BYTES,
+  RESULT_MAX_BYTES,
   checkCount,
+  checkOutputSize,
   hasJobOptions,
   isStreamId,
   outputBytes,
@@ -1471,6 +1474,8 @@ export class Queue {
     checkCount("keep count", keep);
     checkCount("keep age", keepAgeMs);
     checkCount("events max length", eventsMax);
+    const result = outputBytes(opts?.result);
+    checkOutputSize("result", result, RESULT_MAX_BYTES);
     const x = completeResultClaimIdsExec({
       row,
       active: this.keys.active,
@@ -1487,7 +1492,7 @@ export class Queue {
       id,
       token,
       leaseMs,
-      result: outputBytes(opts?.result),
+      result,
       keep,
       keepAgeMs,
       eventsMax,
@@ -1635,7 +1640,8 @@ export class Queue {
    * readable with get, lookup and output while the row exists, and a
    * progress event is written (opts.eventsMaxLen, default the client's). A
    * Buffer, Uint8Array or string is reported as its bytes, any other value
-   * as its JSON text (at most 4096 bytes). A token that is not the lease's,
+   * as its JSON text (at most 4096 bytes, PROGRESS_MAX_BYTES; a larger one
+   * throws an ArgumentError before anything is sent). A token that is not the lease's,
    * or a job no longer active, is refused with a StaleError and nothing is
    * written. In a handler, call job.updateProgress.
    */
@@ -1648,13 +1654,15 @@ export class Queue {
     const row = this.keys.row(id);
     const eventsMax = opts?.eventsMaxLen ?? this.client.eventsMaxLen;
     checkCount("events max length", eventsMax);
+    const bytes = outputBytes(progress);
+    checkOutputSize("progress", bytes, PROGRESS_MAX_BYTES);
     const x = progressExec({
       row,
       progressKey: this.keys.progress,
       events: this.keys.events,
       id,
       token,
-      progress: outputBytes(progress),
+      progress: bytes,
       eventsMax,
     });
     checkCall(opts);
@@ -1872,7 +1880,11 @@ export class Queue {
       if (or.ok) {
         oreply = or.value;
       } else if (isNoScript(or.error)) {
-        oreply = await runScriptRO(r, ox);
+        try {
+          oreply = await r.send(roCommand(ox, true)); // EVAL_RO at once
+        } catch (err) {
+          throw scriptError(ox.script.name, err);
+        }
       } else {
         throw scriptError(ox.script.name, or.error);
       }
