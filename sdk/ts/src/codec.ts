@@ -105,8 +105,14 @@ export interface NewTypedJob<T> {
 /** A job of a typed queue as a worker's handler runs it: the TypedJob, with updateProgress (see ActiveJob). */
 export interface TypedActiveJob<T> extends TypedJob<T>, ActiveJob {}
 
-/** A handler of a typed queue's jobs; see Handler (what it resolves to is the job's result). */
+/** A handler of a typed queue's jobs; see Handler. */
 export type TypedHandler<T> = (
+  job: TypedJob<T>,
+  signal: AbortSignal,
+) => Promise<void>;
+
+/** A handler of a typed queue's jobs that may report progress and return a result; see ResultHandler. */
+export type TypedResultHandler<T> = (
   job: TypedActiveJob<T>,
   signal: AbortSignal,
 ) => Promise<unknown>;
@@ -185,6 +191,9 @@ export class TypedQueue<T> {
   }
 
   /** Queue.push with the value encoded (job options included); a value the codec refuses throws a CodecError and nothing is sent. */
+  async push(id: string, value: T, opts?: PushOptions): Promise<boolean>;
+  /** Queue.push with the value encoded. */
+  async push(id: string, value: T, opts?: CallOptions): Promise<boolean>;
   async push(id: string, value: T, opts?: PushOptions): Promise<boolean> {
     return this.raw.push(id, this.#encode(value), opts);
   }
@@ -260,7 +269,10 @@ export class TypedQueue<T> {
    * decoded. A payload the codec cannot read fails its job permanently
    * (it is buried: no retry decodes it), without calling handler.
    */
-  worker(handler: TypedHandler<T>, options?: WorkerOptions): Worker {
+  worker(handler: TypedResultHandler<T>, options?: WorkerOptions): Worker;
+  /** A Worker running handler over the queue's jobs (see the overload above). */
+  worker(handler: TypedHandler<T>, options?: WorkerOptions): Worker;
+  worker(handler: TypedResultHandler<T>, options?: WorkerOptions): Worker {
     return new Worker(
       this.raw,
       async (job, signal) => {

@@ -90,6 +90,7 @@ export {
   type QueueOptions,
   type TypedActiveJob,
   type TypedHandler,
+  type TypedResultHandler,
   type TypedJob,
   type TypedJobInfo,
 } from "./codec.js";
@@ -113,6 +114,7 @@ export {
   permanent,
   type ActiveJob,
   type Handler,
+  type ResultHandler,
   type WorkerOptions,
 } from "./worker.js";
 

@@ -523,6 +523,17 @@ export class Queue {
     id: string,
     payload: Payload,
     opts?: PushOptions,
+  ): Promise<boolean>;
+  /** Admits a job (see the overload above: opts may carry job options). */
+  async push(
+    id: string,
+    payload: Payload,
+    opts?: CallOptions,
+  ): Promise<boolean>;
+  async push(
+    id: string,
+    payload: Payload,
+    opts?: PushOptions,
   ): Promise<boolean> {
     const kind = parseId(id).kind;
     this.client.checkPayload(payload);
@@ -1738,6 +1749,9 @@ export class Queue {
    * opts.eventsMaxLen, default the client's, bounds the events stream, 0
    * writes none). Resolves false when the job is not dead.
    */
+  async revive(id: string, opts?: EventsWriteOptions): Promise<boolean>;
+  /** Moves a dead job back to pending (see the overload above). */
+  async revive(id: string, opts?: CallOptions): Promise<boolean>;
   async revive(id: string, opts?: EventsWriteOptions): Promise<boolean> {
     const row = this.keys.row(id);
     const eventsMax = opts?.eventsMaxLen ?? this.client.eventsMaxLen;

@@ -84,7 +84,17 @@ export interface ActiveJob extends Job {
  * another worker may be running it, nothing the handler does can be
  * completed), and when a shutdown's deadline passes (a ShutdownError).
  */
-export type Handler = (job: ActiveJob, signal: AbortSignal) => Promise<unknown>;
+export type Handler = (job: Job, signal: AbortSignal) => Promise<void>;
+
+/**
+ * A Handler that may report progress (job.updateProgress) and whose
+ * resolved value is the job's result (echomq 2.4.0); see Handler. Every
+ * Handler is one.
+ */
+export type ResultHandler = (
+  job: ActiveJob,
+  signal: AbortSignal,
+) => Promise<unknown>;
 
 /** A handler error that no retry can fix: the job is buried at once. */
 export class PermanentError extends Error {
@@ -163,15 +173,19 @@ export interface WorkerOptions {
    */
   maxAttempts?: number;
   /**
-   * The delay before a failed job runs again. A function gives it in ms by
-   * the attempt that failed (the server schedules it so: a fixed backoff of
-   * that delay). A BackoffOptions is applied by the server (echomq 2.4.0):
-   * fixed, or exponential with a jitter the worker draws uniformly in
-   * 0..1000 for each failure (shortening the delay by up to half). Default
-   * exponentialBackoff(1000, 600000). A job its producer gave a backoff
-   * (JobOptions.backoff) gets that instead.
+   * The delay in ms before a failed job runs again, by the attempt that
+   * failed (the server schedules it so: a fixed backoff of that delay).
+   * Default exponentialBackoff(1000, 600000). A job its producer gave a
+   * backoff (JobOptions.backoff) gets that instead.
    */
-  backoff?: ((attempt: number) => number) | BackoffOptions;
+  backoff?: (attempt: number) => number;
+  /**
+   * The backoff the server applies instead of backoff (echomq 2.4.0):
+   * fixed, or exponential with a jitter the worker draws uniformly in
+   * 0..1000 for each failure (shortening the delay by up to half). A job
+   * its producer gave a backoff (JobOptions.backoff) gets that instead.
+   */
+  backoffPolicy?: BackoffOptions;
   /**
    * What the queue keeps of the jobs this worker completes (echomq 2.4.0),
    * like BullMQ's removeOnComplete {count, age} turned round: a completion
@@ -339,10 +353,10 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 /** Runs a handler over the jobs of one queue. */
 export class Worker {
   readonly queue: Queue;
-  readonly #h: Handler;
+  readonly #h: ResultHandler;
   readonly #opt: Required<
-    Omit<WorkerOptions, "logger" | "metrics" | "keepResults">
-  > & { keep: number; keepAgeMs: number };
+    Omit<WorkerOptions, "logger" | "metrics" | "keepResults" | "backoffPolicy">
+  > & { keep: number; keepAgeMs: number; policy: BackoffOptions | undefined };
   readonly #log: Logger;
   readonly #m: Metrics;
   readonly #owner: string;
@@ -369,7 +383,14 @@ export class Worker {
   /** Where the next sweep resumes its HSCAN of each record hash (failures, options, progress). */
   #sweepCursors = ["0", "0", "0"];
 
-  constructor(queue: Queue, handler: Handler, options: WorkerOptions = {}) {
+  constructor(queue: Queue, handler: ResultHandler, options?: WorkerOptions);
+  /** A worker running a Handler (see the overload above). */
+  constructor(queue: Queue, handler: Handler, options?: WorkerOptions);
+  constructor(
+    queue: Queue,
+    handler: ResultHandler,
+    options: WorkerOptions = {},
+  ) {
     if (typeof handler !== "function") {
       throw new ArgumentError("a worker needs a handler");
     }
@@ -385,11 +406,8 @@ export class Worker {
         "job timeout " + jobTimeoutMs + " is not a whole number of ms",
       );
     }
-    if (
-      options.backoff !== undefined &&
-      typeof options.backoff !== "function"
-    ) {
-      wireBackoff(options.backoff); // a bad type or delay throws here
+    if (options.backoffPolicy !== undefined) {
+      wireBackoff(options.backoffPolicy); // a bad type or delay throws here
     }
     const keep = options.keepResults?.count ?? 0;
     const keepAgeMs = options.keepResults?.ageMs ?? 0;
@@ -398,6 +416,7 @@ export class Worker {
     const eventsMaxLen = options.eventsMaxLen ?? queue.client.eventsMaxLen;
     checkCount("eventsMaxLen", eventsMaxLen);
     this.#opt = {
+      policy: options.backoffPolicy,
       keep,
       keepAgeMs,
       eventsMaxLen,
@@ -1050,14 +1069,10 @@ export class Worker {
       worker: this.#opt.name,
       message: failureMessage(why),
     };
-    const b = this.#opt.backoff;
-    const backoff: BackoffOptions =
-      typeof b === "function"
-        ? {
-            type: Backoff.fixed,
-            delay: Math.max(0, Math.floor(b(job.token))),
-          }
-        : b;
+    const backoff: BackoffOptions = this.#opt.policy ?? {
+      type: Backoff.fixed,
+      delay: Math.max(0, Math.floor(this.#opt.backoff(job.token))),
+    };
     let res;
     try {
       res = await this.queue.fail(job.id, job.token, failure, {

@@ -56,7 +56,7 @@ async function serverNow(): Promise<number> {
 /** Runs a worker until stop() is called; stop resolves once it returned. */
 function start(
   q: emq.Queue,
-  h: emq.Handler,
+  h: emq.ResultHandler,
   opts: emq.WorkerOptions = {},
 ): { stop: () => Promise<void> } {
   const w = new emq.Worker(q, h, { logger: silent, ...opts });
@@ -303,7 +303,7 @@ test("a job's own attempts are honoured over the worker's; UnrecoverableError bu
     },
     {
       concurrency: 1,
-      backoff: { type: emq.Backoff.exponential, delay: 60000 },
+      backoffPolicy: { type: emq.Backoff.exponential, delay: 60000 },
     },
   );
   await until(
