@@ -12,7 +12,7 @@ import {
   type ActiveJob,
   type WorkerOptions,
 } from "./worker.js";
-import type { PushOptions } from "./outputs.js";
+import type { AddOptions, AddResult, PushOptions } from "./outputs.js";
 
 /** Turns values of T into job payloads and payloads back into values. */
 export interface Codec<T> {
@@ -219,6 +219,17 @@ export class TypedQueue<T> {
     opts?: CallOptions,
   ): Promise<boolean[]> {
     return this.raw.pushMany(
+      jobs.map((j, i) => ({ id: j.id, payload: this.#encode(j.data, i) })),
+      opts,
+    );
+  }
+
+  /** Queue.addMany (echomq 2.4.0: one set of job options for every job) with each value encoded. */
+  async addMany(
+    jobs: readonly NewTypedJob<T>[],
+    opts?: AddOptions,
+  ): Promise<AddResult[]> {
+    return this.raw.addMany(
       jobs.map((j, i) => ({ id: j.id, payload: this.#encode(j.data, i) })),
       opts,
     );

@@ -413,3 +413,35 @@ test("an idle worker starts a delayed job within milliseconds of its run-at (no 
     "latencies " + lat.join(", "),
   );
 });
+
+test("maintenance sweeps the policies and progress a 2.3 completion left behind; eventsMaxLen 0 writes no event", async () => {
+  const q = c.queue("sweep");
+  const [old, live] = [c.mint(), c.mint()];
+  await q.addMany(
+    [
+      { id: old, payload: "old" },
+      { id: live, payload: "live" },
+    ],
+    { attempts: 4 },
+  );
+  const [j] = await q.claimIds(30000, [old]);
+  await q.updateProgress(old, j!.token, "half", { eventsMaxLen: 0 });
+  // A 2.3 worker's completion: the row goes, the policy and progress stay.
+  await q.completeClaimIds(old, j!.token, 30000, []);
+  assert.equal(Number(await srv.cmd("HEXISTS", q.keys.options, old)), 1);
+  assert.equal(Number(await srv.cmd("HEXISTS", q.keys.progress, old)), 1);
+  const w = start(q, async () => "x", {
+    concurrency: 1,
+    maintenanceMs: 50,
+    eventsMaxLen: 0,
+  });
+  await until(
+    "swept",
+    async () =>
+      Number(await srv.cmd("EXISTS", q.keys.options, q.keys.progress)) === 0 &&
+      tally.get("completed") === 1,
+  );
+  await w.stop();
+  assert.equal(Number(await srv.cmd("EXISTS", q.keys.events)), 0);
+  assert.equal((await q.counters(0)).totals.completed, 1);
+});
