@@ -62,6 +62,7 @@ export {
   COUNTERS_MINUTES_MAX,
   EVENTS_PAGE_MAX,
   PROGRESS_MAX_BYTES,
+  QueueEvents,
   RESULT_MAX_BYTES,
   type AddOptions,
   type AddResult,

@@ -10,6 +10,7 @@ import {
   type EventsReply,
   type RedisArg,
 } from "./gen/index.js";
+import { EventEmitter } from "node:events";
 import { ArgumentError } from "./errors.js";
 import type { CallOptions } from "./client.js";
 
@@ -278,4 +279,70 @@ export function policyKey(p: WirePolicy): string {
 /** @internal Whether s may be the after of an events read: "" or a stream id. */
 export function isStreamId(s: string): boolean {
   return s === "" || /^\d+-\d+$/.test(s);
+}
+
+/**
+ * A queue's events as an EventEmitter (echomq 2.4.0; Queue.listen), like
+ * BullMQ's QueueEvents: each event is emitted under its word (Event.completed,
+ * Event.failed, ... and a later minor's word as it is) and under "event",
+ * with the QueueEvent as the argument. A read that fails for another reason
+ * than the connection is emitted as "error" (logged when nobody listens),
+ * and ends the listener. close() stops it; lastStreamId is where a new
+ * listener resumes.
+ */
+export class QueueEvents extends EventEmitter {
+  readonly #ac = new AbortController();
+  readonly #done: Promise<void>;
+  #last: string;
+
+  /** Use Queue.listen. */
+  constructor(
+    source: (opts: EventsOptions) => AsyncIterable<QueueEvent>,
+    opts: EventsOptions,
+    onUnheard: (err: unknown) => void,
+  ) {
+    super();
+    this.#last = opts.after ?? "";
+    const outer = opts.signal;
+    if (outer !== undefined) {
+      if (outer.aborted) {
+        this.#ac.abort();
+      } else {
+        outer.addEventListener("abort", () => this.#ac.abort(), {
+          once: true,
+        });
+      }
+    }
+    const signal = this.#ac.signal;
+    this.#done = (async () => {
+      // Listeners attach in the tick that created this.
+      await new Promise<void>((r) => setImmediate(r));
+      try {
+        for await (const ev of source({ ...opts, signal })) {
+          this.#last = ev.streamId;
+          if ((ev.event as string) !== "error") {
+            this.emit(ev.event, ev);
+          }
+          this.emit("event", ev);
+        }
+      } catch (err) {
+        if (this.listenerCount("error") > 0) {
+          this.emit("error", err);
+        } else {
+          onUnheard(err);
+        }
+      }
+    })();
+  }
+
+  /** The stream id of the last event emitted (the after it started from, before the first). */
+  get lastStreamId(): string {
+    return this.#last;
+  }
+
+  /** Stops listening; resolves once the last read returned. */
+  async close(): Promise<void> {
+    this.#ac.abort();
+    await this.#done;
+  }
 }

@@ -115,6 +115,7 @@ import {
   type QueueCounters,
   type QueueEvent,
   type WirePolicy,
+  QueueEvents,
 } from "./outputs.js";
 import {
   checkFailure,
@@ -2038,6 +2039,27 @@ export class Queue {
       await this.client.ensure(opts);
       return decodeEvents(await runScriptRO(this.client.runnerFor(opts), x));
     }, opts);
+  }
+
+  /**
+   * Listens to the queue's events as events() does, through an
+   * EventEmitter (echomq 2.4.0), like BullMQ's QueueEvents:
+   *
+   *     const l = queue.listen();
+   *     l.on(Event.completed, (ev) => ...);
+   *     ...
+   *     await l.close();
+   */
+  listen(opts: EventsOptions = {}): QueueEvents {
+    return new QueueEvents(
+      (o) => this.events(o),
+      opts,
+      (err) =>
+        this.client.logger.error("emq: listening to events failed", {
+          queue: this.name,
+          err,
+        }),
+    );
   }
 
   /**

@@ -445,3 +445,23 @@ test("maintenance sweeps the policies and progress a 2.3 completion left behind;
   assert.equal(Number(await srv.cmd("EXISTS", q.keys.events)), 0);
   assert.equal((await q.counters(0)).totals.completed, 1);
 });
+
+test("Queue.listen emits each event under its word and under event, and close() stops it", async () => {
+  const q = c.queue("emitter");
+  const l = q.listen({ blockMs: 200 });
+  const words: string[] = [];
+  const completed: emq.QueueEvent[] = [];
+  l.on("event", (ev: emq.QueueEvent) => words.push(ev.event));
+  l.on(emq.Event.completed, (ev: emq.QueueEvent) => completed.push(ev));
+  const id = c.mint();
+  await q.push(id, "x");
+  const [j] = await q.claimIds(30000, [id]);
+  await q.updateProgress(id, j!.token, 7);
+  await q.completeResultClaimIds(id, j!.token, 30000, []);
+  await until("two events", () => words.length === 2);
+  await l.close();
+  assert.deepEqual(words, [emq.Event.progress, emq.Event.completed]);
+  assert.equal(completed.length, 1);
+  assert.equal(completed[0]!.id, id);
+  assert.equal(l.lastStreamId, completed[0]!.streamId);
+});
