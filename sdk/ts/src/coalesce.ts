@@ -138,6 +138,11 @@ export class Pusher {
     this.#policy = policy;
   }
 
+  /** Whether nothing is gathered or in flight: the pusher may be dropped. */
+  get idle(): boolean {
+    return this.#pending.length === 0 && this.#inflight === 0;
+  }
+
   /** Queues one push (id and row already checked) and resolves with its job's result. */
   push(
     id: string,

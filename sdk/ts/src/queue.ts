@@ -324,6 +324,9 @@ function abortable(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
+/** How many push coalescers a client keeps before it drops the idle ones of job options. */
+const maxPushers = 64;
+
 /** A handle on one queue of a fenced keyspace. */
 export class Queue {
   /** The client the queue belongs to. */
@@ -388,6 +391,15 @@ export class Queue {
       policy === undefined ? this.name : this.name + "\n" + policyKey(policy);
     let p = this.client.pushers.get(key);
     if (p === undefined) {
+      if (policy !== undefined && this.client.pushers.size >= maxPushers) {
+        // Pushes of many distinct options (delays computed per job, say):
+        // drop the idle coalescers of options, so that the map stays small.
+        for (const [k, v] of this.client.pushers) {
+          if (k.includes("\n") && v.idle) {
+            this.client.pushers.delete(k);
+          }
+        }
+      }
       p =
         policy === undefined
           ? new Pusher(this.client, this.keys, co, (id, payload, opts) =>

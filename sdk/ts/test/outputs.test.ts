@@ -465,3 +465,16 @@ test("Queue.listen emits each event under its word and under event, and close() 
   assert.equal(completed[0]!.id, id);
   assert.equal(l.lastStreamId, completed[0]!.streamId);
 });
+
+test("pushes of many distinct delays are admitted, and the client keeps few coalescers", async () => {
+  const q = c.queue("delays");
+  for (let round = 0; round < 3; round++) {
+    const ids = Array.from({ length: 50 }, () => c.mint());
+    const got = await Promise.all(
+      ids.map((id, i) => q.push(id, "d", { delay: 60000 + round * 1000 + i })),
+    );
+    assert.ok(got.every((b) => b));
+  }
+  assert.equal(Number(await srv.cmd("ZCARD", q.keys.schedule)), 150);
+  assert.ok(c.pushers.size <= 101, "pushers: " + c.pushers.size);
+});
