@@ -478,3 +478,30 @@ test("pushes of many distinct delays are admitted, and the client keeps few coal
   assert.equal(Number(await srv.cmd("ZCARD", q.keys.schedule)), 150);
   assert.ok(c.pushers.size <= 101, "pushers: " + c.pushers.size);
 });
+
+test("a worker and an events listener of one client wait on connections of their own", async () => {
+  const q = c.queue("waits");
+  const ac = new AbortController();
+  const seen: emq.QueueEvent[] = [];
+  const listening = (async () => {
+    for await (const ev of q.events({ signal: ac.signal, blockMs: 5000 })) {
+      seen.push(ev);
+    }
+  })();
+  const w = start(q, async () => "r", { concurrency: 1, waitMs: 5000 });
+  const blocked = async () =>
+    /blocked_clients:2\r?\n/.test(String(await srv.cmd("INFO", "clients")));
+  try {
+    // Both block at once: neither queues behind the other's wait.
+    await until("two blocked clients", blocked);
+    const id = c.mint();
+    await q.push(id, "x");
+    await until("the completed event", () =>
+      seen.some((e) => e.event === emq.Event.completed && e.id === id),
+    );
+  } finally {
+    ac.abort();
+    await listening;
+    await w.stop();
+  }
+});
