@@ -629,10 +629,12 @@ export class Worker {
       if (headMs !== undefined) {
         const due = headMs - nowMs;
         if (due <= 0) {
-          await this.#promote();
-          return;
-        }
-        if (due < w) {
+          if ((await this.#promote()) > 0) {
+            return;
+          }
+          // Due, yet nothing moved (a member promote_ids cannot move, say):
+          // wait as when nothing is scheduled, never spin on it.
+        } else if (due < w) {
           timer = setTimeout(() => {
             timer = undefined;
             void this.#promote();
@@ -1311,7 +1313,8 @@ export class Worker {
     }
   }
 
-  async #promote(): Promise<void> {
+  /** Promotes every due job (promoteDue); resolves how many moved. */
+  async #promote(): Promise<number> {
     let total = 0;
     try {
       for (;;) {
@@ -1328,6 +1331,7 @@ export class Worker {
       // promote_ids rang the doorbell.
       this.#m.add("promoted", this.queue.name, total);
     }
+    return total;
   }
 
   async #reap(): Promise<void> {

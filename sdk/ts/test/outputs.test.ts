@@ -505,3 +505,29 @@ test("a worker and an events listener of one client wait on connections of their
     await w.stop();
   }
 });
+
+test("an idle worker does not spin on a due schedule member it cannot promote", async () => {
+  const q = c.queue("stuck");
+  await srv.cmd("ZADD", q.keys.schedule, "0", "not-an-id");
+  const times = async () => {
+    const m = /cmdstat_time:calls=(\d+)/.exec(
+      String(await srv.cmd("INFO", "commandstats")),
+    );
+    return Number(m?.[1] ?? 0);
+  };
+  const w = start(q, async () => {}, {
+    concurrency: 1,
+    waitMs: 200,
+    maintenanceMs: -1,
+  });
+  try {
+    const t0 = await times();
+    await new Promise((r) => setTimeout(r, 1000)); // let a spin show
+    const n = (await times()) - t0;
+    // About one head read per 200 ms wait (and the promote's own); a spin
+    // would read it thousands of times.
+    assert.ok(n < 40, n + " TIME calls in a second");
+  } finally {
+    await w.stop();
+  }
+});
