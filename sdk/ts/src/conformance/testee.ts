@@ -360,25 +360,6 @@ class Testee {
       case "claim_ids": {
         const q = this.#queue(a);
         const lease = num(a, "lease_ms");
-        if (lease < 0 && ids(a).length > 0) {
-          // The 2.4 scenarios (outputs.yaml) lease with lease_ms -1 to make
-          // a lease that has already expired, for the reapers to take back;
-          // Queue.claimIds refuses a lease under 1 ms (the contract's
-          // claim_ids row; lease 0 stays refused), so such a claim runs the
-          // bundle's claim_ids through the generated wire layer, as purge
-          // does below.
-          const c = this.#connected();
-          await c.ensure();
-          const js = await emq.runClaimIds(c.runner, {
-            pending: q.keys.pending,
-            active: q.keys.active,
-            wake: q.keys.wake,
-            rows: ids(a).map((id) => q.keys.row(id)),
-            leaseMs: lease,
-            ids: ids(a),
-          });
-          return { jobs: js.map((j) => jobOut(j)) };
-        }
         const js = await q.claimIds(lease, ids(a));
         return { jobs: js.map(jobOut) };
       }
