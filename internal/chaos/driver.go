@@ -79,8 +79,8 @@ func driverCommand(lang Lang) (*exec.Cmd, error) {
 			return nil, err
 		}
 		return exec.Command(python, script), nil
-	case LangOld:
-		bin, err := oldFleetBinary()
+	case LangOld, LangPrev:
+		bin, err := oldFleetBinary(lang)
 		if err != nil {
 			return nil, err
 		}

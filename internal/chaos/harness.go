@@ -371,7 +371,7 @@ func (r *run) producers(ctx context.Context, addrs []string) ([]*Producer, error
 		}
 		switch lang {
 		case LangGo:
-		case LangTS, LangPy, LangOld:
+		case LangTS, LangPy, LangOld, LangPrev:
 			d, err := r.driver(ctx, lang, addrs)
 			if err != nil {
 				return nil, err

@@ -21,34 +21,57 @@ import (
 // extracted from git history (oldFleetBinary).
 const LangOld Lang = "go221"
 
-// oldRelease is the frozen release the old side is built from: the commit
-// that added its golden record is the release's tree.
+// LangPrev is the Go SDK of the frozen 2.3.0 release, the release before
+// this tree's minor (the old side of the mixed23 scenario), built the same
+// way from the same program.
+const LangPrev Lang = "go230"
+
+// oldRelease is the frozen release the old side of the mixed scenario is
+// built from: the commit that added its golden record is the release's tree.
 const oldRelease = "2.2.1"
+
+// oldReleases are the frozen releases old-side languages are built from.
+var oldReleases = map[Lang]string{LangOld: oldRelease, LangPrev: "2.3.0"}
+
+// isOld says whether lang is an old side built from a frozen release.
+func isOld(lang Lang) bool {
+	_, ok := oldReleases[lang]
+	return ok
+}
 
 // oldCacheEnv overrides where the built old-side program is cached
 // (default: the user's cache directory, emqchaos/oldfleet).
 const oldCacheEnv = "EMQCHAOS_CACHE"
 
-// oldShallowHint says how to get the history the old side is built from.
-const oldShallowHint = "the mixed-fleet scenario builds its old side from the frozen " + oldRelease + " release's sdk/go in git history; this clone has no such history (a shallow clone?): run `git fetch --unshallow` (CI: actions/checkout with fetch-depth: 0)"
-
-var oldFleet struct {
-	mu   sync.Mutex
-	path string
+// oldShallowHint says how to get the history an old side is built from.
+func oldShallowHint(release string) string {
+	return "the mixed-fleet scenarios build their old sides from frozen releases' sdk/go in git history (here " + release + "); this clone has no such history (a shallow clone?): run `git fetch --unshallow` (CI: actions/checkout with fetch-depth: 0)"
 }
 
-// oldFleetBinary returns the path of the old-side program, building it
-// on first use: the commit that added golden/releases/2.2.1.yaml is found
+// oldFleetCache holds the built old-side programs, by language.
+type oldFleetCache struct {
+	mu    sync.Mutex
+	paths map[Lang]string
+}
+
+var oldFleet oldFleetCache
+
+// oldFleetBinary returns the path of lang's old-side program, building it
+// on first use: the commit that added its release's golden/releases/<release>.yaml is found
 // in git history, its sdk/go is extracted (git archive) into a scratch
 // directory, and testdata/oldfleet/main.go is built against it through a
 // go.mod replace. The binary is cached per commit and per source of the
 // program, so that reruns do not build it again. A clone without that
 // history fails with the hint to fetch it (never a skip).
-func oldFleetBinary() (string, error) {
+func oldFleetBinary(lang Lang) (string, error) {
 	oldFleet.mu.Lock()
 	defer oldFleet.mu.Unlock()
-	if oldFleet.path != "" {
-		return oldFleet.path, nil
+	if p := oldFleet.paths[lang]; p != "" {
+		return p, nil
+	}
+	release, ok := oldReleases[lang]
+	if !ok {
+		return "", fmt.Errorf("chaos: %q is not an old side", lang)
 	}
 	src, err := sdkDir("EMQCHAOS_OLDFLEET_DIR", "main.go", "the old side's source is internal/chaos/testdata/oldfleet", "internal", "chaos", "testdata", "oldfleet")
 	if err != nil {
@@ -58,7 +81,7 @@ func oldFleetBinary() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	top, commit, err := oldReleaseCommit(src)
+	top, commit, err := oldReleaseCommit(src, release)
 	if err != nil {
 		return "", err
 	}
@@ -73,22 +96,23 @@ func oldFleetBinary() (string, error) {
 	dir := filepath.Join(cache, "oldfleet", commit[:12]+"-"+hex.EncodeToString(sum[:6]))
 	bin := filepath.Join(dir, "oldfleet")
 	if st, err := os.Stat(bin); err == nil && st.Mode().IsRegular() {
-		oldFleet.path = bin
+		oldFleet.set(lang, bin)
 		return bin, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	if err := buildOldFleet(top, commit, main, bin); err != nil {
+	if err := buildOldFleet(top, commit, release, main, bin); err != nil {
 		return "", err
 	}
-	oldFleet.path = bin
+	oldFleet.set(lang, bin)
 	return bin, nil
 }
 
 // oldReleaseCommit finds, in the history of the clone holding dir, the
 // commit that added the golden record of the old release.
-func oldReleaseCommit(dir string) (top, commit string, err error) {
+func oldReleaseCommit(dir, release string) (top, commit string, err error) {
+	hint := oldShallowHint(release)
 	git := func(args ...string) (string, error) {
 		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
 		var stderr bytes.Buffer
@@ -100,32 +124,32 @@ func oldReleaseCommit(dir string) (top, commit string, err error) {
 		return strings.TrimSpace(string(out)), nil
 	}
 	if _, err := exec.LookPath("git"); err != nil {
-		return "", "", fmt.Errorf("chaos: git is not on PATH: %s", oldShallowHint)
+		return "", "", fmt.Errorf("chaos: git is not on PATH: %s", hint)
 	}
 	top, err = git("rev-parse", "--show-toplevel")
 	if err != nil {
-		return "", "", fmt.Errorf("%w (%s)", err, oldShallowHint)
+		return "", "", fmt.Errorf("%w (%s)", err, hint)
 	}
 	dir = top // the pathspec below is the repository's
 	if shallow, err := git("rev-parse", "--is-shallow-repository"); err != nil {
-		return "", "", fmt.Errorf("%w (%s)", err, oldShallowHint)
+		return "", "", fmt.Errorf("%w (%s)", err, hint)
 	} else if shallow == "true" {
-		return "", "", fmt.Errorf("chaos: the clone is shallow: %s", oldShallowHint)
+		return "", "", fmt.Errorf("chaos: the clone is shallow: %s", hint)
 	}
-	out, err := git("log", "--diff-filter=A", "--format=%H", "--", "golden/releases/"+oldRelease+".yaml")
+	out, err := git("log", "--diff-filter=A", "--format=%H", "--", "golden/releases/"+release+".yaml")
 	if err != nil {
 		return "", "", err
 	}
 	lines := strings.Fields(out)
 	if len(lines) == 0 {
-		return "", "", fmt.Errorf("chaos: no commit of the history adds golden/releases/%s.yaml: %s", oldRelease, oldShallowHint)
+		return "", "", fmt.Errorf("chaos: no commit of the history adds golden/releases/%s.yaml: %s", release, hint)
 	}
 	return top, lines[len(lines)-1], nil // the first that added it, should it have been re-added
 }
 
 // buildOldFleet extracts commit's sdk/go from the repository at top and
 // builds the program main against it, writing the binary to bin.
-func buildOldFleet(top, commit string, main []byte, bin string) error {
+func buildOldFleet(top, commit, release string, main []byte, bin string) error {
 	work, err := os.MkdirTemp("", "emqchaos-oldfleet-")
 	if err != nil {
 		return err
@@ -176,7 +200,7 @@ func buildOldFleet(top, commit string, main []byte, bin string) error {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("chaos: building the old side (testdata/oldfleet) against %s's sdk/go (release %s): %v\n%s", commit[:12], oldRelease, err, out)
+		return fmt.Errorf("chaos: building the old side (testdata/oldfleet) against %s's sdk/go (release %s): %v\n%s", commit[:12], release, err, out)
 	}
 	return os.Rename(tmp, bin)
 }
@@ -220,4 +244,11 @@ func untar(r io.Reader, dir string) error {
 			}
 		}
 	}
+}
+
+func (o *oldFleetCache) set(lang Lang, bin string) {
+	if o.paths == nil {
+		o.paths = map[Lang]string{}
+	}
+	o.paths[lang] = bin
 }

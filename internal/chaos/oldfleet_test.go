@@ -6,19 +6,22 @@ import (
 	"testing"
 )
 
-// TestOldFleetBuilds builds the old side (the 2.2.1 release's Go SDK from
-// git history, with testdata/oldfleet) and checks that the program runs.
+// TestOldFleetBuilds builds every old side (the 2.2.1 and 2.3.0 releases'
+// Go SDKs from git history, with testdata/oldfleet) and checks that each
+// program runs.
 func TestOldFleetBuilds(t *testing.T) {
-	bin, err := oldFleetBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(bin).CombinedOutput()
-	if err == nil {
-		t.Fatalf("oldfleet without a mode exited 0; want the usage (output %s)", out)
-	}
-	if string(out) == "" {
-		t.Fatal("oldfleet without a mode printed nothing")
+	for _, lang := range []Lang{LangOld, LangPrev} {
+		bin, err := oldFleetBinary(lang)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin).CombinedOutput()
+		if err == nil {
+			t.Fatalf("%s: oldfleet without a mode exited 0; want the usage (output %s)", lang, out)
+		}
+		if string(out) == "" {
+			t.Fatalf("%s: oldfleet without a mode printed nothing", lang)
+		}
 	}
 }
 
@@ -26,7 +29,7 @@ func TestOldFleetBuilds(t *testing.T) {
 // build the old side from, finding the release's commit fails with the
 // hint to fetch the history.
 func TestOldFleetShallowClone(t *testing.T) {
-	top, _, err := oldReleaseCommit(".")
+	top, _, err := oldReleaseCommit(".", oldRelease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +38,7 @@ func TestOldFleetShallowClone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("git clone --depth 1: %v\n%s", err, out)
 	}
-	_, _, err = oldReleaseCommit(dir)
+	_, _, err = oldReleaseCommit(dir, oldRelease)
 	if err == nil || !strings.Contains(err.Error(), "git fetch --unshallow") {
 		t.Fatalf("in a shallow clone: %v; want the hint to fetch the history", err)
 	}

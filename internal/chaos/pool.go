@@ -96,8 +96,8 @@ func (p *Pool) SetLangs(langs ...Lang) error {
 			if _, _, err := pyProgram("worker"); err != nil {
 				return err
 			}
-		case LangOld:
-			if _, err := oldFleetBinary(); err != nil {
+		case LangOld, LangPrev:
+			if _, err := oldFleetBinary(l); err != nil {
 				return err
 			}
 		default:
@@ -134,8 +134,8 @@ func (p *Pool) command(lang Lang) (*exec.Cmd, error) {
 			return nil, err
 		}
 		return exec.Command(python, script), nil
-	case LangOld:
-		bin, err := oldFleetBinary()
+	case LangOld, LangPrev:
+		bin, err := oldFleetBinary(lang)
 		if err != nil {
 			return nil, err
 		}

@@ -13,7 +13,7 @@ var (
 
 // order is the reading order of the known scenarios in the report; other
 // scenarios follow by name.
-var order = []string{"workers", "restarts", "pause", "failover", "interop", "mixed", "reshard"}
+var order = []string{"workers", "restarts", "pause", "failover", "interop", "mixed", "mixed23", "reshard"}
 
 // Register adds a scenario to the registry cmd/emqchaos runs; a file of
 // this package registers its scenario from init. A name registered twice

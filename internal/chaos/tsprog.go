@@ -27,8 +27,8 @@ func langName(l Lang) string {
 		return "TypeScript"
 	case LangPy:
 		return "Python"
-	case LangOld:
-		return "Go " + oldRelease
+	case LangOld, LangPrev:
+		return "Go " + oldReleases[l]
 	}
 	return string(l)
 }

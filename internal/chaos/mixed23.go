@@ -1,0 +1,141 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
+)
+
+func init() { Register(MixedPrev{}) }
+
+// prevLangs are the sides of the mixed23 scenario: the Go SDK of this tree
+// (the new side) and the Go SDK of the frozen release before this tree's
+// minor (LangPrev, 2.3.0).
+var prevLangs = []Lang{LangGo, LangPrev}
+
+// MixedPrev is the mixed-fleet scenario against the previous frozen
+// release: producers and worker processes built from the frozen 2.3.0
+// release (its real Go SDK, built from git history) beside producers and
+// worker processes of this tree's Go SDK, on one keyspace, while worker
+// processes of both sides are SIGKILLed and frozen past their leases, and
+// handlers of both sides fail some first attempts and every attempt of some
+// jobs. Every job must finish exactly once (completed, or dead), none lost;
+// late completions are refused across sides; and what 2.4.0 added reads
+// right whoever settled a job: the settle counters count exactly what the
+// new side settled (a 2.3 worker counts nothing), and after the drain the
+// per-job records a 2.3 completion leaves behind (a retry policy, a
+// progress report) are swept.
+type MixedPrev struct{}
+
+// Name is "mixed23".
+func (MixedPrev) Name() string { return "mixed23" }
+
+func mixedPrevPlan(cfg Config) *plan {
+	p := mixedPlan(cfg)
+	p.name = "mixed23"
+	p.workerLangs, p.producerLangs = prevLangs, prevLangs
+	return p
+}
+
+// Run runs the scenario.
+func (MixedPrev) Run(ctx context.Context, cfg Config) (Result, error) {
+	p := mixedPrevPlan(cfg)
+	minKills, minFreezes := int64(2), int64(len(prevLangs))
+	if cfg.Long {
+		minKills, minFreezes = 8, 6
+	}
+	freeze := 2*p.worker.Lease + 500*time.Millisecond
+	pairs := langPairs(prevLangs)
+	p.faults = func(ctx context.Context, r *run) error {
+		if err := crossStaleChecks(ctx, r, pairs); err != nil {
+			return err
+		}
+		sleepCtx(ctx, 500*time.Millisecond)
+		return killAndFreeze(ctx, r, prevLangs, minKills, minFreezes, freeze)
+	}
+	p.afterDrain = func(ctx context.Context, r *run) error {
+		return judgePrev(ctx, r)
+	}
+	if cfg.Dir == "" {
+		d, err := os.MkdirTemp("", "emqchaos-")
+		if err != nil {
+			return Result{}, err
+		}
+		defer os.RemoveAll(d)
+		cfg.Dir = d
+	}
+	o, err := execute(ctx, cfg, p)
+	if err != nil {
+		return Result{}, err
+	}
+	cross, err := crossLanguage(o.run, prevLangs)
+	if err != nil {
+		return Result{}, err
+	}
+	prev := oldReleases[LangPrev]
+	w := p.worker
+	load := fmt.Sprintf("%s jobs at ~%.0f/s from a Go %s producer and a Go %s producer; %d worker processes (the two sides in turn) × %d; lease %v; handlers %v–%v, %.0f%% of first attempts fail, %.0f%% of jobs fail on every attempt (buried after %d)",
+		thousands(int64(p.jobs)), p.rate, wire.Version, prev, p.workers, w.Concurrency, w.Lease, w.HandlerMin, w.HandlerMax, 100*w.FailRate, 100*w.AlwaysFail, w.MaxAttempts)
+	faults := fmt.Sprintf("SIGKILLs of worker processes: %d of the new side, %d of the %s side (each replaced by one of its side); %d SIGSTOPs of a worker process for %v",
+		o.run.get("kills_"+string(LangGo)), o.run.get("kills_"+string(LangPrev)), prev, o.run.get("freezes"), freeze)
+	res := o.result("mixed fleet ("+prev+" beside "+wire.Version+")", load, faults)
+	for k, v := range cross {
+		res.Counts[k] = v
+	}
+	if res.Counts["stale_probes"] != int64(len(pairs)) {
+		res.Violations = append(res.Violations, fmt.Sprintf("%d of %d cross-side stale checks ran", res.Counts["stale_probes"], len(pairs)))
+	}
+	c := res.Counts
+	res.Notes = fmt.Sprintf("completed across sides: %s pushed by the new side and completed by the old, %s the other way; %s late completions refused with %s across sides; completions counted by the queue's counters %s, of them by new-side workers %s; ",
+		thousands(cross[string(LangGo)+"_to_"+string(LangPrev)]), thousands(cross[string(LangPrev)+"_to_"+string(LangGo)]),
+		thousands(cross["stale_cross"]), wire.ClassStale, thousands(c["counted_completed"]), thousands(c["new_completions"])) + res.Notes
+	res.Details = fmt.Sprintf(`**Injected.** %d worker processes work one queue: worker processes of this tree's Go SDK and of the Go SDK of the frozen %s release (built from git history: the commit that added golden/releases/%s.yaml, its sdk/go extracted with git archive, internal/chaos/testdata/oldfleet built against it), in turn, %d handlers each, while a producer of each side pushes %s jobs. Handlers of both sides fail %.0f%% of first attempts and every attempt of %.0f%% of the jobs, which are buried on attempt %d by whichever side runs it. Worker processes of each side are frozen with SIGSTOP for %v (longer than the %v lease) and SIGKILLed, the sides in turn.
+
+**Checked.** Every acknowledged job finished exactly once (completed, or dead), none lost; late completions are refused with %s across sides. The queue's settle counters (the counters script) count exactly the completions of new-side workers: a %s worker's completion is not counted, and a count the new side did not make is a violation.
+%s`, p.workers, prev, prev, w.Concurrency, thousands(int64(p.jobs)), 100*w.FailRate, 100*w.AlwaysFail, w.MaxAttempts, freeze, w.Lease,
+		wire.ClassStale, prev, o.problems())
+	return res, nil
+}
+
+// judgePrev checks, after the drain, what 2.4.0 added against what the
+// worker processes recorded: the counters' completed total is the number of
+// jobs whose completing lease a new-side worker settled.
+func judgePrev(ctx context.Context, r *run) error {
+	settlers, err := readSettlers(r)
+	if err != nil {
+		return err
+	}
+	var mine, theirs int64
+	for _, leases := range settlers {
+		for _, s := range leases {
+			if s.outcome != recCompleted {
+				continue
+			}
+			if s.lang == LangGo {
+				mine++
+			} else {
+				theirs++
+			}
+		}
+	}
+	rc := r.chk.Client()
+	call := wire.CountersCall{Counters: r.queue.Keys().Counters, Minutes: 0}
+	recs, err := wire.DecodeCounters(wire.ScriptCounters.Lua().Exec(ctx, rc, call.Keys(), call.Args()))
+	if err != nil {
+		return fmt.Errorf("chaos: reading the counters: %w", err)
+	}
+	if len(recs) == 0 {
+		return fmt.Errorf("chaos: the counters script answered no totals")
+	}
+	got := recs[0].Completed
+	r.count("counted_completed", got)
+	r.count("new_completions", mine)
+	r.count("old_completions", theirs)
+	if got != mine {
+		r.violate("the counters count %d completions; new-side workers completed %d (and %s workers %d, which count nothing)", got, mine, oldReleases[LangPrev], theirs)
+	}
+	return nil
+}
