@@ -56,6 +56,9 @@ type plan struct {
 	// processes still run (their maintenance too) and before they are
 	// stopped: a scenario's own end-of-run checks. An error ends the run.
 	afterDrain func(ctx context.Context, r *run) error
+	// pushOptions, when set, are the options of the Go producer's pushes
+	// (Queue.PushBatchWith): a job's own retry policy, say.
+	pushOptions []emq.PushOption
 }
 
 // run is the state of one plan's run, shared with its fault injector.
@@ -362,7 +365,7 @@ func (r *run) producers(ctx context.Context, addrs []string) ([]*Producer, error
 		if i < p.jobs%n {
 			jobs++
 		}
-		prod := &Producer{Queue: r.queue, Client: r.client, Acks: r.acks, Jobs: jobs, Rate: p.rate / float64(n),
+		prod := &Producer{Queue: r.queue, Client: r.client, Acks: r.acks, Jobs: jobs, Rate: p.rate / float64(n), Options: p.pushOptions,
 			Producers: max(1, p.producers/n), Batch: p.batch, Log: r.logf}
 		prod.OnAck = func(id string) {
 			r.mu.Lock()

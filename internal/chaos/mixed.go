@@ -435,13 +435,19 @@ func sameHistory(a, b []emq.FailedAttempt) bool {
 // fields only: a record is never parsed) and returns how many records it
 // holds and the ids of those whose row is gone.
 func failureRecords(ctx context.Context, r *run) (records int64, orphans []string, err error) {
+	return hashOrphans(ctx, r, r.queue.Keys().Failures)
+}
+
+// hashOrphans scans a per-job hash of the run's queue (field = job id) and
+// returns how many records it holds and the ids of those whose row is gone.
+func hashOrphans(ctx context.Context, r *run, key string) (records int64, orphans []string, err error) {
 	rc := r.chk.Client()
 	keys := r.queue.Keys()
 	var cursor uint64
 	for {
-		e, err := rc.Do(ctx, rc.B().Hscan().Key(keys.Failures).Cursor(cursor).Count(500).Build()).AsScanEntry()
+		e, err := rc.Do(ctx, rc.B().Hscan().Key(key).Cursor(cursor).Count(500).Build()).AsScanEntry()
 		if err != nil {
-			return 0, nil, fmt.Errorf("chaos: HSCAN of the failures hash: %w", err)
+			return 0, nil, fmt.Errorf("chaos: HSCAN of %s: %w", key, err)
 		}
 		for i := 0; i+1 < len(e.Elements); i += 2 {
 			records++

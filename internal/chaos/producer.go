@@ -109,6 +109,9 @@ type Producer struct {
 	// *emq.BatchError naming those that failed, or another error when
 	// nothing was answered.
 	PushBatch func(ctx context.Context, jobs []emq.NewJob) error
+	// Options, when set, are the options of Queue.PushBatch's pushes (the
+	// Go producer's; PushBatchWith), unused with PushBatch.
+	Options []emq.PushOption
 	// OnAck, when set, is called with each id this producer saw
 	// acknowledged first.
 	OnAck func(id string)
@@ -211,7 +214,7 @@ func (p *Producer) push(ctx context.Context, batch []emq.NewJob) {
 		if p.PushBatch != nil {
 			err = p.PushBatch(pctx, batch)
 		} else {
-			_, err = p.Queue.PushBatch(pctx, batch)
+			_, err = p.Queue.PushBatchWith(pctx, batch, p.Options...)
 		}
 		cancel()
 		var be *emq.BatchError

@@ -41,6 +41,7 @@ type WorkerConfig struct {
 	AlwaysFail       float64       `json:",omitempty"` // the share of jobs whose handler fails on every attempt (alwaysFails), so they are buried
 	MaxAttempts      int64         `json:",omitempty"` // the worker's MaxAttempts (0: the SDK's default)
 	Backoff          time.Duration // the delay before a failed job runs again
+	KeepResults      int           `json:",omitempty"` // the Go worker's KeepResults count (0: keep none)
 	ConnWriteTimeout time.Duration // rueidis ConnWriteTimeout (0: its default)
 	ShutdownTimeout  time.Duration // the worker's graceful shutdown budget (0: 5s)
 	Records          string        // the record file
@@ -145,6 +146,7 @@ func runWorker(cfg WorkerConfig) error {
 		MaxAttempts:     cfg.MaxAttempts,
 		Backoff:         func(int64) time.Duration { return backoff },
 		ShutdownTimeout: shutdown,
+		KeepResults:     emq.Retention{Count: cfg.KeepResults},
 	})
 	if err != nil {
 		return err
