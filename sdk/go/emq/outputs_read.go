@@ -276,10 +276,11 @@ func (q *Queue) Events(ctx context.Context, after string, handle func(context.Co
 	if handle == nil {
 		return errorf("%w: no event handler", ErrArgument)
 	}
-	// waitAfter is where the wait blocks from: after, or a later id the
-	// wait met that the events script skipped (an entry it does not
-	// name), so that such an entry does not end every wait at once.
-	waitAfter := after
+	// met is the first entry after after that the last wait met: when
+	// the page read after the wait is empty, the events script skipped it
+	// (an entry that names no event), and the listener moves past it, so
+	// that it does not end every wait at once.
+	met := ""
 	for ctx.Err() == nil {
 		page, err := q.EventsPage(ctx, after, cfg.page)
 		if ctx.Err() != nil {
@@ -292,42 +293,46 @@ func (q *Queue) Events(ctx context.Context, after string, handle func(context.Co
 			if err := handle(ctx, e); err != nil {
 				return err
 			}
-			after, waitAfter = e.StreamID, e.StreamID
+			after = e.StreamID
 		}
-		if len(page) > 0 {
-			continue
-		}
-		if err := q.waitEvents(ctx, &waitAfter, cfg.wait); err != nil && ctx.Err() == nil {
-			return err
+		switch {
+		case len(page) > 0:
+			met = ""
+		case met != "":
+			after, met = met, ""
+		default:
+			if met, err = q.waitEvents(ctx, after, cfg.wait); err != nil && ctx.Err() == nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// waitEvents blocks on the events stream until an entry after *after
-// arrives or wait passes, and moves *after to the entry it met.
-func (q *Queue) waitEvents(ctx context.Context, after *string, wait time.Duration) (err error) {
+// waitEvents blocks on the events stream until an entry after after
+// arrives or wait passes, and returns the entry's stream id ("" when the
+// wait passed).
+func (q *Queue) waitEvents(ctx context.Context, after string, wait time.Duration) (met string, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if err := q.c.ensureRead(ctx); err != nil {
-		return err
+		return "", err
 	}
-	from := *after
-	if from == "" {
-		from = "0-0"
+	if after == "" {
+		after = "0-0"
 	}
 	rc := q.c.rc
 	blockMS := (wait + time.Millisecond - 1).Milliseconds()
-	streams, err := rc.Do(ctx, rc.B().Xread().Count(1).Block(blockMS).Streams().Key(q.keys.Events).Id(from).Build()).AsXRead()
+	streams, err := rc.Do(ctx, rc.B().Xread().Count(1).Block(blockMS).Streams().Key(q.keys.Events).Id(after).Build()).AsXRead()
 	if rueidis.IsRedisNil(err) {
-		return nil // the wait passed
+		return "", nil // the wait passed
 	}
 	if err != nil {
-		return errorf("emq: waiting on the events of %s: %w", q.Name(), err)
+		return "", errorf("emq: waiting on the events of %s: %w", q.Name(), err)
 	}
 	for _, entries := range streams {
 		for _, e := range entries {
-			*after = e.ID
+			met = e.ID
 		}
 	}
-	return nil
+	return met, nil
 }
