@@ -63,7 +63,7 @@ func bytesJSON(m map[string]any, name string, b []byte) {
 }
 
 // completionJSON is a completion record as show's JSON shows it.
-func completionJSON(c *emq.Completion) map[string]any {
+func completionJSON(c *emq.CompletionRecord) map[string]any {
 	m := map[string]any{"at": c.At.UTC(), outputNames[2]: c.Attempt}
 	bytesJSON(m, outputNames[3], c.Result)
 	return m

@@ -40,7 +40,7 @@ type JobInfo struct {
 	// Completed is the job's completion record (echomq 2.4.0), which Get
 	// answers beside ok false once the row is gone, when the completing
 	// worker kept one; nil while the row exists and when none was kept.
-	Completed *Completion
+	Completed *CompletionRecord
 }
 
 // Get reads one job: its row, its score in every set, its failure

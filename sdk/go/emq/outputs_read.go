@@ -16,12 +16,12 @@ import (
 // as EVALSHA_RO, so an observing client with a read-only ACL user runs it;
 // in a cluster all their keys are in the queue's slot.
 
-// Completion is a completed job's record, kept by a worker that keeps
+// CompletionRecord is a completed job's record, kept by a worker that keeps
 // results (echomq 2.4.0): when, by which attempt and with what result the
 // job was completed. A worker that keeps none (the default, and every 2.3
 // worker) leaves no record: a completed job without one reads as not
 // recorded, never as failed.
-type Completion struct {
+type CompletionRecord struct {
 	At      time.Time // when it was completed (server clock)
 	Attempt int64     // the attempt that completed it: the token its lease held
 	Result  []byte    // the handler's result; empty when it returned none
@@ -35,7 +35,7 @@ type JobOutput struct {
 	Progress []byte
 	// Completed is the job's completion record once its row is gone and
 	// its completion was kept; nil otherwise.
-	Completed *Completion
+	Completed *CompletionRecord
 }
 
 // Output reads a job's last progress report (while its row exists) and
@@ -80,7 +80,7 @@ func decodeOutput(r rueidis.RedisResult) (JobOutput, error) {
 		out.Progress = []byte(rep.Progress)
 	}
 	if rep.CompletedAtMS > 0 {
-		out.Completed = &Completion{At: time.UnixMilli(rep.CompletedAtMS), Attempt: rep.Attempt, Result: []byte(rep.Result)}
+		out.Completed = &CompletionRecord{At: time.UnixMilli(rep.CompletedAtMS), Attempt: rep.Attempt, Result: []byte(rep.Result)}
 	}
 	return out, nil
 }
