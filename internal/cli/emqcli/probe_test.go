@@ -457,7 +457,8 @@ func TestProbeACL(t *testing.T) {
 		"+get", "+type", "+exists", "+hget", "+hexists", "+hdel", "+del",
 		"+evalsha", "+eval", "+command|info", "+select", "+dbsize", "+dump", "+set", "+hset",
 		// what the scripts call
-		"+time", "+zadd", "+zpopmin", "+zrem", "+zrange", "+zscore", "+hincrby", "+hsetnx", "+strlen", "+hlen", "+zcard", "+llen", "+rpush"}
+		"+time", "+zadd", "+zpopmin", "+zrem", "+zrange", "+zscore", "+hincrby", "+hsetnx", "+strlen", "+hlen", "+zcard", "+llen", "+rpush",
+		"+hmget", "+xlen", "+xrange", "+xadd"}
 	if _, err := srv.Do(acl...); err != nil {
 		t.Fatal(err)
 	}
