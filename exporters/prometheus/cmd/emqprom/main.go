@@ -8,10 +8,12 @@
 //
 //	emqprom -addr 127.0.0.1:6379 -listen 127.0.0.1:9478 [-queues a,b] [-user U] [-url URL]
 //
-// The password comes from $EMQ_REDIS_PASSWORD (or -url). The user needs
-// what the collector reads: GET on the version record, ZCARD, ZRANGE,
-// ZCOUNT, EXISTS, HMGET, HLEN, TIME, SCAN (without -queues) and
-// EVALSHA_RO/EVAL_RO on the queues' keys.
+// The password comes from $EMQ_REDIS_PASSWORD (or -url). With -queues, this
+// user is enough (TestRunAsLeastPrivilegeUser), for queue orders:
+//
+//	ACL SETUSER emq-exporter reset on >PASSWORD resetchannels +ping +cluster|slots +get +zcard +zrange +zcount +exists +hmget +hlen +time +evalsha_ro +eval_ro %R~{emq}:version %R~emq:{orders}:*
+//
+// Without -queues it also needs +scan, to find the queues.
 package main
 
 import (
@@ -63,13 +65,19 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- stri
 	if *queues != "" {
 		o.Queues = strings.Split(*queues, ",")
 	}
-	opt := emq.Options{Logger: log}
+	// No client-side cache: the collector reads fresh values at every
+	// scrape, and the user needs no CLIENT TRACKING.
+	ro := rueidis.ClientOption{InitAddress: []string{*addr}, Username: *user, Password: os.Getenv(passwordEnv)}
 	if *url != "" {
-		opt.URL = *url
-	} else {
-		opt.Addr = *addr
-		opt.Redis = rueidis.ClientOption{Username: *user, Password: os.Getenv(passwordEnv)}
+		u, err := rueidis.ParseURL(*url)
+		if err != nil {
+			fmt.Fprintf(stderr, "emqprom: -url: %v\n", err)
+			return 2
+		}
+		ro = u
 	}
+	ro.DisableCache = true
+	opt := emq.Options{Logger: log, Redis: ro}
 	cctx, cancel := context.WithTimeout(ctx, *timeout)
 	c, err := emq.Observe(cctx, opt)
 	cancel()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -68,5 +69,53 @@ func TestRun(t *testing.T) {
 
 	if code := run(ctx, []string{"-addr", "127.0.0.1:1", "-timeout", "2s"}, io.Discard, nil); code != 2 {
 		t.Errorf("run against no server = %d, want 2", code)
+	}
+}
+
+// The user the package comment describes is enough: the exporter serves
+// every metric of the queues it is given with no other right.
+func TestRunAsLeastPrivilegeUser(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := emq.Connect(ctx, emq.Options{Addr: srv.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := c.Queue("orders")
+	k := q.Keys()
+	c.Close()
+	rules := []string{"ACL", "SETUSER", "emq-exporter", "reset", "on", ">s3cret", "resetchannels",
+		"+ping", "+cluster|slots", "+get", "+zcard", "+zrange", "+zcount", "+exists", "+hmget", "+hlen", "+time", "+evalsha_ro", "+eval_ro",
+		"%R~" + wire.KeyVersion, "%R~" + strings.TrimSuffix(k.Pending, "pending") + "*"}
+	if _, err := srv.Do(rules...); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(passwordEnv, "s3cret")
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ready := make(chan string, 1)
+	done := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- run(rctx, []string{"-addr", srv.Addr(), "-user", "emq-exporter", "-listen", "127.0.0.1:0", "-queues", "orders"}, &stderr, ready)
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case code := <-done:
+		t.Fatalf("run exited %d before serving\n%s", code, stderr.String())
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `emq_jobs_`+string(emq.EventDead)+`_total{queue="orders"} 0`) {
+		t.Errorf("/metrics as the least-privilege user = %s\n%s\n%s", resp.Status, body, stderr.String())
+	}
+	if log, _ := srv.Do("ACL", "LOG"); log != "" {
+		t.Logf("ACL LOG: %s", log)
 	}
 }
