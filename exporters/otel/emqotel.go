@@ -64,6 +64,10 @@ type QueuesOptions struct {
 	// Timeout bounds the reads of one collection (default 5s), within the
 	// collection's own context.
 	Timeout time.Duration
+	// SkipSettleCounters leaves out the emq.jobs.* counters (and their
+	// read-only script call per queue), for a user the server does not
+	// grant EVALSHA_RO, as a collection of before echomq 2.4.0 needed.
+	SkipSettleCounters bool
 }
 
 // RegisterQueues registers, on meter, observable gauges of c's queues,
@@ -139,7 +143,11 @@ func RegisterQueues(meter metric.Meter, c *emq.Client, o QueuesOptions) (metric.
 			oldest, ok, err2 := q.Oldest(ctx, emq.SetPending)
 			exp, err3 := q.Due(ctx, emq.SetActive, now)
 			d, err4 := q.Due(ctx, emq.SetSchedule, now)
-			counters, err5 := q.Counters(ctx, 0)
+			var counters emq.QueueCounters
+			var err5 error
+			if !o.SkipSettleCounters {
+				counters, err5 = q.Counters(ctx, 0)
+			}
 			if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 				errs = append(errs, fmt.Errorf("emqotel: queue %s: %w", name, err))
 				continue
@@ -155,6 +163,9 @@ func RegisterQueues(meter metric.Meter, c *emq.Client, o QueuesOptions) (metric.
 			ob.ObserveFloat64(age, a, metric.WithAttributes(qa))
 			ob.ObserveInt64(expired, exp, metric.WithAttributes(qa))
 			ob.ObserveInt64(due, d, metric.WithAttributes(qa))
+			if o.SkipSettleCounters {
+				continue
+			}
 			tot := counters.Totals
 			for i, n := range []int64{tot.Completed, tot.Failed, tot.Retried, tot.Dead} {
 				ob.ObserveInt64(settled[i], n, metric.WithAttributes(qa))

@@ -68,6 +68,10 @@ type QueuesOptions struct {
 	List   emq.ListOptions
 	// Timeout bounds the reads of one scrape (default 5s).
 	Timeout time.Duration
+	// SkipSettleCounters leaves out the emq_jobs_*_total counters (and
+	// their read-only script call per queue), for a user the server does
+	// not grant EVALSHA_RO, as a collector of before echomq 2.4.0 needed.
+	SkipSettleCounters bool
 }
 
 // Queues is a prometheus.Collector of the queues' state on the server,
@@ -191,9 +195,11 @@ func (q *Queues) collect(ctx context.Context, ch chan<- prometheus.Metric, name 
 	if err != nil {
 		return err
 	}
-	counters, err := qu.Counters(ctx, 0)
-	if err != nil {
-		return err
+	var counters emq.QueueCounters
+	if !q.o.SkipSettleCounters {
+		if counters, err = qu.Counters(ctx, 0); err != nil {
+			return err
+		}
 	}
 	for _, s := range emq.Sets() {
 		ch <- prometheus.MustNewConstMetric(q.jobs, prometheus.GaugeValue, float64(sizes[s]), name, string(s))
@@ -205,6 +211,9 @@ func (q *Queues) collect(ctx context.Context, ch chan<- prometheus.Metric, name 
 	ch <- prometheus.MustNewConstMetric(q.age, prometheus.GaugeValue, age, name)
 	ch <- prometheus.MustNewConstMetric(q.expired, prometheus.GaugeValue, float64(expired), name)
 	ch <- prometheus.MustNewConstMetric(q.due, prometheus.GaugeValue, float64(due), name)
+	if q.o.SkipSettleCounters {
+		return nil
+	}
 	t := counters.Totals
 	for i, n := range []int64{t.Completed, t.Failed, t.Retried, t.Dead} {
 		ch <- prometheus.MustNewConstMetric(q.settled[i], prometheus.CounterValue, float64(n), name)

@@ -117,6 +117,19 @@ func TestHandlerExportsServerCounters(t *testing.T) {
 	if got := value(t, fams, "emq_queue_jobs", map[string]string{"queue": "orders", "set": string(emq.SetDead)}); got != 1 {
 		t.Errorf("emq_queue_jobs{set=dead} = %v", got)
 	}
+	skip, err := emqprom.Handler(obs, emqprom.QueuesOptions{SkipSettleCounters: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs2 := httptest.NewServer(skip)
+	defer hs2.Close()
+	fams = scrapeURL(t, hs2.URL)
+	if _, ok := fams["emq_jobs_"+string(emq.EventCompleted)+"_total"]; ok {
+		t.Error("SkipSettleCounters still exports the settle counters")
+	}
+	if got := value(t, fams, "emq_queue_jobs", map[string]string{"queue": "orders", "set": string(emq.SetDead)}); got != 1 {
+		t.Errorf("emq_queue_jobs{set=dead} without settle counters = %v", got)
+	}
 	if _, err := emqprom.Handler(obs, emqprom.QueuesOptions{Queues: []string{"Bad{q}"}}); err == nil {
 		t.Error("Handler took a malformed queue name")
 	}
