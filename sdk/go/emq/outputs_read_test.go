@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/echomq/echomq/sdk/go/emq"
 	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
@@ -29,8 +31,12 @@ type outputsEnv struct {
 func newOutputsEnv(t *testing.T) *outputsEnv {
 	t.Helper()
 	srv := redistest.Start(t)
-	c := connect(t, srv)
-	q := queue(t, c, "outputs")
+	return outputsOn(t, connect(t, srv), "outputs")
+}
+
+func outputsOn(t *testing.T, c *emq.Client, name string) *outputsEnv {
+	t.Helper()
+	q := queue(t, c, name)
 	return &outputsEnv{t: t, c: c, q: q, k: q.Keys()}
 }
 
@@ -459,4 +465,56 @@ func ExampleQueue_Events() {
 	// active: progress 3/4
 	// progress of attempt 1: 3/4
 	// <nil> true
+}
+
+// On a Redis Cluster every read reaches the queue's slot: Get's pipeline
+// with the output script, Counters, EventsPage and the listener's XREAD
+// wait, for queues on several primaries.
+func TestClusterReads(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	c, err := emq.Connect(ctxT(t), emq.Options{Redis: rueidis.ClientOption{InitAddress: cl.Addrs(), DisableCache: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	for i := range 6 {
+		e := outputsOn(t, c, fmt.Sprintf("reads-%d", i))
+		ctx := ctxT(t)
+		id, tok := e.claimed("work")
+		e.progress(id, tok, "half")
+		if info, ok, err := e.q.Get(ctx, id); err != nil || !ok || string(info.Progress) != "half" {
+			t.Fatalf("%s: Get = %+v, %v, %v", e.q.Name(), info, ok, err)
+		}
+		lctx, stop := context.WithCancel(ctx)
+		got := make(chan emq.JobEvent, 10)
+		done := make(chan error, 1)
+		go func() {
+			done <- e.q.Events(lctx, "", func(_ context.Context, ev emq.JobEvent) error {
+				got <- ev
+				return nil
+			}, emq.EventsWait(30*time.Second))
+		}()
+		if ev := <-got; ev.Event != emq.EventProgress {
+			t.Fatalf("%s: first event %+v", e.q.Name(), ev)
+		}
+		e.complete(id, tok, "done", 5)
+		select {
+		case ev := <-got:
+			if ev.Event != emq.EventCompleted {
+				t.Fatalf("%s: second event %+v", e.q.Name(), ev)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: the listener did not wake", e.q.Name())
+		}
+		stop()
+		if err := <-done; err != nil {
+			t.Fatalf("%s: Events = %v", e.q.Name(), err)
+		}
+		if info, ok, err := e.q.Get(ctx, id); err != nil || ok || info.Completed == nil || string(info.Completed.Result) != "done" {
+			t.Fatalf("%s: Get after completion = %+v, %v, %v", e.q.Name(), info, ok, err)
+		}
+		if cs, err := e.q.Counters(ctx, 1); err != nil || cs.Totals.Completed != 1 || cs.Minutes[0].Completed != 1 {
+			t.Fatalf("%s: Counters = %+v, %v", e.q.Name(), cs, err)
+		}
+	}
 }
