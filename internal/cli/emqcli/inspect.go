@@ -28,7 +28,7 @@ type inspectSub struct {
 }
 
 // inspectOrder lists the subcommands readers first.
-var inspectOrder = []string{"queues", "sizes", wire.ScriptCounters.Name, "browse", "show", "revive", "purge"}
+var inspectOrder = []string{"queues", "sizes", wire.ScriptCounters.Name, wire.ScriptEvents.Name, "browse", "show", "revive", "purge"}
 
 func inspectSubs() map[string]inspectSub {
 	return map[string]inspectSub{
@@ -43,6 +43,7 @@ error.`, runInspectQueues},
 			`Prints the size of every set of queue Q (ZCARD), in the SDK's order with its
 key, and whether the queue's doorbell is rung (the marker idle workers wait
 for is there). Read-only. Exit 0, or 2 on bad input or an error.`, runInspectSizes},
+		wire.ScriptEvents.Name:   {"-queue Q [-after C] [-n N] [-follow] [-format text|json]", "a queue's events, oldest first, or -follow them as they come", eventsHelp, runInspectEvents},
 		wire.ScriptCounters.Name: {"-queue Q [-minutes N] [-format text|json]", "the settle counters of a queue: totals and the last minutes", countersHelp, runInspectCounters},
 		"browse": {"-queue Q -set S [-n N] [-cursor C] [-format text|json]", "a page of a set, newest first",
 			`Prints up to N ids of set S of queue Q, newest first, one per line with its

@@ -1,10 +1,15 @@
 package emqcli
 
 import (
+	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
@@ -157,4 +162,156 @@ func runInspectCounters(e *env, sub inspectSub, name string, args []string) int 
 	}
 	_ = tw.Flush()
 	return ExitOK
+}
+
+// followContext is the context events -follow listens until: until SIGINT
+// or SIGTERM. Tests replace it.
+var followContext = func() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+var eventsHelp = `Prints the events of queue Q (the SDK's Queue.EventsPage, echomq 2.4.0),
+oldest first: up to N (default 100, at most 1000) after the stream id C
+(-after; default: from the oldest the stream keeps), one per line with its
+stream id, what happened (completed, failed, retried, dead, revived,
+progress, or a later minor's word), the job, its attempt and what the event
+carries (a failure's class and error, a retry's run-at, a progress report),
+then the stream id to resume after ("next: -after C") or "(no more events)".
+With -follow it listens instead (the SDK's Queue.Events: it waits on the
+stream with XREAD BLOCK when it has read everything) and prints each event
+as it comes until interrupted, or until it printed N when -n is given.
+-format json prints an object with the events and next (one object a line
+with -follow). The stream keeps each writer's last events only; what a 2.3
+client settles writes none. Read-only. Exit 0, or 2 on bad input or an
+error.`
+
+func runInspectEvents(e *env, sub inspectSub, name string, args []string) int {
+	f := newInspectFlags(e, name, sub, true)
+	after := f.fs.String("after", "", "the stream id to read after (ms-seq); default: from the oldest kept")
+	n := f.fs.Int("n", 0, "how many events: a page's size (default 100), or with -follow the number to print before exiting (default: until interrupted)")
+	follow := f.fs.Bool("follow", false, "listen for events as they come")
+	pos, code, ok := f.parse(e, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		e.errorf("inspect events takes no arguments (got %q)", strings.Join(pos, " "))
+		return ExitUsage
+	}
+	page := *n
+	if page == 0 {
+		page = 100
+	}
+	s, code := open(e, f, false, func() error {
+		if *n < 0 {
+			return fmt.Errorf("-n %d: give a positive count", *n)
+		}
+		if !*follow && page > emq.MaxEventsPage {
+			return fmt.Errorf("-n %d: give 1 to %d", page, emq.MaxEventsPage)
+		}
+		return checkAfter(*after)
+	})
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	now, _ := s.c.ServerTime(s.ctx)
+	if !*follow {
+		evs, err := s.q.EventsPage(s.ctx, *after, page)
+		if err != nil {
+			e.errorf("%v", err)
+			return ExitUsage
+		}
+		next := *after
+		if len(evs) > 0 {
+			next = evs[len(evs)-1].StreamID
+		}
+		if *f.format == "json" {
+			out := make([]map[string]any, len(evs))
+			for i, ev := range evs {
+				out[i] = eventJSON(ev)
+			}
+			writeJSON(e.stdout, map[string]any{"queue": s.q.Name(), wire.ScriptEvents.Name: out, "next": next})
+			return ExitOK
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+		for _, ev := range evs {
+			fmt.Fprintln(tw, eventLine(ev, now))
+		}
+		_ = tw.Flush()
+		if len(evs) < page {
+			fmt.Fprintln(e.stdout, "(no more events)")
+		}
+		if next != "" {
+			fmt.Fprintf(e.stdout, "next: -after %s\n", next)
+		}
+		return ExitOK
+	}
+	ctx, cancel := followContext()
+	defer cancel()
+	printed := 0
+	err := s.q.Events(ctx, *after, func(_ context.Context, ev emq.JobEvent) error {
+		if *f.format == "json" {
+			b, _ := json.Marshal(eventJSON(ev))
+			fmt.Fprintf(e.stdout, "%s\n", b)
+		} else {
+			fmt.Fprintln(e.stdout, strings.ReplaceAll(eventLine(ev, time.Time{}), "\t", "  "))
+		}
+		printed++
+		if *n > 0 && printed >= *n {
+			cancel()
+		}
+		return nil
+	}, emq.EventsPageSize(min(page, emq.MaxEventsPage)))
+	if err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
+	}
+	return ExitOK
+}
+
+// checkAfter refuses, before anything is sent, an -after that is not a
+// stream id, as EventsPage would.
+func checkAfter(after string) error {
+	if after == "" {
+		return nil
+	}
+	ms, seq, ok := strings.Cut(after, "-")
+	if !ok || ms == "" || seq == "" || strings.Trim(ms, "0123456789") != "" || strings.Trim(seq, "0123456789") != "" {
+		return fmt.Errorf("-after %q is not a stream id (ms-seq)", after)
+	}
+	return nil
+}
+
+// eventLine is one event as events prints it, its columns tab-separated.
+func eventLine(ev emq.JobEvent, now time.Time) string {
+	line := fmt.Sprintf("%s\t%s\t%s\t%s %d", ev.StreamID, FirstLine(string(ev.Event)), ev.ID, outputNames[2], ev.Attempt)
+	var more []string
+	if ev.Class != "" {
+		more = append(more, "class "+FirstLine(string(ev.Class)))
+	}
+	if ev.Error != "" {
+		more = append(more, "error: "+FirstLine(ev.Error))
+	}
+	if !ev.RunAt.IsZero() {
+		more = append(more, "run at "+when(ev.RunAt, now))
+	}
+	if len(ev.Progress) > 0 {
+		p, _, _ := Preview(ev.Progress, previewBytes)
+		more = append(more, outputNames[0]+": "+p)
+	}
+	return line + "\t" + strings.Join(more, ", ")
+}
+
+// eventJSON is one event as events -format json prints it.
+func eventJSON(ev emq.JobEvent) map[string]any {
+	el := wire.ScriptEvents.ReplyElements() // stream_id, event, id, attempt, class, error, run_at_ms, progress
+	m := map[string]any{el[0]: ev.StreamID, el[1]: ev.Event, el[2]: ev.ID, el[3]: ev.Attempt, el[4]: ev.Class, el[5]: ev.Error}
+	if !ev.RunAt.IsZero() {
+		m["run_at"] = ev.RunAt.UTC()
+	}
+	if len(ev.Progress) > 0 {
+		bytesJSON(m, el[7], ev.Progress)
+	}
+	return m
 }

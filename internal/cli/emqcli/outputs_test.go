@@ -1,6 +1,7 @@
 package emqcli_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -166,5 +167,84 @@ func TestInspectCounters(t *testing.T) {
 	}
 	if code, out, _ := run(t, "inspect", "counters", "-h"); code != emqcli.ExitOK || !strings.Contains(out, "-minutes") || !strings.Contains(out, "Queue.Counters") {
 		t.Errorf("inspect counters -h = %d\n%s", code, out)
+	}
+}
+
+// TestInspectEvents: events prints the SDK's EventsPage in pages after a
+// stream id, in text and JSON; -follow prints events as they come; a bad
+// -after or -n exits 2 with nothing sent.
+func TestInspectEvents(t *testing.T) {
+	s := seedOutputs(t)
+	ev := wire.ScriptEvents.Name
+	// progress, completed, completed, failed, dead.
+	code, out, errs := inspectRun(t, s.srv, ev, "-queue", "orders")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != emqcli.ExitOK || len(lines) != 7 || lines[5] != "(no more events)" || !strings.HasPrefix(lines[6], "next: -after ") {
+		t.Fatalf("events = %d\n%s%s", code, out, errs)
+	}
+	for i, w := range []emq.Event{emq.EventProgress, emq.EventCompleted, emq.EventCompleted, emq.EventFailed, emq.EventDead} {
+		if f := strings.Fields(lines[i]); len(f) < 3 || f[1] != string(w) {
+			t.Errorf("event line %d = %q, want %s", i, lines[i], w)
+		}
+	}
+	if !strings.Contains(lines[0], "step 3 of 4") || !strings.Contains(lines[3], "class "+string(emq.FailureClassError)) || !strings.Contains(lines[3], "error: boom") {
+		t.Errorf("the events' details:\n%s", out)
+	}
+	t.Logf("emq inspect events -queue orders\n%s", out)
+
+	code, out, _ = inspectRun(t, s.srv, ev, "-queue", "orders", "-n", "2")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if code != emqcli.ExitOK || len(lines) != 3 || !strings.HasPrefix(lines[2], "next: -after ") {
+		t.Fatalf("events -n 2 = %d\n%s", code, out)
+	}
+	after := strings.TrimPrefix(lines[2], "next: -after ")
+	var page struct {
+		Events []map[string]any `json:"events"`
+		Next   string           `json:"next"`
+	}
+	code, out, _ = inspectRun(t, s.srv, ev, "-queue", "orders", "-after", after, "-format", "json")
+	if err := json.Unmarshal([]byte(out), &page); code != emqcli.ExitOK || err != nil || len(page.Events) != 3 || page.Next == after {
+		t.Fatalf("events -after %s -format json = %d %v\n%s", after, code, err, out)
+	}
+	if page.Events[0][wire.ScriptEvents.ReplyElements()[1]] != string(emq.EventCompleted) {
+		t.Errorf("the first event after %s = %v", after, page.Events[0])
+	}
+
+	// -follow: the five kept, then one written while it listens.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	defer emqcli.FollowEventsUntil(ctx)()
+	type result struct {
+		code     int
+		out, err string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errs := inspectRun(t, s.srv, ev, "-queue", "orders", "-follow", "-n", "6", "-format", "json")
+		done <- result{code, out, errs}
+	}()
+	k := s.q.Keys()
+	p := wire.ProgressCall{Row: func() string { r, _ := k.Row(s.running); return r }(), ProgressKey: k.Progress, Events: k.Events, ID: s.running, Token: 1, Progress: "step 4 of 4", EventsMax: 100}
+	if _, err := p.Exec(ctx, s.c.Redis()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		lines := strings.Split(strings.TrimSpace(r.out), "\n")
+		if r.code != emqcli.ExitOK || len(lines) != 6 || !strings.Contains(lines[5], "step 4 of 4") {
+			t.Errorf("events -follow -n 6 = %d\n%s%s", r.code, r.out, r.err)
+		}
+	case <-ctx.Done():
+		t.Fatal("events -follow -n 6 did not end")
+	}
+
+	before := commandStats(t, s.srv)
+	for _, args := range [][]string{{"-after", "nope"}, {"-after", "1-"}, {"-n", "1001"}, {"-n", "-1"}} {
+		if code, _, errs := inspectRun(t, s.srv, ev, append([]string{"-queue", "orders"}, args...)...); code != emqcli.ExitUsage || !strings.Contains(errs, "nothing was sent") {
+			t.Errorf("events %v = %d\n%s", args, code, errs)
+		}
+	}
+	if after := commandStats(t, s.srv); after["evalsha_ro"] != before["evalsha_ro"] {
+		t.Errorf("refused input sent a script")
 	}
 }
