@@ -106,8 +106,9 @@ than the SDK's; the read-only subcommands warn on stderr and proceed.
 Connects like emq probe; the password may come from $` + PasswordEnv + `.
 The user needs GET on the version record, and on the queue's keys ZCARD,
 EXISTS, ZRANGE, ZSCORE, HGETALL, HMGET, HGET, HLEN and TIME to read (and
-EVALSHA_RO and EVAL_RO for the read-only scripts), EVALSHA and EVAL
-(and what the scripts call) to revive and purge.`
+EVALSHA_RO and EVAL_RO for the read-only scripts, XLEN and XRANGE for
+events, XREAD for events -follow), EVALSHA and EVAL (and what the scripts
+call) to revive and purge.`
 
 func runInspect(e *env, args []string) int {
 	subs := inspectSubs()
