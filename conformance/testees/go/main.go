@@ -900,7 +900,7 @@ func (t *testee) do(req request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		evs, err := q.EventsPage(ctx, a.After, a.Count)
+		evs, err := q.EventsPage(ctx, emq.StreamID(a.After), a.Count)
 		if err != nil {
 			return nil, err
 		}
@@ -911,7 +911,7 @@ func (t *testee) do(req request) (any, error) {
 			if !e.RunAt.IsZero() {
 				runAt = e.RunAt.UnixMilli()
 			}
-			m := map[string]any{el[0]: e.StreamID, el[1]: string(e.Event), el[2]: e.ID.String(), el[3]: e.Attempt, el[4]: string(e.Class), el[6]: runAt}
+			m := map[string]any{el[0]: string(e.StreamID), el[1]: string(e.Event), el[2]: e.ID.String(), el[3]: e.Attempt, el[4]: string(e.Class), el[6]: runAt}
 			m = bytesOut(m, el[5], []byte(e.Error))
 			out[i] = bytesOut(m, el[7], e.Progress)
 		}

@@ -217,14 +217,14 @@ func runInspectEvents(e *env, sub inspectSub, name string, args []string) int {
 	defer s.close()
 	now, _ := s.c.ServerTime(s.ctx)
 	if !*follow {
-		evs, err := s.q.EventsPage(s.ctx, *after, page)
+		evs, err := s.q.EventsPage(s.ctx, emq.StreamID(*after), page)
 		if err != nil {
 			e.errorf("%v", err)
 			return ExitUsage
 		}
 		next := *after
 		if len(evs) > 0 {
-			next = evs[len(evs)-1].StreamID
+			next = string(evs[len(evs)-1].StreamID)
 		}
 		if *f.format == "json" {
 			out := make([]map[string]any, len(evs))
@@ -250,7 +250,7 @@ func runInspectEvents(e *env, sub inspectSub, name string, args []string) int {
 	ctx, cancel := followContext()
 	defer cancel()
 	printed := 0
-	err := s.q.Events(ctx, *after, func(_ context.Context, ev emq.JobEvent) error {
+	err := s.q.Events(ctx, emq.StreamID(*after), func(_ context.Context, ev emq.JobEvent) error {
 		if *f.format == "json" {
 			b, _ := json.Marshal(eventJSON(ev))
 			fmt.Fprintf(e.stdout, "%s\n", b)

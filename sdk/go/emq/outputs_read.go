@@ -150,6 +150,13 @@ func settleCounts(r wire.CountersReply) SettleCounts {
 	return SettleCounts{Completed: r.Completed, Failed: r.Failed, Retried: r.Retried, Dead: r.Dead}
 }
 
+// StreamID is a position in a queue's events stream: an entry's stream id
+// ("ms-seq"), as JobEvent.StreamID reports it. The zero StreamID is before
+// the oldest entry the stream keeps. Pass back what a JobEvent carried;
+// one that is not "ms-seq" is refused with ErrArgument before anything is
+// sent.
+type StreamID string
+
 // MaxEventsPage is the most events one EventsPage call reads.
 const MaxEventsPage = 1000
 
@@ -160,7 +167,7 @@ const MaxEventsPage = 1000
 type JobEvent struct {
 	// StreamID is the entry's stream id ("ms-seq"): pass it as after to
 	// resume behind it.
-	StreamID string
+	StreamID StreamID
 	// Event is what happened: a word of the event vocabulary (Events); a
 	// word of a later minor's vocabulary is kept as it is (Registered
 	// reports false).
@@ -184,11 +191,11 @@ type JobEvent struct {
 var streamID = regexp.MustCompile(`^[0-9]+-[0-9]+$`)
 
 // checkEventsPage refuses before sending what the events script refuses.
-func checkEventsPage(after string, count int) error {
+func checkEventsPage(after StreamID, count int) error {
 	if count < 1 || count > MaxEventsPage {
 		return errorf("%w: a page of %d events (1 to %d)", ErrArgument, count, MaxEventsPage)
 	}
-	if after != "" && !streamID.MatchString(after) {
+	if after != "" && !streamID.MatchString(string(after)) {
 		return errorf("%w: after %q is not a stream id (ms-seq)", ErrArgument, after)
 	}
 	return nil
@@ -201,7 +208,7 @@ func checkEventsPage(after string, count int) error {
 // with ErrArgument before anything is sent. It only reads, also on an
 // observing client, and is resent across a reconnect like every read.
 // Events listens on top of it.
-func (q *Queue) EventsPage(ctx context.Context, after string, count int) (events []JobEvent, err error) {
+func (q *Queue) EventsPage(ctx context.Context, after StreamID, count int) (events []JobEvent, err error) {
 	if err := checkEventsPage(after, count); err != nil {
 		return nil, err
 	}
@@ -209,7 +216,7 @@ func (q *Queue) EventsPage(ctx context.Context, after string, count int) (events
 		if err := q.c.ensureRead(ctx); err != nil {
 			return err
 		}
-		call := wire.EventsCall{Events: q.keys.Events, After: after, Count: int64(count)}
+		call := wire.EventsCall{Events: q.keys.Events, After: string(after), Count: int64(count)}
 		res := q.c.execScriptsRO(ctx, []*wire.Script{wire.ScriptEvents}, []rueidis.LuaExec{call.LuaExec()})
 		recs, err := wire.DecodeEvents(res[0])
 		if err != nil {
@@ -217,7 +224,7 @@ func (q *Queue) EventsPage(ctx context.Context, after string, count int) (events
 		}
 		got := make([]JobEvent, len(recs))
 		for i, r := range recs {
-			got[i] = JobEvent{StreamID: r.StreamID, Event: r.Event, ID: r.ID, Attempt: r.Attempt, Class: r.Class, Error: r.Error}
+			got[i] = JobEvent{StreamID: StreamID(r.StreamID), Event: r.Event, ID: r.ID, Attempt: r.Attempt, Class: r.Class, Error: r.Error}
 			if r.RunAtMS > 0 {
 				got[i].RunAt = time.UnixMilli(r.RunAtMS)
 			}
@@ -262,7 +269,7 @@ func EventsWait(d time.Duration) EventsOption { return func(c *eventsConfig) { c
 // ErrArgument before anything is sent. Events are a hint: the stream keeps
 // the last writes only (each writer's events max length), so a listener
 // that falls far behind misses the oldest.
-func (q *Queue) Events(ctx context.Context, after string, handle func(context.Context, JobEvent) error, opts ...EventsOption) error {
+func (q *Queue) Events(ctx context.Context, after StreamID, handle func(context.Context, JobEvent) error, opts ...EventsOption) error {
 	cfg := eventsConfig{page: 100, wait: 5 * time.Second}
 	for _, o := range opts {
 		o(&cfg)
@@ -280,7 +287,7 @@ func (q *Queue) Events(ctx context.Context, after string, handle func(context.Co
 	// the page read after the wait is empty, the events script skipped it
 	// (an entry that names no event), and the listener moves past it, so
 	// that it does not end every wait at once.
-	met := ""
+	met := StreamID("")
 	for ctx.Err() == nil {
 		page, err := q.EventsPage(ctx, after, cfg.page)
 		if ctx.Err() != nil {
@@ -312,7 +319,7 @@ func (q *Queue) Events(ctx context.Context, after string, handle func(context.Co
 // waitEvents blocks on the events stream until an entry after after
 // arrives or wait passes, and returns the entry's stream id ("" when the
 // wait passed).
-func (q *Queue) waitEvents(ctx context.Context, after string, wait time.Duration) (met string, err error) {
+func (q *Queue) waitEvents(ctx context.Context, after StreamID, wait time.Duration) (met StreamID, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if err := q.c.ensureRead(ctx); err != nil {
 		return "", err
@@ -322,7 +329,7 @@ func (q *Queue) waitEvents(ctx context.Context, after string, wait time.Duration
 	}
 	rc := q.c.rc
 	blockMS := (wait + time.Millisecond - 1).Milliseconds()
-	streams, err := rc.Do(ctx, rc.B().Xread().Count(1).Block(blockMS).Streams().Key(q.keys.Events).Id(after).Build()).AsXRead()
+	streams, err := rc.Do(ctx, rc.B().Xread().Count(1).Block(blockMS).Streams().Key(q.keys.Events).Id(string(after)).Build()).AsXRead()
 	if rueidis.IsRedisNil(err) {
 		return "", nil // the wait passed
 	}
@@ -331,7 +338,7 @@ func (q *Queue) waitEvents(ctx context.Context, after string, wait time.Duration
 	}
 	for _, entries := range streams {
 		for _, e := range entries {
-			met = e.ID
+			met = StreamID(e.ID)
 		}
 	}
 	return met, nil

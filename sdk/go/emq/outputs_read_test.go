@@ -294,7 +294,7 @@ func TestEventsPage(t *testing.T) {
 
 	// Pages of two, each after the last one's last id.
 	var paged []emq.JobEvent
-	after := ""
+	var after emq.StreamID
 	for {
 		page, err := e.q.EventsPage(ctx, after, 2)
 		if err != nil {
@@ -310,7 +310,7 @@ func TestEventsPage(t *testing.T) {
 	}
 
 	for _, bad := range []struct {
-		after string
+		after emq.StreamID
 		count int
 	}{{"", 0}, {"", emq.MaxEventsPage + 1}, {"not-an-id", 1}, {"12", 1}, {"1-2-3", 1}} {
 		if _, err := e.q.EventsPage(ctx, bad.after, bad.count); !errors.Is(err, emq.ErrArgument) {
@@ -453,7 +453,7 @@ func ExampleQueue_Events() {
 	}
 	fmt.Printf("%s: progress %s\n", info.State, info.Progress)
 
-	last := ""
+	var last emq.StreamID
 	err = q.Events(ctx, "", func(ctx context.Context, ev emq.JobEvent) error {
 		fmt.Printf("%s of attempt %d: %s\n", ev.Event, ev.Attempt, ev.Progress)
 		last = ev.StreamID
