@@ -251,9 +251,9 @@ type eventsConfig struct {
 func EventsPageSize(n int) EventsOption { return func(c *eventsConfig) { c.page = n } }
 
 // EventsWait sets how long one wait of Events on an empty stream blocks
-// the server (XREAD BLOCK) before it reads a page again (default 5 s,
-// rounded up to a millisecond). Events stops within it when ctx ends at a
-// moment the client cannot interrupt the wait.
+// on the server (XREAD BLOCK) before it reads a page again, whatever came
+// (default 5 s, rounded up to a millisecond). A wait ends early when an
+// event arrives, and when ctx ends.
 func EventsWait(d time.Duration) EventsOption { return func(c *eventsConfig) { c.wait = d } }
 
 // Events listens to the queue's events stream: it calls handle with each
