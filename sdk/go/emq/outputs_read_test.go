@@ -518,3 +518,57 @@ func TestClusterReads(t *testing.T) {
 		}
 	}
 }
+
+// Counters reads the settle counts the server keeps for a queue: the
+// totals, and one record per minute, the current minute first. Here one
+// job is completed by a 2.4 completion (the script a 2.4 worker runs).
+func ExampleQueue_Counters() {
+	ctx := context.Background()
+	c, err := emq.Connect(ctx, emq.Options{Addr: addr})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	q, err := c.Queue("example-counters")
+	if err != nil {
+		log.Fatal(err)
+	}
+	id, err := c.Mint(emq.WorkKind)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := q.Push(ctx, id, []byte("report 9")); err != nil {
+		log.Fatal(err)
+	}
+	job, _, err := q.Claim(ctx, time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	k := q.Keys()
+	row, _ := k.Row(job.ID)
+	done := wire.CompleteResultClaimIDsCall{Row: row, Active: k.Active, Pending: k.Pending, Wake: k.Wake, Results: k.Results,
+		ResultTimes: k.ResultTimes, Progress: k.Progress, Failures: k.Failures, Options: k.Options, Events: k.Events,
+		Counters: k.Counters, ID: job.ID, Token: job.Token, LeaseMS: 60000, Result: "42 rows", Keep: 100}
+	if _, err := done.Exec(ctx, c.Redis()); err != nil {
+		log.Fatal(err)
+	}
+
+	counts, err := q.Counters(ctx, 5)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var recent int64
+	for _, m := range counts.Minutes {
+		recent += m.Completed
+	}
+	fmt.Printf("completed %d, failed %d; %d in the last %d minutes\n",
+		counts.Totals.Completed, counts.Totals.Failed, recent, len(counts.Minutes))
+	info, found, err := q.Get(ctx, id)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("found %v; completed by attempt %d: %s\n", found, info.Completed.Attempt, info.Completed.Result)
+	// Output:
+	// completed 1, failed 0; 1 in the last 5 minutes
+	// found false; completed by attempt 1: 42 rows
+}
