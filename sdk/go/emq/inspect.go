@@ -83,13 +83,10 @@ func (q *Queue) getOnce(ctx context.Context, id ID) (JobInfo, bool, error) {
 	if err != nil {
 		return JobInfo{}, false, errorf("emq: get %s: %w", id, err)
 	}
-	fres, ores := res[len(res)-2], res[len(res)-1]
-	if e, ok := rueidis.IsRedisErr(fres.Error()); ok && e.IsNoScript() {
-		fres = rc.Do(ctx, q.c.evalRO(wire.ScriptFailures, fx))
-	}
-	if e, ok := rueidis.IsRedisErr(ores.Error()); ok && e.IsNoScript() {
-		ores = rc.Do(ctx, q.c.evalRO(wire.ScriptOutput, ox))
-	}
+	// The scripts a server does not hold (restarted, failed over) are
+	// sent again as EVAL_RO, together.
+	scripts := q.c.againRO(ctx, []*wire.Script{wire.ScriptFailures, wire.ScriptOutput}, []rueidis.LuaExec{fx, ox}, res[len(res)-2:])
+	fres, ores := scripts[0], scripts[1]
 	out, err := decodeOutput(ores)
 	if err != nil {
 		return JobInfo{}, false, errorf("emq: get %s: the output: %w", id, err)

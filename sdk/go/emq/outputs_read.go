@@ -3,6 +3,7 @@ package emq
 import (
 	"context"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -62,6 +63,28 @@ func (q *Queue) Output(ctx context.Context, id ID) (out JobOutput, err error) {
 		return nil
 	})
 	return out, err
+}
+
+// againRO sends again, as EVAL_RO and in one round trip, the calls of res
+// (the replies of read-only scripts pipelined with other commands, calls[i]
+// running scripts[i]) that met NOSCRIPT, and returns res with their
+// replies.
+func (c *Client) againRO(ctx context.Context, scripts []*wire.Script, calls []rueidis.LuaExec, res []rueidis.RedisResult) []rueidis.RedisResult {
+	var again []int
+	var evals rueidis.Commands
+	for i, r := range res {
+		if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() {
+			again, evals = append(again, i), append(evals, c.evalRO(scripts[i], calls[i]))
+		}
+	}
+	if len(again) == 0 {
+		return res
+	}
+	out := slices.Clone(res)
+	for j, r := range c.rc.DoMulti(ctx, evals...) {
+		out[again[j]] = r
+	}
+	return out
 }
 
 // outputCall is the output script's call for id, whose row is row.

@@ -166,17 +166,23 @@ func TestGetProgressAndCompletion(t *testing.T) {
 }
 
 // Get sends the output script beside the failures script in its one
-// round trip, and reloads neither when the server has forgotten them.
+// round trip, and sends both again (EVAL_RO) when the server has
+// forgotten them.
 func TestGetAfterScriptFlush(t *testing.T) {
 	e := newOutputsEnv(t)
 	ctx := ctxT(t)
 	id, tok := e.claimed("work")
+	e.fail(id, tok, "first", 0)
+	if _, err := e.q.PromoteIDs(ctx, []emq.ID{id}); err != nil {
+		t.Fatal(err)
+	}
+	tok = e.claim(id)
 	e.progress(id, tok, "half")
 	if err := do(t, e.c, "SCRIPT", "FLUSH").Error(); err != nil {
 		t.Fatal(err)
 	}
 	info, ok, err := e.q.Get(ctx, id)
-	if err != nil || !ok || string(info.Progress) != "half" {
+	if err != nil || !ok || string(info.Progress) != "half" || len(info.Failures) != 1 || info.Failures[0].Message != "first" {
 		t.Fatalf("Get after SCRIPT FLUSH = %+v, %v, %v", info, ok, err)
 	}
 }
