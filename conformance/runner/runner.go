@@ -545,8 +545,14 @@ func Run(ctx context.Context, opt Options) ([]*Result, error) {
 // they are the contract's own and do not follow a rename in the manifest,
 // so the no-literal scans of the runner and the testees allow them.
 // "failures" is the op of the failures script (2.3.0) and the runner's
-// result field; it equals the failures key type's name.
-var ContractWords = []string{"payload", "state", "attempts", "bundle", "version", "row", "run_at_ms", "failures"}
+// result field; it equals the failures key type's name. Of 2.4.0:
+// "results" (push_many's and add_many's result field), "progress",
+// "events" and "counters" (ops and result fields) equal key type names,
+// and "completed", "failed", "retried" and "dead" (the counters' result
+// fields, get's completed) equal words of the event vocabulary and, for
+// dead, a state.
+var ContractWords = []string{"payload", "state", "attempts", "bundle", "version", "row", "run_at_ms", "failures",
+	"results", "progress", "events", "counters", "completed", "failed", "retried", "dead"}
 
 // manifestFacts is what placeholders resolve from for p.
 func manifestFacts(p *model.Protocol) (*facts, error) {

@@ -53,7 +53,8 @@ local redis = setmetatable({
 // 6 dead, 7 absent): records for push_many (one per id), jobs leased for
 // claim_ids and complete_claim_ids (1 and 2), jobs moved for promote_ids
 // (3) and reap_ids (4).
-var didWork = map[string]int64{"push_many": 7, "claim_ids": 2, "complete_claim_ids": 2, "promote_ids": 1, "reap_ids": 1}
+var didWork = map[string]int64{"push_many": 7, "claim_ids": 2, "complete_claim_ids": 2, "promote_ids": 1, "reap_ids": 1,
+	"add_many": 7, "complete_result_claim_ids": 2, "reap_recorded_ids": 1, "reap_failed_ids": 1}
 
 func TestDeclaredKeys(t *testing.T) {
 	data, err := os.ReadFile("../../protocol.yaml")
@@ -102,7 +103,12 @@ func TestDeclaredKeys(t *testing.T) {
 			do("ZADD", set(j.state), j.score, j.id)
 		}
 	}
-	ints := map[string]string{"lease_ms": "30000", "count": "5", "limit": "10", "max_attempts": "0", "delay_ms": "0", "run_at_ms": "0", "ttl_ms": "1000"}
+	ints := map[string]string{"lease_ms": "30000", "count": "5", "limit": "10", "max_attempts": "0", "delay_ms": "0", "run_at_ms": "0", "ttl_ms": "1000",
+		"attempts": "0", "backoff_ms": "0", "backoff_max_ms": "0", "keep": "10", "keep_age_ms": "0", "events_max": "100", "jitter": "0", "bury": "0", "minutes": "5"}
+	// strs are the string arguments that need a value other than "x" (or
+	// than their vocabulary's first word): an events page from the start,
+	// a worker's backoff (inherit is a job's word only).
+	strs := map[string]string{"after": "", "backoff": "fixed"}
 	var undeclared []string
 	for i, s := range p.Scripts {
 		seed()
@@ -150,6 +156,10 @@ func TestDeclaredKeys(t *testing.T) {
 			case "int":
 				argv = append(argv, ints[a.Name])
 			default:
+				if v, ok := strs[a.Name]; ok {
+					argv = append(argv, v)
+					break
+				}
 				if v, ok := p.Vocabulary(a.Vocabulary); ok && a.Vocabulary != "" {
 					argv = append(argv, v.Words[0].Word) // a word the script admits
 					break

@@ -34,8 +34,11 @@ type Manifest struct {
 	// Vocabularies are the closed sets of words the wire carries as
 	// values; optional (a manifest before 2.3.0 has none).
 	Vocabularies []Vocabulary `yaml:"vocabularies"`
-	Scripts      []Script     `yaml:"scripts,required"`
-	Governance   Governance   `yaml:"governance,required"`
+	// Snippets are Lua shared by script bodies; optional (a manifest
+	// before 2.4.0 has none).
+	Snippets   []Snippet  `yaml:"snippets"`
+	Scripts    []Script   `yaml:"scripts,required"`
+	Governance Governance `yaml:"governance,required"`
 	// Retired holds the tombstones of names that are gone from the
 	// protocol and may never return with another meaning.
 	Retired []Tombstone `yaml:"retired"`
@@ -282,6 +285,16 @@ type Vocabulary struct {
 	Summary    Str          `yaml:"summary"`
 	Words      []Word       `yaml:"words,required"`
 	Deprecated *Deprecation `yaml:"deprecated"`
+}
+
+// Snippet is Lua that several script bodies share: a body includes it
+// with {{template "<name>"}}, and it is rendered there, with that
+// script's keys and arguments, as if written in place.
+type Snippet struct {
+	Pos     Pos
+	Name    Str `yaml:"name,required"`
+	Summary Str `yaml:"summary"`
+	Lua     Str `yaml:"lua,required"`
 }
 
 // Word is one word of a vocabulary.

@@ -30,8 +30,11 @@ type Protocol struct {
 	// Vocabularies are the closed sets of words the wire carries as
 	// values, in manifest order; none before 2.3.0.
 	Vocabularies []Vocabulary
-	Scripts      []Script
-	Governance   Governance
+	// Snippets are the Lua script bodies share, in manifest order; none
+	// before 2.4.0.
+	Snippets   []Snippet
+	Scripts    []Script
+	Governance Governance
 
 	// File is the manifest's file name, for positions.
 	File string
@@ -40,6 +43,10 @@ type Protocol struct {
 	// Retired are the tombstones of names that are gone and may never
 	// return with another meaning.
 	Retired []Tombstone
+
+	// brokenSnippets are the snippets whose template does not parse,
+	// reported once however many bodies include them.
+	brokenSnippets map[string]bool
 }
 
 // Deprecation announces that an element will be removed at a later
@@ -234,6 +241,14 @@ type Vocabulary struct {
 	Summary    string
 	Words      []Word // in manifest order, at least one
 	Deprecated *Deprecation
+}
+
+// Snippet is Lua shared by script bodies, included with
+// {{template "<name>"}} and rendered in the including script's context.
+type Snippet struct {
+	Name    string // a lower-case identifier
+	Summary string
+	Lua     string // the template, as written
 }
 
 // Word is one word of a vocabulary.

@@ -70,7 +70,8 @@ var steps = []struct {
 	{"reserve", []string{"protocol", "version", "reserve"}, (*resolver).reserve},
 	{"classes", []string{"classes"}, (*resolver).classes},
 	{"vocabularies", []string{"vocabularies"}, (*resolver).vocabularies},
-	{"scripts", []string{"ids", "kinds", "keys", "row", "reserve", "classes", "vocabularies", "scripts"}, (*resolver).scripts},
+	{"snippets", []string{"snippets"}, (*resolver).snippets},
+	{"scripts", []string{"ids", "kinds", "keys", "row", "reserve", "classes", "vocabularies", "snippets", "scripts"}, (*resolver).scripts},
 	{"probes", []string{"ids", "kinds", "queues", "keys", "row", "sets", "reserve", "classes", "scripts"}, (*resolver).probes},
 	{"governance", []string{"version", "governance"}, (*resolver).governance},
 	{"retired", []string{"version", "kinds", "keys", "row", "sets", "reserve", "classes", "scripts", "retired"}, (*resolver).lifecycle},
@@ -668,6 +669,20 @@ func (r *resolver) vocabularies() {
 	}
 }
 
+// snippets reads the Lua that script bodies share. A snippet is rendered
+// where a body includes it, so its names resolve against that script.
+func (r *resolver) snippets() {
+	names := r.unique("snippet")
+	for _, in := range r.m.Snippets {
+		names.add(in.Name)
+		r.ident(in.Name, "snippet name")
+		if strings.TrimSpace(in.Lua.V) == "" {
+			r.errf(in.Lua.Pos, "snippet %q: lua is empty", in.Name.V)
+		}
+		r.p.Snippets = append(r.p.Snippets, Snippet{Name: in.Name.V, Summary: in.Summary.V, Lua: in.Lua.V})
+	}
+}
+
 // vocabularyNames lists the declared vocabularies, for errors.
 func (r *resolver) vocabularyNames() []string {
 	var n []string
@@ -710,6 +725,7 @@ var argTypes = map[string]bool{"id": true, "token": true, "bytes": true, "int": 
 var replyTypes = map[string]bool{"int": true, "string": true, "array": true}
 
 func (r *resolver) scripts() {
+	included := map[string]bool{} // snippet names some body includes
 	names := r.unique("script")
 	for _, in := range r.m.Scripts {
 		names.add(in.Name)
@@ -823,8 +839,17 @@ func (r *resolver) scripts() {
 		if len(s.Transitions) > 0 && s.Scope == "reserve" {
 			r.errf(in.Name.Pos, "script %q: only per-queue scripts move rows between states", in.Name.V)
 		}
-		s.Body = renderBody(r.p, &s, in.Body, r.errs)
+		var used []string
+		s.Body, used = renderBody(r.p, &s, in.Body, r.errs)
+		for _, name := range used {
+			included[name] = true
+		}
 		r.p.Scripts = append(r.p.Scripts, s)
+	}
+	for i, sn := range r.p.Snippets {
+		if !included[sn.Name] && len(r.p.brokenSnippets) == 0 { // a broken one stops every body that includes any
+			r.errf(r.m.Snippets[i].Name.Pos, "snippet %q is included by no script body ({{template %q}}); include it or delete it", sn.Name, sn.Name)
+		}
 	}
 	for i := range r.p.Classes {
 		for _, s := range r.p.Scripts {

@@ -12,11 +12,13 @@ import (
 	"github.com/echomq/echomq/gen/manifest"
 )
 
-// renderBody renders a script body template to Lua. The template functions
-// resolve names against the script and the protocol; an unknown name, or a
-// declared key, argument or refusal that the body never uses, is an error
-// at the body's position.
-func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors) string {
+// renderBody renders a script body template to Lua and returns the names
+// of the snippets it includes. The template functions resolve names
+// against the script and the protocol; an unknown name, or a declared key,
+// argument or refusal that the body never uses, is an error at the body's
+// position. A snippet ({{template "<name>"}}) is rendered in place, its
+// names resolved against the including script.
+func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors) (string, []string) {
 	usedKeys := map[string]bool{}
 	usedArgs := map[string]bool{}
 	usedRefusals := map[string]bool{}
@@ -175,15 +177,47 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 			return strings.Join(parts, "; ") + " -- each key's type, before any write"
 		},
 	}
-	t, err := template.New(s.Name).Option("missingkey=error").Funcs(funcs).Parse(body.V)
-	if err != nil {
+	t := template.New(s.Name).Option("missingkey=error").Funcs(funcs)
+	known := map[string]bool{}
+	for i, sn := range p.Snippets {
+		known[sn.Name] = true
+		if _, err := t.New(sn.Name).Parse(sn.Lua); err != nil {
+			if p.brokenSnippets == nil {
+				p.brokenSnippets = map[string]bool{}
+			}
+			if !p.brokenSnippets[sn.Name] {
+				p.brokenSnippets[sn.Name] = true
+				pos := body.Pos
+				if p.Source != nil && i < len(p.Source.Snippets) {
+					pos = bodyPos(p.Source.Snippets[i].Lua, err)
+				}
+				errs.Addf(pos, "snippet %q: template: %s", sn.Name, templateMsg(err))
+			}
+			return "", nil
+		}
+	}
+	if _, err := t.Parse(body.V); err != nil {
 		errs.Addf(bodyPos(body, err), "script %q: body template: %s", s.Name, templateMsg(err))
-		return ""
+		return "", nil
+	}
+	var used []string
+	if t.Tree != nil {
+		for _, in := range includes(t.Tree.Root) {
+			if !known[in.Name] {
+				var names []string
+				for _, sn := range p.Snippets {
+					names = append(names, sn.Name)
+				}
+				errs.Addf(offsetPos(body, int(in.Pos)), "script %q: body: {{template %q}}: no snippet %q is declared%s", s.Name, in.Name, in.Name, knownHint(in.Name, names))
+				return "", nil
+			}
+			used = append(used, in.Name)
+		}
 	}
 	var out bytes.Buffer
 	if err := t.Execute(&out, nil); err != nil {
 		errs.Addf(bodyPos(body, err), "script %q: body template: %s", s.Name, templateMsg(err))
-		return ""
+		return "", used
 	}
 	for _, pr := range problems {
 		pos := body.Pos
@@ -207,7 +241,36 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 			errs.Addf(body.Pos, "script %q: refusal %q is declared but the body never issues it", s.Name, r.ID)
 		}
 	}
-	return out.String()
+	return out.String(), used
+}
+
+// includes lists the templates (snippets) a body includes, in order.
+func includes(n parse.Node) []*parse.TemplateNode {
+	var out []*parse.TemplateNode
+	var walk func(parse.Node)
+	walk = func(n parse.Node) {
+		switch n := n.(type) {
+		case *parse.ListNode:
+			if n != nil {
+				for _, c := range n.Nodes {
+					walk(c)
+				}
+			}
+		case *parse.TemplateNode:
+			out = append(out, n)
+		case *parse.IfNode:
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.RangeNode:
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.WithNode:
+			walk(n.List)
+			walk(n.ElseList)
+		}
+	}
+	walk(n)
+	return out
 }
 
 func vocabularyHint(p *Protocol, name string) string {

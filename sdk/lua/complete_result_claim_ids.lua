@@ -57,7 +57,9 @@ if cur[2] ~= 'active' then return redis.error_reply('EMQSTALE complete job not a
 local rung = redis.call('LLEN', KEYS[4])
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('HDEL', KEYS[8], ARGV[1])
+if tonumber(cur[1]) > 1 then
+  redis.call('HDEL', KEYS[8], ARGV[1])
+end
 redis.call('HDEL', KEYS[7], ARGV[1])
 redis.call('HDEL', KEYS[9], ARGV[1])
 local t = redis.call('TIME')
@@ -80,19 +82,28 @@ if keep > 0 then
     redis.call('HDEL', KEYS[5], unpack(drop))
     redis.call('ZREM', KEYS[6], unpack(drop))
   end
-elseif redis.call('HDEL', KEYS[5], ARGV[1]) == 1 then
-  redis.call('ZREM', KEYS[6], ARGV[1])
 end
-if events_max > 0 then
-  redis.call('XADD', KEYS[10], 'MAXLEN', '~', events_max, '*', 'e', 'completed', 'j', ARGV[1], 'a', cur[1])
+local function emit(...)
+  if events_max > 0 then
+    redis.call('XADD', KEYS[10], 'MAXLEN', '~', events_max, '*', ...)
+  end
 end
-local minute = math.floor(now / 60000)
-local slot = minute % 1440
-if redis.call('HGET', KEYS[11], 'm:' .. slot) ~= tostring(minute) then
-  redis.call('HSET', KEYS[11], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+local counted = false
+local function count(word, n)
+  if n == 0 then
+    return
+  end
+  local minute = math.floor(now / 60000)
+  local slot = minute % 1440
+  if not counted and redis.call('HGET', KEYS[11], 'm:' .. slot) ~= tostring(minute) then
+    redis.call('HSET', KEYS[11], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  end
+  counted = true
+  redis.call('HINCRBY', KEYS[11], word, n)
+  redis.call('HINCRBY', KEYS[11], word .. ':' .. slot, n)
 end
-redis.call('HINCRBY', KEYS[11], 'completed', 1)
-redis.call('HINCRBY', KEYS[11], 'completed:' .. slot, 1)
+emit('e', 'completed', 'j', ARGV[1], 'a', cur[1])
+count('completed', 1)
 local deadline = now + lease
 local out = {}
 for i = 8, #ARGV do

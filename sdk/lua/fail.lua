@@ -21,7 +21,7 @@
 -- ARGV[7] -> backoff (string): the worker's backoff, when the job has none of its own: fixed or exponential
 -- ARGV[8] -> backoff_ms (int): the worker's base delay
 -- ARGV[9] -> backoff_max_ms (int): the worker's bound of an exponential backoff; 0 is unbounded
--- ARGV[10] -> jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay d becomes d - floor(d/2 × jitter/1000); 0 keeps d
+-- ARGV[10] -> jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay d becomes d - floor(d/2 * jitter/1000); 0 keeps d
 -- ARGV[11] -> bury (int): 1 buries the job whatever its attempts (the handler said the failure is final); 0 follows the policy
 -- ARGV[12] -> events_max (int): the events stream's approximate bound; 0 writes no event
 -- Output: [outcome, run_at_ms]
@@ -72,19 +72,22 @@ if opt then
     end
   end
 end
-local rec = redis.call('HGET', KEYS[6], ARGV[1])
-local list = {}
-if rec then
-  local ok, v = pcall(cmsgpack.unpack, rec)
-  if ok and type(v) == 'table' then
-    list = v
+local function record_failure(id, attempt, class, worker, err)
+  local rec = redis.call('HGET', KEYS[6], id)
+  local list = {}
+  if rec then
+    local ok, v = pcall(cmsgpack.unpack, rec)
+    if ok and type(v) == 'table' then
+      list = v
+    end
   end
+  list[#list + 1] = {attempt, now, class, string.sub(worker, 1, 128), string.sub(err, 1, 2048)}
+  while #list > 10 do
+    table.remove(list, 1)
+  end
+  redis.call('HSET', KEYS[6], id, cmsgpack.pack(list))
 end
-list[#list + 1] = {attempt, now, ARGV[3], string.sub(ARGV[4], 1, 128), string.sub(ARGV[5], 1, 2048)}
-while #list > 10 do
-  table.remove(list, 1)
-end
-redis.call('HSET', KEYS[6], ARGV[1], cmsgpack.pack(list))
+record_failure(ARGV[1], attempt, ARGV[3], ARGV[4], ARGV[5])
 redis.call('ZREM', KEYS[1], ARGV[1])
 local dead = ARGV[11] == '1' or (max_attempts > 0 and attempt >= max_attempts)
 local outcome = 'retried'
@@ -110,21 +113,31 @@ else
     redis.call('RPUSH', KEYS[5], '1')
   end
 end
-if events_max > 0 then
-  redis.call('XADD', KEYS[8], 'MAXLEN', '~', events_max, '*', 'e', 'failed', 'j', ARGV[1], 'a', att, 'c', ARGV[3], 'x', string.sub(ARGV[5], 1, 256))
-  if dead then
-    redis.call('XADD', KEYS[8], 'MAXLEN', '~', events_max, '*', 'e', outcome, 'j', ARGV[1], 'a', att)
-  else
-    redis.call('XADD', KEYS[8], 'MAXLEN', '~', events_max, '*', 'e', outcome, 'j', ARGV[1], 'a', att, 'r', run_at)
+local function emit(...)
+  if events_max > 0 then
+    redis.call('XADD', KEYS[8], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
-local minute = math.floor(now / 60000)
-local slot = minute % 1440
-if redis.call('HGET', KEYS[9], 'm:' .. slot) ~= tostring(minute) then
-  redis.call('HSET', KEYS[9], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+local counted = false
+local function count(word, n)
+  if n == 0 then
+    return
+  end
+  local minute = math.floor(now / 60000)
+  local slot = minute % 1440
+  if not counted and redis.call('HGET', KEYS[9], 'm:' .. slot) ~= tostring(minute) then
+    redis.call('HSET', KEYS[9], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  end
+  counted = true
+  redis.call('HINCRBY', KEYS[9], word, n)
+  redis.call('HINCRBY', KEYS[9], word .. ':' .. slot, n)
 end
-redis.call('HINCRBY', KEYS[9], 'failed', 1)
-redis.call('HINCRBY', KEYS[9], 'failed:' .. slot, 1)
-redis.call('HINCRBY', KEYS[9], outcome, 1)
-redis.call('HINCRBY', KEYS[9], outcome .. ':' .. slot, 1)
+emit('e', 'failed', 'j', ARGV[1], 'a', att, 'c', ARGV[3], 'x', string.sub(ARGV[5], 1, 256))
+if dead then
+  emit('e', outcome, 'j', ARGV[1], 'a', att)
+else
+  emit('e', outcome, 'j', ARGV[1], 'a', att, 'r', run_at)
+end
+count('failed', 1)
+count(outcome, 1)
 return {outcome, run_at}

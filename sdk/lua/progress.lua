@@ -27,7 +27,10 @@ local cur = redis.call('HMGET', KEYS[1], 'attempts', 'state')
 if cur[1] ~= ARGV[2] then return redis.error_reply('EMQSTALE progress token mismatch') end
 if cur[2] ~= 'active' then return redis.error_reply('EMQSTALE progress job not active') end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-if events_max > 0 then
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', events_max, '*', 'e', 'progress', 'j', ARGV[1], 'a', cur[1], 'p', ARGV[3])
+local function emit(...)
+  if events_max > 0 then
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', events_max, '*', ...)
+  end
 end
+emit('e', 'progress', 'j', ARGV[1], 'a', cur[1], 'p', ARGV[3])
 return 1

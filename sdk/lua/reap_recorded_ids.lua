@@ -31,6 +31,40 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lost = 'the lease expired before the job was settled'
+local function record_failure(id, attempt, class, worker, err)
+  local rec = redis.call('HGET', KEYS[5], id)
+  local list = {}
+  if rec then
+    local ok, v = pcall(cmsgpack.unpack, rec)
+    if ok and type(v) == 'table' then
+      list = v
+    end
+  end
+  list[#list + 1] = {attempt, now, class, string.sub(worker, 1, 128), string.sub(err, 1, 2048)}
+  while #list > 10 do
+    table.remove(list, 1)
+  end
+  redis.call('HSET', KEYS[5], id, cmsgpack.pack(list))
+end
+local function emit(...)
+  if events_max > 0 then
+    redis.call('XADD', KEYS[7], 'MAXLEN', '~', events_max, '*', ...)
+  end
+end
+local counted = false
+local function count(word, n)
+  if n == 0 then
+    return
+  end
+  local minute = math.floor(now / 60000)
+  local slot = minute % 1440
+  if not counted and redis.call('HGET', KEYS[8], 'm:' .. slot) ~= tostring(minute) then
+    redis.call('HSET', KEYS[8], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  end
+  counted = true
+  redis.call('HINCRBY', KEYS[8], word, n)
+  redis.call('HINCRBY', KEYS[8], word .. ':' .. slot, n)
+end
 local moved, back, buried = 0, 0, 0
 for i = 3, #ARGV do
   local row = KEYS[9 + i - 3]
@@ -48,19 +82,7 @@ for i = 3, #ARGV do
           limit = tonumber(a)
         end
       end
-      local rec = redis.call('HGET', KEYS[5], id)
-      local list = {}
-      if rec then
-        local ok, v = pcall(cmsgpack.unpack, rec)
-        if ok and type(v) == 'table' then
-          list = v
-        end
-      end
-      list[#list + 1] = {tonumber(att), now, 'lease_lost', '', lost}
-      while #list > 10 do
-        table.remove(list, 1)
-      end
-      redis.call('HSET', KEYS[5], id, cmsgpack.pack(list))
+      record_failure(id, tonumber(att), 'lease_lost', '', lost)
       local outcome = 'retried'
       if limit > 0 and tonumber(att) >= limit then
         outcome = 'dead'
@@ -72,10 +94,8 @@ for i = 3, #ARGV do
         redis.call('ZADD', KEYS[2], 0, id)
         back = back + 1
       end
-      if events_max > 0 then
-        redis.call('XADD', KEYS[7], 'MAXLEN', '~', events_max, '*', 'e', 'failed', 'j', id, 'a', att, 'c', 'lease_lost', 'x', lost)
-        redis.call('XADD', KEYS[7], 'MAXLEN', '~', events_max, '*', 'e', outcome, 'j', id, 'a', att)
-      end
+      emit('e', 'failed', 'j', id, 'a', att, 'c', 'lease_lost', 'x', lost)
+      emit('e', outcome, 'j', id, 'a', att)
       moved = moved + 1
     end
   end
@@ -83,17 +103,7 @@ end
 if back > 0 and redis.call('LLEN', KEYS[4]) == 0 then
   redis.call('RPUSH', KEYS[4], '1')
 end
-if moved > 0 then
-  local minute = math.floor(now / 60000)
-  local slot = minute % 1440
-  if redis.call('HGET', KEYS[8], 'm:' .. slot) ~= tostring(minute) then
-    redis.call('HSET', KEYS[8], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
-  end
-  redis.call('HINCRBY', KEYS[8], 'failed', moved)
-  redis.call('HINCRBY', KEYS[8], 'failed:' .. slot, moved)
-  redis.call('HINCRBY', KEYS[8], 'retried', back)
-  redis.call('HINCRBY', KEYS[8], 'retried:' .. slot, back)
-  redis.call('HINCRBY', KEYS[8], 'dead', buried)
-  redis.call('HINCRBY', KEYS[8], 'dead:' .. slot, buried)
-end
+count('failed', moved)
+count('retried', back)
+count('dead', buried)
 return moved

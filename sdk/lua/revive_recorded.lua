@@ -32,7 +32,10 @@ redis.call('ZADD', KEYS[2], 0, ARGV[1])
 if redis.call('LLEN', KEYS[4]) == 0 then
   redis.call('RPUSH', KEYS[4], '1')
 end
-if events_max > 0 then
-  redis.call('XADD', KEYS[5], 'MAXLEN', '~', events_max, '*', 'e', 'revived', 'j', ARGV[1], 'a', cur[2])
+local function emit(...)
+  if events_max > 0 then
+    redis.call('XADD', KEYS[5], 'MAXLEN', '~', events_max, '*', ...)
+  end
 end
+emit('e', 'revived', 'j', ARGV[1], 'a', cur[2])
 return 1

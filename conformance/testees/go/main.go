@@ -315,6 +315,18 @@ func idsOut(ids []emq.ID) []string {
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
+// parseIDs parses id texts with the SDK's parser.
+func parseIDs(texts []string) ([]emq.ID, error) {
+	ids := make([]emq.ID, len(texts))
+	for i, s := range texts {
+		var err error
+		if ids[i], err = emq.ParseID(s); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
 // do performs one request.
 func (t *testee) do(req request) (any, error) {
 	if t.wire {
@@ -449,6 +461,7 @@ func (t *testee) do(req request) (any, error) {
 			NodeLease:  10 * time.Minute, // no renewal within a scenario: the runner counts commands
 			MaxPayload: a.MaxPayload,
 			Logger:     t.log,
+			EventsMax:  -1, // revive is the 2.1 op: revive and ring, no event (revive_recorded takes its events_max)
 		})
 		if err != nil {
 			return nil, err
@@ -838,6 +851,189 @@ func (t *testee) do(req request) (any, error) {
 			return nil, err
 		}
 		return map[string]any{"ids": idsOut(ids), "next": string(next)}, nil
+
+	// echomq 2.4.0, the write side: add_many, complete_result_claim_ids,
+	// fail, reap_recorded_ids, progress, revive_recorded, forget_ids.
+	case "add_many":
+		a, err := args[struct {
+			jobsArgs
+			DelayMS      int64  `json:"delay_ms"`
+			Attempts     int    `json:"attempts"`
+			Backoff      string `json:"backoff"`
+			BackoffMS    int64  `json:"backoff_ms"`
+			BackoffMaxMS int64  `json:"backoff_max_ms"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		jobs := make([]emq.NewJob, len(a.Jobs))
+		for i, j := range a.Jobs {
+			id, err := emq.ParseID(j.ID)
+			if err != nil {
+				return nil, err
+			}
+			p, err := j.bytes()
+			if err != nil {
+				return nil, err
+			}
+			jobs[i] = emq.NewJob{ID: id, Payload: p}
+		}
+		b := emq.BackoffPolicy{Type: emq.Backoff(a.Backoff), Delay: ms(a.BackoffMS), Max: ms(a.BackoffMaxMS)}
+		rs, err := q.AddMany(ctx, jobs, emq.Delay(ms(a.DelayMS)), emq.Attempts(a.Attempts), emq.WithBackoff(b))
+		if err != nil {
+			return nil, err
+		}
+		results := make([]any, len(rs))
+		for i, r := range rs {
+			at := int64(0)
+			if !r.RunAt.IsZero() {
+				at = r.RunAt.UnixMilli()
+			}
+			results[i] = map[string]any{"enqueued": r.Enqueued, "run_at_ms": at}
+		}
+		return map[string]any{"results": results}, nil
+
+	case "complete_result_claim_ids":
+		a, err := args[struct {
+			idsArgs
+			Result    *string `json:"result"`
+			ResultB64 *string `json:"result_b64"`
+			Keep      int     `json:"keep"`
+			KeepAgeMS int64   `json:"keep_age_ms"`
+			EventsMax int     `json:"events_max"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		id, err := emq.ParseID(a.ID)
+		if err != nil {
+			return nil, err
+		}
+		ids, err := parseIDs(a.IDs)
+		if err != nil {
+			return nil, err
+		}
+		result, err := payload{Text: a.Result, B64: a.ResultB64}.bytes()
+		if err != nil {
+			return nil, err
+		}
+		js, err := q.CompleteResult(ctx, id, a.Token, ms(a.LeaseMS), ids, emq.Completion{Result: result, Keep: emq.Retention{Count: a.Keep, Age: ms(a.KeepAgeMS)}, EventsMax: a.EventsMax})
+		if err != nil {
+			return nil, err
+		}
+		return jobsOut(js), nil
+
+	case "fail":
+		a, err := args[struct {
+			failArgs
+			MaxAttempts  int    `json:"max_attempts"`
+			Backoff      string `json:"backoff"`
+			BackoffMS    int64  `json:"backoff_ms"`
+			BackoffMaxMS int64  `json:"backoff_max_ms"`
+			Jitter       int    `json:"jitter"`
+			Bury         bool   `json:"bury"`
+			EventsMax    int    `json:"events_max"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, id, err := t.queueID(a.queueArgs)
+		if err != nil {
+			return nil, err
+		}
+		f := emq.Failure{Class: emq.FailureClass(a.Class), Worker: a.Worker, Message: a.Error}
+		o := emq.FailOptions{MaxAttempts: a.MaxAttempts, Backoff: emq.BackoffPolicy{Type: emq.Backoff(a.Backoff), Delay: ms(a.BackoffMS), Max: ms(a.BackoffMaxMS)},
+			Jitter: a.Jitter, Bury: a.Bury, EventsMax: a.EventsMax}
+		outcome, at, err := q.Fail(ctx, id, a.Token, f, o)
+		if err != nil {
+			return nil, err
+		}
+		runAt := int64(0)
+		if !at.IsZero() {
+			runAt = at.UnixMilli()
+		}
+		return map[string]any{"outcome": string(outcome), "run_at_ms": runAt}, nil
+
+	case "reap_recorded_ids", "forget_ids":
+		a, err := args[struct {
+			idsArgs
+			EventsMax int `json:"events_max"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		ids, err := parseIDs(a.IDs)
+		if err != nil {
+			return nil, err
+		}
+		if req.Op == "forget_ids" {
+			n, err := q.ForgetIDs(ctx, ids)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"forgotten": n}, nil
+		}
+		n, err := q.ReapRecordedIDs(ctx, ids, int(a.MaxAttempts), a.EventsMax)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"moved": n}, nil
+
+	case wire.ScriptProgress.Name, "revive_recorded": // the progress op is named for its script, whose name is the progress key type's
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal(req.Args, &raw); err != nil {
+			return nil, badRequest(err)
+		}
+		a, err := args[struct {
+			queueArgs
+			Token     int64 `json:"token"`
+			EventsMax int   `json:"events_max"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, id, err := t.queueID(a.queueArgs)
+		if err != nil {
+			return nil, err
+		}
+		if req.Op == "revive_recorded" {
+			ok, err := q.ReviveRecorded(ctx, id, a.EventsMax)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"revived": ok}, nil
+		}
+		var p payload
+		if v, ok := raw[req.Op]; ok {
+			p.Text = new(string)
+			if err := json.Unmarshal(v, p.Text); err != nil {
+				return nil, badRequest(err)
+			}
+		}
+		if v, ok := raw[req.Op+"_b64"]; ok {
+			p.B64 = new(string)
+			if err := json.Unmarshal(v, p.B64); err != nil {
+				return nil, badRequest(err)
+			}
+		}
+		b, err := p.bytes()
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{}, q.ReportProgress(ctx, id, a.Token, b, a.EventsMax)
+	// end of the echomq 2.4.0 write side
 
 	// The reads of echomq 2.4.0 (output, counters, events; get's
 	// additions are getOut's). The ops are named for their scripts, whose

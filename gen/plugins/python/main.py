@@ -1567,7 +1567,14 @@ def script_call(s: Src, p: dict[str, Any], sc: dict[str, Any]) -> None:
     elif rec is None:
         s.line(f"        return _reply_array({lit(name)}, reply)")
     elif rep["repeated"]:
-        s.line(f"        return [{rec}.decode(v) for v in _reply_array({lit(name)}, reply)]")
+        one = f"        return [{rec}.decode(v) for v in _reply_array({lit(name)}, reply)]"
+        if len(one) <= LINE:
+            s.line(one)
+        else:  # wrapped as ruff format wraps a comprehension past the line length
+            s.line("        return [")
+            s.line(f"            {rec}.decode(v)")
+            s.line(f"            for v in _reply_array({lit(name)}, reply)")
+            s.line("        ]")
     elif rep["nil"]:
         s.line("        if reply is None:")
         s.line("            return None")

@@ -56,7 +56,7 @@ func aclProber(t testing.TB) []string {
 		"+get", "+type", "+exists", "+hget", "+hexists", "+hdel", "+del", // the probes' commands, the clean-up
 		"+hset", "+hlen", "+time", "+zadd", "+zcard", "+zpopmin", "+zrem", "+hincrby", // what the probed scripts call
 		"+zscore", "+zrange", "+llen", "+rpush", // and the 2.3.0 steps' promote and reap_failed_ids
-		"+hmget", "+xlen", "+xrange", "+xadd", // and the 2.4.0 steps' scripts (retry policies, counters, the events stream)
+		"+hmget", "+xadd", "+xlen", "+xrange", // and the 2.4.0 steps' settles, their events and the events read
 		"%R~" + wire.KeyVersion, "%R~" + wire.KeyBundle, "~" + wire.KeyLocks,
 		"~" + aclScratch(t, wire.KeyMigration) + "*",
 		"~" + aclScratch(t, func(q string) (string, error) {

@@ -56,7 +56,7 @@ func aclProducer(k wire.QueueKeys) []string {
 // extensions, retries, burials, maintenance and the doorbell.
 func aclWorker(k wire.QueueKeys) []string {
 	return append(aclConnect(), "+blpop", "+exists", "+del", "+hincrby", "+hmget", "+hscan", "+llen", "+rpush",
-		"+zadd", "+zcard", "+zrange", "+zrem", "+zscore",
+		"+zadd", "+zcard", "+zrange", "+zrem", "+zscore", "+xadd", "+xlen",
 		"~"+aclQueuePattern(k))
 }
 

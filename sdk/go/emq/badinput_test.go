@@ -445,7 +445,8 @@ func TestBadInputWrongType(t *testing.T) {
 		{"Promote", []*wire.Script{wire.ScriptPromote}, nil, func(ctx context.Context) error { _, err := q.Promote(ctx, 10); return err }},
 		{"Reap", []*wire.Script{wire.ScriptReap}, nil, func(ctx context.Context) error { _, err := q.Reap(ctx, 10, 0); return err }},
 		{"Reap(bury)", []*wire.Script{wire.ScriptReap}, nil, func(ctx context.Context) error { _, err := q.Reap(ctx, 10, 1); return err }},
-		{"Revive", []*wire.Script{wire.ScriptRevive}, nil, func(ctx context.Context) error { _, err := q.Revive(ctx, dead); return err }},
+		{"Revive", []*wire.Script{wire.ScriptReviveRecorded}, nil, // 2.4.0: revive_recorded, which rings the doorbell itself
+			func(ctx context.Context) error { _, err := q.Revive(ctx, dead); return err }},
 		{"Purge", []*wire.Script{wire.ScriptPurge}, nil, func(ctx context.Context) error { _, err := q.Purge(ctx, dead); return err }},
 		// The worker's calls: it claims with claim_many and completes with
 		// complete_claim, and maintenance rings the doorbell.

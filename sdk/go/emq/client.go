@@ -84,6 +84,13 @@ type Options struct {
 	// jobs in chunks of this many (pipelined). A batch also stops taking
 	// jobs once their payloads reach 1 MiB. Default 128.
 	PushMaxBatch int
+
+	// EventsMax is the approximate bound (XADD MAXLEN ~) of a queue's
+	// events stream that this client's Revive keeps as it reports a
+	// revival (echomq 2.4.0). Default 10000; negative writes no event,
+	// and Revive then runs the 2.1 revive and ring scripts, which touch
+	// no events stream. Workers have their own (WorkerOptions.EventsMax).
+	EventsMax int
 }
 
 // The push coalescing defaults (Options.PushLinger, PushMaxBatch) and the
@@ -131,7 +138,8 @@ type Client struct {
 	coalesce   bool          // Options.DisableCoalescing unset
 	pushLinger time.Duration // Options.PushLinger, defaulted; <= 0: none
 	pushMax    int           // Options.PushMaxBatch, defaulted
-	pushers    sync.Map      // queue name -> *pusher
+	pushers    sync.Map      // queue name (and admission options) -> *pusher
+	eventsMax  int64         // Options.EventsMax, defaulted; 0: no events
 
 	dials      atomic.Uint64 // connections opened (or failed) so far
 	standalone atomic.Bool   // a fenced standalone server: fence every new connection as it is dialed
@@ -163,6 +171,7 @@ type Client struct {
 func Connect(ctx context.Context, opt Options) (*Client, error) {
 	c := &Client{log: opt.Logger, metrics: opt.Metrics, maxPayload: opt.MaxPayload, lease: opt.NodeLease, stop: make(chan struct{})}
 	c.pushOptions(opt)
+	c.eventsMax = eventsMaxOf(opt.EventsMax)
 	if c.maxPayload <= 0 || c.maxPayload > defaultMaxPayload {
 		c.maxPayload = defaultMaxPayload
 	}

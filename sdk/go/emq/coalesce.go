@@ -27,10 +27,18 @@ type pusher struct {
 type pushReq struct {
 	ctx   context.Context
 	job   pushJob
+	mode  pushMode
 	state atomic.Int32 // reqWaiting, then reqTaken (by a batch) or reqAbandoned (by its caller)
 	done  chan struct{}
 	ok    bool  // set before done is closed
 	err   error // set before done is closed
+}
+
+// pushMode is how a push is sent: with admit set, in add_many calls with
+// opts; otherwise in push_many calls, as a push without options.
+type pushMode struct {
+	admit bool
+	opts  admitOptions
 }
 
 // The states of a pushReq.
@@ -57,11 +65,11 @@ func (c *Client) pusher(q *Queue) *pusher {
 
 // push queues job, starts a batch when one is due, and waits for the
 // job's answer or the end of ctx.
-func (p *pusher) push(ctx context.Context, job pushJob) (bool, error) {
+func (p *pusher) push(ctx context.Context, job pushJob, mode pushMode) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	r := &pushReq{ctx: ctx, job: job, done: make(chan struct{})}
+	r := &pushReq{ctx: ctx, job: job, mode: mode, done: make(chan struct{})}
 	p.mu.Lock()
 	p.wait = append(p.wait, r)
 	var batch []*pushReq
@@ -105,27 +113,38 @@ func (p *pusher) linger() {
 }
 
 // takeLocked takes the next batch off the waiting pushes: up to pushMax of
-// them and maxBatchBytes of payload (at least one), oldest first, leaving
-// out those whose callers gave up. It counts the batch as in flight, and
-// returns nil when nothing live waited. p.mu is held.
+// them and maxBatchBytes of payload (at least one), oldest first, all of
+// the oldest one's mode (pushes with admission options go only with
+// pushes of equal options), leaving out those whose callers gave up. It
+// counts the batch as in flight, and returns nil when nothing live
+// waited. p.mu is held.
 func (p *pusher) takeLocked() []*pushReq {
 	max := p.q.c.pushMax
 	var batch []*pushReq
-	size, n := 0, 0
-	for ; n < len(p.wait) && len(batch) < max; n++ {
-		r := p.wait[n]
-		if len(batch) > 0 && size+len(r.job.payload) > maxBatchBytes {
-			break
+	size, full := 0, false
+	keep := p.wait[:0]
+	for _, r := range p.wait {
+		switch {
+		case full:
+			keep = append(keep, r)
+			continue
+		case len(batch) > 0 && r.mode != batch[0].mode:
+			keep = append(keep, r) // another mode's: a later batch
+			continue
+		case len(batch) > 0 && size+len(r.job.payload) > maxBatchBytes:
+			full = true
+			keep = append(keep, r)
+			continue
 		}
 		if r.ctx.Err() != nil || !r.state.CompareAndSwap(reqWaiting, reqTaken) {
 			continue // its caller returns ctx.Err()
 		}
 		batch = append(batch, r)
 		size += len(r.job.payload)
+		full = len(batch) >= max
 	}
-	rest := copy(p.wait, p.wait[n:])
-	clear(p.wait[rest:])
-	p.wait = p.wait[:rest]
+	clear(p.wait[len(keep):])
+	p.wait = keep
 	if len(batch) == 0 {
 		return nil
 	}
@@ -153,7 +172,7 @@ func (p *pusher) send(batch []*pushReq) {
 	}
 }
 
-// run sends one batch and answers its callers. A caller whose ctx ended
+// run sends one batch (of one mode) and answers its callers. A caller whose ctx ended
 // before the call is built is left out (it returned ctx.Err()). The call
 // runs under a context that ends when every caller's has ended, and keeps
 // the first caller's values.
@@ -172,7 +191,14 @@ func (p *pusher) run(batch []*pushReq) {
 		jobs[i] = r.job
 	}
 	ctx, cancel := batchContext(live)
-	out, errs, err := p.q.pushMany(ctx, jobs)
+	var out []bool
+	var errs []error
+	var err error
+	if mode := live[0].mode; mode.admit {
+		out, errs, err = p.q.addMany(ctx, mode.opts, jobs)
+	} else {
+		out, errs, err = p.q.pushMany(ctx, jobs)
+	}
 	ended := ctx.Err() != nil // every caller's ctx ended first
 	cancel()
 	for i, r := range live {

@@ -320,19 +320,3 @@ func (q *Queue) promoteHead(ctx context.Context, limit int) (moved, read int, er
 	n, err := wire.DecodePromoteIDs(wire.ScriptPromoteIDs.Lua().Exec(ctx, q.c.rc, keys, members))
 	return int(n), len(members), err
 }
-
-// reapFailedHead reaps the expired leases among the first limit ids of
-// the active set with reap_failed_ids (which rings the doorbell when any
-// went back to pending, and records each as a lost lease,
-// FailureClassLeaseLost, in its failure record) and returns how many
-// moved and how many ids it read.
-func (q *Queue) reapFailedHead(ctx context.Context, limit, maxAttempts int) (moved, read int, err error) {
-	members, err := q.c.rc.Do(ctx, q.headCmd(q.keys.Active, limit)).AsStrSlice()
-	if err != nil || len(members) == 0 {
-		return 0, 0, err
-	}
-	keys := append([]string{q.keys.Active, q.keys.Pending, q.keys.Dead, q.keys.Wake, q.keys.Failures}, q.rawRows(members)...)
-	args := append([]string{strconv.Itoa(maxAttempts)}, members...)
-	n, err := wire.DecodeReapFailedIDs(wire.ScriptReapFailedIDs.Lua().Exec(ctx, q.c.rc, keys, args))
-	return int(n), len(members), err
-}

@@ -428,11 +428,12 @@ func TestWorkerTouchesOnlyDeclaredKeys(t *testing.T) {
 		}
 	}
 	t.Logf("%d script calls: %v", len(calls), seen)
-	// 2.3.0: failures are retried and buried with their records, expired
-	// leases reaped with theirs, and a job completed after a failure
-	// forgets its record.
-	for _, s := range []*wire.Script{wire.ScriptClaimIDs, wire.ScriptCompleteClaimIDs, wire.ScriptPromoteIDs, wire.ScriptReapFailedIDs,
-		wire.ScriptExtend, wire.ScriptRetryFailed, wire.ScriptBuryFailed, wire.ScriptForgetFailures, wire.ScriptLock} {
+	// 2.4.0: failures are settled by fail (retried or buried, with their
+	// records), expired leases reaped with reap_recorded_ids, completions
+	// made with complete_result_claim_ids (which forgets a record itself),
+	// and the sweep forgets orphans with forget_ids.
+	for _, s := range []*wire.Script{wire.ScriptClaimIDs, wire.ScriptCompleteResultClaimIDs, wire.ScriptPromoteIDs, wire.ScriptReapRecordedIDs,
+		wire.ScriptExtend, wire.ScriptFail, wire.ScriptForgetIDs, wire.ScriptLock} {
 		if seen[s.Name] == 0 {
 			t.Errorf("the run never called %s: the test does not exercise the path that uses it", s.Name)
 		}

@@ -33,9 +33,14 @@
 //     [Client.Queue], [Client.Mint], [Client.Close].
 //   - Producing: [Queue.Push], [Queue.PushBatch], [Queue.EnqueueAt] (run
 //     later), [Queue.PushDurable] and [Queue.PushBatchDurable] (wait for
-//     replicas), and the typed [JSONQueue].
+//     replicas), and the typed [JSONQueue]; since 2.4.0 [Queue.PushWith],
+//     [Queue.PushBatchWith] and [Queue.AddMany] take a relative [Delay] and
+//     a retry policy of the job's own ([Attempts], [WithBackoff]).
 //   - Consuming: [NewWorker], [Worker.Run], [Handler], [WorkerOptions],
-//     [Permanent] (bury instead of retry), [JSON] (typed handlers).
+//     [Permanent] (bury instead of retry), [JSON] (typed handlers); since
+//     2.4.0 [NewResultWorker] with a [ResultHandler] (results kept as
+//     WorkerOptions.KeepResults says), [ReportProgress] from a handler,
+//     [ErrPermanent] and WorkerOptions.BackoffPolicy.
 //   - Inspecting: [Queue.Get] ([JobInfo]), [Queue.Sizes], [Queue.Size],
 //     [Queue.PendingSize], [Queue.Page] and [Queue.PageEntries] (walk a set
 //     with a [Cursor]), [Queue.Revive], [Queue.ReviveAll] and [Queue.Purge]
@@ -101,6 +106,9 @@
 //     the next in one call), [Queue.Retry], [Queue.Bury].
 //   - Maintenance: [Queue.Promote], [Queue.Reap], [Queue.PromoteIDs],
 //     [Queue.ReapIDs], [Queue.RunNow].
+//   - The 2.4.0 settlements a Worker makes: [Queue.CompleteResult],
+//     [Queue.Fail], [Queue.ReapRecordedIDs], [Queue.ReportProgress],
+//     [Queue.ReviveRecorded], [Queue.ForgetIDs].
 //   - Raw pushes: [Queue.Enqueue] (no doorbell), [Queue.PushMany].
 //   - Reading the raw sets: [Queue.Browse], [Queue.Oldest], [Queue.Due],
 //     [Queue.CountUpTo], [Client.Stats], [Client.ServerTime].

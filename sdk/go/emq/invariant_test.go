@@ -75,6 +75,14 @@ type invModel struct {
 	// id: a record outlives its row (complete and purge leave it) until
 	// forget_failures deletes it.
 	records map[emq.ID][]emq.FailedAttempt
+	// 2.4.0 (invariant24_test.go): the retry policies add_many recorded,
+	// the progress reports, the kept completion records, the events
+	// written and the settle counters' totals.
+	options  map[emq.ID]invPolicy
+	progress map[emq.ID]string
+	results  map[emq.ID]invResult
+	events   int64
+	counters [4]int64 // completed, failed, retried, dead
 }
 
 // invRecordCap is how many failed attempts a record keeps (the manifest's
@@ -88,6 +96,15 @@ type invSnap struct {
 	wake []string // the doorbell's elements (none when the key is absent)
 	// failures are the ids the failures hash holds a record of.
 	failures map[emq.ID]bool
+	// 2.4.0: the ids of the options hash, the progress reports, the ids of
+	// the results hash, the retention index, the events' count and the
+	// counters' totals.
+	options     map[emq.ID]bool
+	progress    map[emq.ID]string
+	results     map[emq.ID]bool
+	resultTimes map[emq.ID]int64
+	events      int64
+	counters    [4]int64
 }
 
 type invariant struct {
@@ -144,8 +161,9 @@ func TestInvariant(t *testing.T) {
 	q := queue(t, c, "invariant")
 	v := &invariant{
 		t: t, ctx: ctxT(t), c: c, q: q, k: q.Keys(), seed: seed,
-		rnd:   rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		model: invModel{jobs: map[emq.ID]*invJob{}, retired: map[emq.ID]bool{}, tokens: map[emq.ID][]int64{}, records: map[emq.ID][]emq.FailedAttempt{}},
+		rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		model: invModel{jobs: map[emq.ID]*invJob{}, retired: map[emq.ID]bool{}, tokens: map[emq.ID][]int64{}, records: map[emq.ID][]emq.FailedAttempt{},
+			options: map[emq.ID]invPolicy{}, progress: map[emq.ID]string{}, results: map[emq.ID]invResult{}},
 		floor: map[emq.ID]int64{},
 		stats: map[string]*[2]int{},
 	}
@@ -194,6 +212,16 @@ func TestInvariant(t *testing.T) {
 		{wire.ScriptReapFailedIDs.Name, 6, v.reapFailedIDs},
 		{wire.ScriptFailures.Name, 5, v.failures},
 		{wire.ScriptForgetFailures.Name, 4, v.forgetFailures},
+		{wire.ScriptAddMany.Name, 7, v.addMany},
+		{wire.ScriptCompleteResultClaimIDs.Name, 7, v.completeResult},
+		{wire.ScriptFail.Name, 7, v.failPolicy},
+		{wire.ScriptReapRecordedIDs.Name, 6, v.reapRecordedIDs},
+		{wire.ScriptProgress.Name, 5, v.reportProgress},
+		{wire.ScriptReviveRecorded.Name, 4, v.reviveRecorded},
+		{wire.ScriptForgetIDs.Name, 4, v.forgetIDs},
+		{wire.ScriptOutput.Name, 4, v.output},
+		{wire.ScriptCounters.Name, 2, v.readCounters},
+		{wire.ScriptEvents.Name, 2, v.readEvents},
 		{"sleep", 1, func() { v.note("sleep 2ms"); time.Sleep(2 * time.Millisecond) }},
 	}
 	total := 0
@@ -558,7 +586,13 @@ func (v *invariant) revive() {
 		id = v.pick()
 	}
 	v.note("revive %v", id)
-	ok, err := v.q.Revive(v.ctx, id)
+	// As a 2.1 client revives (Queue.Revive runs revive_recorded since
+	// 2.4.0, reviveRecorded below): revive, then ring when it revived.
+	n, err := (&wire.ReviveCall{Dead: v.k.Dead, Pending: v.k.Pending, Row: mustRow(v.t, v.q, id), ID: id}).Exec(v.ctx, v.c.Redis())
+	ok := n == wire.ReviveRevived
+	if ok && err == nil {
+		_, err = (&wire.RingCall{Wake: v.k.Wake}).Exec(v.ctx, v.c.Redis())
+	}
 	j := v.model.jobs[id]
 	want := j != nil && j.state == emq.StateDead
 	if err != nil || ok != want {
@@ -856,7 +890,8 @@ func (v *invariant) scan() invSnap {
 	if err != nil {
 		v.fail("KEYS: %v", err)
 	}
-	snap := invSnap{rows: map[emq.ID]map[string]string{}, sets: map[emq.Set]map[emq.ID]int64{}, failures: map[emq.ID]bool{}}
+	snap := invSnap{rows: map[emq.ID]map[string]string{}, sets: map[emq.Set]map[emq.ID]int64{}, failures: map[emq.ID]bool{},
+		options: map[emq.ID]bool{}, progress: map[emq.ID]string{}, results: map[emq.ID]bool{}, resultTimes: map[emq.ID]int64{}}
 	setOf := map[string]emq.Set{}
 	for _, s := range wire.Sets() {
 		setOf[v.k.Set(s)] = s
@@ -873,8 +908,14 @@ func (v *invariant) scan() invSnap {
 			cmds = append(cmds, rc.B().Zrange().Key(key).Min("0").Max("-1").Withscores().Build())
 		} else if key == v.k.Wake {
 			cmds = append(cmds, rc.B().Lrange().Key(key).Start(0).Stop(-1).Build())
-		} else if key == v.k.Failures {
+		} else if key == v.k.Failures || key == v.k.Options || key == v.k.Results {
 			cmds = append(cmds, rc.B().Hkeys().Key(key).Build())
+		} else if key == v.k.ResultTimes {
+			cmds = append(cmds, rc.B().Zrange().Key(key).Min("0").Max("-1").Withscores().Build())
+		} else if key == v.k.Events {
+			cmds = append(cmds, rc.B().Xlen().Key(key).Build())
+		} else if key == v.k.Counters {
+			cmds = append(cmds, rc.B().Hmget().Key(key).Field(invCounterWords()...).Build())
 		} else {
 			cmds = append(cmds, rc.B().Hgetall().Key(key).Build())
 		}
@@ -915,6 +956,9 @@ func (v *invariant) scan() invSnap {
 			if err != nil {
 				v.fail("LRANGE %s: %v", key, err)
 			}
+			continue
+		}
+		if v.scan24(&snap, key, typ, res[2*i+1]) {
 			continue
 		}
 		if key == v.k.Failures {
@@ -1030,6 +1074,7 @@ func (v *invariant) check() {
 			v.fail("the failure records lack %v; the model has %d attempts", id, len(v.model.records[id]))
 		}
 	}
+	v.check24(s)
 	if rung := len(s.wake) == 1; rung != v.model.wake {
 		v.fail("the doorbell holds %q; the model says rung: %v", s.wake, v.model.wake)
 	}

@@ -2,7 +2,6 @@ package emq
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"time"
 
@@ -19,7 +18,7 @@ type popper interface {
 	claim(ctx context.Context, n int) ([]Job, error)
 	// completeClaim completes job and leases up to next pending jobs in
 	// the same call (next 0: complete only).
-	completeClaim(ctx context.Context, job Job, next int) ([]Job, error)
+	completeClaim(ctx context.Context, job Job, next int, result []byte) ([]Job, error)
 	// promote moves due scheduled jobs to pending; reap takes back
 	// expired leases. Each returns how many moved.
 	promote(ctx context.Context) (int, error)
@@ -27,7 +26,8 @@ type popper interface {
 }
 
 // declaredPop runs a worker on the 2.2.0 scripts that touch only the keys
-// they declare: claim_ids, complete_claim_ids, promote_ids and reap_ids.
+// they declare: claim_ids, complete_result_claim_ids (complete_claim_ids
+// before 2.4.0), promote_ids and reap_recorded_ids.
 // It keeps a pool of the ids at the head of pending, refilled by a ZRANGE
 // sent in the same round trip as a claiming call (one pipelined DoMulti),
 // so that the steady state stays one script call per job: each call takes
@@ -175,11 +175,6 @@ func claimIDsJob(arr []rueidis.RedisMessage) (Job, error) {
 	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
 }
 
-func completeClaimIDsJob(arr []rueidis.RedisMessage) (Job, error) {
-	r, err := wire.DecodeCompleteClaimIDsRecord(arr)
-	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
-}
-
 // claim leases up to n jobs of the pool's ids with claim_ids, reading the
 // head first when the pool is empty, and again (up to headRetries times)
 // when every id it tried was taken while pending is not empty.
@@ -220,9 +215,11 @@ func (p *declaredPop) claim(ctx context.Context, n int) ([]Job, error) {
 	return nil, nil
 }
 
-// completeClaim completes job with complete_claim_ids, leasing up to next
-// ids of the pool in the same call.
-func (p *declaredPop) completeClaim(ctx context.Context, job Job, next int) ([]Job, error) {
+// completeClaim completes job with complete_result_claim_ids, keeping
+// result as the worker's KeepResults says, leasing up to next ids of the
+// pool in the same call. The script deletes the job's failure record,
+// progress report and retry policy itself.
+func (p *declaredPop) completeClaim(ctx context.Context, job Job, next int, result []byte) ([]Job, error) {
 	q := p.w.q
 	if err := q.c.ensure(ctx); err != nil {
 		return nil, err
@@ -233,27 +230,17 @@ func (p *declaredPop) completeClaim(ctx context.Context, job Job, next int) ([]J
 		ids, read = p.pool.take(next, false)
 	}
 	row, _ := q.keys.Row(job.ID)
-	keys := append([]string{row, q.keys.Active, q.keys.Pending, q.keys.Wake}, q.rawRows(ids)...)
-	args := append([]string{job.ID.String(), strconv.FormatInt(job.Token, 10), strconv.FormatInt(ms(p.w.opt.Lease), 10)}, ids...)
-	var r rueidis.RedisResult
-	var head []string
-	if job.Token > 1 {
-		// It ran before, so it may have a failure record: forget it right
-		// behind the completion, in the same round trip (forget_failures
-		// deletes it only once the row is gone). A first attempt cannot
-		// have one, and sends the completion alone.
-		fc := wire.ForgetFailuresCall{Failures: q.keys.Failures, Rows: []string{row}, IDs: []ID{job.ID}}
-		var fr rueidis.RedisResult
-		r, head, fr = p.callThen(ctx, wire.ScriptCompleteClaimIDs, keys, args, read, &scriptExec{wire.ScriptForgetFailures, fc.LuaExec()})
-		if _, err := wire.DecodeForgetFailures(fr); err != nil {
-			p.w.log.Debug("emq: forgetting a completed job's failure record failed; maintenance sweeps it", "id", job.ID, "err", err)
-		}
-	} else {
-		r, head = p.call(ctx, wire.ScriptCompleteClaimIDs, keys, args, read)
-	}
-	jobs, err := p.w.records(ctx, r, wire.ScriptCompleteClaimIDs.Name, completeClaimIDsJob)
+	c := Completion{Result: result, Keep: p.w.opt.KeepResults, EventsMax: int(p.w.eventsMax)}
+	call := q.completeResultCall(row, job.ID, job.Token, p.w.opt.Lease, q.rawRows(ids), nil, c)
+	r, head := p.call(ctx, wire.ScriptCompleteResultClaimIDs, call.Keys(), append(call.Args(), ids...), read)
+	jobs, err := p.w.records(ctx, r, wire.ScriptCompleteResultClaimIDs.Name, completeResultJob)
 	p.pool.done(ids, err == nil && len(jobs) < len(ids), head, read)
 	return jobs, err
+}
+
+func completeResultJob(arr []rueidis.RedisMessage) (Job, error) {
+	r, err := wire.DecodeCompleteResultClaimIDsRecord(arr)
+	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
 }
 
 // maintenanceRounds bounds the calls one maintenance pass makes per set.
@@ -275,12 +262,13 @@ func (p *declaredPop) promote(ctx context.Context) (int, error) {
 }
 
 // reap reaps the expired leases at the head of the active set with
-// reap_failed_ids, recording each as a lost lease, maintenanceBatch ids a
-// call, while a full batch read moved some.
+// reap_recorded_ids, recording each as a lost lease and burying by the
+// job's own attempts when it has them, maintenanceBatch ids a call, while
+// a full batch read moved some.
 func (p *declaredPop) reap(ctx context.Context) (int, error) {
 	total := 0
 	for range maintenanceRounds {
-		n, read, err := p.w.q.reapFailedHead(ctx, maintenanceBatch, int(p.w.opt.MaxAttempts))
+		n, read, err := p.w.q.reapRecordedHead(ctx, maintenanceBatch, int(p.w.opt.MaxAttempts), p.w.eventsMax)
 		total += n
 		if err != nil || n == 0 || read < maintenanceBatch {
 			return total, err

@@ -35,7 +35,7 @@ func (p legacyPop) claim(ctx context.Context, n int) ([]Job, error) {
 	})
 }
 
-func (p legacyPop) completeClaim(ctx context.Context, job Job, next int) ([]Job, error) {
+func (p legacyPop) completeClaim(ctx context.Context, job Job, next int, _ []byte) ([]Job, error) {
 	q := p.w.q
 	if err := q.c.ensure(ctx); err != nil {
 		return nil, err

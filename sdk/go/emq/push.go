@@ -35,6 +35,9 @@ type NewJob struct {
 // have been admitted. Options.DisableCoalescing makes every Push a call of
 // its own.
 //
+// PushWith (echomq 2.4.0) is Push with options: a relative Delay, the
+// job's own Attempts and WithBackoff.
+//
 // A push is idempotent while the job exists: pushing an id again after an
 // error (a timeout, a lost connection) never makes a second job while the
 // first is queued, running or dead. Once the job completed its row is
@@ -49,6 +52,27 @@ type NewJob struct {
 // *FenceError, and nothing is written. Should the lost attempt have
 // admitted the job, the resend reports false (a duplicate).
 func (q *Queue) Push(ctx context.Context, id ID, payload []byte) (enqueued bool, err error) {
+	return q.PushWith(ctx, id, payload)
+}
+
+// PushWith is Push with options (echomq 2.4.0): Delay admits the job to
+// run after a delay measured on the server's clock, Attempts and
+// WithBackoff give it a retry policy of its own, which the server applies
+// instead of the worker's. Such a push goes in an add_many call, coalesced
+// only with pushes of equal options (see AddMany); without options (or
+// with options that change nothing) it is exactly Push, a push_many call
+// through the coalescer. An option out of range is refused with
+// ErrArgument before anything is sent.
+func (q *Queue) PushWith(ctx context.Context, id ID, payload []byte, opts ...PushOption) (enqueued bool, err error) {
+	if len(opts) > 0 {
+		o, plain, err := admitOf(opts)
+		if err != nil {
+			return false, err
+		}
+		if !plain {
+			return q.pushAdmit(ctx, id, payload, o)
+		}
+	}
 	if !q.c.coalesce {
 		err = q.c.idempotent(ctx, func(ctx context.Context) (err error) {
 			enqueued, err = q.pushOnce(ctx, id, payload)
@@ -60,7 +84,24 @@ func (q *Queue) Push(ctx context.Context, id ID, payload []byte) (enqueued bool,
 	if err != nil {
 		return false, err
 	}
-	return q.p.push(ctx, job)
+	return q.p.push(ctx, job, pushMode{})
+}
+
+// pushAdmit is Push with admission options: one add_many call of its own,
+// or coalesced with pushes of equal options.
+func (q *Queue) pushAdmit(ctx context.Context, id ID, payload []byte, o admitOptions) (bool, error) {
+	if !q.c.coalesce {
+		out, err := q.AddMany(ctx, []NewJob{{ID: id, Payload: payload}}, func(x *admitOptions) { *x = o })
+		if err != nil {
+			return false, err
+		}
+		return out[0].Enqueued, nil
+	}
+	job, err := q.pushJob(id, payload)
+	if err != nil {
+		return false, err
+	}
+	return q.p.push(ctx, job, pushMode{admit: true, opts: o})
 }
 
 // pushOnce is one attempt of Push.
@@ -157,7 +198,21 @@ func (e *BatchError) Unwrap() []error {
 // failing then is reported in the *BatchError matching ErrConnection. A
 // keyspace refused by the fence before anything was written is the error
 // itself, with no result.
+//
+// PushBatchWith (echomq 2.4.0) is PushBatch with options.
 func (q *Queue) PushBatch(ctx context.Context, jobs []NewJob) ([]bool, error) {
+	return q.PushBatchWith(ctx, jobs)
+}
+
+// PushBatchWith is PushBatch with options (echomq 2.4.0; see PushWith):
+// the jobs go in add_many calls instead, all with the same options, cut,
+// pipelined, resent and reported as PushBatch's push_many calls are.
+// Without options it is exactly PushBatch.
+func (q *Queue) PushBatchWith(ctx context.Context, jobs []NewJob, opts ...PushOption) ([]bool, error) {
+	o, plain, err := admitOf(opts)
+	if err != nil {
+		return nil, err
+	}
 	if len(jobs) == 0 {
 		return nil, nil
 	}
@@ -168,7 +223,13 @@ func (q *Queue) PushBatch(ctx context.Context, jobs []NewJob) ([]bool, error) {
 			return nil, errorf("job %d: %w", i, err)
 		}
 	}
-	out, errs, err := q.pushMany(ctx, pj)
+	var out []bool
+	var errs []error
+	if plain {
+		out, errs, err = q.pushMany(ctx, pj)
+	} else {
+		out, errs, err = q.addMany(ctx, o, pj)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -273,8 +273,15 @@ func (q *Queue) Reap(ctx context.Context, limit, maxAttempts int) (_ int, err er
 }
 
 // Revive moves a dead job back to pending, keeping its attempts, and rings
-// the queue's doorbell. It reports false when the job is not dead.
+// the queue's doorbell. It reports false when the job is not dead. It
+// runs revive_recorded (echomq 2.4.0), which also reports a revived event
+// within the client's Options.EventsMax (see ReviveRecorded); a client
+// that writes no event (a negative EventsMax, or an observer) runs the
+// revive and ring scripts, which touch no events stream.
 func (q *Queue) Revive(ctx context.Context, id ID) (_ bool, err error) {
+	if q.c.eventsMax > 0 {
+		return q.ReviveRecorded(ctx, id, int(q.c.eventsMax))
+	}
 	defer q.c.afterFailure(ctx, &err)
 	row, err := q.row(ctx, id)
 	if err != nil {

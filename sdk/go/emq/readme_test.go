@@ -55,6 +55,13 @@ func TestREADMEQuickstart(t *testing.T) { runREADMESection(t, "Quickstart") }
 // quickstart, and prints the failure history the README shows.
 func TestREADMEWhyDidMyJobFail(t *testing.T) { runREADMESection(t, "Why did my job fail?") }
 
+// The README's "Results, progress and retries" program (echomq 2.4.0) runs
+// as written, like the quickstart, and prints the attempts the README
+// shows.
+func TestREADMEResultsProgressRetries(t *testing.T) {
+	runREADMESection(t, "Results, progress and retries")
+}
+
 // runREADMESection runs the Go block of the README's section name as the
 // quickstart test does, and compares what it prints with the section's
 // block after it.

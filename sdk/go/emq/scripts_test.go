@@ -1276,6 +1276,17 @@ func TestScriptBundleDigest(t *testing.T) {
 		wire.ScriptFailures:       &wire.FailuresCall{},
 		wire.ScriptReapFailedIDs:  &wire.ReapFailedIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
 		wire.ScriptForgetFailures: &wire.ForgetFailuresCall{Rows: []string{""}, IDs: []wire.ID{{}}},
+		// 2.4.0.
+		wire.ScriptAddMany:                &wire.AddManyCall{Rows: []string{""}, Entries: []wire.AddManyEntry{{}}},
+		wire.ScriptCompleteResultClaimIDs: &wire.CompleteResultClaimIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
+		wire.ScriptFail:                   &wire.FailCall{},
+		wire.ScriptReapRecordedIDs:        &wire.ReapRecordedIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
+		wire.ScriptProgress:               &wire.ProgressCall{},
+		wire.ScriptReviveRecorded:         &wire.ReviveRecordedCall{},
+		wire.ScriptOutput:                 &wire.OutputCall{},
+		wire.ScriptCounters:               &wire.CountersCall{},
+		wire.ScriptEvents:                 &wire.EventsCall{},
+		wire.ScriptForgetIDs:              &wire.ForgetIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
 	} {
 		arity[s] = [2]int{len(call.Keys()), len(call.Args())}
 	}

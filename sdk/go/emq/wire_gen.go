@@ -91,7 +91,7 @@ const (
 	BackoffInherit = wire.BackoffInherit
 	// BackoffFixed is "fixed": the same delay, backoff_ms, after every failed attempt.
 	BackoffFixed = wire.BackoffFixed
-	// BackoffExponential is "exponential": backoff_ms doubled for every earlier attempt (backoff_ms, 2×, 4× …), bounded by backoff_max_ms when it is above 0, then spread by the caller's jitter draw over its upper half.
+	// BackoffExponential is "exponential": backoff_ms doubled for every earlier attempt (backoff_ms, 2 times, 4 times and so on), bounded by backoff_max_ms when it is above 0, then spread by the caller's jitter draw over its upper half.
 	BackoffExponential = wire.BackoffExponential
 )
 

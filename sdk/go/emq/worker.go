@@ -20,16 +20,26 @@ import (
 
 // Handler processes one job. A nil error completes it. An error hands it
 // back to run again after a backoff, until the job has been claimed
-// MaxAttempts times; then it is buried. An error wrapped with Permanent
-// buries it at once. A panic is recovered and is a failure like an error.
+// MaxAttempts times (or the attempts the producer gave the job, Push with
+// Attempts); then it is buried. An error wrapped with Permanent, or
+// wrapping ErrPermanent, buries it at once. A panic is recovered and is a
+// failure like an error. The handler may report its progress with
+// ReportProgress(ctx, ...).
 //
 // ctx is cancelled when the job's lease is lost (another worker may be
 // running it: stop, nothing the handler does can be completed), and when a
 // shutdown's deadline passes.
 type Handler func(ctx context.Context, job Job) error
 
+// ResultHandler is a Handler that returns a result when it completes its
+// job (echomq 2.4.0): the bytes (at most 1 MiB; nil for none) are kept
+// in the job's completion record as WorkerOptions.KeepResults says, and
+// read back by Get and Output once the job is completed. NewResultWorker
+// runs one.
+type ResultHandler func(ctx context.Context, job Job) ([]byte, error)
+
 // Permanent marks a handler error that no retry can fix: the job is buried
-// at once instead of retried.
+// at once instead of retried. The error matches ErrPermanent.
 func Permanent(err error) error { return &permanentError{err: err} }
 
 type permanentError struct{ err error }
@@ -78,8 +88,27 @@ type WorkerOptions struct {
 	MaxAttempts int64
 	// Backoff is the delay before a failed job runs again, by the attempt
 	// that failed (1 for the first). Default ExponentialBackoff(time.Second,
-	// 10*time.Minute).
+	// 10*time.Minute). The worker computes it and the server applies it as
+	// a fixed delay, unless the job has a backoff of its own; BackoffPolicy,
+	// when set, replaces it.
 	Backoff func(attempt int64) time.Duration
+	// BackoffPolicy is the worker's retry delay as the server applies it
+	// (echomq 2.4.0): FixedBackoff or ExponentialPolicy, with the jitter of
+	// an exponential one drawn per failure. It applies to jobs without a
+	// backoff of their own (WithBackoff), and replaces Backoff. Default:
+	// Backoff when set, else ExponentialPolicy(time.Second,
+	// 10*time.Minute) — what the default Backoff computes.
+	BackoffPolicy *BackoffPolicy
+	// KeepResults is how many completion records (the result a
+	// ResultHandler returned, the attempt and the time) the queue keeps,
+	// and for how long (echomq 2.4.0). The default keeps none, like
+	// BullMQ's removeOnComplete: true; Retention{Count: 1000} keeps the
+	// last thousand.
+	KeepResults Retention
+	// EventsMax is the approximate bound of the queue's events stream that
+	// this worker's settlements keep (echomq 2.4.0). Default 10000;
+	// negative writes no event.
+	EventsMax int
 	// Wait is the longest an idle worker blocks on the queue's doorbell
 	// before it looks for work anyway (jobs of 2.0.0 producers, or due
 	// retries, ring no bell). Default 1s.
@@ -118,16 +147,20 @@ type WorkerOptions struct {
 // Every script a Worker runs declares every key it touches (echomq
 // 2.2.0): it reads the ids at the head of pending (a ZRANGE pipelined
 // behind its claiming calls, so the steady state is one script call per
-// job) and leases exactly those with claim_ids, or with complete_claim_ids
-// as it completes a job; maintenance reads the heads of the schedule and
-// the active set and runs promote_ids and reap_ids. An id another worker
+// job) and leases exactly those with claim_ids, or with
+// complete_result_claim_ids as it completes a job (echomq 2.4.0: keeping
+// the result as KeepResults says, reporting to the events stream and
+// counting); a failure is settled by fail, by the job's own policy or the
+// worker's; maintenance reads the heads of the schedule and the active set
+// and runs promote_ids and reap_recorded_ids, and an idle worker promotes
+// the schedule's earliest job itself at its run-at. An id another worker
 // took in between is skipped. So a Redis Cluster slot split by a batched
 // migration answers TRYAGAIN or ASK, which the client resends, instead of
 // letting a script miss a row and lose its job, and an ACL user is checked
 // on every row before a script runs.
 type Worker struct {
 	q     *Queue
-	h     Handler
+	h     ResultHandler
 	opt   WorkerOptions
 	log   *slog.Logger
 	m     Metrics
@@ -142,7 +175,10 @@ type Worker struct {
 	draining atomic.Bool
 	started  atomic.Bool
 
-	sweep uint64 // the orphan sweep's HSCAN cursor of the failures hash, kept across maintenance ticks
+	sweep [3]uint64 // the orphan sweep's HSCAN cursors of the failures, options and progress hashes, kept across maintenance ticks
+
+	backoff   func(attempt int64) BackoffPolicy // the worker's retry policy for an attempt that failed
+	eventsMax int64                             // EventsMax, defaulted; 0: no events
 }
 
 type slot struct {
@@ -160,8 +196,35 @@ type inflight struct {
 
 // NewWorker makes a worker for q that runs h.
 func NewWorker(q *Queue, h Handler, opt WorkerOptions) (*Worker, error) {
+	if h == nil {
+		return nil, errorf("%w: a worker needs a queue and a handler", ErrArgument)
+	}
+	return NewResultWorker(q, func(ctx context.Context, job Job) ([]byte, error) { return nil, h(ctx, job) }, opt)
+}
+
+// NewResultWorker makes a worker for q that runs h, keeping the results
+// it returns as opt.KeepResults says (echomq 2.4.0).
+func NewResultWorker(q *Queue, h ResultHandler, opt WorkerOptions) (*Worker, error) {
 	if q == nil || h == nil {
 		return nil, errorf("%w: a worker needs a queue and a handler", ErrArgument)
+	}
+	if opt.KeepResults.Count < 0 || opt.KeepResults.Age < 0 {
+		return nil, errorf("%w: negative result retention %+v", ErrArgument, opt.KeepResults)
+	}
+	var backoff func(int64) BackoffPolicy
+	switch {
+	case opt.BackoffPolicy != nil:
+		if err := opt.BackoffPolicy.check(true); err != nil {
+			return nil, err
+		}
+		p := *opt.BackoffPolicy
+		backoff = func(int64) BackoffPolicy { return p }
+	case opt.Backoff != nil:
+		f := opt.Backoff
+		backoff = func(attempt int64) BackoffPolicy { return FixedBackoff(max(f(attempt), 0)) }
+	default:
+		p := ExponentialPolicy(time.Second, 10*time.Minute)
+		backoff = func(int64) BackoffPolicy { return p }
 	}
 	if opt.Concurrency <= 0 {
 		opt.Concurrency = 10
@@ -211,6 +274,7 @@ func NewWorker(q *Queue, h Handler, opt WorkerOptions) (*Worker, error) {
 	w.log = w.log.With("queue", q.Name())
 	w.owner = fmt.Sprintf("%s/%s/%x", q.c.owner, q.Name(), mrand.Uint32())
 	w.pop = newDeclaredPop(w)
+	w.backoff, w.eventsMax = backoff, eventsMaxOf(opt.EventsMax)
 	return w, nil
 }
 
@@ -352,16 +416,6 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// waitBell blocks on the queue's doorbell for up to Wait.
-func (w *Worker) waitBell(ctx context.Context) {
-	rc := w.q.c.rc
-	err := rc.Do(ctx, rc.B().Blpop().Key(w.q.keys.Wake).Timeout(w.opt.Wait.Seconds()).Build()).Error()
-	if err != nil && !rueidis.IsRedisNil(err) && ctx.Err() == nil {
-		w.log.Debug("emq: waiting on the doorbell failed", "err", err)
-		sleep(ctx, min(w.opt.Wait, 100*time.Millisecond))
-	}
-}
-
 // claim leases up to n jobs.
 func (w *Worker) claim(ctx context.Context, n int) ([]Job, error) {
 	return w.pop.claim(ctx, n)
@@ -436,13 +490,21 @@ func (w *Worker) process(i int, job Job) (Job, bool) {
 	fl.deadline.Store(job.Deadline.UnixMilli())
 	hctx, cancel := context.WithCancelCause(w.hard)
 	fl.cancel = cancel
+	hctx = context.WithValue(hctx, runningKey{}, &running{w: w, job: job})
 	w.slots[i].cur.Store(fl)
 	var class FailureClass
+	var result []byte
 	var err error
 	if w.opt.JobTimeout > 0 {
-		class, err = w.callTimed(hctx, job)
+		class, result, err = w.callTimed(hctx, job)
 	} else {
-		class, err = w.call(hctx, job)
+		class, result, err = w.call(hctx, job)
+	}
+	if w.opt.KeepResults.Count == 0 {
+		result = nil // kept nowhere: not sent
+	}
+	if err == nil && len(result) > maxResultBytes {
+		class, err = FailureClassError, errorf("emq: the handler's result of %d bytes is over %d", len(result), maxResultBytes)
 	}
 	w.slots[i].cur.Store(nil)
 	cancel(nil)
@@ -459,7 +521,7 @@ func (w *Worker) process(i int, job Job) (Job, bool) {
 	if w.draining.Load() {
 		count = 0
 	}
-	next, err := w.pop.completeClaim(ctx, job, count)
+	next, err := w.pop.completeClaim(ctx, job, count, result)
 	switch {
 	case errors.Is(err, ErrStale):
 		w.stale(job, "complete", err)
@@ -478,15 +540,16 @@ func (w *Worker) process(i int, job Job) (Job, bool) {
 // call runs the handler, turning a panic into an error; the class says
 // how a failure failed: FailureClassError for a returned error,
 // FailureClassPanic for a recovered panic.
-func (w *Worker) call(ctx context.Context, job Job) (class FailureClass, err error) {
+func (w *Worker) call(ctx context.Context, job Job) (class FailureClass, result []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			w.m.Add(Panicked, w.q.Name(), 1)
 			w.log.Error("emq: the handler panicked", "id", job.ID, "panic", p, "stack", string(debug.Stack()))
-			class, err = FailureClassPanic, errorf("emq: handler panic: %v", p)
+			class, result, err = FailureClassPanic, nil, errorf("emq: handler panic: %v", p)
 		}
 	}()
-	return FailureClassError, w.h(ctx, job)
+	result, err = w.h(ctx, job)
+	return FailureClassError, result, err
 }
 
 // errJobTimeout is the cause of a handler's context when JobTimeout
@@ -495,19 +558,19 @@ var errJobTimeout = errors.New("emq: the job ran past the worker's job timeout")
 
 // callTimed runs the handler under JobTimeout: a handler that returns
 // after its deadline failed by timeout, whatever it returned.
-func (w *Worker) callTimed(ctx context.Context, job Job) (FailureClass, error) {
+func (w *Worker) callTimed(ctx context.Context, job Job) (FailureClass, []byte, error) {
 	tctx, cancel := context.WithTimeoutCause(ctx, w.opt.JobTimeout, errJobTimeout)
 	defer cancel()
-	class, err := w.call(tctx, job)
+	class, result, err := w.call(tctx, job)
 	if tctx.Err() == nil || !errors.Is(context.Cause(tctx), errJobTimeout) {
-		return class, err
+		return class, result, err
 	}
 	if err == nil {
 		err = errorf("emq: the handler returned after its job timeout of %v", w.opt.JobTimeout)
 	} else {
 		err = errorf("emq: the handler ran past its job timeout of %v: %w", w.opt.JobTimeout, err)
 	}
-	return FailureClassTimeout, err
+	return FailureClassTimeout, nil, err
 }
 
 // defaultWorkerName is "<hostname>:<pid>".
@@ -519,36 +582,34 @@ func defaultWorkerName() string {
 	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
-// fail retries a failed job after its backoff, or buries it when it is out
-// of attempts or failed permanently, recording the attempt with class,
-// the worker's name and the error's text in the job's failure record.
+// fail settles a failed attempt with the fail script: the job is retried
+// after its backoff (its own policy, else the worker's, with a fresh
+// jitter draw), or buried when it is out of attempts (its own, else
+// MaxAttempts) or failed permanently (ErrPermanent); the attempt is
+// recorded with class, the worker's name and the error's text in the
+// job's failure record. A retry due sooner than the next look at the
+// schedule is promoted by an idle claimer (waitBell): the script rings
+// the doorbell when the job is the schedule's earliest.
 func (w *Worker) fail(ctx context.Context, job Job, why error, class FailureClass) {
 	f := Failure{Class: class, Worker: w.opt.WorkerName, Message: why.Error()}
-	var perm *permanentError
-	if errors.As(why, &perm) || job.Token >= w.opt.MaxAttempts {
-		if err := w.q.BuryFailed(ctx, job.ID, job.Token, f); err != nil {
-			w.settleError(job, "bury", err)
-			return
-		}
+	o := FailOptions{MaxAttempts: int(w.opt.MaxAttempts), Jitter: mrand.IntN(maxJitter + 1), Bury: errors.Is(why, ErrPermanent), EventsMax: int(w.eventsMax)}
+	if o.Bury {
+		o.Backoff = FixedBackoff(0) // buried whatever the policy says
+	} else {
+		o.Backoff = w.backoff(job.Token)
+	}
+	outcome, runAt, err := w.q.Fail(ctx, job.ID, job.Token, f, o)
+	if err != nil {
+		w.settleError(job, "fail", err)
+		return
+	}
+	if outcome == EventDead {
 		w.m.Add(Buried, w.q.Name(), 1)
 		w.log.Warn("emq: job buried", "id", job.ID, "attempt", job.Token, "class", string(class), "err", why)
 		return
 	}
-	delay := w.opt.Backoff(job.Token)
-	if _, err := w.q.RetryFailed(ctx, job.ID, job.Token, delay, f); err != nil {
-		w.settleError(job, "retry", err)
-		return
-	}
 	w.m.Add(Retried, w.q.Name(), 1)
-	if w.opt.Maintenance <= 0 || delay < w.opt.Maintenance {
-		// Sooner than the next maintenance: promote it when it is due.
-		time.AfterFunc(delay, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-			defer cancel()
-			w.promote(ctx)
-		})
-	}
-	w.log.Info("emq: job failed; it runs again", "id", job.ID, "attempt", job.Token, "class", string(class), "in", delay, "err", why)
+	w.log.Info("emq: job failed; it runs again", "id", job.ID, "attempt", job.Token, "class", string(class), "at", runAt, "err", why)
 }
 
 func (w *Worker) settleError(job Job, op string, err error) {
@@ -699,40 +760,5 @@ func (w *Worker) reap(ctx context.Context) {
 	if n > 0 {
 		w.m.Add(Reaped, w.q.Name(), int64(n))
 		w.log.Info("emq: expired leases taken back", "jobs", n)
-	}
-}
-
-// sweepBatch is the HSCAN COUNT of one orphan sweep.
-const sweepBatch = 100
-
-// sweepOrphans scans the next slice of the queue's failure records (one
-// HSCAN, its cursor kept across ticks) and forgets those of the ids it saw
-// whose rows are gone: the records a 2.2 client's complete or purge left
-// behind go within about one tick per sweepBatch records. A field that is
-// not a well-formed id (a foreign writer's) is left alone.
-func (w *Worker) sweepOrphans(ctx context.Context) {
-	rc := w.q.c.rc
-	e, err := rc.Do(ctx, rc.B().Hscan().Key(w.q.keys.Failures).Cursor(w.sweep).Count(sweepBatch).Build()).AsScanEntry()
-	if err != nil {
-		w.log.Warn("emq: scanning the failure records failed", "err", err)
-		return
-	}
-	w.sweep = e.Cursor
-	var ids []ID
-	for i := 0; i+1 < len(e.Elements); i += 2 {
-		if id, err := ParseID(e.Elements[i]); err == nil {
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) == 0 {
-		return
-	}
-	n, err := w.q.ForgetFailures(ctx, ids)
-	if err != nil {
-		w.log.Warn("emq: forgetting orphaned failure records failed", "err", err)
-		return
-	}
-	if n > 0 {
-		w.log.Debug("emq: forgot orphaned failure records", "records", n)
 	}
 }

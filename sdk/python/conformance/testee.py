@@ -99,26 +99,64 @@ def items(a: Obj, name: str) -> list[Any]:
     return v
 
 
-def payload_in(a: Obj) -> bytes:
-    """A request's payload: UTF-8 text, or base64 bytes."""
-    b64 = a.get("payload_b64")
+def bytes_in(a: Obj, name: str) -> bytes:
+    """A request's bytes field name: UTF-8 text, or base64 bytes (name + "_b64")."""
+    b64 = a.get(name + "_b64")
     if isinstance(b64, str):
         try:
             return base64.b64decode(b64, validate=True)
         except binascii.Error as err:
-            bad_request(f"payload_b64: {err}")
-    p = a.get("payload")
+            bad_request(f"{name}_b64: {err}")
+    p = a.get(name)
     return p.encode() if isinstance(p, str) else b""
+
+
+def bytes_out(m: Obj, name: str, b: bytes) -> Obj:
+    """Adds the contract's fields name (when UTF-8) and name + "_b64" for bytes b to m."""
+    try:
+        m[name] = b.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    m[name + "_b64"] = base64.b64encode(b).decode("ascii")
+    return m
+
+
+def payload_in(a: Obj) -> bytes:
+    """A request's payload: UTF-8 text, or base64 bytes."""
+    return bytes_in(a, "payload")
 
 
 def payload_out(m: Obj, b: bytes) -> Obj:
     """Adds the contract's payload fields for bytes b to m."""
-    try:
-        m["payload"] = b.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    m["payload_b64"] = base64.b64encode(b).decode("ascii")
-    return m
+    return bytes_out(m, "payload", b)
+
+
+def counts_out(c: echomq.SettleCounts) -> Obj:
+    return {"completed": c.completed, "failed": c.failed, "retried": c.retried, "dead": c.dead}
+
+
+def completion_out(c: echomq.Completion | None) -> Obj:
+    """The contract's completed_at_ms, attempt and result of a completion record (zeros and
+    empty when none was kept)."""
+    if c is None:
+        return bytes_out({"completed_at_ms": 0, "attempt": 0}, "result", b"")
+    return bytes_out({"completed_at_ms": c.at_ms, "attempt": c.attempt}, "result", c.result)
+
+
+def event_out(e: echomq.QueueEvent) -> Obj:
+    return bytes_out(
+        {
+            "stream_id": e.stream_id,
+            "event": e.event,
+            "id": e.id,
+            "attempt": e.attempt,
+            "class": e.failure_class,
+            "error": e.error,
+            "run_at_ms": e.run_at_ms or 0,
+        },
+        "progress",
+        e.progress,
+    )
 
 
 def job_out(j: echomq.Job) -> Obj:
@@ -169,6 +207,18 @@ class Testee:
             echomq.parse_id(id)
             out.append(echomq.NewJob(id=id, payload=payload_in(j)))
         return out
+
+    def policy(self, a: Obj, *, inherit: bool) -> echomq.BackoffPolicy | None:
+        """The request's backoff, backoff_ms and backoff_max_ms as a BackoffPolicy; None for an
+        omitted backoff or inherit where the op takes it (add_many)."""
+        word = a.get("backoff")
+        if inherit and (word is None or word == echomq.BACKOFF_INHERIT):
+            return None
+        return echomq.BackoffPolicy(
+            kind=cast(echomq.Backoff, text(a, "backoff")),
+            delay_ms=num(a, "backoff_ms"),
+            max_ms=num(a, "backoff_max_ms"),
+        )
 
     async def do(self, op: str, a: Obj) -> Obj:
         if op == "hello":
@@ -312,9 +362,82 @@ class Testee:
         if op == "reap_failed_ids":
             q = self.queue(a)
             return {"moved": await q.reap_failed_ids(self.ids(a), num(a, "max_attempts"))}
-        if op == "revive":
+        if op in ("revive", "revive_recorded"):
             q, id = self.queue_id(a)
-            return {"revived": await q.revive(id)}
+            # revive is the 2.2 op, which writes no event: events_max 0
+            return {"revived": await q.revive(id, events_max=num(a, "events_max"))}
+        if op == "add_many":
+            q = self.queue(a)
+            jobs = self.new_jobs(a)
+            added = await q.add_many(
+                jobs,
+                delay_ms=num(a, "delay_ms"),
+                attempts=num(a, "attempts"),
+                backoff=self.policy(a, inherit=True),
+            )
+            return {
+                "results": [{"enqueued": r.enqueued, "run_at_ms": r.run_at_ms or 0} for r in added]
+            }
+        if op == "complete_result_claim_ids":
+            q, id = self.queue_id(a)
+            ids = self.ids(a)
+            js = await q.complete_result_claim_ids(
+                id,
+                num(a, "token"),
+                num(a, "lease_ms"),
+                ids,
+                result=bytes_in(a, "result"),
+                keep=echomq.Retention(count=num(a, "keep"), age_ms=num(a, "keep_age_ms")),
+                events_max=num(a, "events_max"),
+            )
+            return {"jobs": [job_out(j) for j in js]}
+        if op == "fail":
+            q, id = self.queue_id(a)
+            f = echomq.Failure(
+                failure_class=cast(echomq.FailureClass, text(a, "class")),
+                message=text(a, "error"),
+                worker=text(a, "worker"),
+            )
+            settled = await q.fail(
+                id,
+                num(a, "token"),
+                f,
+                max_attempts=num(a, "max_attempts"),
+                backoff=self.policy(a, inherit=False),
+                jitter=num(a, "jitter"),
+                bury=a.get("bury") is True,
+                events_max=num(a, "events_max"),
+            )
+            return {"outcome": settled.outcome, "run_at_ms": settled.run_at_ms or 0}
+        if op == "reap_recorded_ids":
+            q = self.queue(a)
+            moved = await q.reap_recorded_ids(
+                self.ids(a), num(a, "max_attempts"), events_max=num(a, "events_max")
+            )
+            return {"moved": moved}
+        if op == "progress":
+            q, id = self.queue_id(a)
+            await q.report_progress(
+                id, num(a, "token"), bytes_in(a, "progress"), events_max=num(a, "events_max")
+            )
+            return {}
+        if op == "output":
+            q, id = self.queue_id(a)
+            o = await q.output(id)
+            return bytes_out(completion_out(o.completed), "progress", o.progress)
+        if op == "counters":
+            cs = await self.queue(a).counters(num(a, "minutes"))
+            return {
+                "totals": counts_out(cs.totals),
+                "minutes": [{"minute_ms": m.minute_ms, **counts_out(m)} for m in cs.minutes],
+            }
+        if op == "events":
+            q = self.queue(a)
+            evs = await q.read_events(text(a, "after"), num(a, "count"))
+            return {"events": [event_out(e) for e in evs]}
+        if op == "forget_ids":
+            q = self.queue(a)
+            return {"forgotten": await q.forget_ids(self.ids(a))}
         if op == "purge":
             q, id = self.queue_id(a)
             # The op is the purge script's (conformance/README.md): the record it leaves reads as
@@ -337,17 +460,27 @@ class Testee:
             return {"ids": pg.ids, "next": pg.next}
         if op == "get":
             q, id = self.queue_id(a)
-            info = await q.get(id)
+            found = await q.lookup(id)
+            info = found.job
             if info is None:
-                return {"found": False}
-            return payload_out(
-                {
-                    "found": True,
-                    "state": info.state,
-                    "attempts": info.attempts,
-                    "at_ms": info.at_ms or 0,
-                },
-                info.payload,
+                gone: Obj = {"found": False}
+                if found.completed is not None:
+                    rec = completion_out(found.completed)
+                    rec["at_ms"] = rec.pop("completed_at_ms")
+                    gone["completed"] = rec
+                return gone
+            return bytes_out(
+                payload_out(
+                    {
+                        "found": True,
+                        "state": info.state,
+                        "attempts": info.attempts,
+                        "at_ms": info.at_ms or 0,
+                    },
+                    info.payload,
+                ),
+                "progress",
+                info.progress,
             )
         if op == "run_probes":
             tr = await echomq.run_probes(self.connected())

@@ -246,6 +246,62 @@ async def test_a_worker_on_the_cluster_runs_every_job_once_woken_by_the_doorbell
     assert all(v == 1 for v in seen.values())
 
 
+async def test_outputs_on_the_cluster_delay_result_progress_events_and_counters(
+    cluster: RedisCluster, open_client: Opener
+) -> None:
+    """echomq 2.4.0 on the cluster: a delayed push (add_many) started by an idle worker that
+    promotes it itself, its progress and kept result read by lookup (get's pipeline with the
+    output script), the events listener (its XREAD wait on the queue's node) and the
+    counters."""
+    c = await open_client()
+    n1 = cluster.nodes[1]
+    q = c.queue(await queue_on(cluster, n1, "outputs"))
+    id = c.mint()
+    progressed = asyncio.Event()
+    finish = asyncio.Event()
+
+    async def handler(job: echomq.Job) -> str:
+        await job.report_progress(7)
+        progressed.set()
+        await finish.wait()
+        return "made"
+
+    w = echomq.Worker(
+        q, handler, wait=5, maintenance_ms=0, keep_results=echomq.Retention(10), logger=quiet
+    )
+    running = asyncio.create_task(w.run())
+    got: list[echomq.QueueEvent] = []
+
+    async def listen() -> None:
+        async for ev in q.events(wait=0.5):
+            got.append(ev)
+            if ev.event == echomq.EVENT_COMPLETED:
+                return
+
+    listener = asyncio.create_task(listen())
+    try:
+        await asyncio.sleep(0.1)
+        assert await q.push(id, b"x", delay=0.2, attempts=2)
+        async with asyncio.timeout(10):
+            await progressed.wait()
+        info = await q.get(id)
+        assert info is not None and info.progress == b"7"
+        finish.set()
+        async with asyncio.timeout(10):
+            await listener
+    finally:
+        w.stop()
+        await running
+        listener.cancel()
+        await asyncio.gather(listener, return_exceptions=True)
+    assert [e.event for e in got] == [echomq.EVENT_PROGRESS, echomq.EVENT_COMPLETED]
+    found = await q.lookup(id)
+    assert found.job is None and found.completed is not None
+    assert found.completed.result == b"made"
+    assert (await q.counters()).totals.completed == 1
+    assert await n1.cmd("HLEN", q.keys.options) == 0, "the completion deleted the job's policy"
+
+
 async def test_failure_records_on_the_cluster_get_purge_and_the_worker(
     cluster: RedisCluster, open_client: Opener
 ) -> None:

@@ -52,10 +52,13 @@ async def run(argv: list[str], cwd: Path, e: dict[str, str]) -> tuple[int, str, 
 
 async def test_the_readme_has_the_blocks_this_test_runs() -> None:
     bs = blocks()
-    assert len(bs) == 4, "the quickstart, bytes and errors, why a job failed, and jobs.py"
+    assert len(bs) == 5, (
+        "the quickstart, bytes and errors, why a job failed, results and events, and jobs.py"
+    )
     assert "asyncio.run(main())" in bs[0] and "JSONCodec" in bs[0]
     assert "info.failures" in bs[2] and "info.died_at" in bs[2]
-    assert bs[3].startswith("# jobs.py\n")
+    assert "keep_results" in bs[3] and "report_progress" in bs[3] and "q.events(" in bs[3]
+    assert bs[4].startswith("# jobs.py\n")
     text = README.read_text()
     assert "pip install ./sdk/python" in text
     assert "python -m echomq worker jobs:send_email" in text
@@ -84,6 +87,15 @@ async def test_every_readme_python_block_runs(server: Server, tmp_path: Path) ->
                     f"(attempt {i})"
                 ), out
             assert lines[2].startswith("died at 20") and lines[2].endswith("+00:00"), out
+        if n == 3:
+            lines = out.splitlines()
+            assert lines[:3] == [
+                'progress 1 {"percent":50}',
+                "completed 1 ",
+                "{'report': 'Q3', 'pages': 12} at attempt 1",
+            ], out
+            # 0 when the minute turned between the completion and the read
+            assert lines[3:] in (["completed this minute: 1"], ["completed this minute: 0"]), out
 
 
 async def test_the_readme_worker_command_runs_its_jobs_py(

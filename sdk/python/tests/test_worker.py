@@ -354,18 +354,28 @@ async def test_the_worker_runs_only_scripts_that_declare_their_keys(server: Serv
         assert tally.get(Counter.RETRIED) == 5 and tally.get(Counter.REAPED) >= 1
         used = set(seen)
         assert not used & FROZEN_POPS, f"frozen pop scripts ran: {used & FROZEN_POPS}"
+        # 2.4.0: the worker settles, reaps and sweeps with the 2.4 scripts
         for name in (
             "claim_ids",
-            "complete_claim_ids",
+            "complete_result_claim_ids",
             "promote_ids",
-            "reap_failed_ids",
-            "retry_failed",
-            "forget_failures",
+            "reap_recorded_ids",
+            "fail",
+            "forget_ids",
             "extend",
         ):
             assert seen[name] > 0, f"{name} never ran: {dict(seen)}"
-        # 2.3.0: a failed attempt and a lost lease are recorded by the scripts that settle them
-        for name in ("retry", "bury", "reap_ids"):
+        # 2.3.0: a failed attempt and a lost lease are recorded by the scripts that settle them;
+        # 2.4.0: by fail and reap_recorded_ids, not their 2.3 variants
+        for name in (
+            "retry",
+            "bury",
+            "reap_ids",
+            "retry_failed",
+            "bury_failed",
+            "reap_failed_ids",
+            "complete_claim_ids",
+        ):
             assert seen[name] == 0, f"{name} ran instead of its recording variant: {dict(seen)}"
         assert not any(n.startswith("?") for n in used), dict(seen)
     finally:
@@ -392,10 +402,10 @@ async def test_steady_state_is_one_script_call_per_job(server: Server) -> None:
                 await eventually(lambda: len(done) == len(ids), what="the backlog drained")
         assert sorted(done) == sorted(ids)
         # One call per job, plus the EVAL of the first calls the server answered NOSCRIPT.
-        assert len(ids) <= seen["complete_claim_ids"] <= len(ids) + 4, dict(seen)
+        assert len(ids) <= seen["complete_result_claim_ids"] <= len(ids) + 4, dict(seen)
         assert seen["claim_ids"] <= 10, dict(seen)
-        # first attempts cannot have a failure record: nothing is sent to forget one
-        assert seen["forget_failures"] == 0, dict(seen)
+        # the completion deletes the failure record itself (2.4.0): nothing is sent to forget one
+        assert seen["forget_failures"] == 0 and seen["forget_ids"] == 0, dict(seen)
         assert seen["ZRANGE"] <= len(ids) / 4, f"refills read several jobs each: {dict(seen)}"
         assert done[:4] and set(done[:4]) <= set(ids[:8]), "oldest first"
     finally:

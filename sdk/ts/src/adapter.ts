@@ -173,7 +173,13 @@ function rethrow(err: unknown): never {
 /** The RedisAdapter on node-redis (the redis package). */
 export class NodeRedisAdapter implements RedisAdapter {
   #client: NodeRedisClient;
-  #blocker: NodeRedisClient | undefined;
+  /**
+   * The connections of blocking commands not in use. Each blocking command
+   * takes one (or opens one), so that concurrent waits (a worker's BLPOP
+   * and an events listener's XREAD, say) never queue behind each other.
+   */
+  #idle: NodeRedisClient[] = [];
+  readonly #blockers = new Set<NodeRedisClient>();
   #generation = 0;
   #onError: (err: unknown) => void;
   /** Every command's options: the reply types; a timeout of 0 turns off node-redis's default one. */
@@ -268,11 +274,11 @@ export class NodeRedisAdapter implements RedisAdapter {
     if (signal?.aborted) {
       return null;
     }
-    let b = this.#blocker;
+    let b = this.#idle.pop();
     if (b === undefined) {
       b = this.#client.duplicate({ RESP: 2, disableOfflineQueue: true });
       b.on("error", (err: unknown) => this.#onError(err));
-      this.#blocker = b;
+      this.#blockers.add(b);
       try {
         await b.connect();
       } catch (err) {
@@ -291,7 +297,11 @@ export class NodeRedisAdapter implements RedisAdapter {
     const timer = setTimeout(stop, timeoutMs);
     signal?.addEventListener("abort", stop, { once: true });
     try {
-      return await blocker.sendCommand(args as RedisArg[], { typeMapping });
+      const v = await blocker.sendCommand(args as RedisArg[], { typeMapping });
+      if (!cut && this.#blockers.has(blocker)) {
+        this.#idle.push(blocker);
+      }
+      return v;
     } catch (err) {
       if (cut) {
         return null;
@@ -305,9 +315,8 @@ export class NodeRedisAdapter implements RedisAdapter {
   }
 
   #dropBlocker(b: NodeRedisClient): void {
-    if (this.#blocker === b) {
-      this.#blocker = undefined;
-    }
+    this.#blockers.delete(b);
+    this.#idle = this.#idle.filter((x) => x !== b);
     try {
       b.destroy();
     } catch {
@@ -316,8 +325,8 @@ export class NodeRedisAdapter implements RedisAdapter {
   }
 
   async close(): Promise<void> {
-    if (this.#blocker !== undefined) {
-      this.#dropBlocker(this.#blocker);
+    for (const b of [...this.#blockers]) {
+      this.#dropBlocker(b);
     }
     try {
       await this.#client.close();

@@ -99,7 +99,18 @@ export interface ConnectOptions extends NodeRedisOptions {
    * call at once with its ConnectionError.
    */
   offlineWaitMs?: number;
+  /**
+   * The approximate bound of each queue's events stream (XADD MAXLEN ~)
+   * for the calls of this client that write events: Queue.revive,
+   * Queue.updateProgress and the settle calls when their own options do not
+   * say (echomq 2.4.0; a Worker's WorkerOptions.eventsMaxLen defaults to
+   * it). Default DEFAULT_EVENTS_MAX_LEN (10000); 0 writes no event.
+   */
+  eventsMaxLen?: number;
 }
+
+/** The default bound of a queue's events stream: ConnectOptions.eventsMaxLen. */
+export const DEFAULT_EVENTS_MAX_LEN = 10000;
 
 /** How concurrent pushes to one queue are coalesced. */
 export interface CoalesceOptions {
@@ -284,6 +295,7 @@ export class Client {
   #gen: IdGenerator | undefined;
   #leaseUntil = 0;
   #leaseMs: number;
+  readonly #eventsMaxLen: number;
   #renew: NodeJS.Timeout | undefined;
   #fixed = false;
   #closed = false;
@@ -313,6 +325,11 @@ export class Client {
       options.nodeLeaseMs && options.nodeLeaseMs > 0
         ? options.nodeLeaseMs
         : 30000;
+    const ev = options.eventsMaxLen;
+    this.#eventsMaxLen =
+      ev !== undefined && Number.isSafeInteger(ev) && ev >= 0
+        ? ev
+        : DEFAULT_EVENTS_MAX_LEN;
     const w = options.offlineWaitMs;
     this.#waitMs =
       w !== undefined && Number.isFinite(w) && w >= 0
@@ -532,6 +549,11 @@ export class Client {
   /** The snowflake node the client mints with, or -1 when it holds none. */
   get node(): number {
     return this.#gen?.node ?? -1;
+  }
+
+  /** The bound of the events streams this client writes (ConnectOptions.eventsMaxLen); 0: it writes none. */
+  get eventsMaxLen(): number {
+    return this.#eventsMaxLen;
   }
 
   /** The payload cap in bytes. */

@@ -113,6 +113,11 @@ export function routingKey(args: readonly RedisArg[]): RedisArg | undefined {
   if (numkeysVerbs.has(verb)) {
     return Number(text(args[2])) > 0 ? args[3] : undefined;
   }
+  if (verb === "XREAD") {
+    // XREAD [COUNT n] [BLOCK ms] STREAMS key... id...: the first key.
+    const at = args.findIndex((a) => text(a).toUpperCase() === "STREAMS");
+    return at < 0 ? undefined : args[at + 1];
+  }
   if (keylessVerbs.has(verb) || args.length < 2) {
     return undefined;
   }

@@ -11,6 +11,8 @@ import {
 } from "./errors.js";
 import {
   SCRIPT_PUSH_MANY,
+  addManyExec,
+  decodeAddMany,
   decodePushMany,
   runScript,
   type QueueKeys,
@@ -24,6 +26,7 @@ import {
   type Client,
   type CoalesceOptions,
 } from "./client.js";
+import type { WirePolicy } from "./outputs.js";
 
 /** One push waiting for its batch. */
 interface Entry {
@@ -61,6 +64,37 @@ export function pushManyExecOf(
   return { script: SCRIPT_PUSH_MANY, keys: k, argv };
 }
 
+/**
+ * Builds the add_many call of jobs sharing one policy (their ids and rows
+ * were checked when they were pushed).
+ */
+export function addManyExecOf(
+  keys: QueueKeys,
+  p: WirePolicy,
+  ids: readonly string[],
+  rows: readonly string[],
+  payloads: readonly RedisArg[],
+): ScriptExec {
+  const x = addManyExec({
+    pending: keys.pending,
+    schedule: keys.schedule,
+    wake: keys.wake,
+    options: keys.options,
+    rows,
+    delayMs: p.delayMs,
+    attempts: p.attempts,
+    backoff: p.backoff,
+    backoffMs: p.backoffMs,
+    backoffMaxMs: p.backoffMaxMs,
+    entries: [],
+  });
+  const argv: RedisArg[] = [...x.argv];
+  for (let i = 0; i < ids.length; i++) {
+    argv.push(ids[i]!, payloads[i]!);
+  }
+  return { script: x.script, keys: x.keys, argv };
+}
+
 /** Whether err is a failure no resend or fallback can help: a lost connection out of attempts, or the fence's refusal. */
 function terminal(err: unknown): boolean {
   return (
@@ -71,7 +105,9 @@ function terminal(err: unknown): boolean {
 }
 
 /**
- * The push coalescer of one queue of one client. A push joins the batch
+ * The push coalescer of one queue of one client (of one set of job
+ * options: pushes with options go in add_many calls, each of pushes with
+ * the same options). A push joins the batch
  * being gathered; the batch is sent after the current tick when no batch
  * of the queue is in flight, when a batch in flight returns, after
  * lingerMs while one is in flight, or at once when it holds maxBatch jobs.
@@ -81,6 +117,7 @@ export class Pusher {
   readonly #keys: QueueKeys;
   readonly #opt: Required<CoalesceOptions>;
   readonly #one: PushOne;
+  readonly #policy: WirePolicy | undefined;
   #pending: Entry[] = [];
   #inflight = 0;
   #soon = false;
@@ -92,11 +129,18 @@ export class Pusher {
     keys: QueueKeys,
     opt: Required<CoalesceOptions>,
     one: PushOne,
+    policy?: WirePolicy,
   ) {
     this.#client = client;
     this.#keys = keys;
     this.#opt = opt;
     this.#one = one;
+    this.#policy = policy;
+  }
+
+  /** Whether nothing is gathered or in flight: the pusher may be dropped. */
+  get idle(): boolean {
+    return this.#pending.length === 0 && this.#inflight === 0;
   }
 
   /** Queues one push (id and row already checked) and resolves with its job's result. */
@@ -177,12 +221,21 @@ export class Pusher {
         if (!c.isFenced) {
           await c.ensure(bound.opts);
         }
-        recs = decodePushMany(
-          await runScript(
-            c.runnerFor(bound.opts),
-            pushManyExecOf(this.#keys, ids, rows, payloads),
-          ),
-        );
+        const p = this.#policy;
+        recs =
+          p === undefined
+            ? decodePushMany(
+                await runScript(
+                  c.runnerFor(bound.opts),
+                  pushManyExecOf(this.#keys, ids, rows, payloads),
+                ),
+              )
+            : decodeAddMany(
+                await runScript(
+                  c.runnerFor(bound.opts),
+                  addManyExecOf(this.#keys, p, ids, rows, payloads),
+                ),
+              );
         if (recs.length !== batch.length) {
           throw new Error(
             "emq: push_many answered " +

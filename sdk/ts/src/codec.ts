@@ -6,7 +6,13 @@ import type { CallOptions } from "./client.js";
 import { prefixed } from "./errors.js";
 import { printable } from "./print.js";
 import type { BatchResult, Job, JobInfo, Payload, Queue } from "./queue.js";
-import { permanent, Worker, type WorkerOptions } from "./worker.js";
+import {
+  permanent,
+  Worker,
+  type ActiveJob,
+  type WorkerOptions,
+} from "./worker.js";
+import type { AddOptions, AddResult, PushOptions } from "./outputs.js";
 
 /** Turns values of T into job payloads and payloads back into values. */
 export interface Codec<T> {
@@ -96,11 +102,20 @@ export interface NewTypedJob<T> {
   readonly data: T;
 }
 
+/** A job of a typed queue as a worker's handler runs it: the TypedJob, with updateProgress (see ActiveJob). */
+export interface TypedActiveJob<T> extends TypedJob<T>, ActiveJob {}
+
 /** A handler of a typed queue's jobs; see Handler. */
 export type TypedHandler<T> = (
   job: TypedJob<T>,
   signal: AbortSignal,
 ) => Promise<void>;
+
+/** A handler of a typed queue's jobs that may report progress and return a result; see ResultHandler. */
+export type TypedResultHandler<T> = (
+  job: TypedActiveJob<T>,
+  signal: AbortSignal,
+) => Promise<unknown>;
 
 /** The job, its payload decoded, printing with its data. */
 function typed<T, J extends Job | JobInfo>(
@@ -175,8 +190,11 @@ export class TypedQueue<T> {
     return typed(job, data);
   }
 
-  /** Queue.push with the value encoded; a value the codec refuses throws a CodecError and nothing is sent. */
-  async push(id: string, value: T, opts?: CallOptions): Promise<boolean> {
+  /** Queue.push with the value encoded (job options included); a value the codec refuses throws a CodecError and nothing is sent. */
+  async push(id: string, value: T, opts?: PushOptions): Promise<boolean>;
+  /** Queue.push with the value encoded. */
+  async push(id: string, value: T, opts?: CallOptions): Promise<boolean>;
+  async push(id: string, value: T, opts?: PushOptions): Promise<boolean> {
     return this.raw.push(id, this.#encode(value), opts);
   }
 
@@ -201,6 +219,17 @@ export class TypedQueue<T> {
     opts?: CallOptions,
   ): Promise<boolean[]> {
     return this.raw.pushMany(
+      jobs.map((j, i) => ({ id: j.id, payload: this.#encode(j.data, i) })),
+      opts,
+    );
+  }
+
+  /** Queue.addMany (echomq 2.4.0: one set of job options for every job) with each value encoded. */
+  async addMany(
+    jobs: readonly NewTypedJob<T>[],
+    opts?: AddOptions,
+  ): Promise<AddResult[]> {
+    return this.raw.addMany(
       jobs.map((j, i) => ({ id: j.id, payload: this.#encode(j.data, i) })),
       opts,
     );
@@ -251,7 +280,10 @@ export class TypedQueue<T> {
    * decoded. A payload the codec cannot read fails its job permanently
    * (it is buried: no retry decodes it), without calling handler.
    */
-  worker(handler: TypedHandler<T>, options?: WorkerOptions): Worker {
+  worker(handler: TypedResultHandler<T>, options?: WorkerOptions): Worker;
+  /** A Worker running handler over the queue's jobs (see the overload above). */
+  worker(handler: TypedHandler<T>, options?: WorkerOptions): Worker;
+  worker(handler: TypedResultHandler<T>, options?: WorkerOptions): Worker {
     return new Worker(
       this.raw,
       async (job, signal) => {
@@ -261,7 +293,12 @@ export class TypedQueue<T> {
         } catch (err) {
           throw permanent(err);
         }
-        await handler(t, signal);
+        Object.defineProperty(t, "updateProgress", {
+          enumerable: false,
+          configurable: true,
+          value: job.updateProgress,
+        });
+        return handler(t as TypedActiveJob<T>, signal);
       },
       options,
     );

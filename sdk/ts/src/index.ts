@@ -42,6 +42,7 @@ export {
   Client,
   checkVersionRecord,
   connect,
+  DEFAULT_EVENTS_MAX_LEN,
   type CallOptions,
   type CoalesceOptions,
   type ConnectOptions,
@@ -52,10 +53,34 @@ export {
   type BatchResult,
   type Job,
   type JobInfo,
+  type JobLookup,
   type NewJob,
   type Page,
   type Payload,
 } from "./queue.js";
+export {
+  COUNTERS_MINUTES_MAX,
+  EVENTS_PAGE_MAX,
+  PROGRESS_MAX_BYTES,
+  QueueEvents,
+  RESULT_MAX_BYTES,
+  type AddOptions,
+  type AddResult,
+  type BackoffOptions,
+  type Completion,
+  type CompleteResultOptions,
+  type EventsOptions,
+  type EventsWriteOptions,
+  type FailOptions,
+  type FailResult,
+  type JobOptions,
+  type JobOutput,
+  type KeepOptions,
+  type PushOptions,
+  type QueueCounters,
+  type QueueEvent,
+  type SettleCounts,
+} from "./outputs.js";
 export {
   CodecError,
   TypedQueue,
@@ -64,7 +89,9 @@ export {
   type Codec,
   type NewTypedJob,
   type QueueOptions,
+  type TypedActiveJob,
   type TypedHandler,
+  type TypedResultHandler,
   type TypedJob,
   type TypedJobInfo,
 } from "./codec.js";
@@ -82,10 +109,13 @@ export {
 } from "./failures.js";
 export {
   PermanentError,
+  UnrecoverableError,
   Worker,
   exponentialBackoff,
   permanent,
+  type ActiveJob,
   type Handler,
+  type ResultHandler,
   type WorkerOptions,
 } from "./worker.js";
 

@@ -59,7 +59,8 @@ const timeFields: Record<string, string> = {
  * @internal Makes rec (a Job, a JobInfo, or one with decoded data) print
  * usefully under name: inspect shows its fields with the payload as text
  * (when the record has data, data instead) and times as ISO dates; toJSON
- * writes the payload as text (or base64) and leaves the rest as it is.
+ * writes the payload (and any other bytes, a progress report) as text (or
+ * base64) and leaves the rest as it is.
  */
 export function printable<R extends object>(name: string, rec: R): R {
   const r = rec as unknown as Rec;
@@ -74,6 +75,11 @@ export function printable<R extends object>(name: string, rec: R): R {
           if (!("data" in r)) {
             shown.payload = new Verbatim(payloadPreview(r.payload));
           }
+          continue;
+        }
+        if (Buffer.isBuffer(v)) {
+          // other bytes (a progress report): as the payload is shown
+          shown[k] = new Verbatim(payloadPreview(v));
           continue;
         }
         const t = timeFields[k];
@@ -91,8 +97,10 @@ export function printable<R extends object>(name: string, rec: R): R {
     configurable: true,
     value() {
       const out: Record<string, unknown> = { ...r };
-      if (Buffer.isBuffer(r.payload)) {
-        out.payload = payloadJSON(r.payload);
+      for (const [k, v] of Object.entries(out)) {
+        if (Buffer.isBuffer(v)) {
+          out[k] = payloadJSON(v);
+        }
       }
       return out;
     },

@@ -8,7 +8,6 @@ import {
   QueueKeys,
   PUSH_ENQUEUED,
   WORK_KIND,
-  REVIVE_REVIVED,
   PURGE_PURGED,
   ENQUEUE_ENQUEUED,
   ENQUEUE_AT_ENQUEUED,
@@ -38,7 +37,27 @@ import {
   decodePurge,
   runReapIds,
   runRetry,
-  runRevive,
+  runReviveRecorded,
+  REVIVE_RECORDED_REVIVED,
+  addManyExec,
+  decodeAddMany,
+  completeResultClaimIdsExec,
+  decodeCompleteResultClaimIdsRecord,
+  failExec,
+  decodeFail,
+  reapRecordedIdsExec,
+  decodeReapRecordedIds,
+  progressExec,
+  decodeProgress,
+  outputExec,
+  decodeOutput,
+  countersExec,
+  decodeCounters,
+  eventsExec,
+  decodeEvents,
+  forgetIdsExec,
+  decodeForgetIds,
+  type OutputReply,
   runRing,
   runScript,
   runScripts,
@@ -69,7 +88,35 @@ import {
   type CallOptions,
   type Client,
 } from "./client.js";
-import { Pusher, pushManyExecOf } from "./coalesce.js";
+import { Pusher, addManyExecOf, pushManyExecOf } from "./coalesce.js";
+import {
+  COUNTERS_MINUTES_MAX,
+  EVENTS_PAGE_MAX,
+  PROGRESS_MAX_BYTES,
+  RESULT_MAX_BYTES,
+  checkCount,
+  checkOutputSize,
+  hasJobOptions,
+  isStreamId,
+  outputBytes,
+  policyKey,
+  wireBackoff,
+  wirePolicy,
+  type AddOptions,
+  type AddResult,
+  type Completion,
+  type CompleteResultOptions,
+  type EventsOptions,
+  type EventsWriteOptions,
+  type FailOptions,
+  type FailResult,
+  type JobOutput,
+  type PushOptions,
+  type QueueCounters,
+  type QueueEvent,
+  type WirePolicy,
+  QueueEvents,
+} from "./outputs.js";
 import {
   checkFailure,
   decodeFailedAttempts,
@@ -142,7 +189,23 @@ export interface JobInfo {
    * nothing (a 2.2 client): not recorded, never guessed.
    */
   readonly diedAt: Date | null;
+  /**
+   * The lease holder's last progress report (echomq 2.4.0;
+   * Job.updateProgress in a handler, Queue.updateProgress): empty when none
+   * was made.
+   */
+  readonly progress: Buffer;
 }
+
+/**
+ * What Queue.lookup finds of one job: its row (found), or, once the row is
+ * gone, the completion record a worker kept (echomq 2.4.0; null when none
+ * was kept: never enqueued, completed without keeping, or dropped by the
+ * retention).
+ */
+export type JobLookup =
+  | { readonly found: true; readonly job: JobInfo }
+  | { readonly found: false; readonly completed: Completion | null };
 
 /** A page of a set: its ids, newest first, and the cursor of the next page ("" after the last). */
 export interface Page {
@@ -202,6 +265,68 @@ function str(v: unknown): string {
   return Buffer.isBuffer(v) ? v.toString() : String(v);
 }
 
+function isNoScript(err: unknown): boolean {
+  return err instanceof ReplyError && err.message.startsWith("NOSCRIPT");
+}
+
+/** The read-only form of a call's command (EVALSHA_RO, or EVAL_RO with the source). */
+function roCommand(x: ScriptExec, source: boolean): RedisArg[] {
+  return [
+    source ? "EVAL_RO" : "EVALSHA_RO",
+    source ? x.script.source : x.script.sha1,
+    String(x.keys.length),
+    ...x.keys,
+    ...x.argv,
+  ];
+}
+
+/**
+ * Runs a read-only script with EVALSHA_RO, and EVAL_RO when the server
+ * answers NOSCRIPT (so that a replica may serve it).
+ */
+async function runScriptRO(
+  r: { send(args: readonly RedisArg[]): Promise<unknown> },
+  x: ScriptExec,
+): Promise<unknown> {
+  try {
+    return await r.send(roCommand(x, false));
+  } catch (err) {
+    if (!isNoScript(err)) {
+      throw scriptError(x.script.name, err);
+    }
+  }
+  try {
+    return await r.send(roCommand(x, true));
+  } catch (err) {
+    throw scriptError(x.script.name, err);
+  }
+}
+
+function completionOf(o: OutputReply): Completion | null {
+  return o.completedAtMs > 0
+    ? { atMs: o.completedAtMs, attempt: o.attempt, result: o.result }
+    : null;
+}
+
+function abortable(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) {
+      resolve();
+      return;
+    }
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** How many push coalescers a client keeps before it drops the idle ones of job options. */
+const maxPushers = 64;
+
 /** A handle on one queue of a fenced keyspace. */
 export class Queue {
   /** The client the queue belongs to. */
@@ -257,19 +382,127 @@ export class Queue {
     }, opts);
   }
 
-  #pusher(): Pusher | undefined {
+  #pusher(policy?: WirePolicy): Pusher | undefined {
     const co = this.client.coalesce;
     if (co === undefined) {
       return undefined;
     }
-    let p = this.client.pushers.get(this.name);
+    const key =
+      policy === undefined ? this.name : this.name + "\n" + policyKey(policy);
+    let p = this.client.pushers.get(key);
     if (p === undefined) {
-      p = new Pusher(this.client, this.keys, co, (id, payload, opts) =>
-        this.#pushOne(id, payload, opts),
-      );
-      this.client.pushers.set(this.name, p);
+      if (policy !== undefined && this.client.pushers.size >= maxPushers) {
+        // Pushes of many distinct options (delays computed per job, say):
+        // drop the idle coalescers of options, so that the map stays small.
+        for (const [k, v] of this.client.pushers) {
+          if (k.includes("\n") && v.idle) {
+            this.client.pushers.delete(k);
+          }
+        }
+      }
+      p =
+        policy === undefined
+          ? new Pusher(this.client, this.keys, co, (id, payload, opts) =>
+              this.#pushOne(id, payload, opts),
+            )
+          : new Pusher(
+              this.client,
+              this.keys,
+              co,
+              (id, payload, opts) => this.#addOne(id, payload, policy, opts),
+              policy,
+            );
+      this.client.pushers.set(key, p);
     }
     return p;
+  }
+
+  /** One add_many call for one job, resent across reconnects. */
+  #addOne(
+    id: string,
+    payload: RedisArg,
+    policy: WirePolicy,
+    opts: CallOptions | undefined,
+  ): Promise<boolean> {
+    const row = this.keys.row(id);
+    const x = addManyExecOf(this.keys, policy, [id], [row], [payload]);
+    return this.client.resend(async () => {
+      if (!this.client.isFenced) {
+        await this.client.ensure(opts);
+      }
+      const recs = decodeAddMany(
+        await runScript(this.client.runnerFor(opts), x),
+      );
+      const ok = recs[0]?.enqueued === 1;
+      this.#counted(ok ? 1 : 0);
+      return ok;
+    }, opts);
+  }
+
+  /**
+   * Admits jobs in one add_many call (echomq 2.4.0), all with the job
+   * options of opts: a delay (relative, server clock) schedules them, and
+   * attempts or a backoff give each its own retry policy. The result holds,
+   * per job in order, whether it was enqueued (false: a duplicate) and its
+   * run-at (0 when admitted pending). An id of another kind than the work
+   * kind refuses the whole call with a KindError and nothing is written.
+   * Malformed ids, oversized payloads and options out of range throw before
+   * anything is sent; no jobs sends nothing. It is resent across reconnects
+   * like push.
+   */
+  async addMany(
+    jobs: readonly NewJob[],
+    opts?: AddOptions,
+  ): Promise<AddResult[]> {
+    const policy = wirePolicy(opts);
+    const rows: string[] = [];
+    const entries: { id: string; payload: RedisArg }[] = [];
+    jobs.forEach((j, i) => {
+      try {
+        rows.push(this.keys.row(j.id));
+        this.client.checkPayload(j.payload);
+      } catch (err) {
+        locate(err, "job " + i);
+        throw err;
+      }
+      entries.push({ id: j.id, payload: arg(j.payload) });
+    });
+    checkCall(opts);
+    if (jobs.length === 0) {
+      return [];
+    }
+    const x = addManyExec({
+      pending: this.keys.pending,
+      schedule: this.keys.schedule,
+      wake: this.keys.wake,
+      options: this.keys.options,
+      rows,
+      ...policy,
+      entries,
+    });
+    return this.client.resend(async () => {
+      if (!this.client.isFenced) {
+        await this.client.ensure(opts);
+      }
+      const recs = decodeAddMany(
+        await runScript(this.client.runnerFor(opts), x),
+      );
+      if (recs.length !== jobs.length) {
+        throw new Error(
+          "emq: add_many answered " +
+            recs.length +
+            " records for " +
+            jobs.length +
+            " jobs",
+        );
+      }
+      const out = recs.map((r) => ({
+        enqueued: r.enqueued === 1,
+        runAtMs: r.runAtMs,
+      }));
+      this.#counted(out.filter((r) => r.enqueued).length);
+      return out;
+    }, opts);
   }
 
   /**
@@ -290,14 +523,42 @@ export class Queue {
    * each push gets its own refusal. A malformed id or an oversized payload
    * throws before anything is sent; opts.signal and opts.deadline are
    * checked before the job is sent and before every resend.
+   *
+   * Job options (echomq 2.4.0), as BullMQ's add(name, data, opts):
+   * opts.delay (ms, relative, on the server's clock), opts.attempts and
+   * opts.backoff. With any of them the job is admitted with add_many
+   * (coalesced with the concurrent pushes of the same options only) and
+   * its own attempts and backoff are applied instead of the worker's;
+   * without, the push is what it was in 2.3. Options out of range throw an
+   * ArgumentError before anything is sent.
    */
   async push(
     id: string,
     payload: Payload,
+    opts?: PushOptions,
+  ): Promise<boolean>;
+  /** Admits a job (see the overload above: opts may carry job options). */
+  async push(
+    id: string,
+    payload: Payload,
     opts?: CallOptions,
+  ): Promise<boolean>;
+  async push(
+    id: string,
+    payload: Payload,
+    opts?: PushOptions,
   ): Promise<boolean> {
     const kind = parseId(id).kind;
     this.client.checkPayload(payload);
+    if (hasJobOptions(opts)) {
+      const policy = wirePolicy(opts);
+      checkCall(opts);
+      const p = kind === WORK_KIND ? this.#pusher(policy) : undefined;
+      if (p === undefined) {
+        return this.#addOne(id, arg(payload), policy, opts);
+      }
+      return p.push(id, this.keys.rowPrefix + id, arg(payload), opts);
+    }
     checkCall(opts);
     const p = kind === WORK_KIND ? this.#pusher() : undefined;
     if (p === undefined) {
@@ -1209,6 +1470,283 @@ export class Queue {
     });
   }
 
+  /**
+   * Retires an active job like completeClaimIds, then leases exactly the
+   * given ids that are still pending, for leaseMs, in one call
+   * (complete_result_claim_ids, echomq 2.4.0). The job's failure record,
+   * progress and retry policy are deleted with its row; a completion record
+   * (its time, attempt and opts.result) is kept when opts.keep.count > 0,
+   * the queue keeping at most that many, none older than opts.keep.ageMs;
+   * a completed event is written (opts.eventsMaxLen, default the client's)
+   * and the completion is counted. A stale token is refused with a
+   * StaleError, and nothing is kept or leased. Malformed ids and negative
+   * numbers throw before anything is sent. Never resent.
+   */
+  async completeResultClaimIds(
+    id: string,
+    token: number,
+    leaseMs: number,
+    ids: readonly string[],
+    opts?: CompleteResultOptions,
+  ): Promise<Job[]> {
+    const row = this.keys.row(id);
+    positiveInt("lease", leaseMs);
+    const rows = ids.map((i) => this.keys.row(i));
+    const keep = opts?.keep?.count ?? 0;
+    const keepAgeMs = opts?.keep?.ageMs ?? 0;
+    const eventsMax = opts?.eventsMaxLen ?? this.client.eventsMaxLen;
+    checkCount("keep count", keep);
+    checkCount("keep age", keepAgeMs);
+    checkCount("events max length", eventsMax);
+    const result = outputBytes(opts?.result);
+    checkOutputSize("result", result, RESULT_MAX_BYTES);
+    const x = completeResultClaimIdsExec({
+      row,
+      active: this.keys.active,
+      pending: this.keys.pending,
+      wake: this.keys.wake,
+      results: this.keys.results,
+      resultTimes: this.keys.resultTimes,
+      progress: this.keys.progress,
+      failures: this.keys.failures,
+      options: this.keys.options,
+      events: this.keys.events,
+      counters: this.keys.counters,
+      rows,
+      id,
+      token,
+      leaseMs,
+      result,
+      keep,
+      keepAgeMs,
+      eventsMax,
+      ids,
+    });
+    checkCall(opts);
+    if (!this.client.isFenced) {
+      await this.client.ensure(opts);
+    }
+    const reply = await runScript(this.client.runnerFor(opts), x);
+    return jobs(
+      (Array.isArray(reply) ? reply : []).map(
+        decodeCompleteResultClaimIdsRecord,
+      ),
+    );
+  }
+
+  /**
+   * Settles a failed attempt of an active job (fail, echomq 2.4.0): by the
+   * job's own retry policy when its producer gave one (JobOptions), else by
+   * opts (maxAttempts, backoff, jitter), it is scheduled to run again
+   * (outcome Event.retried, at runAtMs) or buried (Event.dead); opts.bury
+   * buries it whatever its attempts. The attempt is recorded in the job's
+   * failure record as retryFailed records it, failed and retried or dead
+   * events are written and the outcome is counted. A stale token is
+   * refused with a StaleError and nothing is recorded; a class outside the
+   * vocabulary, a backoff type other than fixed or exponential, a jitter
+   * outside 0..1000 or a negative number throws an ArgumentError before
+   * anything is sent. failure.worker defaults to `<hostname>:<pid>`.
+   */
+  async fail(
+    id: string,
+    token: number,
+    failure: Failure,
+    opts?: FailOptions,
+  ): Promise<FailResult> {
+    const row = this.keys.row(id);
+    checkFailure(failure);
+    const maxAttempts = opts?.maxAttempts ?? 0;
+    checkCount("max attempts", maxAttempts);
+    const b = wireBackoff(opts?.backoff ?? 0);
+    const jitter = opts?.jitter ?? 0;
+    checkCount("jitter", jitter);
+    if (jitter > 1000) {
+      throw new ArgumentError("jitter " + jitter + " is over 1000");
+    }
+    const eventsMax = opts?.eventsMaxLen ?? this.client.eventsMaxLen;
+    checkCount("events max length", eventsMax);
+    const x = failExec({
+      active: this.keys.active,
+      row,
+      schedule: this.keys.schedule,
+      dead: this.keys.dead,
+      wake: this.keys.wake,
+      failures: this.keys.failures,
+      options: this.keys.options,
+      events: this.keys.events,
+      counters: this.keys.counters,
+      id,
+      token,
+      class: failure.class,
+      worker: failure.worker ?? defaultWorkerName(),
+      error: failure.message,
+      maxAttempts,
+      ...b,
+      jitter,
+      bury: opts?.bury ? 1 : 0,
+      eventsMax,
+    });
+    checkCall(opts);
+    await this.client.ensure(opts);
+    return decodeFail(await runScript(this.client.runnerFor(opts), x));
+  }
+
+  /**
+   * Takes back the given expired leases as reapFailedIds does
+   * (reap_recorded_ids, echomq 2.4.0), burying a job at its own attempts
+   * when its producer gave it some, else at maxAttempts (> 0); each is
+   * reported (failed, then retried or dead events, opts.eventsMaxLen) and
+   * counted. Resolves how many moved. A negative maxAttempts throws an
+   * ArgumentError and malformed ids an IdError before anything is sent; no
+   * ids sends nothing.
+   */
+  async reapRecordedIds(
+    ids: readonly string[],
+    maxAttempts: number,
+    opts?: EventsWriteOptions,
+  ): Promise<number> {
+    nonNegativeInt("max attempts", maxAttempts);
+    const eventsMax = opts?.eventsMaxLen ?? this.client.eventsMaxLen;
+    checkCount("events max length", eventsMax);
+    const rows = ids.map((id) => this.keys.row(id));
+    if (ids.length === 0) {
+      return 0;
+    }
+    const x = reapRecordedIdsExec({
+      active: this.keys.active,
+      pending: this.keys.pending,
+      dead: this.keys.dead,
+      wake: this.keys.wake,
+      failures: this.keys.failures,
+      options: this.keys.options,
+      events: this.keys.events,
+      counters: this.keys.counters,
+      rows,
+      maxAttempts,
+      eventsMax,
+      ids,
+    });
+    checkCall(opts);
+    await this.client.ensure(opts);
+    return decodeReapRecordedIds(
+      await runScript(this.client.runnerFor(opts), x),
+    );
+  }
+
+  /**
+   * Takes back up to limit expired leases as reapExpired does, with
+   * reapRecordedIds (echomq 2.4.0). The worker's maintenance reaps with it.
+   */
+  async reapExpiredRecorded(
+    limit: number = 1000,
+    maxAttempts: number = 0,
+    opts?: EventsWriteOptions,
+  ): Promise<number> {
+    positiveInt("limit", limit);
+    nonNegativeInt("max attempts", maxAttempts);
+    checkCall(opts);
+    await this.client.ensure(opts);
+    for (let n = 1; ; n++) {
+      const { ids } = await this.#due(this.keys.active, limit, opts);
+      if (ids.length === 0) {
+        return 0;
+      }
+      const moved = await this.reapRecordedIds(ids, maxAttempts, opts);
+      if (moved > 0 || n >= PEEK_ATTEMPTS) {
+        return moved;
+      }
+    }
+  }
+
+  /**
+   * Reports an active job's progress for the holder of its lease (the
+   * progress script, echomq 2.4.0): it replaces the job's last report,
+   * readable with get, lookup and output while the row exists, and a
+   * progress event is written (opts.eventsMaxLen, default the client's). A
+   * Buffer, Uint8Array or string is reported as its bytes, any other value
+   * as its JSON text (at most 4096 bytes, PROGRESS_MAX_BYTES; a larger one
+   * throws an ArgumentError before anything is sent). A token that is not the lease's,
+   * or a job no longer active, is refused with a StaleError and nothing is
+   * written. In a handler, call job.updateProgress.
+   */
+  async updateProgress(
+    id: string,
+    token: number,
+    progress: unknown,
+    opts?: EventsWriteOptions,
+  ): Promise<void> {
+    const row = this.keys.row(id);
+    const eventsMax = opts?.eventsMaxLen ?? this.client.eventsMaxLen;
+    checkCount("events max length", eventsMax);
+    const bytes = outputBytes(progress);
+    checkOutputSize("progress", bytes, PROGRESS_MAX_BYTES);
+    const x = progressExec({
+      row,
+      progressKey: this.keys.progress,
+      events: this.keys.events,
+      id,
+      token,
+      progress: bytes,
+      eventsMax,
+    });
+    checkCall(opts);
+    if (!this.client.isFenced) {
+      await this.client.ensure(opts);
+    }
+    decodeProgress(await runScript(this.client.runnerFor(opts), x));
+  }
+
+  /**
+   * Deletes the failure records, progress reports and retry policies of
+   * those of ids whose rows are gone (forget_ids, echomq 2.4.0: a 2.3
+   * client's completion or purge leaves them) and resolves how many it
+   * deleted; a job whose row exists keeps them. Malformed ids throw an
+   * IdError before anything is sent; no ids sends nothing. The worker's
+   * maintenance sweeps with it.
+   */
+  async forgetIds(ids: readonly string[], opts?: CallOptions): Promise<number> {
+    const rows = ids.map((id) => this.keys.row(id));
+    if (ids.length === 0) {
+      return 0;
+    }
+    const x = forgetIdsExec({
+      failures: this.keys.failures,
+      progress: this.keys.progress,
+      options: this.keys.options,
+      rows,
+      ids,
+    });
+    checkCall(opts);
+    await this.client.ensure(opts);
+    return decodeForgetIds(await runScript(this.client.runnerFor(opts), x));
+  }
+
+  /**
+   * @internal The run-at of the schedule's head (undefined when nothing is
+   * scheduled) and the server's clock, in one round trip (ZRANGE and TIME).
+   */
+  async scheduleHead(
+    opts?: CallOptions,
+  ): Promise<{ headMs: number | undefined; nowMs: number }> {
+    const [z, t] = await this.client
+      .runnerFor(opts)
+      .sendMany([
+        ["ZRANGE", this.keys.schedule, "0", "0", "WITHSCORES"],
+        ["TIME"],
+      ]);
+    if (!z!.ok) {
+      throw z!.error;
+    }
+    if (!t!.ok) {
+      throw t!.error;
+    }
+    const flat = Array.isArray(z!.value) ? z!.value : [];
+    return {
+      headMs: flat.length >= 2 ? Number(str(flat[1])) : undefined,
+      nowMs: timeMs(t!.value),
+    };
+  }
+
   /** Rings the queue's doorbell; resolves whether it was silent before. */
   async ring(opts?: CallOptions): Promise<boolean> {
     checkCall(opts);
@@ -1219,28 +1757,30 @@ export class Queue {
   }
 
   /**
-   * Moves a dead job back to pending, keeping its attempts, and rings the
-   * doorbell. Resolves false when the job is not dead.
+   * Moves a dead job back to pending, keeping its attempts, rings the
+   * doorbell and reports a revived event (revive_recorded, echomq 2.4.0;
+   * opts.eventsMaxLen, default the client's, bounds the events stream, 0
+   * writes none). Resolves false when the job is not dead.
    */
-  async revive(id: string, opts?: CallOptions): Promise<boolean> {
+  async revive(id: string, opts?: EventsWriteOptions): Promise<boolean>;
+  /** Moves a dead job back to pending (see the overload above). */
+  async revive(id: string, opts?: CallOptions): Promise<boolean>;
+  async revive(id: string, opts?: EventsWriteOptions): Promise<boolean> {
     const row = this.keys.row(id);
+    const eventsMax = opts?.eventsMaxLen ?? this.client.eventsMaxLen;
+    checkCount("events max length", eventsMax);
     checkCall(opts);
     await this.client.ensure(opts);
-    const n = await runRevive(this.client.runnerFor(opts), {
+    const n = await runReviveRecorded(this.client.runnerFor(opts), {
       dead: this.keys.dead,
       pending: this.keys.pending,
       row,
+      wake: this.keys.wake,
+      events: this.keys.events,
       id,
+      eventsMax,
     });
-    if (n !== REVIVE_REVIVED) {
-      return false;
-    }
-    try {
-      await this.ring(opts);
-    } catch {
-      // The revive stands without the bell.
-    }
-    return true;
+    return n === REVIVE_RECORDED_REVIVED;
   }
 
   /**
@@ -1319,15 +1859,34 @@ export class Queue {
   }
 
   /**
-   * Reads one job: its row, its score in the set its state names and its
-   * failure record (failures, diedAt), in one round trip. Resolves null
-   * when the job does not exist (never enqueued, or completed and
-   * retired).
+   * Reads one job: its row, its score in the set its state names, its
+   * failure record (failures, diedAt) and its last progress report, in one
+   * round trip. Resolves null when the job does not exist (never enqueued,
+   * or completed and retired); lookup also reads the completion record a
+   * worker kept.
    */
   async get(id: string, opts?: CallOptions): Promise<JobInfo | null> {
+    const l = await this.lookup(id, opts);
+    return l.found ? l.job : null;
+  }
+
+  /**
+   * Reads one job as get does, in the same one round trip (echomq 2.4.0):
+   * found with its JobInfo (progress included) while its row exists, and
+   * once the row is gone the completion record a worker kept (its time,
+   * attempt and result; null when none was kept). Read-only, it is resent
+   * across reconnects within opts.
+   */
+  async lookup(id: string, opts?: CallOptions): Promise<JobLookup> {
     return this.client.resend(async () => {
       const row = this.keys.row(id);
       const fx = failuresExec({ row, failures: this.keys.failures, id });
+      const ox = outputExec({
+        row,
+        results: this.keys.results,
+        progress: this.keys.progress,
+        id,
+      });
       await this.client.ensure(opts);
       const r = this.client.runnerFor(opts);
       const cmds = [
@@ -1340,15 +1899,30 @@ export class Queue {
           ...fx.keys,
           ...fx.argv,
         ],
+        roCommand(ox, false),
       ];
       const res = await r.sendMany(cmds);
+      const or = res[SETS.length + 2]!;
+      let oreply: unknown;
+      if (or.ok) {
+        oreply = or.value;
+      } else if (isNoScript(or.error)) {
+        try {
+          oreply = await r.send(roCommand(ox, true)); // EVAL_RO at once
+        } catch (err) {
+          throw scriptError(ox.script.name, err);
+        }
+      } else {
+        throw scriptError(ox.script.name, or.error);
+      }
+      const output = decodeOutput(oreply);
       const h = res[0]!;
       if (!h.ok) {
         throw h.error;
       }
       const flat = h.value as unknown[];
       if (!Array.isArray(flat) || flat.length === 0) {
-        return null;
+        return { found: false, completed: completionOf(output) };
       }
       const m = new Map<string, Buffer>();
       for (let i = 0; i + 1 < flat.length; i += 2) {
@@ -1382,10 +1956,7 @@ export class Queue {
       let reply: unknown;
       if (fr.ok) {
         reply = fr.value;
-      } else if (
-        fr.error instanceof ReplyError &&
-        fr.error.message.startsWith("NOSCRIPT")
-      ) {
+      } else if (isNoScript(fr.error)) {
         reply = await runScript(r, fx); // EVALSHA again, then EVAL
       } else {
         throw scriptError(fx.script.name, fr.error);
@@ -1399,9 +1970,193 @@ export class Queue {
         ...(atMs === undefined ? {} : { atMs }),
         failures,
         diedAt: diedAt(state, attempts, failures),
+        progress: output.progress,
       };
-      return printable("JobInfo", info);
+      return { found: true, job: printable("JobInfo", info) };
     }, opts);
+  }
+
+  /**
+   * Reads what a job said of itself (echomq 2.4.0, the output script, one
+   * read-only call): its last progress report while its row exists, and
+   * once the row is gone the completion record a worker kept. Read-only,
+   * it is resent across reconnects within opts.
+   */
+  async output(id: string, opts?: CallOptions): Promise<JobOutput> {
+    return this.client.resend(async () => {
+      const x = outputExec({
+        row: this.keys.row(id),
+        results: this.keys.results,
+        progress: this.keys.progress,
+        id,
+      });
+      await this.client.ensure(opts);
+      const o = decodeOutput(await runScriptRO(this.client.runnerFor(opts), x));
+      return { progress: o.progress, completed: completionOf(o) };
+    }, opts);
+  }
+
+  /**
+   * Reads the queue's settle counters (echomq 2.4.0): the totals since its
+   * first count, and one record per minute for the last minutes minutes
+   * (0..1440), the current minute first, a minute without counts as zeros.
+   * Only what 2.4 clients settled is counted. minutes out of range throws
+   * an ArgumentError before anything is sent. Read-only, it is resent
+   * across reconnects within opts.
+   */
+  async counters(minutes: number, opts?: CallOptions): Promise<QueueCounters> {
+    checkCount("minutes", minutes);
+    if (minutes > COUNTERS_MINUTES_MAX) {
+      throw new ArgumentError(
+        "minutes " + minutes + " is over " + COUNTERS_MINUTES_MAX,
+      );
+    }
+    return this.client.resend(async () => {
+      const x = countersExec({ counters: this.keys.counters, minutes });
+      await this.client.ensure(opts);
+      const recs = decodeCounters(
+        await runScriptRO(this.client.runnerFor(opts), x),
+      );
+      const totals = recs[0];
+      if (totals === undefined) {
+        throw new Error("emq: counters answered no totals");
+      }
+      return { totals, minutes: recs.slice(1) };
+    }, opts);
+  }
+
+  /**
+   * Reads one page of the queue's events stream (echomq 2.4.0): up to count
+   * (1..1000) events after the stream id after ("" from the oldest kept),
+   * oldest first. A count out of range or an after that is not a stream id
+   * throws an ArgumentError before anything is sent. Read-only, it is
+   * resent across reconnects within opts. events() listens.
+   */
+  async readEvents(
+    after: string,
+    count: number,
+    opts?: CallOptions,
+  ): Promise<QueueEvent[]> {
+    positiveInt("count", count);
+    if (count > EVENTS_PAGE_MAX) {
+      throw new ArgumentError("count " + count + " is over " + EVENTS_PAGE_MAX);
+    }
+    if (!isStreamId(after)) {
+      throw new ArgumentError(
+        "after " + JSON.stringify(after) + " is not a stream id",
+      );
+    }
+    return this.client.resend(async () => {
+      const x = eventsExec({ events: this.keys.events, after, count });
+      await this.client.ensure(opts);
+      return decodeEvents(await runScriptRO(this.client.runnerFor(opts), x));
+    }, opts);
+  }
+
+  /**
+   * Listens to the queue's events as events() does, through an
+   * EventEmitter (echomq 2.4.0), like BullMQ's QueueEvents:
+   *
+   *     const l = queue.listen();
+   *     l.on(Event.completed, (ev) => ...);
+   *     ...
+   *     await l.close();
+   */
+  listen(opts: EventsOptions = {}): QueueEvents {
+    return new QueueEvents(
+      (o) => this.events(o),
+      opts,
+      (err) =>
+        this.client.logger.error("emq: listening to events failed", {
+          queue: this.name,
+          err,
+        }),
+    );
+  }
+
+  /**
+   * Listens to the queue's events (echomq 2.4.0): an async iterator of
+   * every event after opts.after ("" from the oldest kept), oldest first,
+   * that waits for new ones:
+   *
+   *     for await (const ev of queue.events({ after, signal })) { ... }
+   *
+   * It reads pages with the events script and, when a page is empty,
+   * waits on the stream (XREAD BLOCK, on a connection of its own; what it
+   * reads is only a wake-up) for up to opts.blockMs, then reads again;
+   * it resumes after the last stream id it yielded, so keep ev.streamId to
+   * resume after a restart. It ends, without an error, when opts.signal
+   * aborts or the loop breaks. A read that fails in transport is tried
+   * again after a pause. Events are hints: a 2.3 client's settle writes
+   * none, and the stream is bounded (ConnectOptions.eventsMaxLen).
+   */
+  async *events(opts: EventsOptions = {}): AsyncGenerator<QueueEvent> {
+    let after = opts.after ?? "";
+    const size = opts.pageSize ?? EVENTS_PAGE_MAX;
+    const blockMs = opts.blockMs ?? 5000;
+    positiveInt("block", blockMs);
+    const signal = opts.signal;
+    if (!isStreamId(after)) {
+      throw new ArgumentError(
+        "after " + JSON.stringify(after) + " is not a stream id",
+      );
+    }
+    positiveInt("page size", size);
+    let pause = 50;
+    while (!signal?.aborted) {
+      let page: QueueEvent[];
+      try {
+        page = await this.readEvents(
+          after,
+          Math.min(size, EVENTS_PAGE_MAX),
+          signal === undefined ? undefined : { signal },
+        );
+      } catch (err) {
+        if (signal?.aborted) {
+          return;
+        }
+        if (!(err instanceof ConnectionError)) {
+          throw err;
+        }
+        await abortable(pause, signal);
+        pause = Math.min(pause * 2, 5000);
+        continue;
+      }
+      pause = 50;
+      for (const ev of page) {
+        if (signal?.aborted) {
+          return;
+        }
+        after = ev.streamId;
+        yield ev;
+      }
+      if (page.length > 0) {
+        continue;
+      }
+      try {
+        await this.client.adapter.block(
+          [
+            "XREAD",
+            "BLOCK",
+            String(blockMs),
+            "COUNT",
+            "1",
+            "STREAMS",
+            this.keys.events,
+            after === "" ? "0-0" : after,
+          ],
+          blockMs + 1000,
+          signal,
+        );
+      } catch (err) {
+        if (signal?.aborted) {
+          return;
+        }
+        this.client.logger.debug("emq: waiting for events failed", { err });
+        await abortable(pause, signal);
+        pause = Math.min(pause * 2, 5000);
+      }
+    }
   }
 
   /**

@@ -8,15 +8,16 @@ import {
   ReplyError,
   SCRIPT_BURY,
   SCRIPT_CLAIM_IDS,
-  SCRIPT_COMPLETE_CLAIM_IDS,
   StaleError,
+  Backoff,
+  Event,
   decodeBury,
   decodeClaimIdsRecord,
-  decodeCompleteClaimIdsRecord,
+  decodeCompleteResultClaimIdsRecord,
+  completeResultClaimIdsExec,
   extendExec,
   decodeExtend,
   decodeForgetFailures,
-  forgetFailuresExec,
   FailureClass,
   lockMaintenance,
   parseId,
@@ -39,13 +40,42 @@ import {
 import { defaultWorkerName, failureMessage } from "./failures.js";
 import type { Logger, Metrics } from "./metrics.js";
 import { PEEK_ATTEMPTS, type Job, type Queue } from "./queue.js";
+import {
+  RESULT_MAX_BYTES,
+  checkCount,
+  outputBytes,
+  wireBackoff,
+  type BackoffOptions,
+  type KeepOptions,
+} from "./outputs.js";
 import type { CallOptions } from "./client.js";
 import { printable } from "./print.js";
 
 /**
- * Processes one job. Resolving completes it. Throwing hands it back to run
- * again after a backoff, until the job has been claimed maxAttempts times;
- * then it is buried. An error wrapped with permanent() buries it at once.
+ * A job a worker's handler runs: the claimed Job, and what the handler may
+ * say of it while it runs.
+ */
+export interface ActiveJob extends Job {
+  /**
+   * Reports the job's progress (echomq 2.4.0), as BullMQ's
+   * job.updateProgress: a Buffer, Uint8Array or string as its bytes, any
+   * other value (a number, an object) as its JSON text, at most 4096 bytes.
+   * It replaces the job's last report (Queue.get, Queue.output read it)
+   * and writes a progress event. Rejects with a StaleError when the lease
+   * was lost (another worker may run the job now).
+   */
+  updateProgress(progress: unknown): Promise<void>;
+}
+
+/**
+ * Processes one job. Resolving completes it; what it resolves to is the
+ * job's result (echomq 2.4.0): a Buffer, Uint8Array or string as its
+ * bytes, undefined or null as none, any other value as its JSON text,
+ * kept with the completion record as WorkerOptions.keepResults says.
+ * Throwing hands it back to run again after a backoff, until the job has
+ * been claimed maxAttempts times (or its own attempts, given by its
+ * producer); then it is buried. An UnrecoverableError, or an error wrapped
+ * with permanent(), buries it at once.
  * Each failed attempt is recorded in the job's failure record (class
  * error, or timeout past WorkerOptions.jobTimeoutMs; the worker's name; the
  * error's message), which Queue.get and Queue.failures read.
@@ -56,6 +86,16 @@ import { printable } from "./print.js";
  */
 export type Handler = (job: Job, signal: AbortSignal) => Promise<void>;
 
+/**
+ * A Handler that may report progress (job.updateProgress) and whose
+ * resolved value is the job's result (echomq 2.4.0); see Handler. Every
+ * Handler is one.
+ */
+export type ResultHandler = (
+  job: ActiveJob,
+  signal: AbortSignal,
+) => Promise<unknown>;
+
 /** A handler error that no retry can fix: the job is buried at once. */
 export class PermanentError extends Error {
   constructor(cause: unknown) {
@@ -65,6 +105,29 @@ export class PermanentError extends Error {
     );
     this.name = "PermanentError";
   }
+}
+
+/**
+ * A handler error that says the job cannot succeed, as BullMQ's
+ * UnrecoverableError: throw it and the job is buried at once, whatever its
+ * attempts, instead of retried.
+ */
+export class UnrecoverableError extends Error {
+  constructor(message?: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "UnrecoverableError";
+  }
+}
+
+/** Whether a handler's error says its failure is final: an UnrecoverableError or a PermanentError, or one caused by either. */
+function isFinal(err: unknown): boolean {
+  for (let e = err, n = 0; e instanceof Error && n < 16; n++) {
+    if (e instanceof UnrecoverableError || e instanceof PermanentError) {
+      return true;
+    }
+    e = e.cause;
+  }
+  return false;
 }
 
 /** Marks err as permanent: the job is buried at once instead of retried. */
@@ -103,10 +166,42 @@ export interface WorkerOptions {
   leaseMs?: number;
   /** The most jobs claimed in one call when several handlers are idle. Default concurrency. */
   batch?: number;
-  /** How many claims a job gets: a failure on the last one buries it. Default 25. */
+  /**
+   * How many claims a job gets: a failure on the last one buries it.
+   * Default 25. A job its producer gave attempts (JobOptions.attempts) gets
+   * those instead.
+   */
   maxAttempts?: number;
-  /** The delay in ms before a failed job runs again, by the attempt that failed. Default exponentialBackoff(1000, 600000). */
+  /**
+   * The delay in ms before a failed job runs again, by the attempt that
+   * failed (the server schedules it so: a fixed backoff of that delay).
+   * Default exponentialBackoff(1000, 600000). A job its producer gave a
+   * backoff (JobOptions.backoff) gets that instead.
+   */
   backoff?: (attempt: number) => number;
+  /**
+   * The backoff the server applies instead of backoff (echomq 2.4.0):
+   * fixed, or exponential with a jitter the worker draws uniformly in
+   * 0..1000 for each failure (shortening the delay by up to half). A job
+   * its producer gave a backoff (JobOptions.backoff) gets that instead.
+   */
+  backoffPolicy?: BackoffOptions;
+  /**
+   * What the queue keeps of the jobs this worker completes (echomq 2.4.0),
+   * like BullMQ's removeOnComplete {count, age} turned round: a completion
+   * record (its time, attempt and the handler's result) of at most count
+   * jobs, the newest, none older than ageMs, read with Queue.lookup and
+   * Queue.output once the row is gone. Default { count: 0 }: none is kept,
+   * as a 2.3 worker kept none.
+   */
+  keepResults?: KeepOptions;
+  /**
+   * The approximate bound of the queue's events stream for the events this
+   * worker writes (XADD MAXLEN ~; completed, failed, retried, dead,
+   * progress). Default the client's ConnectOptions.eventsMaxLen (10000);
+   * 0 writes no event.
+   */
+  eventsMaxLen?: number;
   /** The longest an idle worker blocks on the doorbell before it looks for work anyway, in ms. Default 1000. */
   waitMs?: number;
   /**
@@ -153,7 +248,7 @@ interface Inflight {
 
 const maintenanceBatch = 1000;
 
-/** How many failure records one maintenance tick's sweep scans (HSCAN COUNT). */
+/** How many fields of each record hash (failures, options, progress) one maintenance tick's sweep scans (HSCAN COUNT). */
 const sweepCount = 100;
 
 /**
@@ -258,8 +353,10 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 /** Runs a handler over the jobs of one queue. */
 export class Worker {
   readonly queue: Queue;
-  readonly #h: Handler;
-  readonly #opt: Required<Omit<WorkerOptions, "logger" | "metrics">>;
+  readonly #h: ResultHandler;
+  readonly #opt: Required<
+    Omit<WorkerOptions, "logger" | "metrics" | "keepResults" | "backoffPolicy">
+  > & { keep: number; keepAgeMs: number; policy: BackoffOptions | undefined };
   readonly #log: Logger;
   readonly #m: Metrics;
   readonly #owner: string;
@@ -283,10 +380,17 @@ export class Worker {
   readonly #claimOpts = { signal: this.#stop.signal };
   /** The promotions due retries are waiting for; cleared when run ends. */
   readonly #timers = new Set<NodeJS.Timeout>();
-  /** Where the next sweep of the failure records resumes its HSCAN. */
-  #sweepCursor = "0";
+  /** Where the next sweep resumes its HSCAN of each record hash (failures, options, progress). */
+  #sweepCursors = ["0", "0", "0"];
 
-  constructor(queue: Queue, handler: Handler, options: WorkerOptions = {}) {
+  constructor(queue: Queue, handler: ResultHandler, options?: WorkerOptions);
+  /** A worker running a Handler (see the overload above). */
+  constructor(queue: Queue, handler: Handler, options?: WorkerOptions);
+  constructor(
+    queue: Queue,
+    handler: ResultHandler,
+    options: WorkerOptions = {},
+  ) {
     if (typeof handler !== "function") {
       throw new ArgumentError("a worker needs a handler");
     }
@@ -302,7 +406,20 @@ export class Worker {
         "job timeout " + jobTimeoutMs + " is not a whole number of ms",
       );
     }
+    if (options.backoffPolicy !== undefined) {
+      wireBackoff(options.backoffPolicy); // a bad type or delay throws here
+    }
+    const keep = options.keepResults?.count ?? 0;
+    const keepAgeMs = options.keepResults?.ageMs ?? 0;
+    checkCount("keepResults.count", keep);
+    checkCount("keepResults.ageMs", keepAgeMs);
+    const eventsMaxLen = options.eventsMaxLen ?? queue.client.eventsMaxLen;
+    checkCount("eventsMaxLen", eventsMaxLen);
     this.#opt = {
+      policy: options.backoffPolicy,
+      keep,
+      keepAgeMs,
+      eventsMaxLen,
       concurrency,
       leaseMs,
       batch: Math.min(
@@ -493,8 +610,46 @@ export class Worker {
     }
   }
 
+  /**
+   * Waits, idle, for the doorbell (BLPOP) up to waitMs, or until the
+   * schedule's head is due: it reads the head's run-at and the server's
+   * clock in one round trip first, promotes at once what is due, and when
+   * the head falls due sooner than waitMs, promotes it on a local timer at
+   * its due time (promote_ids rings the doorbell the BLPOP waits on; the
+   * server's own blocking timeout is only as fine as its hz, 100 ms by
+   * default), so that a delayed job starts within milliseconds of its
+   * run-at. add_many and fail ring the doorbell when they schedule a new
+   * earliest job, so the wait is armed again.
+   */
   async #waitBell(stop: AbortSignal): Promise<void> {
-    const w = this.#opt.waitMs;
+    let w = this.#opt.waitMs;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const { headMs, nowMs } = await this.queue.scheduleHead(this.#claimOpts);
+      if (headMs !== undefined) {
+        const due = headMs - nowMs;
+        if (due <= 0) {
+          if ((await this.#promote()) > 0) {
+            return;
+          }
+          // Due, yet nothing moved (a member promote_ids cannot move, say):
+          // wait as when nothing is scheduled, never spin on it.
+        } else if (due < w) {
+          timer = setTimeout(() => {
+            timer = undefined;
+            void this.#promote();
+          }, due);
+          // Read the head again soon after it is due, should another
+          // worker have taken the bell.
+          w = due + 50;
+        }
+      }
+    } catch (err) {
+      if (stop.aborted) {
+        return;
+      }
+      this.#log.debug("emq: reading the schedule's head failed", { err });
+    }
     try {
       await this.queue.client.adapter.block(
         ["BLPOP", this.queue.keys.wake, String(w / 1000)],
@@ -505,6 +660,10 @@ export class Worker {
       if (!stop.aborted) {
         this.#log.debug("emq: waiting on the doorbell failed", { err });
         await sleep(Math.min(w, 100), stop);
+      }
+    } finally {
+      if (timer !== undefined) {
+        clearTimeout(timer);
       }
     }
   }
@@ -562,16 +721,45 @@ export class Worker {
     return { script: SCRIPT_CLAIM_IDS, keys, argv };
   }
 
-  /** The complete_claim_ids call of job (whose id was parsed when it was leased) leasing ids next, as #claimExec. */
-  #completeExec(job: Job, ids: readonly string[]): ScriptExec {
+  /**
+   * The complete_result_claim_ids call of job (whose id was parsed when it
+   * was leased) with its result, leasing ids next, as #claimExec.
+   */
+  #completeExec(
+    job: Job,
+    result: RedisArg,
+    ids: readonly string[],
+  ): ScriptExec {
     const k = this.queue.keys;
-    const keys = [k.rowPrefix + job.id, k.active, k.pending, k.wake];
-    const argv = [job.id, String(job.token), this.#lease];
+    const x = completeResultClaimIdsExec({
+      row: k.rowPrefix + job.id,
+      active: k.active,
+      pending: k.pending,
+      wake: k.wake,
+      results: k.results,
+      resultTimes: k.resultTimes,
+      progress: k.progress,
+      failures: k.failures,
+      options: k.options,
+      events: k.events,
+      counters: k.counters,
+      rows: [],
+      id: job.id,
+      token: job.token,
+      leaseMs: this.#opt.leaseMs,
+      result,
+      keep: this.#opt.keep,
+      keepAgeMs: this.#opt.keepAgeMs,
+      eventsMax: this.#opt.eventsMaxLen,
+      ids: [],
+    });
+    const keys = [...x.keys];
+    const argv = [...x.argv];
     for (const id of ids) {
       keys.push(k.rowPrefix + id);
       argv.push(id);
     }
-    return { script: SCRIPT_COMPLETE_CLAIM_IDS, keys, argv };
+    return { script: x.script, keys, argv };
   }
 
   /**
@@ -742,12 +930,19 @@ export class Worker {
     };
     this.#running.add(fl);
     try {
-      const ran = (async () => this.#h(job, fl.ac.signal))().then(
-        () => ({ failed: false, err: undefined as unknown }),
-        (err: unknown) => ({ failed: true, err }),
+      const active = this.#active(job);
+      const ran = (async () => this.#h(active, fl.ac.signal))().then(
+        (value: unknown) => ({
+          failed: false,
+          err: undefined as unknown,
+          value,
+        }),
+        (err: unknown) => ({ failed: true, err, value: undefined as unknown }),
       );
       const limit = this.#opt.jobTimeoutMs;
-      let outcome: { failed: boolean; err: unknown } | undefined;
+      let outcome:
+        | { failed: boolean; err: unknown; value: unknown }
+        | undefined;
       if (limit > 0) {
         let timer: NodeJS.Timeout | undefined;
         outcome = await Promise.race([
@@ -779,46 +974,72 @@ export class Worker {
         await this.#fail(job, outcome.err, FailureClass.error);
         return undefined;
       }
-      return await this.#complete(job);
+      return await this.#complete(job, outcome.value);
     } finally {
       this.#running.delete(fl);
       settle();
     }
   }
 
+  /** The job as its handler gets it: with updateProgress (not enumerable, so that it prints and spreads as the Job). */
+  #active(job: Job): ActiveJob {
+    const q = this.queue;
+    const eventsMaxLen = this.#opt.eventsMaxLen;
+    Object.defineProperty(job, "updateProgress", {
+      enumerable: false,
+      configurable: true,
+      value: (progress: unknown) =>
+        q.updateProgress(job.id, job.token, progress, { eventsMaxLen }),
+    });
+    return job as ActiveJob;
+  }
+
   /**
-   * Completes a job with complete_claim_ids, leasing the next id of the
-   * head pool in the same call (none while draining): one call per job in
-   * the steady state.
+   * Completes a job with complete_result_claim_ids, keeping its result as
+   * keepResults says, leasing the next id of the head pool in the same call
+   * (none while draining): one call per job in the steady state. The
+   * script deletes the job's failure record, progress and policy with its
+   * row. A result over RESULT_MAX_BYTES fails the job for good instead.
    */
-  async #complete(job: Job): Promise<Job | undefined> {
-    const k = this.queue.keys;
+  async #complete(job: Job, value: unknown): Promise<Job | undefined> {
     const q = this.queue.name;
     const c = this.queue.client;
+    let result: RedisArg;
+    try {
+      result = outputBytes(value);
+    } catch (err) {
+      await this.#fail(job, permanent(err), FailureClass.error);
+      return undefined;
+    }
+    const size =
+      typeof result === "string" ? Buffer.byteLength(result) : result.length;
+    if (size > RESULT_MAX_BYTES) {
+      await this.#fail(
+        job,
+        new UnrecoverableError(
+          "the handler's result of " +
+            size +
+            " bytes is over " +
+            RESULT_MAX_BYTES,
+        ),
+        FailureClass.error,
+      );
+      return undefined;
+    }
     const ids = this.#draining ? [] : this.#pool.take(1);
     try {
       if (!c.isFenced) {
         await c.ensure();
       }
-      // A job claimed before (token > 1) may have a failure record: it is
-      // forgotten right after the completion, in the same round trip. A
-      // first attempt cannot have one and costs what it cost in 2.2.
-      const forget =
-        job.token > 1
-          ? forgetFailuresExec({
-              failures: k.failures,
-              rows: [k.rowPrefix + job.id],
-              ids: [job.id],
-            })
-          : undefined;
       const got = await this.#call(
-        this.#completeExec(job, ids),
+        this.#completeExec(job, result, ids),
         !this.#draining,
-        undefined,
-        forget,
       );
       this.#m.add("completed", q, 1);
-      const next = await this.#records(got.reply, decodeCompleteClaimIdsRecord);
+      const next = await this.#records(
+        got.reply,
+        decodeCompleteResultClaimIdsRecord,
+      );
       if (next.length < ids.length && !got.refilled) {
         this.#pool.clear();
       }
@@ -838,6 +1059,11 @@ export class Worker {
     }
   }
 
+  /**
+   * Settles a failed attempt with fail (echomq 2.4.0): the server applies
+   * the job's own policy when its producer gave one, else the worker's
+   * (maxAttempts, backoff, a jitter drawn here); a final error buries it.
+   */
   async #fail(job: Job, why: unknown, cls: FailureClass): Promise<void> {
     const q = this.queue.name;
     const failure = {
@@ -845,30 +1071,36 @@ export class Worker {
       worker: this.#opt.name,
       message: failureMessage(why),
     };
-    if (why instanceof PermanentError || job.token >= this.#opt.maxAttempts) {
-      try {
-        await this.queue.buryFailed(job.id, job.token, failure);
-        this.#m.add("buried", q, 1);
-        this.#log.warn("emq: job buried", {
-          queue: q,
-          id: job.id,
-          attempt: job.token,
-          class: cls,
-          err: why,
-        });
-      } catch (err) {
-        this.#settleError(job, "bury", err);
-      }
+    const backoff: BackoffOptions = this.#opt.policy ?? {
+      type: Backoff.fixed,
+      delay: Math.max(0, Math.floor(this.#opt.backoff(job.token))),
+    };
+    let res;
+    try {
+      res = await this.queue.fail(job.id, job.token, failure, {
+        maxAttempts: this.#opt.maxAttempts,
+        backoff,
+        jitter: backoff.type === Backoff.exponential ? randomInt(1001) : 0,
+        bury: isFinal(why),
+        eventsMaxLen: this.#opt.eventsMaxLen,
+      });
+    } catch (err) {
+      this.#settleError(job, "fail", err);
       return;
     }
-    const delay = Math.max(0, Math.floor(this.#opt.backoff(job.token)));
-    try {
-      await this.queue.retryFailed(job.id, job.token, delay, failure);
-    } catch (err) {
-      this.#settleError(job, "retry", err);
+    if (res.outcome === Event.dead) {
+      this.#m.add("buried", q, 1);
+      this.#log.warn("emq: job buried", {
+        queue: q,
+        id: job.id,
+        attempt: job.token,
+        class: cls,
+        err: why,
+      });
       return;
     }
     this.#m.add("retried", q, 1);
+    const delay = Math.max(0, res.runAtMs - Date.now());
     if (this.#opt.maintenanceMs <= 0 || delay < this.#opt.maintenanceMs) {
       // Sooner than the next maintenance: promote it when it is due.
       const t = setTimeout(() => {
@@ -1031,48 +1263,58 @@ export class Worker {
   }
 
   /**
-   * Sweeps one slice of the queue's failure records: an HSCAN page of
-   * about sweepCount fields from the cursor the last tick left, then
-   * forgetFailures on the ids it saw, which deletes the records whose rows
-   * are gone (left by a 2.2 client's complete or purge). So every orphan
-   * is gone within ceil(records / sweepCount) ticks of the whole hash.
+   * Sweeps one slice of the queue's per-job records: an HSCAN page of
+   * about sweepCount fields of each of the failures, options and progress
+   * hashes, from the cursors the last tick left (in one round trip), then
+   * forgetIds on the ids it saw, which deletes the records whose rows are
+   * gone (left by a 2.2 or 2.3 client's complete or purge). So every
+   * orphan is gone within ceil(records / sweepCount) ticks of its hash.
    */
   async #sweep(): Promise<void> {
     const k = this.queue.keys;
+    const hashes = [k.failures, k.options, k.progress];
     try {
-      const got = await this.queue.client.runner.send([
-        "HSCAN",
-        k.failures,
-        this.#sweepCursor,
-        "COUNT",
-        String(sweepCount),
-      ]);
-      const [cursor, flat] = Array.isArray(got) ? got : [];
-      const ids: string[] = [];
-      const fields = Array.isArray(flat) ? flat : [];
-      for (let i = 0; i < fields.length; i += 2) {
-        const id = text(fields[i]);
-        try {
-          parseId(id);
-        } catch {
-          continue; // a foreign writer's field: no row of ours to check
+      const got = await this.queue.client.runner.sendMany(
+        hashes.map((h, i) => [
+          "HSCAN",
+          h,
+          this.#sweepCursors[i]!,
+          "COUNT",
+          String(sweepCount),
+        ]),
+      );
+      const ids = new Set<string>();
+      got.forEach((r, i) => {
+        if (!r.ok) {
+          throw r.error;
         }
-        ids.push(id);
-      }
-      this.#sweepCursor = cursor === undefined ? "0" : text(cursor);
-      const n = await this.queue.forgetFailures(ids);
+        const [cursor, flat] = Array.isArray(r.value) ? r.value : [];
+        const fields = Array.isArray(flat) ? flat : [];
+        for (let j = 0; j < fields.length; j += 2) {
+          const id = text(fields[j]);
+          try {
+            parseId(id);
+          } catch {
+            continue; // a foreign writer's field: no row of ours to check
+          }
+          ids.add(id);
+        }
+        this.#sweepCursors[i] = cursor === undefined ? "0" : text(cursor);
+      });
+      const n = await this.queue.forgetIds([...ids]);
       if (n > 0) {
-        this.#log.debug("emq: forgot orphaned failure records", {
+        this.#log.debug("emq: forgot orphaned job records", {
           queue: this.queue.name,
           records: n,
         });
       }
     } catch (err) {
-      this.#log.warn("emq: sweeping failure records failed", { err });
+      this.#log.warn("emq: sweeping job records failed", { err });
     }
   }
 
-  async #promote(): Promise<void> {
+  /** Promotes every due job (promoteDue); resolves how many moved. */
+  async #promote(): Promise<number> {
     let total = 0;
     try {
       for (;;) {
@@ -1089,15 +1331,17 @@ export class Worker {
       // promote_ids rang the doorbell.
       this.#m.add("promoted", this.queue.name, total);
     }
+    return total;
   }
 
   async #reap(): Promise<void> {
     let total = 0;
     try {
       for (;;) {
-        const n = await this.queue.reapExpiredFailed(
+        const n = await this.queue.reapExpiredRecorded(
           maintenanceBatch,
           this.#opt.maxAttempts,
+          { eventsMaxLen: this.#opt.eventsMaxLen },
         );
         total += n;
         if (n < maintenanceBatch) {
@@ -1108,7 +1352,7 @@ export class Worker {
       this.#log.warn("emq: reaping expired leases failed", { err });
     }
     if (total > 0) {
-      // reap_failed_ids rang the doorbell when any went back to pending.
+      // reap_recorded_ids rang the doorbell when any went back to pending.
       this.#m.add("reaped", this.queue.name, total);
     }
   }

@@ -123,16 +123,16 @@ test("a worker pushing, claiming, completing, retrying, burying, extending, prom
     for (const want of [
       emq.SCRIPT_PUSH_MANY,
       emq.SCRIPT_CLAIM_IDS,
-      emq.SCRIPT_COMPLETE_CLAIM_IDS,
-      // 2.3.0: a failed attempt is retried or buried with its record, a
-      // lost lease reaped with its record, and the record of a retried job
-      // forgotten when it completes (and swept by maintenance).
-      emq.SCRIPT_RETRY_FAILED,
-      emq.SCRIPT_BURY_FAILED,
+      // 2.4.0: a completion keeps its result by the worker's retention
+      // and deletes the job's records; a failed attempt is settled by fail
+      // (retried or buried, with its record), a lost lease reaped with its
+      // record, and orphaned records swept by maintenance with forget_ids.
+      emq.SCRIPT_COMPLETE_RESULT_CLAIM_IDS,
+      emq.SCRIPT_FAIL,
       emq.SCRIPT_EXTEND,
       emq.SCRIPT_PROMOTE_IDS,
-      emq.SCRIPT_REAP_FAILED_IDS,
-      emq.SCRIPT_FORGET_FAILURES,
+      emq.SCRIPT_REAP_RECORDED_IDS,
+      emq.SCRIPT_FORGET_IDS,
     ]) {
       assert.ok(names.has(want.name), want.name + " was called: " + [...names]);
     }

@@ -307,10 +307,10 @@ emq.connect({ url: process.env.REDIS_URL }).then(async (c) => {
   assert.match(plain, /pending 1/);
 });
 
-test("the README's blocks run verbatim against a real server: the quickstart, the worker stopped by SIGTERM, why a job failed, the CommonJS snippet", async () => {
+test("the README's blocks run verbatim against a real server: the quickstart, the worker stopped by SIGTERM, why a job failed, results and events, the CommonJS snippet", async () => {
   const ts = readmeBlocks("ts");
   const js = readmeBlocks("js");
-  assert.equal(ts.length, 3, "the README's ts blocks");
+  assert.equal(ts.length, 4, "the README's ts blocks");
   assert.equal(js.length, 1, "the README's js blocks");
   const dir = esmProject();
   writeFileSync(join(dir, "block.cjs"), js[0]!);
@@ -366,6 +366,18 @@ test("the README's blocks run verbatim against a real server: the quickstart, th
   const last = /^attempt 2 at (\S+):/m.exec(why)?.[1];
   assert.ok(last !== undefined, why);
   assert.ok(why.includes("died at " + last), why);
+
+  // Results, progress and events (echomq 2.4): the listener sees the
+  // progress and the completion, and the kept result is read back.
+  await srv.cmd("FLUSHALL");
+  const outputs = run(process.execPath, [join("dist", "block3.js")], dir, env);
+  assert.match(outputs, /^event progress JOB\S+ \{"pct":50\}$/m);
+  assert.match(outputs, /^event completed JOB\S+ $/m);
+  assert.match(
+    outputs,
+    /^result \{"frames":1,"source":"frame-1"\} by attempt 1$/m,
+  );
+  assert.match(outputs, /^completed: 1$/m);
 
   const cjs = run(process.execPath, ["block.cjs"], dir, env);
   assert.match(cjs, /pending: 1/);

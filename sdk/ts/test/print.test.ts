@@ -54,6 +54,7 @@ test("sizes, a JobInfo, a Job and a typed job print their fields, payloads as te
       payload: "hello",
       failures: [],
       diedAt: null,
+      progress: "",
     });
     // Still the plain record it was.
     assert.deepEqual(
@@ -65,6 +66,7 @@ test("sizes, a JobInfo, a Job and a typed job print their fields, payloads as te
         payload: Buffer.from("hello"),
         failures: [],
         diedAt: null,
+        progress: Buffer.alloc(0),
       },
     );
     const b = await q.get(bin);

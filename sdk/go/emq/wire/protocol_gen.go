@@ -123,7 +123,7 @@ const (
 	BackoffInherit Backoff = "inherit"
 	// BackoffFixed is "fixed": the same delay, backoff_ms, after every failed attempt.
 	BackoffFixed Backoff = "fixed"
-	// BackoffExponential is "exponential": backoff_ms doubled for every earlier attempt (backoff_ms, 2×, 4× …), bounded by backoff_max_ms when it is above 0, then spread by the caller's jitter draw over its upper half.
+	// BackoffExponential is "exponential": backoff_ms doubled for every earlier attempt (backoff_ms, 2 times, 4 times and so on), bounded by backoff_max_ms when it is above 0, then spread by the caller's jitter draw over its upper half.
 	BackoffExponential Backoff = "exponential"
 )
 

@@ -51,7 +51,7 @@ func newScript(name, sha1, source string, keys, argv, keyTypes, argTypes, replyE
 }
 
 // BundleDigest identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version.
-const BundleDigest = "acd56128b4926fa484d44e341d5ca4bbcdf2e05b"
+const BundleDigest = "fbaa05844a76f909af5810f90818533932a78377"
 
 // The bundle.
 var (
@@ -114,15 +114,15 @@ var (
 	// ScriptAddMany is the add_many script: (2.4.0) Admit many jobs like push_many, each to run after a delay measured on the server's clock and with a retry policy of its own when given, and ring the doorbell once.
 	ScriptAddMany = newScript("add_many", "b71ded3dcd6a830d400056a749f22013bd98f03e", luaAddMany, []string{"pending", "schedule", "wake", "options", "rows"}, []string{"delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "ids", "payloads"}, []string{"pending", "schedule", "wake", "options", "row"}, []string{"int", "int", "string", "int", "int", "id", "bytes"}, []string{"enqueued", "run_at_ms"})
 	// ScriptCompleteResultClaimIDs is the complete_result_claim_ids script: (2.4.0) Retire an active job like complete_claim_ids and lease the given pending ids, keeping its result as the worker's retention says, and report and count the completion.
-	ScriptCompleteResultClaimIDs = newScript("complete_result_claim_ids", "f6aa7edcf903429e3b7c33a628d132790fbd1561", luaCompleteResultClaimIDs, []string{"row", "active", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "rows"}, []string{"id", "token", "lease_ms", "result", "keep", "keep_age_ms", "events_max", "ids"}, []string{"row", "active", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "row"}, []string{"id", "token", "int", "bytes", "int", "int", "int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
+	ScriptCompleteResultClaimIDs = newScript("complete_result_claim_ids", "aaf7cd8462ee2ef48b5b1f20c829649ca57c5c80", luaCompleteResultClaimIDs, []string{"row", "active", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "rows"}, []string{"id", "token", "lease_ms", "result", "keep", "keep_age_ms", "events_max", "ids"}, []string{"row", "active", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "row"}, []string{"id", "token", "int", "bytes", "int", "int", "int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
 	// ScriptFail is the fail script: (2.4.0) Settle a failed attempt of an active job by its retry policy (the job's own, else the worker's), recording it like retry_failed and bury_failed, and report and count it.
-	ScriptFail = newScript("fail", "d4ca1d8750006abc25492a729877aa30e288843b", luaFail, []string{"active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "class", "worker", "error", "max_attempts", "backoff", "backoff_ms", "backoff_max_ms", "jitter", "bury", "events_max"}, []string{"active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "string", "string", "bytes", "int", "string", "int", "int", "int", "int", "int"}, []string{"outcome", "run_at_ms"})
+	ScriptFail = newScript("fail", "24727693a77016700a6926a9351f579f3439479a", luaFail, []string{"active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "class", "worker", "error", "max_attempts", "backoff", "backoff_ms", "backoff_max_ms", "jitter", "bury", "events_max"}, []string{"active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "string", "string", "bytes", "int", "string", "int", "int", "int", "int", "int"}, []string{"outcome", "run_at_ms"})
 	// ScriptReapRecordedIDs is the reap_recorded_ids script: (2.4.0) Take back the given expired leases like reap_failed_ids, burying by each job's own attempts when it has them, and report and count each.
-	ScriptReapRecordedIDs = newScript("reap_recorded_ids", "f22f16c19d8cfdc9a1d16eb98e4546dba5455087", luaReapRecordedIDs, []string{"active", "pending", "dead", "wake", "failures", "options", "events", "counters", "rows"}, []string{"max_attempts", "events_max", "ids"}, []string{"active", "pending", "dead", "wake", "failures", "options", "events", "counters", "row"}, []string{"int", "int", "id"}, []string{})
+	ScriptReapRecordedIDs = newScript("reap_recorded_ids", "e1c26e4e6cb07af9b722bdd943a14c174cb45751", luaReapRecordedIDs, []string{"active", "pending", "dead", "wake", "failures", "options", "events", "counters", "rows"}, []string{"max_attempts", "events_max", "ids"}, []string{"active", "pending", "dead", "wake", "failures", "options", "events", "counters", "row"}, []string{"int", "int", "id"}, []string{})
 	// ScriptProgress is the progress script: (2.4.0) Report an active job's progress, for the lease holder only, and emit it as an event.
-	ScriptProgress = newScript("progress", "ae827ee48d3ab0367b84f714abed9887d3295f80", luaProgress, []string{"row", "progress", "events"}, []string{"id", "token", "progress", "events_max"}, []string{"row", "progress", "events"}, []string{"id", "token", "bytes", "int"}, []string{})
+	ScriptProgress = newScript("progress", "2c9edf730b49648a6d37b4002e69c6a7a2dd8851", luaProgress, []string{"row", "progress", "events"}, []string{"id", "token", "progress", "events_max"}, []string{"row", "progress", "events"}, []string{"id", "token", "bytes", "int"}, []string{})
 	// ScriptReviveRecorded is the revive_recorded script: (2.4.0) Bring a dead job back to pending like revive, ring the doorbell, and report it.
-	ScriptReviveRecorded = newScript("revive_recorded", "ca58b0c8992b4851064f6acfea843b6cb8c062a6", luaReviveRecorded, []string{"dead", "pending", "row", "wake", "events"}, []string{"id", "events_max"}, []string{"dead", "pending", "row", "wake", "events"}, []string{"id", "int"}, []string{})
+	ScriptReviveRecorded = newScript("revive_recorded", "1532b8923da9824c35a4179b092cc999467f2bbf", luaReviveRecorded, []string{"dead", "pending", "row", "wake", "events"}, []string{"id", "events_max"}, []string{"dead", "pending", "row", "wake", "events"}, []string{"id", "int"}, []string{})
 	// ScriptOutput is the output script: (2.4.0) Read what a job has said of itself beyond its failures — its last progress while its row exists, its completion record once completed — in one read-only call.
 	ScriptOutput = newScript("output", "33bfb3a56313c08eb2c8c34d7407645092daf289", luaOutput, []string{"row", "results", "progress"}, []string{"id"}, []string{"row", "results", "progress"}, []string{"id"}, []string{"progress", "completed_at_ms", "attempt", "result"})
 	// ScriptCounters is the counters script: (2.4.0) Read a queue's settle counters, the totals and the last minutes' buckets, in one read-only call.
@@ -3502,7 +3502,9 @@ if cur[2] ~= 'active' then return redis.error_reply('EMQSTALE complete job not a
 local rung = redis.call('LLEN', KEYS[4])
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('HDEL', KEYS[8], ARGV[1])
+if tonumber(cur[1]) > 1 then
+  redis.call('HDEL', KEYS[8], ARGV[1])
+end
 redis.call('HDEL', KEYS[7], ARGV[1])
 redis.call('HDEL', KEYS[9], ARGV[1])
 local t = redis.call('TIME')
@@ -3525,19 +3527,28 @@ if keep > 0 then
     redis.call('HDEL', KEYS[5], unpack(drop))
     redis.call('ZREM', KEYS[6], unpack(drop))
   end
-elseif redis.call('HDEL', KEYS[5], ARGV[1]) == 1 then
-  redis.call('ZREM', KEYS[6], ARGV[1])
 end
-if events_max > 0 then
-  redis.call('XADD', KEYS[10], 'MAXLEN', '~', events_max, '*', 'e', 'completed', 'j', ARGV[1], 'a', cur[1])
+local function emit(...)
+  if events_max > 0 then
+    redis.call('XADD', KEYS[10], 'MAXLEN', '~', events_max, '*', ...)
+  end
 end
-local minute = math.floor(now / 60000)
-local slot = minute % 1440
-if redis.call('HGET', KEYS[11], 'm:' .. slot) ~= tostring(minute) then
-  redis.call('HSET', KEYS[11], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+local counted = false
+local function count(word, n)
+  if n == 0 then
+    return
+  end
+  local minute = math.floor(now / 60000)
+  local slot = minute % 1440
+  if not counted and redis.call('HGET', KEYS[11], 'm:' .. slot) ~= tostring(minute) then
+    redis.call('HSET', KEYS[11], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  end
+  counted = true
+  redis.call('HINCRBY', KEYS[11], word, n)
+  redis.call('HINCRBY', KEYS[11], word .. ':' .. slot, n)
 end
-redis.call('HINCRBY', KEYS[11], 'completed', 1)
-redis.call('HINCRBY', KEYS[11], 'completed:' .. slot, 1)
+emit('e', 'completed', 'j', ARGV[1], 'a', cur[1])
+count('completed', 1)
 local deadline = now + lease
 local out = {}
 for i = 8, #ARGV do
@@ -3722,7 +3733,7 @@ const luaFail = `-- Code generated by emqgen. DO NOT EDIT.
 -- ARGV[7] -> backoff (string): the worker's backoff, when the job has none of its own: fixed or exponential
 -- ARGV[8] -> backoff_ms (int): the worker's base delay
 -- ARGV[9] -> backoff_max_ms (int): the worker's bound of an exponential backoff; 0 is unbounded
--- ARGV[10] -> jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay d becomes d - floor(d/2 × jitter/1000); 0 keeps d
+-- ARGV[10] -> jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay d becomes d - floor(d/2 * jitter/1000); 0 keeps d
 -- ARGV[11] -> bury (int): 1 buries the job whatever its attempts (the handler said the failure is final); 0 follows the policy
 -- ARGV[12] -> events_max (int): the events stream's approximate bound; 0 writes no event
 -- Output: [outcome, run_at_ms]
@@ -3773,19 +3784,22 @@ if opt then
     end
   end
 end
-local rec = redis.call('HGET', KEYS[6], ARGV[1])
-local list = {}
-if rec then
-  local ok, v = pcall(cmsgpack.unpack, rec)
-  if ok and type(v) == 'table' then
-    list = v
+local function record_failure(id, attempt, class, worker, err)
+  local rec = redis.call('HGET', KEYS[6], id)
+  local list = {}
+  if rec then
+    local ok, v = pcall(cmsgpack.unpack, rec)
+    if ok and type(v) == 'table' then
+      list = v
+    end
   end
+  list[#list + 1] = {attempt, now, class, string.sub(worker, 1, 128), string.sub(err, 1, 2048)}
+  while #list > 10 do
+    table.remove(list, 1)
+  end
+  redis.call('HSET', KEYS[6], id, cmsgpack.pack(list))
 end
-list[#list + 1] = {attempt, now, ARGV[3], string.sub(ARGV[4], 1, 128), string.sub(ARGV[5], 1, 2048)}
-while #list > 10 do
-  table.remove(list, 1)
-end
-redis.call('HSET', KEYS[6], ARGV[1], cmsgpack.pack(list))
+record_failure(ARGV[1], attempt, ARGV[3], ARGV[4], ARGV[5])
 redis.call('ZREM', KEYS[1], ARGV[1])
 local dead = ARGV[11] == '1' or (max_attempts > 0 and attempt >= max_attempts)
 local outcome = 'retried'
@@ -3811,23 +3825,33 @@ else
     redis.call('RPUSH', KEYS[5], '1')
   end
 end
-if events_max > 0 then
-  redis.call('XADD', KEYS[8], 'MAXLEN', '~', events_max, '*', 'e', 'failed', 'j', ARGV[1], 'a', att, 'c', ARGV[3], 'x', string.sub(ARGV[5], 1, 256))
-  if dead then
-    redis.call('XADD', KEYS[8], 'MAXLEN', '~', events_max, '*', 'e', outcome, 'j', ARGV[1], 'a', att)
-  else
-    redis.call('XADD', KEYS[8], 'MAXLEN', '~', events_max, '*', 'e', outcome, 'j', ARGV[1], 'a', att, 'r', run_at)
+local function emit(...)
+  if events_max > 0 then
+    redis.call('XADD', KEYS[8], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
-local minute = math.floor(now / 60000)
-local slot = minute % 1440
-if redis.call('HGET', KEYS[9], 'm:' .. slot) ~= tostring(minute) then
-  redis.call('HSET', KEYS[9], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+local counted = false
+local function count(word, n)
+  if n == 0 then
+    return
+  end
+  local minute = math.floor(now / 60000)
+  local slot = minute % 1440
+  if not counted and redis.call('HGET', KEYS[9], 'm:' .. slot) ~= tostring(minute) then
+    redis.call('HSET', KEYS[9], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  end
+  counted = true
+  redis.call('HINCRBY', KEYS[9], word, n)
+  redis.call('HINCRBY', KEYS[9], word .. ':' .. slot, n)
 end
-redis.call('HINCRBY', KEYS[9], 'failed', 1)
-redis.call('HINCRBY', KEYS[9], 'failed:' .. slot, 1)
-redis.call('HINCRBY', KEYS[9], outcome, 1)
-redis.call('HINCRBY', KEYS[9], outcome .. ':' .. slot, 1)
+emit('e', 'failed', 'j', ARGV[1], 'a', att, 'c', ARGV[3], 'x', string.sub(ARGV[5], 1, 256))
+if dead then
+  emit('e', outcome, 'j', ARGV[1], 'a', att)
+else
+  emit('e', outcome, 'j', ARGV[1], 'a', att, 'r', run_at)
+end
+count('failed', 1)
+count(outcome, 1)
 return {outcome, run_at}
 `
 
@@ -3851,7 +3875,7 @@ return {outcome, run_at}
 //	ARGV[7] -> Backoff (string): the worker's backoff, when the job has none of its own: fixed or exponential
 //	ARGV[8] -> BackoffMS (int): the worker's base delay
 //	ARGV[9] -> BackoffMaxMS (int): the worker's bound of an exponential backoff; 0 is unbounded
-//	ARGV[10] -> Jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay d becomes d - floor(d/2 × jitter/1000); 0 keeps d
+//	ARGV[10] -> Jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay d becomes d - floor(d/2 * jitter/1000); 0 keeps d
 //	ARGV[11] -> Bury (int): 1 buries the job whatever its attempts (the handler said the failure is final); 0 follows the policy
 //	ARGV[12] -> EventsMax (int): the events stream's approximate bound; 0 writes no event
 //	Output: [outcome, run_at_ms]
@@ -3969,6 +3993,40 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lost = 'the lease expired before the job was settled'
+local function record_failure(id, attempt, class, worker, err)
+  local rec = redis.call('HGET', KEYS[5], id)
+  local list = {}
+  if rec then
+    local ok, v = pcall(cmsgpack.unpack, rec)
+    if ok and type(v) == 'table' then
+      list = v
+    end
+  end
+  list[#list + 1] = {attempt, now, class, string.sub(worker, 1, 128), string.sub(err, 1, 2048)}
+  while #list > 10 do
+    table.remove(list, 1)
+  end
+  redis.call('HSET', KEYS[5], id, cmsgpack.pack(list))
+end
+local function emit(...)
+  if events_max > 0 then
+    redis.call('XADD', KEYS[7], 'MAXLEN', '~', events_max, '*', ...)
+  end
+end
+local counted = false
+local function count(word, n)
+  if n == 0 then
+    return
+  end
+  local minute = math.floor(now / 60000)
+  local slot = minute % 1440
+  if not counted and redis.call('HGET', KEYS[8], 'm:' .. slot) ~= tostring(minute) then
+    redis.call('HSET', KEYS[8], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  end
+  counted = true
+  redis.call('HINCRBY', KEYS[8], word, n)
+  redis.call('HINCRBY', KEYS[8], word .. ':' .. slot, n)
+end
 local moved, back, buried = 0, 0, 0
 for i = 3, #ARGV do
   local row = KEYS[9 + i - 3]
@@ -3986,19 +4044,7 @@ for i = 3, #ARGV do
           limit = tonumber(a)
         end
       end
-      local rec = redis.call('HGET', KEYS[5], id)
-      local list = {}
-      if rec then
-        local ok, v = pcall(cmsgpack.unpack, rec)
-        if ok and type(v) == 'table' then
-          list = v
-        end
-      end
-      list[#list + 1] = {tonumber(att), now, 'lease_lost', '', lost}
-      while #list > 10 do
-        table.remove(list, 1)
-      end
-      redis.call('HSET', KEYS[5], id, cmsgpack.pack(list))
+      record_failure(id, tonumber(att), 'lease_lost', '', lost)
       local outcome = 'retried'
       if limit > 0 and tonumber(att) >= limit then
         outcome = 'dead'
@@ -4010,10 +4056,8 @@ for i = 3, #ARGV do
         redis.call('ZADD', KEYS[2], 0, id)
         back = back + 1
       end
-      if events_max > 0 then
-        redis.call('XADD', KEYS[7], 'MAXLEN', '~', events_max, '*', 'e', 'failed', 'j', id, 'a', att, 'c', 'lease_lost', 'x', lost)
-        redis.call('XADD', KEYS[7], 'MAXLEN', '~', events_max, '*', 'e', outcome, 'j', id, 'a', att)
-      end
+      emit('e', 'failed', 'j', id, 'a', att, 'c', 'lease_lost', 'x', lost)
+      emit('e', outcome, 'j', id, 'a', att)
       moved = moved + 1
     end
   end
@@ -4021,19 +4065,9 @@ end
 if back > 0 and redis.call('LLEN', KEYS[4]) == 0 then
   redis.call('RPUSH', KEYS[4], '1')
 end
-if moved > 0 then
-  local minute = math.floor(now / 60000)
-  local slot = minute % 1440
-  if redis.call('HGET', KEYS[8], 'm:' .. slot) ~= tostring(minute) then
-    redis.call('HSET', KEYS[8], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
-  end
-  redis.call('HINCRBY', KEYS[8], 'failed', moved)
-  redis.call('HINCRBY', KEYS[8], 'failed:' .. slot, moved)
-  redis.call('HINCRBY', KEYS[8], 'retried', back)
-  redis.call('HINCRBY', KEYS[8], 'retried:' .. slot, back)
-  redis.call('HINCRBY', KEYS[8], 'dead', buried)
-  redis.call('HINCRBY', KEYS[8], 'dead:' .. slot, buried)
-end
+count('failed', moved)
+count('retried', back)
+count('dead', buried)
 return moved
 `
 
@@ -4135,9 +4169,12 @@ local cur = redis.call('HMGET', KEYS[1], 'attempts', 'state')
 if cur[1] ~= ARGV[2] then return redis.error_reply('EMQSTALE progress token mismatch') end
 if cur[2] ~= 'active' then return redis.error_reply('EMQSTALE progress job not active') end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-if events_max > 0 then
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', events_max, '*', 'e', 'progress', 'j', ARGV[1], 'a', cur[1], 'p', ARGV[3])
+local function emit(...)
+  if events_max > 0 then
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', events_max, '*', ...)
+  end
 end
+emit('e', 'progress', 'j', ARGV[1], 'a', cur[1], 'p', ARGV[3])
 return 1
 `
 
@@ -4237,9 +4274,12 @@ redis.call('ZADD', KEYS[2], 0, ARGV[1])
 if redis.call('LLEN', KEYS[4]) == 0 then
   redis.call('RPUSH', KEYS[4], '1')
 end
-if events_max > 0 then
-  redis.call('XADD', KEYS[5], 'MAXLEN', '~', events_max, '*', 'e', 'revived', 'j', ARGV[1], 'a', cur[2])
+local function emit(...)
+  if events_max > 0 then
+    redis.call('XADD', KEYS[5], 'MAXLEN', '~', events_max, '*', ...)
+  end
 end
+emit('e', 'revived', 'j', ARGV[1], 'a', cur[2])
 return 1
 `
 

@@ -5,7 +5,10 @@ Cluster); ``client.queue(name)`` is a queue's handle
 (``client.queue(name, codec=JSONCodec(T))`` one whose payloads are values of T)
 (push, push_batch, enqueue, enqueue_at, claim, complete, retry, bury, revive, purge, sizes, page,
 get, ...; retry_failed, bury_failed and failures record and read why a job's attempts failed);
-``Worker(queue, handler).run()`` runs a handler over a queue's jobs;
+``Worker(queue, handler).run()`` runs a handler over a queue's jobs; echomq 2.4.0 adds push options
+(``push(id, p, delay=..., attempts=..., backoff=BackoffPolicy...)``: add_many), handler results
+kept under a ``Retention`` (``lookup``, ``output``), ``job.report_progress``, the events listener
+(``async for ev in queue.events()``), ``counters`` and ``fail`` with UnrecoverableError;
 ``run_probes(client)`` checks a live server against the manifest. Protocol facts (key grammar,
 states, wire classes, the script bundle) come from the generated layer, ``echomq._gen``, which
 ``go run ./cmd/emqgen gen`` writes from protocol.yaml.
@@ -36,8 +39,33 @@ from .errors import (
 )
 from .failures import FailedAttempt, Failure
 from .metrics import Counter, Metrics, NoMetrics, Tally
+from .outputs import (
+    DEFAULT_EVENTS_MAX,
+    PROGRESS_MAX_BYTES,
+    RESULT_MAX_BYTES,
+    AddResult,
+    BackoffPolicy,
+    Completion,
+    Counters,
+    FailOutcome,
+    JobOutput,
+    MinuteCounts,
+    QueueEvent,
+    Retention,
+    SettleCounts,
+)
 from .probe import ProbeResult, ProbeTranscript, run_probes
-from .queue import PEEK_ATTEMPTS, BatchResult, Job, JobInfo, NewJob, Page, Payload, Queue
+from .queue import (
+    PEEK_ATTEMPTS,
+    BatchResult,
+    Job,
+    JobInfo,
+    JobLookup,
+    NewJob,
+    Page,
+    Payload,
+    Queue,
+)
 from .worker import (
     JOB_TIMEOUT,
     LEASE_LOST,
@@ -45,6 +73,7 @@ from .worker import (
     Handler,
     PermanentError,
     SyncHandler,
+    UnrecoverableError,
     Worker,
     exponential_backoff,
     permanent,
@@ -55,27 +84,35 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BUNDLE_DIGEST",
+    "DEFAULT_EVENTS_MAX",
     "DEFAULT_TRY_AGAIN_MS",
     "JOB_TIMEOUT",
     "LEASE_LOST",
     "PEEK_ATTEMPTS",
+    "PROGRESS_MAX_BYTES",
     "PROTOCOL",
+    "RESULT_MAX_BYTES",
     "SHUTDOWN",
     "VERSION",
     "VERSION_RECORD",
+    "AddResult",
     "ArgumentError",
     "ArgumentTypeError",
+    "BackoffPolicy",
     "BatchResult",
     "BundleError",
     "Client",
     "ClusterRedis",
     "Codec",
     "CodecError",
+    "Completion",
     "ConnectionError",
     "Counter",
+    "Counters",
     "Duration",
     "EmqConnectionError",
     "EmqError",
+    "FailOutcome",
     "FailedAttempt",
     "Failure",
     "FenceError",
@@ -85,8 +122,11 @@ __all__ = [
     "JSONCodec",
     "Job",
     "JobInfo",
+    "JobLookup",
+    "JobOutput",
     "Kind",
     "Metrics",
+    "MinuteCounts",
     "NewJob",
     "NoMetrics",
     "NoNodeError",
@@ -97,15 +137,19 @@ __all__ = [
     "ProbeResult",
     "ProbeTranscript",
     "Queue",
+    "QueueEvent",
     "QueueKeys",
     "QueueNameError",
+    "Retention",
     "SetName",
+    "SettleCounts",
     "State",
     "SyncHandler",
     "Tally",
     "TypedJob",
     "TypedJobInfo",
     "TypedQueue",
+    "UnrecoverableError",
     "Verdict",
     "Worker",
     "check_version_record",

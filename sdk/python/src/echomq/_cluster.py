@@ -63,6 +63,7 @@ from ._transport import TRANSPORT_ERRORS, TryAgainError
 from .client import Client, _open, check_version_record
 from .errors import BundleError, ConnectionError, FenceError
 from .metrics import Metrics
+from .outputs import DEFAULT_EVENTS_MAX
 
 __all__ = ["DEFAULT_TRY_AGAIN_MS", "ClusterRedis", "connect_cluster"]
 
@@ -457,13 +458,30 @@ class _Bell:
         """BLPOP keys (all of one slot) for up to timeout seconds: the popped [key, value], or None
         when the wait ended empty, the slot moved (the next wait is on the new node) or the slot
         is being migrated (the doorbell is in flux; the caller looks for work)."""
+        return await self._blocking(keys[0], timeout, ("BLPOP", *keys, timeout))
+
+    async def xread(
+        self, streams: dict[Any, Any], count: int | None = None, block: int | None = None
+    ) -> Any:
+        """XREAD BLOCK on one stream (redis-py's xread as the events listener uses it: one
+        stream, a block in ms), on the node serving its slot; None when the wait ended empty or
+        the slot moved, as blpop."""
+        ((key, after),) = streams.items()
+        args: list[Any] = ["XREAD"]
+        if count is not None:
+            args += ["COUNT", count]
+        ms = int(block or 0)
+        args += ["BLOCK", ms, "STREAMS", key, after]
+        return await self._blocking(key, ms / 1000, tuple(args))
+
+    async def _blocking(self, key: Any, timeout: float, command: tuple[Any, ...]) -> Any:  # noqa: ASYNC109
+        """Sends a blocking command on the bell's connection to the node of key's slot."""
         c = self._c
         await c.ensure()
         started = time.monotonic()
-        key = keys[0]
         try:
             conn = await self._connection(key)
-            await conn.send_command("BLPOP", *keys, timeout)
+            await conn.send_command(*command)
             return await conn.read_response(timeout=timeout + 5 if timeout > 0 else None)
         except MovedError:
             # The slot moved: let the cluster learn where (a read through it meets the MOVED),
@@ -526,6 +544,7 @@ async def connect_cluster(
     push_max_batch: int = DEFAULT_PUSH_MAX_BATCH,
     metrics: Metrics | None = None,
     try_again_ms: int = DEFAULT_TRY_AGAIN_MS,
+    events_max: int = DEFAULT_EVENTS_MAX,
     **redis_options: Any,
 ) -> Client:
     """Opens a client on a Redis Cluster and fences the keyspace, as connect() does on one server.
@@ -568,6 +587,7 @@ async def connect_cluster(
         push_linger_ms=push_linger_ms,
         push_max_batch=push_max_batch,
         metrics=metrics,
+        events_max=events_max,
     )
     redis_options.setdefault("maint_notifications_config", MaintNotificationsConfig(enabled=False))
     rc = ClusterRedis(

@@ -20,8 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from ._gen.protocol import BACKOFF_INHERIT, Backoff
 from ._gen.scripts import (
     PUSH_ENQUEUED,
+    AddManyCall,
+    AddManyEntry,
     PushCall,
     PushManyCall,
     PushManyEntry,
@@ -56,6 +59,18 @@ class PushJob:
     payload: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class AddOptions:
+    """The options of a push that go to add_many (echomq 2.4.0): a delay on the server's clock
+    and the jobs' own retry policy. Pushes coalesce only with pushes of equal options."""
+
+    delay_ms: int = 0
+    attempts: int = 0
+    backoff: Backoff = BACKOFF_INHERIT
+    backoff_ms: int = 0
+    backoff_max_ms: int = 0
+
+
 def _chunks(jobs: Sequence[PushJob], max_batch: int) -> list[tuple[int, int]]:
     """Cuts jobs into [lo, hi) ranges of at most max_batch jobs and MAX_BATCH_BYTES of payload."""
     out: list[tuple[int, int]] = []
@@ -73,9 +88,32 @@ def _chunks(jobs: Sequence[PushJob], max_batch: int) -> list[tuple[int, int]]:
     return out
 
 
-def _exec(q: Queue, jobs: Sequence[PushJob], lo: int, hi: int) -> ScriptExec:
-    """The push call of jobs[lo] when the unit has one job, else the push_many call of the unit."""
+def add_exec(q: Queue, jobs: Sequence[PushJob], opts: AddOptions) -> ScriptExec:
+    """The add_many call of jobs with opts."""
     k = q.keys
+    return AddManyCall(
+        pending=k.pending,
+        schedule=k.schedule,
+        wake=k.wake,
+        options=k.options,
+        rows=[j.row for j in jobs],
+        delay_ms=opts.delay_ms,
+        attempts=opts.attempts,
+        backoff=opts.backoff,
+        backoff_ms=opts.backoff_ms,
+        backoff_max_ms=opts.backoff_max_ms,
+        entries=[AddManyEntry(id=j.id, payload=j.payload) for j in jobs],
+    ).exec()
+
+
+def _exec(
+    q: Queue, jobs: Sequence[PushJob], lo: int, hi: int, opts: AddOptions | None = None
+) -> ScriptExec:
+    """The push call of jobs[lo] when the unit has one job, else the push_many call of the unit;
+    the add_many call of the unit when there are options."""
+    k = q.keys
+    if opts is not None:
+        return add_exec(q, jobs[lo:hi], opts)
     if hi - lo == 1:
         j = jobs[lo]
         return PushCall(
@@ -99,8 +137,11 @@ def _pause(attempt: int) -> float:
     return d / 2 + random.random() * (d / 2)
 
 
-async def push_jobs(q: Queue, jobs: Sequence[PushJob], max_batch: int) -> list[BatchResult]:
-    """Admits jobs in push_many calls of up to max_batch jobs, pipelined, and returns per job
+async def push_jobs(
+    q: Queue, jobs: Sequence[PushJob], max_batch: int, opts: AddOptions | None = None
+) -> list[BatchResult]:
+    """Admits jobs in push_many calls (add_many calls with opts) of up to max_batch jobs,
+    pipelined, and returns per job
     whether it was enqueued (False: a duplicate, also for a second job of one id) or the error it
     failed with (a transport failure as a ConnectionError). A call push_many refuses (any error
     reply) is replaced at once by one push call per job (nothing of the refused call was written).
@@ -122,7 +163,9 @@ async def push_jobs(q: Queue, jobs: Sequence[PushJob], max_batch: int) -> list[B
         rnd = todo
         while rnd:
             try:
-                res = await run_scripts(q.client.redis, [_exec(q, jobs, lo, hi) for lo, hi in rnd])
+                res = await run_scripts(
+                    q.client.redis, [_exec(q, jobs, lo, hi, opts) for lo, hi in rnd]
+                )
             except (FenceError, BundleError):
                 raise  # the fresh connection's fence refused: nothing of this call was written
             except TRANSPORT_ERRORS as err:
@@ -147,15 +190,18 @@ async def push_jobs(q: Queue, jobs: Sequence[PushJob], max_batch: int) -> list[B
                         split.extend((i, i + 1) for i in range(lo, hi))
                     continue
                 try:
-                    if hi - lo == 1:
+                    if opts is not None:
+                        flags = [x.enqueued == PUSH_ENQUEUED for x in AddManyCall.decode(r)]
+                    elif hi - lo == 1:
                         flags = [PushCall.decode(r) == PUSH_ENQUEUED]
                     else:
                         flags = [x.enqueued == PUSH_ENQUEUED for x in PushManyCall.decode(r)]
-                        if len(flags) != hi - lo:
-                            raise ValueError(
-                                f"emq: {PushManyCall.SCRIPT.name}: {len(flags)} records for "
-                                f"{hi - lo} jobs"
-                            )
+                    if len(flags) != hi - lo:
+                        raise ValueError(
+                            f"emq: {(AddManyCall if opts else PushManyCall).SCRIPT.name}: "
+                            f"{len(flags)} records for "
+                            f"{hi - lo} jobs"
+                        )
                 except Exception as err:
                     for i in range(lo, hi):
                         out[i] = BatchResult(enqueued=False, error=err)
@@ -180,10 +226,14 @@ class _Req:
 
 
 class Pusher:
-    """Coalesces the concurrent pushes of one queue of a client into push_many calls."""
+    """Coalesces the concurrent pushes of one queue of a client into push_many calls (add_many
+    calls for pushes with options: one Pusher per queue and options)."""
 
-    def __init__(self, q: Queue, linger_s: float, max_batch: int) -> None:
+    def __init__(
+        self, q: Queue, linger_s: float, max_batch: int, opts: AddOptions | None = None
+    ) -> None:
         self.q = q
+        self.opts = opts
         self.linger_s = linger_s
         self.max_batch = max_batch
         self.wait: list[_Req] = []
@@ -243,7 +293,7 @@ class Pusher:
         while batch:
             self.batches += 1
             try:
-                res = await push_jobs(self.q, [r.job for r in batch], self.max_batch)
+                res = await push_jobs(self.q, [r.job for r in batch], self.max_batch, self.opts)
             except BaseException as err:
                 for r in batch:
                     if not r.fut.done():

@@ -53,6 +53,7 @@ from ._transport import TRANSPORT_ERRORS, as_connection_error
 from .codec import Codec, TypedQueue
 from .errors import (
     RESEND_ATTEMPTS,
+    ArgumentError,
     ArgumentTypeError,
     BundleError,
     ConnectionError,
@@ -61,6 +62,7 @@ from .errors import (
     PayloadTooLargeError,
 )
 from .metrics import Metrics, NoMetrics
+from .outputs import DEFAULT_EVENTS_MAX
 from .queue import PAYLOAD_PARAM, PAYLOAD_TYPES, Queue
 
 __all__ = [
@@ -170,6 +172,7 @@ async def connect(
     node_lease: Duration | None = None,
     push_linger: Duration | None = None,
     cluster: bool = False,
+    events_max: int = DEFAULT_EVENTS_MAX,
     **redis_options: Any,
 ) -> Client:
     """Opens a client and fences the keyspace.
@@ -193,6 +196,10 @@ async def connect(
     ``push_linger`` give node_lease_ms and push_linger_ms in seconds (an int, a float or a
     datetime.timedelta) instead.
 
+    ``events_max`` (echomq 2.4.0) is the approximate bound of each queue's events stream for the
+    client's calls that write it (Queue.revive, fail, report_progress, ...; its workers' default):
+    DEFAULT_EVENTS_MAX; 0 writes no events.
+
     ``cluster=True`` opens the client on a Redis Cluster discovered from the node at ``url``:
     ``connect_cluster([url], ...)`` (see there; it takes several startup nodes).
     """
@@ -213,6 +220,7 @@ async def connect(
             push_linger_ms=push_linger_ms,
             push_max_batch=push_max_batch,
             metrics=metrics,
+            events_max=events_max,
             **redis_options,
         )
     for k in ("decode_responses", "retry", "redis_connect_func", "connection_pool"):
@@ -226,6 +234,7 @@ async def connect(
         push_linger_ms=push_linger_ms,
         push_max_batch=push_max_batch,
         metrics=metrics,
+        events_max=events_max,
     )
     # redis-py 8 skips its check of a pooled connection's state before a command ("has the
     # server closed it?") while maintenance notifications are enabled, which they are by default
@@ -296,7 +305,15 @@ class Client:
         push_linger_ms: float = DEFAULT_PUSH_LINGER_MS,
         push_max_batch: int = DEFAULT_PUSH_MAX_BATCH,
         metrics: Metrics | None = None,
+        events_max: int = DEFAULT_EVENTS_MAX,
     ) -> None:
+        if isinstance(events_max, bool) or not isinstance(events_max, int):
+            raise ArgumentTypeError("events_max", "an int", events_max)
+        if events_max < 0:
+            raise ArgumentError(f"events max {events_max!r} is not a non-negative integer")
+        self.events_max = events_max
+        """The approximate bound of each queue's events stream for the client's calls that write
+        it (echomq 2.4.0); 0 writes no events."""
         self.logger = logger
         """Where the client's notices go."""
         self.coalesce = coalesce
@@ -307,8 +324,8 @@ class Client:
         """The most jobs of one push_many call."""
         self.metrics: Metrics = metrics or NoMetrics()
         """Where the client's counts go (jobs enqueued); the default of its workers'."""
-        self._pushers: dict[str, Pusher] = {}
-        """The push coalescer of each queue, made on first use."""
+        self._pushers: dict[Any, Pusher] = {}
+        """The push coalescer of each queue (and of each set of push options), made on first use."""
         self.owner = secrets.token_hex(8)
         """This client's lock owner token."""
         self._max_payload = (

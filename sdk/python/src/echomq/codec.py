@@ -22,6 +22,7 @@ from ._duration import Duration
 from ._gen.protocol import SetName
 from .errors import ArgumentTypeError
 from .failures import FailedAttempt
+from .outputs import BackoffPolicy
 from .queue import BatchResult, Job, JobInfo, NewJob, Page, Queue, failures_repr, ms_repr
 
 if TYPE_CHECKING:
@@ -282,9 +283,19 @@ class TypedQueue(Generic[T]):
         )
 
     @honour_cancel
-    async def push(self, id: str, value: T) -> bool:
-        """Queue.push with the value encoded."""
-        return await self.raw.push(id, self.encode(value))
+    async def push(
+        self,
+        id: str,
+        value: T,
+        *,
+        delay: Duration | None = None,
+        attempts: int | None = None,
+        backoff: BackoffPolicy | None = None,
+    ) -> bool:
+        """Queue.push with the value encoded (and its options: delay, attempts, backoff)."""
+        return await self.raw.push(
+            id, self.encode(value), delay=delay, attempts=attempts, backoff=backoff
+        )
 
     @honour_cancel
     async def enqueue(self, id: str, value: T) -> bool:
@@ -308,9 +319,18 @@ class TypedQueue(Generic[T]):
         return await self.raw.enqueue_at(id, self.encode(value), run_at_ms)
 
     @honour_cancel
-    async def push_batch(self, jobs: Sequence[tuple[str, T]]) -> list[BatchResult]:
-        """Queue.push_batch of (id, value) pairs."""
-        return await self.raw.push_batch(self._new(jobs))
+    async def push_batch(
+        self,
+        jobs: Sequence[tuple[str, T]],
+        *,
+        delay: Duration | None = None,
+        attempts: int | None = None,
+        backoff: BackoffPolicy | None = None,
+    ) -> list[BatchResult]:
+        """Queue.push_batch of (id, value) pairs (and its options: delay, attempts, backoff)."""
+        return await self.raw.push_batch(
+            self._new(jobs), delay=delay, attempts=attempts, backoff=backoff
+        )
 
     @honour_cancel
     async def push_many(self, jobs: Sequence[tuple[str, T]]) -> list[bool]:
@@ -356,6 +376,7 @@ class TypedQueue(Generic[T]):
             error=error,
             failures=info.failures,
             died_at_ms=info.died_at_ms,
+            progress=info.progress,
         )
 
     @honour_cancel

@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import datetime
 import logging
 import math
 import re
+import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, overload
 
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
-from ._cancel import honour_cancel
-from ._duration import Duration, pick_ms
+from ._cancel import honour_cancel, honoured
+from ._duration import Duration, duration_ms, pick_ms
 from ._gen.ids import parse_id
 from ._gen.keys import QueueKeys
 from ._gen.protocol import (
+    BACKOFF_FIXED,
+    BACKOFF_INHERIT,
+    EVENT_DEAD,
     FIELD_PAYLOAD,
     FIELD_STATE,
     FIELD_TOKEN,
@@ -35,18 +41,28 @@ from ._gen.scripts import (
     ENQUEUE_ENQUEUED,
     PURGE_PURGED,
     PUSH_ENQUEUED,
-    REVIVE_REVIVED,
+    REVIVE_RECORDED_REVIVED,
+    AddManyCall,
     BuryCall,
     BuryFailedCall,
     ClaimCall,
     ClaimIdsCall,
     CompleteCall,
     CompleteClaimIdsCall,
+    CompleteResultClaimIdsCall,
+    CountersCall,
     EnqueueAtCall,
     EnqueueCall,
+    EventsCall,
+    EventsReply,
     ExtendCall,
+    FailCall,
     FailuresCall,
     ForgetFailuresCall,
+    ForgetIdsCall,
+    OutputCall,
+    OutputReply,
+    ProgressCall,
     PromoteCall,
     PromoteIdsCall,
     PurgeCall,
@@ -56,21 +72,40 @@ from ._gen.scripts import (
     ReapCall,
     ReapFailedIdsCall,
     ReapIdsCall,
+    ReapRecordedIdsCall,
     ReplyShapeError,
     RetryCall,
     RetryFailedCall,
-    ReviveCall,
+    ReviveRecordedCall,
     RingCall,
     ScriptExec,
     pipe_script,
     run_script,
     run_scripts,
+    script_error,
 )
-from ._push import DEFAULT_PUSH_MAX_BATCH, Pusher, PushJob, push_jobs
+from ._push import DEFAULT_PUSH_MAX_BATCH, AddOptions, Pusher, PushJob, add_exec, push_jobs
 from ._transport import TryAgainError
 from .errors import ArgumentError, ArgumentTypeError
 from .failures import FailedAttempt, Failure, check_failure, decode_failures, died_at_ms
 from .metrics import Counter
+from .outputs import (
+    COUNTERS_MINUTES_MAX,
+    EVENTS_PAGE_MAX,
+    PROGRESS_MAX_BYTES,
+    RESULT_MAX_BYTES,
+    AddResult,
+    BackoffPolicy,
+    Completion,
+    Counters,
+    FailOutcome,
+    JobOutput,
+    MinuteCounts,
+    QueueEvent,
+    Retention,
+    SettleCounts,
+    encode_value,
+)
 
 if TYPE_CHECKING:
     from .client import Client
@@ -81,6 +116,7 @@ __all__ = [
     "BatchResult",
     "Job",
     "JobInfo",
+    "JobLookup",
     "NewJob",
     "Page",
     "Payload",
@@ -103,6 +139,12 @@ PEEK_ATTEMPTS: Final = 3
 set again when another caller took every id they read, before they give up for this call."""
 
 
+_REPORTER: contextvars.ContextVar[Callable[[Job, object], Awaitable[None]]] = (
+    contextvars.ContextVar("emq_progress_reporter")
+)
+"""How Job.report_progress reports in the context of a Worker's handler (the Worker sets it)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """A claimed job."""
@@ -122,6 +164,21 @@ class Job:
             f"{type(self).__name__}(id={self.id!r}, token={self.token}, "
             f"payload={payload_repr(self.payload)}, deadline={ms_repr(self.deadline_ms)})"
         )
+
+    async def report_progress(self, progress: object) -> None:
+        """Reports the job's progress (echomq 2.4.0) from inside the handler a Worker runs it
+        with: bytes, a str (as UTF-8) or any JSON value (a number, a dict, ...), at most
+        PROGRESS_MAX_BYTES, replacing the last report. get and output read it while the job
+        exists; a progress event is emitted (unless the worker's events_max is 0). A lease the
+        worker lost is refused with a StaleError, and nothing is written. Outside a Worker's
+        handler it raises a RuntimeError: Queue.report_progress reports for any lease holder."""
+        report = _REPORTER.get(None)
+        if report is None:
+            raise RuntimeError(
+                "emq: Job.report_progress works inside a Worker's handler; "
+                "elsewhere call Queue.report_progress(id, token, progress)"
+            )
+        await report(self, progress)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +219,9 @@ class JobInfo:
     """When a dead job died (server clock, Unix ms): the time of its last recorded attempt, when
     that attempt is the row's attempts. None for a job that is not dead, and for one whose last
     attempt was settled by a client that records nothing: not recorded, never guessed."""
+    progress: bytes = field(default=b"", kw_only=True)
+    """The lease holder's last progress report (echomq 2.4.0: Job.report_progress); empty when
+    none was made."""
 
     @property
     def died_at(self) -> datetime.datetime | None:
@@ -188,6 +248,22 @@ def failures_repr(failures: Sequence[FailedAttempt], died_at_ms: int | None) -> 
     if died_at_ms is not None:
         out += f", died_at={ms_repr(died_at_ms)}"
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class JobLookup:
+    """What Queue.lookup finds of one job: the job while its row exists, else its completion
+    record when one was kept (echomq 2.4.0)."""
+
+    job: JobInfo | None = None
+    """The job, as Queue.get reads it; None when its row is gone (or never was)."""
+    completed: Completion | None = None
+    """The kept completion record of a job whose row is gone; None otherwise."""
+
+    @property
+    def found(self) -> bool:
+        """Whether the job's row exists."""
+        return self.job is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +337,42 @@ def _ids(ids: Sequence[str]) -> list[str]:
     return list(ids)
 
 
+def _backoff(b: object) -> BackoffPolicy | None:
+    if b is not None and not isinstance(b, BackoffPolicy):
+        raise ArgumentTypeError(
+            "backoff",
+            "an echomq.BackoffPolicy (BackoffPolicy.fixed(...), BackoffPolicy.exponential(...)) "
+            "or None",
+            b,
+        )
+    return b
+
+
+def add_options(
+    delay: Duration | None = None,
+    attempts: int | None = None,
+    backoff: BackoffPolicy | None = None,
+    *,
+    delay_ms: int | None = None,
+) -> AddOptions | None:
+    """The add_many options of a push's keywords, checked (a negative delay or attempts, a
+    backoff that is not a BackoffPolicy: an ArgumentError before anything is sent); None when
+    they ask for nothing (the push goes as a plain push)."""
+    d = pick_ms("delay_ms", delay_ms, "delay", delay, 0, allow_zero=True)
+    _non_negative("delay", d)
+    a = 0 if attempts is None else attempts
+    _non_negative("attempts of a job", a)
+    b = _backoff(backoff)
+    opts = AddOptions(
+        delay_ms=d,
+        attempts=a,
+        backoff=BACKOFF_INHERIT if b is None else b.kind,
+        backoff_ms=0 if b is None else b.delay_ms,
+        backoff_max_ms=0 if b is None else b.max_ms,
+    )
+    return None if opts == AddOptions() else opts
+
+
 def _at_ms(at: datetime.datetime | float) -> int:
     """Unix milliseconds of a datetime (a naive one is local time) or of Unix seconds."""
     if isinstance(at, datetime.datetime):
@@ -316,10 +428,32 @@ class Queue:
         self.client.check_payload(payload)
         return PushJob(row=row, id=id, payload=_bytes(payload))
 
+    def _events_max(self, events_max: int | None) -> int:
+        """events_max, checked, or the client's when None."""
+        if events_max is None:
+            return self.client.events_max
+        _non_negative("events max", events_max)
+        return events_max
+
     @honour_cancel
-    async def push(self, id: str, payload: Payload) -> bool:
+    async def push(
+        self,
+        id: str,
+        payload: Payload,
+        *,
+        delay: Duration | None = None,
+        attempts: int | None = None,
+        backoff: BackoffPolicy | None = None,
+    ) -> bool:
         """Admits a job like enqueue and rings the queue's doorbell, so that an idle worker starts
         it within milliseconds.
+
+        Options (echomq 2.4.0), like BullMQ's add(name, data, opts): ``delay`` (seconds or a
+        timedelta) makes the job claimable that long after now on the server's clock;
+        ``attempts`` (how many claims the job gets before it is buried) and ``backoff`` (a
+        BackoffPolicy) give the job a retry policy of its own, which its workers apply instead of
+        theirs. A push with any of them is an add_many call (coalesced only with pushes of the
+        same options); without them it is exactly the push it always was.
 
         Returns False for a duplicate id (the row is left untouched); an id of another kind than
         the work kind is refused with the wire error of its class (KindError). A malformed id or a
@@ -341,6 +475,11 @@ class Queue:
         """
         job = self._push_job(id, payload)
         c = self.client
+        opts = None
+        if delay is not None or attempts is not None or backoff is not None:
+            opts = add_options(delay, attempts, backoff)
+        if opts is not None:
+            return await self._push_with(job, opts)
         if not c.coalesce:
             x = PushCall(
                 row=job.row,
@@ -363,10 +502,40 @@ class Queue:
             raise r.error
         return r.enqueued
 
+    async def _push_with(self, job: PushJob, opts: AddOptions) -> bool:
+        """push with options: one add_many call of its own, or coalesced with the pushes of the
+        same options."""
+        c = self.client
+        if not c.coalesce:
+            x = add_exec(self, [job], opts)
+
+            async def attempt() -> bool:
+                (r,) = AddManyCall.decode(await _run(c, x))
+                return r.enqueued == PUSH_ENQUEUED
+
+            return self._counted(await c.resend(attempt))
+        key = (self.name, opts)
+        p = c._pushers.get(key)
+        if p is None:
+            p = Pusher(self, c.push_linger_ms / 1000, c.push_max_batch, opts)
+            c._pushers[key] = p
+        r = await p.push(job)
+        if r.error is not None:
+            raise r.error
+        return r.enqueued
+
     @honour_cancel
-    async def push_batch(self, jobs: Sequence[NewJob]) -> list[BatchResult]:
+    async def push_batch(
+        self,
+        jobs: Sequence[NewJob],
+        *,
+        delay: Duration | None = None,
+        attempts: int | None = None,
+        backoff: BackoffPolicy | None = None,
+    ) -> list[BatchResult]:
         """Admits many jobs in push_many calls of up to the client's push_max_batch jobs each,
-        pipelined in one round trip.
+        pipelined in one round trip. With ``delay``, ``attempts`` or ``backoff`` (as for push;
+        one policy for every job) the calls are add_many calls.
 
         Malformed ids and oversized payloads raise before anything is sent. The result tells, per
         job, whether it was enqueued (False: a duplicate, also for a second job of one id in the
@@ -382,9 +551,10 @@ class Queue:
             except Exception as err:
                 err.args = (f"job {i}: {err}",)
                 raise
+        opts = add_options(delay, attempts, backoff)
         if not pj:
             return []
-        return await push_jobs(self, pj, self.client.push_max_batch)
+        return await push_jobs(self, pj, self.client.push_max_batch, opts)
 
     @honour_cancel
     async def push_many(self, jobs: Sequence[NewJob]) -> list[bool]:
@@ -854,6 +1024,381 @@ class Queue:
         )
         return await self.client.once(lambda: call.run(self.client.redis))
 
+    # ------------------------------------------------------------ echomq 2.4.0
+
+    @honour_cancel
+    async def add_many(
+        self,
+        jobs: Sequence[NewJob],
+        *,
+        delay: Duration | None = None,
+        delay_ms: int | None = None,
+        attempts: int = 0,
+        backoff: BackoffPolicy | None = None,
+    ) -> list[AddResult]:
+        """Admits jobs in one add_many call (echomq 2.4.0) and rings the doorbell once when it
+        leaves claimable jobs or schedules the earliest one; returns per job whether it was
+        enqueued (False: a duplicate, also for a second job of one id) and, for a delayed job,
+        its run-at. ``delay`` (seconds or a timedelta; or ``delay_ms``) schedules the jobs that
+        long after now on the server's clock; ``attempts`` (0: the worker's) and ``backoff``
+        (None: the worker's) give every job of the call a retry policy of its own, kept until
+        the job completes.
+
+        An id of another kind than the work kind refuses the whole call with a KindError, and
+        nothing is written; malformed ids, oversized payloads, a negative delay or attempts and a
+        backoff that is not a BackoffPolicy raise before anything is sent. Resent across a
+        reconnect, like push_many. No jobs send nothing."""
+        opts = add_options(delay, attempts, backoff, delay_ms=delay_ms) or AddOptions()
+        pj = [self._push_job(j.id, j.payload) for j in jobs]
+        if not pj:
+            return []
+        x = add_exec(self, pj, opts)
+
+        async def attempt() -> list[AddResult]:
+            return [
+                AddResult(enqueued=r.enqueued == PUSH_ENQUEUED, run_at_ms=r.run_at_ms or None)
+                for r in AddManyCall.decode(await _run(self.client, x))
+            ]
+
+        out = await self.client.resend(attempt)
+        self.client.metrics.add(Counter.ENQUEUED, self.name, sum(r.enqueued for r in out))
+        return out
+
+    @overload
+    async def complete_result_claim_ids(
+        self,
+        id: str,
+        token: int,
+        lease_ms: int,
+        ids: Sequence[str],
+        *,
+        result: object = ...,
+        keep: Retention | None = ...,
+        events_max: int | None = ...,
+    ) -> list[Job]: ...
+    @overload
+    async def complete_result_claim_ids(
+        self,
+        id: str,
+        token: int,
+        *,
+        lease: Duration,
+        ids: Sequence[str],
+        result: object = ...,
+        keep: Retention | None = ...,
+        events_max: int | None = ...,
+    ) -> list[Job]: ...
+
+    @honour_cancel
+    async def complete_result_claim_ids(
+        self,
+        id: str,
+        token: int,
+        lease_ms: int | datetime.timedelta | None = None,
+        ids: Sequence[str] = (),
+        *,
+        lease: Duration | None = None,
+        result: object = None,
+        keep: Retention | None = None,
+        events_max: int | None = None,
+    ) -> list[Job]:
+        """Retires an active job like complete_claim_ids and leases the given pending ids in the
+        same call (echomq 2.4.0), deleting the job's failure record, progress and retry policy,
+        emitting a completed event (unless ``events_max``, default the client's, is 0) and
+        counting the completion (Queue.counters).
+
+        ``result`` is the handler's result (bytes, a str as UTF-8, None as none, other values as
+        JSON; at most RESULT_MAX_BYTES): it is kept with the completion's time and attempt only
+        when ``keep`` (a Retention; default None: keep none) says so: the queue then keeps at
+        most keep.count records, none older than keep.age_ms; Queue.output and Queue.lookup read
+        it once the row is gone. A stale token is refused with a StaleError, and nothing is kept
+        or leased. Never resent."""
+        row = self._row(id)
+        _int("token", token)
+        lease_ms = pick_ms("lease_ms", lease_ms, "lease", lease)
+        _positive("lease", lease_ms)
+        if keep is None:
+            keep = Retention()
+        elif not isinstance(keep, Retention):
+            raise ArgumentTypeError("keep", "an echomq.Retention or None", keep)
+        em = self._events_max(events_max)
+        res = encode_value(result, "result")
+        if len(res) > RESULT_MAX_BYTES:
+            raise ArgumentError(f"the result's {len(res)} bytes are over {RESULT_MAX_BYTES}")
+        k = self.keys
+        call = CompleteResultClaimIdsCall(
+            row=row,
+            active=k.active,
+            pending=k.pending,
+            wake=k.wake,
+            results=k.results,
+            result_times=k.result_times,
+            progress=k.progress,
+            failures=k.failures,
+            options=k.options,
+            events=k.events,
+            counters=k.counters,
+            rows=[self._row(i) for i in _ids(ids)],
+            id=id,
+            token=token,
+            lease_ms=lease_ms,
+            result=res,
+            keep=keep.count,
+            keep_age_ms=keep.age_ms,
+            events_max=em,
+            ids=list(ids),
+        )
+        return _jobs(await self.client.once(lambda: call.run(self.client.redis)))
+
+    @honour_cancel
+    async def fail(
+        self,
+        id: str,
+        token: int,
+        failure: Failure,
+        *,
+        max_attempts: int = 0,
+        backoff: BackoffPolicy | None = None,
+        jitter: int | None = None,
+        bury: bool = False,
+        events_max: int | None = None,
+    ) -> FailOutcome:
+        """Settles a failed attempt of an active job (echomq 2.4.0) by the job's own retry policy
+        when it has one (given to its push), else by ``max_attempts`` (0: never buried by count)
+        and ``backoff`` (default: fixed, no delay): the job is scheduled to run again, or buried
+        once its attempts reach the limit, or at once with ``bury`` (the failure is final). The
+        attempt is recorded in the job's failure record as retry_failed records it; failed and
+        then retried or dead events are emitted (unless events_max is 0) and counted.
+
+        ``jitter`` (0..1000; None draws one uniformly at random) shortens an exponential delay d
+        to d - floor(d/2 * jitter/1000). Returns the outcome and the run-at of a retried job. A
+        stale token is refused with a StaleError and nothing is recorded; a class outside the
+        vocabulary, a jitter outside 0..1000 or a negative number raise an ArgumentError before
+        anything is sent. Never resent."""
+        row = self._row(id)
+        _int("token", token)
+        f = check_failure(failure)
+        _non_negative("max attempts", max_attempts)
+        b = _backoff(backoff) or BackoffPolicy(BACKOFF_FIXED)
+        if jitter is None:
+            jitter = secrets.randbelow(JITTER_MAX + 1)
+        _non_negative("jitter", jitter)
+        if jitter > JITTER_MAX:
+            raise ArgumentError(f"jitter {jitter!r} is over {JITTER_MAX}")
+        k = self.keys
+        call = FailCall(
+            active=k.active,
+            row=row,
+            schedule=k.schedule,
+            dead=k.dead,
+            wake=k.wake,
+            failures=k.failures,
+            options=k.options,
+            events=k.events,
+            counters=k.counters,
+            id=id,
+            token=token,
+            class_=f.failure_class,
+            worker=f.worker or "",
+            error=f.message,
+            max_attempts=max_attempts,
+            backoff=b.kind,
+            backoff_ms=b.delay_ms,
+            backoff_max_ms=b.max_ms,
+            jitter=jitter,
+            bury=1 if bury else 0,
+            events_max=self._events_max(events_max),
+        )
+        r = await self.client.once(lambda: call.run(self.client.redis))
+        if r.outcome == EVENT_DEAD:
+            return FailOutcome(outcome=r.outcome, run_at_ms=None)
+        return FailOutcome(outcome=r.outcome, run_at_ms=r.run_at_ms)
+
+    @honour_cancel
+    async def reap_recorded_ids(
+        self, ids: Sequence[str], max_attempts: int = 0, *, events_max: int | None = None
+    ) -> int:
+        """Takes back those of ids whose lease expired (echomq 2.4.0), as reap_failed_ids does
+        (each recorded as a lost lease), burying a job once its attempts reach its own limit
+        (given to its push), else max_attempts (0: never by count); failed and retried or dead
+        events are emitted (unless events_max is 0) and counted. Returns how many moved. No ids
+        send nothing."""
+        _non_negative("max attempts", max_attempts)
+        em = self._events_max(events_max)
+        ids = _ids(ids)
+        rows = [self._row(i) for i in ids]
+        if not rows:
+            return 0
+        k = self.keys
+        call = ReapRecordedIdsCall(
+            active=k.active,
+            pending=k.pending,
+            dead=k.dead,
+            wake=k.wake,
+            failures=k.failures,
+            options=k.options,
+            events=k.events,
+            counters=k.counters,
+            rows=rows,
+            max_attempts=max_attempts,
+            events_max=em,
+            ids=ids,
+        )
+        return await self.client.once(lambda: call.run(self.client.redis))
+
+    @honour_cancel
+    async def report_progress(
+        self, id: str, token: int, progress: object, *, events_max: int | None = None
+    ) -> None:
+        """Reports an active job's progress for the holder of its lease (echomq 2.4.0): the
+        report (bytes, a str as UTF-8, other values as JSON; at most PROGRESS_MAX_BYTES) replaces
+        its last, is read by get and output while the job exists, and is emitted as a progress
+        event (unless events_max is 0). Inside a handler, ``await job.report_progress(x)`` calls
+        it. A token that is not the lease holder's is refused with a StaleError, and nothing is
+        written. Never resent."""
+        row = self._row(id)
+        _int("token", token)
+        p = encode_value(progress, "progress report")
+        if len(p) > PROGRESS_MAX_BYTES:
+            raise ArgumentError(
+                f"the progress report's {len(p)} bytes are over {PROGRESS_MAX_BYTES}"
+            )
+        k = self.keys
+        call = ProgressCall(
+            row=row,
+            progress_key=k.progress,
+            events=k.events,
+            id=id,
+            token=token,
+            progress=p,
+            events_max=self._events_max(events_max),
+        )
+        await self.client.once(lambda: call.run(self.client.redis))
+
+    @honour_cancel
+    async def output(self, id: str) -> JobOutput:
+        """Reads what a job said of itself (echomq 2.4.0), in one read-only call: its last
+        progress while its row exists; once the row is gone, its completion record when the
+        completing worker kept one. Resent across a reconnect."""
+        row = self._row(id)
+        k = self.keys
+        x = OutputCall(row=row, results=k.results, progress=k.progress, id=id).exec()
+
+        async def attempt() -> JobOutput:
+            return _output(OutputCall.decode(await _run_ro(self.client, x)))
+
+        return await self.client.resend(attempt)
+
+    @honour_cancel
+    async def counters(self, minutes: int = 0) -> Counters:
+        """Reads the queue's settle counters (echomq 2.4.0), in one read-only call: the totals,
+        and one record for each of the last ``minutes`` minutes (0..COUNTERS_MINUTES_MAX), the
+        current minute first. Counted by the 2.4 settle calls (a 2.3 client counts nothing).
+        Resent across a reconnect."""
+        _non_negative("minutes", minutes)
+        if minutes > COUNTERS_MINUTES_MAX:
+            raise ArgumentError(f"minutes {minutes!r} is over {COUNTERS_MINUTES_MAX}")
+        x = CountersCall(counters=self.keys.counters, minutes=minutes).exec()
+
+        async def attempt() -> Counters:
+            rs = CountersCall.decode(await _run_ro(self.client, x))
+            if not rs:
+                raise ValueError(f"emq: counters of {self.name}: the reply has no totals")
+            t = rs[0]
+            return Counters(
+                totals=SettleCounts(t.completed, t.failed, t.retried, t.dead),
+                minutes=tuple(
+                    MinuteCounts(r.completed, r.failed, r.retried, r.dead, r.minute_ms)
+                    for r in rs[1:]
+                ),
+            )
+
+        return await self.client.resend(attempt)
+
+    @honour_cancel
+    async def read_events(self, after: str = "", count: int = 100) -> list[QueueEvent]:
+        """Reads a page of the queue's events (echomq 2.4.0), oldest first: up to count
+        (1..1000) after the stream id ``after`` ("" from the oldest kept), in one read-only
+        call. A count out of range or an ``after`` that is not a stream id raise an
+        ArgumentError before anything is sent. Resent across a reconnect. Queue.events listens
+        for them."""
+        _check_after(after)
+        _positive("count", count)
+        if count > EVENTS_PAGE_MAX:
+            raise ArgumentError(f"count {count!r} is over {EVENTS_PAGE_MAX}")
+        x = EventsCall(events=self.keys.events, after=after, count=count).exec()
+
+        async def attempt() -> list[QueueEvent]:
+            return [_event(r) for r in EventsCall.decode(await _run_ro(self.client, x))]
+
+        return await self.client.resend(attempt)
+
+    async def events(
+        self, after: str = "", *, count: int = 100, wait: Duration = 1.0
+    ) -> AsyncGenerator[QueueEvent, None]:
+        """Listens to the queue's events (echomq 2.4.0): ``async for ev in queue.events(after=
+        last)`` yields every event after the stream id ``after`` ("" from the oldest kept),
+        oldest first, then each new one as it is written, resuming after the last it yielded:
+        keep ``ev.stream_id`` to resume there later. It reads pages of up to count with
+        read_events; when a page is empty it waits on the stream (XREAD BLOCK, for up to
+        ``wait`` at a time, default 1 s: keep it under the client's socket_timeout, on a
+        connection of its own) and reads again. Stop it by leaving the loop (``async with
+        contextlib.aclosing(queue.events()) as evs`` closes it at once), or by cancelling the
+        task that runs it. A failed read raises; a failed wait is logged and the page read
+        again."""
+        _check_after(after)
+        _positive("count", count)
+        if count > EVENTS_PAGE_MAX:
+            raise ArgumentError(f"count {count!r} is over {EVENTS_PAGE_MAX}")
+        block_ms = duration_ms("wait", wait)
+        key = self.keys.events
+        bell: Any = None
+        try:
+            while True:
+                page = await self.read_events(after, count)
+                for ev in page:
+                    after = ev.stream_id
+                    yield ev
+                if len(page) >= count:
+                    continue
+                if bell is None:
+                    bell = self.client.redis.client()
+                try:
+                    got = await honoured(bell.xread({key: after or "0-0"}, count=1, block=block_ms))
+                except asyncio.CancelledError:
+                    raise
+                except Exception as err:
+                    log.debug("emq: waiting on the events of %s failed: %s", self.name, err)
+                    await asyncio.sleep(min(block_ms / 1000, 0.1))
+                    continue
+                # The wait's content is not read, but its id is: the next page is read after
+                # it when the page is empty again (an entry the events script skips is passed).
+                nxt = _stream_id(got)
+                if nxt and not await self.read_events(after, 1):
+                    after = _later_id(after, nxt)
+        finally:
+            if bell is not None:
+                try:
+                    await bell.aclose()
+                except Exception as err:
+                    log.debug("emq: closing the events connection failed: %s", err)
+
+    @honour_cancel
+    async def forget_ids(self, ids: Sequence[str]) -> int:
+        """Deletes the failure records, progress reports and retry policies of those of ids whose
+        rows are gone (echomq 2.4.0: what a 2.3 client's completion or a purge leaves behind) and
+        returns how many it deleted; a job whose row exists keeps them. No ids send nothing.
+        Resent across a reconnect. Workers sweep with it."""
+        ids = _ids(ids)
+        rows = [self._row(i) for i in ids]
+        if not rows:
+            return 0
+        k = self.keys
+        call = ForgetIdsCall(
+            failures=k.failures, progress=k.progress, options=k.options, rows=rows, ids=ids
+        )
+        return await self.client.resend(lambda: call.run(self.client.redis))
+
     @honour_cancel
     async def promote(self, limit: int = 1000) -> int:
         """Moves up to limit scheduled jobs whose run-at has come to pending; returns how many
@@ -930,9 +1475,11 @@ class Queue:
         keeps the 2.0 script, which reaches rows through the row prefix and never rings.)"""
         return await self._reap_expired(limit, max_attempts, record=False)
 
-    async def _reap_expired(self, limit: int, max_attempts: int, *, record: bool) -> int:
-        """reap_expired, with reap_failed_ids (each lease taken back recorded as lost) when
-        record is set, as the Worker's maintenance reaps."""
+    async def _reap_expired(
+        self, limit: int, max_attempts: int, *, record: bool, events_max: int | None = None
+    ) -> int:
+        """reap_expired, with reap_recorded_ids (each lease taken back recorded as lost,
+        reported and counted) when record is set, as the Worker's maintenance reaps."""
         _positive("limit", limit)
         _non_negative("max attempts", max_attempts)
         for n in range(1, PEEK_ATTEMPTS + 1):
@@ -940,7 +1487,7 @@ class Queue:
             if not ids:
                 return 0
             if record:
-                moved = await self.reap_failed_ids(ids, max_attempts)
+                moved = await self.reap_recorded_ids(ids, max_attempts, events_max=events_max)
             else:
                 moved = await self.reap_ids(max_attempts, ids)
             if moved > 0 or n >= PEEK_ATTEMPTS:
@@ -975,32 +1522,39 @@ class Queue:
         return await self.client.once(lambda: call.run(self.client.redis)) > 0
 
     @honour_cancel
-    async def revive(self, id: str) -> bool:
-        """Moves a dead job back to pending, keeping its attempts, and rings the doorbell. Returns
-        False when the job is not dead."""
+    async def revive(self, id: str, *, events_max: int | None = None) -> bool:
+        """Moves a dead job back to pending, keeping its attempts, and rings the doorbell, in one
+        call (revive_recorded, echomq 2.4.0), emitting a revived event unless ``events_max``
+        (default the client's) is 0. Returns False when the job is not dead."""
         row = self._row(id)
-        call = ReviveCall(dead=self.keys.dead, pending=self.keys.pending, row=row, id=id)
+        k = self.keys
+        call = ReviveRecordedCall(
+            dead=k.dead,
+            pending=k.pending,
+            row=row,
+            wake=k.wake,
+            events=k.events,
+            id=id,
+            events_max=self._events_max(events_max),
+        )
         n = await self.client.once(lambda: call.run(self.client.redis))
-        if n != REVIVE_REVIVED:
-            return False
-        try:
-            await self.ring()
-        except Exception as err:  # the revive stands without the bell
-            log.debug("emq: revive %s: ringing the doorbell failed: %s", id, err)
-        return True
+        return n == REVIVE_RECORDED_REVIVED
 
     @honour_cancel
     async def purge(self, id: str, *, forget: bool = True) -> bool:
         """Deletes a dead job for good: its row and its id, and (unless ``forget`` is False) its
-        failure record, with forget_failures pipelined right after the purge in the same round
-        trip. Returns False when the job is not dead (its record is then kept). ``forget=False``
-        sends the purge alone, as a 2.2 client does: the record it leaves reads as not recorded,
-        and forget_failures (or a worker's maintenance) deletes it."""
+        failure record, progress and retry policy, with forget_ids pipelined right after the
+        purge in the same round trip. Returns False when the job is not dead (its record is then
+        kept). ``forget=False`` sends the purge alone, as a 2.2 client does: the record it leaves
+        reads as not recorded, and forget_ids (or a worker's maintenance) deletes it."""
         row = self._row(id)
         call = PurgeCall(dead=self.keys.dead, row=row, id=id)
         if not forget:
             return await self.client.once(lambda: call.run(self.client.redis)) == PURGE_PURGED
-        fc = ForgetFailuresCall(failures=self.keys.failures, rows=[row], ids=[id])
+        k = self.keys
+        fc = ForgetIdsCall(
+            failures=k.failures, progress=k.progress, options=k.options, rows=[row], ids=[id]
+        )
         xs = [call.exec(), fc.exec()]
         res = await self.client.once(lambda: run_scripts(self.client.redis, xs))
         if isinstance(res[0], BaseException):
@@ -1051,35 +1605,64 @@ class Queue:
 
     @honour_cancel
     async def get(self, id: str) -> JobInfo | None:
-        """Reads one job: its row, its score in the set its state names and its failure record
-        (failures, died_at_ms: the failures script), in one round trip. Returns None when the job
-        does not exist (never enqueued, or completed and retired)."""
+        """Reads one job: its row, its score in the set its state names, its failure record
+        (failures, died_at_ms: the failures script) and its last progress report (the output
+        script, echomq 2.4.0), in one round trip. Returns None when the job does not exist
+        (never enqueued, or completed and retired): Queue.lookup reads, in the same round trip,
+        the completion record such a job may have left."""
+        return (await self.lookup(id)).job
+
+    @honour_cancel
+    async def lookup(self, id: str) -> JobLookup:
+        """Reads one job as get does, in one round trip, and, when its row is gone, the completion
+        record its completing worker kept (echomq 2.4.0: ``JobLookup.completed``: when it
+        completed, the attempt, the handler's result)."""
         row = self._row(id)
-        fx = FailuresCall(row=row, failures=self.keys.failures, id=id).exec()
+        k = self.keys
+        fx = FailuresCall(row=row, failures=k.failures, id=id).exec()
+        ox = OutputCall(row=row, results=k.results, progress=k.progress, id=id).exec()
         r = self.client.redis
 
-        async def attempt() -> JobInfo | None:
+        async def script(res: Any, x: ScriptExec) -> Any:
+            if isinstance(res, NoScriptError):  # the first call on this server: EVAL it
+                try:
+                    return await run_script(r, x)
+                except TryAgainError as err:
+                    return err
+            return res
+
+        async def attempt() -> JobLookup:
             async with r.pipeline(transaction=False) as pipe:
                 pipe.hgetall(row)
                 for s in SETS:
                     pipe.zscore(self.keys.set(s), id)
-                pipe_script(pipe, fx)
                 leave = getattr(pipe, "leave_try_again", None)  # a Redis Cluster pipeline's
+                pipe_script(pipe, fx)
+                if leave is not None:
+                    leave()
+                pipe_script(pipe, ox)
                 if leave is not None:
                     leave()
                 res = await pipe.execute(raise_on_error=False)
-            for v in res[:-1]:
+            for v in res[:-2]:
                 if isinstance(v, BaseException):
                     raise v
             h: dict[bytes, bytes] = res[0]
-            if not h:
-                return None
-            fres = res[-1]
-            if isinstance(fres, NoScriptError):  # the first call on this server: EVAL it
+            out = JobOutput()
+            ores = await script(res[-1], ox)
+            if isinstance(ores, TryAgainError):
+                # A Redis Cluster slot split by a migration: the output waits for it to settle.
+                log.debug("emq: get %s: the job's output is unreadable for now: %s", id, ores)
+            elif isinstance(ores, BaseException):
+                raise ores
+            else:
                 try:
-                    fres = await run_script(r, fx)
-                except TryAgainError as err:
-                    fres = err
+                    out = _output(OutputCall.decode(ores))
+                except ReplyShapeError as err:
+                    raise ValueError(f"emq: get {id}: the job's output: {err}") from err
+            if not h:
+                return JobLookup(job=None, completed=out.completed)
+            fres = await script(res[-2], fx)
             history: tuple[FailedAttempt, ...] = ()
             if isinstance(fres, TryAgainError):
                 # A Redis Cluster slot split by a migration (the row and the record on both
@@ -1103,7 +1686,7 @@ class Queue:
             for s, score in zip(SETS, res[1 : 1 + len(SETS)], strict=True):
                 if s == home and not set_is_lex(s) and score is not None:
                     at_ms = int(score)
-            return JobInfo(
+            info = JobInfo(
                 id=id,
                 state=state,
                 attempts=int(tok),
@@ -1111,7 +1694,9 @@ class Queue:
                 at_ms=at_ms,
                 failures=history,
                 died_at_ms=died_at_ms(state, int(tok), history),
+                progress=out.progress,
             )
+            return JobLookup(job=info)
 
         return await self.client.resend(attempt)
 
@@ -1188,3 +1773,81 @@ class Queue:
 
 async def _run(client: Client, x: ScriptExec) -> Any:
     return await run_script(client.redis, x)
+
+
+async def _run_ro(client: Client, x: ScriptExec) -> Any:
+    """Runs a read-only script (output, counters, events) with EVALSHA_RO, and EVAL_RO when the
+    server answers NOSCRIPT: the server refuses it should it ever write. A refusal raises the
+    exception of its wire class."""
+    r = client.redis
+    try:
+        return await r.evalsha_ro(x.script.sha1, len(x.keys), *x.keys, *x.argv)
+    except NoScriptError:
+        pass
+    except ResponseError as err:
+        raise script_error(x.script.name, err) from None
+    try:
+        return await r.eval_ro(x.script.source, len(x.keys), *x.keys, *x.argv)
+    except ResponseError as err:
+        raise script_error(x.script.name, err) from None
+
+
+JITTER_MAX: Final = 1000
+"""The top of a fail call's jitter draw (0..JITTER_MAX)."""
+
+_STREAM_ID_RE: Final = re.compile(r"[0-9]+-[0-9]+")
+
+
+def _check_after(after: object) -> None:
+    if not isinstance(after, str):
+        raise ArgumentTypeError("after", "a str (a stream id, or empty)", after)
+    if after and not _STREAM_ID_RE.fullmatch(after):
+        raise ArgumentError(f"after {after!r} is not a stream id (ms-seq)")
+
+
+def _stream_id(xread_reply: Any) -> str:
+    """The id of the entry an XREAD answered with; empty when it answered none."""
+    try:
+        if isinstance(xread_reply, dict):  # RESP3
+            entries = next(iter(xread_reply.values()))
+            if entries and isinstance(entries[0], list):
+                entries = entries[0]
+        else:
+            entries = xread_reply[0][1]
+        return _text(entries[0][0])
+    except (TypeError, IndexError, KeyError, StopIteration):
+        return ""
+
+
+def _later_id(a: str, b: str) -> str:
+    """The later of stream ids a and b (either may be empty)."""
+
+    def key(s: str) -> tuple[int, int]:
+        ms, _, seq = s.partition("-")
+        return (int(ms or 0), int(seq or 0))
+
+    if not a or not _STREAM_ID_RE.fullmatch(a):
+        return b
+    if not _STREAM_ID_RE.fullmatch(b):
+        return a
+    return a if key(a) >= key(b) else b
+
+
+def _event(r: EventsReply) -> QueueEvent:
+    return QueueEvent(
+        stream_id=r.stream_id,
+        event=r.event,
+        id=r.id,
+        attempt=r.attempt,
+        failure_class=r.class_,
+        error=r.error.decode("utf-8", "replace"),
+        run_at_ms=r.run_at_ms or None,
+        progress=r.progress,
+    )
+
+
+def _output(o: OutputReply) -> JobOutput:
+    c = None
+    if o.completed_at_ms > 0:
+        c = Completion(at_ms=o.completed_at_ms, attempt=o.attempt, result=o.result)
+    return JobOutput(progress=o.progress, completed=c)

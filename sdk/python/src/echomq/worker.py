@@ -7,9 +7,15 @@ promote_ids and reap_failed_ids on the due heads of the schedule and of the acti
 head ids, refilled by a ZRANGE pipelined behind a claiming call when it runs low, keeps the steady
 state at one round trip per job.
 
-A failed attempt is recorded (echomq 2.3.0) by the call that settles it: retry_failed and
-bury_failed, with the failure's class, the worker's name and the error's text; maintenance reaps
-with reap_failed_ids (a lost lease) and sweeps the records whose rows are gone (forget_failures).
+A failed attempt is recorded (echomq 2.3.0) by the call that settles it, with the failure's
+class, the worker's name and the error's text.
+
+The 2.4 worker (echomq 2.4.0) completes with complete_result_claim_ids (the handler's return value
+is the job's result, kept as the worker's retention says), settles a failed attempt with fail (by
+the job's own retry policy when its push gave one, else the worker's), reaps with
+reap_recorded_ids, sweeps the failure records, retry policies and progress reports whose rows are
+gone with forget_ids, and reports what it does on the queue's events stream. An idle worker
+sleeps until the schedule's earliest job is due (or the doorbell rings) and promotes it itself.
 """
 
 from __future__ import annotations
@@ -39,17 +45,23 @@ from ._duration import Duration, pick_ms
 from ._gen.errors import StaleError
 from ._gen.ids import parse_id
 from ._gen.keys import KEY_LOCKS, lock_maintenance
-from ._gen.protocol import FAILURE_CLASS_ERROR, FAILURE_CLASS_TIMEOUT, FailureClass
+from ._gen.protocol import (
+    BACKOFF_FIXED,
+    EVENT_DEAD,
+    FAILURE_CLASS_ERROR,
+    FAILURE_CLASS_TIMEOUT,
+    FailureClass,
+)
 from ._gen.scripts import (
     LOCK_HELD,
     SCRIPT_BURY,
     SCRIPT_CLAIM_IDS,
-    SCRIPT_COMPLETE_CLAIM_IDS,
+    SCRIPT_COMPLETE_RESULT_CLAIM_IDS,
     BuryCall,
     ClaimIdsReply,
     CompleteClaimIdsReply,
+    CompleteResultClaimIdsReply,
     ExtendCall,
-    ForgetFailuresCall,
     LockCall,
     ScriptExec,
     UnlockCall,
@@ -62,7 +74,8 @@ from .codec import Codec, CodecError, TypedJob, TypedQueue
 from .errors import ArgumentError, ArgumentTypeError
 from .failures import Failure
 from .metrics import Counter, Metrics
-from .queue import PEEK_ATTEMPTS, Job, Queue
+from .outputs import RESULT_MAX_BYTES, BackoffPolicy, Retention, encode_value
+from .queue import _REPORTER, PEEK_ATTEMPTS, Job, Queue
 
 __all__ = [
     "JOB_TIMEOUT",
@@ -71,6 +84,7 @@ __all__ = [
     "Handler",
     "PermanentError",
     "SyncHandler",
+    "UnrecoverableError",
     "Worker",
     "exponential_backoff",
     "permanent",
@@ -81,13 +95,18 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 SyncHandler = Callable[[Job], None]
-"""A plain (not async) handler: the Worker runs it in a thread pool. Returning completes the job,
-raising hands it back, as for a Handler."""
+"""A plain (not async) handler: the Worker runs it in a thread pool. Returning completes the job
+(what it returns is the job's result: see Handler), raising hands it back, as for a Handler."""
 
 Handler = Callable[[Job], Awaitable[None]]
-"""Processes one job. Returning completes it. Raising hands it back to run again after a backoff,
-until the job has been claimed max_attempts times; then it is buried. A PermanentError (see
-permanent) buries it at once.
+"""Processes one job (a handler that returns a result is a Callable[[Job],
+Awaitable[object]], which Worker takes as well). Returning completes it: what it returns is the
+job's result (echomq 2.4.0: bytes as they are, a str as UTF-8, None as none, any other value as
+JSON), kept as the worker's
+``keep_results`` says. Raising hands it back to run again after a backoff (the job's own, given
+to its push, else the worker's), until the job has been claimed max_attempts times (the job's
+own attempts, else the worker's); then it is buried. An UnrecoverableError (or a PermanentError:
+see permanent) buries it at once.
 
 The handler runs in a task of its own, which the worker cancels when the job's lease is lost
 (another worker may be running it: nothing the handler does can be completed; the
@@ -105,8 +124,14 @@ JOB_TIMEOUT: Final = "emq: the job ran out of its time"
 attempt is recorded with the failure class timeout)."""
 
 SWEEP_COUNT: Final = 100
-"""How many fields of the queue's failure records one maintenance tick scans (HSCAN COUNT) for
-records whose rows are gone, which it deletes with forget_failures."""
+"""How many fields of each of the queue's failure records, retry policies and progress reports
+one maintenance tick scans (HSCAN COUNT) for entries whose rows are gone, which it deletes with
+forget_ids."""
+
+DEFAULT_BACKOFF: Final = BackoffPolicy.exponential(1, max=600)
+"""The worker's default backoff: 1 s after the first attempt, doubling up to 10 minutes, each
+delay drawn from its upper half (a fresh jitter per failure), as exponential_backoff(1000,
+600000) did before echomq 2.4.0."""
 
 OP_TIMEOUT_S: Final = 10.0
 """Bounds each claim and each settling of a job the worker makes (seconds)."""
@@ -123,6 +148,16 @@ class PermanentError(Exception):
         super().__init__(f"permanent: {cause}")
         if isinstance(cause, BaseException):
             self.__cause__ = cause
+
+
+class UnrecoverableError(PermanentError):
+    """Raise it from a handler to say the failure is final (BullMQ's UnrecoverableError): the job
+    is buried at once, whatever its attempts and policy. ``UnrecoverableError("why")`` or
+    ``UnrecoverableError(err)``, whose ``__cause__`` is err."""
+
+    def __init__(self, cause: BaseException | str) -> None:
+        super().__init__(cause)
+        self.args = (str(cause),)
 
 
 def permanent(err: BaseException | str) -> PermanentError:
@@ -214,7 +249,7 @@ class _Inflight:
 
     job: Job
     deadline_ms: int
-    task: asyncio.Task[None] | None = None
+    task: asyncio.Task[Any] | None = None
     lost: bool = False
     """The lease was lost (an extension was refused as stale)."""
     handed_back: bool = False
@@ -337,6 +372,8 @@ class Worker:
         name: str | None = ...,
         job_timeout_ms: int | None = ...,
         job_timeout: Duration | None = ...,
+        keep_results: Retention | None = ...,
+        events_max: int | None = ...,
     ) -> None: ...
 
     @overload
@@ -364,6 +401,8 @@ class Worker:
         name: str | None = ...,
         job_timeout_ms: int | None = ...,
         job_timeout: Duration | None = ...,
+        keep_results: Retention | None = ...,
+        events_max: int | None = ...,
     ) -> None: ...
 
     @overload
@@ -391,6 +430,8 @@ class Worker:
         name: str | None = ...,
         job_timeout_ms: int | None = ...,
         job_timeout: Duration | None = ...,
+        keep_results: Retention | None = ...,
+        events_max: int | None = ...,
     ) -> None: ...
 
     @overload
@@ -418,6 +459,66 @@ class Worker:
         name: str | None = ...,
         job_timeout_ms: int | None = ...,
         job_timeout: Duration | None = ...,
+        keep_results: Retention | None = ...,
+        events_max: int | None = ...,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        queue: Queue,
+        handler: Callable[[Job], object],
+        *,
+        concurrency: int = ...,
+        lease_ms: int = ...,
+        batch: int | None = ...,
+        max_attempts: int = ...,
+        backoff: Callable[[int], float] | None = ...,
+        wait_ms: int = ...,
+        maintenance_ms: int = ...,
+        shutdown_timeout_ms: int = ...,
+        logger: logging.Logger | None = ...,
+        metrics: Metrics | None = ...,
+        lease: Duration | None = ...,
+        wait: Duration | None = ...,
+        maintenance_every: Duration | None = ...,
+        shutdown_timeout: Duration | None = ...,
+        executor: Executor | None = ...,
+        in_thread: bool | None = ...,
+        name: str | None = ...,
+        job_timeout_ms: int | None = ...,
+        job_timeout: Duration | None = ...,
+        keep_results: Retention | None = ...,
+        events_max: int | None = ...,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        queue: TypedQueue[T],
+        handler: Callable[[TypedJob[T]], object],
+        *,
+        concurrency: int = ...,
+        lease_ms: int = ...,
+        batch: int | None = ...,
+        max_attempts: int = ...,
+        backoff: Callable[[int], float] | None = ...,
+        wait_ms: int = ...,
+        maintenance_ms: int = ...,
+        shutdown_timeout_ms: int = ...,
+        logger: logging.Logger | None = ...,
+        metrics: Metrics | None = ...,
+        lease: Duration | None = ...,
+        wait: Duration | None = ...,
+        maintenance_every: Duration | None = ...,
+        shutdown_timeout: Duration | None = ...,
+        executor: Executor | None = ...,
+        in_thread: bool | None = ...,
+        name: str | None = ...,
+        job_timeout_ms: int | None = ...,
+        job_timeout: Duration | None = ...,
+        keep_results: Retention | None = ...,
+        events_max: int | None = ...,
     ) -> None: ...
 
     def __init__(
@@ -444,12 +545,17 @@ class Worker:
         name: str | None = None,
         job_timeout_ms: int | None = None,
         job_timeout: Duration | None = None,
+        keep_results: Retention | None = None,
+        events_max: int | None = None,
     ) -> None:
         """Makes a worker for queue that runs handler. concurrency is how many handlers run at
         once; lease_ms how long a job is leased (extended while its handler runs); batch the most
         jobs one claim leases (default and at most concurrency); max_attempts how many claims a
-        job gets; backoff the delay in ms before a failed job runs again, by the attempt that
-        failed (default exponential_backoff(1000, 600000)); wait_ms the longest an idle worker
+        job gets (a job pushed with attempts of its own gets those); backoff how long a failed job
+        waits before it runs again: a BackoffPolicy (default DEFAULT_BACKOFF: exponential from 1
+        s up to 10 minutes, jittered), or a function of the attempt that failed (1 for the first)
+        to a delay in ms (a fixed delay for that attempt; exponential_backoff(base, max) is one);
+        a job pushed with a backoff of its own waits by that; wait_ms the longest an idle worker
         blocks on the doorbell before it looks for work anyway; maintenance_ms how often the queue
         is maintained (0 or less: never by this worker); shutdown_timeout_ms how long run() waits,
         once stopped, for running handlers before it hands their jobs back and cancels them
@@ -469,6 +575,15 @@ class Worker:
         takes back as lost (lease_lost) and deletes the records whose rows are gone, a bounded
         slice (SWEEP_COUNT) per tick; completing a job that ran before (token > 1) deletes its
         record in the completion's round trip.
+
+        Results (echomq 2.4.0): what the handler returns is the job's result. ``keep_results``
+        (a Retention) says how many completion records (time, attempt, result) the queue keeps
+        and for how long: the default, None (Retention(): count 0), keeps none, like BullMQ's
+        ``removeOnComplete: true``; ``Retention.keep(1000, age=86400)`` keeps the last 1000 of
+        the last day, readable with Queue.lookup and Queue.output once the job is gone. Inside
+        the handler ``await job.report_progress(x)`` reports progress. ``events_max`` bounds
+        the queue's events stream for what this worker writes (default the client's,
+        DEFAULT_EVENTS_MAX; 0 writes no events).
 
         On a TypedQueue (``client.queue(name, codec=...)``) the handler gets a TypedJob whose
         ``value`` is the decoded payload; a payload that does not decode is buried at once.
@@ -539,7 +654,23 @@ class Worker:
         """The most jobs one claim leases."""
         self.max_attempts = max_attempts
         """How many claims a job gets."""
-        self._backoff = backoff or exponential_backoff(1000, 600_000)
+        if backoff is not None and not callable(backoff):
+            raise ArgumentTypeError(
+                "backoff", "an echomq.BackoffPolicy or a function of the attempt", backoff
+            )
+        self._backoff: Callable[[int], float] = backoff or DEFAULT_BACKOFF
+        if keep_results is not None and not isinstance(keep_results, Retention):
+            raise ArgumentTypeError("keep_results", "an echomq.Retention or None", keep_results)
+        self.keep_results: Retention = keep_results or Retention()
+        """How many completion records (and how old) the queue keeps; count 0 keeps none."""
+        if events_max is None:
+            events_max = raw.client.events_max
+        if isinstance(events_max, bool) or not isinstance(events_max, int):
+            raise ArgumentTypeError("events_max", "an int", events_max)
+        if events_max < 0:
+            raise ArgumentError(f"events max {events_max!r} is not a non-negative integer")
+        self.events_max: int = events_max
+        """The events stream's approximate bound for this worker's calls; 0 writes none."""
         self.wait_ms: int = wait_v
         """The longest an idle worker blocks on the doorbell."""
         self.maintenance_ms: int = maint_v
@@ -551,7 +682,7 @@ class Worker:
         timeout; 0: no bound."""
         self.name: str = name if name else f"{socket.gethostname()}:{os.getpid()}"
         """The worker's name, as the failure records name the worker that ran an attempt."""
-        self._sweep_cursor = 0
+        self._sweep_cursors: dict[str, int] = {}
         self.log = logger or log
         """Where the worker's notices go."""
         self.metrics: Metrics = metrics or raw.client.metrics
@@ -736,25 +867,81 @@ class Worker:
         except TimeoutError:
             pass
 
+    async def _due_in_ms(self) -> int | None:
+        """How long until the schedule's earliest job is due, by the server's clock (its head's
+        score and TIME, one round trip); None when nothing is scheduled."""
+        c = self.queue.client
+        key = self.queue.keys.schedule
+
+        async def attempt() -> int | None:
+            async with c.redis.pipeline(transaction=False) as pipe:
+                pipe.zrange(key, 0, 0, withscores=True)
+                pipe.time()
+                res: list[Any] = await pipe.execute()
+            if not res[0]:
+                return None
+            sec, usec = res[1]
+            return int(float(res[0][0][1])) - (int(sec) * 1000 + int(usec) // 1000)
+
+        return await c.resend(attempt)
+
     async def _wait_bell(self) -> None:
-        """Blocks on the queue's doorbell for up to wait_ms, or until stop()."""
+        """Blocks on the queue's doorbell for up to wait_ms, or until stop(), or until the
+        schedule's earliest job is due (echomq 2.4.0): then it promotes the due jobs itself
+        (promote_ids, safe to race with other workers' and the maintenance's), so that a delayed
+        job starts within milliseconds of its run-at. A push or a failure that schedules a new
+        earliest job rings the doorbell, and the next wait is measured again.
+
+        The run-at is kept by a timer of this loop (a blocking pop's own timeout is only as
+        precise as the server's clock tick, 100 ms by default): when it fires first, the worker
+        promotes, which rings the doorbell its pop is waiting on."""
         assert self._stop is not None and self._bell is not None
-        wait_s = self.wait_ms / 1000
+        wait_ms = self.wait_ms
+        due_in: int | None = None
+        try:
+            due_in = await self._due_in_ms()
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            self.log.debug("emq: reading the schedule's head failed: %s", e)
+        if due_in is not None and due_in <= 0:
+            if await self._promote() > 0:
+                return
+            # Due but not promotable (its row is not scheduled: a foreign or broken entry):
+            # wait as if nothing were scheduled rather than spin on it.
+            due_in = None
+        timed = due_in is not None and due_in < wait_ms
+        if due_in is not None and timed:
+            wait_ms = due_in
+        wait_s = wait_ms / 1000
         bell = asyncio.ensure_future(self._bell.blpop([self.queue.keys.wake], timeout=wait_s))
         stop = asyncio.ensure_future(self._stop.wait())
+        promoted = False
         try:
             done, _ = await asyncio.wait(
-                {bell, stop}, timeout=wait_s + 1.0, return_when=asyncio.FIRST_COMPLETED
+                {bell, stop},
+                timeout=wait_s if timed else wait_s + 1.0,
+                return_when=asyncio.FIRST_COMPLETED,
             )
+            if timed and not done:
+                # The run-at came before the pop's timeout: promote, which rings the bell.
+                promoted = True
+                await self._promote()
+                done, _ = await asyncio.wait(
+                    {bell, stop}, timeout=wait_s + 1.0, return_when=asyncio.FIRST_COMPLETED
+                )
         finally:
             stop.cancel()
             if not bell.done():
                 await _cancel_all({bell})
         if bell in done and not bell.cancelled():
-            err = bell.exception()
-            if err is not None and not self._stop.is_set():
-                self.log.debug("emq: waiting on the doorbell failed: %s", err)
+            failed = bell.exception()
+            if failed is not None and not self._stop.is_set():
+                self.log.debug("emq: waiting on the doorbell failed: %s", failed)
                 await self._sleep(min(wait_s, 0.1))
+            elif failed is None and bell.result() is None and timed and not promoted:
+                if not self._stop.is_set():
+                    await self._promote()  # the pop ended at the earliest job's run-at
 
     def _start(self, job: Job) -> None:
         self._idle -= 1
@@ -841,25 +1028,42 @@ class Worker:
             argv=(self.lease_ms, *ids),
         )
 
-    def _forget_exec(self, job: Job) -> ScriptExec:
-        """The forget_failures call of job: its record is deleted once its row is gone."""
+    def _complete_exec(self, job: Job, ids: Sequence[str], result: bytes = b"") -> ScriptExec:
+        """The complete_result_claim_ids call of job (its id parsed when it was leased) leasing
+        ids as read from the server (not parsed: a planted one is leased and buried)."""
         k = self.queue.keys
-        return ForgetFailuresCall(failures=k.failures, rows=[k.row(job.id)], ids=[job.id]).exec()
-
-    def _complete_exec(self, job: Job, ids: Sequence[str]) -> ScriptExec:
-        """The complete_claim_ids call of job (its id parsed when it was leased) leasing ids."""
-        k = self.queue.keys
+        keep = self.keep_results
         return ScriptExec(
-            script=SCRIPT_COMPLETE_CLAIM_IDS,
+            script=SCRIPT_COMPLETE_RESULT_CLAIM_IDS,
             keys=(
                 k.row(job.id),
                 k.active,
                 k.pending,
                 k.wake,
+                k.results,
+                k.result_times,
+                k.progress,
+                k.failures,
+                k.options,
+                k.events,
+                k.counters,
                 *(k.row_prefix + i for i in ids),
             ),
-            argv=(job.id, job.token, self.lease_ms, *ids),
+            argv=(
+                job.id,
+                job.token,
+                self.lease_ms,
+                result,
+                keep.count,
+                keep.age_ms,
+                self.events_max,
+                *ids,
+            ),
         )
+
+    async def _report(self, job: Job, progress: object) -> None:
+        """Job.report_progress of a job this worker runs: the progress call with its token."""
+        await self.queue.report_progress(job.id, job.token, progress, events_max=self.events_max)
 
     async def _call(
         self, x: ScriptExec, refill: bool, after: Sequence[ScriptExec] = ()
@@ -917,7 +1121,9 @@ class Worker:
         return reply, read and not isinstance(z, BaseException)
 
     async def _records(
-        self, reply: Any, dec: Callable[[Any], ClaimIdsReply | CompleteClaimIdsReply]
+        self,
+        reply: Any,
+        dec: Callable[[Any], ClaimIdsReply | CompleteClaimIdsReply | CompleteResultClaimIdsReply],
     ) -> list[Job]:
         """Decodes a reply of leased jobs one record at a time: a record that cannot be decoded
         (an id a foreign writer planted) is buried, not left to stall the queue."""
@@ -960,7 +1166,10 @@ class Worker:
         """Runs one job and settles it; returns the next job when the completion leased one."""
         fl = _Inflight(job=job, deadline_ms=job.deadline_ms)
         failure: BaseException | None = None
+        result: object = None
         arg: Job = job
+        # Job.report_progress, in the handler's context (its task copies the runner's)
+        _REPORTER.set(self._report)
         if self._codec is not None:
             try:
                 arg = TypedJob(
@@ -982,7 +1191,10 @@ class Worker:
                 else:
                     r = self._h(arg)
                     # in_thread=False on a plain function: it ran, here, on the loop
-                    fl.task = asyncio.ensure_future(r) if inspect.isawaitable(r) else None
+                    if inspect.isawaitable(r):
+                        fl.task = asyncio.ensure_future(r)
+                    else:
+                        result = r
             except Exception as err:  # the handler raised at once, or returned no awaitable
                 failure = err
         self._running.add(fl)
@@ -993,6 +1205,9 @@ class Worker:
                         await self._timed(fl)
                     else:
                         await fl.task
+                    t = fl.task
+                    if t.done() and not t.cancelled() and t.exception() is None:
+                        result = t.result()
             except asyncio.CancelledError as err:
                 me = asyncio.current_task()
                 if me is not None and me.cancelling() > 0:
@@ -1010,13 +1225,23 @@ class Worker:
             self._running.discard(fl)
             if fl.handed_back:
                 return None
+            sent = b""
+            if failure is None:
+                try:
+                    sent = encode_value(result, "the handler's result")
+                    if len(sent) > RESULT_MAX_BYTES:
+                        raise ArgumentError(
+                            f"the handler's result has {len(sent)} bytes, over {RESULT_MAX_BYTES}"
+                        )
+                except Exception as err:  # the result cannot be kept: the attempt failed
+                    failure = err
             try:
                 async with asyncio.timeout(OP_TIMEOUT_S):
                     if failure is not None:
                         cls = FAILURE_CLASS_TIMEOUT if fl.timed_out else FAILURE_CLASS_ERROR
                         await self._fail(job, failure, cls)
                         return None
-                    return await self._complete(job)
+                    return await self._complete(job, sent)
             except TimeoutError:
                 self.log.error(
                     "emq: settling job %s timed out; its lease will be reaped and it runs again",
@@ -1044,7 +1269,7 @@ class Worker:
         if t.done() and not t.cancelled():
             t.exception()  # retrieved: the attempt is a timeout whatever it ended with
 
-    async def _in_thread(self, job: Job) -> None:
+    async def _in_thread(self, job: Job) -> object:
         """Runs a plain handler in the thread pool (in a copy of the runner's context); an
         awaitable it returns is awaited here, on the loop."""
         ex = self._executor
@@ -1058,19 +1283,18 @@ class Worker:
         loop = asyncio.get_running_loop()
         out = await loop.run_in_executor(ex, functools.partial(ctx.run, self._h, job))
         if inspect.isawaitable(out):
-            await out
+            return await out
+        return out
 
-    async def _complete(self, job: Job) -> Job | None:
-        """Completes a job with complete_claim_ids, leasing the next id of the head pool in the
-        same call (none while draining): one call per job in the steady state."""
+    async def _complete(self, job: Job, result: bytes = b"") -> Job | None:
+        """Completes a job with complete_result_claim_ids (its result kept as keep_results says;
+        its failure record, progress and retry policy deleted), leasing the next id of the head
+        pool in the same call (none while draining): one call per job in the steady state."""
         q = self.queue.name
         ids = [] if self._draining else self._pool.take(1)
-        # A job that ran before may have a failure record: forget it in the same round trip,
-        # right after the completion (which deletes the row). A first attempt has none.
-        after = [self._forget_exec(job)] if job.token > 1 else []
         try:
             reply, refilled = await self._call(
-                self._complete_exec(job, ids), refill=not self._draining, after=after
+                self._complete_exec(job, ids, result), refill=not self._draining
             )
         except StaleError as err:
             self._stale(job, "complete", err)
@@ -1085,7 +1309,7 @@ class Worker:
         finally:
             self._pool.done(ids)
         self.metrics.add(Counter.COMPLETED, q, 1)
-        nxt = await self._records(reply, CompleteClaimIdsReply.decode)
+        nxt = await self._records(reply, CompleteResultClaimIdsReply.decode)
         if len(nxt) < len(ids) and not refilled:
             self._pool.clear()
         return nxt[0] if nxt else None
@@ -1102,26 +1326,38 @@ class Worker:
     async def _fail(
         self, job: Job, why: BaseException, cls: FailureClass = FAILURE_CLASS_ERROR
     ) -> None:
-        """Retries a failed job after its backoff, or buries it when it is out of attempts or
-        failed permanently, recording the failed attempt (class cls) either way."""
+        """Settles a failed attempt with fail (echomq 2.4.0), recording it (class cls): the job
+        runs again after its backoff (the job's own policy, else the worker's), or is buried
+        when it is out of attempts (its own, else max_attempts) or failed for good (an
+        UnrecoverableError or PermanentError)."""
         q = self.queue.name
         f = self._failure(why, cls)
-        if isinstance(why, PermanentError) or job.token >= self.max_attempts:
-            try:
-                await self.queue.bury_failed(job.id, job.token, f)
-            except Exception as err:
-                self._settle_error(job, "bury", err)
-                return
+        b = self._backoff
+        jitter: int | None = None  # a fresh draw per call, for an exponential policy
+        if not isinstance(b, BackoffPolicy):
+            # a function of the attempt: its delay, fixed, for this attempt
+            b = BackoffPolicy(BACKOFF_FIXED, max(0, int(b(job.token))))
+            jitter = 0
+        try:
+            out = await self.queue.fail(
+                job.id,
+                job.token,
+                f,
+                max_attempts=self.max_attempts,
+                backoff=b,
+                jitter=jitter,
+                bury=isinstance(why, PermanentError),
+                events_max=self.events_max,
+            )
+        except Exception as err:
+            self._settle_error(job, "fail", err)
+            return
+        if out.outcome == EVENT_DEAD or out.run_at_ms is None:
             self.metrics.add(Counter.BURIED, q, 1)
             self.log.warning("emq: job %s buried after attempt %d: %r", job.id, job.token, why)
             return
-        delay = max(0, int(self._backoff(job.token)))
-        try:
-            await self.queue.retry_failed(job.id, job.token, f, delay_ms=delay)
-        except Exception as err:
-            self._settle_error(job, "retry", err)
-            return
         self.metrics.add(Counter.RETRIED, q, 1)
+        delay = max(0, out.run_at_ms - _now_ms())
         if self.maintenance_ms <= 0 or delay < self.maintenance_ms:
             # Sooner than the next maintenance: promote it when it is due.
             loop = asyncio.get_running_loop()
@@ -1284,7 +1520,8 @@ class Worker:
         except Exception as err:
             self.log.debug("emq: releasing the maintenance lock failed: %s", err)
 
-    async def _promote(self) -> None:
+    async def _promote(self) -> int:
+        """Promotes the due jobs (promote_due, in batches); returns how many moved."""
         total = 0
         try:
             while True:
@@ -1298,13 +1535,14 @@ class Worker:
             self.log.warning("emq: promoting due jobs failed: %s", err)
         if total > 0:
             self.metrics.add(Counter.PROMOTED, self.queue.name, total)  # promote_ids rang
+        return total
 
     async def _reap(self) -> None:
         total = 0
         try:
             while True:
                 n = await self.queue._reap_expired(
-                    MAINTENANCE_BATCH, self.max_attempts, record=True
+                    MAINTENANCE_BATCH, self.max_attempts, record=True, events_max=self.events_max
                 )
                 total += n
                 if n < MAINTENANCE_BATCH:
@@ -1318,37 +1556,47 @@ class Worker:
             self.log.info("emq: %d expired leases taken back (queue %s)", total, self.queue.name)
 
     async def _sweep(self) -> None:
-        """Scans the next SWEEP_COUNT fields of the queue's failure records (HSCAN, its cursor
-        kept between ticks) and deletes those whose rows are gone with forget_failures: the
-        records a 2.2 client's complete or purge left behind are gone within
-        ceil(records / SWEEP_COUNT) ticks. A field that is not an id is left as it is."""
+        """Scans the next SWEEP_COUNT fields of each of the queue's failure records, retry
+        policies and progress reports (HSCAN, pipelined in one round trip, each cursor kept
+        between ticks) and deletes those whose rows are gone with forget_ids: what a 2.3
+        client's complete or a purge left behind is gone within ceil(entries / SWEEP_COUNT)
+        ticks. A field that is not an id is left as it is."""
         c = self.queue.client
-        key = self.queue.keys.failures
-        cursor = self._sweep_cursor
+        k = self.queue.keys
+        keys = (k.failures, k.options, k.progress)
+        cursors = self._sweep_cursors
 
-        async def scan() -> tuple[int, list[str]]:
-            nxt, fields = await c.redis.hscan(key, cursor, count=SWEEP_COUNT)
-            return int(nxt), [_text(f) for f in fields]
+        async def scan() -> list[tuple[int, list[str]]]:
+            async with c.redis.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.hscan(key, cursors.get(key, 0), count=SWEEP_COUNT)
+                res: list[Any] = await pipe.execute()
+            return [(int(nxt), [_text(f) for f in fields]) for nxt, fields in res]
 
         try:
-            nxt, fields = await c.resend(scan)
-            self._sweep_cursor = nxt
+            scanned = await c.resend(scan)
             ids: list[str] = []
-            for f in fields:
-                try:
-                    parse_id(f)
-                except ValueError:
-                    continue
-                ids.append(f)
-            n = await self.queue.forget_failures(ids) if ids else 0
+            seen: set[str] = set()
+            for key, (nxt, fields) in zip(keys, scanned, strict=True):
+                cursors[key] = nxt
+                for f in fields:
+                    if f in seen:
+                        continue
+                    try:
+                        parse_id(f)
+                    except ValueError:
+                        continue
+                    seen.add(f)
+                    ids.append(f)
+            n = await self.queue.forget_ids(ids) if ids else 0
         except asyncio.CancelledError:
             raise
         except Exception as err:
-            self.log.warning("emq: sweeping the failure records failed: %s", err)
+            self.log.warning("emq: sweeping the records of jobs that are gone failed: %s", err)
             return
         if n > 0:
             self.log.info(
-                "emq: %d failure records of jobs that are gone deleted (queue %s)",
+                "emq: %d records of jobs that are gone deleted (queue %s)",
                 n,
                 self.queue.name,
             )

@@ -109,7 +109,7 @@ export const Backoff = {
   inherit: "inherit",
   /** The same delay, backoff_ms, after every failed attempt. */
   fixed: "fixed",
-  /** backoff_ms doubled for every earlier attempt (backoff_ms, 2×, 4× …), bounded by backoff_max_ms when it is above 0, then spread by the caller's jitter draw over its upper half. */
+  /** backoff_ms doubled for every earlier attempt (backoff_ms, 2 times, 4 times and so on), bounded by backoff_max_ms when it is above 0, then spread by the caller's jitter draw over its upper half. */
   exponential: "exponential",
 } as const;
 

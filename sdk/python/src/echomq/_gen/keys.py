@@ -173,7 +173,8 @@ class QueueKeys:
         when the completing worker asks to keep results, and only as its retention says (a count
         and an age, applied by every completion that keeps one, through result_times). It is a
         hint: a 2.3 worker keeps nothing, so a completed job without a record reads as not
-        recorded.
+        recorded; and a completion that keeps nothing leaves a record of an earlier completion of
+        the same id (a job pushed again after it completed) until the retention drops it.
         """
         return self._keys["results"]
 

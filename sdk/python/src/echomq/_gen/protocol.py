@@ -161,9 +161,9 @@ BACKOFF_FIXED: Final[Backoff] = "fixed"
 """The backoff word fixed: the same delay, backoff_ms, after every failed attempt."""
 
 BACKOFF_EXPONENTIAL: Final[Backoff] = "exponential"
-"""The backoff word exponential: backoff_ms doubled for every earlier attempt (backoff_ms, 2×, 4×
-…), bounded by backoff_max_ms when it is above 0, then spread by the caller's jitter draw over
-its upper half.
+"""The backoff word exponential: backoff_ms doubled for every earlier attempt (backoff_ms, 2
+times, 4 times and so on), bounded by backoff_max_ms when it is above 0, then spread by the
+caller's jitter draw over its upper half.
 """
 
 BACKOFFS: Final[tuple[Backoff, ...]] = (

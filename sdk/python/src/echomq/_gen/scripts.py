@@ -61,7 +61,7 @@ class ScriptExec:
     argv: tuple[Arg, ...]
 
 
-BUNDLE_DIGEST: Final = "acd56128b4926fa484d44e341d5ca4bbcdf2e05b"
+BUNDLE_DIGEST: Final = "fbaa05844a76f909af5810f90818533932a78377"
 """Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each
 followed by a newline. The fence records it in the reserve per version.
 """
@@ -1947,7 +1947,9 @@ if cur[2] ~= 'active' then return redis.error_reply('EMQSTALE complete job not a
 local rung = redis.call('LLEN', KEYS[4])
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('HDEL', KEYS[8], ARGV[1])
+if tonumber(cur[1]) > 1 then
+  redis.call('HDEL', KEYS[8], ARGV[1])
+end
 redis.call('HDEL', KEYS[7], ARGV[1])
 redis.call('HDEL', KEYS[9], ARGV[1])
 local t = redis.call('TIME')
@@ -1970,19 +1972,28 @@ if keep > 0 then
     redis.call('HDEL', KEYS[5], unpack(drop))
     redis.call('ZREM', KEYS[6], unpack(drop))
   end
-elseif redis.call('HDEL', KEYS[5], ARGV[1]) == 1 then
-  redis.call('ZREM', KEYS[6], ARGV[1])
 end
-if events_max > 0 then
-  redis.call('XADD', KEYS[10], 'MAXLEN', '~', events_max, '*', 'e', 'completed', 'j', ARGV[1], 'a', cur[1])
+local function emit(...)
+  if events_max > 0 then
+    redis.call('XADD', KEYS[10], 'MAXLEN', '~', events_max, '*', ...)
+  end
 end
-local minute = math.floor(now / 60000)
-local slot = minute % 1440
-if redis.call('HGET', KEYS[11], 'm:' .. slot) ~= tostring(minute) then
-  redis.call('HSET', KEYS[11], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+local counted = false
+local function count(word, n)
+  if n == 0 then
+    return
+  end
+  local minute = math.floor(now / 60000)
+  local slot = minute % 1440
+  if not counted and redis.call('HGET', KEYS[11], 'm:' .. slot) ~= tostring(minute) then
+    redis.call('HSET', KEYS[11], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  end
+  counted = true
+  redis.call('HINCRBY', KEYS[11], word, n)
+  redis.call('HINCRBY', KEYS[11], word .. ':' .. slot, n)
 end
-redis.call('HINCRBY', KEYS[11], 'completed', 1)
-redis.call('HINCRBY', KEYS[11], 'completed:' .. slot, 1)
+emit('e', 'completed', 'j', ARGV[1], 'a', cur[1])
+count('completed', 1)
 local deadline = now + lease
 local out = {}
 for i = 8, #ARGV do
@@ -2007,7 +2018,7 @@ return out
 
 SCRIPT_COMPLETE_RESULT_CLAIM_IDS: Final = Script(
     name="complete_result_claim_ids",
-    sha1="f6aa7edcf903429e3b7c33a628d132790fbd1561",
+    sha1="aaf7cd8462ee2ef48b5b1f20c829649ca57c5c80",
     source=_LUA_COMPLETE_RESULT_CLAIM_IDS,
     keys=(
         "row",
@@ -2073,7 +2084,7 @@ _LUA_FAIL: Final = """\
 -- ARGV[7] -> backoff (string): the worker's backoff, when the job has none of its own: fixed or exponential
 -- ARGV[8] -> backoff_ms (int): the worker's base delay
 -- ARGV[9] -> backoff_max_ms (int): the worker's bound of an exponential backoff; 0 is unbounded
--- ARGV[10] -> jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay d becomes d - floor(d/2 × jitter/1000); 0 keeps d
+-- ARGV[10] -> jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay d becomes d - floor(d/2 * jitter/1000); 0 keeps d
 -- ARGV[11] -> bury (int): 1 buries the job whatever its attempts (the handler said the failure is final); 0 follows the policy
 -- ARGV[12] -> events_max (int): the events stream's approximate bound; 0 writes no event
 -- Output: [outcome, run_at_ms]
@@ -2124,19 +2135,22 @@ if opt then
     end
   end
 end
-local rec = redis.call('HGET', KEYS[6], ARGV[1])
-local list = {}
-if rec then
-  local ok, v = pcall(cmsgpack.unpack, rec)
-  if ok and type(v) == 'table' then
-    list = v
+local function record_failure(id, attempt, class, worker, err)
+  local rec = redis.call('HGET', KEYS[6], id)
+  local list = {}
+  if rec then
+    local ok, v = pcall(cmsgpack.unpack, rec)
+    if ok and type(v) == 'table' then
+      list = v
+    end
   end
+  list[#list + 1] = {attempt, now, class, string.sub(worker, 1, 128), string.sub(err, 1, 2048)}
+  while #list > 10 do
+    table.remove(list, 1)
+  end
+  redis.call('HSET', KEYS[6], id, cmsgpack.pack(list))
 end
-list[#list + 1] = {attempt, now, ARGV[3], string.sub(ARGV[4], 1, 128), string.sub(ARGV[5], 1, 2048)}
-while #list > 10 do
-  table.remove(list, 1)
-end
-redis.call('HSET', KEYS[6], ARGV[1], cmsgpack.pack(list))
+record_failure(ARGV[1], attempt, ARGV[3], ARGV[4], ARGV[5])
 redis.call('ZREM', KEYS[1], ARGV[1])
 local dead = ARGV[11] == '1' or (max_attempts > 0 and attempt >= max_attempts)
 local outcome = 'retried'
@@ -2162,30 +2176,40 @@ else
     redis.call('RPUSH', KEYS[5], '1')
   end
 end
-if events_max > 0 then
-  redis.call('XADD', KEYS[8], 'MAXLEN', '~', events_max, '*', 'e', 'failed', 'j', ARGV[1], 'a', att, 'c', ARGV[3], 'x', string.sub(ARGV[5], 1, 256))
-  if dead then
-    redis.call('XADD', KEYS[8], 'MAXLEN', '~', events_max, '*', 'e', outcome, 'j', ARGV[1], 'a', att)
-  else
-    redis.call('XADD', KEYS[8], 'MAXLEN', '~', events_max, '*', 'e', outcome, 'j', ARGV[1], 'a', att, 'r', run_at)
+local function emit(...)
+  if events_max > 0 then
+    redis.call('XADD', KEYS[8], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
-local minute = math.floor(now / 60000)
-local slot = minute % 1440
-if redis.call('HGET', KEYS[9], 'm:' .. slot) ~= tostring(minute) then
-  redis.call('HSET', KEYS[9], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+local counted = false
+local function count(word, n)
+  if n == 0 then
+    return
+  end
+  local minute = math.floor(now / 60000)
+  local slot = minute % 1440
+  if not counted and redis.call('HGET', KEYS[9], 'm:' .. slot) ~= tostring(minute) then
+    redis.call('HSET', KEYS[9], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  end
+  counted = true
+  redis.call('HINCRBY', KEYS[9], word, n)
+  redis.call('HINCRBY', KEYS[9], word .. ':' .. slot, n)
 end
-redis.call('HINCRBY', KEYS[9], 'failed', 1)
-redis.call('HINCRBY', KEYS[9], 'failed:' .. slot, 1)
-redis.call('HINCRBY', KEYS[9], outcome, 1)
-redis.call('HINCRBY', KEYS[9], outcome .. ':' .. slot, 1)
+emit('e', 'failed', 'j', ARGV[1], 'a', att, 'c', ARGV[3], 'x', string.sub(ARGV[5], 1, 256))
+if dead then
+  emit('e', outcome, 'j', ARGV[1], 'a', att)
+else
+  emit('e', outcome, 'j', ARGV[1], 'a', att, 'r', run_at)
+end
+count('failed', 1)
+count(outcome, 1)
 return {outcome, run_at}
 """
 """The Lua source of sdk/lua/fail.lua."""
 
 SCRIPT_FAIL: Final = Script(
     name="fail",
-    sha1="d4ca1d8750006abc25492a729877aa30e288843b",
+    sha1="24727693a77016700a6926a9351f579f3439479a",
     source=_LUA_FAIL,
     keys=("active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"),
     argv=(
@@ -2271,6 +2295,40 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lost = 'the lease expired before the job was settled'
+local function record_failure(id, attempt, class, worker, err)
+  local rec = redis.call('HGET', KEYS[5], id)
+  local list = {}
+  if rec then
+    local ok, v = pcall(cmsgpack.unpack, rec)
+    if ok and type(v) == 'table' then
+      list = v
+    end
+  end
+  list[#list + 1] = {attempt, now, class, string.sub(worker, 1, 128), string.sub(err, 1, 2048)}
+  while #list > 10 do
+    table.remove(list, 1)
+  end
+  redis.call('HSET', KEYS[5], id, cmsgpack.pack(list))
+end
+local function emit(...)
+  if events_max > 0 then
+    redis.call('XADD', KEYS[7], 'MAXLEN', '~', events_max, '*', ...)
+  end
+end
+local counted = false
+local function count(word, n)
+  if n == 0 then
+    return
+  end
+  local minute = math.floor(now / 60000)
+  local slot = minute % 1440
+  if not counted and redis.call('HGET', KEYS[8], 'm:' .. slot) ~= tostring(minute) then
+    redis.call('HSET', KEYS[8], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  end
+  counted = true
+  redis.call('HINCRBY', KEYS[8], word, n)
+  redis.call('HINCRBY', KEYS[8], word .. ':' .. slot, n)
+end
 local moved, back, buried = 0, 0, 0
 for i = 3, #ARGV do
   local row = KEYS[9 + i - 3]
@@ -2288,19 +2346,7 @@ for i = 3, #ARGV do
           limit = tonumber(a)
         end
       end
-      local rec = redis.call('HGET', KEYS[5], id)
-      local list = {}
-      if rec then
-        local ok, v = pcall(cmsgpack.unpack, rec)
-        if ok and type(v) == 'table' then
-          list = v
-        end
-      end
-      list[#list + 1] = {tonumber(att), now, 'lease_lost', '', lost}
-      while #list > 10 do
-        table.remove(list, 1)
-      end
-      redis.call('HSET', KEYS[5], id, cmsgpack.pack(list))
+      record_failure(id, tonumber(att), 'lease_lost', '', lost)
       local outcome = 'retried'
       if limit > 0 and tonumber(att) >= limit then
         outcome = 'dead'
@@ -2312,10 +2358,8 @@ for i = 3, #ARGV do
         redis.call('ZADD', KEYS[2], 0, id)
         back = back + 1
       end
-      if events_max > 0 then
-        redis.call('XADD', KEYS[7], 'MAXLEN', '~', events_max, '*', 'e', 'failed', 'j', id, 'a', att, 'c', 'lease_lost', 'x', lost)
-        redis.call('XADD', KEYS[7], 'MAXLEN', '~', events_max, '*', 'e', outcome, 'j', id, 'a', att)
-      end
+      emit('e', 'failed', 'j', id, 'a', att, 'c', 'lease_lost', 'x', lost)
+      emit('e', outcome, 'j', id, 'a', att)
       moved = moved + 1
     end
   end
@@ -2323,26 +2367,16 @@ end
 if back > 0 and redis.call('LLEN', KEYS[4]) == 0 then
   redis.call('RPUSH', KEYS[4], '1')
 end
-if moved > 0 then
-  local minute = math.floor(now / 60000)
-  local slot = minute % 1440
-  if redis.call('HGET', KEYS[8], 'm:' .. slot) ~= tostring(minute) then
-    redis.call('HSET', KEYS[8], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
-  end
-  redis.call('HINCRBY', KEYS[8], 'failed', moved)
-  redis.call('HINCRBY', KEYS[8], 'failed:' .. slot, moved)
-  redis.call('HINCRBY', KEYS[8], 'retried', back)
-  redis.call('HINCRBY', KEYS[8], 'retried:' .. slot, back)
-  redis.call('HINCRBY', KEYS[8], 'dead', buried)
-  redis.call('HINCRBY', KEYS[8], 'dead:' .. slot, buried)
-end
+count('failed', moved)
+count('retried', back)
+count('dead', buried)
 return moved
 """
 """The Lua source of sdk/lua/reap_recorded_ids.lua."""
 
 SCRIPT_REAP_RECORDED_IDS: Final = Script(
     name="reap_recorded_ids",
-    sha1="f22f16c19d8cfdc9a1d16eb98e4546dba5455087",
+    sha1="e1c26e4e6cb07af9b722bdd943a14c174cb45751",
     source=_LUA_REAP_RECORDED_IDS,
     keys=("active", "pending", "dead", "wake", "failures", "options", "events", "counters", "rows"),
     argv=("max_attempts", "events_max", "ids"),
@@ -2397,16 +2431,19 @@ local cur = redis.call('HMGET', KEYS[1], 'attempts', 'state')
 if cur[1] ~= ARGV[2] then return redis.error_reply('EMQSTALE progress token mismatch') end
 if cur[2] ~= 'active' then return redis.error_reply('EMQSTALE progress job not active') end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-if events_max > 0 then
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', events_max, '*', 'e', 'progress', 'j', ARGV[1], 'a', cur[1], 'p', ARGV[3])
+local function emit(...)
+  if events_max > 0 then
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', events_max, '*', ...)
+  end
 end
+emit('e', 'progress', 'j', ARGV[1], 'a', cur[1], 'p', ARGV[3])
 return 1
 """
 """The Lua source of sdk/lua/progress.lua."""
 
 SCRIPT_PROGRESS: Final = Script(
     name="progress",
-    sha1="ae827ee48d3ab0367b84f714abed9887d3295f80",
+    sha1="2c9edf730b49648a6d37b4002e69c6a7a2dd8851",
     source=_LUA_PROGRESS,
     keys=("row", "progress", "events"),
     argv=("id", "token", "progress", "events_max"),
@@ -2456,16 +2493,19 @@ redis.call('ZADD', KEYS[2], 0, ARGV[1])
 if redis.call('LLEN', KEYS[4]) == 0 then
   redis.call('RPUSH', KEYS[4], '1')
 end
-if events_max > 0 then
-  redis.call('XADD', KEYS[5], 'MAXLEN', '~', events_max, '*', 'e', 'revived', 'j', ARGV[1], 'a', cur[2])
+local function emit(...)
+  if events_max > 0 then
+    redis.call('XADD', KEYS[5], 'MAXLEN', '~', events_max, '*', ...)
+  end
 end
+emit('e', 'revived', 'j', ARGV[1], 'a', cur[2])
 return 1
 """
 """The Lua source of sdk/lua/revive_recorded.lua."""
 
 SCRIPT_REVIVE_RECORDED: Final = Script(
     name="revive_recorded",
-    sha1="ca58b0c8992b4851064f6acfea843b6cb8c062a6",
+    sha1="1532b8923da9824c35a4179b092cc999467f2bbf",
     source=_LUA_REVIVE_RECORDED,
     keys=("dead", "pending", "row", "wake", "events"),
     argv=("id", "events_max"),
@@ -5003,7 +5043,10 @@ class CompleteResultClaimIdsCall:
         """Decodes a reply of the complete_result_claim_ids script: zero or more records, in the
         order the script produced them.
         """
-        return [CompleteResultClaimIdsReply.decode(v) for v in _reply_array("complete_result_claim_ids", reply)]
+        return [
+            CompleteResultClaimIdsReply.decode(v)
+            for v in _reply_array("complete_result_claim_ids", reply)
+        ]
 
     async def run(self, r: Redis) -> list[CompleteResultClaimIdsReply]:
         """Runs the call on r (EVALSHA, EVAL on NOSCRIPT) and decodes its reply. A refusal raises
@@ -5053,7 +5096,7 @@ class FailCall:
     - ARGV[7] -> backoff (string): the worker's backoff, when the job has none of its own: fixed or exponential
     - ARGV[8] -> backoff_ms (int): the worker's base delay
     - ARGV[9] -> backoff_max_ms (int): the worker's bound of an exponential backoff; 0 is unbounded
-    - ARGV[10] -> jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay d becomes d - floor(d/2 × jitter/1000); 0 keeps d
+    - ARGV[10] -> jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay d becomes d - floor(d/2 * jitter/1000); 0 keeps d
     - ARGV[11] -> bury (int): 1 buries the job whatever its attempts (the handler said the failure is final); 0 follows the policy
     - ARGV[12] -> events_max (int): the events stream's approximate bound; 0 writes no event
     - Output: [outcome, run_at_ms]
@@ -5111,7 +5154,7 @@ class FailCall:
     """
     jitter: int
     """ARGV[10]: jitter (int): a draw in 0..1000 the caller makes at random: an exponential delay
-    d becomes d - floor(d/2 × jitter/1000); 0 keeps d
+    d becomes d - floor(d/2 * jitter/1000); 0 keeps d
     """
     bury: int
     """ARGV[11]: bury (int): 1 buries the job whatever its attempts (the handler said the failure
