@@ -578,3 +578,67 @@ func ExampleQueue_Counters() {
 	// completed 1, failed 0; 1 in the last 5 minutes
 	// found false; completed by attempt 1: 42 rows
 }
+
+// With a real 2.4 worker: a listener sees each job's progress and
+// completion as the worker reports them, Get reads the kept result, and
+// Counters counts the completions.
+func TestReadsOfARealWorker(t *testing.T) {
+	e := newOutputsEnv(t)
+	ctx := ctxT(t)
+	const n = 5
+	ids := make([]emq.ID, n)
+	for i := range ids {
+		ids[i] = mint(t, e.c, emq.WorkKind)
+		if _, err := e.q.Push(ctx, ids[i], []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := emq.NewResultWorker(e.q, func(ctx context.Context, j emq.Job) ([]byte, error) {
+		if err := emq.ReportProgress(ctx, []byte("half of "+string(j.Payload))); err != nil {
+			return nil, err
+		}
+		return []byte("result of " + string(j.Payload)), nil
+	}, emq.WorkerOptions{Concurrency: 2, KeepResults: emq.Retention{Count: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	progressed, completed := map[emq.ID]bool{}, map[emq.ID]bool{}
+	err = e.q.Events(lctx, "", func(_ context.Context, ev emq.JobEvent) error {
+		switch ev.Event {
+		case emq.EventProgress:
+			progressed[ev.ID] = true
+		case emq.EventCompleted:
+			if !progressed[ev.ID] {
+				t.Errorf("%s completed before its progress event", ev.ID)
+			}
+			completed[ev.ID] = true
+		}
+		if len(completed) == n {
+			cancel()
+		}
+		return nil
+	})
+	if err != nil || len(completed) != n {
+		t.Fatalf("Events = %v after %d completions", err, len(completed))
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for i, id := range ids {
+		info, ok, err := e.q.Get(ctx, id)
+		if err != nil || ok || info.Completed == nil || string(info.Completed.Result) != fmt.Sprint("result of ", i) || info.Completed.Attempt != 1 {
+			t.Errorf("Get(%s) = %+v, %v, %v", id, info, ok, err)
+		}
+	}
+	if c, err := e.q.Counters(ctx, 0); err != nil || c.Totals.Completed != n {
+		t.Errorf("Counters = %+v, %v", c, err)
+	}
+}
