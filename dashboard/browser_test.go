@@ -41,6 +41,7 @@ func TestBrowser(t *testing.T) {
 	w := seed(t, 60, 3)
 	ctx := ctxT(t)
 	orders, _ := w.c.Queue("orders")
+	settled := settle24(t, w) // echomq 2.4.0: progress, a kept result, counters
 
 	d, rw := serve(t, w.srv, dashboard.Options{Actions: true, PageSize: 20})
 	_, ro := serve(t, w.srv, dashboard.Options{})
@@ -138,6 +139,24 @@ func TestBrowser(t *testing.T) {
 	}
 	if p := text("#payload"); !strings.Contains(p, `"customer"`) {
 		t.Errorf("the job page shows payload %q", p)
+	}
+
+	// The queue page's settle counters (echomq 2.4.0), and the job pages'
+	// progress and kept result.
+	do("the queue page", chromedp.Navigate(rw.URL+"/queue/orders"), chromedp.WaitVisible(css("#counters svg")))
+	if n := text("#total-" + string(emq.EventCompleted)); n != "1" {
+		t.Errorf("the queue page counts %q completed; want 1", n)
+	}
+	if n := text("#total-" + string(emq.EventRetried)); n != "1" {
+		t.Errorf("the queue page counts %q retried; want 1", n)
+	}
+	do("a running job", chromedp.Navigate(rw.URL+"/queue/orders/job/"+settled.running.String()), chromedp.WaitVisible(css("#progress")))
+	if p := text("#progress"); p != testProgress {
+		t.Errorf("the running job's page shows progress %q", p)
+	}
+	do("a completed job", chromedp.Navigate(rw.URL+"/queue/orders/job/"+settled.completed.String()), chromedp.WaitVisible(css("#result")))
+	if r, a := text("#result"), text("#completed-attempt"); !strings.Contains(r, `"INV-7"`) || a != "1" {
+		t.Errorf("the completed job's page shows result %q, attempt %q", r, a)
 	}
 
 	// Revive a dead job through its confirmation: it shows pending.

@@ -11,6 +11,10 @@
 // page costs the same at a million jobs as at ten; finds a job by id; and
 // shows a job's state, attempts, mint time, lease deadline or run-at and
 // payload (indented JSON when it parses, hex otherwise, cut at a cap).
+// From echomq 2.4.0 the queue page also shows the server's settle counters
+// (totals, and a chart of the last hour by the minute), and the job page a
+// job's last progress report and, once it is completed, its kept
+// completion record and result.
 //
 // It is read-only unless Options.Actions is set; then a dead job can be
 // revived or purged and a scheduled job run now, each after a
@@ -64,7 +68,8 @@ type Options struct {
 	// (BasicAuth, a session check, a reverse proxy's header...).
 	Auth func(http.Handler) http.Handler
 	// Mask, when set, rewrites a payload before it is shown (MaskAll,
-	// MaskJSONFields).
+	// MaskJSONFields), and a job's progress report and kept result too
+	// (echomq 2.4.0).
 	Mask func(queue string, payload []byte) []byte
 	// Base is the path the handler is mounted at, without a trailing
 	// slash ("" for the root), used in links; mount it with
@@ -468,13 +473,15 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 	if reported {
 		through = append(through, done)
 	}
-	d.render(w, r, http.StatusOK, "queue", map[string]any{
+	data := d.counters(r.Context(), q)
+	maps.Copy(data, map[string]any{
 		"Stats":      st,
 		"Backlog":    svgChart("backlog (jobs per set)", times, backlog, 640, 200),
 		"Throughput": svgChart("throughput (jobs per second)", times, through, 640, 200),
 		"Samples":    len(ps),
 		"Every":      d.opt.SampleEvery,
 	})
+	d.render(w, r, http.StatusOK, "queue", data)
 }
 
 func (d *Dashboard) pageSize(r *http.Request) (int, error) {
@@ -659,7 +666,7 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	status := http.StatusOK
-	if !ok {
+	if !ok && info.Completed == nil {
 		status = http.StatusNotFound
 	}
 	// The sets invariant: a row's state names exactly the set holding its
@@ -671,7 +678,8 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 	case !ok && len(info.In) > 0:
 		mismatch = "a set holds this id, which has no row"
 	}
-	d.render(w, r, status, "job", map[string]any{
+	data := d.outputData(q.Name(), info, ok)
+	maps.Copy(data, map[string]any{
 		"Mismatch": mismatch,
 		"Queue":    q.Name(), "Job": info, "Exists": ok, "Payload": p,
 		"Minted": info.ID.Time(), "Actions": can, "ReadOnly": !d.opt.Actions,
@@ -679,6 +687,7 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 		"AtLabel": atLabel[info.State],
 		"Dead":    ok && info.State == emq.StateDead,
 	})
+	d.render(w, r, status, "job", data)
 }
 
 // atLabel names the time a job's score is, by state.

@@ -64,6 +64,10 @@ type QueuesOptions struct {
 	// Timeout bounds the reads of one collection (default 5s), within the
 	// collection's own context.
 	Timeout time.Duration
+	// SkipSettleCounters leaves out the emq.jobs.* counters (and their
+	// read-only script call per queue), for a user the server does not
+	// grant EVALSHA_RO, as a collection of before echomq 2.4.0 needed.
+	SkipSettleCounters bool
 }
 
 // RegisterQueues registers, on meter, observable gauges of c's queues,
@@ -74,6 +78,15 @@ type QueuesOptions struct {
 //	emq.queue.oldest_pending_age{queue}       seconds since the oldest pending job was minted
 //	emq.queue.expired_leases{queue}           active jobs past their lease deadline
 //	emq.queue.due_scheduled{queue}            scheduled jobs past their run-at
+//
+// and observable counters of the server's settle counters (echomq 2.4.0;
+// Queue.Counters' totals, kept by the 2.4 scripts as they settle: what
+// every 2.4 client of the queue settled, whichever process reads them):
+//
+//	emq.jobs.completed{queue}                 jobs completed
+//	emq.jobs.failed{queue}                    attempts that failed, whatever came next
+//	emq.jobs.retried{queue}                   attempts handed back to run again
+//	emq.jobs.dead{queue}                      jobs buried
 //
 // Unregister the returned registration to stop.
 func RegisterQueues(meter metric.Meter, c *emq.Client, o QueuesOptions) (metric.Registration, error) {
@@ -91,6 +104,18 @@ func RegisterQueues(meter metric.Meter, c *emq.Client, o QueuesOptions) (metric.
 	due, err4 := meter.Int64ObservableGauge(Prefix+"queue.due_scheduled", metric.WithUnit("{job}"), metric.WithDescription("Scheduled jobs whose run-at has come (maintenance promotes them)."))
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return nil, fmt.Errorf("emqotel: %w", err)
+	}
+	settleWords := []emq.Event{emq.EventCompleted, emq.EventFailed, emq.EventRetried, emq.EventDead}
+	settled := make([]metric.Int64ObservableCounter, len(settleWords))
+	instruments := []metric.Observable{jobs, age, expired, due}
+	for i, w := range settleWords {
+		var err error
+		settled[i], err = meter.Int64ObservableCounter(Prefix+"jobs."+string(w), metric.WithUnit("{job}"),
+			metric.WithDescription("Settles counted as "+string(w)+" by the server's settle counters (echomq 2.4.0; a 2.3 client's settles are not counted)."))
+		if err != nil {
+			return nil, fmt.Errorf("emqotel: %w", err)
+		}
+		instruments = append(instruments, settled[i])
 	}
 	return meter.RegisterCallback(func(ctx context.Context, ob metric.Observer) error {
 		ctx, cancel := context.WithTimeout(ctx, o.Timeout)
@@ -118,7 +143,12 @@ func RegisterQueues(meter metric.Meter, c *emq.Client, o QueuesOptions) (metric.
 			oldest, ok, err2 := q.Oldest(ctx, emq.SetPending)
 			exp, err3 := q.Due(ctx, emq.SetActive, now)
 			d, err4 := q.Due(ctx, emq.SetSchedule, now)
-			if err := errors.Join(err1, err2, err3, err4); err != nil {
+			var counters emq.QueueCounters
+			var err5 error
+			if !o.SkipSettleCounters {
+				counters, err5 = q.Counters(ctx, 0)
+			}
+			if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 				errs = append(errs, fmt.Errorf("emqotel: queue %s: %w", name, err))
 				continue
 			}
@@ -133,7 +163,14 @@ func RegisterQueues(meter metric.Meter, c *emq.Client, o QueuesOptions) (metric.
 			ob.ObserveFloat64(age, a, metric.WithAttributes(qa))
 			ob.ObserveInt64(expired, exp, metric.WithAttributes(qa))
 			ob.ObserveInt64(due, d, metric.WithAttributes(qa))
+			if o.SkipSettleCounters {
+				continue
+			}
+			tot := counters.Totals
+			for i, n := range []int64{tot.Completed, tot.Failed, tot.Retried, tot.Dead} {
+				ob.ObserveInt64(settled[i], n, metric.WithAttributes(qa))
+			}
 		}
 		return errors.Join(errs...)
-	}, jobs, age, expired, due)
+	}, instruments...)
 }

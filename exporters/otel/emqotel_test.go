@@ -146,6 +146,12 @@ func TestExportAfterARealRun(t *testing.T) {
 	if got := point(t, rm, "emq.queue.expired_leases", mail); got != 0 {
 		t.Errorf("expired leases = %v", got)
 	}
+	// The 2.4 worker's settles are counted on the server too.
+	for w, want := range map[emq.Event]float64{emq.EventCompleted: n - poison, emq.EventDead: poison} {
+		if got := point(t, rm, emqotel.Prefix+"jobs."+string(w), mail); got != want {
+			t.Errorf("%sjobs.%s = %v, want %v", emqotel.Prefix, w, got, want)
+		}
+	}
 }
 
 func TestBadQueueName(t *testing.T) {

@@ -1,8 +1,10 @@
 // Package emqprom exports EchoMQ to Prometheus: Metrics is an emq.Metrics
 // (pass it as emq.Options.Metrics) that counts the SDK's counters per
 // queue, and Queues is a prometheus.Collector that reads each queue's set
-// sizes, oldest pending age, expired leases and due run-ats from the
-// server at every scrape.
+// sizes, oldest pending age, expired leases and due run-ats, and the
+// server's settle counters (echomq 2.4.0), from the server at every
+// scrape. Handler serves Queues alone on an observing client, as the
+// standalone exporter (cmd/emqprom) does.
 //
 // It is a module of its own (github.com/echomq/echomq/exporters/prometheus),
 // so that the SDK never depends on client_golang.
@@ -11,9 +13,11 @@ package emqprom
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/echomq/echomq/sdk/go/emq"
 )
@@ -64,6 +68,10 @@ type QueuesOptions struct {
 	List   emq.ListOptions
 	// Timeout bounds the reads of one scrape (default 5s).
 	Timeout time.Duration
+	// SkipSettleCounters leaves out the emq_jobs_*_total counters (and
+	// their read-only script call per queue), for a user the server does
+	// not grant EVALSHA_RO, as a collector of before echomq 2.4.0 needed.
+	SkipSettleCounters bool
 }
 
 // Queues is a prometheus.Collector of the queues' state on the server,
@@ -75,10 +83,32 @@ type QueuesOptions struct {
 //	emq_queue_expired_leases{queue}            active jobs past their lease deadline
 //	emq_queue_due_scheduled{queue}             scheduled jobs past their run-at
 //	emq_queue_list_complete                    1 when the scan for queues ran to its end
+//	emq_jobs_completed_total{queue}            jobs completed, as the server counts them (echomq 2.4.0)
+//	emq_jobs_failed_total{queue}               attempts that failed, whatever came next
+//	emq_jobs_retried_total{queue}              attempts handed back to run again
+//	emq_jobs_dead_total{queue}                 jobs buried
+//
+// The emq_jobs_*_total counters are the totals of the queue's settle
+// counters (Queue.Counters), kept by the 2.4 scripts in the call that
+// settles each job: whichever process scrapes them, they count the
+// settles of every 2.4 client of the queue (what a 2.3 client settles is
+// not counted), unlike Metrics, which counts what its own process did.
 type Queues struct {
 	c                                 *emq.Client
 	o                                 QueuesOptions
 	jobs, age, expired, due, complete *prometheus.Desc
+	settled                           []*prometheus.Desc // by settleWords
+}
+
+// settleWords name the settle counters, as the event vocabulary does.
+var settleWords = []emq.Event{emq.EventCompleted, emq.EventFailed, emq.EventRetried, emq.EventDead}
+
+// settleHelp says what each settle counter counts.
+var settleHelp = []string{
+	"Jobs completed, as the server's settle counters count them (echomq 2.4.0; a 2.3 client's settles are not counted).",
+	"Attempts that failed, whatever came next, as the server's settle counters count them (echomq 2.4.0).",
+	"Attempts handed back to run again (after a failure or a lost lease), as the server's settle counters count them (echomq 2.4.0).",
+	"Jobs buried, as the server's settle counters count them (echomq 2.4.0).",
 }
 
 var _ prometheus.Collector = (*Queues)(nil)
@@ -95,8 +125,13 @@ func NewQueues(c *emq.Client, o QueuesOptions) (*Queues, error) {
 		o.Timeout = 5 * time.Second
 	}
 	name := func(n string) string { return prometheus.BuildFQName(Namespace, "queue", n) }
+	settled := make([]*prometheus.Desc, len(settleWords))
+	for i, w := range settleWords {
+		settled[i] = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "jobs", string(w)+"_total"), settleHelp[i], []string{"queue"}, nil)
+	}
 	return &Queues{
-		c: c, o: o,
+		settled: settled,
+		c:       c, o: o,
 		jobs:     prometheus.NewDesc(name("jobs"), "Jobs in each set of the queue.", []string{"queue", "set"}, nil),
 		age:      prometheus.NewDesc(name("oldest_pending_age_seconds"), "Time since the oldest pending job was minted (0 when none is pending).", []string{"queue"}, nil),
 		expired:  prometheus.NewDesc(name("expired_leases"), "Active jobs whose lease deadline has passed (maintenance reaps them).", []string{"queue"}, nil),
@@ -107,7 +142,7 @@ func NewQueues(c *emq.Client, o QueuesOptions) (*Queues, error) {
 
 // Describe sends the descriptions of the collector's metrics.
 func (q *Queues) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{q.jobs, q.age, q.expired, q.due, q.complete} {
+	for _, d := range append([]*prometheus.Desc{q.jobs, q.age, q.expired, q.due, q.complete}, q.settled...) {
 		ch <- d
 	}
 }
@@ -160,6 +195,12 @@ func (q *Queues) collect(ctx context.Context, ch chan<- prometheus.Metric, name 
 	if err != nil {
 		return err
 	}
+	var counters emq.QueueCounters
+	if !q.o.SkipSettleCounters {
+		if counters, err = qu.Counters(ctx, 0); err != nil {
+			return err
+		}
+	}
 	for _, s := range emq.Sets() {
 		ch <- prometheus.MustNewConstMetric(q.jobs, prometheus.GaugeValue, float64(sizes[s]), name, string(s))
 	}
@@ -170,5 +211,29 @@ func (q *Queues) collect(ctx context.Context, ch chan<- prometheus.Metric, name 
 	ch <- prometheus.MustNewConstMetric(q.age, prometheus.GaugeValue, age, name)
 	ch <- prometheus.MustNewConstMetric(q.expired, prometheus.GaugeValue, float64(expired), name)
 	ch <- prometheus.MustNewConstMetric(q.due, prometheus.GaugeValue, float64(due), name)
+	if q.o.SkipSettleCounters {
+		return nil
+	}
+	t := counters.Totals
+	for i, n := range []int64{t.Completed, t.Failed, t.Retried, t.Dead} {
+		ch <- prometheus.MustNewConstMetric(q.settled[i], prometheus.CounterValue, float64(n), name)
+	}
 	return nil
+}
+
+// Handler serves the Queues collector of c (with o) alone, on a registry
+// of its own, in the Prometheus exposition formats: the standalone
+// exporter's /metrics. Every scrape reads the server; a read that fails
+// answers 500 with the error. An observing client (emq.Observe) suits:
+// the collector only reads.
+func Handler(c *emq.Client, o QueuesOptions) (http.Handler, error) {
+	coll, err := NewQueues(c, o)
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(coll); err != nil {
+		return nil, fmt.Errorf("emqprom: registering the queues: %w", err)
+	}
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}), nil
 }

@@ -172,6 +172,15 @@ func TestScrapeAfterARealRun(t *testing.T) {
 	if got := value(t, fams, "emq_queue_expired_leases", orders); got != 0 {
 		t.Errorf("expired leases = %v", got)
 	}
+	// The 2.4 worker's settles are counted on the server too.
+	for name, want := range map[string]float64{
+		"emq_jobs_" + string(emq.EventCompleted) + "_total": n - poison,
+		"emq_jobs_" + string(emq.EventDead) + "_total":      poison,
+	} {
+		if got := value(t, fams, name, orders); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
 	if got := value(t, fams, "emq_queue_list_complete", nil); got != 1 {
 		t.Errorf("list complete = %v", got)
 	}

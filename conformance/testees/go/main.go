@@ -769,18 +769,7 @@ func (t *testee) do(req request) (any, error) {
 			// need the record a bare purge leaves behind.
 			return wireByID(t, ctx, req)
 		}
-		info, ok, err := q.Get(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return map[string]any{"found": false}, nil
-		}
-		at := int64(0)
-		if !info.At.IsZero() {
-			at = info.At.UnixMilli()
-		}
-		return payloadOut(map[string]any{"found": true, "state": string(info.State), "attempts": info.Attempts, "at_ms": at}, info.Payload), nil
+		return getOut(q.Get(ctx, id))
 
 	case "promote", "reap":
 		a, err := args[maintainArgs](req)
@@ -1046,6 +1035,84 @@ func (t *testee) do(req request) (any, error) {
 		return map[string]any{}, q.ReportProgress(ctx, id, a.Token, b, a.EventsMax)
 	// end of the echomq 2.4.0 write side
 
+	// The reads of echomq 2.4.0 (output, counters, events; get's
+	// additions are getOut's). The ops are named for their scripts, whose
+	// names are key types'.
+	case wire.ScriptOutput.Name:
+		a, err := args[queueArgs](req)
+		if err != nil {
+			return nil, err
+		}
+		q, id, err := t.queueID(a)
+		if err != nil {
+			return nil, err
+		}
+		out, err := q.Output(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		el := wire.ScriptOutput.ReplyElements() // progress, completed_at_ms, attempt, result
+		m := bytesOut(map[string]any{el[1]: int64(0), el[2]: int64(0)}, el[0], out.Progress)
+		result := []byte{}
+		if c := out.Completed; c != nil {
+			m[el[1]], m[el[2]], result = c.At.UnixMilli(), c.Attempt, c.Result
+		}
+		return bytesOut(m, el[3], result), nil
+
+	case wire.ScriptCounters.Name:
+		a, err := args[struct {
+			Queue   string `json:"queue"`
+			Minutes int    `json:"minutes"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		c, err := q.Counters(ctx, a.Minutes)
+		if err != nil {
+			return nil, err
+		}
+		minutes := make([]any, len(c.Minutes))
+		for i, m := range c.Minutes {
+			out := countsOut(m.SettleCounts)
+			out[wire.ScriptCounters.ReplyElements()[0]] = m.Minute.UnixMilli() // minute_ms
+			minutes[i] = out
+		}
+		return map[string]any{"totals": countsOut(c.Totals), "minutes": minutes}, nil
+
+	case wire.ScriptEvents.Name:
+		a, err := args[struct {
+			Queue string `json:"queue"`
+			After string `json:"after"`
+			Count int    `json:"count"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		evs, err := q.EventsPage(ctx, emq.StreamID(a.After), a.Count)
+		if err != nil {
+			return nil, err
+		}
+		el := wire.ScriptEvents.ReplyElements() // stream_id, event, id, attempt, class, error, run_at_ms, progress
+		out := make([]any, len(evs))
+		for i, e := range evs {
+			runAt := int64(0)
+			if !e.RunAt.IsZero() {
+				runAt = e.RunAt.UnixMilli()
+			}
+			m := map[string]any{el[0]: string(e.StreamID), el[1]: string(e.Event), el[2]: e.ID.String(), el[3]: e.Attempt, el[4]: string(e.Class), el[6]: runAt}
+			m = bytesOut(m, el[5], []byte(e.Error))
+			out[i] = bytesOut(m, el[7], e.Progress)
+		}
+		return map[string]any{wire.ScriptEvents.Name: out}, nil
+
 	case "run_probes":
 		if t.client == nil {
 			return nil, &opError{kind: "connection", err: errors.New("not connected")}
@@ -1065,4 +1132,43 @@ func (t *testee) do(req request) (any, error) {
 		return map[string]any{"passed": tr.Passed(), "total": len(tr.Results), "lines": lines}, nil
 	}
 	return nil, unsupported(req.Op)
+}
+
+// The renderings of the reads of echomq 2.4.0.
+
+// getOut renders a Get as the get op answers: the row, its last progress
+// report while it exists, and the completion record beside found false.
+func getOut(info emq.JobInfo, ok bool, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	el := wire.ScriptOutput.ReplyElements() // progress, completed_at_ms, attempt, result
+	if !ok {
+		out := map[string]any{"found": false}
+		if c := info.Completed; c != nil {
+			out["completed"] = bytesOut(map[string]any{"at_ms": c.At.UnixMilli(), el[2]: c.Attempt}, el[3], c.Result)
+		}
+		return out, nil
+	}
+	at := int64(0)
+	if !info.At.IsZero() {
+		at = info.At.UnixMilli()
+	}
+	out := payloadOut(map[string]any{"found": true, "state": string(info.State), "attempts": info.Attempts, "at_ms": at}, info.Payload)
+	return bytesOut(out, el[0], info.Progress), nil
+}
+
+// bytesOut renders bytes as the contract renders a payload, under name:
+// the text when it is valid UTF-8, and always name_b64.
+func bytesOut(m map[string]any, name string, b []byte) map[string]any {
+	if utf8.Valid(b) {
+		m[name] = string(b)
+	}
+	m[name+"_b64"] = base64.StdEncoding.EncodeToString(b)
+	return m
+}
+
+// countsOut renders settle counts as the counters op answers them.
+func countsOut(c emq.SettleCounts) map[string]any {
+	return map[string]any{string(emq.EventCompleted): c.Completed, string(emq.EventFailed): c.Failed, string(emq.EventRetried): c.Retried, string(emq.EventDead): c.Dead}
 }

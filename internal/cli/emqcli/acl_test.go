@@ -40,6 +40,7 @@ func aclOperator(k wire.QueueKeys) []string {
 		"+evalsha", "+eval", "+hget", "+hset", "+hlen", "+zadd", "+zrem", "+llen", "+rpush", "+del", // revive, ring, purge; show's failures
 		"+hdel",                   // purge forgets the job's failure record (2.3.0)
 		"+evalsha_ro", "+eval_ro", // show and browse read failure records with the read-only failures script (2.3.0)
+		"+xlen", "+xrange", // events reads the events stream with the read-only events script (2.4.0)
 		"%R~" + wire.KeyVersion, "%R~" + aclPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
 		"~" + k.Pending, "~" + k.Dead, "~" + k.Wake, "~" + k.RowPrefix() + "*", "~" + k.Failures,
 	}
@@ -172,6 +173,8 @@ func operatorFlow(t *testing.T, s *seeded, user []string) []string {
 		return out
 	}
 	step(emqcli.ExitOK, "sizes")
+	step(emqcli.ExitOK, wire.ScriptCounters.Name)
+	step(emqcli.ExitOK, wire.ScriptEvents.Name)
 	for _, set := range emq.Sets() {
 		out := step(emqcli.ExitOK, "browse", "-set", string(set), "-n", "1")
 		if c := aclCursor(out); c != "" {

@@ -28,7 +28,7 @@ type inspectSub struct {
 }
 
 // inspectOrder lists the subcommands readers first.
-var inspectOrder = []string{"queues", "sizes", "browse", "show", "revive", "purge"}
+var inspectOrder = []string{"queues", "sizes", wire.ScriptCounters.Name, wire.ScriptEvents.Name, "browse", "show", "revive", "purge"}
 
 func inspectSubs() map[string]inspectSub {
 	return map[string]inspectSub{
@@ -43,6 +43,8 @@ error.`, runInspectQueues},
 			`Prints the size of every set of queue Q (ZCARD), in the SDK's order with its
 key, and whether the queue's doorbell is rung (the marker idle workers wait
 for is there). Read-only. Exit 0, or 2 on bad input or an error.`, runInspectSizes},
+		wire.ScriptEvents.Name:   {"-queue Q [-after C] [-n N] [-follow] [-format text|json]", "a queue's events, oldest first, or -follow them as they come", eventsHelp, runInspectEvents},
+		wire.ScriptCounters.Name: {"-queue Q [-minutes N] [-format text|json]", "the settle counters of a queue: totals and the last minutes", countersHelp, runInspectCounters},
 		"browse": {"-queue Q -set S [-n N] [-cursor C] [-format text|json]", "a page of a set, newest first",
 			`Prints up to N ids of set S of queue Q, newest first, one per line with its
 attempts and, in a scored set, the time its score is (the lease deadline of
@@ -62,11 +64,15 @@ deadline of an active job or the run-at of a scheduled one (server clock),
 its failure history (echomq 2.3.0: each recorded failed attempt, oldest
 first, with its time, class, worker and the first line of its error) and,
 for a dead job, when it died ("not recorded" when the client that settled
-its last attempt recorded nothing). The payload is printed as text when it is valid UTF-8 without control or
+its last attempt recorded nothing), and its last progress report (echomq
+2.4.0). A job completed by a worker that keeps results has no row but a
+completion record: show prints when it was completed, by which attempt, and
+its result. Progress and result are previews of at most 200 bytes. The payload is printed as text when it is valid UTF-8 without control or
 bidirectional-control characters, and in hex otherwise; -raw writes its
 bytes to stdout exactly, and nothing else. A job whose row and sets disagree
 (the sets invariant) is shown with a warning. Read-only. Exit 0, 1 when the
-job does not exist, 2 on bad input or an error.`, runInspectShow},
+job does not exist (and no completion record of it was kept; -raw: when it
+has no row), 2 on bad input or an error.`, runInspectShow},
 		"revive": {"-queue Q (ID... | -all [-dry-run])", "move dead jobs back to pending and ring the doorbell",
 			`Revives each dead job ID of queue Q, or with -all every job of its dead set
 (read first, then revived 100 at a time); -dry-run prints what would be
@@ -99,8 +105,10 @@ than the SDK's; the read-only subcommands warn on stderr and proceed.
 
 Connects like emq probe; the password may come from $` + PasswordEnv + `.
 The user needs GET on the version record, and on the queue's keys ZCARD,
-EXISTS, ZRANGE, ZSCORE, HGETALL, HMGET and TIME to read, EVALSHA and EVAL
-(and what the scripts call) to revive and purge.`
+EXISTS, ZRANGE, ZSCORE, HGETALL, HMGET, HGET, HLEN and TIME to read (and
+EVALSHA_RO and EVAL_RO for the read-only scripts, XLEN and XRANGE for
+events, XREAD for events -follow), EVALSHA and EVAL (and what the scripts
+call) to revive and purge.`
 
 func runInspect(e *env, args []string) int {
 	subs := inspectSubs()
@@ -587,6 +595,11 @@ func runInspectShow(e *env, sub inspectSub, name string, args []string) int {
 	for i, set := range job.In {
 		in[i] = string(set)
 	}
+	if !found && job.Completed != nil && !*raw && len(job.In) == 0 {
+		now, _ := s.c.ServerTime(s.ctx)
+		showCompleted(e.stdout, s.q, job, *f.format, now)
+		return ExitOK
+	}
 	if !found {
 		if len(job.In) > 0 {
 			e.errorf("no job %s in queue %s: it has no row, yet %s holds it (the sets invariant is broken)", id, s.q.Name(), strings.Join(in, " and "))
@@ -622,6 +635,7 @@ func runInspectShow(e *env, sub inspectSub, name string, args []string) int {
 			failures[i] = failureJSON(a)
 		}
 		m["history"] = failures
+		bytesJSON(m, outputNames[0], job.Progress)
 		if job.State == emq.StateDead {
 			m["died_at"] = nil // not recorded
 			if !job.DiedAt.IsZero() {
@@ -657,6 +671,9 @@ func runInspectShow(e *env, sub inspectSub, name string, args []string) int {
 		} else {
 			fmt.Fprintf(tw, "died_at\t%s\n", when(job.DiedAt, now))
 		}
+	}
+	if len(job.Progress) > 0 {
+		fmt.Fprintf(tw, "%s\t%s\n", outputNames[0], bytesLine(job.Progress))
 	}
 	if len(job.Failures) == 0 {
 		fmt.Fprintf(tw, "history\tnone recorded\n")

@@ -34,13 +34,22 @@ type JobInfo struct {
 	// a client that records nothing (a 2.2 client): not recorded, never
 	// guessed.
 	DiedAt time.Time
+	// Progress is the lease holder's last progress report (echomq 2.4.0),
+	// read while the row exists; empty when none was made.
+	Progress []byte
+	// Completed is the job's completion record (echomq 2.4.0), which Get
+	// answers beside ok false once the row is gone, when the completing
+	// worker kept one; nil while the row exists and when none was kept.
+	Completed *CompletionRecord
 }
 
-// Get reads one job: its row, its score in every set and its failure
-// record (Failures, DiedAt), in one round trip. ok is false when the job has no row (never enqueued, or completed
-// and retired); the JobInfo's ID and In are filled even then, so that a
-// set holding an id without a row shows. It only reads, also on an
-// observing client.
+// Get reads one job: its row, its score in every set, its failure
+// record (Failures, DiedAt) and its output (Progress, Completed: the
+// output script, as Output reads it), in one round trip. ok is false when
+// the job has no row (never enqueued, or completed and retired); the
+// JobInfo's ID and In are filled even then, so that a set holding an id
+// without a row shows, and so is Completed when the job's completion was
+// kept. It only reads, also on an observing client.
 func (q *Queue) Get(ctx context.Context, id ID) (info JobInfo, ok bool, err error) {
 	err = q.c.idempotent(ctx, func(ctx context.Context) (err error) {
 		info, ok, err = q.getOnce(ctx, id)
@@ -66,15 +75,21 @@ func (q *Queue) getOnce(ctx context.Context, id ID) (JobInfo, bool, error) {
 	}
 	fc := wire.FailuresCall{Row: row, Failures: q.keys.Failures, ID: id}
 	fx := fc.LuaExec()
-	cmds = append(cmds, q.c.evalshaRO(wire.ScriptFailures, fx))
+	oc := q.outputCall(row, id)
+	ox := oc.LuaExec()
+	cmds = append(cmds, q.c.evalshaRO(wire.ScriptFailures, fx), q.c.evalshaRO(wire.ScriptOutput, ox))
 	res := rc.DoMulti(ctx, cmds...)
 	m, err := res[0].AsStrMap()
 	if err != nil {
 		return JobInfo{}, false, errorf("emq: get %s: %w", id, err)
 	}
-	fres := res[len(res)-1]
-	if e, ok := rueidis.IsRedisErr(fres.Error()); ok && e.IsNoScript() {
-		fres = rc.Do(ctx, q.c.evalRO(wire.ScriptFailures, fx))
+	// The scripts a server does not hold (restarted, failed over) are
+	// sent again as EVAL_RO, together.
+	scripts := q.c.againRO(ctx, []*wire.Script{wire.ScriptFailures, wire.ScriptOutput}, []rueidis.LuaExec{fx, ox}, res[len(res)-2:])
+	fres, ores := scripts[0], scripts[1]
+	out, err := decodeOutput(ores)
+	if err != nil {
+		return JobInfo{}, false, errorf("emq: get %s: the output: %w", id, err)
 	}
 	info := JobInfo{ID: id}
 	scores := make([]float64, len(sets))
@@ -89,8 +104,10 @@ func (q *Queue) getOnce(ctx context.Context, id ID) (JobInfo, bool, error) {
 		info.In, scores[i] = append(info.In, s), sc
 	}
 	if len(m) == 0 {
+		info.Completed = out.Completed
 		return info, false, nil
 	}
+	info.Progress = out.Progress
 	info.Payload = []byte(m[wire.FieldPayload])
 	st, ok := wire.ParseState(m[wire.FieldState])
 	if !ok {
