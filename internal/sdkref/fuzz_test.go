@@ -500,6 +500,12 @@ type decoded struct {
 	attempts [][]string // the failures script's records: attempt, at_ms, class, worker, error as text
 	fence    []string
 	ok       bool // DecodeClaim's ok
+	// fields are the records of a reply described by shape (2.4.0's
+	// scripts): each element as text, by shape's letters (i an integer, s
+	// a string or bytes, d an id); one record when repeated is false.
+	fields   [][]string
+	shape    string
+	repeated bool
 }
 
 type decoder func(rueidis.RedisResult) (decoded, error)
@@ -590,6 +596,50 @@ func decoders() map[*wire.Script]decoder {
 			}
 			return d, err
 		},
+		wire.ScriptReapRecordedIDs: intDecoder(wire.DecodeReapRecordedIDs),
+		wire.ScriptProgress:        intDecoder(wire.DecodeProgress),
+		wire.ScriptReviveRecorded:  intDecoder(wire.DecodeReviveRecorded),
+		wire.ScriptForgetIDs:       intDecoder(wire.DecodeForgetIDs),
+		wire.ScriptCompleteResultClaimIDs: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeCompleteResultClaimIDs(r)
+			d := decoded{records: [][]string{}}
+			for _, x := range v {
+				d.records = append(d.records, rec(x.ID, x.Token, x.Payload, x.DeadlineMS))
+			}
+			return d, err
+		},
+		wire.ScriptAddMany: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeAddMany(r)
+			d := decoded{fields: [][]string{}, shape: "ii", repeated: true}
+			for _, x := range v {
+				d.fields = append(d.fields, []string{itoa(x.Enqueued), itoa(x.RunAtMS)})
+			}
+			return d, err
+		},
+		wire.ScriptFail: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeFail(r)
+			return decoded{fields: [][]string{{string(v.Outcome), itoa(v.RunAtMS)}}, shape: "si"}, err
+		},
+		wire.ScriptOutput: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeOutput(r)
+			return decoded{fields: [][]string{{v.Progress, itoa(v.CompletedAtMS), itoa(v.Attempt), v.Result}}, shape: "siis"}, err
+		},
+		wire.ScriptCounters: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeCounters(r)
+			d := decoded{fields: [][]string{}, shape: "iiiii", repeated: true}
+			for _, x := range v {
+				d.fields = append(d.fields, []string{itoa(x.MinuteMS), itoa(x.Completed), itoa(x.Failed), itoa(x.Retried), itoa(x.Dead)})
+			}
+			return d, err
+		},
+		wire.ScriptEvents: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeEvents(r)
+			d := decoded{fields: [][]string{}, shape: "ssdissis", repeated: true}
+			for _, x := range v {
+				d.fields = append(d.fields, []string{x.StreamID, string(x.Event), x.ID.String(), itoa(x.Attempt), string(x.Class), x.Error, itoa(x.RunAtMS), x.Progress})
+			}
+			return d, err
+		},
 		wire.ScriptCompleteClaim: func(r rueidis.RedisResult) (decoded, error) {
 			v, err := wire.DecodeCompleteClaim(r)
 			d := decoded{records: [][]string{}}
@@ -599,6 +649,44 @@ func decoders() map[*wire.Script]decoder {
 			return d, err
 		},
 	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// fieldsOf is what a well-decoded record described by shape must hold for
+// the reply element v (an array of len(shape) elements): each element as
+// text, an integer (i) in decimal, a string or bytes (s) as it is (a nil
+// as empty), an id (d) when it parses; ok false when one cannot decode.
+func fieldsOf(v resp, shape string) ([]string, bool) {
+	if (v.typ != '*' && v.typ != '~') || len(v.kids) != len(shape) {
+		return nil, false
+	}
+	out := make([]string, len(shape))
+	for i, k := range v.kids {
+		switch shape[i] {
+		case 'i':
+			n, ok := k.intOf()
+			if !ok {
+				return nil, false
+			}
+			out[i] = itoa(n)
+		default:
+			str, ok := k.stringy()
+			if k.typ == '_' {
+				str, ok = "", true
+			}
+			if !ok {
+				return nil, false
+			}
+			if shape[i] == 'd' {
+				if _, err := emq.ParseID(str); err != nil {
+					return nil, false
+				}
+			}
+			out[i] = str
+		}
+	}
+	return out, true
 }
 
 // attemptOf is what a well-decoded record of the failures script must
@@ -730,6 +818,12 @@ func replySeeds(t testing.TB) []string {
 		arr(arr(str(work.String()), str("x"), str("a"), num(5))), arr(resp{typ: '_'}, arr()), arr(resp{typ: '-', str: wire.ClassStale + " inner"}),
 		{typ: '%', kids: []resp{{typ: '+', str: "id"}, str(work.String())}}, {typ: '~', kids: []resp{record(work.String(), 1, str("a"))}},
 		{typ: '#', n: 1}, {typ: ',', str: "1.5"}, {typ: '(', str: "99999999999999999999"}, {typ: '=', str: "txt:abc"},
+		// 2.4.0's shapes: fail, output, counters, events, add_many.
+		arr(str("retried"), num(1780000000000)), arr(str(""), num(1780000000000), num(2), str("result")),
+		arr(arr(num(0), num(1), num(2), num(3), num(4)), arr(num(1779999960000), num(0), num(0), num(0), num(0))),
+		arr(arr(str("1780000000000-0"), str("completed"), str(work.String()), num(1), str(""), str(""), num(0), str(""))),
+		arr(arr(str("1780000000000-1"), str("failed"), str(other.String()), num(2), str("error"), str("boom"), num(0), resp{typ: '_'})),
+		arr(arr(num(1), num(0)), arr(num(0), num(1780000000000))),
 	}
 	for _, b := range bad {
 		vals = append(vals, record(b, 1, str("p")), arr(record(b, 1, str("p"))))
@@ -822,6 +916,21 @@ func FuzzDecodeReply(f *testing.F) {
 					if want, ok := k.kids[0].intOf(); !ok || d.entries[i] != want {
 						t.Fatalf("%s: record %d of %q decoded to %d; want %d (an integer: %v)", s.Name, i, v.text(), d.entries[i], want, ok)
 					}
+				}
+			case d.fields != nil && d.repeated:
+				if (v.typ != '*' && v.typ != '~') || len(v.kids) != len(d.fields) {
+					t.Fatalf("%s: %q decoded to %d records", s.Name, v.text(), len(d.fields))
+				}
+				for i, k := range v.kids {
+					want, ok := fieldsOf(k, d.shape)
+					if !ok || strings.Join(d.fields[i], "\x00") != strings.Join(want, "\x00") {
+						t.Fatalf("%s: record %d of %q decoded to %q; want %q (decodable %v)", s.Name, i, v.text(), d.fields[i], want, ok)
+					}
+				}
+			case d.fields != nil:
+				want, ok := fieldsOf(v, d.shape)
+				if !ok || strings.Join(d.fields[0], "\x00") != strings.Join(want, "\x00") {
+					t.Fatalf("%s: %q decoded to %q; want %q (decodable %v)", s.Name, v.text(), d.fields[0], want, ok)
 				}
 			case d.attempts != nil:
 				if (v.typ != '*' && v.typ != '~') || len(v.kids) != len(d.attempts) {
