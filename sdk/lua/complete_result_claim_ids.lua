@@ -88,19 +88,41 @@ local function emit(...)
     redis.call('XADD', KEYS[10], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
-local counted = false
+local folded = false
 local function count(word, n)
   if n == 0 then
     return
   end
   local minute = math.floor(now / 60000)
-  local slot = minute % 1440
-  if not counted and redis.call('HGET', KEYS[11], 'm:' .. slot) ~= tostring(minute) then
-    redis.call('HSET', KEYS[11], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  if redis.call('HINCRBY', KEYS[11], word .. ':' .. minute, n) ~= n or folded then
+    return
   end
-  counted = true
-  redis.call('HINCRBY', KEYS[11], word, n)
-  redis.call('HINCRBY', KEYS[11], word .. ':' .. slot, n)
+  folded = true
+  local upto = minute - 1440
+  local f = tonumber(redis.call('HGET', KEYS[11], 'folded'))
+  if not f then
+    redis.call('HSET', KEYS[11], 'folded', upto)
+    return
+  end
+  if f >= upto then
+    return
+  end
+  local last = math.min(upto, f + 1440)
+  for _, w in ipairs({'completed', 'failed', 'retried', 'dead'}) do
+    local fields = {}
+    for m = f + 1, last do
+      fields[#fields + 1] = w .. ':' .. m
+    end
+    local sum = 0
+    for _, x in ipairs(redis.call('HMGET', KEYS[11], unpack(fields))) do
+      sum = sum + (tonumber(x) or 0)
+    end
+    if sum > 0 then
+      redis.call('HINCRBY', KEYS[11], w, sum)
+    end
+    redis.call('HDEL', KEYS[11], unpack(fields))
+  end
+  redis.call('HSET', KEYS[11], 'folded', last)
 end
 emit('e', 'completed', 'j', ARGV[1], 'a', cur[1])
 count('completed', 1)

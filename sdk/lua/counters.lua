@@ -17,16 +17,37 @@ if not minutes or minutes > 1440 then
   return redis.error_reply('ERR minutes is not an integer from 0 to 1440')
 end
 local words = {'completed', 'failed', 'retried', 'dead'}
-local v = redis.call('HMGET', KEYS[1], words[1], words[2], words[3], words[4])
-local out = { {0, tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0, tonumber(v[4]) or 0} }
+local v = redis.call('HMGET', KEYS[1], words[1], words[2], words[3], words[4], 'folded')
+local totals = {tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0, tonumber(v[4]) or 0}
+local f = tonumber(v[5])
 local t = redis.call('TIME')
 local minute = math.floor((tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) / 60000)
+if f then
+  for i, w in ipairs(words) do
+    local fields = {}
+    for m = f + 1, f + 1440 do
+      fields[#fields + 1] = w .. ':' .. m
+    end
+    for _, x in ipairs(redis.call('HMGET', KEYS[1], unpack(fields))) do
+      totals[i] = totals[i] + (tonumber(x) or 0)
+    end
+  end
+end
+local out = { {0, totals[1], totals[2], totals[3], totals[4]} }
+local fields = {}
+for k = 0, minutes - 1 do
+  for _, w in ipairs(words) do
+    fields[#fields + 1] = w .. ':' .. (minute - k)
+  end
+end
+local b = {}
+if #fields > 0 then
+  b = redis.call('HMGET', KEYS[1], unpack(fields))
+end
 for k = 0, minutes - 1 do
   local m = minute - k
-  local slot = m % 1440
-  local b = redis.call('HMGET', KEYS[1], 'm:' .. slot, words[1] .. ':' .. slot, words[2] .. ':' .. slot, words[3] .. ':' .. slot, words[4] .. ':' .. slot)
-  if b[1] == tostring(m) then
-    out[#out + 1] = {m * 60000, tonumber(b[2]) or 0, tonumber(b[3]) or 0, tonumber(b[4]) or 0, tonumber(b[5]) or 0}
+  if f and m > f then
+    out[#out + 1] = {m * 60000, tonumber(b[4 * k + 1]) or 0, tonumber(b[4 * k + 2]) or 0, tonumber(b[4 * k + 3]) or 0, tonumber(b[4 * k + 4]) or 0}
   else
     out[#out + 1] = {m * 60000, 0, 0, 0, 0}
   end

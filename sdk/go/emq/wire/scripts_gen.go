@@ -51,7 +51,7 @@ func newScript(name, sha1, source string, keys, argv, keyTypes, argTypes, replyE
 }
 
 // BundleDigest identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version.
-const BundleDigest = "fbaa05844a76f909af5810f90818533932a78377"
+const BundleDigest = "52c6f344350cc3dcf894ff86556712371975f70d"
 
 // The bundle.
 var (
@@ -114,11 +114,11 @@ var (
 	// ScriptAddMany is the add_many script: (2.4.0) Admit many jobs like push_many, each to run after a delay measured on the server's clock and with a retry policy of its own when given, and ring the doorbell once.
 	ScriptAddMany = newScript("add_many", "b71ded3dcd6a830d400056a749f22013bd98f03e", luaAddMany, []string{"pending", "schedule", "wake", "options", "rows"}, []string{"delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "ids", "payloads"}, []string{"pending", "schedule", "wake", "options", "row"}, []string{"int", "int", "string", "int", "int", "id", "bytes"}, []string{"enqueued", "run_at_ms"})
 	// ScriptCompleteResultClaimIDs is the complete_result_claim_ids script: (2.4.0) Retire an active job like complete_claim_ids and lease the given pending ids, keeping its result as the worker's retention says, and report and count the completion.
-	ScriptCompleteResultClaimIDs = newScript("complete_result_claim_ids", "aaf7cd8462ee2ef48b5b1f20c829649ca57c5c80", luaCompleteResultClaimIDs, []string{"row", "active", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "rows"}, []string{"id", "token", "lease_ms", "result", "keep", "keep_age_ms", "events_max", "ids"}, []string{"row", "active", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "row"}, []string{"id", "token", "int", "bytes", "int", "int", "int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
+	ScriptCompleteResultClaimIDs = newScript("complete_result_claim_ids", "eb922b33cfd6b504340c1eb163974cf90ab94b99", luaCompleteResultClaimIDs, []string{"row", "active", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "rows"}, []string{"id", "token", "lease_ms", "result", "keep", "keep_age_ms", "events_max", "ids"}, []string{"row", "active", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "row"}, []string{"id", "token", "int", "bytes", "int", "int", "int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
 	// ScriptFail is the fail script: (2.4.0) Settle a failed attempt of an active job by its retry policy (the job's own, else the worker's), recording it like retry_failed and bury_failed, and report and count it.
-	ScriptFail = newScript("fail", "24727693a77016700a6926a9351f579f3439479a", luaFail, []string{"active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "class", "worker", "error", "max_attempts", "backoff", "backoff_ms", "backoff_max_ms", "jitter", "bury", "events_max"}, []string{"active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "string", "string", "bytes", "int", "string", "int", "int", "int", "int", "int"}, []string{"outcome", "run_at_ms"})
+	ScriptFail = newScript("fail", "5fdc1b4510df7d7ed6f581c0431161d937b4c629", luaFail, []string{"active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "class", "worker", "error", "max_attempts", "backoff", "backoff_ms", "backoff_max_ms", "jitter", "bury", "events_max"}, []string{"active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "string", "string", "bytes", "int", "string", "int", "int", "int", "int", "int"}, []string{"outcome", "run_at_ms"})
 	// ScriptReapRecordedIDs is the reap_recorded_ids script: (2.4.0) Take back the given expired leases like reap_failed_ids, burying by each job's own attempts when it has them, and report and count each.
-	ScriptReapRecordedIDs = newScript("reap_recorded_ids", "e1c26e4e6cb07af9b722bdd943a14c174cb45751", luaReapRecordedIDs, []string{"active", "pending", "dead", "wake", "failures", "options", "events", "counters", "rows"}, []string{"max_attempts", "events_max", "ids"}, []string{"active", "pending", "dead", "wake", "failures", "options", "events", "counters", "row"}, []string{"int", "int", "id"}, []string{})
+	ScriptReapRecordedIDs = newScript("reap_recorded_ids", "b86d21e57f90f34d0918035ba7f35e8930a03498", luaReapRecordedIDs, []string{"active", "pending", "dead", "wake", "failures", "options", "events", "counters", "rows"}, []string{"max_attempts", "events_max", "ids"}, []string{"active", "pending", "dead", "wake", "failures", "options", "events", "counters", "row"}, []string{"int", "int", "id"}, []string{})
 	// ScriptProgress is the progress script: (2.4.0) Report an active job's progress, for the lease holder only, and emit it as an event.
 	ScriptProgress = newScript("progress", "2c9edf730b49648a6d37b4002e69c6a7a2dd8851", luaProgress, []string{"row", "progress", "events"}, []string{"id", "token", "progress", "events_max"}, []string{"row", "progress", "events"}, []string{"id", "token", "bytes", "int"}, []string{})
 	// ScriptReviveRecorded is the revive_recorded script: (2.4.0) Bring a dead job back to pending like revive, ring the doorbell, and report it.
@@ -126,7 +126,7 @@ var (
 	// ScriptOutput is the output script: (2.4.0) Read what a job has said of itself beyond its failures — its last progress while its row exists, its completion record once completed — in one read-only call.
 	ScriptOutput = newScript("output", "33bfb3a56313c08eb2c8c34d7407645092daf289", luaOutput, []string{"row", "results", "progress"}, []string{"id"}, []string{"row", "results", "progress"}, []string{"id"}, []string{"progress", "completed_at_ms", "attempt", "result"})
 	// ScriptCounters is the counters script: (2.4.0) Read a queue's settle counters, the totals and the last minutes' buckets, in one read-only call.
-	ScriptCounters = newScript("counters", "a4c6caeb1863b25a0710a4acc0d0228084864e16", luaCounters, []string{"counters"}, []string{"minutes"}, []string{"counters"}, []string{"int"}, []string{"minute_ms", "completed", "failed", "retried", "dead"})
+	ScriptCounters = newScript("counters", "38e3f2470f2371f31f35fad86871bef4ff157fe8", luaCounters, []string{"counters"}, []string{"minutes"}, []string{"counters"}, []string{"int"}, []string{"minute_ms", "completed", "failed", "retried", "dead"})
 	// ScriptEvents is the events script: (2.4.0) Read a page of a queue's events after a stream id, oldest first, in one read-only call.
 	ScriptEvents = newScript("events", "b01a1605e05a47d82d2efda21c0fada78b5418c4", luaEvents, []string{"events"}, []string{"after", "count"}, []string{"events"}, []string{"string", "int"}, []string{"stream_id", "event", "id", "attempt", "class", "error", "run_at_ms", "progress"})
 	// ScriptForgetIDs is the forget_ids script: (2.4.0) Delete the failure records, progress reports and retry policies of the given jobs whose rows are gone, declaring every row it reads.
@@ -3533,19 +3533,41 @@ local function emit(...)
     redis.call('XADD', KEYS[10], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
-local counted = false
+local folded = false
 local function count(word, n)
   if n == 0 then
     return
   end
   local minute = math.floor(now / 60000)
-  local slot = minute % 1440
-  if not counted and redis.call('HGET', KEYS[11], 'm:' .. slot) ~= tostring(minute) then
-    redis.call('HSET', KEYS[11], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  if redis.call('HINCRBY', KEYS[11], word .. ':' .. minute, n) ~= n or folded then
+    return
   end
-  counted = true
-  redis.call('HINCRBY', KEYS[11], word, n)
-  redis.call('HINCRBY', KEYS[11], word .. ':' .. slot, n)
+  folded = true
+  local upto = minute - 1440
+  local f = tonumber(redis.call('HGET', KEYS[11], 'folded'))
+  if not f then
+    redis.call('HSET', KEYS[11], 'folded', upto)
+    return
+  end
+  if f >= upto then
+    return
+  end
+  local last = math.min(upto, f + 1440)
+  for _, w in ipairs({'completed', 'failed', 'retried', 'dead'}) do
+    local fields = {}
+    for m = f + 1, last do
+      fields[#fields + 1] = w .. ':' .. m
+    end
+    local sum = 0
+    for _, x in ipairs(redis.call('HMGET', KEYS[11], unpack(fields))) do
+      sum = sum + (tonumber(x) or 0)
+    end
+    if sum > 0 then
+      redis.call('HINCRBY', KEYS[11], w, sum)
+    end
+    redis.call('HDEL', KEYS[11], unpack(fields))
+  end
+  redis.call('HSET', KEYS[11], 'folded', last)
 end
 emit('e', 'completed', 'j', ARGV[1], 'a', cur[1])
 count('completed', 1)
@@ -3830,19 +3852,41 @@ local function emit(...)
     redis.call('XADD', KEYS[8], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
-local counted = false
+local folded = false
 local function count(word, n)
   if n == 0 then
     return
   end
   local minute = math.floor(now / 60000)
-  local slot = minute % 1440
-  if not counted and redis.call('HGET', KEYS[9], 'm:' .. slot) ~= tostring(minute) then
-    redis.call('HSET', KEYS[9], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  if redis.call('HINCRBY', KEYS[9], word .. ':' .. minute, n) ~= n or folded then
+    return
   end
-  counted = true
-  redis.call('HINCRBY', KEYS[9], word, n)
-  redis.call('HINCRBY', KEYS[9], word .. ':' .. slot, n)
+  folded = true
+  local upto = minute - 1440
+  local f = tonumber(redis.call('HGET', KEYS[9], 'folded'))
+  if not f then
+    redis.call('HSET', KEYS[9], 'folded', upto)
+    return
+  end
+  if f >= upto then
+    return
+  end
+  local last = math.min(upto, f + 1440)
+  for _, w in ipairs({'completed', 'failed', 'retried', 'dead'}) do
+    local fields = {}
+    for m = f + 1, last do
+      fields[#fields + 1] = w .. ':' .. m
+    end
+    local sum = 0
+    for _, x in ipairs(redis.call('HMGET', KEYS[9], unpack(fields))) do
+      sum = sum + (tonumber(x) or 0)
+    end
+    if sum > 0 then
+      redis.call('HINCRBY', KEYS[9], w, sum)
+    end
+    redis.call('HDEL', KEYS[9], unpack(fields))
+  end
+  redis.call('HSET', KEYS[9], 'folded', last)
 end
 emit('e', 'failed', 'j', ARGV[1], 'a', att, 'c', ARGV[3], 'x', string.sub(ARGV[5], 1, 256))
 if dead then
@@ -4013,19 +4057,41 @@ local function emit(...)
     redis.call('XADD', KEYS[7], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
-local counted = false
+local folded = false
 local function count(word, n)
   if n == 0 then
     return
   end
   local minute = math.floor(now / 60000)
-  local slot = minute % 1440
-  if not counted and redis.call('HGET', KEYS[8], 'm:' .. slot) ~= tostring(minute) then
-    redis.call('HSET', KEYS[8], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  if redis.call('HINCRBY', KEYS[8], word .. ':' .. minute, n) ~= n or folded then
+    return
   end
-  counted = true
-  redis.call('HINCRBY', KEYS[8], word, n)
-  redis.call('HINCRBY', KEYS[8], word .. ':' .. slot, n)
+  folded = true
+  local upto = minute - 1440
+  local f = tonumber(redis.call('HGET', KEYS[8], 'folded'))
+  if not f then
+    redis.call('HSET', KEYS[8], 'folded', upto)
+    return
+  end
+  if f >= upto then
+    return
+  end
+  local last = math.min(upto, f + 1440)
+  for _, w in ipairs({'completed', 'failed', 'retried', 'dead'}) do
+    local fields = {}
+    for m = f + 1, last do
+      fields[#fields + 1] = w .. ':' .. m
+    end
+    local sum = 0
+    for _, x in ipairs(redis.call('HMGET', KEYS[8], unpack(fields))) do
+      sum = sum + (tonumber(x) or 0)
+    end
+    if sum > 0 then
+      redis.call('HINCRBY', KEYS[8], w, sum)
+    end
+    redis.call('HDEL', KEYS[8], unpack(fields))
+  end
+  redis.call('HSET', KEYS[8], 'folded', last)
 end
 local moved, back, buried = 0, 0, 0
 for i = 3, #ARGV do
@@ -4473,16 +4539,37 @@ if not minutes or minutes > 1440 then
   return redis.error_reply('ERR minutes is not an integer from 0 to 1440')
 end
 local words = {'completed', 'failed', 'retried', 'dead'}
-local v = redis.call('HMGET', KEYS[1], words[1], words[2], words[3], words[4])
-local out = { {0, tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0, tonumber(v[4]) or 0} }
+local v = redis.call('HMGET', KEYS[1], words[1], words[2], words[3], words[4], 'folded')
+local totals = {tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0, tonumber(v[4]) or 0}
+local f = tonumber(v[5])
 local t = redis.call('TIME')
 local minute = math.floor((tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) / 60000)
+if f then
+  for i, w in ipairs(words) do
+    local fields = {}
+    for m = f + 1, f + 1440 do
+      fields[#fields + 1] = w .. ':' .. m
+    end
+    for _, x in ipairs(redis.call('HMGET', KEYS[1], unpack(fields))) do
+      totals[i] = totals[i] + (tonumber(x) or 0)
+    end
+  end
+end
+local out = { {0, totals[1], totals[2], totals[3], totals[4]} }
+local fields = {}
+for k = 0, minutes - 1 do
+  for _, w in ipairs(words) do
+    fields[#fields + 1] = w .. ':' .. (minute - k)
+  end
+end
+local b = {}
+if #fields > 0 then
+  b = redis.call('HMGET', KEYS[1], unpack(fields))
+end
 for k = 0, minutes - 1 do
   local m = minute - k
-  local slot = m % 1440
-  local b = redis.call('HMGET', KEYS[1], 'm:' .. slot, words[1] .. ':' .. slot, words[2] .. ':' .. slot, words[3] .. ':' .. slot, words[4] .. ':' .. slot)
-  if b[1] == tostring(m) then
-    out[#out + 1] = {m * 60000, tonumber(b[2]) or 0, tonumber(b[3]) or 0, tonumber(b[4]) or 0, tonumber(b[5]) or 0}
+  if f and m > f then
+    out[#out + 1] = {m * 60000, tonumber(b[4 * k + 1]) or 0, tonumber(b[4 * k + 2]) or 0, tonumber(b[4 * k + 3]) or 0, tonumber(b[4 * k + 4]) or 0}
   else
     out[#out + 1] = {m * 60000, 0, 0, 0, 0}
   end

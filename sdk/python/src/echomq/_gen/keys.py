@@ -221,11 +221,14 @@ class QueueKeys:
     @property
     def counters(self) -> str:
         """emq:{<queue>}:counters (hash): (2.4.0) Settle counters kept by the 2.4 scripts in the
-        same call: totals since the queue's first count and one bucket per minute of server time
-        for the last 1440 minutes (a ring: a minute's bucket is reset when its slot comes round
-        again), each of completed, failed (attempts that failed, whatever came next), retried
-        (attempts handed back to run again) and dead (jobs buried), read through the counters
-        script. It is a hint: what a 2.3 client settles is not counted.
+        same call, each of completed, failed (attempts that failed, whatever came next), retried
+        (attempts handed back to run again) and dead (jobs buried): a bucket per minute of server
+        time (field <word>:<minute>, the minute since the epoch) and the totals of the buckets
+        folded away (field <word>). A count increments its minute's bucket; the first count of a
+        minute folds the buckets older than 1440 minutes into the totals and deletes them (field
+        folded: the last minute folded), so the hash keeps at most 1440 minutes of buckets. Read
+        through the counters script, whose totals are the folded totals plus the buckets left. It
+        is a hint: what a 2.3 client settles is not counted.
         """
         return self._keys["counters"]
 

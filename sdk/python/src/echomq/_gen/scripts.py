@@ -61,7 +61,7 @@ class ScriptExec:
     argv: tuple[Arg, ...]
 
 
-BUNDLE_DIGEST: Final = "fbaa05844a76f909af5810f90818533932a78377"
+BUNDLE_DIGEST: Final = "52c6f344350cc3dcf894ff86556712371975f70d"
 """Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each
 followed by a newline. The fence records it in the reserve per version.
 """
@@ -1978,19 +1978,41 @@ local function emit(...)
     redis.call('XADD', KEYS[10], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
-local counted = false
+local folded = false
 local function count(word, n)
   if n == 0 then
     return
   end
   local minute = math.floor(now / 60000)
-  local slot = minute % 1440
-  if not counted and redis.call('HGET', KEYS[11], 'm:' .. slot) ~= tostring(minute) then
-    redis.call('HSET', KEYS[11], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  if redis.call('HINCRBY', KEYS[11], word .. ':' .. minute, n) ~= n or folded then
+    return
   end
-  counted = true
-  redis.call('HINCRBY', KEYS[11], word, n)
-  redis.call('HINCRBY', KEYS[11], word .. ':' .. slot, n)
+  folded = true
+  local upto = minute - 1440
+  local f = tonumber(redis.call('HGET', KEYS[11], 'folded'))
+  if not f then
+    redis.call('HSET', KEYS[11], 'folded', upto)
+    return
+  end
+  if f >= upto then
+    return
+  end
+  local last = math.min(upto, f + 1440)
+  for _, w in ipairs({'completed', 'failed', 'retried', 'dead'}) do
+    local fields = {}
+    for m = f + 1, last do
+      fields[#fields + 1] = w .. ':' .. m
+    end
+    local sum = 0
+    for _, x in ipairs(redis.call('HMGET', KEYS[11], unpack(fields))) do
+      sum = sum + (tonumber(x) or 0)
+    end
+    if sum > 0 then
+      redis.call('HINCRBY', KEYS[11], w, sum)
+    end
+    redis.call('HDEL', KEYS[11], unpack(fields))
+  end
+  redis.call('HSET', KEYS[11], 'folded', last)
 end
 emit('e', 'completed', 'j', ARGV[1], 'a', cur[1])
 count('completed', 1)
@@ -2018,7 +2040,7 @@ return out
 
 SCRIPT_COMPLETE_RESULT_CLAIM_IDS: Final = Script(
     name="complete_result_claim_ids",
-    sha1="aaf7cd8462ee2ef48b5b1f20c829649ca57c5c80",
+    sha1="eb922b33cfd6b504340c1eb163974cf90ab94b99",
     source=_LUA_COMPLETE_RESULT_CLAIM_IDS,
     keys=(
         "row",
@@ -2181,19 +2203,41 @@ local function emit(...)
     redis.call('XADD', KEYS[8], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
-local counted = false
+local folded = false
 local function count(word, n)
   if n == 0 then
     return
   end
   local minute = math.floor(now / 60000)
-  local slot = minute % 1440
-  if not counted and redis.call('HGET', KEYS[9], 'm:' .. slot) ~= tostring(minute) then
-    redis.call('HSET', KEYS[9], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  if redis.call('HINCRBY', KEYS[9], word .. ':' .. minute, n) ~= n or folded then
+    return
   end
-  counted = true
-  redis.call('HINCRBY', KEYS[9], word, n)
-  redis.call('HINCRBY', KEYS[9], word .. ':' .. slot, n)
+  folded = true
+  local upto = minute - 1440
+  local f = tonumber(redis.call('HGET', KEYS[9], 'folded'))
+  if not f then
+    redis.call('HSET', KEYS[9], 'folded', upto)
+    return
+  end
+  if f >= upto then
+    return
+  end
+  local last = math.min(upto, f + 1440)
+  for _, w in ipairs({'completed', 'failed', 'retried', 'dead'}) do
+    local fields = {}
+    for m = f + 1, last do
+      fields[#fields + 1] = w .. ':' .. m
+    end
+    local sum = 0
+    for _, x in ipairs(redis.call('HMGET', KEYS[9], unpack(fields))) do
+      sum = sum + (tonumber(x) or 0)
+    end
+    if sum > 0 then
+      redis.call('HINCRBY', KEYS[9], w, sum)
+    end
+    redis.call('HDEL', KEYS[9], unpack(fields))
+  end
+  redis.call('HSET', KEYS[9], 'folded', last)
 end
 emit('e', 'failed', 'j', ARGV[1], 'a', att, 'c', ARGV[3], 'x', string.sub(ARGV[5], 1, 256))
 if dead then
@@ -2209,7 +2253,7 @@ return {outcome, run_at}
 
 SCRIPT_FAIL: Final = Script(
     name="fail",
-    sha1="24727693a77016700a6926a9351f579f3439479a",
+    sha1="5fdc1b4510df7d7ed6f581c0431161d937b4c629",
     source=_LUA_FAIL,
     keys=("active", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"),
     argv=(
@@ -2315,19 +2359,41 @@ local function emit(...)
     redis.call('XADD', KEYS[7], 'MAXLEN', '~', events_max, '*', ...)
   end
 end
-local counted = false
+local folded = false
 local function count(word, n)
   if n == 0 then
     return
   end
   local minute = math.floor(now / 60000)
-  local slot = minute % 1440
-  if not counted and redis.call('HGET', KEYS[8], 'm:' .. slot) ~= tostring(minute) then
-    redis.call('HSET', KEYS[8], 'm:' .. slot, minute, 'completed:' .. slot, 0, 'failed:' .. slot, 0, 'retried:' .. slot, 0, 'dead:' .. slot, 0)
+  if redis.call('HINCRBY', KEYS[8], word .. ':' .. minute, n) ~= n or folded then
+    return
   end
-  counted = true
-  redis.call('HINCRBY', KEYS[8], word, n)
-  redis.call('HINCRBY', KEYS[8], word .. ':' .. slot, n)
+  folded = true
+  local upto = minute - 1440
+  local f = tonumber(redis.call('HGET', KEYS[8], 'folded'))
+  if not f then
+    redis.call('HSET', KEYS[8], 'folded', upto)
+    return
+  end
+  if f >= upto then
+    return
+  end
+  local last = math.min(upto, f + 1440)
+  for _, w in ipairs({'completed', 'failed', 'retried', 'dead'}) do
+    local fields = {}
+    for m = f + 1, last do
+      fields[#fields + 1] = w .. ':' .. m
+    end
+    local sum = 0
+    for _, x in ipairs(redis.call('HMGET', KEYS[8], unpack(fields))) do
+      sum = sum + (tonumber(x) or 0)
+    end
+    if sum > 0 then
+      redis.call('HINCRBY', KEYS[8], w, sum)
+    end
+    redis.call('HDEL', KEYS[8], unpack(fields))
+  end
+  redis.call('HSET', KEYS[8], 'folded', last)
 end
 local moved, back, buried = 0, 0, 0
 for i = 3, #ARGV do
@@ -2376,7 +2442,7 @@ return moved
 
 SCRIPT_REAP_RECORDED_IDS: Final = Script(
     name="reap_recorded_ids",
-    sha1="e1c26e4e6cb07af9b722bdd943a14c174cb45751",
+    sha1="b86d21e57f90f34d0918035ba7f35e8930a03498",
     source=_LUA_REAP_RECORDED_IDS,
     keys=("active", "pending", "dead", "wake", "failures", "options", "events", "counters", "rows"),
     argv=("max_attempts", "events_max", "ids"),
@@ -2587,16 +2653,37 @@ if not minutes or minutes > 1440 then
   return redis.error_reply('ERR minutes is not an integer from 0 to 1440')
 end
 local words = {'completed', 'failed', 'retried', 'dead'}
-local v = redis.call('HMGET', KEYS[1], words[1], words[2], words[3], words[4])
-local out = { {0, tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0, tonumber(v[4]) or 0} }
+local v = redis.call('HMGET', KEYS[1], words[1], words[2], words[3], words[4], 'folded')
+local totals = {tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0, tonumber(v[4]) or 0}
+local f = tonumber(v[5])
 local t = redis.call('TIME')
 local minute = math.floor((tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) / 60000)
+if f then
+  for i, w in ipairs(words) do
+    local fields = {}
+    for m = f + 1, f + 1440 do
+      fields[#fields + 1] = w .. ':' .. m
+    end
+    for _, x in ipairs(redis.call('HMGET', KEYS[1], unpack(fields))) do
+      totals[i] = totals[i] + (tonumber(x) or 0)
+    end
+  end
+end
+local out = { {0, totals[1], totals[2], totals[3], totals[4]} }
+local fields = {}
+for k = 0, minutes - 1 do
+  for _, w in ipairs(words) do
+    fields[#fields + 1] = w .. ':' .. (minute - k)
+  end
+end
+local b = {}
+if #fields > 0 then
+  b = redis.call('HMGET', KEYS[1], unpack(fields))
+end
 for k = 0, minutes - 1 do
   local m = minute - k
-  local slot = m % 1440
-  local b = redis.call('HMGET', KEYS[1], 'm:' .. slot, words[1] .. ':' .. slot, words[2] .. ':' .. slot, words[3] .. ':' .. slot, words[4] .. ':' .. slot)
-  if b[1] == tostring(m) then
-    out[#out + 1] = {m * 60000, tonumber(b[2]) or 0, tonumber(b[3]) or 0, tonumber(b[4]) or 0, tonumber(b[5]) or 0}
+  if f and m > f then
+    out[#out + 1] = {m * 60000, tonumber(b[4 * k + 1]) or 0, tonumber(b[4 * k + 2]) or 0, tonumber(b[4 * k + 3]) or 0, tonumber(b[4 * k + 4]) or 0}
   else
     out[#out + 1] = {m * 60000, 0, 0, 0, 0}
   end
@@ -2607,7 +2694,7 @@ return out
 
 SCRIPT_COUNTERS: Final = Script(
     name="counters",
-    sha1="a4c6caeb1863b25a0710a4acc0d0228084864e16",
+    sha1="38e3f2470f2371f31f35fad86871bef4ff157fe8",
     source=_LUA_COUNTERS,
     keys=("counters",),
     argv=("minutes",),
