@@ -192,8 +192,8 @@ func TestPyAPISDK(t *testing.T) {
 	for _, want := range []string{
 		"echomq function connect: async (",
 		"echomq class Client method queue: (name: str) -> Queue",
-		"echomq class Queue method push: async (id: str, payload: Payload) -> bool",
-		"echomq class Queue method push_batch: async (jobs: Sequence[NewJob]) -> list[BatchResult]",
+		"echomq class Queue method push: async (id: str, payload: Payload, *, delay: Duration | None = ..., attempts: int | None = ...",
+		"echomq class Queue method push_batch: async (jobs: Sequence[NewJob], *, delay: Duration | None = ...",
 		"echomq class StaleError: class(WireError)",
 		"echomq const VERSION: str",
 	} {
