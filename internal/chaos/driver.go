@@ -33,7 +33,7 @@ type driverReply struct {
 	Node    int                `json:"node"`
 	IDs     []string           `json:"ids"`
 	N       int                `json:"n"`
-	Results []driverPushResult `json:"results"`
+	Results []driverPushResult `json:"pushed"`
 	Job     *driverJob         `json:"job"`
 }
 

@@ -7,7 +7,7 @@ speaks the protocol of the TypeScript driver (sdk/ts/chaos/driver.ts):
 
     connect  {url}                        -> {node}
     mint     {n}                          -> {ids}
-    push     {queue, jobs: [{id, data}]}  -> {results: [{enqueued} | {error}]}
+    push     {queue, jobs: [{id, data}]}  -> {pushed: [{enqueued} | {error}]}
     claim    {queue, leaseMs}             -> {job: {id, token} | null}
     complete {queue, id, token}           -> {}
     reap     {queue}                      -> {n}
@@ -75,7 +75,7 @@ class Driver:
             ]
             res = await q.push_batch(jobs)
             return {
-                "results": [
+                "pushed": [
                     {"error": report(x.error)} if x.error is not None else {"enqueued": x.enqueued}
                     for x in res
                 ]

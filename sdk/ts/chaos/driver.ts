@@ -7,7 +7,7 @@
 // Requests: {seq, op, ...}:
 //   connect  {url} | {rootNodes}   -> {node} (rootNodes: a Redis Cluster)
 //   mint     {n}                   -> {ids}
-//   push     {queue, jobs: [{id, data}]} -> {results: [{enqueued} | {error}]}
+//   push     {queue, jobs: [{id, data}]} -> {pushed: [{enqueued} | {error}]}
 //   claim    {queue, leaseMs}       -> {job: {id, token} | null}
 //   complete {queue, id, token}     -> {}
 //   reap     {queue}                -> {n}
@@ -95,7 +95,7 @@ async function handle(r: Request): Promise<Record<string, unknown>> {
         .queue(r.queue ?? "")
         .pushBatch((r.jobs ?? []).map((j) => ({ id: j.id, payload: j.data })));
       return {
-        results: res.map((x) =>
+        pushed: res.map((x) =>
           x.error ? { error: report(x.error) } : { enqueued: x.enqueued },
         ),
       };

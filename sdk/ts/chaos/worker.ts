@@ -25,8 +25,14 @@ import {
   SCRIPT_COMPLETE,
   SCRIPT_COMPLETE_CLAIM,
   SCRIPT_COMPLETE_CLAIM_IDS,
+  SCRIPT_COMPLETE_RESULT_CLAIM_IDS,
   SCRIPT_EXTEND,
+  SCRIPT_FAIL,
   SCRIPT_RETRY,
+  SCRIPT_RETRY_FAILED,
+  SCRIPT_BURY_FAILED,
+  Event,
+  decodeFail,
   Tally,
   Worker,
   connect,
@@ -84,8 +90,13 @@ const settles = new Map<Script, { ok: string; stale: string }>([
   [SCRIPT_COMPLETE, { ok: "C", stale: "Z" }],
   [SCRIPT_COMPLETE_CLAIM, { ok: "C", stale: "Z" }],
   [SCRIPT_COMPLETE_CLAIM_IDS, { ok: "C", stale: "Z" }],
+  [SCRIPT_COMPLETE_RESULT_CLAIM_IDS, { ok: "C", stale: "Z" }],
   [SCRIPT_RETRY, { ok: "T", stale: "Y" }],
+  [SCRIPT_RETRY_FAILED, { ok: "T", stale: "Y" }],
   [SCRIPT_BURY, { ok: "B", stale: "Y" }],
+  [SCRIPT_BURY_FAILED, { ok: "B", stale: "Y" }],
+  // fail (2.4.0) retries or buries, as its reply's outcome says (#settled).
+  [SCRIPT_FAIL, { ok: "T", stale: "Y" }],
 ]);
 
 const bySha = new Map(SCRIPTS.map((s) => [s.sha1, s]));
@@ -158,7 +169,17 @@ export class RecordingAdapter implements RedisAdapter {
       return;
     }
     const o = settles.get(t.script)!;
-    this.#rec.line(s.ok ? o.ok : "F", t.id, t.token);
+    let ok = o.ok;
+    if (s.ok && t.script === SCRIPT_FAIL) {
+      try {
+        if (decodeFail(s.value).outcome === Event.dead) {
+          ok = "B";
+        }
+      } catch {
+        // an undecodable reply is the SDK's to report; the record keeps T
+      }
+    }
+    this.#rec.line(s.ok ? ok : "F", t.id, t.token);
   }
 
   async send(args: readonly RedisArg[]): Promise<unknown> {

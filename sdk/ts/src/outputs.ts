@@ -265,7 +265,7 @@ export function wirePolicy(o: JobOptions | undefined): WirePolicy {
   const delayMs = o?.delay ?? 0;
   checkCount("delay", delayMs);
   const attempts = o?.attempts ?? 0;
-  checkCount("attempts", attempts);
+  checkCount("job attempts", attempts);
   return { delayMs, attempts, ...wireBackoff(o?.backoff) };
 }
 

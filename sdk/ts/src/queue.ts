@@ -1679,7 +1679,7 @@ export class Queue {
     const eventsMax = opts?.eventsMaxLen ?? this.client.eventsMaxLen;
     checkCount("events max length", eventsMax);
     const bytes = outputBytes(progress);
-    checkOutputSize("progress", bytes, PROGRESS_MAX_BYTES);
+    checkOutputSize("progress report", bytes, PROGRESS_MAX_BYTES);
     const x = progressExec({
       row,
       progressKey: this.keys.progress,

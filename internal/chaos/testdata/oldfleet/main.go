@@ -377,7 +377,7 @@ type reply struct {
 	Node    int          `json:"node"`
 	IDs     []string     `json:"ids,omitempty"`
 	N       int          `json:"n"`
-	Results []pushResult `json:"results,omitempty"`
+	Results []pushResult `json:"pushed,omitempty"`
 	Job     *jobReply    `json:"job,omitempty"`
 }
 
