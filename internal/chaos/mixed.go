@@ -517,6 +517,7 @@ func plantOrphans(ctx context.Context, r *run, n int) (err error) {
 		r.violate("%d orphaned failure records after planting %d with every worker frozen: a %s completion must leave its record behind", len(orphans), n, oldRelease)
 	}
 	r.count("orphans_planted", int64(n))
+	r.count("orphans_at_plant", int64(len(orphans)))
 	r.logf("planted %d failure records whose rows are gone (new RetryFailed, then a %s completion), with every worker process frozen; thawing", n, oldRelease)
 	return nil
 }
@@ -541,7 +542,10 @@ func sweepOrphans(ctx context.Context, r *run) error {
 		}
 	}
 	r.count("orphans_at_drain", first)
-	r.count("orphans_swept", first-int64(len(orphans)))
+	// The workers were thawed once the orphans were planted, so some may
+	// be swept before the first scan here: count from the scan taken while
+	// they were frozen.
+	r.count("orphans_swept", max(first, r.get("orphans_at_plant"))-int64(len(orphans)))
 	if len(orphans) > 0 {
 		r.violate("%d failure records whose row is gone were left after %d maintenance ticks (of %d records; a %s client's completions leave them, the new side's maintenance must sweep them)%s: %v",
 			len(orphans), (records+99)/100+5, records, oldRelease, orphanDiagnosis(ctx, r, records), orphans[:min(5, len(orphans))])
