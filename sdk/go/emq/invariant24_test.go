@@ -35,11 +35,6 @@ type invPolicy struct {
 	backoff  emq.BackoffPolicy
 }
 
-// The counters' totals, in the order of invModel.counters.
-func invCounterWords() []string {
-	return []string{string(emq.EventCompleted), string(emq.EventFailed), string(emq.EventRetried), string(emq.EventDead)}
-}
-
 const (
 	invCompleted = iota
 	invFailed
@@ -109,17 +104,12 @@ func (v *invariant) scan24(s *invSnap, key, typ string, r rueidis.RedisResult) b
 		}
 		s.events = n
 	case v.k.Counters:
-		vals, err := r.ToArray()
-		if err != nil {
-			v.fail("HMGET %s: %v", key, err)
+		recs, err := wire.DecodeCounters(r)
+		if err != nil || len(recs) == 0 {
+			v.fail("counters %s: %d records, %v", key, len(recs), err)
 		}
-		for i := range s.counters {
-			if n, err := vals[i].AsInt64(); err == nil {
-				s.counters[i] = n
-			} else if !rueidis.IsRedisNil(err) {
-				v.fail("counter %s: %v", invCounterWords()[i], err)
-			}
-		}
+		t := recs[0]
+		s.counters = [4]int64{t.Completed, t.Failed, t.Retried, t.Dead}
 	}
 	return true
 }

@@ -915,7 +915,9 @@ func (v *invariant) scan() invSnap {
 		} else if key == v.k.Events {
 			cmds = append(cmds, rc.B().Xlen().Key(key).Build())
 		} else if key == v.k.Counters {
-			cmds = append(cmds, rc.B().Hmget().Key(key).Field(invCounterWords()...).Build())
+			// The totals are the folded ones plus the buckets left, as the
+			// counters script reads them (minutes 0: the totals alone).
+			cmds = append(cmds, rc.B().Eval().Script(wire.ScriptCounters.Source).Numkeys(1).Key(key).Arg("0").Build())
 		} else {
 			cmds = append(cmds, rc.B().Hgetall().Key(key).Build())
 		}
