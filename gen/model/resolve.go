@@ -436,8 +436,11 @@ func (r *resolver) keys() {
 		if t.Class.V != "queue" && t.Class.V != "job" {
 			r.errf(t.Class.Pos, "key type %q: class %q must be queue or job (reserve keys are declared under reserve)", t.Name.V, t.Class.V)
 		}
-		if !redisTypes[t.Redis.V] {
-			r.errf(t.Redis.Pos, "key type %q: redis type %q is not one of string, hash, zset, set, list, stream", t.Name.V, t.Redis.V)
+		if !redisTypes[t.Redis.V] && t.Redis.V != "channel" {
+			// A channel (sharded pub/sub, 2.5.0) is named by the key
+			// grammar and declared in KEYS like a key, so that it lives
+			// in the queue's slot, but holds nothing in the keyspace.
+			r.errf(t.Redis.Pos, "key type %q: redis type %q is not one of string, hash, zset, set, list, stream, channel", t.Name.V, t.Redis.V)
 		}
 		r.p.KeyTypes = append(r.p.KeyTypes, KeyType{Name: t.Name.V, Class: t.Class.V, Redis: t.Redis.V, Summary: t.Summary.V})
 	}
