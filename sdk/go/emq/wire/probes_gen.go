@@ -174,6 +174,247 @@ func Probes() []probe.Probe {
 				Name:  "payload",
 				Value: "probe",
 			}},
+		}, {
+			Check: "add_dedup refuses an ORD id with EMQKIND",
+			Expect: probe.Expect{
+				Kind:   "error",
+				String: "EMQKIND",
+			},
+			Script: "add_dedup",
+			With: []probe.Arg{{
+				Name:  "mode",
+				Value: "until_done",
+			}, {
+				Name:  "ttl_ms",
+				Value: "0",
+			}, {
+				Name:  "hold",
+				Value: "0",
+			}, {
+				Name:  "delay_ms",
+				Value: "0",
+			}, {
+				Name:  "attempts",
+				Value: "0",
+			}, {
+				Name:  "backoff",
+				Value: "inherit",
+			}, {
+				Name:  "backoff_ms",
+				Value: "0",
+			}, {
+				Name:  "backoff_max_ms",
+				Value: "0",
+			}, {
+				Name:  "ids",
+				Value: "${ord}",
+			}, {
+				Name:  "payloads",
+				Value: "probe",
+			}, {
+				Name:  "dedup_keys",
+				Value: "probe:${queue}",
+			}},
+		}, {
+			Check:   "the refused admission wrote no deduplication entry",
+			Command: []string{"EXISTS", "${key:dedup}"},
+			Expect: probe.Expect{
+				Int:  0,
+				Kind: "int",
+			},
+		}, {
+			Check: "add_dedup admits a job that takes the key",
+			Expect: probe.Expect{
+				Element: "outcome",
+				Kind:    "string",
+				String:  "admitted",
+			},
+			Script: "add_dedup",
+			With: []probe.Arg{{
+				Name:  "mode",
+				Value: "until_done",
+			}, {
+				Name:  "ttl_ms",
+				Value: "0",
+			}, {
+				Name:  "hold",
+				Value: "0",
+			}, {
+				Name:  "delay_ms",
+				Value: "0",
+			}, {
+				Name:  "attempts",
+				Value: "0",
+			}, {
+				Name:  "backoff",
+				Value: "inherit",
+			}, {
+				Name:  "backoff_ms",
+				Value: "0",
+			}, {
+				Name:  "backoff_max_ms",
+				Value: "0",
+			}, {
+				Name:  "ids",
+				Value: "${job2}",
+			}, {
+				Name:  "payloads",
+				Value: "probe",
+			}, {
+				Name:  "dedup_keys",
+				Value: "probe:${queue}",
+			}},
+		}, {
+			Check: "a second admission of the key meets its holder",
+			Expect: probe.Expect{
+				Element: "id",
+				Kind:    "string",
+				String:  "${job2}",
+			},
+			Script: "add_dedup",
+			With: []probe.Arg{{
+				Name:  "mode",
+				Value: "until_done",
+			}, {
+				Name:  "ttl_ms",
+				Value: "0",
+			}, {
+				Name:  "hold",
+				Value: "0",
+			}, {
+				Name:  "delay_ms",
+				Value: "0",
+			}, {
+				Name:  "attempts",
+				Value: "0",
+			}, {
+				Name:  "backoff",
+				Value: "inherit",
+			}, {
+				Name:  "backoff_ms",
+				Value: "0",
+			}, {
+				Name:  "backoff_max_ms",
+				Value: "0",
+			}, {
+				Name:  "ids",
+				Value: "${job}",
+			}, {
+				Name:  "payloads",
+				Value: "again",
+			}, {
+				Name:  "dedup_keys",
+				Value: "probe:${queue}",
+			}},
+		}, {
+			Check: "dedup_entries judges the key held",
+			Expect: probe.Expect{
+				Element: "held",
+				Int:     1,
+				Kind:    "int",
+			},
+			Script: "dedup_entries",
+			With: []probe.Arg{{
+				Name:  "dedup_keys",
+				Value: "probe:${queue}",
+			}},
+		}, {
+			Check: "a debounce admission replaces the waiting holder's payload",
+			Expect: probe.Expect{
+				Element: "outcome",
+				Kind:    "string",
+				String:  "replaced",
+			},
+			Script: "replace_dedup",
+			With: []probe.Arg{{
+				Name:  "mode",
+				Value: "debounce",
+			}, {
+				Name:  "ttl_ms",
+				Value: "0",
+			}, {
+				Name:  "hold",
+				Value: "0",
+			}, {
+				Name:  "delay_ms",
+				Value: "0",
+			}, {
+				Name:  "attempts",
+				Value: "0",
+			}, {
+				Name:  "backoff",
+				Value: "inherit",
+			}, {
+				Name:  "backoff_ms",
+				Value: "0",
+			}, {
+				Name:  "backoff_max_ms",
+				Value: "0",
+			}, {
+				Name:  "events_max",
+				Value: "0",
+			}, {
+				Name:  "id",
+				Value: "${job}",
+			}, {
+				Name:  "payload",
+				Value: "again",
+			}, {
+				Name:  "dedup_key",
+				Value: "probe:${queue}",
+			}, {
+				Name:  "target",
+				Value: "${job2}",
+			}},
+		}, {
+			Check:   "the holder carries the new payload",
+			Command: []string{"HGET", "${row:job2}", "${field:payload}"},
+			Expect: probe.Expect{
+				Kind:   "string",
+				String: "again",
+			},
+		}, {
+			Check: "sweep_dedup keeps an entry that holds its key",
+			Expect: probe.Expect{
+				Element: "dropped",
+				Int:     0,
+				Kind:    "int",
+			},
+			Script: "sweep_dedup",
+			With: []probe.Arg{{
+				Name:  "cursor",
+				Value: "0",
+			}, {
+				Name:  "count",
+				Value: "100",
+			}},
+		}, {
+			Check: "cancel_ids cancels the pending holder",
+			Expect: probe.Expect{
+				Element: "state",
+				Kind:    "string",
+				String:  "${state:pending}",
+			},
+			Script: "cancel_ids",
+			With: []probe.Arg{{
+				Name:  "events_max",
+				Value: "0",
+			}, {
+				Name:  "ids",
+				Value: "${job2}",
+			}},
+		}, {
+			Check: "the cancellation released the key",
+			Expect: probe.Expect{
+				Element: "held",
+				Int:     0,
+				Kind:    "int",
+			},
+			Script: "dedup_entries",
+			With: []probe.Arg{{
+				Name:  "dedup_keys",
+				Value: "probe:${queue}",
+			}},
 		}},
 		Summary: "Kind policy lives in the script; the key lets the id pass, the law does not.",
 		Target:  "wire class EMQKIND",
@@ -940,6 +1181,53 @@ func Probes() []probe.Probe {
 			With: []probe.Arg{{
 				Name:  "minutes",
 				Value: "1",
+			}},
+		}, {
+			Check: "cancel_ids cancels the active job the completion leased",
+			Expect: probe.Expect{
+				Element: "state",
+				Kind:    "string",
+				String:  "${state:active}",
+			},
+			Script: "cancel_ids",
+			With: []probe.Arg{{
+				Name:  "events_max",
+				Value: "100",
+			}, {
+				Name:  "ids",
+				Value: "${job2}",
+			}},
+		}, {
+			Check: "its holder's completion is refused with EMQSTALE",
+			Expect: probe.Expect{
+				Kind:   "error",
+				String: "EMQSTALE",
+			},
+			Script: "complete_result_claim_ids",
+			With: []probe.Arg{{
+				Name:  "id",
+				Value: "${job2}",
+			}, {
+				Name:  "token",
+				Value: "1",
+			}, {
+				Name:  "lease_ms",
+				Value: "30000",
+			}, {
+				Name:  "result",
+				Value: "done",
+			}, {
+				Name:  "keep",
+				Value: "10",
+			}, {
+				Name:  "keep_age_ms",
+				Value: "0",
+			}, {
+				Name:  "events_max",
+				Value: "100",
+			}, {
+				Name:  "ids",
+				Value: "${job}",
 			}},
 		}},
 		Summary: "Only the current lease holder's token moves an active job.",
