@@ -123,7 +123,25 @@ func ReadTSAPI(r io.Reader) ([]string, error) {
 // compatible, and so is a function's or method's signature that only
 // gained trailing optional parameters (every old call still compiles). The breaks are sorted by Where, then Old.
 func CompareTSAPI(old, new []string) []Break {
-	return compareLines(old, new, tsKey, optionalsAdded)
+	return compareLines(old, new, tsKey, func(o, n string) bool { return optionalsAdded(o, n) || constMembersAdded(o, n) })
+}
+
+// constMembersAdded reports whether the new line is the old exported const
+// whose type is an object literal ("{ ...; }") with members appended,
+// every old member equal and in place: a vocabulary's const gaining a word
+// (WORD_ADDED, a minor), which code reading its members keeps compiling
+// against.
+func constMembersAdded(oldLine, newLine string) bool {
+	ok, o, err1 := tsKey(oldLine)
+	_, n, err2 := tsKey(newLine)
+	if err1 != nil || err2 != nil || !strings.Contains(ok, " const ") {
+		return false
+	}
+	head, found := strings.CutSuffix(o, " }")
+	if !found || !strings.HasPrefix(o, "{ ") || !strings.HasSuffix(n, " }") || len(n) <= len(o) {
+		return false
+	}
+	return strings.HasPrefix(n, head+" ")
 }
 
 // optionalsAdded reports whether the new line is the old function or

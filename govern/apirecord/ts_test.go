@@ -50,8 +50,14 @@ func TestCompareTSAPI(t *testing.T) {
 		"@echomq/sdk class Queue method claim: (number) => Promise<Job | null>",
 		"@echomq/sdk function open: (string) => void",
 		"@echomq/sdk function run: (string, (a: number) => void) => void",
+		"@echomq/sdk const Event: { readonly done: \"done\"; }",
+		"@echomq/sdk const Mode: { readonly a: \"a\"; readonly b: \"b\"; }",
 	}
 	new := []string{
+		// a vocabulary's const gaining a word: compatible
+		"@echomq/sdk const Event: { readonly done: \"done\"; readonly gone: \"gone\"; }",
+		// one losing or changing a member: a break
+		"@echomq/sdk const Mode: { readonly a: \"a\"; readonly c: \"c\"; }",
 		// trailing optional parameters added: compatible
 		"@echomq/sdk class Queue method claim: (number, (Map<string, number>)?, boolean?) => Promise<Job | null>",
 		"@echomq/sdk function run: (string, (a: number) => void, number?) => void",
@@ -69,6 +75,7 @@ func TestCompareTSAPI(t *testing.T) {
 	want := []string{
 		"removed @echomq/sdk class Queue method purge",
 		"changed @echomq/sdk class Queue method push",
+		"changed @echomq/sdk const Mode",
 		"changed @echomq/sdk function open",
 		"removed @echomq/sdk type SetName member \"dead\"",
 	}
