@@ -104,11 +104,11 @@ func TestDeclaredKeys(t *testing.T) {
 		}
 	}
 	ints := map[string]string{"lease_ms": "30000", "count": "5", "limit": "10", "max_attempts": "0", "delay_ms": "0", "run_at_ms": "0", "ttl_ms": "1000",
-		"attempts": "0", "backoff_ms": "0", "backoff_max_ms": "0", "keep": "10", "keep_age_ms": "0", "events_max": "100", "jitter": "0", "bury": "0", "minutes": "5"}
+		"attempts": "0", "backoff_ms": "0", "backoff_max_ms": "0", "keep": "10", "keep_age_ms": "0", "events_max": "100", "jitter": "0", "bury": "0", "minutes": "5", "hold": "0"}
 	// strs are the string arguments that need a value other than "x" (or
 	// than their vocabulary's first word): an events page from the start,
 	// a worker's backoff (inherit is a job's word only).
-	strs := map[string]string{"after": "", "backoff": "fixed"}
+	strs := map[string]string{"after": "", "backoff": "fixed", "cursor": "0"}
 	var undeclared []string
 	for i, s := range p.Scripts {
 		seed()

@@ -106,10 +106,10 @@ func TestVocabularyRefused(t *testing.T) {
 		{"words that differ in underscores", []string{vocWords, vocWords + "      - {word: leaselost}\n"}, "leaselost}", `words "lease_lost" and "leaselost" differ only in underscores`},
 		{"a vocabulary twice", []string{"\n# ---------------------------------------------------------------------------\n# 6c. Snippets", "  - {name: failure_class, words: [{word: x}]}\n\n# ---------------------------------------------------------------------------\n# 6c. Snippets"}, "failure_class, words", `vocabulary "failure_class" is declared twice`},
 		{"no words", []string{"\n# ---------------------------------------------------------------------------\n# 6c. Snippets", "  - {name: empty, words: []}\n\n# ---------------------------------------------------------------------------\n# 6c. Snippets"}, "{name: empty", `vocabulary "empty" has no words`},
-		{"an unknown vocabulary", withArg("{name: why, type: string, vocabulary: failure_clas}"), "failure_clas}", `vocabulary "failure_clas" is not declared (did you mean "failure_class"? declared: failure_class, event, backoff)`},
+		{"an unknown vocabulary", withArg("{name: why, type: string, vocabulary: failure_clas}"), "failure_clas}", `vocabulary "failure_clas" is not declared (did you mean "failure_class"? declared: failure_class, event, backoff, dedup, admission)`},
 		{"a vocabulary on an int", withArg("{name: why, type: int, vocabulary: failure_class}"), "failure_class}", `a vocabulary types a value of type string, not int`},
 		{"an unknown word", withBody("local w = '{{word \"failure_class\" \"oom\"}}'"), "word \"failure_class\" \"oom\"", `"oom" is not a word of vocabulary "failure_class" (words: error, panic, timeout, lease_lost)`},
-		{"a word of an unknown vocabulary", withBody("local w = '{{word \"failure\" \"error\"}}'"), "word \"failure\"", `vocabulary "failure" is not declared (declared: failure_class, event, backoff)`},
+		{"a word of an unknown vocabulary", withBody("local w = '{{word \"failure\" \"error\"}}'"), "word \"failure\"", `vocabulary "failure" is not declared (declared: failure_class, event, backoff, dedup, admission)`},
 		{"an unknown vocabulary table", withBody("local v = {{vocabulary \"failur_class\"}}"), "vocabulary \"failur_class\"", `{{vocabulary "failur_class"}}: vocabulary "failur_class" is not declared (did you mean "failure_class"?`},
 		{"a deprecation from the future", []string{vocName, vocName + "    deprecated: {since: 9.0.0}\n"}, "9.0.0", `deprecated since 9.0.0 is after the manifest's version`},
 	}
