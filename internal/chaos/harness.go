@@ -83,7 +83,8 @@ type run struct {
 	loadDone chan struct{}
 
 	mu         sync.Mutex
-	origin     map[string]Lang // the language of the producer that pushed each id, with producerLangs
+	origin     map[string]Lang   // the language of the producer that pushed each id, with producerLangs
+	cancelled  map[string]string // ids cancel_ids cancelled, to the state each was cancelled from
 	counts     map[string]int64
 	violations []string
 	notes      []string
@@ -345,6 +346,11 @@ func execute(ctx context.Context, cfg Config, p *plan) (*outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.mu.Lock()
+	for id, from := range r.cancelled {
+		ledger.Cancelled[id] = from
+	}
+	r.mu.Unlock()
 	v := Judge(r.acks.IDs(), ledger, final, r.chk.MaxAttempts())
 	return &outcome{run: r, verdict: v, ledger: ledger, stats: stats, took: time.Since(start)}, nil
 }
@@ -374,7 +380,7 @@ func (r *run) producers(ctx context.Context, addrs []string) ([]*Producer, error
 		}
 		switch lang {
 		case LangGo:
-		case LangTS, LangPy, LangOld, LangPrev:
+		case LangTS, LangPy, LangOld, LangPrev, LangPrev24:
 			d, err := r.driver(ctx, lang, addrs)
 			if err != nil {
 				return nil, err

@@ -10,7 +10,7 @@ import (
 // Go SDKs from git history, with testdata/oldfleet) and checks that each
 // program runs.
 func TestOldFleetBuilds(t *testing.T) {
-	for _, lang := range []Lang{LangOld, LangPrev} {
+	for _, lang := range []Lang{LangOld, LangPrev, LangPrev24} {
 		bin, err := oldFleetBinary(lang)
 		if err != nil {
 			t.Fatal(err)

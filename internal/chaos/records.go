@@ -96,11 +96,14 @@ type Ledger struct {
 	// counter; Malformed counts lines that did not parse.
 	Other     map[string]int64
 	Malformed int
+	// Cancelled maps each job cancel_ids cancelled to the state it was
+	// cancelled from, as the run's canceller recorded it.
+	Cancelled map[string]string
 }
 
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger {
-	return &Ledger{Jobs: map[string]map[int64]*Lease{}, Tally: map[string]int64{}, Other: map[string]int64{}}
+	return &Ledger{Jobs: map[string]map[int64]*Lease{}, Tally: map[string]int64{}, Other: map[string]int64{}, Cancelled: map[string]string{}}
 }
 
 func (l *Ledger) lease(id string, token int64) *Lease {

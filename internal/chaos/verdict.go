@@ -16,6 +16,10 @@ type Verdict struct {
 	Lost         int64 // acknowledged, never finished, and in no set at the end
 	Queued       int64 // acknowledged, never finished, still in pending, active or schedule
 	Twice        int64 // jobs with more than one accepted finish (completion or burial)
+	// Cancelled counts acknowledged jobs cancel_ids cancelled (the ledger's
+	// Cancelled): each is finished by its cancellation, and must have no
+	// accepted completion or burial and be in no set at the end.
+	Cancelled int64
 
 	CompletionAttempts int64 // handlers that returned nil, so the worker tried to complete
 	StaleRefused       int64 // completions refused with EMQSTALE
@@ -108,6 +112,19 @@ func Judge(acked []string, l *Ledger, final map[string]emq.Set, minted map[strin
 		}
 		v.InDoubt += int64(len(doubt))
 		set, inSet := final[id]
+		if from, ok := l.Cancelled[id]; ok {
+			v.Cancelled++
+			v.Finished++
+			if len(completes)+len(buries) > 0 {
+				v.Twice++
+				v.problem("%s cancelled (it was %s), yet a settle of it was accepted: completions at tokens %v, burials at %v", id, from, completes, buries)
+			}
+			if inSet {
+				v.Resurrected++
+				v.problem("%s cancelled (it was %s), yet in %s at the end", id, from, set)
+			}
+			continue
+		}
 		finishes := len(completes) + len(buries)
 		switch {
 		case finishes == 0 && inSet && set == emq.SetDead:
