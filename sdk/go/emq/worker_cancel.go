@@ -68,7 +68,7 @@ func cancelMessage(job Job) string {
 // listenCancels subscribes to the queue's cancel channel (SSUBSCRIBE: on a
 // cluster, on the node of the queue's slot) until ctx ends, subscribing
 // again after a broken connection; subscribed is closed at the first
-// subscription (or when ctx ends first). A message naming a job a handler
+// subscription, or at the first failure to subscribe, or when ctx ends. A message naming a job a handler
 // holds with that token cancels the handler's context with ErrCancelled.
 func (w *Worker) listenCancels(ctx context.Context, subscribed chan<- struct{}) {
 	rc := w.q.c.rc
@@ -89,6 +89,7 @@ func (w *Worker) listenCancels(ctx context.Context, subscribed chan<- struct{}) 
 		if ctx.Err() != nil {
 			return
 		}
+		confirm() // claim anyway: the extends tell a cancellation meanwhile
 		if time.Since(begin) > 5*time.Second {
 			pause = 50 * time.Millisecond
 		}
