@@ -1113,6 +1113,138 @@ func (t *testee) do(req request) (any, error) {
 		}
 		return map[string]any{wire.ScriptEvents.Name: out}, nil
 
+	// echomq 2.5.0: deduplication by a caller's key and cancellation.
+	case wire.ScriptAddDedup.Name, "push_dedup", wire.ScriptReplaceDedup.Name:
+		a, err := args[dedupArgs](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		opts, err := a.options()
+		if err != nil {
+			return nil, err
+		}
+		if req.Op == wire.ScriptAddDedup.Name {
+			jobs := make([]emq.NewJob, len(a.Jobs))
+			for i, j := range a.Jobs {
+				if jobs[i], err = j.job(); err != nil {
+					return nil, err
+				}
+			}
+			rs, err := q.AddDedup(ctx, jobs, opts...)
+			if err != nil {
+				return nil, err
+			}
+			results := make([]any, len(rs))
+			for i, r := range rs {
+				results[i] = dedupOut(r)
+			}
+			return map[string]any{"results": results}, nil
+		}
+		j, err := a.dedupJobArg.job()
+		if err != nil {
+			return nil, err
+		}
+		if req.Op == "push_dedup" {
+			r, err := q.PushDedup(ctx, j.ID, j.Payload, j.DedupKey, opts...)
+			if err != nil {
+				return nil, err
+			}
+			return dedupOut(r), nil
+		}
+		target, err := emq.ParseID(a.Target)
+		if err != nil {
+			return nil, err
+		}
+		r, err := q.ReplaceDedup(ctx, j.ID, j.Payload, j.DedupKey, target, a.EventsMax, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return dedupOut(r), nil
+
+	case wire.ScriptDedupEntries.Name:
+		a, err := args[struct {
+			Queue string   `json:"queue"`
+			Keys  []string `json:"keys"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		es, err := q.DedupEntries(ctx, a.Keys...)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]any, len(es))
+		for i, e := range es {
+			out[i] = dedupEntryOut(e)
+		}
+		return map[string]any{"entries": out}, nil
+
+	case wire.ScriptSweepDedup.Name:
+		a, err := args[struct {
+			Queue  string `json:"queue"`
+			Cursor string `json:"cursor"`
+			Count  int    `json:"count"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		r, err := q.SweepDedup(ctx, a.Cursor, a.Count)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"cursor": r.Cursor, "dropped": r.Dropped, "released": r.Released}, nil
+
+	case wire.ScriptCancelIDs.Name, "cancel_key":
+		a, err := args[struct {
+			Queue     string   `json:"queue"`
+			IDs       []string `json:"ids"`
+			Key       string   `json:"key"`
+			EventsMax int      `json:"events_max"`
+		}](req)
+		if err != nil {
+			return nil, err
+		}
+		q, err := t.queue(a.Queue)
+		if err != nil {
+			return nil, err
+		}
+		if req.Op == "cancel_key" {
+			cs, err := q.CancelKey(ctx, a.Key, a.EventsMax)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]any, len(cs))
+			for i, c := range cs {
+				out[i] = map[string]any{"id": c.ID.String(), "state": string(c.State)}
+			}
+			return map[string]any{"cancelled": out}, nil
+		}
+		ids, err := parseIDs(a.IDs)
+		if err != nil {
+			return nil, err
+		}
+		states, err := q.CancelIDs(ctx, ids, a.EventsMax)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]any, len(states))
+		for i, s := range states {
+			out[i] = map[string]any{"state": string(s)}
+		}
+		return map[string]any{"results": out}, nil
+
 	case "run_probes":
 		if t.client == nil {
 			return nil, &opError{kind: "connection", err: errors.New("not connected")}
@@ -1171,4 +1303,78 @@ func bytesOut(m map[string]any, name string, b []byte) map[string]any {
 // countsOut renders settle counts as the counters op answers them.
 func countsOut(c emq.SettleCounts) map[string]any {
 	return map[string]any{string(emq.EventCompleted): c.Completed, string(emq.EventFailed): c.Failed, string(emq.EventRetried): c.Retried, string(emq.EventDead): c.Dead}
+}
+
+// dedupJobArg is a job admitted under a deduplication key (echomq 2.5.0).
+type dedupJobArg struct {
+	ID  string `json:"id"`
+	Key string `json:"key"`
+	payload
+}
+
+func (j dedupJobArg) job() (emq.NewJob, error) {
+	id, err := emq.ParseID(j.ID)
+	if err != nil {
+		return emq.NewJob{}, err
+	}
+	p, err := j.bytes()
+	if err != nil {
+		return emq.NewJob{}, err
+	}
+	return emq.NewJob{ID: id, Payload: p, DedupKey: j.Key}, nil
+}
+
+// dedupArgs are add_dedup's, replace_dedup's and push_dedup's.
+type dedupArgs struct {
+	Queue string `json:"queue"`
+	dedupJobArg
+	Jobs         []dedupJobArg `json:"jobs"`
+	Target       string        `json:"target"`
+	Mode         string        `json:"mode"`
+	TTLMS        int64         `json:"ttl_ms"`
+	HoldDead     bool          `json:"hold_dead"`
+	HoldResult   bool          `json:"hold_result"`
+	DelayMS      int64         `json:"delay_ms"`
+	Attempts     int           `json:"attempts"`
+	Backoff      string        `json:"backoff"`
+	BackoffMS    int64         `json:"backoff_ms"`
+	BackoffMaxMS int64         `json:"backoff_max_ms"`
+	EventsMax    int           `json:"events_max"`
+}
+
+// options are the SDK's push options of a: the op's events_max (0: no
+// event) is the policy's (negative: none).
+func (a dedupArgs) options() ([]emq.PushOption, error) {
+	if a.Mode == "" {
+		return nil, &opError{kind: "argument", err: fmt.Errorf("%w: no mode", emq.ErrArgument)}
+	}
+	events := a.EventsMax
+	if events == 0 {
+		events = -1
+	}
+	p := emq.DedupPolicy{Mode: emq.Dedup(a.Mode), TTL: ms(a.TTLMS), HoldWhileDead: a.HoldDead, HoldWhileResultKept: a.HoldResult, EventsMax: events}
+	b := emq.BackoffPolicy{Type: emq.Backoff(a.Backoff), Delay: ms(a.BackoffMS), Max: ms(a.BackoffMaxMS)}
+	return []emq.PushOption{emq.WithDedup(p), emq.Delay(ms(a.DelayMS)), emq.Attempts(a.Attempts), emq.WithBackoff(b)}, nil
+}
+
+func dedupOut(r emq.DedupResult) map[string]any {
+	at := int64(0)
+	if !r.RunAt.IsZero() {
+		at = r.RunAt.UnixMilli()
+	}
+	return map[string]any{"outcome": string(r.Outcome), "id": r.ID.String(), "run_at_ms": at}
+}
+
+func dedupEntryOut(e emq.DedupEntry) map[string]any {
+	s := func(id emq.ID) string {
+		if id.IsZero() {
+			return ""
+		}
+		return id.String()
+	}
+	exp := int64(0)
+	if !e.Expires.IsZero() {
+		exp = e.Expires.UnixMilli()
+	}
+	return map[string]any{"holder": s(e.Holder), "mode": string(e.Mode), "expires_ms": exp, "held": e.Held, "state": string(e.State), "parked": s(e.Parked)}
 }

@@ -41,8 +41,10 @@ func aclOperator(k wire.QueueKeys) []string {
 		"+hdel",                   // purge forgets the job's failure record (2.3.0)
 		"+evalsha_ro", "+eval_ro", // show and browse read failure records with the read-only failures script (2.3.0)
 		"+xlen", "+xrange", // events reads the events stream with the read-only events script (2.4.0)
+		"+hexists", "+spublish", "+xadd", // dedup judges a key held while a result is kept; cancel tells the lease holder and reports (2.5.0)
 		"%R~" + wire.KeyVersion, "%R~" + aclPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
 		"~" + k.Pending, "~" + k.Dead, "~" + k.Wake, "~" + k.RowPrefix() + "*", "~" + k.Failures,
+		"~" + k.Schedule, "~" + k.Active, "~" + k.Progress, "~" + k.Options, "~" + k.Events, "~" + k.Cancel, "&" + k.Cancel, // what cancel writes
 	}
 }
 
@@ -188,6 +190,24 @@ func operatorFlow(t *testing.T, s *seeded, user []string) []string {
 	}
 	step(emqcli.ExitFindings, "purge", s.ids["dead2"].String())
 	step(emqcli.ExitOK, "purge", "-yes", s.ids["dead2"].String())
+	// echomq 2.5.0: a key's entry, and cancellation by key (a pending
+	// holder) and by id (an active job: its lease holder is told).
+	id, err := s.c.Mint(emq.WorkKind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.q.PushDedup(ctxP(t), id, []byte("keyed"), "op-key", emq.WithDedup(emq.DedupPolicy{HoldWhileResultKept: true})); err != nil {
+		t.Fatal(err)
+	}
+	step(emqcli.ExitOK, wire.ScriptDedupEntries.Name, "op-key")
+	step(emqcli.ExitFindings, wire.ScriptCancelIDs.Name, "-key", "op-key")
+	if out := step(emqcli.ExitOK, wire.ScriptCancelIDs.Name, "-yes", "-key", "op-key"); !strings.Contains(out, id.String()+"  cancelled") {
+		wrong = append(wrong, "cancel -key did not cancel the holder:\n"+out)
+	}
+	step(emqcli.ExitOK, wire.ScriptDedupEntries.Name, "-format", "json", "op-key")
+	if out := step(emqcli.ExitOK, wire.ScriptCancelIDs.Name, "-yes", s.ids["claimed"].String()); !strings.Contains(out, "cancelled (was "+string(emq.StateActive)) {
+		wrong = append(wrong, "cancel did not cancel the active job:\n"+out)
+	}
 	return wrong
 }
 

@@ -52,12 +52,24 @@ func aclProducer(k wire.QueueKeys) []string {
 		"~"+k.Pending, "~"+k.Wake, "~"+k.RowPrefix()+"*")
 }
 
+// aclDedupProducer is a producer that also pushes under deduplication
+// keys (echomq 2.5.0: PushDedup, PushBatchDedup, ReplaceDedup) and reads
+// their entries (DedupEntries). add_dedup and replace_dedup judge a key's
+// holder from every set and the completion records, so they name those in
+// KEYS, and script keys need read and write.
+func aclDedupProducer(k wire.QueueKeys) []string {
+	return append(aclProducer(k), "+zscore", "+hexists", "+zrange", "+zrem", "+xadd", "+xlen", "+evalsha_ro", "+eval_ro",
+		"~"+k.Active, "~"+k.Schedule, "~"+k.Dead, "~"+k.Results, "~"+k.Options, "~"+k.Dedup, "~"+k.Events)
+}
+
 // aclWorker runs NewWorker/Run on the queue of k: claims, completions,
-// extensions, retries, burials, maintenance and the doorbell.
+// extensions, retries, burials, maintenance (the sweep of the
+// deduplication entries included) and the doorbell, and (echomq 2.5.0)
+// listens on the queue's cancel channel.
 func aclWorker(k wire.QueueKeys) []string {
 	return append(aclConnect(), "+blpop", "+exists", "+del", "+hincrby", "+hmget", "+hscan", "+llen", "+rpush",
-		"+zadd", "+zcard", "+zrange", "+zrem", "+zscore", "+xadd", "+xlen",
-		"~"+aclQueuePattern(k))
+		"+zadd", "+zcard", "+zrange", "+zrem", "+zscore", "+xadd", "+xlen", "+hexists", "+ssubscribe",
+		"~"+aclQueuePattern(k), "&"+k.Cancel)
 }
 
 // aclQueuePattern matches every key of one queue, rows included, and no
@@ -288,6 +300,82 @@ func producerFlow(ctx context.Context, s *aclServer, opt emq.Options, queue stri
 	return nil
 }
 
+// dedupProducerFlow is producerFlow, then what a producer does with
+// deduplication keys (echomq 2.5.0): a delayed debounce push, a second one
+// that replaces it (add_dedup deferred, then replace_dedup, reporting the
+// replacement), a push held while its holder's result is kept, judged once
+// the default user completed the holder, and a read of the entries.
+func dedupProducerFlow(ctx context.Context, s *aclServer, opt emq.Options, queue string) error {
+	if err := producerFlow(ctx, s, opt, queue); err != nil {
+		return err
+	}
+	c, err := emq.Connect(ctx, opt)
+	if err != nil {
+		return fmt.Errorf("Connect: %w", err)
+	}
+	defer c.Close()
+	admin, err := emq.Connect(ctx, s.options())
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	q, err := c.Queue(queue)
+	if err != nil {
+		return err
+	}
+	aq, err := admin.Queue(queue)
+	if err != nil {
+		return err
+	}
+	ids := make([]emq.ID, 4)
+	for i := range ids {
+		if ids[i], err = c.Mint(emq.WorkKind); err != nil {
+			return err
+		}
+	}
+	debounce := emq.WithDedup(emq.DedupPolicy{Mode: emq.DedupDebounce})
+	steps := []struct {
+		what string
+		push func() (emq.DedupResult, error)
+		want emq.DedupResult
+	}{
+		{"a delayed debounce push", func() (emq.DedupResult, error) {
+			return q.PushDedup(ctx, ids[0], []byte("v1"), "d", debounce, emq.Delay(time.Hour))
+		}, emq.DedupResult{Outcome: emq.AdmissionAdmitted, ID: ids[0]}},
+		{"a debounce push replacing it", func() (emq.DedupResult, error) {
+			return q.PushDedup(ctx, ids[1], []byte("v2"), "d", debounce)
+		}, emq.DedupResult{Outcome: emq.AdmissionReplaced, ID: ids[0]}},
+	}
+	for _, st := range steps {
+		r, err := st.push()
+		if err != nil || r.Outcome != st.want.Outcome || r.ID != st.want.ID {
+			return fmt.Errorf("%s = %+v, %v; want %+v", st.what, r, err, st.want)
+		}
+	}
+	kept := emq.WithDedup(emq.DedupPolicy{HoldWhileResultKept: true})
+	if r, err := q.PushDedup(ctx, ids[2], []byte("r"), "r", kept); err != nil || r.Outcome != emq.AdmissionAdmitted {
+		return fmt.Errorf("a push held while its result is kept = %+v, %v", r, err)
+	}
+	js, err := aq.ClaimIDs(ctx, time.Minute, []emq.ID{ids[2]})
+	if err != nil || len(js) != 1 {
+		return fmt.Errorf("the default user's ClaimIDs = %v, %v", js, err)
+	}
+	if err := aq.Complete(ctx, js[0].ID, js[0].Token); err != nil {
+		return err
+	}
+	es, err := q.DedupEntries(ctx, "d", "r")
+	if err != nil || len(es) != 2 || es[0].Holder != ids[0] || !es[0].Held || es[1].Holder != ids[2] || es[1].Held {
+		return fmt.Errorf("DedupEntries = %+v, %v", es, err)
+	}
+	if r, err := q.PushDedup(ctx, ids[3], []byte("r2"), "r", kept); err != nil || r.Outcome != emq.AdmissionAdmitted {
+		return fmt.Errorf("a push once the holder completed without a record = %+v, %v", r, err)
+	}
+	if evs, err := aq.EventsPage(ctx, "", 10); err != nil || len(evs) != 1 || evs[0].Event != emq.EventReplaced {
+		return fmt.Errorf("events %+v, %v; want the replacement", evs, err)
+	}
+	return nil
+}
+
 // workerFlow runs a worker as opt's user through every path a worker has:
 // it connects first to a fresh keyspace (the fence claims it), blocks on
 // the doorbell while the queue is empty, reaps an expired lease (its
@@ -352,9 +440,16 @@ func workerFlow(ctx context.Context, s *aclServer, opt emq.Options, queue string
 	var mu sync.Mutex
 	done := map[string]int64{} // payload -> the attempt that completed it
 	hanging := make(chan struct{}, 1)
+	cancelling := make(chan emq.ID, 1)
+	cancelCause := make(chan error, 1)
 	h := func(ctx context.Context, j emq.Job) error {
 		p := string(j.Payload)
 		switch p {
+		case "cancel": // cancelled by another client while it runs: heard on the cancel channel
+			cancelling <- j.ID
+			<-ctx.Done()
+			cancelCause <- context.Cause(ctx)
+			return context.Cause(ctx)
 		case "retry":
 			if j.Attempt() == 1 {
 				return errors.New("the first attempt fails")
@@ -427,6 +522,38 @@ func workerFlow(ctx context.Context, s *aclServer, opt emq.Options, queue string
 	}); err != nil {
 		return err
 	}
+	// echomq 2.5.0: a job cancelled while it runs has its handler cancelled
+	// at once, and a deduplication entry held while its holder's result is
+	// kept is swept by maintenance once its holder completed without one.
+	if err := feed(ctx, []emq.NewJob{job("cancel")}); err != nil {
+		return fmt.Errorf("pushing: %w", err)
+	}
+	select {
+	case id := <-cancelling:
+		if _, err := aq.CancelIDs(ctx, []emq.ID{id}, 0); err != nil {
+			return fmt.Errorf("CancelIDs: %w", err)
+		}
+	case <-time.After(5 * time.Second):
+		return errors.New("the job to cancel did not start within 5s")
+	}
+	select {
+	case cause := <-cancelCause:
+		if !errors.Is(cause, emq.ErrCancelled) {
+			return fmt.Errorf("the cancelled handler's cause %v; want ErrCancelled", cause)
+		}
+	case <-time.After(5 * time.Second): // an extend would tell after lease/3: the message is faster
+		return errors.New("the cancelled job's handler was not cancelled within 5s")
+	}
+	dk := job("dedup")
+	if _, err := aq.PushDedup(ctx, dk.ID, dk.Payload, "swept", emq.WithDedup(emq.DedupPolicy{HoldWhileResultKept: true})); err != nil {
+		return fmt.Errorf("PushDedup: %w", err)
+	}
+	if err := until("the deduplication entry swept", 10*time.Second, func() bool {
+		n, err := s.int(ctx, "HLEN", aq.Keys().Dedup)
+		return completed("dedup")() && err == nil && n == 0
+	}); err != nil {
+		return err
+	}
 	if err := feed(ctx, []emq.NewJob{job("hang")}); err != nil {
 		return fmt.Errorf("pushing: %w", err)
 	}
@@ -448,11 +575,11 @@ func workerFlow(ctx context.Context, s *aclServer, opt emq.Options, queue string
 	mu.Lock()
 	attempts := fmt.Sprint(done)
 	mu.Unlock()
-	if want := fmt.Sprint(map[string]int64{"reaped": 2, "a": 1, "b": 1, "c": 1, "retry": 2, "slow": 1}); attempts != want {
+	if want := fmt.Sprint(map[string]int64{"reaped": 2, "a": 1, "b": 1, "c": 1, "retry": 2, "slow": 1, "dedup": 1}); attempts != want {
 		return fmt.Errorf("completed at attempts %s; want %s", attempts, want)
 	}
 	counts := tally.Snapshot()
-	for c, want := range map[emq.Counter]int64{emq.Reaped: 1, emq.Buried: 1, emq.Retried: 1, emq.HandedBack: 1, emq.Stale: 0} {
+	for c, want := range map[emq.Counter]int64{emq.Reaped: 1, emq.Buried: 1, emq.Retried: 1, emq.HandedBack: 1, emq.Stale: 0, emq.Cancelled: 1} {
 		if got := counts[c.String()]; got != want {
 			return fmt.Errorf("%s = %d; want %d (counts: %v)", c, got, want, counts)
 		}
@@ -629,6 +756,9 @@ func TestACLEveryRuleIsNeeded(t *testing.T) {
 		}},
 		{"worker", aclWorker(k), func(ctx context.Context, s *aclServer, opt emq.Options) error {
 			return workerFlow(ctx, s, opt, k.Queue(), nil)
+		}},
+		{"dedup_producer", aclDedupProducer(k), func(ctx context.Context, s *aclServer, opt emq.Options) error {
+			return dedupProducerFlow(ctx, s, opt, k.Queue())
 		}},
 	}
 	for _, role := range roles {
@@ -1006,7 +1136,7 @@ func TestACLDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := aclKeys(t, "orders")
-	for name, rules := range map[string][]string{"emq-producer": aclProducer(k), "emq-worker": aclWorker(k)} {
+	for name, rules := range map[string][]string{"emq-producer": aclProducer(k), "emq-worker": aclWorker(k), "emq-producer-dedup": aclDedupProducer(k)} {
 		line := strings.Join(aclSetUser(name, "PASSWORD", rules), " ")
 		if !strings.Contains(string(doc), line+"\n") {
 			t.Errorf("docs/security.md does not show the %s line:\n%s", name, line)

@@ -21,10 +21,11 @@ const (
 	Promoted                  // scheduled jobs made pending by maintenance
 	Panicked                  // handler panics, recovered and counted as failures too
 	HandedBack                // jobs of handlers that overran a shutdown's deadline, handed back to run elsewhere
+	Cancelled                 // jobs cancelled (echomq 2.5.0) while a handler of this worker ran them: not settled, not retried
 	numCounters
 )
 
-var counterNames = [numCounters]string{"enqueued", "claimed", "completed", "retried", "buried", "stale", "reaped", "promoted", "panicked", "handed_back"}
+var counterNames = [numCounters]string{"enqueued", "claimed", "completed", "retried", "buried", "stale", "reaped", "promoted", "panicked", "handed_back", "cancelled"}
 
 // String is the counter's name.
 func (c Counter) String() string {

@@ -115,6 +115,7 @@ type admitOptions struct {
 	delay    time.Duration
 	attempts int
 	backoff  BackoffPolicy
+	dedup    DedupPolicy // echomq 2.5.0: for the jobs with a DedupKey
 }
 
 // Delay admits the job to run d after it is admitted, measured on the

@@ -99,7 +99,7 @@ func (e Entry) String() string {
 
 // String shows every total, in counter order:
 //
-//	enqueued=3 claimed=3 completed=2 retried=1 buried=0 stale=0 reaped=0 promoted=0 panicked=0 handed_back=0
+//	enqueued=3 claimed=3 completed=2 retried=1 buried=0 stale=0 reaped=0 promoted=0 panicked=0 handed_back=0 cancelled=0
 func (t *Tally) String() string {
 	parts := make([]string, 0, numCounters)
 	for _, c := range Counters() {

@@ -30,7 +30,7 @@ func ExampleTally_String() {
 	}
 	fmt.Println(&tally)
 	// Output:
-	// enqueued=3 claimed=0 completed=0 retried=0 buried=0 stale=0 reaped=0 promoted=0 panicked=0 handed_back=0
+	// enqueued=3 claimed=0 completed=0 retried=0 buried=0 stale=0 reaped=0 promoted=0 panicked=0 handed_back=0 cancelled=0
 }
 
 // A JobInfo prints on one line: id, state, attempts, its lease deadline or

@@ -3,16 +3,23 @@ package emq
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
-// NewJob is a job to admit: its id (of WorkKind) and payload.
+// NewJob is a job to admit: its id (of WorkKind) and payload, and
+// (echomq 2.5.0) its deduplication key.
 type NewJob struct {
 	ID      ID
 	Payload []byte
+	// DedupKey is the job's deduplication key (any string; empty for
+	// none): PushBatchDedup and PushBatchWith admit a batch with any key
+	// in add_dedup calls under the batch's WithDedup policy. The other
+	// pushes ignore it.
+	DedupKey string
 }
 
 // Push admits a job like Enqueue and rings the queue's doorbell, so that an
@@ -207,11 +214,24 @@ func (q *Queue) PushBatch(ctx context.Context, jobs []NewJob) ([]bool, error) {
 // PushBatchWith is PushBatch with options (echomq 2.4.0; see PushWith):
 // the jobs go in add_many calls instead, all with the same options, cut,
 // pipelined, resent and reported as PushBatch's push_many calls are.
-// Without options it is exactly PushBatch.
+// Without options it is exactly PushBatch. A batch with a DedupKey on any
+// job (echomq 2.5.0) is PushBatchDedup's, under the WithDedup policy, and
+// reports true for a job admitted or parked; PushBatchDedup tells more.
 func (q *Queue) PushBatchWith(ctx context.Context, jobs []NewJob, opts ...PushOption) ([]bool, error) {
 	o, plain, err := admitOf(opts)
 	if err != nil {
 		return nil, err
+	}
+	if slices.ContainsFunc(jobs, func(j NewJob) bool { return j.DedupKey != "" }) {
+		rs, err := q.PushBatchDedup(ctx, jobs, opts...)
+		if rs == nil {
+			return nil, err
+		}
+		out := make([]bool, len(rs))
+		for i, r := range rs {
+			out[i] = r.Enqueued()
+		}
+		return out, err
 	}
 	if len(jobs) == 0 {
 		return nil, nil

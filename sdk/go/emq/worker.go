@@ -27,8 +27,10 @@ import (
 // ReportProgress(ctx, ...).
 //
 // ctx is cancelled when the job's lease is lost (another worker may be
-// running it: stop, nothing the handler does can be completed), and when a
-// shutdown's deadline passes.
+// running it: stop, nothing the handler does can be completed; cause
+// ErrLeaseLost), when the job is cancelled (echomq 2.5.0, Queue.CancelIDs
+// by any client; cause ErrCancelled), and when a shutdown's deadline
+// passes (cause ErrShutdown). context.Cause(ctx) tells which.
 type Handler func(ctx context.Context, job Job) error
 
 // ResultHandler is a Handler that returns a result when it completes its
@@ -158,6 +160,15 @@ type WorkerOptions struct {
 // migration answers TRYAGAIN or ASK, which the client resends, instead of
 // letting a script miss a row and lose its job, and an ACL user is checked
 // on every row before a script runs.
+//
+// A Worker listens on its queue's cancel channel (echomq 2.5.0; sharded
+// pub/sub, SSUBSCRIBE, on a cluster the node of the queue's slot) from
+// before its first claim until Run returns, subscribing again after a
+// reconnect: a job cancelled by any client while its handler runs has the
+// handler's context cancelled at once with cause ErrCancelled, and is
+// neither settled nor retried. Its maintenance also walks the queue's
+// deduplication entries (sweep_dedup), so that a keep_last job parked
+// behind a finished holder becomes due.
 type Worker struct {
 	q     *Queue
 	h     ResultHandler
@@ -175,7 +186,9 @@ type Worker struct {
 	draining atomic.Bool
 	started  atomic.Bool
 
-	sweep [3]uint64 // the orphan sweep's HSCAN cursors of the failures, options and progress hashes, kept across maintenance ticks
+	sweep       [3]uint64 // the orphan sweep's HSCAN cursors of the failures, options and progress hashes, kept across maintenance ticks
+	dedupCursor string    // the sweep_dedup walk's cursor, kept across maintenance ticks
+	cancels     cancels   // the cancellations heard on the queue's cancel channel
 
 	backoff   func(attempt int64) BackoffPolicy // the worker's retry policy for an attempt that failed
 	eventsMax int64                             // EventsMax, defaulted; 0: no events
@@ -191,6 +204,7 @@ type inflight struct {
 	deadline   atomic.Int64 // lease deadline, Unix ms
 	cancel     context.CancelCauseFunc
 	lost       atomic.Bool // the lease was lost
+	cancelled  atomic.Bool // the job was cancelled (echomq 2.5.0): its row is gone
 	handedBack atomic.Bool // shutdown handed it back
 }
 
@@ -308,6 +322,19 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	stopAux := make(chan struct{})
 	var aux sync.WaitGroup
+	lctx, stopListen := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopListen()
+	subscribed := make(chan struct{})
+	aux.Add(1)
+	go func() {
+		defer aux.Done()
+		w.listenCancels(lctx, subscribed)
+	}()
+	select { // claim once the cancel channel is listened to, or a failure is logged
+	case <-subscribed:
+	case <-time.After(subscribeWait):
+	case <-ctx.Done():
+	}
 	aux.Add(1)
 	go func() {
 		defer aux.Done()
@@ -341,9 +368,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 	close(stopAux)
+	stopListen()
 	aux.Wait()
 	return nil
 }
+
+// subscribeWait bounds how long Run waits for its subscription to the
+// cancel channel before it claims anyway.
+const subscribeWait = 2 * time.Second
 
 // runner runs the jobs sent to it, and the jobs each completion claims
 // next, until the worker drains.
@@ -511,6 +543,10 @@ func (w *Worker) process(i int, job Job) (Job, bool) {
 	if fl.handedBack.Load() {
 		return Job{}, false
 	}
+	if fl.cancelled.Load() {
+		w.settledCancelled(job, "settle")
+		return Job{}, false
+	}
 	ctx, done := context.WithTimeout(context.Background(), opTimeout)
 	defer done()
 	if err != nil {
@@ -523,6 +559,9 @@ func (w *Worker) process(i int, job Job) (Job, bool) {
 	}
 	next, err := w.pop.completeClaim(ctx, job, count, result)
 	switch {
+	case errors.Is(err, ErrStale) && w.cancels.has(job):
+		w.settledCancelled(job, "complete")
+		return Job{}, false
 	case errors.Is(err, ErrStale):
 		w.stale(job, "complete", err)
 		return Job{}, false
@@ -613,6 +652,10 @@ func (w *Worker) fail(ctx context.Context, job Job, why error, class FailureClas
 }
 
 func (w *Worker) settleError(job Job, op string, err error) {
+	if errors.Is(err, ErrStale) && w.cancels.has(job) {
+		w.settledCancelled(job, op)
+		return
+	}
 	if errors.Is(err, ErrStale) {
 		w.stale(job, op, err)
 		return
@@ -645,7 +688,7 @@ func (w *Worker) extender(stop <-chan struct{}) {
 		var execs []rueidis.LuaExec
 		for i := range w.slots {
 			fl := w.slots[i].cur.Load()
-			if fl == nil || fl.lost.Load() || fl.handedBack.Load() || fl.deadline.Load()-now > (w.opt.Lease-every).Milliseconds() {
+			if fl == nil || fl.lost.Load() || fl.cancelled.Load() || fl.handedBack.Load() || fl.deadline.Load()-now > (w.opt.Lease-every).Milliseconds() {
 				continue
 			}
 			row, _ := w.q.keys.Row(fl.job.ID)
@@ -661,6 +704,9 @@ func (w *Worker) extender(stop <-chan struct{}) {
 			switch {
 			case err == nil:
 				due[i].deadline.Store(deadline)
+			case errors.Is(err, ErrStale) && (due[i].cancelled.Load() || w.cancels.has(due[i].job)):
+				due[i].cancelled.Store(true)
+				due[i].cancel(ErrCancelled)
 			case errors.Is(err, ErrStale):
 				due[i].lost.Store(true)
 				due[i].cancel(ErrLeaseLost)
@@ -732,6 +778,7 @@ func (w *Worker) maintain(stop <-chan struct{}) {
 		// Every worker sweeps, whoever holds the lock: a 2.2 worker
 		// holding it never sweeps, and the orphans are its clients'.
 		w.sweepOrphans(ctx)
+		w.sweepDedup(ctx)
 		cancel()
 	}
 }
