@@ -59,6 +59,9 @@ type plan struct {
 	// pushOptions, when set, are the options of the Go producer's pushes
 	// (Queue.PushBatchWith): a job's own retry policy, say.
 	pushOptions []emq.PushOption
+	// dedupKeys, when set, gives each job of the Go producer a
+	// deduplication key of its own (Producer.DedupKeys).
+	dedupKeys bool
 }
 
 // run is the state of one plan's run, shared with its fault injector.
@@ -371,7 +374,7 @@ func (r *run) producers(ctx context.Context, addrs []string) ([]*Producer, error
 		if i < p.jobs%n {
 			jobs++
 		}
-		prod := &Producer{Queue: r.queue, Client: r.client, Acks: r.acks, Jobs: jobs, Rate: p.rate / float64(n), Options: p.pushOptions,
+		prod := &Producer{Queue: r.queue, Client: r.client, Acks: r.acks, Jobs: jobs, Rate: p.rate / float64(n), Options: p.pushOptions, DedupKeys: p.dedupKeys,
 			Producers: max(1, p.producers/n), Batch: p.batch, Log: r.logf}
 		prod.OnAck = func(id string) {
 			r.mu.Lock()

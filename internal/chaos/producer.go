@@ -112,6 +112,10 @@ type Producer struct {
 	// Options, when set, are the options of Queue.PushBatch's pushes (the
 	// Go producer's; PushBatchWith), unused with PushBatch.
 	Options []emq.PushOption
+	// DedupKeys, when set, gives each job a deduplication key of its own
+	// (derived from its id), so that its pushes go through add_dedup and
+	// every settle must release the key.
+	DedupKeys bool
 	// OnAck, when set, is called with each id this producer saw
 	// acknowledged first.
 	OnAck func(id string)
@@ -178,7 +182,11 @@ func (p *Producer) run(ctx context.Context, jobs int, producers float64) {
 				continue
 			}
 			for _, id := range ids {
-				batch = append(batch, emq.NewJob{ID: id, Payload: []byte("chaos " + id.String())})
+				job := emq.NewJob{ID: id, Payload: []byte("chaos " + id.String())}
+			if p.DedupKeys {
+				job.DedupKey = "chaos-" + id.String()
+			}
+			batch = append(batch, job)
 			}
 		}
 		for len(batch) < cap(batch) {
@@ -190,7 +198,11 @@ func (p *Producer) run(ctx context.Context, jobs int, producers float64) {
 				sleepCtx(ctx, 50*time.Millisecond)
 				continue
 			}
-			batch = append(batch, emq.NewJob{ID: id, Payload: []byte("chaos " + id.String())})
+			job := emq.NewJob{ID: id, Payload: []byte("chaos " + id.String())}
+			if p.DedupKeys {
+				job.DedupKey = "chaos-" + id.String()
+			}
+			batch = append(batch, job)
 		}
 		jobs -= len(batch)
 		p.pushed.Add(int64(len(batch)))
