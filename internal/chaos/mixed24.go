@@ -106,10 +106,10 @@ func (MixedDedup) Run(ctx context.Context, cfg Config) (Result, error) {
 		res.Violations = append(res.Violations, "no active job was cancelled: the scenario did not exercise a cancellation of a running job")
 	}
 	c := res.Counts
-	res.Notes = fmt.Sprintf("completed across sides: %s pushed by the new side and completed by the old, %s the other way; %s late completions refused with %s across sides; cancelled %s (of them %s while active); deduplication entries at the drain %s, left after the sweep %s; ",
+	res.Notes = fmt.Sprintf("completed across sides: %s pushed by the new side and completed by the old, %s the other way; %s late completions refused with %s across sides; cancelled %s (of them %s while active); deduplication entries held at most %s, at the drain %s, left after the sweep %s; ",
 		thousands(cross[string(LangGo)+"_to_"+string(LangPrev24)]), thousands(cross[string(LangPrev24)+"_to_"+string(LangGo)]),
 		thousands(cross["stale_cross"]), wire.ClassStale, thousands(c["cancelled"]), thousands(o.run.get("cancelled_"+string(wire.StateActive))),
-		thousands(c["dedup_at_drain"]), thousands(c["dedup_left"])) + res.Notes
+		thousands(c["dedup_max"]), thousands(c["dedup_at_drain"]), thousands(c["dedup_left"])) + res.Notes
 	res.Details = fmt.Sprintf(`**Injected.** %d worker processes work one queue: worker processes of this tree's Go SDK and of the Go SDK of the frozen %s release (built from git history, as in mixed23), in turn, %d handlers each, while a producer of each side pushes %s jobs; the new side's producer gives each job a deduplication key of its own (until_done). Handlers of both sides fail %.0f%% of first attempts and every attempt of %.0f%% of the jobs, which are buried on attempt %d. Worker processes of each side are frozen with SIGSTOP for %v (longer than the %v lease) and SIGKILLed, the sides in turn; every 150 ms a canceller cancels the head of the pending set and a random active job (cancel_ids), whichever side holds it.
 
 **Checked.** Every acknowledged job finished exactly once — completed, dead, or cancelled — none lost; no settle of a cancelled job was accepted (a %s worker, which does not listen for cancellation, is refused %s at its settle, and a %s worker's handler is cancelled); late completions are refused with %s across sides; after the drain the deduplication hash holds no entry once the new side's maintenance swept it (every key's holder is done, whichever side settled it).
@@ -140,6 +140,16 @@ func cancelSome(ctx context.Context, r *run, every time.Duration) error {
 		act, err := rc.Do(ctx, rc.B().Zrandmember().Key(k.Active).Count(1).Build()).AsStrSlice()
 		if err != nil {
 			continue
+		}
+		// The deduplication entries the new side's pushes hold while their
+		// jobs live (the most seen, "dedup_max"): the scenario's proof that
+		// its pushes went through add_dedup.
+		if n, err := rc.Do(ctx, rc.B().Hlen().Key(k.Dedup).Build()).AsInt64(); err == nil {
+			r.mu.Lock()
+			if n > r.counts["dedup_max"] {
+				r.counts["dedup_max"] = n
+			}
+			r.mu.Unlock()
 		}
 		call := wire.CancelIDsCall{Pending: k.Pending, Schedule: k.Schedule, Active: k.Active, Failures: k.Failures,
 			Progress: k.Progress, Options: k.Options, Events: k.Events, Cancel: k.Cancel, EventsMax: 1000}

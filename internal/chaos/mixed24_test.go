@@ -17,7 +17,7 @@ import (
 func TestMixedDedupQuick(t *testing.T) {
 	res := runQuick(t, "mixed24")
 	for _, k := range []string{"kills_go", "kills_go240", "freezes_go", "freezes_go240", "workers_go", "workers_go240",
-		"go_to_go240", "go240_to_go", "cancelled", "dedup_at_drain"} {
+		"go_to_go240", "go240_to_go", "cancelled", "dedup_max"} {
 		if res.Counts[k] == 0 {
 			t.Errorf("count %s is 0: the scenario did not exercise what it claims (counts %v)", k, res.Counts)
 		}
