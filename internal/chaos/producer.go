@@ -183,10 +183,10 @@ func (p *Producer) run(ctx context.Context, jobs int, producers float64) {
 			}
 			for _, id := range ids {
 				job := emq.NewJob{ID: id, Payload: []byte("chaos " + id.String())}
-			if p.DedupKeys {
-				job.DedupKey = "chaos-" + id.String()
-			}
-			batch = append(batch, job)
+				if p.DedupKeys {
+					job.DedupKey = "chaos-" + id.String()
+				}
+				batch = append(batch, job)
 			}
 		}
 		for len(batch) < cap(batch) {
