@@ -80,6 +80,7 @@ from .queue import (
     Queue,
 )
 from .worker import (
+    CANCELLED,
     JOB_TIMEOUT,
     LEASE_LOST,
     SHUTDOWN,
@@ -97,6 +98,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BUNDLE_DIGEST",
+    "CANCELLED",
     "DEFAULT_EVENTS_MAX",
     "DEFAULT_TRY_AGAIN_MS",
     "HOLD_DEAD",
