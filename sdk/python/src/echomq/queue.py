@@ -539,7 +539,7 @@ class Queue:
         opts = None
         if dedup is not None:
             if not isinstance(dedup, DedupKey):
-                raise ArgumentTypeError("dedup", "an echomq.DedupKey or None", dedup)
+                raise ArgumentTypeError("the dedup option", "an echomq.DedupKey or None", dedup)
             em = self._events_max(events_max)
             return await self._push_dedup(
                 job, dedup, add_options(delay, attempts, backoff) or AddOptions(), em
@@ -783,7 +783,7 @@ class Queue:
             try:
                 pj.append(self._push_job(j.id, j.payload))
                 if j.dedup is not None and not isinstance(j.dedup, DedupKey):
-                    raise ArgumentTypeError("dedup", "an echomq.DedupKey or None", j.dedup)
+                    raise ArgumentTypeError("the dedup option", "an echomq.DedupKey or None", j.dedup)
             except Exception as err:
                 err.args = (f"job {i}: {err}",)
                 raise
