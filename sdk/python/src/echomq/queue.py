@@ -783,7 +783,9 @@ class Queue:
             try:
                 pj.append(self._push_job(j.id, j.payload))
                 if j.dedup is not None and not isinstance(j.dedup, DedupKey):
-                    raise ArgumentTypeError("the dedup option", "an echomq.DedupKey or None", j.dedup)
+                    raise ArgumentTypeError(
+                        "the dedup option", "an echomq.DedupKey or None", j.dedup
+                    )
             except Exception as err:
                 err.args = (f"job {i}: {err}",)
                 raise
