@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import datetime
 import json
 import logging
 import sys
@@ -159,6 +160,10 @@ def event_out(e: echomq.QueueEvent) -> Obj:
     )
 
 
+def dedup_out(r: echomq.DedupResult) -> Obj:
+    return {"outcome": r.outcome, "id": r.id, "run_at_ms": r.run_at_ms or 0}
+
+
 def job_out(j: echomq.Job) -> Obj:
     return payload_out({"id": j.id, "token": j.token, "deadline_ms": j.deadline_ms}, j.payload)
 
@@ -219,6 +224,10 @@ class Testee:
             delay_ms=num(a, "backoff_ms"),
             max_ms=num(a, "backoff_max_ms"),
         )
+
+    def mode(self, a: Obj) -> echomq.Dedup:
+        """The request's dedup mode, as given (the SDK checks it)."""
+        return cast(echomq.Dedup, text(a, "mode"))
 
     async def do(self, op: str, a: Obj) -> Obj:
         if op == "hello":
@@ -378,6 +387,88 @@ class Testee:
             return {
                 "results": [{"enqueued": r.enqueued, "run_at_ms": r.run_at_ms or 0} for r in added]
             }
+        if op == "add_dedup":
+            q = self.queue(a)
+            jobs = self.new_jobs(a)
+            dkeys = [bytes_in(j, "key") for j in items(a, "jobs") if isinstance(j, dict)]
+            got = await q.add_dedup(
+                jobs,
+                dkeys,
+                self.mode(a),
+                ttl_ms=num(a, "ttl_ms"),
+                hold_dead=a.get("hold_dead") is True,
+                hold_result=a.get("hold_result") is True,
+                delay_ms=num(a, "delay_ms"),
+                attempts=num(a, "attempts"),
+                backoff=self.policy(a, inherit=True),
+            )
+            return {"results": [dedup_out(r) for r in got]}
+        if op == "replace_dedup":
+            q, id = self.queue_id(a)
+            target = text(a, "target")
+            echomq.parse_id(target)
+            r = await q.replace_dedup(
+                id,
+                payload_in(a),
+                bytes_in(a, "key"),
+                target,
+                self.mode(a),
+                ttl_ms=num(a, "ttl_ms"),
+                hold_dead=a.get("hold_dead") is True,
+                hold_result=a.get("hold_result") is True,
+                delay_ms=num(a, "delay_ms"),
+                attempts=num(a, "attempts"),
+                backoff=self.policy(a, inherit=True),
+                events_max=num(a, "events_max"),
+            )
+            return dedup_out(r)
+        if op == "push_dedup":
+            q, id = self.queue_id(a)
+            key = echomq.DedupKey(
+                bytes_in(a, "key"),
+                self.mode(a),
+                ttl_ms=num(a, "ttl_ms"),
+                hold_dead=a.get("hold_dead") is True,
+                hold_result=a.get("hold_result") is True,
+            )
+            delay = num(a, "delay_ms")
+            r = await q.push(
+                id,
+                payload_in(a),
+                # a timedelta keeps the milliseconds exact (a float of seconds may not)
+                delay=datetime.timedelta(milliseconds=delay) if delay else None,
+                dedup=key,
+                events_max=num(a, "events_max"),
+            )
+            return dedup_out(r)
+        if op == "dedup_entries":
+            q = self.queue(a)
+            es = await q.dedup_entries([bytes_in({"k": k}, "k") for k in items(a, "keys")])
+            return {
+                "entries": [
+                    {
+                        "holder": e.holder,
+                        "mode": e.mode,
+                        "expires_ms": e.expires_ms,
+                        "held": e.held,
+                        "state": e.state,
+                        "parked": e.parked,
+                    }
+                    for e in es
+                ]
+            }
+        if op == "sweep_dedup":
+            q = self.queue(a)
+            sw = await q.sweep_dedup(text(a, "cursor") or "0", num(a, "count"))
+            return {"cursor": sw.cursor, "dropped": sw.dropped, "released": sw.released}
+        if op == "cancel_ids":
+            q = self.queue(a)
+            states = await q.cancel_ids(self.ids(a), events_max=num(a, "events_max"))
+            return {"results": [{"state": s or ""} for s in states]}
+        if op == "cancel_key":
+            q = self.queue(a)
+            done = await q.cancel_key(bytes_in(a, "key"), events_max=num(a, "events_max"))
+            return {"cancelled": [{"id": x.id, "state": x.state} for x in done]}
         if op == "complete_result_claim_ids":
             q, id = self.queue_id(a)
             ids = self.ids(a)

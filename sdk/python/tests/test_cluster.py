@@ -24,7 +24,7 @@ import echomq
 from echomq import Counter, Tally
 from echomq._gen.keys import KEY_BUNDLE, KEY_LOCKS, KEY_VERSION
 from echomq._gen.probes import PROBES
-from echomq._gen.protocol import VERSION_MAJOR, VERSION_RECORD, VERSION_RECORD_PREFIX
+from echomq._gen.protocol import STATE_ACTIVE, VERSION_MAJOR, VERSION_RECORD, VERSION_RECORD_PREFIX
 from echomq._gen.scripts import CompleteCall
 from echomq.errors import CONNECTION_ERROR_CODE
 
@@ -802,3 +802,42 @@ async def test_clusterdown_is_a_connection_error_never_a_fence_refusal(
         await round_trip(c, c.queue(await queue_on(cluster, victim, "healed")), 1)
     finally:
         await c.close()
+
+
+async def test_a_worker_on_the_cluster_hears_a_cancellation_on_its_queues_node(
+    cluster: RedisCluster, open_client: Opener
+) -> None:
+    """echomq 2.5.0: the worker subscribes (SSUBSCRIBE) to the queue's cancel channel on the
+    node of the queue's slot, and cancel_ids from another client cancels the running handler."""
+    tally = Tally()
+    c = await open_client(metrics=tally)
+    other = await open_client()
+    q = c.queue(await queue_on(cluster, cluster.nodes[1], "cancel"))
+    started = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    async def handler(job: echomq.Job) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    w = echomq.Worker(q, handler, lease_ms=30_000, logger=quiet, metrics=tally)
+    running = asyncio.create_task(w.run())
+    try:
+        id = c.mint()
+        await q.push(id, "c")
+        await asyncio.wait_for(started.wait(), 15)
+        assert await other.queue(q.name).cancel_ids([id]) == [STATE_ACTIVE]
+        await asyncio.wait_for(cancelled.wait(), 5)
+
+        async def counted() -> bool:
+            return tally.get(Counter.CANCELLED) == 1
+
+        await until("the cancellation counted", counted)
+    finally:
+        w.stop()
+        await asyncio.wait_for(running, 30)
+    assert tally.get(Counter.RETRIED) == 0 and tally.get(Counter.BURIED) == 0

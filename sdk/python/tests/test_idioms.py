@@ -35,9 +35,9 @@ async def test_wrong_argument_types_name_the_parameter_and_send_nothing(
     id = client.mint()
     before = server.commandstats()
     cases: list[tuple[Callable[[], Awaitable[Any]], str, str]] = [
-        (lambda: q.push(id, {"a": 1}), "the payload", "bytes or str"),  # type: ignore[arg-type]
+        (lambda: q.push(id, {"a": 1}), "the payload", "bytes or str"),  # type: ignore[call-overload]
         (lambda: q.enqueue(id, 42), "the payload", "bytes or str"),  # type: ignore[arg-type]
-        (lambda: q.push(42, b""), "id", "a str"),  # type: ignore[arg-type]
+        (lambda: q.push(42, b""), "id", "a str"),  # type: ignore[call-overload]
         (lambda: q.claim(1.5), "lease_ms", "an int of milliseconds"),  # type: ignore[call-overload]
         (lambda: q.claim("30s"), "lease_ms", "an int"),  # type: ignore[call-overload]
         (lambda: q.claim(lease="30s"), "lease", "seconds"),  # type: ignore[call-overload]
@@ -56,7 +56,7 @@ async def test_wrong_argument_types_name_the_parameter_and_send_nothing(
         assert expected in msg and "cannot be interpreted" not in msg, msg
     # the example, word for word
     with pytest.raises(TypeError, match=r"payload must be bytes or str .*codec.*, not dict"):
-        await q.push(id, {"a": 1})  # type: ignore[arg-type]
+        await q.push(id, {"a": 1})  # type: ignore[call-overload]
     with pytest.raises(TypeError, match="not both"):
         await q.claim(1000, lease=1)  # type: ignore[call-overload]
     with pytest.raises(TypeError, match="name must be a str"):

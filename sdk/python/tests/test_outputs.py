@@ -308,7 +308,7 @@ async def test_push_options_go_to_add_many_and_coalesce_only_alike(
     with pytest.raises(echomq.ArgumentError):
         await q.push(client.mint(), b"x", attempts=-1)
     with pytest.raises(echomq.ArgumentTypeError):
-        await q.push(client.mint(), b"x", backoff="fixed")  # type: ignore[arg-type]
+        await q.push(client.mint(), b"x", backoff="fixed")  # type: ignore[call-overload]
     added = await q.add_many([echomq.NewJob(client.mint(), b"d")], delay=5)
     assert added[0].enqueued and added[0].run_at_ms is not None
 

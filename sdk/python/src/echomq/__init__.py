@@ -9,9 +9,11 @@ get, ...; retry_failed, bury_failed and failures record and read why a job's att
 (``push(id, p, delay=..., attempts=..., backoff=BackoffPolicy...)``: add_many), handler results
 kept under a ``Retention`` (``lookup``, ``output``), ``job.report_progress``, the events listener
 (``async for ev in queue.events()``), ``counters`` and ``fail`` with UnrecoverableError;
-``run_probes(client)`` checks a live server against the manifest. Protocol facts (key grammar,
-states, wire classes, the script bundle) come from the generated layer, ``echomq._gen``, which
-``go run ./cmd/emqgen gen`` writes from protocol.yaml.
+echomq 2.5.0 adds deduplication by a caller's key (``push(id, p, dedup=DedupKey(key, mode))``,
+``dedup_entries``) and cancellation (``cancel_ids``, ``cancel_key``; a worker cancels the handler
+of a job cancelled while it runs); ``run_probes(client)`` checks a live server against the
+manifest. Protocol facts (key grammar, states, wire classes, the script bundle) come from the
+generated layer, ``echomq._gen``, which ``go run ./cmd/emqgen gen`` writes from protocol.yaml.
 """
 
 from ._cluster import DEFAULT_TRY_AGAIN_MS, ClusterRedis, connect_cluster
@@ -26,6 +28,17 @@ from ._gen.scripts import BUNDLE_DIGEST
 from ._gen.vocabularies import *  # noqa: F403 - every vocabulary's type, words, list and guard
 from .client import Client, Verdict, check_version_record, connect, judge_version_record
 from .codec import Codec, CodecError, JSONCodec, TypedJob, TypedJobInfo, TypedQueue
+from .dedup import (
+    HOLD_DEAD,
+    HOLD_RESULT,
+    REPLACE_ATTEMPTS,
+    Cancelled,
+    DedupContentionError,
+    DedupEntry,
+    DedupKey,
+    DedupResult,
+    DedupSweep,
+)
 from .errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -67,6 +80,7 @@ from .queue import (
     Queue,
 )
 from .worker import (
+    CANCELLED,
     JOB_TIMEOUT,
     LEASE_LOST,
     SHUTDOWN,
@@ -84,13 +98,17 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BUNDLE_DIGEST",
+    "CANCELLED",
     "DEFAULT_EVENTS_MAX",
     "DEFAULT_TRY_AGAIN_MS",
+    "HOLD_DEAD",
+    "HOLD_RESULT",
     "JOB_TIMEOUT",
     "LEASE_LOST",
     "PEEK_ATTEMPTS",
     "PROGRESS_MAX_BYTES",
     "PROTOCOL",
+    "REPLACE_ATTEMPTS",
     "RESULT_MAX_BYTES",
     "SHUTDOWN",
     "VERSION",
@@ -101,6 +119,7 @@ __all__ = [
     "BackoffPolicy",
     "BatchResult",
     "BundleError",
+    "Cancelled",
     "Client",
     "ClusterRedis",
     "Codec",
@@ -109,6 +128,11 @@ __all__ = [
     "ConnectionError",
     "Counter",
     "Counters",
+    "DedupContentionError",
+    "DedupEntry",
+    "DedupKey",
+    "DedupResult",
+    "DedupSweep",
     "Duration",
     "EmqConnectionError",
     "EmqError",

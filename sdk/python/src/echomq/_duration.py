@@ -17,7 +17,12 @@ def duration_ms(what: str, v: object, *, allow_zero: bool = False) -> int:
     from .errors import ArgumentError, ArgumentTypeError
 
     if isinstance(v, datetime.timedelta):
-        s = v.total_seconds()
+        us = v // datetime.timedelta(microseconds=1)
+        if us < 0 or (us == 0 and not allow_zero):
+            raise ArgumentError(
+                f"{what} {v!r} is not a {'non-negative' if allow_zero else 'positive'} duration"
+            )
+        return -(-us // 1000)  # exact: rounded up, as for seconds
     elif isinstance(v, int | float) and not isinstance(v, bool):
         s = float(v)
     else:

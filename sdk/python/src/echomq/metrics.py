@@ -35,6 +35,9 @@ class Counter(enum.Enum):
     """Scheduled jobs made pending by maintenance."""
     HANDED_BACK = "handed_back"
     """Jobs of handlers that overran a shutdown's deadline, handed back to run elsewhere."""
+    CANCELLED = "cancelled"
+    """Jobs cancelled (echomq 2.5.0: Queue.cancel_ids) while a worker ran them: their handlers
+    were cancelled and nothing was settled."""
 
 
 class Metrics(Protocol):

@@ -21,6 +21,7 @@ from ._duration import Duration, duration_ms, pick_ms
 from ._gen.ids import parse_id
 from ._gen.keys import QueueKeys
 from ._gen.protocol import (
+    ADMISSION_DEFERRED,
     BACKOFF_FIXED,
     BACKOFF_INHERIT,
     EVENT_DEAD,
@@ -29,6 +30,7 @@ from ._gen.protocol import (
     FIELD_TOKEN,
     SET_PENDING,
     SETS,
+    Dedup,
     SetName,
     State,
     is_set_name,
@@ -42,15 +44,19 @@ from ._gen.scripts import (
     PURGE_PURGED,
     PUSH_ENQUEUED,
     REVIVE_RECORDED_REVIVED,
+    AddDedupCall,
+    AddDedupEntry,
     AddManyCall,
     BuryCall,
     BuryFailedCall,
+    CancelIdsCall,
     ClaimCall,
     ClaimIdsCall,
     CompleteCall,
     CompleteClaimIdsCall,
     CompleteResultClaimIdsCall,
     CountersCall,
+    DedupEntriesCall,
     EnqueueAtCall,
     EnqueueCall,
     EventsCall,
@@ -73,12 +79,14 @@ from ._gen.scripts import (
     ReapFailedIdsCall,
     ReapIdsCall,
     ReapRecordedIdsCall,
+    ReplaceDedupCall,
     ReplyShapeError,
     RetryCall,
     RetryFailedCall,
     ReviveRecordedCall,
     RingCall,
     ScriptExec,
+    SweepDedupCall,
     pipe_script,
     run_script,
     run_scripts,
@@ -86,6 +94,19 @@ from ._gen.scripts import (
 )
 from ._push import DEFAULT_PUSH_MAX_BATCH, AddOptions, Pusher, PushJob, add_exec, push_jobs
 from ._transport import TryAgainError
+from .dedup import (
+    REPLACE_ATTEMPTS,
+    Cancelled,
+    DedupContentionError,
+    DedupEntry,
+    DedupKey,
+    DedupResult,
+    DedupSweep,
+    dedup_key_bytes,
+    dedup_mode,
+    dedup_ttl_ms,
+    hold_bits,
+)
 from .errors import ArgumentError, ArgumentTypeError
 from .failures import FailedAttempt, Failure, check_failure, decode_failures, died_at_ms
 from .metrics import Counter
@@ -183,10 +204,11 @@ class Job:
 
 @dataclass(frozen=True, slots=True)
 class NewJob:
-    """A job to admit."""
+    """A job to admit; with ``dedup`` (echomq 2.5.0) push_batch admits it under that key."""
 
     id: str
     payload: Payload
+    dedup: DedupKey | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +218,9 @@ class BatchResult:
 
     enqueued: bool
     error: BaseException | None = None
+    dedup: DedupResult | None = None
+    """What the admission did under the job's deduplication key (echomq 2.5.0); None for a job
+    without one. enqueued is then whether the job was written (admitted or parked)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,6 +460,30 @@ class Queue:
         _non_negative("events max", events_max)
         return events_max
 
+    @overload
+    async def push(
+        self,
+        id: str,
+        payload: Payload,
+        *,
+        delay: Duration | None = None,
+        attempts: int | None = None,
+        backoff: BackoffPolicy | None = None,
+        dedup: None = None,
+        events_max: int | None = None,
+    ) -> bool: ...
+    @overload
+    async def push(
+        self,
+        id: str,
+        payload: Payload,
+        *,
+        delay: Duration | None = None,
+        attempts: int | None = None,
+        backoff: BackoffPolicy | None = None,
+        dedup: DedupKey,
+        events_max: int | None = None,
+    ) -> DedupResult: ...
     @honour_cancel
     async def push(
         self,
@@ -444,7 +493,9 @@ class Queue:
         delay: Duration | None = None,
         attempts: int | None = None,
         backoff: BackoffPolicy | None = None,
-    ) -> bool:
+        dedup: DedupKey | None = None,
+        events_max: int | None = None,
+    ) -> bool | DedupResult:
         """Admits a job like enqueue and rings the queue's doorbell, so that an idle worker starts
         it within milliseconds.
 
@@ -472,10 +523,27 @@ class Queue:
         A push is idempotent while the job exists, so one that failed in transport is resent on a
         fresh, fenced connection (see Client.resend); should the lost attempt have admitted the
         job, the resend returns False.
+
+        With ``dedup`` (a DedupKey, echomq 2.5.0) the job is admitted under a deduplication key
+        and push returns a DedupResult instead of a bool: the outcome (admitted, duplicate of the
+        key's holder, replaced: a waiting holder took the payload, parked behind an active
+        holder) and the id it concerns. It is one replace_dedup call (not coalesced), sent again
+        naming the job to replace when the key's holder changed meanwhile, up to
+        REPLACE_ATTEMPTS calls (then DedupContentionError). ``events_max`` bounds the events
+        stream for the replaced event a replacement writes (default the client's; 0 writes
+        none). A resend after a lost reply may answer duplicate (of the job itself) for a job
+        the lost attempt admitted, or replace again with the same payload.
         """
         job = self._push_job(id, payload)
         c = self.client
         opts = None
+        if dedup is not None:
+            if not isinstance(dedup, DedupKey):
+                raise ArgumentTypeError("the dedup option", "an echomq.DedupKey or None", dedup)
+            em = self._events_max(events_max)
+            return await self._push_dedup(
+                job, dedup, add_options(delay, attempts, backoff) or AddOptions(), em
+            )
         if delay is not None or attempts is not None or backoff is not None:
             opts = add_options(delay, attempts, backoff)
         if opts is not None:
@@ -524,6 +592,167 @@ class Queue:
             raise r.error
         return r.enqueued
 
+    def _replace_exec(
+        self,
+        job: PushJob,
+        key: bytes,
+        target: str,
+        policy: tuple[Dedup, int, int],
+        opts: AddOptions,
+        events_max: int,
+    ) -> ScriptExec:
+        """The replace_dedup call of job under key, expecting to replace target."""
+        k = self.keys
+        mode, ttl_ms, hold = policy
+        return ReplaceDedupCall(
+            pending=k.pending,
+            active=k.active,
+            schedule=k.schedule,
+            dead=k.dead,
+            results=k.results,
+            wake=k.wake,
+            options=k.options,
+            dedup=k.dedup,
+            events=k.events,
+            row=job.row,
+            target_row=k.row(target),
+            mode=mode,
+            ttl_ms=ttl_ms,
+            hold=hold,
+            delay_ms=opts.delay_ms,
+            attempts=opts.attempts,
+            backoff=opts.backoff,
+            backoff_ms=opts.backoff_ms,
+            backoff_max_ms=opts.backoff_max_ms,
+            events_max=events_max,
+            id=job.id,
+            payload=job.payload,
+            dedup_key=key,
+            target=target,
+        ).exec()
+
+    def _add_dedup_exec(
+        self,
+        jobs: Sequence[PushJob],
+        keys: Sequence[bytes],
+        policy: tuple[Dedup, int, int],
+        opts: AddOptions,
+    ) -> ScriptExec:
+        """The add_dedup call of jobs under keys (b"": none)."""
+        k = self.keys
+        mode, ttl_ms, hold = policy
+        return AddDedupCall(
+            pending=k.pending,
+            active=k.active,
+            schedule=k.schedule,
+            dead=k.dead,
+            results=k.results,
+            wake=k.wake,
+            options=k.options,
+            dedup=k.dedup,
+            rows=[j.row for j in jobs],
+            mode=mode,
+            ttl_ms=ttl_ms,
+            hold=hold,
+            delay_ms=opts.delay_ms,
+            attempts=opts.attempts,
+            backoff=opts.backoff,
+            backoff_ms=opts.backoff_ms,
+            backoff_max_ms=opts.backoff_max_ms,
+            entries=[
+                AddDedupEntry(id=j.id, payload=j.payload, dedup_key=key)
+                for j, key in zip(jobs, keys, strict=True)
+            ],
+        ).exec()
+
+    async def _replace_loop(
+        self,
+        job: PushJob,
+        key: bytes,
+        target: str,
+        policy: tuple[Dedup, int, int],
+        opts: AddOptions,
+        events_max: int,
+    ) -> DedupResult:
+        """replace_dedup calls of job, each naming the job the last one said to replace, until
+        one is not deferred (at most REPLACE_ATTEMPTS; then DedupContentionError)."""
+        c = self.client
+        for _ in range(REPLACE_ATTEMPTS):
+            x = self._replace_exec(job, key, target, policy, opts, events_max)
+
+            async def attempt(x: ScriptExec = x) -> DedupResult:
+                r = ReplaceDedupCall.decode(await _run(c, x))
+                return DedupResult(outcome=r.outcome, id=r.id, run_at_ms=r.run_at_ms or None)
+
+            res = await c.resend(attempt)
+            if res.outcome != ADMISSION_DEFERRED:
+                if res.admitted:
+                    self.client.metrics.add(Counter.ENQUEUED, self.name, 1)
+                return res
+            target = res.id
+        raise DedupContentionError(job.id, target)
+
+    async def _push_dedup(
+        self, job: PushJob, d: DedupKey, opts: AddOptions, events_max: int
+    ) -> DedupResult:
+        """push with a DedupKey: replace_dedup expecting to replace nothing (its target is the job
+        itself), then naming the job each deferred answer names."""
+        return await self._replace_loop(job, d.key, job.id, d.policy, opts, events_max)
+
+    async def _push_batch_dedup(
+        self, pj: Sequence[PushJob], dedups: Sequence[DedupKey | None], opts: AddOptions
+    ) -> list[BatchResult]:
+        """push_batch with deduplication keys: the jobs grouped by their keys' policies (mode, ttl,
+        hold; jobs without a key join the first group) into add_dedup calls of up to
+        push_max_batch jobs, sent in order, and each deferred job sent on with replace_dedup."""
+        groups: dict[tuple[Dedup, int, int], list[int]] = {}
+        free: list[int] = []
+        for i, d in enumerate(dedups):
+            if d is None:
+                free.append(i)
+            else:
+                groups.setdefault(d.policy, []).append(i)
+        first = next(iter(groups))
+        groups[first] = sorted(groups[first] + free)
+        out: list[BatchResult] = [BatchResult(enqueued=False) for _ in pj]
+        c = self.client
+        em = c.events_max
+        n = c.push_max_batch
+        for policy, idx in groups.items():
+            for lo in range(0, len(idx), n):
+                part = idx[lo : lo + n]
+                keys = [b"" if dedups[i] is None else dedups[i].key for i in part]  # type: ignore[union-attr]
+                x = self._add_dedup_exec([pj[i] for i in part], keys, policy, opts)
+
+                async def attempt(x: ScriptExec = x) -> list[Any]:
+                    return AddDedupCall.decode(await _run(c, x))
+
+                try:
+                    recs = await c.resend(attempt)
+                    if len(recs) != len(part):
+                        raise ValueError(
+                            f"emq: {AddDedupCall.SCRIPT.name}: {len(recs)} records for "
+                            f"{len(part)} jobs"
+                        )
+                except Exception as err:
+                    for i in part:
+                        out[i] = BatchResult(enqueued=False, error=err)
+                    continue
+                for i, key, r in zip(part, keys, recs, strict=True):
+                    res = DedupResult(outcome=r.outcome, id=r.id, run_at_ms=r.run_at_ms or None)
+                    if res.outcome == ADMISSION_DEFERRED:
+                        try:
+                            res = await self._replace_loop(pj[i], key, r.id, policy, opts, em)
+                        except Exception as err:
+                            out[i] = BatchResult(enqueued=False, error=err)
+                            continue
+                    elif res.admitted:
+                        c.metrics.add(Counter.ENQUEUED, self.name, 1)
+                    out[i] = BatchResult(
+                        enqueued=res.admitted, dedup=res if dedups[i] is not None else None
+                    )
+        return out
+
     @honour_cancel
     async def push_batch(
         self,
@@ -543,17 +772,29 @@ class Queue:
         (an id of another kind in it) is pushed again job by job, so that only the offending jobs
         carry the KindError. Chunks that failed in transport, and only those, are resent on a
         fresh, fenced connection; a keyspace the fence refuses raises its FenceError.
+
+        Jobs with a ``dedup`` key (NewJob(id, p, dedup=DedupKey(...)), echomq 2.5.0) make the
+        batch go as add_dedup calls, one per policy of the keys (mode, ttl, hold), the jobs
+        without a key in the first; a job whose key's waiting holder it would replace is sent
+        on with replace_dedup. Each result's ``dedup`` tells what its admission did.
         """
         pj: list[PushJob] = []
         for i, j in enumerate(jobs):
             try:
                 pj.append(self._push_job(j.id, j.payload))
+                if j.dedup is not None and not isinstance(j.dedup, DedupKey):
+                    raise ArgumentTypeError(
+                        "the dedup option", "an echomq.DedupKey or None", j.dedup
+                    )
             except Exception as err:
                 err.args = (f"job {i}: {err}",)
                 raise
         opts = add_options(delay, attempts, backoff)
         if not pj:
             return []
+        dedups = [j.dedup for j in jobs]
+        if any(d is not None for d in dedups):
+            return await self._push_batch_dedup(pj, dedups, opts or AddOptions())
         return await push_jobs(self, pj, self.client.push_max_batch, opts)
 
     @honour_cancel
@@ -1382,6 +1623,229 @@ class Queue:
                     await bell.aclose()
                 except Exception as err:
                     log.debug("emq: closing the events connection failed: %s", err)
+
+    # ------------------------------------------------------------ echomq 2.5.0
+
+    @staticmethod
+    def _dedup_policy(
+        mode: Dedup, ttl: Duration | None, ttl_ms: int | None, hold_dead: bool, hold_result: bool
+    ) -> tuple[Dedup, int, int]:
+        """mode, ttl and hold flags, checked, as one call's policy (mode, ttl_ms, hold bits)."""
+        m = dedup_mode(mode)
+        t = dedup_ttl_ms(m, pick_ms("ttl_ms", ttl_ms, "ttl", ttl, 0, allow_zero=True))
+        return (m, t, hold_bits(hold_dead, hold_result))
+
+    @honour_cancel
+    async def add_dedup(
+        self,
+        jobs: Sequence[NewJob],
+        keys: Sequence[str | bytes],
+        mode: Dedup,
+        *,
+        ttl: Duration | None = None,
+        ttl_ms: int | None = None,
+        hold_dead: bool = False,
+        hold_result: bool = False,
+        delay: Duration | None = None,
+        delay_ms: int | None = None,
+        attempts: int = 0,
+        backoff: BackoffPolicy | None = None,
+    ) -> list[DedupResult]:
+        """Admits jobs in one add_dedup call (echomq 2.5.0), each under its key of keys (the same
+        length; "" admits the job as add_many does), all under one mode, ttl and hold; the rest as
+        add_many. Returns per job what the admission did; ADMISSION_DEFERRED names the job it
+        would replace, which this call cannot (send it with replace_dedup; push and push_batch
+        do it themselves). An id of another kind than the work kind refuses the whole call with a
+        KindError; a mode outside the dedup vocabulary, a throttle without a ttl and negative
+        numbers raise an ArgumentError before anything is sent. Resent across a reconnect. No
+        jobs send nothing."""
+        policy = self._dedup_policy(mode, ttl, ttl_ms, hold_dead, hold_result)
+        opts = add_options(delay, attempts, backoff, delay_ms=delay_ms) or AddOptions()
+        if isinstance(keys, str | bytes) or len(keys) != len(jobs):
+            raise ArgumentError("add_dedup takes one key per job")
+        pj = [self._push_job(j.id, j.payload) for j in jobs]
+        kb = [dedup_key_bytes(k, allow_empty=True) for k in keys]
+        if not pj:
+            return []
+        x = self._add_dedup_exec(pj, kb, policy, opts)
+        c = self.client
+
+        async def attempt() -> list[DedupResult]:
+            return [
+                DedupResult(outcome=r.outcome, id=r.id, run_at_ms=r.run_at_ms or None)
+                for r in AddDedupCall.decode(await _run(c, x))
+            ]
+
+        out = await c.resend(attempt)
+        c.metrics.add(Counter.ENQUEUED, self.name, sum(r.admitted for r in out))
+        return out
+
+    @honour_cancel
+    async def replace_dedup(
+        self,
+        id: str,
+        payload: Payload,
+        key: str | bytes,
+        target: str,
+        mode: Dedup,
+        *,
+        ttl: Duration | None = None,
+        ttl_ms: int | None = None,
+        hold_dead: bool = False,
+        hold_result: bool = False,
+        delay: Duration | None = None,
+        delay_ms: int | None = None,
+        attempts: int = 0,
+        backoff: BackoffPolicy | None = None,
+        events_max: int | None = None,
+    ) -> DedupResult:
+        """Admits one job under key with one replace_dedup call (echomq 2.5.0), declaring target,
+        the job it expects to replace (an ADMISSION_DEFERRED answer's id; the job's own id when it
+        expects none). Answers as add_dedup, plus ADMISSION_REPLACED (target took the payload,
+        and a replaced event is written when events_max, default the client's, is above 0) and
+        ADMISSION_DEFERRED when the job to replace is not target (its id is then the one). An
+        empty key raises an ArgumentError before anything is sent. One call, resent across a
+        reconnect: push(dedup=...) is the loop over it."""
+        policy = self._dedup_policy(mode, ttl, ttl_ms, hold_dead, hold_result)
+        opts = add_options(delay, attempts, backoff, delay_ms=delay_ms) or AddOptions()
+        em = self._events_max(events_max)
+        job = self._push_job(id, payload)
+        self._row(target)
+        x = self._replace_exec(job, dedup_key_bytes(key), target, policy, opts, em)
+        c = self.client
+
+        async def attempt() -> DedupResult:
+            r = ReplaceDedupCall.decode(await _run(c, x))
+            return DedupResult(outcome=r.outcome, id=r.id, run_at_ms=r.run_at_ms or None)
+
+        res = await c.resend(attempt)
+        if res.admitted:
+            c.metrics.add(Counter.ENQUEUED, self.name, 1)
+        return res
+
+    @honour_cancel
+    async def dedup_entries(self, keys: Sequence[str | bytes]) -> list[DedupEntry]:
+        """Reads the entries of the given deduplication keys (echomq 2.5.0), judged as an
+        admission would judge them now, in one read-only call: per key its holder, mode, expiry,
+        whether it is held, the holder's state and the job parked behind it. A key without an
+        entry reads holder "" and held False. No keys send nothing."""
+        if isinstance(keys, str | bytes):
+            raise ArgumentTypeError("keys", "a sequence of keys (str or bytes)", keys)
+        kb = [dedup_key_bytes(k, allow_empty=True) for k in keys]
+        if not kb:
+            return []
+        k = self.keys
+        x = DedupEntriesCall(
+            pending=k.pending,
+            active=k.active,
+            schedule=k.schedule,
+            dead=k.dead,
+            results=k.results,
+            wake=k.wake,
+            dedup=k.dedup,
+            dedup_keys=kb,
+        ).exec()
+
+        async def attempt() -> list[DedupEntry]:
+            return [
+                DedupEntry(
+                    holder=r.holder,
+                    mode=r.mode,
+                    expires_ms=r.expires_ms,
+                    held=r.held == 1,
+                    state=r.state,
+                    parked=r.parked,
+                )
+                for r in DedupEntriesCall.decode(await _run_ro(self.client, x))
+            ]
+
+        return await self.client.resend(attempt)
+
+    @honour_cancel
+    async def sweep_dedup(self, cursor: str = "0", count: int = 100) -> DedupSweep:
+        """Walks one page of the queue's deduplication entries (echomq 2.5.0) from cursor ("0" to
+        start): each parked job whose holder is done becomes due and its key's holder, and the
+        entries that hold their keys no longer are deleted. Returns the next cursor ("0" when
+        the walk is done) and the counts. count is the page's size hint, 1 to 1000 (an
+        ArgumentError outside). Workers sweep every maintenance tick."""
+        _positive("count", count)
+        if count > 1000:
+            raise ArgumentError(f"count {count!r} is over 1000")
+        if not isinstance(cursor, str) or not cursor.isdigit():
+            raise ArgumentError(f"cursor {cursor!r} is not a sweep cursor")
+        k = self.keys
+        call = SweepDedupCall(
+            pending=k.pending,
+            active=k.active,
+            schedule=k.schedule,
+            dead=k.dead,
+            results=k.results,
+            wake=k.wake,
+            dedup=k.dedup,
+            cursor=cursor,
+            count=count,
+        )
+
+        async def attempt() -> DedupSweep:
+            r = await call.run(self.client.redis)
+            return DedupSweep(cursor=r.cursor, dropped=r.dropped, released=r.released)
+
+        return await self.client.resend(attempt)
+
+    @honour_cancel
+    async def cancel_ids(
+        self, ids: Sequence[str], *, events_max: int | None = None
+    ) -> list[State | None]:
+        """Cancels the given jobs that are pending, scheduled or active in one cancel_ids call
+        (echomq 2.5.0): their rows, failure records, progress and retry policies are deleted, a
+        cancelled event is written for each (unless events_max, default the client's, is 0), and
+        the worker holding an active one is told on the queue's cancel channel, so that it
+        cancels its handler at once (a worker that missed it learns at its next extend or
+        settle). Returns per id the state it was cancelled from, or None when it was in none of
+        them (dead, gone, or given twice) and was left as it is. Resent across a reconnect (a
+        job the lost attempt cancelled then reads None). No ids send nothing."""
+        ids = _ids(ids)
+        rows = [self._row(i) for i in ids]
+        em = self._events_max(events_max)
+        if not rows:
+            return []
+        k = self.keys
+        call = CancelIdsCall(
+            pending=k.pending,
+            schedule=k.schedule,
+            active=k.active,
+            failures=k.failures,
+            progress=k.progress,
+            options=k.options,
+            events=k.events,
+            cancel=k.cancel,
+            rows=rows,
+            events_max=em,
+            ids=ids,
+        )
+
+        async def attempt() -> list[State | None]:
+            out: list[State | None] = []
+            for r in await call.run(self.client.redis):
+                out.append(r.state if is_state(r.state) else None)
+            return out
+
+        return await self.client.resend(attempt)
+
+    @honour_cancel
+    async def cancel_key(
+        self, key: str | bytes, *, events_max: int | None = None
+    ) -> list[Cancelled]:
+        """Cancels the jobs of a deduplication key (echomq 2.5.0): its holder and the job parked
+        behind it, read with dedup_entries and cancelled in one cancel_ids call. Returns the jobs
+        actually cancelled, holder first, with the state each was cancelled from; [] when the
+        key has no live holder."""
+        (e,) = await self.dedup_entries([dedup_key_bytes(key)])
+        ids = [i for i in (e.holder, e.parked) if i]
+        if not ids:
+            return []
+        states = await self.cancel_ids(ids, events_max=events_max)
+        return [Cancelled(id=i, state=s) for i, s in zip(ids, states, strict=True) if s]
 
     @honour_cancel
     async def forget_ids(self, ids: Sequence[str]) -> int:

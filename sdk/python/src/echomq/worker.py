@@ -41,6 +41,7 @@ from typing import Any, Final, TypeVar, overload
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError
 
+from ._cancel import check_cancelled
 from ._duration import Duration, pick_ms
 from ._gen.errors import StaleError
 from ._gen.ids import parse_id
@@ -78,6 +79,7 @@ from .outputs import RESULT_MAX_BYTES, BackoffPolicy, Retention, encode_value
 from .queue import _REPORTER, PEEK_ATTEMPTS, Job, Queue
 
 __all__ = [
+    "CANCELLED",
     "JOB_TIMEOUT",
     "LEASE_LOST",
     "SHUTDOWN",
@@ -110,14 +112,18 @@ see permanent) buries it at once.
 
 The handler runs in a task of its own, which the worker cancels when the job's lease is lost
 (another worker may be running it: nothing the handler does can be completed; the
-CancelledError's message is LEASE_LOST) and when a shutdown's deadline passes (SHUTDOWN; the job
-was handed back)."""
+CancelledError's message is LEASE_LOST), when a shutdown's deadline passes (SHUTDOWN; the job
+was handed back) and when the job is cancelled (echomq 2.5.0: Queue.cancel_ids or cancel_key, by
+any client; CANCELLED: the job is gone, and is neither retried nor buried)."""
 
 LEASE_LOST: Final = "emq: the job's lease was lost"
 """The message of the cancellation of a handler whose lease was lost."""
 
 SHUTDOWN: Final = "emq: the worker shut down"
 """The message of the cancellation of a handler that overran a shutdown's deadline."""
+
+CANCELLED: Final = "emq: the job was cancelled"
+"""The message of the cancellation of a handler whose job was cancelled (echomq 2.5.0)."""
 
 JOB_TIMEOUT: Final = "emq: the job ran out of its time"
 """The message of the cancellation of a handler that overran the worker's job_timeout (the
@@ -138,6 +144,19 @@ OP_TIMEOUT_S: Final = 10.0
 
 MAINTENANCE_BATCH: Final = 1000
 """The most ids one promote or reap call of the maintenance handles."""
+
+SWEEP_DEDUP_COUNT: Final = 100
+"""The page size (HSCAN COUNT) of the maintenance's sweep_dedup calls (echomq 2.5.0)."""
+
+SWEEP_DEDUP_PAGES: Final = 10
+"""The most sweep_dedup pages one maintenance tick walks; the walk goes on next tick."""
+
+LISTEN_POLL_S: Final = 1.0
+"""How long one read of the cancel channel waits before the listener looks again."""
+
+SUBSCRIBE_WAIT_S: Final = 5.0
+"""How long run() waits, at most, for the first subscription to the cancel channel before it
+claims anyway."""
 
 
 class PermanentError(Exception):
@@ -256,6 +275,10 @@ class _Inflight:
     """Shutdown handed the job back."""
     timed_out: bool = False
     """The handler ran longer than the worker's job_timeout and was cancelled."""
+    cancelled: bool = False
+    """The job was cancelled (echomq 2.5.0: a message on the queue's cancel channel)."""
+    counted: bool = False
+    """The cancellation was counted."""
 
 
 @dataclass
@@ -701,6 +724,10 @@ class Worker:
         self._wake: asyncio.Event | None = None
         self._bell: Redis | None = None
         self._finished: asyncio.Event | None = None
+        self._holding: dict[str, _Inflight] = {}
+        """The jobs this worker holds, by id, from the start of their handler to their settle."""
+        self._listening: asyncio.Event | None = None
+        self._dedup_cursor = "0"
 
     def __repr__(self) -> str:
         state = (
@@ -751,10 +778,21 @@ class Worker:
             self._stop.set()
         self._bell = self.queue.client.redis.client()
         held = asyncio.Event()
+        self._listening = asyncio.Event()
         self._spawn(self._extender(), "emq lease extender")
+        self._spawn(self._canceller(), "emq cancel listener")
         if self.maintenance_ms > 0:
             self._spawn(self._maintainer(held), "emq maintenance")
         try:
+            # A job cancelled as soon as it starts reaches its handler: listen before claiming.
+            try:
+                async with asyncio.timeout(SUBSCRIBE_WAIT_S):
+                    await self._listening.wait()
+            except TimeoutError:
+                self.log.warning(
+                    "emq: the cancel channel of queue %s is not subscribed yet; claiming anyway",
+                    self.queue.name,
+                )
             await self._claimer()
             self._draining = True
             await self._drain()
@@ -1165,6 +1203,16 @@ class Worker:
     async def _process(self, job: Job) -> Job | None:
         """Runs one job and settles it; returns the next job when the completion leased one."""
         fl = _Inflight(job=job, deadline_ms=job.deadline_ms)
+        self._holding[job.id] = fl
+        try:
+            return await self._process_held(fl)
+        finally:
+            if self._holding.get(job.id) is fl:
+                del self._holding[job.id]
+
+    async def _process_held(self, fl: _Inflight) -> Job | None:
+        """_process of a job registered as held (so that a cancellation finds it)."""
+        job = fl.job
         failure: BaseException | None = None
         result: object = None
         arg: Job = job
@@ -1212,11 +1260,19 @@ class Worker:
                 me = asyncio.current_task()
                 if me is not None and me.cancelling() > 0:
                     raise  # the runner itself is cancelled (run() was cancelled)
-                if fl.lost or fl.handed_back:
+                if fl.lost or fl.handed_back or fl.cancelled:
+                    if fl.cancelled:
+                        self._was_cancelled(fl)
                     return None  # the extension's refusal was counted; the job is not ours
                 failure = err
             except Exception as err:
                 failure = err
+            if fl.cancelled:
+                # The handler ended as it was cancelled (it swallowed the cancellation, or
+                # finished first): the job is gone, nothing is settled.
+                self._running.discard(fl)
+                self._was_cancelled(fl)
+                return None
             if fl.timed_out and not (fl.lost or fl.handed_back):
                 failure = TimeoutError(
                     f"the handler ran longer than the job timeout ({self.job_timeout_ms} ms)"
@@ -1389,9 +1445,23 @@ class Worker:
             err,
         )
 
+    def _was_cancelled(self, fl: _Inflight) -> None:
+        """Counts, once, a job cancelled while this worker held it (echomq 2.5.0): gone, not
+        settled."""
+        if fl.counted:
+            return
+        fl.counted = True
+        self.metrics.add(Counter.CANCELLED, self.queue.name, 1)
+        self.log.info("emq: job %s (token %d) was cancelled", fl.job.id, fl.job.token)
+
     def _stale(self, job: Job, op: str, err: BaseException) -> None:
         """Counts a transition refused because the lease was lost: another claim took the job.
-        It is the normal outcome of a handler slower than its lease, not an alarm."""
+        It is the normal outcome of a handler slower than its lease, not an alarm. A job
+        cancelled meanwhile (its message came) is counted as cancelled instead."""
+        fl = self._holding.get(job.id)
+        if fl is not None and fl.job.token == job.token and fl.cancelled:
+            self._was_cancelled(fl)
+            return
         self.metrics.add(Counter.STALE, self.queue.name, 1)
         self.log.info(
             "emq: the lease of job %s (token %d) was lost before its %s; the holder of the new "
@@ -1444,7 +1514,9 @@ class Worker:
             if isinstance(v, StaleError):
                 fl.lost = True
                 if fl.task is not None:
-                    fl.task.cancel(LEASE_LOST)
+                    # gone to another claim, or cancelled with its message missed: either way
+                    # the handler's work can no longer be settled
+                    fl.task.cancel(CANCELLED if fl.cancelled else LEASE_LOST)
                 self._stale(fl.job, "extend", v)
             elif isinstance(v, BaseException):
                 self.log.warning(
@@ -1478,6 +1550,67 @@ class Worker:
                 self.queue.name,
             )
             await self._promote()
+
+    # ------------------------------------------------------------ cancellation
+
+    def _on_cancel(self, data: Any) -> None:
+        """A message of the cancel channel, "<id> <token>": cancels the handler of that job when
+        this worker holds it with that token."""
+        id, _, tok = _text(data).partition(" ")
+        fl = self._holding.get(id)
+        if fl is None or not tok.isdigit() or int(tok) != fl.job.token or fl.cancelled:
+            return
+        fl.cancelled = True
+        self.log.debug("emq: job %s (token %s) cancelled; cancelling its handler", id, tok)
+        if fl.task is not None and not fl.task.done():
+            fl.task.cancel(CANCELLED)
+
+    async def _canceller(self) -> None:
+        """Listens on the queue's cancel channel (sharded pub/sub: SSUBSCRIBE on the node of the
+        queue's slot; a cluster client's pubsub finds it) and cancels the handlers of the jobs
+        cancel_ids names. A failed subscription or read is retried on a fresh subscription
+        after a pause, doubling from 50 ms up to 5 s: after a reconnect the channel is
+        subscribed again. Ends, unsubscribed, when cancelled (run() ending)."""
+        assert self._listening is not None
+        channel = self.queue.keys.cancel
+        cluster = hasattr(self.queue.client.redis, "get_node_from_key")
+        pause = 0.05
+        while True:
+            ps: Any = self.queue.client.redis.pubsub()
+            try:
+                await ps.ssubscribe(channel)
+                self._listening.set()
+                pause = 0.05
+                while True:
+                    check_cancelled(0)  # a cancellation redis-py swallowed ends the loop too
+                    if cluster:
+                        msg = await ps.get_sharded_message(
+                            ignore_subscribe_messages=True, timeout=LISTEN_POLL_S
+                        )
+                    else:
+                        msg = await ps.get_message(
+                            ignore_subscribe_messages=True, timeout=LISTEN_POLL_S
+                        )
+                    if msg is not None and msg.get("data") is not None:
+                        self._on_cancel(msg["data"])
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:
+                self._listening.set()  # run() claims without it rather than wait
+                self.log.warning(
+                    "emq: listening for cancellations on queue %s failed; again in %.2fs: %s",
+                    self.queue.name,
+                    pause,
+                    err,
+                )
+            finally:
+                try:
+                    async with asyncio.timeout(1.0):
+                        await ps.aclose()
+                except Exception as err:
+                    self.log.debug("emq: closing the cancel channel's connection failed: %s", err)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 5.0)
 
     # ------------------------------------------------------------ maintenance
 
@@ -1566,12 +1699,17 @@ class Worker:
         keys = (k.failures, k.options, k.progress)
         cursors = self._sweep_cursors
 
+        dedup_entries = False
+
         async def scan() -> list[tuple[int, list[str]]]:
+            nonlocal dedup_entries
             async with c.redis.pipeline(transaction=False) as pipe:
                 for key in keys:
                     pipe.hscan(key, cursors.get(key, 0), count=SWEEP_COUNT)
+                pipe.exists(k.dedup)  # the deduplication entries (2.5.0): any to sweep?
                 res: list[Any] = await pipe.execute()
-            return [(int(nxt), [_text(f) for f in fields]) for nxt, fields in res]
+            dedup_entries = bool(res[-1])
+            return [(int(nxt), [_text(f) for f in fields]) for nxt, fields in res[:-1]]
 
         try:
             scanned = await c.resend(scan)
@@ -1600,3 +1738,26 @@ class Worker:
                 n,
                 self.queue.name,
             )
+        if dedup_entries:
+            await self._sweep_dedup()
+
+    async def _sweep_dedup(self) -> None:
+        """Walks the queue's deduplication entries with sweep_dedup (echomq 2.5.0), up to
+        SWEEP_DEDUP_PAGES pages a tick (the cursor kept between ticks): a parked job whose
+        holder is done becomes due, and entries that no longer hold their keys are deleted."""
+        released = 0
+        try:
+            for _ in range(SWEEP_DEDUP_PAGES):
+                pg = await self.queue.sweep_dedup(self._dedup_cursor, SWEEP_DEDUP_COUNT)
+                self._dedup_cursor = pg.cursor
+                released += pg.released
+                if pg.cursor == "0":
+                    break
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            self._dedup_cursor = "0"
+            self.log.warning("emq: sweeping the deduplication entries failed: %s", err)
+            return
+        if released > 0:
+            self.log.info("emq: %d parked jobs made due (queue %s)", released, self.queue.name)
