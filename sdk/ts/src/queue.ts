@@ -255,6 +255,15 @@ function arg(p: Payload): RedisArg {
   return typeof p === "string" ? p : Buffer.from(p);
 }
 
+/** Whether a call's options carry a deduplication (echomq 2.5.0). */
+function withDedup<T extends { readonly dedup: unknown }>(
+  opts: object | undefined,
+): opts is T {
+  return (
+    opts !== undefined && (opts as { dedup?: unknown }).dedup !== undefined
+  );
+}
+
 /** Refuses jobs with a deduplication key in a call that would admit them without it. */
 function noDedupKeys(jobs: readonly NewJob[], call: string): void {
   jobs.forEach((j, i) => {
@@ -971,7 +980,7 @@ export class Queue {
     payload: Payload,
     opts?: PushOptions | DedupPushOptions,
   ): Promise<boolean | DedupResult> {
-    if (opts !== undefined && "dedup" in opts && opts.dedup !== undefined) {
+    if (withDedup<DedupPushOptions>(opts)) {
       return this.#pushDedup(id, payload, opts);
     }
     const kind = parseId(id).kind;
@@ -1083,7 +1092,7 @@ export class Queue {
     jobs: readonly NewJob[],
     opts?: CallOptions | DedupBatchOptions,
   ): Promise<BatchResult[] | DedupBatchResult[]> {
-    if (opts !== undefined && "dedup" in opts && opts.dedup !== undefined) {
+    if (withDedup<DedupBatchOptions>(opts)) {
       return this.#pushBatchDedup(jobs, opts);
     }
     noDedupKeys(jobs, "pushBatch without opts.dedup");
