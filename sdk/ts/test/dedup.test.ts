@@ -534,3 +534,20 @@ test("a stopped worker unsubscribes", async () => {
   await running;
   await until("unsubscribed", async () => (await subs()) === 0);
 });
+
+test("a typed queue pushes with deduplication too", async () => {
+  const q = c.queue("typed", { codec: emq.json<{ n: number }>() });
+  const a = c.mint();
+  const r = await q.push(a, { n: 1 }, untilDone("t"));
+  assert.deepEqual([r.outcome, r.id], [emq.Admission.admitted, a]);
+  const res = await q.pushBatch(
+    [{ id: c.mint(), data: { n: 2 }, dedupKey: "t" }],
+    {
+      dedup: { mode: emq.Dedup.untilDone },
+    },
+  );
+  assert.deepEqual(
+    res.map((x) => [x.error, x.enqueued, x.error ? "" : x.id]),
+    [[undefined, false, a]],
+  );
+});
