@@ -1043,7 +1043,7 @@ export class Worker {
         // Timed out: the job moves on now, the handler is abandoned (its
         // slot stays taken until it returns).
         const why = new JobTimeoutError(limit);
-        if (!fl.handedBack) {
+        if (!fl.handedBack && !fl.cancelled) {
           fl.handedBack = true;
           fl.ac.abort(why);
           await this.#fail(job, why, FailureClass.timeout);
