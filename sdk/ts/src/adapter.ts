@@ -44,6 +44,22 @@ export interface RedisAdapter extends ScriptRunner {
   /** Closes every connection. */
   close(): Promise<void>;
   /**
+   * Optional (echomq 2.5.0): subscribes to a sharded pub/sub channel
+   * (SSUBSCRIBE) on a connection of its own (on a cluster, one to the node
+   * serving the channel's slot), calling onMessage with each message's
+   * bytes, and onReady each time the subscription is (re)established after
+   * a reconnect: messages published while it was down are lost, so the
+   * caller catches up then. It resubscribes by itself after a reconnect
+   * and follows the slot on a cluster. A worker listens for the
+   * cancellation of its jobs so; without it, a worker learns of a
+   * cancellation at its job's next lease extension.
+   */
+  subscribe?(
+    channel: string,
+    onMessage: (message: Buffer) => void,
+    onReady: () => void,
+  ): Promise<Subscription>;
+  /**
    * Optional: resolves once a command like args (undefined: any command)
    * would be written at once, that is once the connection it goes out on
    * is up again; rejects with a ConnectionError when the adapter was
@@ -57,6 +73,12 @@ export interface RedisAdapter extends ScriptRunner {
     args: readonly RedisArg[] | undefined,
     signal: AbortSignal,
   ): Promise<void>;
+}
+
+/** A subscription of RedisAdapter.subscribe. */
+export interface Subscription {
+  /** Unsubscribes and closes its connection (when it has one of its own). */
+  close(): Promise<void>;
 }
 
 /**
@@ -180,6 +202,7 @@ export class NodeRedisAdapter implements RedisAdapter {
    */
   #idle: NodeRedisClient[] = [];
   readonly #blockers = new Set<NodeRedisClient>();
+  readonly #subscribers = new Set<NodeRedisClient>();
   #generation = 0;
   #onError: (err: unknown) => void;
   /** Every command's options: the reply types; a timeout of 0 turns off node-redis's default one. */
@@ -314,6 +337,48 @@ export class NodeRedisAdapter implements RedisAdapter {
     }
   }
 
+  async subscribe(
+    channel: string,
+    onMessage: (message: Buffer) => void,
+    onReady: () => void,
+  ): Promise<Subscription> {
+    // A connection of its own: a subscribed RESP 2 connection takes no
+    // other command. node-redis subscribes it again after each reconnect.
+    const sub = this.#client.duplicate({ RESP: 2 });
+    sub.on("error", (err: unknown) => this.#onError(err));
+    this.#subscribers.add(sub);
+    let first = true;
+    sub.on("ready", () => {
+      if (first) {
+        first = false; // the subscription below is not up yet
+        return;
+      }
+      onReady();
+    });
+    const listener = (m: Buffer) => onMessage(m);
+    try {
+      await sub.connect();
+      await sub.sSubscribe(channel, listener, true);
+    } catch (err) {
+      this.#subscribers.delete(sub);
+      sub.destroy();
+      throw mapError(err);
+    }
+    return {
+      close: async () => {
+        if (!this.#subscribers.delete(sub)) {
+          return;
+        }
+        try {
+          await sub.sUnsubscribe(channel, listener, true);
+          await sub.close();
+        } catch {
+          sub.destroy();
+        }
+      },
+    };
+  }
+
   #dropBlocker(b: NodeRedisClient): void {
     this.#blockers.delete(b);
     this.#idle = this.#idle.filter((x) => x !== b);
@@ -327,6 +392,10 @@ export class NodeRedisAdapter implements RedisAdapter {
   async close(): Promise<void> {
     for (const b of [...this.#blockers]) {
       this.#dropBlocker(b);
+    }
+    for (const sub of [...this.#subscribers]) {
+      this.#subscribers.delete(sub);
+      sub.destroy();
     }
     try {
       await this.#client.close();

@@ -21,7 +21,12 @@ import {
   type RedisClusterType,
 } from "redis";
 import type { RedisArg, Settled } from "./gen/index.js";
-import { mapError, onceOf, type RedisAdapter } from "./adapter.js";
+import {
+  mapError,
+  onceOf,
+  type RedisAdapter,
+  type Subscription,
+} from "./adapter.js";
 import { ConnectionError } from "./errors.js";
 
 /** A node-redis client option object for one node (url, socket, credentials). */
@@ -398,6 +403,45 @@ export class ClusterAdapter implements RedisAdapter {
       clearTimeout(timer);
       signal?.removeEventListener("abort", stop);
     }
+  }
+
+  /**
+   * Subscribes through the cluster's sharded pub/sub (SSUBSCRIBE on the
+   * node serving the channel's slot, on a connection node-redis keeps for
+   * it, moved with the slot). onReady is called when a node connection
+   * becomes ready again, which may be the subscription's.
+   */
+  async subscribe(
+    channel: string,
+    onMessage: (message: Buffer) => void,
+    onReady: () => void,
+  ): Promise<Subscription> {
+    const listener = (m: Buffer) => onMessage(m);
+    const ready = () => onReady();
+    try {
+      await this.#cluster.sSubscribe(channel, listener, true);
+    } catch (err) {
+      throw mapError(err);
+    }
+    this.#cluster.on("node-ready", ready);
+    let open = true;
+    return {
+      close: async () => {
+        if (!open) {
+          return;
+        }
+        open = false;
+        this.#cluster.off("node-ready", ready);
+        if (this.#closed) {
+          return;
+        }
+        try {
+          await this.#cluster.sUnsubscribe(channel, listener, true);
+        } catch {
+          // the cluster closes it with the client
+        }
+      },
+    };
   }
 
   async close(): Promise<void> {

@@ -13,6 +13,12 @@ import {
   type WorkerOptions,
 } from "./worker.js";
 import type { AddOptions, AddResult, PushOptions } from "./outputs.js";
+import type {
+  DedupBatchOptions,
+  DedupBatchResult,
+  DedupPushOptions,
+  DedupResult,
+} from "./dedup.js";
 
 /** Turns values of T into job payloads and payloads back into values. */
 export interface Codec<T> {
@@ -100,6 +106,8 @@ export interface TypedJobInfo<T> extends JobInfo {
 export interface NewTypedJob<T> {
   readonly id: string;
   readonly data: T;
+  /** The job's deduplication key, as NewJob.dedupKey (echomq 2.5.0). */
+  readonly dedupKey?: string | Uint8Array;
 }
 
 /** A job of a typed queue as a worker's handler runs it: the TypedJob, with updateProgress (see ActiveJob). */
@@ -190,12 +198,25 @@ export class TypedQueue<T> {
     return typed(job, data);
   }
 
+  /** Queue.push with a deduplication key (echomq 2.5.0) and the value encoded; it resolves what the push did. */
+  async push(
+    id: string,
+    value: T,
+    opts: DedupPushOptions,
+  ): Promise<DedupResult>;
   /** Queue.push with the value encoded (job options included); a value the codec refuses throws a CodecError and nothing is sent. */
   async push(id: string, value: T, opts?: PushOptions): Promise<boolean>;
   /** Queue.push with the value encoded. */
   async push(id: string, value: T, opts?: CallOptions): Promise<boolean>;
-  async push(id: string, value: T, opts?: PushOptions): Promise<boolean> {
-    return this.raw.push(id, this.#encode(value), opts);
+  async push(
+    id: string,
+    value: T,
+    opts?: PushOptions | DedupPushOptions,
+  ): Promise<boolean | DedupResult> {
+    if (opts !== undefined && (opts as DedupPushOptions).dedup !== undefined) {
+      return this.raw.push(id, this.#encode(value), opts as DedupPushOptions);
+    }
+    return this.raw.push(id, this.#encode(value), opts as PushOptions);
   }
 
   /** Queue.enqueue with the value encoded. */
@@ -235,15 +256,29 @@ export class TypedQueue<T> {
     );
   }
 
+  /** Queue.pushBatch with deduplication (echomq 2.5.0: each job's key its dedupKey) and each value encoded. */
+  async pushBatch(
+    jobs: readonly NewTypedJob<T>[],
+    opts: DedupBatchOptions,
+  ): Promise<DedupBatchResult[]>;
   /** Queue.pushBatch with each value encoded. */
   async pushBatch(
     jobs: readonly NewTypedJob<T>[],
     opts?: CallOptions,
-  ): Promise<BatchResult[]> {
-    return this.raw.pushBatch(
-      jobs.map((j, i) => ({ id: j.id, payload: this.#encode(j.data, i) })),
-      opts,
-    );
+  ): Promise<BatchResult[]>;
+  async pushBatch(
+    jobs: readonly NewTypedJob<T>[],
+    opts?: CallOptions | DedupBatchOptions,
+  ): Promise<BatchResult[] | DedupBatchResult[]> {
+    const raw = jobs.map((j, i) => ({
+      id: j.id,
+      payload: this.#encode(j.data, i),
+      ...(j.dedupKey === undefined ? {} : { dedupKey: j.dedupKey }),
+    }));
+    if (opts !== undefined && (opts as DedupBatchOptions).dedup !== undefined) {
+      return this.raw.pushBatch(raw, opts as DedupBatchOptions);
+    }
+    return this.raw.pushBatch(raw, opts);
   }
 
   /**

@@ -240,3 +240,52 @@ export class JobTimeoutError extends Error {
     this.timeoutMs = timeoutMs;
   }
 }
+
+/**
+ * The reason a handler's signal aborts when its job was cancelled
+ * (echomq 2.5.0; Queue.cancelIds or Queue.cancelKey, by any client): the
+ * job's row is gone, so nothing the handler does can be settled, and the
+ * worker neither retries nor buries it.
+ */
+export class CancelledError extends Error {
+  /** The cancelled job's id. */
+  readonly id: string;
+  /** The token of the lease the handler held. */
+  readonly token: number;
+  constructor(id: string, token: number) {
+    super("emq: job " + id + " was cancelled");
+    this.name = "CancelledError";
+    this.id = id;
+    this.token = token;
+  }
+}
+
+/**
+ * A push with a deduplication key (echomq 2.5.0) that would replace a
+ * waiting job met a different job to replace at each of its tries: the
+ * key's holder kept changing under concurrent pushes. Nothing of this
+ * push was written; it may be pushed again.
+ */
+export class DedupContentionError extends Error {
+  /** The pushed job's id. */
+  readonly id: string;
+  /** The job the last try would have replaced. */
+  readonly target: string;
+  /** How many tries were made. */
+  readonly tries: number;
+  constructor(id: string, target: string, tries: number) {
+    super(
+      "emq: job " +
+        id +
+        ": the job its key would replace changed at each of " +
+        tries +
+        " tries (last " +
+        target +
+        ")",
+    );
+    this.name = "DedupContentionError";
+    this.id = id;
+    this.target = target;
+    this.tries = tries;
+  }
+}

@@ -7,6 +7,7 @@ export {
   NodeRedisAdapter,
   type NodeRedisOptions,
   type RedisAdapter,
+  type Subscription,
 } from "./adapter.js";
 export {
   ClusterAdapter,
@@ -18,9 +19,11 @@ export {
 export {
   ArgumentError,
   BundleError,
+  CancelledError,
   ConnectionError,
   CONNECTION_ERROR_CODE,
   DeadlineError,
+  DedupContentionError,
   FenceError,
   JobTimeoutError,
   LeaseLostError,
@@ -81,6 +84,22 @@ export {
   type QueueEvent,
   type SettleCounts,
 } from "./outputs.js";
+export {
+  DEDUP_REPLACE_TRIES,
+  DEDUP_SWEEP_MAX,
+  type AddDedupOptions,
+  type CancelResult,
+  type CancelledJob,
+  type DedupBatchOptions,
+  type DedupBatchResult,
+  type DedupEntry,
+  type DedupOptions,
+  type DedupPolicy,
+  type DedupPushOptions,
+  type DedupResult,
+  type DedupSweep,
+  type ReplaceDedupOptions,
+} from "./dedup.js";
 export {
   CodecError,
   TypedQueue,

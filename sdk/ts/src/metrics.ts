@@ -13,6 +13,7 @@ export const COUNTERS = [
   "reaped",
   "promoted",
   "handed_back",
+  "cancelled",
 ] as const;
 
 /**
@@ -20,8 +21,9 @@ export const COUNTERS = [
  * leased by a worker (claimed), finished and accepted (completed), handed
  * back after a failure or at shutdown (retried), moved to dead (buried),
  * transitions refused because the lease was lost (stale), expired leases
- * taken back (reaped), scheduled jobs made pending (promoted), and jobs of
- * handlers that overran a shutdown's deadline (handed_back).
+ * taken back (reaped), scheduled jobs made pending (promoted), jobs of
+ * handlers that overran a shutdown's deadline (handed_back), and jobs a
+ * worker held that were cancelled under it (cancelled, echomq 2.5.0).
  */
 export type Counter = (typeof COUNTERS)[number];
 

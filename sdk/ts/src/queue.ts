@@ -14,6 +14,7 @@ import {
   SETS,
   isSetName,
   isState,
+  isDedup,
   parseId,
   pushExec,
   runBury,
@@ -57,6 +58,17 @@ import {
   decodeEvents,
   forgetIdsExec,
   decodeForgetIds,
+  addDedupExec,
+  decodeAddDedup,
+  replaceDedupExec,
+  decodeReplaceDedup,
+  dedupEntriesExec,
+  decodeDedupEntries,
+  sweepDedupExec,
+  decodeSweepDedup,
+  cancelIdsExec,
+  decodeCancelIds,
+  Admission,
   type OutputReply,
   runRing,
   runScript,
@@ -77,6 +89,7 @@ import {
   ArgumentError,
   BundleError,
   ConnectionError,
+  DedupContentionError,
   FenceError,
   RESEND_ATTEMPTS,
   isWaited,
@@ -126,6 +139,24 @@ import {
   type Failure,
 } from "./failures.js";
 import { printable } from "./print.js";
+import {
+  DEDUP_REPLACE_TRIES,
+  DEDUP_SWEEP_MAX,
+  admittedNew,
+  dedupKeyArg,
+  wireDedup,
+  type AddDedupOptions,
+  type CancelResult,
+  type CancelledJob,
+  type DedupBatchOptions,
+  type DedupBatchResult,
+  type DedupEntry,
+  type DedupPushOptions,
+  type DedupResult,
+  type DedupSweep,
+  type ReplaceDedupOptions,
+  type WireDedup,
+} from "./dedup.js";
 
 /** The claimed jobs of a reply, printing usefully. */
 function jobs<J extends Job>(js: J[]): J[] {
@@ -158,6 +189,12 @@ export interface Job {
 export interface NewJob {
   readonly id: string;
   readonly payload: Payload;
+  /**
+   * The job's deduplication key (echomq 2.5.0), for Queue.pushBatch with
+   * DedupBatchOptions and Queue.addDedup: any string or bytes; unset or
+   * empty admits the job without one. Other calls refuse a job with one.
+   */
+  readonly dedupKey?: string | Uint8Array;
 }
 
 /** The outcome of one job of a batch. */
@@ -216,6 +253,27 @@ export interface Page {
 /** A payload as sent: text as it is (the client encodes it), bytes copied, so that the caller may reuse its buffer at once. */
 function arg(p: Payload): RedisArg {
   return typeof p === "string" ? p : Buffer.from(p);
+}
+
+/** Whether a call's options carry a deduplication (echomq 2.5.0). */
+function withDedup<T extends { readonly dedup: unknown }>(
+  opts: object | undefined,
+): opts is T {
+  return (
+    opts !== undefined && (opts as { dedup?: unknown }).dedup !== undefined
+  );
+}
+
+/** Refuses jobs with a deduplication key in a call that would admit them without it. */
+function noDedupKeys(jobs: readonly NewJob[], call: string): void {
+  jobs.forEach((j, i) => {
+    const k = j.dedupKey;
+    if (k !== undefined && k.length > 0) {
+      throw new ArgumentError(
+        "job " + i + " has a dedupKey, which " + call + " does not admit",
+      );
+    }
+  });
 }
 
 /**
@@ -454,6 +512,7 @@ export class Queue {
     jobs: readonly NewJob[],
     opts?: AddOptions,
   ): Promise<AddResult[]> {
+    noDedupKeys(jobs, "addMany");
     const policy = wirePolicy(opts);
     const rows: string[] = [];
     const entries: { id: string; payload: RedisArg }[] = [];
@@ -505,6 +564,379 @@ export class Queue {
     }, opts);
   }
 
+  /** The keys add_dedup and replace_dedup share. */
+  #dedupKeys() {
+    const k = this.keys;
+    return {
+      pending: k.pending,
+      active: k.active,
+      schedule: k.schedule,
+      dead: k.dead,
+      results: k.results,
+      wake: k.wake,
+      options: k.options,
+      dedup: k.dedup,
+    };
+  }
+
+  /**
+   * Admits jobs in one add_dedup call (echomq 2.5.0), each with its own
+   * deduplication key (NewJob.dedupKey; none admits it as addMany does)
+   * under opts.dedup's policy and opts' job options, and resolves per job
+   * in order what the call did, as DedupResult says, or
+   * Admission.deferred: the admission would replace the waiting job id,
+   * whose row the call cannot declare (replaceDedup naming it does; push
+   * and pushBatch do so by themselves). A job whose key an earlier job of
+   * the call took meets it as a later push would. An id of another kind
+   * than the work kind refuses the whole call with a KindError and nothing
+   * is written. Malformed ids, oversized payloads and options out of range
+   * throw before anything is sent; no jobs sends nothing. It is resent
+   * across reconnects like push (a job the lost attempt admitted is then a
+   * duplicate of itself).
+   */
+  async addDedup(
+    jobs: readonly NewJob[],
+    opts: AddDedupOptions,
+  ): Promise<DedupResult[]> {
+    const x = this.#addDedupExec(jobs, opts);
+    checkCall(opts);
+    if (x === undefined) {
+      return [];
+    }
+    return this.client.resend(async () => {
+      if (!this.client.isFenced) {
+        await this.client.ensure(opts);
+      }
+      const out = this.#addDedupReply(
+        await runScript(this.client.runnerFor(opts), x),
+        jobs.length,
+      );
+      this.#counted(out.filter((r) => admittedNew(r.outcome)).length);
+      return out;
+    }, opts);
+  }
+
+  /** The add_dedup call of jobs, checked (undefined for no jobs). */
+  #addDedupExec(
+    jobs: readonly NewJob[],
+    opts: AddDedupOptions,
+    d: WireDedup = wireDedup(opts?.dedup),
+  ): ScriptExec | undefined {
+    const policy = wirePolicy(opts);
+    const rows: string[] = [];
+    const entries: { id: string; payload: RedisArg; dedupKey: RedisArg }[] = [];
+    jobs.forEach((j, i) => {
+      try {
+        rows.push(this.keys.row(j.id));
+        this.client.checkPayload(j.payload);
+        entries.push({
+          id: j.id,
+          payload: arg(j.payload),
+          dedupKey: dedupKeyArg(j.dedupKey),
+        });
+      } catch (err) {
+        locate(err, "job " + i);
+        throw err;
+      }
+    });
+    if (jobs.length === 0) {
+      return undefined;
+    }
+    return addDedupExec({
+      ...this.#dedupKeys(),
+      rows,
+      ...d,
+      ...policy,
+      entries,
+    });
+  }
+
+  #addDedupReply(reply: unknown, n: number): DedupResult[] {
+    const recs = decodeAddDedup(reply);
+    if (recs.length !== n) {
+      throw new Error(
+        "emq: add_dedup answered " +
+          recs.length +
+          " records for " +
+          n +
+          " jobs",
+      );
+    }
+    return recs.map((r) => ({
+      outcome: r.outcome,
+      id: r.id,
+      runAtMs: r.runAtMs,
+    }));
+  }
+
+  /**
+   * Admits one job under a deduplication key in one replace_dedup call
+   * (echomq 2.5.0), declaring the row of target, the job it expects to
+   * replace (addDedup's deferred id; the job's own id when it expects
+   * none): Admission.replaced when it replaced target, deferred naming
+   * another job when the key's holder is that one now, else as addDedup.
+   * A replacement writes a replaced event (opts.eventsMaxLen, default the
+   * client's). An empty key, a mode outside the vocabulary, throttle
+   * without ttlMs or a negative number throws an ArgumentError before
+   * anything is sent. It is resent across reconnects like push.
+   */
+  async replaceDedup(
+    id: string,
+    payload: Payload,
+    key: string | Uint8Array,
+    target: string,
+    opts: ReplaceDedupOptions,
+  ): Promise<DedupResult> {
+    const x = this.#replaceExec(id, payload, key, target, opts);
+    checkCall(opts);
+    return this.client.resend(async () => {
+      if (!this.client.isFenced) {
+        await this.client.ensure(opts);
+      }
+      const r = decodeReplaceDedup(
+        await runScript(this.client.runnerFor(opts), x),
+      );
+      this.#counted(admittedNew(r.outcome) ? 1 : 0);
+      return { outcome: r.outcome, id: r.id, runAtMs: r.runAtMs };
+    }, opts);
+  }
+
+  #replaceExec(
+    id: string,
+    payload: Payload,
+    key: string | Uint8Array,
+    target: string,
+    opts: ReplaceDedupOptions,
+    d: WireDedup = wireDedup(opts?.dedup),
+  ): ScriptExec {
+    const row = this.keys.row(id);
+    const targetRow = this.keys.row(target);
+    this.client.checkPayload(payload);
+    const dedupKey = dedupKeyArg(key);
+    if (dedupKey.length === 0) {
+      throw new ArgumentError("a deduplication key is empty");
+    }
+    const eventsMax = opts.eventsMaxLen ?? this.client.eventsMaxLen;
+    checkCount("events max length", eventsMax);
+    return replaceDedupExec({
+      ...this.#dedupKeys(),
+      events: this.keys.events,
+      row,
+      targetRow,
+      ...d,
+      ...wirePolicy(opts),
+      eventsMax,
+      id,
+      payload: arg(payload),
+      dedupKey,
+      target,
+    });
+  }
+
+  /** push with opts.dedup: replace_dedup, first naming the job itself, then the job each deferred answer names. */
+  async #pushDedup(
+    id: string,
+    payload: Payload,
+    opts: DedupPushOptions,
+  ): Promise<DedupResult> {
+    const { key, ...policy } = opts.dedup;
+    const o: ReplaceDedupOptions = { ...opts, dedup: policy };
+    this.#replaceExec(id, payload, key, id, o); // checks before anything is sent
+    checkCall(opts);
+    return this.#replaceLoop(id, payload, key, id, o, 0);
+  }
+
+  /** replaceDedup naming target, again naming the job each deferred answer names, up to DEDUP_REPLACE_TRIES tries in all (tried of them made already). */
+  async #replaceLoop(
+    id: string,
+    payload: Payload,
+    key: string | Uint8Array,
+    target: string,
+    opts: ReplaceDedupOptions,
+    tried: number,
+  ): Promise<DedupResult> {
+    for (let n = tried + 1; ; n++) {
+      const r = await this.replaceDedup(id, payload, key, target, opts);
+      if (r.outcome !== Admission.deferred) {
+        return r;
+      }
+      if (n >= DEDUP_REPLACE_TRIES) {
+        throw new DedupContentionError(id, r.id, n);
+      }
+      target = r.id;
+    }
+  }
+
+  /**
+   * pushBatch with opts.dedup: chunks of add_dedup (jobs of another kind
+   * than the work kind each in a call of its own) in one round trip, then
+   * each deferred job, in order, through replace_dedup.
+   */
+  async #pushBatchDedup(
+    jobs: readonly NewJob[],
+    opts: DedupBatchOptions,
+  ): Promise<DedupBatchResult[]> {
+    const d = wireDedup(opts.dedup);
+    const max = this.client.coalesce?.maxBatch ?? 256;
+    const kinds: boolean[] = [];
+    jobs.forEach((j, i) => {
+      try {
+        kinds.push(parseId(j.id).kind === WORK_KIND);
+      } catch (err) {
+        locate(err, "job " + i);
+        throw err;
+      }
+    });
+    // Checks every job and the options before anything is sent.
+    this.#addDedupExec(jobs, opts, d);
+    checkCall(opts);
+    if (jobs.length === 0) {
+      return [];
+    }
+    let chunks: number[][] = [];
+    let chunk: number[] = [];
+    for (let i = 0; i < jobs.length; i++) {
+      if (!kinds[i]) {
+        chunks.push([i]);
+        continue;
+      }
+      chunk.push(i);
+      if (chunk.length === max) {
+        chunks.push(chunk);
+        chunk = [];
+      }
+    }
+    if (chunk.length > 0) {
+      chunks.push(chunk);
+    }
+    const out: (DedupBatchResult | undefined)[] = jobs.map(() => undefined);
+    const exec = (idx: number[]) =>
+      this.#addDedupExec(
+        idx.map((i) => jobs[i]!),
+        opts,
+        d,
+      )!;
+    let lost: ConnectionError | undefined;
+    for (let attempt = 0; chunks.length > 0; attempt++) {
+      const calls = chunks;
+      chunks = [];
+      if (attempt > 0 && (opts.signal?.aborted || deadlinePassed(opts))) {
+        break; // no resend after the caller's bound
+      }
+      let res: Settled[];
+      try {
+        if (!this.client.isFenced) {
+          await this.client.ensure(opts);
+        }
+        res = await runScripts(this.client.runnerFor(opts), calls.map(exec));
+      } catch (err) {
+        if (
+          !(err instanceof ConnectionError) ||
+          isWaited(err) ||
+          err === lost ||
+          attempt + 1 >= RESEND_ATTEMPTS
+        ) {
+          throw err;
+        }
+        lost = err;
+        chunks = calls;
+        await resendPause(attempt + 2, opts.signal, opts.deadline);
+        continue;
+      }
+      res.forEach((r, j) => {
+        const idx = calls[j]!;
+        let error: Error | undefined;
+        if (r.ok) {
+          try {
+            const recs = this.#addDedupReply(r.value, idx.length);
+            idx.forEach((i, k) => {
+              const rec = recs[k]!;
+              out[i] = { ...rec, enqueued: admittedNew(rec.outcome) };
+            });
+            return;
+          } catch (err) {
+            error = err as Error;
+          }
+        } else {
+          error =
+            r.error instanceof Error ? r.error : new Error(String(r.error));
+          if (
+            error instanceof ConnectionError &&
+            !isWaited(error) &&
+            attempt + 1 < RESEND_ATTEMPTS
+          ) {
+            chunks.push(idx);
+            return;
+          }
+        }
+        for (const i of idx) {
+          out[i] = { enqueued: false, error };
+        }
+      });
+      if (chunks.length > 0) {
+        await resendPause(attempt + 2, opts.signal, opts.deadline);
+      }
+    }
+    this.#counted(out.filter((r) => r?.enqueued).length);
+    // The replacements the batch could not declare, in order: a later job
+    // of a key meets what an earlier one did.
+    const ro: ReplaceDedupOptions = opts;
+    for (let i = 0; i < jobs.length; i++) {
+      const r = out[i];
+      if (r?.error !== undefined || r?.outcome !== Admission.deferred) {
+        continue;
+      }
+      const j = jobs[i]!;
+      try {
+        const got = await this.#replaceLoop(
+          j.id,
+          j.payload,
+          j.dedupKey ?? "",
+          r.id,
+          ro,
+          1,
+        );
+        out[i] = { ...got, enqueued: admittedNew(got.outcome) };
+      } catch (err) {
+        out[i] = {
+          enqueued: false,
+          error: err instanceof Error ? err : new Error(String(err)),
+        };
+      }
+    }
+    return out.map(
+      (r) =>
+        r ?? {
+          enqueued: false,
+          error: new ConnectionError(
+            "not resent: the call was aborted or its deadline passed",
+          ),
+        },
+    );
+  }
+
+  /**
+   * Admits a job under a deduplication key (echomq 2.5.0; opts.dedup: the
+   * key, a mode of Dedup, ttlMs, holdDead, holdResult) and resolves what it
+   * did: Admission.admitted (the job holds the key now), duplicate (id is
+   * the holder's: nothing was admitted), replaced (the waiting holder, or
+   * the job parked behind an active one, took the payload; id is that
+   * job's) or parked (keep_last: admitted behind the active holder, it
+   * becomes due once the holder is done). It is one replace_dedup call,
+   * sent again naming the job to replace when the key's holder changed
+   * meanwhile, up to DEDUP_REPLACE_TRIES tries (then a
+   * DedupContentionError, nothing written); it never resolves deferred.
+   * Job options (delay, attempts, backoff) apply as for a push; a
+   * replacement writes a replaced event (opts.eventsMaxLen). A mode outside
+   * the vocabulary, throttle without ttlMs, a negative number or an empty
+   * key throws an ArgumentError before anything is sent. Not coalesced; it
+   * is resent across reconnects like push.
+   */
+  async push(
+    id: string,
+    payload: Payload,
+    opts: DedupPushOptions,
+  ): Promise<DedupResult>;
   /**
    * Admits a job like enqueue and rings the queue's doorbell, so that an
    * idle worker starts it within milliseconds. It resolves false for a
@@ -546,8 +978,11 @@ export class Queue {
   async push(
     id: string,
     payload: Payload,
-    opts?: PushOptions,
-  ): Promise<boolean> {
+    opts?: PushOptions | DedupPushOptions,
+  ): Promise<boolean | DedupResult> {
+    if (withDedup<DedupPushOptions>(opts)) {
+      return this.#pushDedup(id, payload, opts);
+    }
     const kind = parseId(id).kind;
     this.client.checkPayload(payload);
     if (hasJobOptions(opts)) {
@@ -579,6 +1014,7 @@ export class Queue {
     jobs: readonly NewJob[],
     opts?: CallOptions,
   ): Promise<boolean[]> {
+    noDedupKeys(jobs, "pushMany");
     const ids: string[] = [];
     const rows: string[] = [];
     const payloads: RedisArg[] = [];
@@ -621,6 +1057,24 @@ export class Queue {
   }
 
   /**
+   * Admits many jobs with deduplication (echomq 2.5.0): each job under its
+   * own NewJob.dedupKey (none: admitted as addMany admits it) with
+   * opts.dedup's policy and opts' job options, in chunks of add_dedup
+   * (CoalesceOptions.maxBatch jobs; a job of another kind than the work
+   * kind in a call of its own, refused with a KindError) pipelined in one
+   * round trip, in order: a job whose key an earlier job took meets it as
+   * a later push would. A job the batch could not replace by itself (a
+   * debounce or keep_last key whose holder waits) is sent through
+   * replace_dedup, as push does. The result tells, per job, what it did
+   * (DedupResult; enqueued when a new job was admitted or parked) or why it
+   * failed; the others still took effect. Checks, resends and bounds are
+   * pushBatch's.
+   */
+  async pushBatch(
+    jobs: readonly NewJob[],
+    opts: DedupBatchOptions,
+  ): Promise<DedupBatchResult[]>;
+  /**
    * Admits many jobs in one pipelined round trip: chunks of push_many (of
    * CoalesceOptions.maxBatch jobs; jobs of another kind than the work kind
    * each in a push of its own, refused with a KindError). Malformed ids and
@@ -633,7 +1087,15 @@ export class Queue {
   async pushBatch(
     jobs: readonly NewJob[],
     opts?: CallOptions,
-  ): Promise<BatchResult[]> {
+  ): Promise<BatchResult[]>;
+  async pushBatch(
+    jobs: readonly NewJob[],
+    opts?: CallOptions | DedupBatchOptions,
+  ): Promise<BatchResult[] | DedupBatchResult[]> {
+    if (withDedup<DedupBatchOptions>(opts)) {
+      return this.#pushBatchDedup(jobs, opts);
+    }
+    noDedupKeys(jobs, "pushBatch without opts.dedup");
     const max = this.client.coalesce?.maxBatch ?? 256;
     const rows: string[] = [];
     const kinds: boolean[] = [];
@@ -1812,6 +2274,184 @@ export class Queue {
       );
     }
     return decodePurge(p!.value) === PURGE_PURGED;
+  }
+
+  /**
+   * Reads the entries of the given deduplication keys (echomq 2.5.0, one
+   * read-only dedup_entries call), each judged as an admission would judge
+   * it now: its holder, mode, expiry, whether it holds the key, the
+   * holder's state and the job parked behind it. A key without an entry
+   * reads holder "" and held false. Read-only, it is resent across
+   * reconnects within opts; no keys sends nothing.
+   */
+  async dedupEntries(
+    keys: readonly (string | Uint8Array)[],
+    opts?: CallOptions,
+  ): Promise<DedupEntry[]> {
+    const dedupKeys = keys.map((k) => dedupKeyArg(k));
+    checkCall(opts);
+    if (keys.length === 0) {
+      return [];
+    }
+    return this.client.resend(async () => {
+      const k = this.keys;
+      const x = dedupEntriesExec({
+        pending: k.pending,
+        active: k.active,
+        schedule: k.schedule,
+        dead: k.dead,
+        results: k.results,
+        wake: k.wake,
+        dedup: k.dedup,
+        dedupKeys,
+      });
+      await this.client.ensure(opts);
+      return decodeDedupEntries(
+        await runScriptRO(this.client.runnerFor(opts), x),
+      ).map((e) => ({
+        holder: e.holder,
+        mode: isDedup(e.mode) ? e.mode : "",
+        expiresMs: e.expiresMs,
+        held: e.held === 1,
+        state: isState(e.state) ? e.state : "",
+        parked: e.parked,
+      }));
+    }, opts);
+  }
+
+  /**
+   * Walks one page of the queue's deduplication entries (echomq 2.5.0,
+   * sweep_dedup): each parked job whose holder is done becomes due (and
+   * its key's holder), each entry that no longer holds its key is deleted.
+   * cursor is "0" to start, then the page's cursor until it is "0" again;
+   * count (1..DEDUP_SWEEP_MAX) is the page's size hint. The worker's
+   * maintenance walks so; sweepDedupAll walks every page.
+   */
+  async sweepDedup(
+    cursor: string,
+    count: number,
+    opts?: CallOptions,
+  ): Promise<DedupSweep> {
+    positiveInt("count", count);
+    if (count > DEDUP_SWEEP_MAX) {
+      throw new ArgumentError("count " + count + " is over " + DEDUP_SWEEP_MAX);
+    }
+    if (!/^\d+$/.test(cursor)) {
+      throw new ArgumentError("cursor " + JSON.stringify(cursor));
+    }
+    checkCall(opts);
+    const k = this.keys;
+    const x = sweepDedupExec({
+      pending: k.pending,
+      active: k.active,
+      schedule: k.schedule,
+      dead: k.dead,
+      results: k.results,
+      wake: k.wake,
+      dedup: k.dedup,
+      cursor,
+      count,
+    });
+    if (!this.client.isFenced) {
+      await this.client.ensure(opts);
+    }
+    return decodeSweepDedup(await runScript(this.client.runnerFor(opts), x));
+  }
+
+  /** Walks every page of the deduplication entries with sweepDedup (count per page) and resolves the totals. */
+  async sweepDedupAll(
+    count: number = 100,
+    opts?: CallOptions,
+  ): Promise<{ dropped: number; released: number }> {
+    let cursor = "0";
+    let dropped = 0;
+    let released = 0;
+    do {
+      const p = await this.sweepDedup(cursor, count, opts);
+      cursor = p.cursor;
+      dropped += p.dropped;
+      released += p.released;
+    } while (cursor !== "0");
+    return { dropped, released };
+  }
+
+  /**
+   * Cancels the given jobs that are pending, scheduled or active, in one
+   * cancel_ids call (echomq 2.5.0): each one's row, failure record,
+   * progress and retry policy are deleted, a cancelled event is written
+   * (opts.eventsMaxLen, default the client's) and an active job's lease
+   * holder is told on the queue's cancel channel, so that a 2.5 worker
+   * aborts its handler's signal (a CancelledError) at once; any later
+   * settle of it is refused with a StaleError. It resolves, per id in
+   * order, the state it was cancelled from; a dead job, one that is gone
+   * and an id given twice are left as they are. Malformed ids throw an
+   * IdError before anything is sent; no ids sends nothing. Never resent.
+   */
+  async cancelIds(
+    ids: readonly string[],
+    opts?: EventsWriteOptions,
+  ): Promise<CancelResult[]> {
+    const rows = ids.map((id) => this.keys.row(id));
+    const eventsMax = opts?.eventsMaxLen ?? this.client.eventsMaxLen;
+    checkCount("events max length", eventsMax);
+    checkCall(opts);
+    if (ids.length === 0) {
+      return [];
+    }
+    const k = this.keys;
+    const x = cancelIdsExec({
+      pending: k.pending,
+      schedule: k.schedule,
+      active: k.active,
+      failures: k.failures,
+      progress: k.progress,
+      options: k.options,
+      events: k.events,
+      cancel: k.cancel,
+      rows,
+      eventsMax,
+      ids,
+    });
+    if (!this.client.isFenced) {
+      await this.client.ensure(opts);
+    }
+    return decodeCancelIds(await runScript(this.client.runnerFor(opts), x)).map(
+      (r) => {
+        const state = isState(r.state) ? r.state : "";
+        return { cancelled: state !== "", state };
+      },
+    );
+  }
+
+  /**
+   * Cancels the jobs of a deduplication key (echomq 2.5.0): its holder and
+   * the job parked behind it, read with dedupEntries and cancelled in one
+   * cancelIds call. It resolves the jobs actually cancelled, the holder
+   * first; empty when the key has no live holder.
+   */
+  async cancelKey(
+    key: string | Uint8Array,
+    opts?: EventsWriteOptions,
+  ): Promise<CancelledJob[]> {
+    const [e] = await this.dedupEntries([key], opts);
+    const ids: string[] = [];
+    if (e !== undefined && e.holder !== "") {
+      ids.push(e.holder);
+    }
+    if (e !== undefined && e.parked !== "") {
+      ids.push(e.parked);
+    }
+    if (ids.length === 0) {
+      return [];
+    }
+    const res = await this.cancelIds(ids, opts);
+    const out: CancelledJob[] = [];
+    res.forEach((r, i) => {
+      if (r.state !== "") {
+        out.push({ id: ids[i]!, state: r.state });
+      }
+    });
+    return out;
   }
 
   #setKey(s: string): string {

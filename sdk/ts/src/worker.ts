@@ -33,6 +33,7 @@ import {
 } from "./gen/index.js";
 import {
   ArgumentError,
+  CancelledError,
   JobTimeoutError,
   LeaseLostError,
   ShutdownError,
@@ -50,6 +51,7 @@ import {
 } from "./outputs.js";
 import type { CallOptions } from "./client.js";
 import { printable } from "./print.js";
+import type { Subscription } from "./adapter.js";
 
 /**
  * A job a worker's handler runs: the claimed Job, and what the handler may
@@ -82,7 +84,10 @@ export interface ActiveJob extends Job {
  *
  * signal aborts when the job's lease is lost (its reason a LeaseLostError:
  * another worker may be running it, nothing the handler does can be
- * completed), and when a shutdown's deadline passes (a ShutdownError).
+ * completed), when the job is cancelled (echomq 2.5.0, Queue.cancelIds or
+ * Queue.cancelKey by any client: a CancelledError; the job is gone, and is
+ * neither retried nor buried) and when a shutdown's deadline passes (a
+ * ShutdownError).
  */
 export type Handler = (job: Job, signal: AbortSignal) => Promise<void>;
 
@@ -242,6 +247,8 @@ interface Inflight {
   deadlineMs: number;
   ac: AbortController;
   lost: boolean;
+  /** The job was cancelled under its handler (echomq 2.5.0): its row is gone. */
+  cancelled: boolean;
   handedBack: boolean;
   done: Promise<void>;
 }
@@ -250,6 +257,9 @@ const maintenanceBatch = 1000;
 
 /** How many fields of each record hash (failures, options, progress) one maintenance tick's sweep scans (HSCAN COUNT). */
 const sweepCount = 100;
+
+/** The most pages of the deduplication entries one maintenance tick walks (sweep_dedup, sweepCount entries a page). */
+const dedupPages = 10;
 
 /**
  * The ids at the head of the queue's pending set as the worker last read
@@ -382,6 +392,12 @@ export class Worker {
   readonly #timers = new Set<NodeJS.Timeout>();
   /** Where the next sweep resumes its HSCAN of each record hash (failures, options, progress). */
   #sweepCursors = ["0", "0", "0"];
+  /** Where the next maintenance resumes its walk of the deduplication entries. */
+  #dedupCursor = "0";
+  /** How often a running job's lease is extended, in ms. */
+  readonly #every: number;
+  /** The jobs (as claimed) cancelled under their handlers: their settles are refused, and expected so. */
+  readonly #cancelled = new WeakSet<Job>();
 
   constructor(queue: Queue, handler: ResultHandler, options?: WorkerOptions);
   /** A worker running a Handler (see the overload above). */
@@ -451,6 +467,7 @@ export class Worker {
     this.#idle = concurrency;
     this.#poolSize = Math.max(16, 4 * this.#opt.batch);
     this.#lease = String(leaseMs);
+    this.#every = Math.max(1, Math.floor(leaseMs / 3));
     this.#peekCmd = [
       "ZRANGE",
       queue.keys.pending,
@@ -482,7 +499,8 @@ export class Worker {
       this.stop();
     }
     await this.queue.client.ensure();
-    const every = Math.max(1, Math.floor(this.#opt.leaseMs / 3));
+    const every = this.#every;
+    const sub = await this.#subscribe();
     const extender = setInterval(() => void this.#extend(every), every);
     let maintainer: NodeJS.Timeout | undefined;
     let maintaining: Promise<unknown> | undefined;
@@ -511,6 +529,7 @@ export class Worker {
         clearTimeout(t);
       }
       await maintaining?.catch(() => {});
+      await sub?.close().catch(() => {});
       if (held) {
         await runUnlock(this.queue.client.runner, {
           locks: KEY_LOCKS,
@@ -519,6 +538,70 @@ export class Worker {
         }).catch(() => {});
       }
     }
+  }
+
+  /**
+   * Listens on the queue's cancel channel (echomq 2.5.0) for the
+   * cancellation of the jobs this worker holds; undefined when the adapter
+   * cannot subscribe or the subscription failed (logged: the worker then
+   * learns of a cancellation at the job's next extension).
+   */
+  async #subscribe(): Promise<Subscription | undefined> {
+    const a = this.queue.client.adapter;
+    if (a.subscribe === undefined) {
+      this.#log.debug(
+        "emq: the adapter cannot subscribe; cancellations are learnt at the next lease extension",
+        { queue: this.queue.name },
+      );
+      return undefined;
+    }
+    try {
+      return await a.subscribe(
+        this.queue.keys.cancel,
+        (m) => this.#onCancel(m),
+        // Messages sent while the subscription was down are lost: extend
+        // every running lease now, which a cancelled job's refuses.
+        () => void this.#extend(this.#every, true),
+      );
+    } catch (err) {
+      this.#log.warn(
+        "emq: subscribing to the queue's cancellations failed; they are learnt at the next lease extension",
+        { queue: this.queue.name, err },
+      );
+      return undefined;
+    }
+  }
+
+  /** A message of the cancel channel, "<id> <token>": aborts the handler of that job, when this worker holds it with that token. */
+  #onCancel(m: Buffer): void {
+    const text = m.toString();
+    const sp = text.indexOf(" ");
+    const id = text.slice(0, sp);
+    const token = Number(text.slice(sp + 1));
+    if (sp < 0 || !Number.isSafeInteger(token)) {
+      return; // not a cancellation this SDK reads
+    }
+    for (const fl of this.#running) {
+      if (fl.job.id === id && fl.job.token === token) {
+        this.#cancel(fl);
+      }
+    }
+  }
+
+  /** Marks a running job cancelled and aborts its handler's signal. */
+  #cancel(fl: Inflight): void {
+    if (fl.cancelled || fl.handedBack) {
+      return;
+    }
+    fl.cancelled = true;
+    this.#cancelled.add(fl.job);
+    this.#m.add("cancelled", this.queue.name, 1);
+    fl.ac.abort(new CancelledError(fl.job.id, fl.job.token));
+    this.#log.info("emq: job cancelled; its handler's signal was aborted", {
+      queue: this.queue.name,
+      id: fl.job.id,
+      token: fl.job.token,
+    });
   }
 
   async #drain(): Promise<void> {
@@ -925,6 +1008,7 @@ export class Worker {
       deadlineMs: job.deadlineMs,
       ac: new AbortController(),
       lost: false,
+      cancelled: false,
       handedBack: false,
       done: new Promise<void>((r) => (settle = r)),
     };
@@ -959,7 +1043,7 @@ export class Worker {
         // Timed out: the job moves on now, the handler is abandoned (its
         // slot stays taken until it returns).
         const why = new JobTimeoutError(limit);
-        if (!fl.handedBack) {
+        if (!fl.handedBack && !fl.cancelled) {
           fl.handedBack = true;
           fl.ac.abort(why);
           await this.#fail(job, why, FailureClass.timeout);
@@ -968,6 +1052,10 @@ export class Worker {
         return undefined;
       }
       if (fl.handedBack) {
+        return undefined;
+      }
+      if (fl.cancelled) {
+        // Cancelled: the row is gone, a settle would be refused.
         return undefined;
       }
       if (outcome.failed) {
@@ -1136,6 +1224,15 @@ export class Worker {
    * lease, not an alarm.
    */
   #stale(job: Job, op: string, err: unknown): void {
+    if (this.#cancelled.has(job)) {
+      // Cancelled while the settle was on its way: refused, as expected.
+      this.#log.debug("emq: a cancelled job's " + op + " was refused", {
+        queue: this.queue.name,
+        id: job.id,
+        token: job.token,
+      });
+      return;
+    }
     this.#m.add("stale", this.queue.name, 1);
     this.#log.info(
       "emq: the job's lease was lost before its " +
@@ -1145,8 +1242,12 @@ export class Worker {
     );
   }
 
-  /** Extends the leases of running jobs due for it, in one round trip. */
-  async #extend(every: number): Promise<void> {
+  /**
+   * Extends the leases of running jobs due for it (every one with all), in
+   * one round trip. A refused extension means the lease is gone (lost, or
+   * the job cancelled): the handler's signal aborts.
+   */
+  async #extend(every: number, all = false): Promise<void> {
     const now = Date.now();
     const due: Inflight[] = [];
     const xs: ScriptExec[] = [];
@@ -1154,8 +1255,9 @@ export class Worker {
     for (const fl of this.#running) {
       if (
         fl.lost ||
+        fl.cancelled ||
         fl.handedBack ||
-        fl.deadlineMs - now > this.#opt.leaseMs - every
+        (!all && fl.deadlineMs - now > this.#opt.leaseMs - every)
       ) {
         continue;
       }
@@ -1190,6 +1292,9 @@ export class Worker {
           this.#log.warn("emq: extending a lease failed", { err });
         }
       } else if (r.error instanceof StaleError) {
+        if (fl.cancelled) {
+          return; // the cancellation arrived meanwhile
+        }
         fl.lost = true;
         fl.ac.abort(new LeaseLostError());
         this.#stale(fl.job, "extend", r.error);
@@ -1206,7 +1311,7 @@ export class Worker {
   async #handBack(): Promise<void> {
     let n = 0;
     for (const fl of this.#running) {
-      if (fl.lost || fl.handedBack) {
+      if (fl.lost || fl.cancelled || fl.handedBack) {
         continue;
       }
       fl.handedBack = true;
@@ -1235,9 +1340,40 @@ export class Worker {
    */
   async #maintain(): Promise<boolean> {
     try {
+      await this.#sweepDedup();
       return await this.#maintainLocked();
     } finally {
       await this.#sweep();
+    }
+  }
+
+  /**
+   * Walks the queue's deduplication entries (echomq 2.5.0, sweep_dedup) a
+   * few pages a tick, from where the last tick left: a job parked behind a
+   * holder that is done (settled by a client that did not look at its key)
+   * becomes due, and promoted at once; entries that no longer hold their
+   * keys are deleted. One call per tick when the hash is empty.
+   */
+  async #sweepDedup(): Promise<void> {
+    let released = 0;
+    try {
+      for (let n = 0; n < dedupPages; n++) {
+        const p = await this.queue.sweepDedup(this.#dedupCursor, sweepCount);
+        this.#dedupCursor = p.cursor;
+        released += p.released;
+        if (p.cursor === "0") {
+          break;
+        }
+      }
+    } catch (err) {
+      this.#log.warn("emq: sweeping deduplication entries failed", { err });
+    }
+    if (released > 0) {
+      this.#log.debug("emq: released parked jobs", {
+        queue: this.queue.name,
+        jobs: released,
+      });
+      await this.#promote();
     }
   }
 

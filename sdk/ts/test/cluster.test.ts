@@ -215,6 +215,49 @@ test("a worker on the cluster runs every job once, woken by the doorbell on the 
   assert.ok([...seen.values()].every((n) => n === 1));
 });
 
+test("a job cancelled from another client aborts its handler on the cluster: the worker listens on the queue's node (sharded pub/sub)", async () => {
+  const tally = new emq.Tally();
+  const c = await open({ metrics: tally });
+  const other = await open();
+  const q = c.queue(await queueOn(cl.nodes[1]!, "cancel"));
+  let started!: () => void;
+  const running = new Promise<void>((r) => (started = r));
+  let aborted!: (why: unknown) => void;
+  const reason = new Promise<unknown>((r) => (aborted = r));
+  const w = new emq.Worker(
+    q,
+    async (_job, signal) => {
+      signal.addEventListener("abort", () => aborted(signal.reason));
+      started();
+      await reason;
+    },
+    { concurrency: 1, leaseMs: 60000, logger: silent },
+  );
+  const run = w.run();
+  try {
+    const id = c.mint();
+    await q.push(id, "p");
+    await running;
+    const t0 = performance.now();
+    assert.deepEqual(await other.queue(q.name).cancelIds([id]), [
+      { cancelled: true, state: emq.STATE_ACTIVE },
+    ]);
+    const why = await reason;
+    console.log(
+      "cluster: cancel to abort latency " +
+        (performance.now() - t0).toFixed(2) +
+        " ms",
+    );
+    assert.ok(why instanceof emq.CancelledError, String(why));
+    await until("counted cancelled", () => tally.get("cancelled") === 1);
+  } finally {
+    w.stop();
+    await run;
+  }
+  assert.equal(tally.get("retried"), 0);
+  assert.equal(tally.get("stale"), 0);
+});
+
 test("after the queue's slot moved, calls meet MOVED and follow it; a worker blocked on the old node is woken on the new one", async () => {
   const tally = new emq.Tally();
   const c = await open({ metrics: tally });

@@ -307,10 +307,10 @@ emq.connect({ url: process.env.REDIS_URL }).then(async (c) => {
   assert.match(plain, /pending 1/);
 });
 
-test("the README's blocks run verbatim against a real server: the quickstart, the worker stopped by SIGTERM, why a job failed, results and events, the CommonJS snippet", async () => {
+test("the README's blocks run verbatim against a real server: the quickstart, the worker stopped by SIGTERM, why a job failed, results and events, deduplication and cancellation, the CommonJS snippet", async () => {
   const ts = readmeBlocks("ts");
   const js = readmeBlocks("js");
-  assert.equal(ts.length, 4, "the README's ts blocks");
+  assert.equal(ts.length, 5, "the README's ts blocks");
   assert.equal(js.length, 1, "the README's js blocks");
   const dir = esmProject();
   writeFileSync(join(dir, "block.cjs"), js[0]!);
@@ -378,6 +378,14 @@ test("the README's blocks run verbatim against a real server: the quickstart, th
     /^result \{"frames":1,"source":"frame-1"\} by attempt 1$/m,
   );
   assert.match(outputs, /^completed: 1$/m);
+
+  // Deduplication and cancellation (echomq 2.5): the second push meets the
+  // first, and cancelling the key aborts the running handler.
+  await srv.cmd("FLUSHALL");
+  const dedup = run(process.execPath, [join("dist", "block4.js")], dir, env);
+  assert.match(dedup, /^admitted duplicate true$/m);
+  assert.match(dedup, /^cancelled JOB\S+ active$/m);
+  assert.match(dedup, /^handler aborted: true$/m);
 
   const cjs = run(process.execPath, ["block.cjs"], dir, env);
   assert.match(cjs, /pending: 1/);

@@ -180,6 +180,30 @@ function failBackoffIn(a: Obj): emq.BackoffOptions {
   };
 }
 
+/** A request's deduplication policy: the mode as given (the SDK checks it), ttl_ms and the hold bits as booleans. */
+function dedupIn(a: Obj): emq.DedupPolicy {
+  return {
+    mode: str(a, "mode") as emq.Dedup,
+    ttlMs: num(a, "ttl_ms"),
+    holdDead: a["hold_dead"] === true,
+    holdResult: a["hold_result"] === true,
+  };
+}
+
+/** A request's job options, as add_many takes them. */
+function jobOptionsIn(a: Obj): emq.JobOptions {
+  const b = backoffIn(a);
+  return {
+    delay: num(a, "delay_ms"),
+    attempts: num(a, "attempts"),
+    ...(b === undefined ? {} : { backoff: b }),
+  };
+}
+
+function admissionOut(r: emq.DedupResult): Obj {
+  return { outcome: r.outcome, id: r.id, run_at_ms: r.runAtMs };
+}
+
 function eventOut(e: emq.QueueEvent): Obj {
   const m: Obj = {
     stream_id: e.streamId,
@@ -475,6 +499,82 @@ class Testee {
             run_at_ms: r.runAtMs,
           })),
         };
+      }
+      case "add_dedup": {
+        const q = this.#queue(a);
+        const jobs = (Array.isArray(a["jobs"]) ? a["jobs"] : []).map(
+          (j: Obj) => ({
+            id: str(j, "id"),
+            payload: payloadIn(j),
+            dedupKey: bytesIn(j, "key"),
+          }),
+        );
+        const res = await q.addDedup(jobs, {
+          dedup: dedupIn(a),
+          ...jobOptionsIn(a),
+        });
+        return { results: res.map(admissionOut) };
+      }
+      case "replace_dedup": {
+        const q = this.#queue(a);
+        const r = await q.replaceDedup(
+          str(a, "id"),
+          payloadIn(a),
+          bytesIn(a, "key"),
+          str(a, "target"),
+          {
+            dedup: dedupIn(a),
+            ...jobOptionsIn(a),
+            eventsMaxLen: num(a, "events_max"),
+          },
+        );
+        return admissionOut(r);
+      }
+      case "push_dedup": {
+        const q = this.#queue(a);
+        const r = await q.push(str(a, "id"), payloadIn(a), {
+          dedup: { ...dedupIn(a), key: bytesIn(a, "key") },
+          delay: num(a, "delay_ms"),
+          eventsMaxLen: num(a, "events_max"),
+        });
+        return admissionOut(r);
+      }
+      case "dedup_entries": {
+        const q = this.#queue(a);
+        const keys = (Array.isArray(a["keys"]) ? a["keys"] : []).map((k) =>
+          String(k),
+        );
+        const es = await q.dedupEntries(keys);
+        return {
+          entries: es.map((e) => ({
+            holder: e.holder,
+            mode: e.mode,
+            expires_ms: e.expiresMs,
+            held: e.held,
+            state: e.state,
+            parked: e.parked,
+          })),
+        };
+      }
+      case "sweep_dedup": {
+        const q = this.#queue(a);
+        const cursor = a["cursor"] === undefined ? "0" : str(a, "cursor");
+        const p = await q.sweepDedup(cursor, num(a, "count"));
+        return { cursor: p.cursor, dropped: p.dropped, released: p.released };
+      }
+      case "cancel_ids": {
+        const q = this.#queue(a);
+        const res = await q.cancelIds(ids(a), {
+          eventsMaxLen: num(a, "events_max"),
+        });
+        return { results: res.map((r) => ({ state: r.state })) };
+      }
+      case "cancel_key": {
+        const q = this.#queue(a);
+        const res = await q.cancelKey(bytesIn(a, "key"), {
+          eventsMaxLen: num(a, "events_max"),
+        });
+        return { cancelled: res.map((r) => ({ id: r.id, state: r.state })) };
       }
       case "complete_result_claim_ids": {
         const [q, id] = this.#queueId(a);

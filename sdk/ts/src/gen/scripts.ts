@@ -6327,7 +6327,11 @@ export function addDedupExec(c: AddDedupCall): ScriptExec {
       c.backoff,
       intArg("add_dedup", "backoff_ms", c.backoffMs),
       intArg("add_dedup", "backoff_max_ms", c.backoffMaxMs),
-      ...c.entries.flatMap((v) => [idArg("add_dedup", "ids", v.id), v.payload, v.dedupKey]),
+      ...c.entries.flatMap((v) => [
+        idArg("add_dedup", "ids", v.id),
+        v.payload,
+        v.dedupKey,
+      ]),
     ],
   };
 }
