@@ -428,7 +428,17 @@ func scriptCall(s *src, p *model.Protocol, sc model.Script) {
 		for i, a := range sc.Argv[:groupAt-1] {
 			argVals = append(argVals, argValue(a, "c."+argFields[i]))
 		}
-		argVals = append(argVals, "...c.entries.flatMap((v) => ["+strings.Join(vals, ", ")+"])")
+		flat := "...c.entries.flatMap((v) => [" + strings.Join(vals, ", ") + "])"
+		if width_("      "+flat+",") > width {
+			// As prettier breaks it: one value a line inside the array
+			// (the item sits in argv's list, six spaces in).
+			flat = "...c.entries.flatMap((v) => [\n"
+			for _, v := range vals {
+				flat += "        " + v + ",\n"
+			}
+			flat += "      ])"
+		}
+		argVals = append(argVals, flat)
 	}
 	for i, a := range sc.Argv {
 		if entries {
