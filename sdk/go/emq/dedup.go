@@ -174,23 +174,9 @@ func (q *Queue) PushDedup(ctx context.Context, id ID, payload []byte, key string
 // ids, payloads over the cap and options out of range are refused before
 // anything is sent; no jobs sends nothing.
 func (q *Queue) PushBatchDedup(ctx context.Context, jobs []NewJob, opts ...PushOption) ([]DedupResult, error) {
-	o, _, err := admitOf(opts)
-	if err != nil {
+	o, dj, err := q.dedupJobs(jobs, opts)
+	if err != nil || len(jobs) == 0 {
 		return nil, err
-	}
-	if err := o.dedup.check(); err != nil {
-		return nil, err
-	}
-	dj := make([]dedupJob, len(jobs))
-	for i, j := range jobs {
-		pj, err := q.pushJob(j.ID, j.Payload)
-		if err != nil {
-			return nil, errorf("job %d: %w", i, err)
-		}
-		dj[i] = dedupJob{pushJob: pj, key: j.DedupKey}
-	}
-	if len(jobs) == 0 {
-		return nil, nil
 	}
 	pj := make([]pushJob, len(dj))
 	for i, j := range dj {
@@ -356,6 +342,27 @@ func (q *Queue) ReplaceDedup(ctx context.Context, id ID, payload []byte, key str
 	return dedupResultOf(r.Outcome, r.ID, r.RunAtMS), nil
 }
 
+// dedupJobs checks a dedup batch before anything is sent: its options
+// (the policy in range), and each job's id and payload.
+func (q *Queue) dedupJobs(jobs []NewJob, opts []PushOption) (admitOptions, []dedupJob, error) {
+	o, _, err := admitOf(opts)
+	if err != nil {
+		return o, nil, err
+	}
+	if err := o.dedup.check(); err != nil {
+		return o, nil, err
+	}
+	dj := make([]dedupJob, len(jobs))
+	for i, j := range jobs {
+		pj, err := q.pushJob(j.ID, j.Payload)
+		if err != nil {
+			return o, nil, errorf("job %d: %w", i, err)
+		}
+		dj[i] = dedupJob{pushJob: pj, key: j.DedupKey}
+	}
+	return o, dj, nil
+}
+
 // AddDedup admits jobs, each under its DedupKey (or none), in exactly one
 // add_dedup call (echomq 2.5.0) and returns its records as they are,
 // AdmissionDeferred included (the id is the waiting job an admission
@@ -363,23 +370,9 @@ func (q *Queue) ReplaceDedup(ctx context.Context, id ID, payload []byte, key str
 // is the call that resolves them. Refusals are PushBatchDedup's; no jobs
 // sends nothing.
 func (q *Queue) AddDedup(ctx context.Context, jobs []NewJob, opts ...PushOption) ([]DedupResult, error) {
-	o, _, err := admitOf(opts)
-	if err != nil {
+	o, dj, err := q.dedupJobs(jobs, opts)
+	if err != nil || len(jobs) == 0 {
 		return nil, err
-	}
-	if err := o.dedup.check(); err != nil {
-		return nil, err
-	}
-	dj := make([]dedupJob, len(jobs))
-	for i, j := range jobs {
-		pj, err := q.pushJob(j.ID, j.Payload)
-		if err != nil {
-			return nil, errorf("job %d: %w", i, err)
-		}
-		dj[i] = dedupJob{pushJob: pj, key: j.DedupKey}
-	}
-	if len(jobs) == 0 {
-		return nil, nil
 	}
 	call := q.addDedupCall(o, dj)
 	var out []DedupResult
