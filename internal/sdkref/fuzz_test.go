@@ -640,6 +640,38 @@ func decoders() map[*wire.Script]decoder {
 			}
 			return d, err
 		},
+		wire.ScriptAddDedup: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeAddDedup(r)
+			d := decoded{fields: [][]string{}, shape: "sdi", repeated: true}
+			for _, x := range v {
+				d.fields = append(d.fields, []string{string(x.Outcome), x.ID.String(), itoa(x.RunAtMS)})
+			}
+			return d, err
+		},
+		wire.ScriptReplaceDedup: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeReplaceDedup(r)
+			return decoded{fields: [][]string{{string(v.Outcome), v.ID.String(), itoa(v.RunAtMS)}}, shape: "sdi"}, err
+		},
+		wire.ScriptDedupEntries: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeDedupEntries(r)
+			d := decoded{fields: [][]string{}, shape: "ssiiss", repeated: true}
+			for _, x := range v {
+				d.fields = append(d.fields, []string{x.Holder, x.Mode, itoa(x.ExpiresMS), itoa(x.Held), x.State, x.Parked})
+			}
+			return d, err
+		},
+		wire.ScriptSweepDedup: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeSweepDedup(r)
+			return decoded{fields: [][]string{{v.Cursor, itoa(v.Dropped), itoa(v.Released)}}, shape: "sii"}, err
+		},
+		wire.ScriptCancelIDs: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeCancelIDs(r)
+			d := decoded{fields: [][]string{}, shape: "s", repeated: true}
+			for _, x := range v {
+				d.fields = append(d.fields, []string{x.State})
+			}
+			return d, err
+		},
 		wire.ScriptCompleteClaim: func(r rueidis.RedisResult) (decoded, error) {
 			v, err := wire.DecodeCompleteClaim(r)
 			d := decoded{records: [][]string{}}

@@ -59,6 +59,11 @@ func aclProber(t testing.TB) []string {
 		"+hset", "+hlen", "+time", "+zadd", "+zcard", "+zpopmin", "+zrem", "+hincrby", // what the probed scripts call
 		"+zscore", "+zrange", "+llen", "+rpush", // and the 2.3.0 steps' promote and reap_failed_ids
 		"+hmget", "+xadd", "+xlen", "+xrange", // and the 2.4.0 steps' settles, their events and the events read
+		"+hscan", "+spublish", // and the 2.5.0 steps' sweep_dedup (its walk) and cancel_ids (its publication)
+		"&" + aclScratch(t, func(q string) (string, error) {
+			k, err := wire.NewQueueKeys(q)
+			return k.Cancel, err
+		}) + "*",
 		"%R~" + wire.KeyVersion, "%R~" + wire.KeyBundle, "~" + wire.KeyLocks,
 		"~" + aclScratch(t, wire.KeyMigration) + "*",
 		"~" + aclScratch(t, func(q string) (string, error) {
