@@ -28,10 +28,15 @@ func TestJ1Surface(t *testing.T) {
 			t.Errorf("the queue handle has no %s", name)
 		}
 	}
+	// The strings a caller gives that are neither a key nor a script
+	// (echomq 2.5.0): a deduplication key is the caller's own value, which
+	// the scripts hash into a field; a sweep's cursor is the one the last
+	// page answered.
+	values := map[string]int{"PushDedup": 4, "ReplaceDedup": 4, "CancelKey": 2, "SweepDedup": 2}
 	for i := 0; i < typ.NumMethod(); i++ {
 		m := typ.Method(i)
 		for j := 1; j < m.Type.NumIn(); j++ {
-			if m.Type.In(j) == reflect.TypeOf("") {
+			if m.Type.In(j) == reflect.TypeOf("") && values[m.Name] != j {
 				t.Errorf("Queue.%s takes a string (argument %d): the caller never builds a key or names a script", m.Name, j)
 			}
 		}

@@ -85,6 +85,17 @@ func TestArgumentGuards(t *testing.T) {
 						args[a] = "1"
 					default:
 						args[a] = "x"
+						// A value the script admits where "x" would be
+						// refused before the argument under test: a
+						// dedup mode (2.5.0), a walk's first cursor.
+						switch s.Argv[a] {
+						case "mode":
+							args[a] = string(wire.DedupUntilDone)
+						case "cursor":
+							args[a] = "0"
+						case "backoff":
+							args[a] = string(wire.BackoffInherit)
+						}
 					}
 				}
 				args[i] = bad

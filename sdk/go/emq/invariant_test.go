@@ -83,6 +83,8 @@ type invModel struct {
 	results  map[emq.ID]invResult
 	events   int64
 	counters [4]int64 // completed, failed, retried, dead
+	// 2.5.0 (invariant25_test.go): each deduplication key's holder.
+	dedup map[string]emq.ID
 }
 
 // invRecordCap is how many failed attempts a record keeps (the manifest's
@@ -105,6 +107,7 @@ type invSnap struct {
 	resultTimes map[emq.ID]int64
 	events      int64
 	counters    [4]int64
+	dedup       map[string]string // 2.5.0: the dedup hash's entries
 }
 
 type invariant struct {
@@ -163,7 +166,7 @@ func TestInvariant(t *testing.T) {
 		t: t, ctx: ctxT(t), c: c, q: q, k: q.Keys(), seed: seed,
 		rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		model: invModel{jobs: map[emq.ID]*invJob{}, retired: map[emq.ID]bool{}, tokens: map[emq.ID][]int64{}, records: map[emq.ID][]emq.FailedAttempt{},
-			options: map[emq.ID]invPolicy{}, progress: map[emq.ID]string{}, results: map[emq.ID]invResult{}},
+			options: map[emq.ID]invPolicy{}, progress: map[emq.ID]string{}, results: map[emq.ID]invResult{}, dedup: map[string]emq.ID{}},
 		floor: map[emq.ID]int64{},
 		stats: map[string]*[2]int{},
 	}
@@ -222,6 +225,11 @@ func TestInvariant(t *testing.T) {
 		{wire.ScriptOutput.Name, 4, v.output},
 		{wire.ScriptCounters.Name, 2, v.readCounters},
 		{wire.ScriptEvents.Name, 2, v.readEvents},
+		{wire.ScriptAddDedup.Name, 5, v.addDedup},
+		{wire.ScriptReplaceDedup.Name, 4, v.replaceDedup},
+		{wire.ScriptDedupEntries.Name, 2, v.dedupEntries},
+		{wire.ScriptSweepDedup.Name, 2, v.sweepDedup},
+		{wire.ScriptCancelIDs.Name, 4, v.cancelIDs},
 		{"sleep", 1, func() { v.note("sleep 2ms"); time.Sleep(2 * time.Millisecond) }},
 	}
 	total := 0
@@ -960,6 +968,15 @@ func (v *invariant) scan() invSnap {
 			}
 			continue
 		}
+		if key == v.k.Dedup {
+			if typ != "hash" {
+				v.fail("the dedup hash %s is a %s", key, typ)
+			}
+			if snap.dedup, err = res[2*i+1].AsStrMap(); err != nil {
+				v.fail("HGETALL %s: %v", key, err)
+			}
+			continue
+		}
 		if v.scan24(&snap, key, typ, res[2*i+1]) {
 			continue
 		}
@@ -1077,6 +1094,7 @@ func (v *invariant) check() {
 		}
 	}
 	v.check24(s)
+	v.checkDedup(s.dedup)
 	if rung := len(s.wake) == 1; rung != v.model.wake {
 		v.fail("the doorbell holds %q; the model says rung: %v", s.wake, v.model.wake)
 	}

@@ -1287,6 +1287,12 @@ func TestScriptBundleDigest(t *testing.T) {
 		wire.ScriptCounters:               &wire.CountersCall{},
 		wire.ScriptEvents:                 &wire.EventsCall{},
 		wire.ScriptForgetIDs:              &wire.ForgetIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
+		// 2.5.0.
+		wire.ScriptAddDedup:     &wire.AddDedupCall{Rows: []string{""}, Entries: []wire.AddDedupEntry{{}}},
+		wire.ScriptReplaceDedup: &wire.ReplaceDedupCall{},
+		wire.ScriptDedupEntries: &wire.DedupEntriesCall{DedupKeys: []string{""}},
+		wire.ScriptSweepDedup:   &wire.SweepDedupCall{},
+		wire.ScriptCancelIDs:    &wire.CancelIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
 	} {
 		arity[s] = [2]int{len(call.Keys()), len(call.Args())}
 	}

@@ -93,7 +93,14 @@ func (w *Worker) listenCancels(ctx context.Context, subscribed chan<- struct{}) 
 		if time.Since(begin) > 5*time.Second {
 			pause = 50 * time.Millisecond
 		}
-		w.log.Warn("emq: listening for cancellations failed; subscribing again (meanwhile a cancelled job's handler learns it at its next extend)", "channel", w.q.keys.Cancel, "err", err, "in", pause)
+		if err == nil {
+			// The server ended the subscription (SUNSUBSCRIBE: the slot
+			// moved to another node, on a cluster): subscribe again, at
+			// the slot's new node.
+			w.log.Info("emq: the cancel channel's subscription ended; subscribing again", "channel", w.q.keys.Cancel, "in", pause)
+		} else {
+			w.log.Warn("emq: listening for cancellations failed; subscribing again (meanwhile a cancelled job's handler learns it at its next extend)", "channel", w.q.keys.Cancel, "err", err, "in", pause)
+		}
 		sleep(ctx, pause)
 		pause = min(pause*2, 5*time.Second)
 	}
