@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar, overload
 
 from redis.asyncio import Redis
-from redis.exceptions import NoScriptError
+from redis.exceptions import AskError, MovedError, NoScriptError, TryAgainError
 
 from ._cancel import check_cancelled
 from ._duration import Duration, pick_ms
@@ -1595,6 +1595,15 @@ class Worker:
                         self._on_cancel(msg["data"])
             except asyncio.CancelledError:
                 raise
+            except (MovedError, AskError, TryAgainError) as err:
+                # The queue's slot moved (or is moving) to another node of the
+                # cluster: subscribe again, where the slot is now.
+                self._listening.set()
+                self.log.info(
+                    "emq: queue %s's cancel channel moved with its slot; subscribing again: %s",
+                    self.queue.name,
+                    err,
+                )
             except Exception as err:
                 self._listening.set()  # run() claims without it rather than wait
                 self.log.warning(
