@@ -3,6 +3,7 @@ package emq_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sort"
 	"testing"
 	"time"
@@ -92,7 +93,9 @@ func BenchmarkDedupPush(b *testing.B) {
 func BenchmarkCancelLatency(b *testing.B) {
 	srv := redistest.Start(b)
 	ctx := context.Background()
-	c, err := emq.Connect(ctx, options(srv))
+	quiet := options(srv)
+	quiet.Logger = slog.New(slog.DiscardHandler) // one info line per cancelled job
+	c, err := emq.Connect(ctx, quiet)
 	if err != nil {
 		b.Fatal(err)
 	}
