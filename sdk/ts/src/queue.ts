@@ -2721,6 +2721,55 @@ export class Queue {
   }
 
   /**
+   * Reads a page of the schedulers whose next slot is at most horizonMs
+   * past the server's now (echomq 2.6.0, one read-only due_schedulers
+   * call), in next-slot order: with d due, the page spread modulo
+   * ⌈d / count⌉ (count 1 to 1000), so that competing runners, each with a
+   * random spread, work different pages. Each record carries the server's
+   * time of the read, to plan with (see plan). fireDue reads with it.
+   */
+  async dueSchedulers(
+    horizonMs: number,
+    count: number,
+    spread: number,
+    opts?: CallOptions,
+  ): Promise<SchedulerRecord[]> {
+    nonNegativeInt("horizonMs", horizonMs);
+    pageCount("count", count);
+    nonNegativeInt("spread", spread);
+    checkCall(opts);
+    return this.#dueRecords(horizonMs, count, spread, opts);
+  }
+
+  #dueRecords(
+    horizonMs: number,
+    count: number,
+    spread: number,
+    opts: CallOptions | undefined,
+  ): Promise<SchedulerRecord[]> {
+    return this.client.resend(async () => {
+      const x = dueSchedulersExec({
+        schedulers: this.keys.schedulers,
+        schedulerNext: this.keys.schedulerNext,
+        horizonMs,
+        count,
+        spread,
+      });
+      await this.client.ensure(opts);
+      const out: SchedulerRecord[] = [];
+      for (const r of decodeDueSchedulers(
+        await runScriptRO(this.client.runnerFor(opts), x),
+      )) {
+        const rec = schedulerRecord(r);
+        if (rec !== null) {
+          out.push(rec);
+        }
+      }
+      return out;
+    }, opts);
+  }
+
+  /**
    * Fires planned entries (echomq 2.6.0, one fire_schedulers call; the raw
    * step under fireDue): each is compared and set against its scheduler's
    * stored next slot, so an entry planned from another next (someone fired
@@ -2808,24 +2857,9 @@ export class Queue {
     for (;;) {
       checkCall(call);
       const spread = Math.floor(Math.random() * 2 ** 32);
-      const recs = await this.client.resend(async () => {
-        const x = dueSchedulersExec({
-          schedulers: this.keys.schedulers,
-          schedulerNext: this.keys.schedulerNext,
-          horizonMs,
-          count,
-          spread,
-        });
-        await this.client.ensure(call);
-        return decodeDueSchedulers(
-          await runScriptRO(this.client.runnerFor(call), x),
-        );
-      }, call);
+      const recs = await this.#dueRecords(horizonMs, count, spread, call);
       const entries: FireEntry[] = [];
       for (const r of recs) {
-        if (r.scheduler === "") {
-          continue;
-        }
         let planned;
         try {
           planned = planWith(
@@ -2838,14 +2872,14 @@ export class Queue {
               backfill: r.backfill,
               graceMs: r.graceMs,
               nextMs: r.nextMs,
-              paused: r.paused === 1,
+              paused: r.paused,
             },
             r.nowMs,
             horizonMs,
             this.#cronCache,
           );
         } catch (err) {
-          const key = r.scheduler + "\n" + r.tz + "\n" + r.cron;
+          const key = r.id + "\n" + r.tz + "\n" + r.cron;
           if (!this.#warned.has(key)) {
             if (this.#warned.size >= maxWarned) {
               this.#warned.clear();
@@ -2855,7 +2889,7 @@ export class Queue {
               "emq: a scheduler's schedule does not parse; it is skipped",
               {
                 queue: this.name,
-                scheduler: r.scheduler,
+                scheduler: r.id,
                 cron: r.cron,
                 tz: r.tz,
                 everyMs: r.everyMs,
@@ -2869,7 +2903,7 @@ export class Queue {
           entries.push({
             ...p,
             id: this.client.mint(),
-            scheduler: r.scheduler,
+            scheduler: r.id,
           });
         }
       }
