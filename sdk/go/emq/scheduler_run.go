@@ -107,7 +107,7 @@ func (q *Queue) RunSchedulers(ctx context.Context, opt SchedulerOptions) error {
 // again at once while the page was full and something fired. A scheduler
 // another process fired first is stale and left to it. A record whose
 // cron expression does not parse is skipped (logged at warning once per
-// scheduler and expression).
+// client, scheduler and expression).
 func (q *Queue) FireDue(ctx context.Context, horizon time.Duration) ([]FiredRun, error) {
 	if horizon < 0 {
 		return nil, errorf("%w: negative horizon %v", ErrArgument, horizon)
@@ -115,24 +115,24 @@ func (q *Queue) FireDue(ctx context.Context, horizon time.Duration) ([]FiredRun,
 	return q.fireDue(ctx, horizon, DefaultDuePage, q.c.log.With("queue", q.Name()))
 }
 
-// unparsed remembers the records whose schedule a planner reported as
-// unparseable, so that each is logged once.
-var unparsed struct {
-	sync.Mutex
+// unparsedLog remembers the records whose schedule a client's planner
+// found unparseable, so that each is logged once.
+type unparsedLog struct {
+	mu   sync.Mutex
 	seen map[[4]string]bool
 }
 
-// warnUnparsed logs, once per queue, scheduler, expression and zone, that
-// a record's schedule does not parse.
-func warnUnparsed(log *slog.Logger, queue string, info SchedulerInfo, err error) {
+// warn logs, once per queue, scheduler, expression and zone, that a
+// record's schedule does not parse.
+func (u *unparsedLog) warn(log *slog.Logger, queue string, info SchedulerInfo, err error) {
 	k := [4]string{queue, info.ID, info.Cron, info.TZ}
-	unparsed.Lock()
-	if unparsed.seen == nil || len(unparsed.seen) >= cronCacheMax {
-		unparsed.seen = map[[4]string]bool{}
+	u.mu.Lock()
+	if u.seen == nil || len(u.seen) >= cronCacheMax {
+		u.seen = map[[4]string]bool{}
 	}
-	seen := unparsed.seen[k]
-	unparsed.seen[k] = true
-	unparsed.Unlock()
+	seen := u.seen[k]
+	u.seen[k] = true
+	u.mu.Unlock()
 	if !seen {
 		log.Warn("emq: a scheduler's schedule does not parse; it is not fired", "scheduler", info.ID, "cron", info.Cron, "tz", info.TZ, "err", err)
 	}
@@ -150,7 +150,7 @@ func (q *Queue) fireDue(ctx context.Context, horizon time.Duration, count int, l
 		for _, r := range recs {
 			es, err := PlanScheduler(r, r.Now, horizon)
 			if err != nil {
-				warnUnparsed(log, q.Name(), r, err)
+				q.c.unparsed.warn(log, q.Name(), r, err)
 				continue
 			}
 			entries = append(entries, es...)
