@@ -100,7 +100,7 @@ func (q *Queue) RunSchedulers(ctx context.Context, opt SchedulerOptions) error {
 
 // FireDue runs one tick of the scheduler runner (echomq 2.6.0) and returns
 // the runs it fired: it reads a page of the schedulers due within horizon
-// (due_schedulers, DefaultDuePage of them, the page picked at random so
+// (DueSchedulers, DefaultDuePage of them, the page picked at random so
 // that competing runners work different pages), plans each with the
 // server's time of the read (PlanScheduler), mints a run id of WorkKind
 // for each entry and fires the page's entries in one FireSchedulers call;
@@ -142,7 +142,7 @@ func (u *unparsedLog) warn(log *slog.Logger, queue string, info SchedulerInfo, e
 func (q *Queue) fireDue(ctx context.Context, horizon time.Duration, count int, log *slog.Logger) ([]FiredRun, error) {
 	var fired []FiredRun
 	for {
-		recs, err := q.dueSchedulers(ctx, horizon, count, mrand.Uint32())
+		recs, err := q.DueSchedulers(ctx, horizon, count, int(mrand.Uint32()))
 		if err != nil {
 			return fired, err
 		}

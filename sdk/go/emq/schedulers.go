@@ -270,9 +270,19 @@ func (q *Queue) ListSchedulers(ctx context.Context, offset, count int) ([]Schedu
 	})
 }
 
-// dueSchedulers reads a page of the schedulers due within horizon, the
-// page chosen by spread.
-func (q *Queue) dueSchedulers(ctx context.Context, horizon time.Duration, count int, spread uint32) ([]SchedulerInfo, error) {
+// DueSchedulers reads a page of the job schedulers due within horizon
+// (next slot at most the server's now plus horizon) in one read-only
+// due_schedulers call (echomq 2.6.0): of the d due, in next-slot order,
+// the page spread modulo ⌈d / count⌉ of count records (1 to
+// MaxSchedulerPage), so that competing runners given random spreads work
+// different pages. Each record's Now is the server's time of the read:
+// plan with it (PlanScheduler). FireDue is the tick built on it. A count
+// out of range, a negative horizon or spread is refused with ErrArgument
+// before anything is sent.
+func (q *Queue) DueSchedulers(ctx context.Context, horizon time.Duration, count, spread int) ([]SchedulerInfo, error) {
+	if horizon < 0 || spread < 0 || count < 1 || count > MaxSchedulerPage {
+		return nil, errorf("%w: a due page of %d schedulers (1 to %d), horizon %v, spread %d (neither negative)", ErrArgument, count, MaxSchedulerPage, horizon, spread)
+	}
 	k := q.keys
 	call := wire.DueSchedulersCall{Schedulers: k.Schedulers, SchedulerNext: k.SchedulerNext, HorizonMS: ms(horizon), Count: int64(count), Spread: int64(spread)}
 	return q.readSchedulers(ctx, wire.ScriptDueSchedulers, call.LuaExec(), func(r rueidis.RedisResult) ([]schedulerRecord, error) {
