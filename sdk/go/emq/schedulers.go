@@ -31,9 +31,9 @@ type schedulerOptions struct {
 }
 
 // WithMissed sets what the scheduler does with the slots it missed (fired
-// more than its grace after they fell due): MissedRunOnce (the default:
-// one run stands for them all), MissedSkip (none runs) or MissedBackfill
-// (the last WithBackfill of them run, one each).
+// more than its grace after they fell due): MissedRunOnce (the default,
+// also for "": one run stands for them all), MissedSkip (none runs) or
+// MissedBackfill (the last WithBackfill of them run, one each).
 func WithMissed(m Missed) SchedulerOption {
 	return func(o *schedulerOptions) { o.missed = m }
 }
@@ -102,6 +102,9 @@ func (q *Queue) UpsertScheduler(ctx context.Context, id string, s Schedule, opts
 	o := schedulerOptions{missed: MissedRunOnce, grace: DefaultGrace}
 	for _, f := range opts {
 		f(&o)
+	}
+	if o.missed == "" {
+		o.missed = MissedRunOnce
 	}
 	refuse := func(field, format string, args ...any) error {
 		return &SchedulerError{Scheduler: id, Field: field, Reason: fmt.Sprintf(format, args...)}
