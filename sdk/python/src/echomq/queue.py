@@ -2005,9 +2005,7 @@ class Queue:
         and ended ones last: count (1 to 1000) records after passing over offset. A page is by
         rank: a scheduler that fires meanwhile may move across pages."""
         _non_negative("offset", offset)
-        _positive("count", count)
-        if count > LIST_SCHEDULERS_MAX:
-            raise ArgumentError(f"count {count!r} is over {LIST_SCHEDULERS_MAX}")
+        self._page_count(count)
         k = self.keys
         x = ListSchedulersCall(
             schedulers=k.schedulers, scheduler_next=k.scheduler_next, offset=offset, count=count
@@ -2119,10 +2117,9 @@ class Queue:
         self.client.metrics.add(Counter.ENQUEUED, self.name, fired)
         return out
 
-    def _plan(self, rec: DueSchedulersReply, horizon_ms: int) -> list[PlanEntry]:
-        """rec's plan; [] (logged once per scheduler and schedule) for a record whose schedule
+    def _plan(self, info: SchedulerInfo, horizon_ms: int) -> list[PlanEntry]:
+        """info's plan; [] (logged once per scheduler and schedule) for a record whose schedule
         this SDK cannot evaluate."""
-        info = _scheduler_info(rec)
         try:
             sched = info.schedule
         except ArgumentError as err:
@@ -2137,7 +2134,51 @@ class Queue:
                     err,
                 )
             return []
-        return plan(info, rec.now_ms, horizon_ms, schedule=sched)
+        return plan(info, info.now_ms, horizon_ms, schedule=sched)
+
+    def _due_exec(self, horizon_ms: int, count: int, spread: int) -> ScriptExec:
+        k = self.keys
+        return DueSchedulersCall(
+            schedulers=k.schedulers,
+            scheduler_next=k.scheduler_next,
+            horizon_ms=horizon_ms,
+            count=count,
+            spread=spread,
+        ).exec()
+
+    @staticmethod
+    def _page_count(count: int) -> None:
+        _positive("count", count)
+        if count > LIST_SCHEDULERS_MAX:
+            raise ArgumentError(f"count {count!r} is over {LIST_SCHEDULERS_MAX}")
+
+    @honour_cancel
+    async def due_schedulers(
+        self,
+        *,
+        horizon: Duration | None = None,
+        horizon_ms: int | None = None,
+        count: int = DUE_PAGE,
+        spread: int | None = None,
+    ) -> list[SchedulerInfo]:
+        """Reads a page of the job schedulers due within horizon (default 0: due now; echomq
+        2.6.0) in one read-only call, in next-slot order, with the server's time in each record:
+        of d due, the page spread modulo ceil(d / count) (spread default random, so that
+        competing processes work different pages). The raw read under fire_due. count is 1 to
+        1000 and spread non-negative (an ArgumentError before anything is sent)."""
+        hz = pick_ms("horizon_ms", horizon_ms, "horizon", horizon, 0, allow_zero=True)
+        _non_negative("horizon", hz)
+        self._page_count(count)
+        sp = secrets.randbits(32) if spread is None else spread
+        _non_negative("spread", sp)
+        x = self._due_exec(hz, count, sp)
+
+        async def attempt() -> list[SchedulerInfo]:
+            return [
+                _scheduler_info(r) for r in DueSchedulersCall.decode(await _run_ro(self.client, x))
+            ]
+
+        return await self.client.resend(attempt)
 
     @honour_cancel
     async def fire_due(
@@ -2148,29 +2189,24 @@ class Queue:
         count: int = DUE_PAGE,
     ) -> list[FiredRun]:
         """One round of the scheduler loop (echomq 2.6.0): reads a page of the schedulers due
-        within horizon (default 0: due now) with the server's time, plans each (plan), mints
-        one id per entry and fires them in one fire_schedulers call; again at once while the
-        page was full and something moved. Returns the runs created, in firing order. A run
-        fired ahead (horizon) waits scheduled at its slot. Any number of processes may call it
-        at once: each slot is fired once."""
+        within horizon (default 0: due now) with the server's time (due_schedulers), plans each
+        (plan, with the record's server time), mints one id per entry and fires them in one
+        fire_schedulers call; again at once while the page was full and something moved.
+        Returns the runs created, in firing order. A run fired ahead (horizon) waits scheduled
+        at its slot. Any number of processes may call it at once: each slot fires once. A
+        scheduler whose schedule this SDK cannot evaluate is skipped (logged once)."""
         hz = pick_ms("horizon_ms", horizon_ms, "horizon", horizon, 0, allow_zero=True)
         _non_negative("horizon", hz)
-        _positive("count", count)
-        if count > LIST_SCHEDULERS_MAX:
-            raise ArgumentError(f"count {count!r} is over {LIST_SCHEDULERS_MAX}")
-        k = self.keys
+        self._page_count(count)
         fired: list[FiredRun] = []
         while True:
-            x = DueSchedulersCall(
-                schedulers=k.schedulers,
-                scheduler_next=k.scheduler_next,
-                horizon_ms=hz,
-                count=count,
-                spread=secrets.randbits(32),
-            ).exec()
+            x = self._due_exec(hz, count, secrets.randbits(32))
 
-            async def due(x: ScriptExec = x) -> list[DueSchedulersReply]:
-                return DueSchedulersCall.decode(await _run_ro(self.client, x))
+            async def due(x: ScriptExec = x) -> list[SchedulerInfo]:
+                return [
+                    _scheduler_info(r)
+                    for r in DueSchedulersCall.decode(await _run_ro(self.client, x))
+                ]
 
             recs = await self.client.resend(due)
             entries: list[FireEntry] = []
@@ -2179,7 +2215,7 @@ class Queue:
                     entries.append(
                         FireEntry(
                             id=self.client.mint(),
-                            scheduler=rec.scheduler,
+                            scheduler=rec.id,
                             expect_ms=p.expect_ms,
                             next_ms=p.next_ms,
                             slot_ms=p.slot_ms,
@@ -2221,9 +2257,7 @@ class Queue:
         pause = duration_ms("poll", poll) / 1000
         hz = pick_ms("horizon_ms", horizon_ms, "horizon", horizon, 0, allow_zero=True)
         _non_negative("horizon", hz)
-        _positive("count", count)
-        if count > LIST_SCHEDULERS_MAX:
-            raise ArgumentError(f"count {count!r} is over {LIST_SCHEDULERS_MAX}")
+        self._page_count(count)
         failures = 0
         while stop is None or not stop.is_set():
             wait = pause
