@@ -31,7 +31,7 @@ from ._gen.scripts import BUNDLE_DIGEST
 from ._gen.vocabularies import *  # noqa: F403 - every vocabulary's type, words, list and guard
 from .client import Client, Verdict, check_version_record, connect, judge_version_record
 from .codec import Codec, CodecError, JSONCodec, TypedJob, TypedJobInfo, TypedQueue
-from .cron import Cron, Interval, Schedule, next_runs
+from .cron import Cron, Interval, Schedule
 from .dedup import (
     HOLD_DEAD,
     HOLD_RESULT,
@@ -90,8 +90,10 @@ from .schedulers import (
     FiredRun,
     FireEntry,
     PlanEntry,
+    PlanRecord,
     SchedulerInfo,
     UpsertResult,
+    next_runs,
     plan,
 )
 from .worker import (
@@ -181,6 +183,7 @@ __all__ = [
     "PayloadTooLargeError",
     "PermanentError",
     "PlanEntry",
+    "PlanRecord",
     "ProbeResult",
     "ProbeTranscript",
     "Queue",

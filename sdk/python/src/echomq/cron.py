@@ -6,8 +6,8 @@
 IANA time zone ("" is UTC); anything else is refused with an ArgumentError. ``next_after(ms)``
 is its first slot strictly after a Unix millisecond time, 0 when there is none within
 SEARCH_DAYS (the schedule has ended: ``0 0 30 2 *``). ``Interval(every_ms, start_ms)`` is the
-other kind of schedule: start_ms, then every every_ms. ``next_runs(schedule, after, n)`` lists
-the next n slots of either (or of a scheduler's record).
+other kind of schedule: start_ms, then every every_ms. ``echomq.next_runs(schedule, after, n)``
+lists the next n slots of either (or of a scheduler's record).
 
 A slot is a whole second whose wall time in the zone matches the fields, except the second
 occurrence of a repeated wall time (the hour a zone turns its clocks back): ``30 1 * * *`` in
@@ -39,16 +39,15 @@ __all__ = [
     "Cron",
     "Interval",
     "Schedule",
-    "next_runs",
     "parse",
     "zone",
 ]
 
-SEARCH_DAYS: Final = 8 * 366
+SEARCH_DAYS: Final[int] = 8 * 366
 """How far past its argument next_after searches for a cron expression's next slot, in days: far
 enough for the 29th of February (seven years apart across a century that is not a leap year)."""
 
-SEARCH_MS: Final = SEARCH_DAYS * 86_400_000
+SEARCH_MS: Final[int] = SEARCH_DAYS * 86_400_000
 """SEARCH_DAYS in milliseconds."""
 
 CRON_MAX_BYTES: Final = 256
@@ -211,16 +210,16 @@ class Cron:
     ArgumentError. ``next_after(ms)`` is its first slot strictly after ms, 0 when it has ended."""
 
     __slots__ = (
+        "_dom_star",
+        "_doms",
+        "_dow_star",
+        "_dows",
+        "_hours",
+        "_minutes",
+        "_months",
+        "_seconds",
         "_zone",
-        "dom_star",
-        "doms",
-        "dow_star",
-        "dows",
         "expr",
-        "hours",
-        "minutes",
-        "months",
-        "seconds",
         "tz",
     )
 
@@ -228,16 +227,16 @@ class Cron:
     """The expression as given."""
     tz: str
     """The zone's name: "UTC" for one given as ""."""
-    seconds: tuple[int, ...]
-    minutes: tuple[int, ...]
-    hours: tuple[int, ...]
-    doms: frozenset[int]
-    months: frozenset[int]
-    dows: frozenset[int]
+    _seconds: tuple[int, ...]
+    _minutes: tuple[int, ...]
+    _hours: tuple[int, ...]
+    _doms: frozenset[int]
+    _months: frozenset[int]
+    _dows: frozenset[int]
     """The days of the week, 0 (Sunday) to 6."""
-    dom_star: bool
+    _dom_star: bool
     """Whether the day-of-month field starts with ``*`` (the Vixie day rule)."""
-    dow_star: bool
+    _dow_star: bool
     """Whether the day-of-week field starts with ``*``."""
 
     def __init__(self, expr: str, tz: str = "") -> None:
@@ -258,14 +257,14 @@ class Cron:
         if len(fields) != 6:
             raise _refuse(expr, f"{len(fields)} fields, not 5 or 6")
         sec, mi, hr, dom, mon, dow = fields
-        self.seconds = tuple(sorted(_field(expr, _SECOND, sec)))
-        self.minutes = tuple(sorted(_field(expr, _MINUTE, mi)))
-        self.hours = tuple(sorted(_field(expr, _HOUR, hr)))
-        self.doms = _field(expr, _DOM, dom)
-        self.months = _field(expr, _MONTH, mon)
-        self.dows = frozenset(d % 7 for d in _field(expr, _DOW, dow))
-        self.dom_star = dom.startswith("*")
-        self.dow_star = dow.startswith("*")
+        self._seconds = tuple(sorted(_field(expr, _SECOND, sec)))
+        self._minutes = tuple(sorted(_field(expr, _MINUTE, mi)))
+        self._hours = tuple(sorted(_field(expr, _HOUR, hr)))
+        self._doms = _field(expr, _DOM, dom)
+        self._months = _field(expr, _MONTH, mon)
+        self._dows = frozenset(d % 7 for d in _field(expr, _DOW, dow))
+        self._dom_star = dom.startswith("*")
+        self._dow_star = dow.startswith("*")
 
     def __repr__(self) -> str:
         return f"Cron({self.expr!r}, {self.tz!r})"
@@ -279,11 +278,11 @@ class Cron:
         return hash((self.expr, self.tz))
 
     def _day(self, d: datetime.date) -> bool:
-        if d.month not in self.months:
+        if d.month not in self._months:
             return False
-        dom = d.day in self.doms
-        dow = d.isoweekday() % 7 in self.dows
-        if self.dom_star or self.dow_star:
+        dom = d.day in self._doms
+        dow = d.isoweekday() % 7 in self._dows
+        if self._dom_star or self._dow_star:
             return dom and dow
         return dom or dow
 
@@ -303,16 +302,16 @@ class Cron:
     ) -> Iterator[tuple[int, int, int]]:
         """The day's wall times of the fields, in order (descending when down), from first
         (inclusive) when given."""
-        hours = reversed(self.hours) if down else iter(self.hours)
+        hours = reversed(self._hours) if down else iter(self._hours)
         for h in hours:
             if first is not None and (h > first[0] if down else h < first[0]):
                 continue
             on_h = first is not None and h == first[0]
-            for m in reversed(self.minutes) if down else self.minutes:
+            for m in reversed(self._minutes) if down else self._minutes:
                 if on_h and first is not None and (m > first[1] if down else m < first[1]):
                     continue
                 on_m = on_h and first is not None and m == first[1]
-                for s in reversed(self.seconds) if down else self.seconds:
+                for s in reversed(self._seconds) if down else self._seconds:
                     if on_m and first is not None and (s > first[2] if down else s < first[2]):
                         continue
                     yield (h, m, s)
@@ -439,36 +438,3 @@ class Interval:
         top = (before_ms - 1 - self.start_ms) // self.every_ms
         low = max(0, -(-(since_ms - self.start_ms) // self.every_ms), top - n + 1)
         return [self.start_ms + k * self.every_ms for k in range(low, top + 1)]
-
-
-class _HasSchedule(Protocol):
-    @property
-    def schedule(self) -> Cron | Interval: ...
-
-
-def next_runs(
-    schedule: Schedule | _HasSchedule, after: int | datetime.datetime, n: int
-) -> list[int]:
-    """The next n slots (Unix ms) of a schedule (a Cron, an Interval, or a scheduler's record:
-    its schedule) strictly after after (Unix ms, or an aware datetime); fewer when the schedule
-    ends first. For inspection and dashboards: a scheduler's next run is the first slot at or
-    after its stored next_ms."""
-    s: Schedule = schedule if isinstance(schedule, Schedule) else schedule.schedule
-    if isinstance(after, datetime.datetime):
-        if after.tzinfo is None:
-            raise ArgumentTypeError("after", "Unix ms (an int) or an aware datetime", after)
-        after = (after - datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)) // (
-            datetime.timedelta(milliseconds=1)
-        )
-    if isinstance(after, bool) or not isinstance(after, int):
-        raise ArgumentTypeError("after", "Unix ms (an int) or an aware datetime", after)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ArgumentError(f"n {n!r} is not a non-negative integer")
-    out: list[int] = []
-    t = after
-    while len(out) < n:
-        t = s.next_after(t)
-        if t == 0:
-            break
-        out.append(t)
-    return out

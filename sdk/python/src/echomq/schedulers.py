@@ -11,6 +11,7 @@ the pure function that turns a record into what one firing writes.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
@@ -28,8 +29,10 @@ __all__ = [
     "FireEntry",
     "FiredRun",
     "PlanEntry",
+    "PlanRecord",
     "SchedulerInfo",
     "UpsertResult",
+    "next_runs",
     "plan",
     "schedule_of",
 ]
@@ -46,7 +49,7 @@ DEFAULT_GRACE_MS: Final = 60_000
 SCHEDULER_ID_MAX_BYTES: Final = 256
 """The longest scheduler id, in UTF-8 bytes."""
 
-TEMPLATE_MAX_BYTES: Final = 1024 * 1024
+TEMPLATE_MAX_BYTES: Final[int] = 1024 * 1024
 """The largest payload template, in bytes."""
 
 
@@ -236,6 +239,36 @@ def plan(
     if not runs and at != n:
         out.append(PlanEntry(expect_ms=n, next_ms=at, slot_ms=0, until_ms=0))
     return out
+
+
+def next_runs(
+    schedule: Schedule | SchedulerInfo, after: int | datetime.datetime, n: int
+) -> list[int]:
+    """The next n slots (Unix ms) of a schedule (a Cron, an Interval, or a scheduler's record:
+    its schedule) strictly after after (Unix ms, or an aware datetime); fewer when the schedule
+    ends first. For inspection and dashboards: a scheduler's next run is the first slot at or
+    after its stored next_ms (SchedulerInfo.next_run_ms)."""
+    s: Schedule = schedule.schedule if isinstance(schedule, SchedulerInfo) else schedule
+    if isinstance(after, datetime.datetime):
+        if after.tzinfo is None:
+            raise ArgumentTypeError("after", "Unix ms (an int) or an aware datetime", after)
+        after = (after - _EPOCH) // _ONE_MS
+    if isinstance(after, bool) or not isinstance(after, int):
+        raise ArgumentTypeError("after", "Unix ms (an int) or an aware datetime", after)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ArgumentError(f"n {n!r} is not a non-negative integer")
+    out: list[int] = []
+    t = after
+    while len(out) < n:
+        t = s.next_after(t)
+        if t == 0:
+            break
+        out.append(t)
+    return out
+
+
+_EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_ONE_MS: Final = datetime.timedelta(milliseconds=1)
 
 
 # ---------------------------------------------------------------- the upsert's checks
