@@ -554,7 +554,19 @@ class Testee:
         if op == "scheduler_entries":
             q = self.queue(a)
             recs = await q.schedulers(self.scheduler_ids(a))
-            return {"entries": [scheduler_out(r) for r in recs]}
+            entries = [scheduler_out(x) for x in recs]
+            if any(x is None for x in recs):
+                # The SDK answers None for a scheduler that does not exist; the contract's empty
+                # record carries the read's server time still: a found record's of the same
+                # read, else the server's clock read right after.
+                now = next((x.now_ms for x in recs if x is not None), 0)
+                if not now:
+                    sec, usec = await self.connected().redis.time()
+                    now = int(sec) * 1000 + int(usec) // 1000
+                for entry, x in zip(entries, recs, strict=True):
+                    if x is None:
+                        entry["now_ms"] = now
+            return {"entries": entries}
         if op == "list_schedulers":
             q = self.queue(a)
             page = await q.list_schedulers(num(a, "offset"), num(a, "count"))
