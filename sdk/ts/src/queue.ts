@@ -415,11 +415,8 @@ function abortable(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/** A scheduler's record from a reading script's reply; null for an id with no scheduler. */
-function schedulerRecord(r: SchedulerEntriesReply): SchedulerRecord | null {
-  if (r.scheduler === "") {
-    return null;
-  }
+/** A scheduler's record from a reading script's reply (id "" for an id with no scheduler). */
+function schedulerRecord(r: SchedulerEntriesReply): SchedulerRecord {
   return printable("SchedulerRecord", {
     id: r.scheduler,
     cron: r.cron,
@@ -2583,14 +2580,16 @@ export class Queue {
 
   /**
    * Reads the records of the given schedulers (echomq 2.6.0, one read-only
-   * scheduler_entries call), in order; null for an id with no scheduler.
+   * scheduler_entries call), in order; an id with no scheduler reads as
+   * the empty record: id "", numbers 0, paused false, and the read's
+   * nowMs.
    * Each carries the server's time of the read. Read-only, it is resent
    * across reconnects within opts; no ids sends nothing.
    */
   async schedulers(
     ids: readonly string[],
     opts?: CallOptions,
-  ): Promise<(SchedulerRecord | null)[]> {
+  ): Promise<SchedulerRecord[]> {
     const schedulers = this.#schedulerIds(ids);
     checkCall(opts);
     if (schedulers.length === 0) {
@@ -2635,9 +2634,8 @@ export class Queue {
       for (const r of decodeListSchedulers(
         await runScriptRO(this.client.runnerFor(opts), x),
       )) {
-        const rec = schedulerRecord(r);
-        if (rec !== null) {
-          out.push(rec);
+        if (r.scheduler !== "") {
+          out.push(schedulerRecord(r));
         }
       }
       return out;
@@ -2760,9 +2758,8 @@ export class Queue {
       for (const r of decodeDueSchedulers(
         await runScriptRO(this.client.runnerFor(opts), x),
       )) {
-        const rec = schedulerRecord(r);
-        if (rec !== null) {
-          out.push(rec);
+        if (r.scheduler !== "") {
+          out.push(schedulerRecord(r));
         }
       }
       return out;

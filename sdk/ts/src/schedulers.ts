@@ -83,7 +83,7 @@ export interface SchedulerUpsert {
 
 /** A scheduler's record as the server holds it (echomq 2.6.0). */
 export interface SchedulerRecord {
-  /** The scheduler's id. */
+  /** The scheduler's id; "" in the empty record Queue.schedulers reads for an id with no scheduler. */
   readonly id: string;
   /** Its cron expression; "" for an interval. */
   readonly cron: string;

@@ -68,7 +68,7 @@ async function until(
 
 async function record(id: string): Promise<emq.SchedulerRecord> {
   const [r] = await q.schedulers([id]);
-  assert.ok(r, "scheduler " + id);
+  assert.equal(r?.id, id, "scheduler " + id);
   return r;
 }
 
@@ -119,8 +119,8 @@ test("upsert: created, then unchanged (its next kept whatever else changes), the
     false,
   );
   assert.deepEqual(
-    await q.schedulers(["nosuch", "daily"]).then((rs) => rs[0]),
-    null,
+    (await q.schedulers(["nosuch", "daily"])).map((r) => r.id),
+    ["", "daily"],
   );
 });
 
@@ -323,7 +323,22 @@ test("pause, resume (the slots due while paused never run), list, remove", async
   assert.deepEqual(await q.fireDue(), []);
   assert.equal((await record("hourly")).nextMs, h.nextMs + HOUR);
   assert.equal(await q.removeSchedulers(["hourly", "nosuch"]), 1);
-  assert.deepEqual(await q.schedulers(["hourly"]), [null]);
+  const [gone] = await q.schedulers(["hourly"]);
+  assert.deepEqual(
+    [
+      gone?.id,
+      gone?.cron,
+      gone?.everyMs,
+      gone?.nextMs,
+      gone?.runs,
+      gone?.paused,
+    ],
+    ["", "", 0, 0, 0, false],
+  );
+  assert.ok(
+    (gone?.nowMs ?? 0) >= now,
+    "the empty record carries the read's time",
+  );
   assert.deepEqual(
     (await q.listSchedulers(0, 10)).map((r) => r.id),
     ["yearly"],
@@ -477,7 +492,7 @@ test("runners racing over the same schedulers fire each slot once", async () => 
   assert.equal(new Set(runs.map((r) => r.id)).size, want);
   assert.equal(await q.size(emq.SET_PENDING), want);
   for (const r of await q.schedulers(ids)) {
-    assert.equal(r?.runs, 11);
+    assert.equal(r.runs, 11);
   }
 });
 

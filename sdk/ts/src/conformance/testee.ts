@@ -249,26 +249,8 @@ function optNum(a: Obj, name: string): number | undefined {
   return a[name] === undefined || a[name] === null ? undefined : num(a, name);
 }
 
-/** A scheduler's record as the contract writes it; null is the empty record. */
-function schedulerOut(r: emq.SchedulerRecord | null): Obj {
-  if (r === null) {
-    return {
-      scheduler: "",
-      cron: "",
-      every_ms: 0,
-      start_ms: 0,
-      tz: "",
-      missed: "",
-      backfill: 0,
-      grace_ms: 0,
-      template: "",
-      paused: false,
-      next_ms: 0,
-      last_slot_ms: 0,
-      last_id: "",
-      runs: 0,
-    };
-  }
+/** A scheduler's record as the contract writes it (the empty record for a missing one). */
+function schedulerOut(r: emq.SchedulerRecord): Obj {
   const m: Obj = {
     scheduler: r.id,
     cron: r.cron,
