@@ -1262,6 +1262,12 @@ func (t *testee) do(req request) (any, error) {
 			lines = append(lines, line)
 		}
 		return map[string]any{"passed": tr.Passed(), "total": len(tr.Results), "lines": lines}, nil
+
+	default:
+		// echomq 2.6.0: job schedulers (sched.go).
+		if op, ok := schedOps[req.Op]; ok {
+			return op(t, ctx, req)
+		}
 	}
 	return nil, unsupported(req.Op)
 }

@@ -140,6 +140,7 @@ type Client struct {
 	pushMax    int           // Options.PushMaxBatch, defaulted
 	pushers    sync.Map      // queue name (and admission options) -> *pusher
 	eventsMax  int64         // Options.EventsMax, defaulted; 0: no events
+	unparsed   unparsedLog   // the schedulers' records a planner logged as unparseable
 
 	dials      atomic.Uint64 // connections opened (or failed) so far
 	standalone atomic.Bool   // a fenced standalone server: fence every new connection as it is dialed

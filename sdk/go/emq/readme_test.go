@@ -60,6 +60,12 @@ func TestREADMEWhyDidMyJobFail(t *testing.T) { runREADMESection(t, "Why did my j
 // job, and the running job cancelled by its key cancels its handler.
 func TestREADMEDedupAndCancel(t *testing.T) { runREADMESection(t, "Deduplication and cancellation") }
 
+// The README's "Schedulers" program (echomq 2.6.0) runs as written, like
+// the quickstart: the second upsert keeps the schedule, the cron
+// expression's runs cross the daylight-saving change, and the worker runs
+// what the runner fired.
+func TestREADMESchedulers(t *testing.T) { runREADMESection(t, "Schedulers") }
+
 // The README's "Results, progress and retries" program (echomq 2.4.0) runs
 // as written, like the quickstart, and prints the attempts the README
 // shows.
