@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -646,7 +647,11 @@ func (v *invariant) fireSchedulers() {
 			// Planned from a record that is gone (or never was).
 			r = &invSched{every: 60_000, start: now - 500, next: now - 500, missed: wire.MissedRunOnce, grace: 60_000}
 		}
-		es := r.plan(now, horizon, v.rnd.IntN(4) == 0)
+		ignorePaused := v.rnd.IntN(4) == 0
+		es := r.plan(now, horizon, ignorePaused)
+		if v.model.sched[id] != nil && !ignorePaused {
+			v.samePlan(id, r, now, horizon, es)
+		}
 		for i := range es {
 			es[i].Scheduler = id
 			switch {
@@ -694,6 +699,25 @@ func (v *invariant) fireSchedulers() {
 		v.count("fire_schedulers "+string(want[i]), true)
 	}
 	v.count(wire.ScriptFireSchedulers.Name, n > 0)
+}
+
+// samePlan holds the SDK's planner (PlanScheduler) to the test's over the
+// model's record: the same entries.
+func (v *invariant) samePlan(id string, r *invSched, now, horizon int64, want []wire.FireSchedulersEntry) {
+	v.t.Helper()
+	info := emq.SchedulerInfo{ID: id, Schedule: emq.Schedule{Cron: r.cron, TZ: r.tz, Every: time.Duration(r.every) * time.Millisecond, Start: timeOf(r.start)},
+		Missed: r.missed, Backfill: int(r.backfill), Grace: time.Duration(r.grace) * time.Millisecond, Template: []byte(r.template),
+		Paused: r.paused, Next: timeOf(r.next), Now: timeOf(now)}
+	got, err := emq.PlanScheduler(info, time.UnixMilli(now), time.Duration(horizon)*time.Millisecond)
+	if err != nil || len(got) != len(want) {
+		v.fail("PlanScheduler(%q at %d, horizon %d) = %d entries, %v; the test plans %s", id, now, horizon, len(got), err, fmtEntries(want))
+	}
+	for i, g := range got {
+		w := want[i]
+		if g.Scheduler != id || msOf(g.Expect) != w.Expect || msOf(g.Next) != w.Next || msOf(g.Slot) != w.Slot || msOf(g.Until) != w.Until {
+			v.fail("PlanScheduler(%q) entry %d = %+v; the test plans %+v", id, i, g, w)
+		}
+	}
 }
 
 func fmtEntries(es []wire.FireSchedulersEntry) string {
