@@ -214,6 +214,14 @@ func operatorFlow(t *testing.T, s *seeded, user []string) []string {
 	if out := step(emqcli.ExitOK, wire.ScriptCancelIDs.Name, "-yes", s.ids["claimed"].String()); !strings.Contains(out, "cancelled (was "+string(emq.StateActive)) {
 		wrong = append(wrong, "cancel did not cancel the active job:\n"+out)
 	}
+	// echomq 2.6.0: the job schedulers, a page and by id.
+	if _, err := s.q.UpsertScheduler(ctxP(t), "op-nightly", emq.Schedule{Cron: "0 3 * * *", TZ: "Europe/Berlin"}); err != nil {
+		t.Fatal(err)
+	}
+	if out := step(emqcli.ExitOK, wire.ScriptListSchedulers.Name); !strings.Contains(out, `"op-nightly"`) {
+		wrong = append(wrong, "list_schedulers did not list the scheduler:\n"+out)
+	}
+	step(emqcli.ExitOK, wire.ScriptListSchedulers.Name, "-format", "json", "op-nightly")
 	return wrong
 }
 
