@@ -36,6 +36,7 @@ func TestCluster(t *testing.T) {
 	t.Run("QueuesOnEveryPrimary", func(t *testing.T) { clusterQueuesOnEveryPrimary(t, cl) })
 	t.Run("Probes", func(t *testing.T) { clusterProbes(t, cl) })
 	t.Run("PipelineAcrossSlots", func(t *testing.T) { clusterPipeline(t, cl) })
+	t.Run("Schedulers", func(t *testing.T) { clusterSchedulers(t, cl) })
 	t.Run("MigrationUnderWorkers", func(t *testing.T) { clusterMigrationUnderWorkers(t, cl, 1<<20) })
 	t.Run("MigrationInBatchesUnderWorkers", func(t *testing.T) { clusterMigrationUnderWorkers(t, cl, 4) })
 	t.Run("MigrationInBatches", func(t *testing.T) { clusterMigrationInBatches(t, cl) })

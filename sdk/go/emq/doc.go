@@ -76,6 +76,20 @@
 // to retry. PushDurable and PushBatchDurable
 // also wait for replicas to acknowledge (Durability).
 //
+// # Scheduling
+//
+// A queue's job schedulers (echomq 2.6.0) fire jobs on a schedule: a cron
+// expression in an IANA time zone (ParseCron) or an interval (Schedule).
+// UpsertScheduler stores one by an id of the caller's, keeping its next
+// slot when its schedule is unchanged, so a fleet upserts its schedulers
+// at every start; WithMissed, WithBackfill and WithGrace say what happens
+// to the slots missed while no runner ran, WithTemplate gives the runs'
+// payload. RunSchedulers fires them, in any number of processes: each
+// slot's run is created once (FireDue is one tick; PlanScheduler and
+// FireSchedulers are its parts), as an ordinary job a Worker runs.
+// Schedulers, ListSchedulers, PauseSchedulers, ResumeSchedulers,
+// RemoveSchedulers and NextRuns serve operators and dashboards.
+//
 // # Consuming
 //
 // A Worker runs a Handler over a queue's jobs with the concurrency, lease

@@ -148,7 +148,7 @@ func (q *Queue) UpsertScheduler(ctx context.Context, id string, s Schedule, opts
 // (echomq 2.6.0).
 type SchedulerInfo struct {
 	// ID is the scheduler's id; empty when there is no such scheduler
-	// (Schedulers), and then every other field is zero.
+	// (Schedulers), and then every other field but Now is zero.
 	ID string
 	// Schedule is its schedule; an interval's Start is its anchor, the
 	// upsert's server time when none was given.
@@ -189,7 +189,7 @@ type schedulerRecord = wire.SchedulerEntriesReply
 
 func schedulerInfoOf(r schedulerRecord) (SchedulerInfo, error) {
 	if r.Scheduler == "" {
-		return SchedulerInfo{}, nil
+		return SchedulerInfo{Now: timeOfMS(r.NowMS)}, nil
 	}
 	info := SchedulerInfo{ID: r.Scheduler, Schedule: Schedule{Cron: r.Cron, TZ: r.Tz, Every: time.Duration(r.EveryMS) * time.Millisecond,
 		Start: timeOfMS(r.StartMS)}, Missed: r.Missed, Backfill: int(r.Backfill), Grace: time.Duration(r.GraceMS) * time.Millisecond,
@@ -231,9 +231,9 @@ func (q *Queue) readSchedulers(ctx context.Context, s *wire.Script, x rueidis.Lu
 
 // Schedulers reads the records of the job schedulers ids, in order, in
 // one read-only scheduler_entries call (echomq 2.6.0): a missing one reads
-// as the zero SchedulerInfo (Found false). It only reads (EVALSHA_RO), also
-// on an observing client, and is resent across a reconnect. No ids sends
-// nothing.
+// as a SchedulerInfo with only Now set (Found false). It only reads
+// (EVALSHA_RO), also on an observing client, and is resent across a
+// reconnect. No ids sends nothing.
 func (q *Queue) Schedulers(ctx context.Context, ids ...string) ([]SchedulerInfo, error) {
 	if len(ids) == 0 {
 		return nil, nil

@@ -164,6 +164,48 @@ def dedup_out(r: echomq.DedupResult) -> Obj:
     return {"outcome": r.outcome, "id": r.id, "run_at_ms": r.run_at_ms or 0}
 
 
+def scheduler_out(r: echomq.SchedulerInfo | None) -> Obj:
+    """The contract's scheduler record; the empty record for a scheduler that does not exist."""
+    if r is None:
+        r = echomq.SchedulerInfo(
+            id="",
+            cron="",
+            tz="",
+            every_ms=0,
+            start_ms=0,
+            missed="",
+            backfill=0,
+            grace_ms=0,
+            template=b"",
+            paused=False,
+            next_ms=0,
+            last_slot_ms=0,
+            last_id="",
+            runs=0,
+            now_ms=0,
+        )
+    return bytes_out(
+        {
+            "scheduler": r.id,
+            "cron": r.cron,
+            "every_ms": r.every_ms,
+            "start_ms": r.start_ms,
+            "tz": r.tz,
+            "missed": r.missed,
+            "backfill": r.backfill,
+            "grace_ms": r.grace_ms,
+            "paused": r.paused,
+            "next_ms": r.next_ms,
+            "last_slot_ms": r.last_slot_ms,
+            "last_id": r.last_id,
+            "runs": r.runs,
+            "now_ms": r.now_ms,
+        },
+        "template",
+        r.template,
+    )
+
+
 def job_out(j: echomq.Job) -> Obj:
     return payload_out({"id": j.id, "token": j.token, "deadline_ms": j.deadline_ms}, j.payload)
 
@@ -224,6 +266,30 @@ class Testee:
             delay_ms=num(a, "backoff_ms"),
             max_ms=num(a, "backoff_max_ms"),
         )
+
+    def scheduler_ids(self, a: Obj) -> list[str]:
+        """A request's schedulers array (the SDK checks each id)."""
+        return [v if isinstance(v, str) else str(v) for v in items(a, "schedulers")]
+
+    def fire_entries(self, a: Obj) -> list[echomq.FireEntry]:
+        """A request's fire_schedulers entries; each id checked with the SDK's parser."""
+        out = []
+        for e in items(a, "entries"):
+            if not isinstance(e, dict):
+                bad_request("an entry is not an object")
+            id = text(e, "id")
+            echomq.parse_id(id)
+            out.append(
+                echomq.FireEntry(
+                    id=id,
+                    scheduler=text(e, "scheduler"),
+                    expect_ms=num(e, "expect_ms"),
+                    next_ms=num(e, "next_ms"),
+                    slot_ms=num(e, "slot_ms"),
+                    until_ms=num(e, "until_ms"),
+                )
+            )
+        return out
 
     def mode(self, a: Obj) -> echomq.Dedup:
         """The request's dedup mode, as given (the SDK checks it)."""
@@ -469,6 +535,70 @@ class Testee:
             q = self.queue(a)
             done = await q.cancel_key(bytes_in(a, "key"), events_max=num(a, "events_max"))
             return {"cancelled": [{"id": x.id, "state": x.state} for x in done]}
+        if op == "upsert_scheduler":
+            q = self.queue(a)
+            u = await q.upsert_scheduler(
+                text(a, "scheduler"),
+                cron=text(a, "cron"),
+                tz=text(a, "tz"),
+                every_ms=num(a, "every_ms"),
+                start_ms=num(a, "start_ms"),
+                missed=cast(
+                    echomq.Missed, a["missed"] if "missed" in a else echomq.MISSED_RUN_ONCE
+                ),
+                backfill=num(a, "backfill"),
+                grace_ms=num(a, "grace_ms") if "grace_ms" in a else echomq.DEFAULT_GRACE_MS,
+                template=bytes_in(a, "template"),
+            )
+            return {"created": u.created, "changed": u.changed, "next_ms": u.next_ms}
+        if op == "scheduler_entries":
+            q = self.queue(a)
+            recs = await q.schedulers(self.scheduler_ids(a))
+            entries = [scheduler_out(x) for x in recs]
+            if any(x is None for x in recs):
+                # The SDK answers None for a scheduler that does not exist; the contract's empty
+                # record carries the read's server time still: a found record's of the same
+                # read, else the server's clock read right after.
+                now = next((x.now_ms for x in recs if x is not None), 0)
+                if not now:
+                    sec, usec = await self.connected().redis.time()
+                    now = int(sec) * 1000 + int(usec) // 1000
+                for entry, x in zip(entries, recs, strict=True):
+                    if x is None:
+                        entry["now_ms"] = now
+            return {"entries": entries}
+        if op == "list_schedulers":
+            q = self.queue(a)
+            page = await q.list_schedulers(num(a, "offset"), num(a, "count"))
+            return {"schedulers": [scheduler_out(r) for r in page]}
+        if op == "due_schedulers":
+            q = self.queue(a)
+            page = await q.due_schedulers(
+                horizon_ms=num(a, "horizon_ms"), count=num(a, "count"), spread=num(a, "spread")
+            )
+            return {"schedulers": [scheduler_out(r) for r in page]}
+        if op == "pause_schedulers":
+            q = self.queue(a)
+            ids = self.scheduler_ids(a)
+            if a.get("paused") is True:
+                return {"changed": await q.pause_schedulers(ids)}
+            return {"changed": await q.resume_schedulers(ids)}
+        if op == "remove_schedulers":
+            q = self.queue(a)
+            return {"removed": await q.remove_schedulers(self.scheduler_ids(a))}
+        if op == "fire_schedulers":
+            q = self.queue(a)
+            return {"outcomes": await q.fire_schedulers(self.fire_entries(a))}
+        if op == "fire_due":
+            q = self.queue(a)
+            fired = await q.fire_due(horizon_ms=num(a, "horizon_ms"))
+            fired.sort(key=lambda f: (f.scheduler, f.slot_ms))
+            return {
+                "fired": [
+                    {"scheduler": f.scheduler, "slot_ms": f.slot_ms, "until_ms": f.until_ms}
+                    for f in fired
+                ]
+            }
         if op == "complete_result_claim_ids":
             q, id = self.queue_id(a)
             ids = self.ids(a)

@@ -61,15 +61,22 @@ async def sh(*argv: str | Path, cwd: Path, env: dict[str, str] | None = None) ->
     return text
 
 
+RUNTIME = ("redis", "tzdata")
+"""The package's dependencies (pyproject.toml's)."""
+
+
 def runtime_requirements(lock: str) -> str:
-    """The lock's entries (with their hashes) of redis and what redis needs."""
+    """The lock's entries (with their hashes) of the package's dependencies and what redis
+    needs."""
     entries = re.split(r"\n(?=\S)", lock)
     keep = [
         e
         for e in entries
-        if re.match(r"redis==", e) or re.search(r"^\s+# via redis$", e, re.M) is not None
+        if any(e.startswith(f"{d}==") for d in RUNTIME)
+        or re.search(r"^\s+# via redis$", e, re.M) is not None
     ]
-    assert any(e.startswith("redis==") for e in keep), "redis is in the lock"
+    for d in RUNTIME:
+        assert any(e.startswith(f"{d}==") for e in keep), f"{d} is in the lock"
     return "\n".join(keep) + "\n"
 
 
@@ -92,7 +99,7 @@ async def test_the_wheel_installs_into_a_clean_venv_and_runs(
     assert "License-Expression: MIT" in meta and "License-File: LICENSE" in meta
     for label in ("Homepage", "Source", "Issues", "Documentation"):
         assert f"Project-URL: {label}, https://" in meta, label
-    assert "Requires-Dist: redis>=" in meta
+    assert "Requires-Dist: redis>=" in meta and "Requires-Dist: tzdata>=" in meta
     assert "Description-Content-Type: text/markdown" in meta and "## Quickstart" in meta
     assert b"echomq = echomq._cli:main" in entry
 

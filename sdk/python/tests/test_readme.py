@@ -52,13 +52,15 @@ async def run(argv: list[str], cwd: Path, e: dict[str, str]) -> tuple[int, str, 
 
 async def test_the_readme_has_the_blocks_this_test_runs() -> None:
     bs = blocks()
-    assert len(bs) == 5, (
-        "the quickstart, bytes and errors, why a job failed, results and events, and jobs.py"
+    assert len(bs) == 6, (
+        "the quickstart, bytes and errors, why a job failed, results and events, schedulers, "
+        "and jobs.py"
     )
     assert "asyncio.run(main())" in bs[0] and "JSONCodec" in bs[0]
     assert "info.failures" in bs[2] and "info.died_at" in bs[2]
     assert "keep_results" in bs[3] and "report_progress" in bs[3] and "q.events(" in bs[3]
-    assert bs[4].startswith("# jobs.py\n")
+    assert "upsert_scheduler" in bs[4] and "run_schedulers()" in bs[4] and "next_runs" in bs[4]
+    assert bs[5].startswith("# jobs.py\n")
     text = README.read_text()
     assert "pip install ./sdk/python" in text
     assert "python -m echomq worker jobs:send_email" in text
@@ -96,6 +98,14 @@ async def test_every_readme_python_block_runs(server: Server, tmp_path: Path) ->
             ], out
             # 0 when the minute turned between the completion and the read
             assert lines[3:] in (["completed this minute: 1"], ["completed this minute: 0"]), out
+        if n == 4:
+            assert out.splitlines() == [
+                "2027-03-26T09:00:00+01:00",
+                "2027-03-29T09:00:00+02:00",
+                "2027-03-30T09:00:00+02:00",
+                "ran sync hourly-sync",
+                "runs: 1 next in 60 min",
+            ], out
 
 
 async def test_the_readme_worker_command_runs_its_jobs_py(

@@ -11,7 +11,10 @@ kept under a ``Retention`` (``lookup``, ``output``), ``job.report_progress``, th
 (``async for ev in queue.events()``), ``counters`` and ``fail`` with UnrecoverableError;
 echomq 2.5.0 adds deduplication by a caller's key (``push(id, p, dedup=DedupKey(key, mode))``,
 ``dedup_entries``) and cancellation (``cancel_ids``, ``cancel_key``; a worker cancels the handler
-of a job cancelled while it runs); ``run_probes(client)`` checks a live server against the
+of a job cancelled while it runs); echomq 2.6.0 adds job schedulers (``upsert_scheduler`` with a
+cron expression in a time zone, ``Cron``, or an interval; ``run_schedulers`` fires them from any
+number of processes, each slot once; ``schedulers``, ``list_schedulers``, ``next_runs``);
+``run_probes(client)`` checks a live server against the
 manifest. Protocol facts (key grammar, states, wire classes, the script bundle) come from the
 generated layer, ``echomq._gen``, which ``go run ./cmd/emqgen gen`` writes from protocol.yaml.
 """
@@ -28,6 +31,7 @@ from ._gen.scripts import BUNDLE_DIGEST
 from ._gen.vocabularies import *  # noqa: F403 - every vocabulary's type, words, list and guard
 from .client import Client, Verdict, check_version_record, connect, judge_version_record
 from .codec import Codec, CodecError, JSONCodec, TypedJob, TypedJobInfo, TypedQueue
+from .cron import Cron, Interval, Schedule
 from .dedup import (
     HOLD_DEAD,
     HOLD_RESULT,
@@ -79,6 +83,19 @@ from .queue import (
     Payload,
     Queue,
 )
+from .schedulers import (
+    BACKFILL_MAX,
+    DEFAULT_GRACE_MS,
+    PLAN_CAP,
+    FiredRun,
+    FireEntry,
+    PlanEntry,
+    PlanRecord,
+    SchedulerInfo,
+    UpsertResult,
+    next_runs,
+    plan,
+)
 from .worker import (
     CANCELLED,
     JOB_TIMEOUT,
@@ -97,15 +114,18 @@ __version__ = "0.1.0"
 """The SDK's own version (pyproject.toml's), apart from the wire VERSION it speaks."""
 
 __all__ = [
+    "BACKFILL_MAX",
     "BUNDLE_DIGEST",
     "CANCELLED",
     "DEFAULT_EVENTS_MAX",
+    "DEFAULT_GRACE_MS",
     "DEFAULT_TRY_AGAIN_MS",
     "HOLD_DEAD",
     "HOLD_RESULT",
     "JOB_TIMEOUT",
     "LEASE_LOST",
     "PEEK_ATTEMPTS",
+    "PLAN_CAP",
     "PROGRESS_MAX_BYTES",
     "PROTOCOL",
     "REPLACE_ATTEMPTS",
@@ -128,6 +148,7 @@ __all__ = [
     "ConnectionError",
     "Counter",
     "Counters",
+    "Cron",
     "DedupContentionError",
     "DedupEntry",
     "DedupKey",
@@ -140,9 +161,12 @@ __all__ = [
     "FailedAttempt",
     "Failure",
     "FenceError",
+    "FireEntry",
+    "FiredRun",
     "Handler",
     "IdError",
     "IdGenerator",
+    "Interval",
     "JSONCodec",
     "Job",
     "JobInfo",
@@ -158,6 +182,8 @@ __all__ = [
     "Payload",
     "PayloadTooLargeError",
     "PermanentError",
+    "PlanEntry",
+    "PlanRecord",
     "ProbeResult",
     "ProbeTranscript",
     "Queue",
@@ -165,6 +191,8 @@ __all__ = [
     "QueueKeys",
     "QueueNameError",
     "Retention",
+    "Schedule",
+    "SchedulerInfo",
     "SetName",
     "SettleCounts",
     "State",
@@ -174,6 +202,7 @@ __all__ = [
     "TypedJobInfo",
     "TypedQueue",
     "UnrecoverableError",
+    "UpsertResult",
     "Verdict",
     "Worker",
     "check_version_record",
@@ -183,8 +212,10 @@ __all__ = [
     "is_kind",
     "judge_version_record",
     "new_id",
+    "next_runs",
     "parse_id",
     "permanent",
+    "plan",
     "reserve_key",
     "run_probes",
 ]

@@ -28,9 +28,13 @@ from ._gen.protocol import (
     FIELD_PAYLOAD,
     FIELD_STATE,
     FIELD_TOKEN,
+    FIRING_ADVANCED,
+    FIRING_FIRED,
     SET_PENDING,
     SETS,
     Dedup,
+    Firing,
+    Missed,
     SetName,
     State,
     is_set_name,
@@ -57,6 +61,8 @@ from ._gen.scripts import (
     CompleteResultClaimIdsCall,
     CountersCall,
     DedupEntriesCall,
+    DueSchedulersCall,
+    DueSchedulersReply,
     EnqueueAtCall,
     EnqueueCall,
     EventsCall,
@@ -64,10 +70,15 @@ from ._gen.scripts import (
     ExtendCall,
     FailCall,
     FailuresCall,
+    FireSchedulersCall,
+    FireSchedulersEntry,
     ForgetFailuresCall,
     ForgetIdsCall,
+    ListSchedulersCall,
+    ListSchedulersReply,
     OutputCall,
     OutputReply,
+    PauseSchedulersCall,
     ProgressCall,
     PromoteCall,
     PromoteIdsCall,
@@ -79,14 +90,18 @@ from ._gen.scripts import (
     ReapFailedIdsCall,
     ReapIdsCall,
     ReapRecordedIdsCall,
+    RemoveSchedulersCall,
     ReplaceDedupCall,
     ReplyShapeError,
     RetryCall,
     RetryFailedCall,
     ReviveRecordedCall,
     RingCall,
+    SchedulerEntriesCall,
+    SchedulerEntriesReply,
     ScriptExec,
     SweepDedupCall,
+    UpsertSchedulerCall,
     pipe_script,
     run_script,
     run_scripts,
@@ -127,6 +142,19 @@ from .outputs import (
     SettleCounts,
     encode_value,
 )
+from .schedulers import (
+    DEFAULT_GRACE_MS,
+    DEFAULT_MISSED,
+    FiredRun,
+    FireEntry,
+    PlanEntry,
+    SchedulerInfo,
+    UpsertResult,
+    check_scheduler_id,
+    check_scheduler_ids,
+    plan,
+    upsert_args,
+)
 
 if TYPE_CHECKING:
     from .client import Client
@@ -154,6 +182,18 @@ _INT_RE = re.compile(r"-?[0-9]+")
 PUSH_MAX_BATCH: Final = DEFAULT_PUSH_MAX_BATCH
 """The most jobs push_batch and a coalesced push send in one push_many call by default (the Go
 SDK's default PushMaxBatch); connect(push_max_batch=...) changes it."""
+
+DUE_PAGE: Final = 100
+"""How many due schedulers one round of fire_due reads and fires at most (echomq 2.6.0)."""
+
+LIST_SCHEDULERS_MAX: Final = 1000
+"""The largest page of list_schedulers and of a due read."""
+
+DEFAULT_SCHEDULER_POLL: Final = 0.25
+"""How long run_schedulers waits between rounds, in seconds, unless told."""
+
+SCHEDULER_RETRY_MAX_S: Final = 5.0
+"""The longest pause of run_schedulers after failed rounds, in seconds."""
 
 PEEK_ATTEMPTS: Final = 3
 """How many times claim_many, complete_claim, promote_due and reap_expired read the head of their
@@ -424,6 +464,9 @@ class Queue:
         """The client the queue belongs to."""
         self.keys = QueueKeys(name)
         """The queue's keys."""
+        self._unplannable: set[tuple[str, str, str]] = set()
+        """The schedulers (id, cron, tz) fire_due met with a schedule it cannot evaluate, each
+        logged once."""
 
     @property
     def name(self) -> str:
@@ -1863,6 +1906,382 @@ class Queue:
         )
         return await self.client.resend(lambda: call.run(self.client.redis))
 
+    # ------------------------------------------------------------ echomq 2.6.0
+
+    @honour_cancel
+    async def upsert_scheduler(
+        self,
+        scheduler: str,
+        *,
+        cron: str | None = None,
+        tz: str = "",
+        every: Duration | None = None,
+        every_ms: int | None = None,
+        start: datetime.datetime | None = None,
+        start_ms: int | None = None,
+        missed: Missed = DEFAULT_MISSED,
+        backfill: int = 0,
+        grace: Duration | None = None,
+        grace_ms: int | None = None,
+        template: Payload = b"",
+    ) -> UpsertResult:
+        """Creates or updates the job scheduler named scheduler (echomq 2.6.0; an id of 1 to 256
+        bytes): a cron expression in an IANA zone (``cron="0 9 * * MON-FRI", tz="Europe/Paris"``;
+        tz "" is UTC), or an interval (``every`` seconds or a timedelta, or ``every_ms``; its
+        first slot ``start``, an aware datetime, or ``start_ms``, default the upsert's server
+        time). Its runs are jobs of this queue whose payload is template with ``{scheduler}``,
+        ``{slot}`` and ``{until}`` (Unix ms) replaced; missed (MISSED_RUN_ONCE by default,
+        MISSED_SKIP, MISSED_BACKFILL with ``backfill`` up to 100) says what a firing later than
+        ``grace`` (default 60 s) after a slot does with it. An unchanged schedule keeps its next
+        slot, so a fleet that upserts at every start never resets nor repeats a run; the other
+        settings take effect at once. Everything is checked first (the cron expression parses,
+        the zone is known, exactly one of cron and every): an ArgumentError before anything is
+        sent. Resent across a reconnect."""
+        ev = pick_ms("every_ms", every_ms, "every", every, 0, allow_zero=True)
+        if start is not None and start_ms is not None:
+            raise TypeError("emq: give start_ms (Unix ms) or start (a datetime), not both")
+        st = 0 if start_ms is None else start_ms
+        if start is not None:
+            if not isinstance(start, datetime.datetime) or start.tzinfo is None:
+                raise ArgumentTypeError("start", "an aware datetime.datetime", start)
+            st = _at_ms(start)
+        args = upsert_args(
+            scheduler,
+            cron=cron,
+            tz=tz,
+            every_ms=ev,
+            start_ms=st,
+            missed=missed,
+            backfill=backfill,
+            grace_ms=pick_ms(
+                "grace_ms", grace_ms, "grace", grace, DEFAULT_GRACE_MS, allow_zero=True
+            ),
+            template=template,
+        )
+        k = self.keys
+        call = UpsertSchedulerCall(
+            schedulers=k.schedulers,
+            scheduler_next=k.scheduler_next,
+            scheduler=args.scheduler,
+            cron=args.cron,
+            every_ms=args.every_ms,
+            start_ms=args.start_ms,
+            tz=args.tz,
+            missed=args.missed,
+            backfill=args.backfill,
+            grace_ms=args.grace_ms,
+            template=args.template,
+        )
+
+        async def attempt() -> UpsertResult:
+            r = await call.run(self.client.redis)
+            return UpsertResult(created=r.created == 1, changed=r.changed == 1, next_ms=r.next_ms)
+
+        return await self.client.resend(attempt)
+
+    @honour_cancel
+    async def schedulers(self, ids: Sequence[str]) -> list[SchedulerInfo | None]:
+        """Reads the records of the given job schedulers (echomq 2.6.0) in one read-only call,
+        in order; None for one that does not exist. No ids send nothing."""
+        sids = check_scheduler_ids(ids)
+        if not sids:
+            return []
+        k = self.keys
+        x = SchedulerEntriesCall(
+            schedulers_key=k.schedulers, scheduler_next=k.scheduler_next, schedulers=sids
+        ).exec()
+
+        async def attempt() -> list[SchedulerInfo | None]:
+            return [
+                _scheduler_info(r) if r.scheduler else None
+                for r in SchedulerEntriesCall.decode(await _run_ro(self.client, x))
+            ]
+
+        return await self.client.resend(attempt)
+
+    @honour_cancel
+    async def list_schedulers(self, offset: int = 0, count: int = 100) -> list[SchedulerInfo]:
+        """Reads a page of the queue's job schedulers (echomq 2.6.0) in next-slot order, paused
+        and ended ones last: count (1 to 1000) records after passing over offset. A page is by
+        rank: a scheduler that fires meanwhile may move across pages."""
+        _non_negative("offset", offset)
+        self._page_count(count)
+        k = self.keys
+        x = ListSchedulersCall(
+            schedulers=k.schedulers, scheduler_next=k.scheduler_next, offset=offset, count=count
+        ).exec()
+
+        async def attempt() -> list[SchedulerInfo]:
+            return [
+                _scheduler_info(r) for r in ListSchedulersCall.decode(await _run_ro(self.client, x))
+            ]
+
+        return await self.client.resend(attempt)
+
+    async def _pause(self, paused: int, ids: Sequence[str]) -> int:
+        sids = check_scheduler_ids(ids)
+        if not sids:
+            return 0
+        k = self.keys
+        call = PauseSchedulersCall(
+            schedulers_key=k.schedulers,
+            scheduler_next=k.scheduler_next,
+            paused=paused,
+            schedulers=sids,
+        )
+        return await self.client.resend(lambda: call.run(self.client.redis))
+
+    @honour_cancel
+    async def pause_schedulers(self, ids: Sequence[str]) -> int:
+        """Pauses the given job schedulers (echomq 2.6.0): they fire nothing until resumed.
+        Returns how many changed (one already paused, or gone, is not counted; so is one a lost
+        attempt paused, as the call is resent across a reconnect). No ids send nothing."""
+        return await self._pause(1, ids)
+
+    @honour_cancel
+    async def resume_schedulers(self, ids: Sequence[str]) -> int:
+        """Resumes the given paused job schedulers (echomq 2.6.0): a resumed scheduler's next
+        slot is at the earliest now, so the slots that fell due while it was paused never run.
+        Returns how many changed, as pause_schedulers."""
+        return await self._pause(0, ids)
+
+    @honour_cancel
+    async def remove_schedulers(self, ids: Sequence[str]) -> int:
+        """Removes the given job schedulers (echomq 2.6.0); the runs they created are jobs and
+        stay. Returns how many existed (resent across a reconnect: one a lost attempt removed is
+        not counted). No ids send nothing."""
+        sids = check_scheduler_ids(ids)
+        if not sids:
+            return 0
+        k = self.keys
+        call = RemoveSchedulersCall(
+            schedulers_key=k.schedulers, scheduler_next=k.scheduler_next, schedulers=sids
+        )
+        return await self.client.resend(lambda: call.run(self.client.redis))
+
+    @honour_cancel
+    async def fire_schedulers(self, entries: Sequence[FireEntry]) -> list[Firing]:
+        """Fires planned entries in one fire_schedulers call (echomq 2.6.0), each compared and set
+        against its scheduler's next slot: per entry FIRING_FIRED (its run was created, pending
+        when its slot has come, else scheduled at it), FIRING_ADVANCED (the next slot moved; no
+        run), or nothing written: FIRING_STALE (the next slot is not expect_ms: another process
+        fired it, or the schedule changed; the rest of that scheduler's chain is stale too),
+        FIRING_PAUSED, FIRING_GONE. The raw call under fire_due: plan(...) makes the entries.
+        A malformed id raises an IdError, a bad scheduler id or a negative number an
+        ArgumentError, before anything is sent; an id of another kind than the work kind refuses
+        the whole call with a KindError. Never resent (a lost reply is answered by a later
+        firing: its entries are then stale). No entries send nothing."""
+        if isinstance(entries, str | bytes) or not isinstance(entries, Sequence):
+            raise ArgumentTypeError("entries", "a sequence of echomq.FireEntry", entries)
+        es: list[FireSchedulersEntry] = []
+        rows: list[str] = []
+        for e in entries:
+            if not isinstance(e, FireEntry):
+                raise ArgumentTypeError("entry", "an echomq.FireEntry", e)
+            for what, v in (
+                ("expect_ms", e.expect_ms),
+                ("next_ms", e.next_ms),
+                ("slot_ms", e.slot_ms),
+                ("until_ms", e.until_ms),
+            ):
+                _non_negative(what, v)
+            rows.append(self._row(e.id))
+            es.append(
+                FireSchedulersEntry(
+                    id=e.id,
+                    scheduler=check_scheduler_id(e.scheduler),
+                    expect=e.expect_ms,
+                    next=e.next_ms,
+                    slot=e.slot_ms,
+                    until=e.until_ms,
+                )
+            )
+        if not es:
+            return []
+        k = self.keys
+        call = FireSchedulersCall(
+            schedulers_key=k.schedulers,
+            scheduler_next=k.scheduler_next,
+            pending=k.pending,
+            schedule=k.schedule,
+            wake=k.wake,
+            rows=rows,
+            entries=es,
+        )
+
+        async def attempt() -> list[Firing]:
+            return [r.outcome for r in await call.run(self.client.redis)]
+
+        out = await self.client.once(attempt)
+        fired = sum(1 for o, e in zip(out, es, strict=True) if o == FIRING_FIRED and e.slot > 0)
+        self.client.metrics.add(Counter.ENQUEUED, self.name, fired)
+        return out
+
+    def _plan(self, info: SchedulerInfo, horizon_ms: int) -> list[PlanEntry]:
+        """info's plan; [] (logged once per scheduler and schedule) for a record whose schedule
+        this SDK cannot evaluate."""
+        try:
+            sched = info.schedule
+        except ArgumentError as err:
+            what = (info.id, info.cron, info.tz)
+            if what not in self._unplannable:
+                self._unplannable.add(what)
+                self.client.logger.warning(
+                    "emq: scheduler %r of queue %s has a schedule this client cannot evaluate; "
+                    "it is not fired: %s",
+                    info.id,
+                    self.name,
+                    err,
+                )
+            return []
+        return plan(info, info.now_ms, horizon_ms, schedule=sched)
+
+    def _due_exec(self, horizon_ms: int, count: int, spread: int) -> ScriptExec:
+        k = self.keys
+        return DueSchedulersCall(
+            schedulers=k.schedulers,
+            scheduler_next=k.scheduler_next,
+            horizon_ms=horizon_ms,
+            count=count,
+            spread=spread,
+        ).exec()
+
+    @staticmethod
+    def _page_count(count: int) -> None:
+        _positive("count", count)
+        if count > LIST_SCHEDULERS_MAX:
+            raise ArgumentError(f"count {count!r} is over {LIST_SCHEDULERS_MAX}")
+
+    @honour_cancel
+    async def due_schedulers(
+        self,
+        *,
+        horizon: Duration | None = None,
+        horizon_ms: int | None = None,
+        count: int = DUE_PAGE,
+        spread: int | None = None,
+    ) -> list[SchedulerInfo]:
+        """Reads a page of the job schedulers due within horizon (default 0: due now; echomq
+        2.6.0) in one read-only call, in next-slot order, with the server's time in each record:
+        of d due, the page spread modulo ceil(d / count) (spread default random, so that
+        competing processes work different pages). The raw read under fire_due. count is 1 to
+        1000 and spread non-negative (an ArgumentError before anything is sent)."""
+        hz = pick_ms("horizon_ms", horizon_ms, "horizon", horizon, 0, allow_zero=True)
+        _non_negative("horizon", hz)
+        self._page_count(count)
+        sp = secrets.randbits(32) if spread is None else spread
+        _non_negative("spread", sp)
+        x = self._due_exec(hz, count, sp)
+
+        async def attempt() -> list[SchedulerInfo]:
+            return [
+                _scheduler_info(r) for r in DueSchedulersCall.decode(await _run_ro(self.client, x))
+            ]
+
+        return await self.client.resend(attempt)
+
+    @honour_cancel
+    async def fire_due(
+        self,
+        *,
+        horizon: Duration | None = None,
+        horizon_ms: int | None = None,
+        count: int = DUE_PAGE,
+    ) -> list[FiredRun]:
+        """One round of the scheduler loop (echomq 2.6.0): reads a page of the schedulers due
+        within horizon (default 0: due now) with the server's time (due_schedulers), plans each
+        (plan, with the record's server time), mints one id per entry and fires them in one
+        fire_schedulers call; again at once while the page was full and something moved.
+        Returns the runs created, in firing order. A run fired ahead (horizon) waits scheduled
+        at its slot. Any number of processes may call it at once: each slot fires once. A
+        scheduler whose schedule this SDK cannot evaluate is skipped (logged once)."""
+        hz = pick_ms("horizon_ms", horizon_ms, "horizon", horizon, 0, allow_zero=True)
+        _non_negative("horizon", hz)
+        self._page_count(count)
+        fired: list[FiredRun] = []
+        while True:
+            x = self._due_exec(hz, count, secrets.randbits(32))
+
+            async def due(x: ScriptExec = x) -> list[SchedulerInfo]:
+                return [
+                    _scheduler_info(r)
+                    for r in DueSchedulersCall.decode(await _run_ro(self.client, x))
+                ]
+
+            recs = await self.client.resend(due)
+            entries: list[FireEntry] = []
+            for rec in recs:
+                for p in self._plan(rec, hz):
+                    entries.append(
+                        FireEntry(
+                            id=self.client.mint(),
+                            scheduler=rec.id,
+                            expect_ms=p.expect_ms,
+                            next_ms=p.next_ms,
+                            slot_ms=p.slot_ms,
+                            until_ms=p.until_ms,
+                        )
+                    )
+            moved = False
+            if entries:
+                outcomes = await self.fire_schedulers(entries)
+                for e, o in zip(entries, outcomes, strict=True):
+                    if o in (FIRING_FIRED, FIRING_ADVANCED):
+                        moved = True
+                    if o == FIRING_FIRED and e.slot_ms > 0:
+                        fired.append(
+                            FiredRun(
+                                scheduler=e.scheduler,
+                                slot_ms=e.slot_ms,
+                                until_ms=e.until_ms,
+                                id=e.id,
+                            )
+                        )
+            if len(recs) < count or not moved:
+                return fired
+
+    async def run_schedulers(
+        self,
+        *,
+        poll: Duration = DEFAULT_SCHEDULER_POLL,
+        horizon: Duration | None = None,
+        horizon_ms: int | None = None,
+        count: int = DUE_PAGE,
+        stop: asyncio.Event | None = None,
+    ) -> None:
+        """The scheduler loop of this queue (echomq 2.6.0): fire_due, then a wait of poll
+        (default 0.25 s), until the task is cancelled (CancelledError, as asyncio does) or stop
+        is set (then it returns). Run it in as many processes as you like: each slot fires once.
+        An error is logged and the round tried again after a growing pause (up to 5 s); the
+        loop never ends by itself. Bad arguments raise an ArgumentError at once."""
+        pause = duration_ms("poll", poll) / 1000
+        hz = pick_ms("horizon_ms", horizon_ms, "horizon", horizon, 0, allow_zero=True)
+        _non_negative("horizon", hz)
+        self._page_count(count)
+        failures = 0
+        while stop is None or not stop.is_set():
+            wait = pause
+            try:
+                await self.fire_due(horizon_ms=hz, count=count)
+                failures = 0
+            except Exception as err:
+                failures += 1
+                wait = min(SCHEDULER_RETRY_MAX_S, pause * 2 ** min(failures, 16))
+                wait *= 0.5 + secrets.randbelow(1000) / 2000
+                self.client.logger.warning(
+                    "emq: firing the schedulers of queue %s failed; retrying in %.2fs: %s",
+                    self.name,
+                    wait,
+                    err,
+                )
+            if stop is None:
+                await asyncio.sleep(wait)
+                continue
+            try:
+                await asyncio.wait_for(stop.wait(), wait)
+            except TimeoutError:
+                pass
+
     @honour_cancel
     async def promote(self, limit: int = 1000) -> int:
         """Moves up to limit scheduled jobs whose run-at has come to pending; returns how many
@@ -2307,6 +2726,28 @@ def _event(r: EventsReply) -> QueueEvent:
         error=r.error.decode("utf-8", "replace"),
         run_at_ms=r.run_at_ms or None,
         progress=r.progress,
+    )
+
+
+def _scheduler_info(
+    r: SchedulerEntriesReply | ListSchedulersReply | DueSchedulersReply,
+) -> SchedulerInfo:
+    return SchedulerInfo(
+        id=r.scheduler,
+        cron=r.cron,
+        tz=r.tz,
+        every_ms=r.every_ms,
+        start_ms=r.start_ms,
+        missed=r.missed,
+        backfill=r.backfill,
+        grace_ms=r.grace_ms,
+        template=r.template,
+        paused=r.paused == 1,
+        next_ms=r.next_ms,
+        last_slot_ms=r.last_slot_ms,
+        last_id=r.last_id,
+        runs=r.runs,
+        now_ms=r.now_ms,
     )
 
 
