@@ -280,5 +280,30 @@ func TestBrowser(t *testing.T) {
 	if n := text(`#sets a[data-set="` + deadSet + `"] .count`); n != "0" {
 		t.Errorf("after revive all the dead set's link counts %q", n)
 	}
+	// The job schedulers (echomq 2.6.0): the queue page's card, the
+	// schedulers page, and a scheduler's last run.
+	scheds := seedSchedulers(t, w, 4)
+	do("the queue page's schedulers", chromedp.Navigate(rw.URL+"/queue/orders"), chromedp.WaitVisible(css("#job-schedulers #schedulers")))
+	row := func(id, cell string) string { return text(`#schedulers tr[data-scheduler="` + id + `"] .` + cell) }
+	if n := row("hourly-sync", "sched-count"); n != "2" {
+		t.Errorf("the queue page counts %q runs of hourly-sync; want 2", n)
+	}
+	do("the schedulers page", chromedp.Click(css("#all-schedulers")), chromedp.WaitVisible(css("main #schedulers")))
+	if n, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#schedulers tbody tr[data-scheduler]").length`)); err != nil || n != len(scheds) {
+		t.Errorf("the schedulers page shows %d schedulers, %v; want %d", n, err, len(scheds))
+	}
+	if st := row("paused-digest", "sched-state"); st != "paused" {
+		t.Errorf("the paused scheduler's state shows %q", st)
+	}
+	if nx := row("never", "sched-next"); nx != "none" {
+		t.Errorf("the ended scheduler's next slot shows %q", nx)
+	}
+	if sc := row("nightly-report", "sched-schedule"); sc != "30 2 * * * in Europe/Berlin" {
+		t.Errorf("the cron scheduler's schedule shows %q", sc)
+	}
+	do("a scheduler's last run", chromedp.Click(css(`#schedulers tr[data-scheduler="hourly-sync"] .sched-last a`)), chromedp.WaitVisible(css("#state")))
+	if state := text("#state"); state != string(emq.StatePending) {
+		t.Errorf("the last run's job page shows state %q", state)
+	}
 	t.Logf("browser steps took %v", time.Since(start).Round(time.Millisecond))
 }

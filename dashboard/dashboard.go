@@ -169,6 +169,7 @@ func New(o Options) (*Dashboard, error) {
 	mux.HandleFunc("GET /queue/{queue}/set/{set}/{action}", d.bulkConfirmPage)
 	mux.Handle("POST /queue/{queue}/set/{set}/{action}", http.NewCrossOriginProtection().Handler(http.HandlerFunc(d.bulkAct)))
 	mux.HandleFunc("GET /queue/{queue}/search", d.search)
+	mux.HandleFunc("GET /queue/{queue}"+schedulersPath, d.schedulersPage)
 	mux.HandleFunc("GET /queue/{queue}/job/{id}", d.jobPage)
 	mux.HandleFunc("GET /queue/{queue}/job/{id}/{action}", d.confirmPage)
 	mux.Handle("POST /queue/{queue}/job/{id}/{action}", http.NewCrossOriginProtection().Handler(http.HandlerFunc(d.act)))
@@ -474,6 +475,8 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		through = append(through, done)
 	}
 	data := d.counters(r.Context(), q)
+	maps.Copy(data, d.schedulersCard(r.Context(), q))
+	data["SchedulersPath"] = schedulersPath
 	maps.Copy(data, map[string]any{
 		"Stats":      st,
 		"Backlog":    svgChart("backlog (jobs per set)", times, backlog, 640, 200),

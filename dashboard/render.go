@@ -11,7 +11,7 @@ import (
 	"github.com/echomq/echomq/sdk/go/emq"
 )
 
-var pageNames = []string{"overview", "queue", "set", "job", "confirm", "bulk", "error", "search"}
+var pageNames = []string{"overview", "queue", "set", "job", "confirm", "bulk", "error", "search", "jobschedulers"}
 
 func (d *Dashboard) parseTemplates() error {
 	funcs := template.FuncMap{
@@ -28,7 +28,7 @@ func (d *Dashboard) parseTemplates() error {
 	}
 	d.pages = map[string]*template.Template{}
 	for _, name := range pageNames {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/schedtable.html", "templates/"+name+".html")
 		if err != nil {
 			return fmt.Errorf("dashboard: template %s: %w", name, err)
 		}

@@ -104,14 +104,47 @@ func TestDeclaredKeys(t *testing.T) {
 		}
 	}
 	ints := map[string]string{"lease_ms": "30000", "count": "5", "limit": "10", "max_attempts": "0", "delay_ms": "0", "run_at_ms": "0", "ttl_ms": "1000",
-		"attempts": "0", "backoff_ms": "0", "backoff_max_ms": "0", "keep": "10", "keep_age_ms": "0", "events_max": "100", "jitter": "0", "bury": "0", "minutes": "5", "hold": "0"}
+		"attempts": "0", "backoff_ms": "0", "backoff_max_ms": "0", "keep": "10", "keep_age_ms": "0", "events_max": "100", "jitter": "0", "bury": "0", "minutes": "5", "hold": "0",
+		// 2.6.0: a cron schedule ("x": the scripts never parse it) upserted
+		// with its default grace; a pause; a page from the first; the due
+		// ones now; and firing entries that each expect the seeded
+		// scheduler's next slot (1) and leave it there, so that every entry
+		// whose run row is absent fires.
+		"every_ms": "0", "start_ms": "0", "backfill": "0", "grace_ms": "60000", "paused": "1", "offset": "0", "horizon_ms": "0", "spread": "0",
+		"expects": "1", "nexts": "1", "slots": "1", "untils": "1"}
 	// strs are the string arguments that need a value other than "x" (or
 	// than their vocabulary's first word): an events page from the start,
-	// a worker's backoff (inherit is a job's word only).
-	strs := map[string]string{"after": "", "backoff": "fixed", "cursor": "0"}
+	// a worker's backoff (inherit is a job's word only), the scheduler
+	// the repeated groups name ("p", as every member of a group that is
+	// not an id).
+	strs := map[string]string{"after": "", "backoff": "fixed", "cursor": "0", "scheduler": "p"}
+	// seedScheduler upserts scheduler "p", an interval anchored at 1 (its
+	// next slot), for the scheduler scripts that read or fire one.
+	seedScheduler := func() {
+		t.Helper()
+		for j, u := range p.Scripts {
+			if u.Name != "upsert_scheduler" {
+				continue
+			}
+			var keys []string
+			for _, k := range u.Keys {
+				keys = append(keys, key(k, ""))
+			}
+			if err := rueidis.NewLuaScript(b.Scripts[j].Source).Exec(ctx, rc, keys, []string{"p", "", "1000", "1", "", "run_once", "0", "60000", "{slot}"}).Error(); err != nil {
+				t.Fatalf("upsert_scheduler: %v", err)
+			}
+			return
+		}
+		t.Fatal("the manifest has no upsert_scheduler")
+	}
 	var undeclared []string
 	for i, s := range p.Scripts {
 		seed()
+		for _, k := range s.Keys {
+			if k.Type == "schedulers" && s.Name != "upsert_scheduler" {
+				seedScheduler()
+			}
+		}
 		target := id("5") // active, token 1
 		if s.Name == "revive" || s.Name == "purge" {
 			target = id("6")
@@ -139,6 +172,8 @@ func TestDeclaredKeys(t *testing.T) {
 					for _, m := range members {
 						if m.Type == "id" {
 							argv = append(argv, g)
+						} else if m.Type == "int" {
+							argv = append(argv, ints[m.Name])
 						} else {
 							argv = append(argv, "p")
 						}
@@ -178,6 +213,12 @@ func TestDeclaredKeys(t *testing.T) {
 			}
 			if n != want {
 				t.Errorf("%s: reply %d (jobs or moves), want %d", s.Name, n, want)
+			}
+		}
+		if s.Name == "fire_schedulers" && err == nil {
+			// The one entry whose run row was absent (7) fired its run.
+			if n, _ := rc.Do(ctx, rc.B().Exists().Key(rowKey+id("7")).Build()).AsInt64(); n != 1 {
+				t.Errorf("fire_schedulers fired no run: %v", res)
 			}
 		}
 		switch {

@@ -56,13 +56,26 @@ type WorkerConfig struct {
 //
 // because the harness starts worker processes by running its own
 // executable again.
-func IsWorker() bool { return os.Getenv(workerEnv) != "" }
+func IsWorker() bool { return os.Getenv(workerEnv) != "" || os.Getenv(schedulerEnv) != "" }
 
 // RunWorker runs a worker process from its environment until SIGTERM or
 // SIGINT, then drains gracefully; it returns the exit code. Every handler
 // start, handler return and settle outcome goes to the record file, one
 // write(2) per line, so that a SIGKILL loses nothing recorded.
 func RunWorker() int {
+	if raw := os.Getenv(schedulerEnv); raw != "" {
+		// A scheduler process (the schedulers scenario).
+		var cfg SchedulerConfig
+		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+			fmt.Fprintf(os.Stderr, "emqchaos scheduler: bad %s: %v\n", schedulerEnv, err)
+			return 2
+		}
+		if err := runSchedulerProc(cfg); err != nil {
+			fmt.Fprintf(os.Stderr, "emqchaos scheduler: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	var cfg WorkerConfig
 	if err := json.Unmarshal([]byte(os.Getenv(workerEnv)), &cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "emqchaos worker: bad %s: %v\n", workerEnv, err)

@@ -672,6 +672,40 @@ func decoders() map[*wire.Script]decoder {
 			}
 			return d, err
 		},
+		wire.ScriptUpsertScheduler: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeUpsertScheduler(r)
+			return decoded{fields: [][]string{{itoa(v.Created), itoa(v.Changed), itoa(v.NextMS)}}, shape: "iii"}, err
+		},
+		wire.ScriptRemoveSchedulers: intDecoder(wire.DecodeRemoveSchedulers),
+		wire.ScriptPauseSchedulers:  intDecoder(wire.DecodePauseSchedulers),
+		wire.ScriptSchedulerEntries: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeSchedulerEntries(r)
+			return schedRecords(v), err
+		},
+		wire.ScriptListSchedulers: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeListSchedulers(r)
+			recs := make([]wire.SchedulerEntriesReply, len(v))
+			for i, x := range v {
+				recs[i] = wire.SchedulerEntriesReply(x)
+			}
+			return schedRecords(recs), err
+		},
+		wire.ScriptDueSchedulers: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeDueSchedulers(r)
+			recs := make([]wire.SchedulerEntriesReply, len(v))
+			for i, x := range v {
+				recs[i] = wire.SchedulerEntriesReply(x)
+			}
+			return schedRecords(recs), err
+		},
+		wire.ScriptFireSchedulers: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeFireSchedulers(r)
+			d := decoded{fields: [][]string{}, shape: "s", repeated: true}
+			for _, x := range v {
+				d.fields = append(d.fields, []string{string(x.Outcome)})
+			}
+			return d, err
+		},
 		wire.ScriptCompleteClaim: func(r rueidis.RedisResult) (decoded, error) {
 			v, err := wire.DecodeCompleteClaim(r)
 			d := decoded{records: [][]string{}}
@@ -684,6 +718,22 @@ func decoders() map[*wire.Script]decoder {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// schedShape is the shape of a scheduler's record (scheduler_entries,
+// list_schedulers and due_schedulers, 2.6.0): a missed word outside the
+// vocabulary is kept as it is, and the last run's id is a string (empty
+// before the first run).
+const schedShape = "ssiissiisiiisii"
+
+// schedRecords is the decoded form of scheduler records.
+func schedRecords(v []wire.SchedulerEntriesReply) decoded {
+	d := decoded{fields: [][]string{}, shape: schedShape, repeated: true}
+	for _, x := range v {
+		d.fields = append(d.fields, []string{x.Scheduler, x.Cron, itoa(x.EveryMS), itoa(x.StartMS), x.Tz, string(x.Missed), itoa(x.Backfill),
+			itoa(x.GraceMS), x.Template, itoa(x.Paused), itoa(x.NextMS), itoa(x.LastSlotMS), x.LastID, itoa(x.Runs), itoa(x.NowMS)})
+	}
+	return d
+}
 
 // fieldsOf is what a well-decoded record described by shape must hold for
 // the reply element v (an array of len(shape) elements): each element as
@@ -856,6 +906,14 @@ func replySeeds(t testing.TB) []string {
 		arr(arr(str("1780000000000-0"), str("completed"), str(work.String()), num(1), str(""), str(""), num(0), str(""))),
 		arr(arr(str("1780000000000-1"), str("failed"), str(other.String()), num(2), str("error"), str("boom"), num(0), resp{typ: '_'})),
 		arr(arr(num(1), num(0)), arr(num(0), num(1780000000000))),
+		// 2.6.0's shapes: upsert_scheduler, a scheduler's record (and the
+		// empty one of a missing scheduler), fire_schedulers' outcomes.
+		arr(num(1), num(1), num(1780000000000)),
+		arr(arr(str("nightly"), str("0 3 * * *"), num(0), num(0), str("Europe/Berlin"), str(string(wire.MissedRunOnce)), num(0), num(60000),
+			str("{scheduler}@{slot}"), num(0), num(1780016400000), num(1779930000000), str(work.String()), num(3), num(1780000000000))),
+		arr(arr(str(""), str(""), num(0), num(0), str(""), str(""), num(0), num(0), str(""), num(0), num(0), num(0), str(""), num(0), num(1780000000000)),
+			arr(str("every"), str(""), num(1000), num(1779999990000), str(""), str("later-minor-word"), num(100), num(0), str("\x00\xff"), num(1), num(0), num(0), resp{typ: '_'}, num(0), num(1780000000000))),
+		arr(arr(str(string(wire.FiringFired))), arr(str(string(wire.FiringStale))), arr(str(string(wire.FiringGone)))),
 	}
 	for _, b := range bad {
 		vals = append(vals, record(b, 1, str("p")), arr(record(b, 1, str("p"))))

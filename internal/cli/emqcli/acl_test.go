@@ -60,6 +60,7 @@ func aclProber(t testing.TB) []string {
 		"+zscore", "+zrange", "+llen", "+rpush", // and the 2.3.0 steps' promote and reap_failed_ids
 		"+hmget", "+xadd", "+xlen", "+xrange", // and the 2.4.0 steps' settles, their events and the events read
 		"+hscan", "+spublish", // and the 2.5.0 steps' sweep_dedup (its walk) and cancel_ids (its publication)
+		"+zcount", // and the 2.6.0 steps' due_schedulers (how many schedulers are due)
 		"&" + aclScratch(t, func(q string) (string, error) {
 			k, err := wire.NewQueueKeys(q)
 			return k.Cancel, err
@@ -213,6 +214,14 @@ func operatorFlow(t *testing.T, s *seeded, user []string) []string {
 	if out := step(emqcli.ExitOK, wire.ScriptCancelIDs.Name, "-yes", s.ids["claimed"].String()); !strings.Contains(out, "cancelled (was "+string(emq.StateActive)) {
 		wrong = append(wrong, "cancel did not cancel the active job:\n"+out)
 	}
+	// echomq 2.6.0: the job schedulers, a page and by id.
+	if _, err := s.q.UpsertScheduler(ctxP(t), "op-nightly", emq.Schedule{Cron: "0 3 * * *", TZ: "Europe/Berlin"}); err != nil {
+		t.Fatal(err)
+	}
+	if out := step(emqcli.ExitOK, wire.ScriptListSchedulers.Name); !strings.Contains(out, `"op-nightly"`) {
+		wrong = append(wrong, "list_schedulers did not list the scheduler:\n"+out)
+	}
+	step(emqcli.ExitOK, wire.ScriptListSchedulers.Name, "-format", "json", "op-nightly")
 	return wrong
 }
 

@@ -28,7 +28,7 @@ type inspectSub struct {
 }
 
 // inspectOrder lists the subcommands readers first.
-var inspectOrder = []string{"queues", "sizes", wire.ScriptCounters.Name, wire.ScriptEvents.Name, "browse", "show", wire.ScriptDedupEntries.Name, "revive", "purge", wire.ScriptCancelIDs.Name}
+var inspectOrder = []string{"queues", "sizes", wire.ScriptCounters.Name, wire.ScriptEvents.Name, "browse", "show", wire.ScriptDedupEntries.Name, wire.ScriptListSchedulers.Name, "revive", "purge", wire.ScriptCancelIDs.Name}
 
 func inspectSubs() map[string]inspectSub {
 	return map[string]inspectSub{
@@ -73,8 +73,9 @@ bytes to stdout exactly, and nothing else. A job whose row and sets disagree
 (the sets invariant) is shown with a warning. Read-only. Exit 0, 1 when the
 job does not exist (and no completion record of it was kept; -raw: when it
 has no row), 2 on bad input or an error.`, runInspectShow},
-		wire.ScriptDedupEntries.Name: {"-queue Q [-format text|json] KEY...", "the entries of deduplication keys: holder, mode, hold", dedupHelp, runInspectDedup},
-		wire.ScriptCancelIDs.Name:    {"-queue Q [-yes] [-events-max N] (ID... | -key K)", "cancel pending, scheduled or active jobs (needs -yes)", cancelHelp, runInspectCancel},
+		wire.ScriptDedupEntries.Name:   {"-queue Q [-format text|json] KEY...", "the entries of deduplication keys: holder, mode, hold", dedupHelp, runInspectDedup},
+		wire.ScriptListSchedulers.Name: {"-queue Q [-n N] [-offset N] [-runs K] [-format text|json] [ID...]", "a queue's job schedulers: schedule, next slot and runs, last run", schedulersHelp, runInspectSchedulers},
+		wire.ScriptCancelIDs.Name:      {"-queue Q [-yes] [-events-max N] (ID... | -key K)", "cancel pending, scheduled or active jobs (needs -yes)", cancelHelp, runInspectCancel},
 		"revive": {"-queue Q (ID... | -all [-dry-run])", "move dead jobs back to pending and ring the doorbell",
 			`Revives each dead job ID of queue Q, or with -all every job of its dead set
 (read first, then revived 100 at a time); -dry-run prints what would be

@@ -32,7 +32,9 @@ func TestJ1Surface(t *testing.T) {
 	// (echomq 2.5.0): a deduplication key is the caller's own value, which
 	// the scripts hash into a field; a sweep's cursor is the one the last
 	// page answered.
-	values := map[string]int{"PushDedup": 4, "ReplaceDedup": 4, "CancelKey": 2, "SweepDedup": 2}
+	// A job scheduler's id (2.6.0) is the caller's name for it, a field
+	// of the schedulers hash.
+	values := map[string]int{"PushDedup": 4, "ReplaceDedup": 4, "CancelKey": 2, "SweepDedup": 2, "UpsertScheduler": 2}
 	for i := 0; i < typ.NumMethod(); i++ {
 		m := typ.Method(i)
 		for j := 1; j < m.Type.NumIn(); j++ {

@@ -95,13 +95,15 @@ func TestArgumentGuards(t *testing.T) {
 							args[a] = "0"
 						case "backoff":
 							args[a] = string(wire.BackoffInherit)
+						case "missed":
+							args[a] = string(wire.MissedRunOnce)
 						}
 					}
 				}
 				args[i] = bad
 				err := s.Lua().Exec(ctx, c.Redis(), keys, args).Error()
 				if err == nil || !(strings.Contains(err.Error(), "not an integer") || strings.Contains(err.Error(), "must be integers") ||
-					strings.Contains(err.Error(), "non-negative integer") || strings.Contains(err.Error(), "not an integer from") || strings.Contains(err.Error(), "neither 0 nor 1")) {
+					strings.Contains(err.Error(), "non-negative integer") || strings.Contains(err.Error(), "not an integer from") || strings.Contains(err.Error(), "neither 0 nor 1") || strings.Contains(err.Error(), "must be 0 or 1")) {
 					t.Errorf("%s with %s=%q answered %v; want an ERR argument guard", s.Name, s.Argv[i], bad, err)
 				}
 			}

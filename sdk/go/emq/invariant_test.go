@@ -85,6 +85,10 @@ type invModel struct {
 	counters [4]int64 // completed, failed, retried, dead
 	// 2.5.0 (invariant25_test.go): each deduplication key's holder.
 	dedup map[string]emq.ID
+	// 2.6.0 (invariant26_test.go): the schedulers' records, and the runs
+	// each fired since its schedule last changed.
+	sched     map[string]*invSched
+	schedRuns map[string][][2]int64
 }
 
 // invRecordCap is how many failed attempts a record keeps (the manifest's
@@ -108,6 +112,9 @@ type invSnap struct {
 	events      int64
 	counters    [4]int64
 	dedup       map[string]string // 2.5.0: the dedup hash's entries
+	// 2.6.0: the schedulers hash's fields and the due index's scores.
+	schedulers map[string]bool
+	schedNext  map[string]int64
 }
 
 type invariant struct {
@@ -125,6 +132,7 @@ type invariant struct {
 	step  int
 	trail []string // the last operations, for a failure report
 	stats map[string]*[2]int
+	never int64 // the due index's score of a paused or ended scheduler
 }
 
 func invSettings(t *testing.T) (seed uint64, ops int) {
@@ -166,13 +174,15 @@ func TestInvariant(t *testing.T) {
 		t: t, ctx: ctxT(t), c: c, q: q, k: q.Keys(), seed: seed,
 		rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		model: invModel{jobs: map[emq.ID]*invJob{}, retired: map[emq.ID]bool{}, tokens: map[emq.ID][]int64{}, records: map[emq.ID][]emq.FailedAttempt{},
-			options: map[emq.ID]invPolicy{}, progress: map[emq.ID]string{}, results: map[emq.ID]invResult{}, dedup: map[string]emq.ID{}},
+			options: map[emq.ID]invPolicy{}, progress: map[emq.ID]string{}, results: map[emq.ID]invResult{}, dedup: map[string]emq.ID{},
+			sched: map[string]*invSched{}, schedRuns: map[string][][2]int64{}},
 		floor: map[emq.ID]int64{},
 		stats: map[string]*[2]int{},
 	}
 	for i := 0; i < invariantPool; i++ {
 		v.pool = append(v.pool, mint(t, c, emq.WorkKind))
 	}
+	learnNever(v)
 	// Another queue holds a job throughout: nothing done to the first may
 	// touch it.
 	bystander := queue(t, c, "bystander")
@@ -230,6 +240,14 @@ func TestInvariant(t *testing.T) {
 		{wire.ScriptDedupEntries.Name, 2, v.dedupEntries},
 		{wire.ScriptSweepDedup.Name, 2, v.sweepDedup},
 		{wire.ScriptCancelIDs.Name, 4, v.cancelIDs},
+		{wire.ScriptUpsertScheduler.Name, 5, v.upsertScheduler},
+		{wire.ScriptRemoveSchedulers.Name, 1, v.removeSchedulers},
+		{wire.ScriptPauseSchedulers.Name, 3, v.pauseSchedulers},
+		{wire.ScriptSchedulerEntries.Name, 2, v.schedulerEntries},
+		{wire.ScriptListSchedulers.Name, 2, v.listSchedulers},
+		{wire.ScriptDueSchedulers.Name, 3, v.dueSchedulers},
+		{wire.ScriptFireSchedulers.Name, 7, v.fireSchedulers},
+		{"racing fire", 2, v.raceFire},
 		{"sleep", 1, func() { v.note("sleep 2ms"); time.Sleep(2 * time.Millisecond) }},
 	}
 	total := 0
@@ -899,7 +917,8 @@ func (v *invariant) scan() invSnap {
 		v.fail("KEYS: %v", err)
 	}
 	snap := invSnap{rows: map[emq.ID]map[string]string{}, sets: map[emq.Set]map[emq.ID]int64{}, failures: map[emq.ID]bool{},
-		options: map[emq.ID]bool{}, progress: map[emq.ID]string{}, results: map[emq.ID]bool{}, resultTimes: map[emq.ID]int64{}}
+		options: map[emq.ID]bool{}, progress: map[emq.ID]string{}, results: map[emq.ID]bool{}, resultTimes: map[emq.ID]int64{},
+		schedulers: map[string]bool{}, schedNext: map[string]int64{}}
 	setOf := map[string]emq.Set{}
 	for _, s := range wire.Sets() {
 		setOf[v.k.Set(s)] = s
@@ -912,7 +931,9 @@ func (v *invariant) scan() invSnap {
 		}
 		mine = append(mine, key)
 		cmds = append(cmds, rc.B().Type().Key(key).Build())
-		if _, ok := setOf[key]; ok {
+		if cmd, ok := v.scan26Cmd(key); ok {
+			cmds = append(cmds, cmd)
+		} else if _, ok := setOf[key]; ok {
 			cmds = append(cmds, rc.B().Zrange().Key(key).Min("0").Max("-1").Withscores().Build())
 		} else if key == v.k.Wake {
 			cmds = append(cmds, rc.B().Lrange().Key(key).Start(0).Stop(-1).Build())
@@ -977,7 +998,7 @@ func (v *invariant) scan() invSnap {
 			}
 			continue
 		}
-		if v.scan24(&snap, key, typ, res[2*i+1]) {
+		if v.scan24(&snap, key, typ, res[2*i+1]) || v.scan26(&snap, key, typ, res[2*i+1]) {
 			continue
 		}
 		if key == v.k.Failures {
@@ -1095,6 +1116,7 @@ func (v *invariant) check() {
 	}
 	v.check24(s)
 	v.checkDedup(s.dedup)
+	v.check26(s)
 	if rung := len(s.wake) == 1; rung != v.model.wake {
 		v.fail("the doorbell holds %q; the model says rung: %v", s.wake, v.model.wake)
 	}

@@ -1293,6 +1293,14 @@ func TestScriptBundleDigest(t *testing.T) {
 		wire.ScriptDedupEntries: &wire.DedupEntriesCall{DedupKeys: []string{""}},
 		wire.ScriptSweepDedup:   &wire.SweepDedupCall{},
 		wire.ScriptCancelIDs:    &wire.CancelIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
+		// 2.6.0.
+		wire.ScriptUpsertScheduler:  &wire.UpsertSchedulerCall{},
+		wire.ScriptRemoveSchedulers: &wire.RemoveSchedulersCall{Schedulers: []string{""}},
+		wire.ScriptPauseSchedulers:  &wire.PauseSchedulersCall{Schedulers: []string{""}},
+		wire.ScriptSchedulerEntries: &wire.SchedulerEntriesCall{Schedulers: []string{""}},
+		wire.ScriptListSchedulers:   &wire.ListSchedulersCall{},
+		wire.ScriptDueSchedulers:    &wire.DueSchedulersCall{},
+		wire.ScriptFireSchedulers:   &wire.FireSchedulersCall{Rows: []string{""}, Entries: []wire.FireSchedulersEntry{{}}},
 	} {
 		arity[s] = [2]int{len(call.Keys()), len(call.Args())}
 	}
