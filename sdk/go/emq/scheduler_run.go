@@ -89,7 +89,7 @@ func (q *Queue) RunSchedulers(ctx context.Context, opt SchedulerOptions) error {
 			wait = schedulerBackoffMin << min(failures-1, 10)
 			wait = min(wait, schedulerBackoffMax)
 			wait = wait/2 + time.Duration(mrand.Int64N(int64(wait/2)+1))
-			log.Warn("emq: a scheduler tick failed; trying again", "err", err, "failures", failures, "wait", wait)
+			log.Warn("emq: a scheduler tick failed; trying again", "err", err, "in_a_row", failures, "wait", wait)
 		} else {
 			failures = 0
 		}
