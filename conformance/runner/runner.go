@@ -559,9 +559,11 @@ func Run(ctx context.Context, opt Options) ([]*Result, error) {
 // "events" and "counters" (ops and result fields) equal key type names,
 // and "completed", "failed", "retried" and "dead" (the counters' result
 // fields, get's completed) equal words of the event vocabulary and, for
-// dead, a state.
+// dead, a state. Of 2.6.0: "schedulers" (the scheduler ops' argument,
+// list_schedulers' and due_schedulers' result field) equals the
+// schedulers key type's name.
 var ContractWords = []string{"payload", "state", "attempts", "bundle", "version", "row", "run_at_ms", "failures",
-	"results", "progress", "events", "counters", "completed", "failed", "retried", "dead"}
+	"results", "progress", "events", "counters", "completed", "failed", "retried", "dead", "schedulers"}
 
 // manifestFacts is what placeholders resolve from for p.
 func manifestFacts(p *model.Protocol) (*facts, error) {

@@ -295,7 +295,7 @@ def check_scheduler_id(id: object) -> str:
 def check_scheduler_ids(ids: Sequence[str]) -> list[str]:
     """Scheduler ids, each checked."""
     if isinstance(ids, str | bytes):
-        raise ArgumentTypeError("schedulers", "a sequence of scheduler ids (str)", ids)
+        raise ArgumentTypeError("ids", "a sequence of scheduler ids (str)", ids)
     return [check_scheduler_id(i) for i in ids]
 
 
