@@ -27,7 +27,7 @@ type FiredRun struct {
 }
 
 // DefaultSchedulerPoll is how long RunSchedulers waits between ticks.
-const DefaultSchedulerPoll = 250 * time.Millisecond
+const DefaultSchedulerPoll time.Duration = 250 * time.Millisecond
 
 // DefaultDuePage is how many due schedulers one round of a tick reads.
 const DefaultDuePage = 100

@@ -18,7 +18,7 @@ import (
 
 // DefaultGrace is the grace of a scheduler upserted without WithGrace: a
 // slot fired more than a minute after it fell due is missed.
-const DefaultGrace = time.Minute
+const DefaultGrace time.Duration = time.Minute
 
 // SchedulerOption sets what UpsertScheduler stores beside the schedule.
 type SchedulerOption func(*schedulerOptions)
