@@ -18,9 +18,10 @@
 // (sdk/ts/chaos, built to sdk/ts/dist/chaos) under node: build sdk/ts
 // first (cd sdk/ts && npm ci && npx tsc -p tsconfig.json). Its Python ones
 // run the Python SDK's (sdk/python/chaos) in the SDK's virtual environment
-// sdk/python/.venv, which ./test.sh makes; so do the Python scheduler
-// processes of the jobschedulers scenario (sdk/python/chaos/scheduler.py),
-// whose Go ones are this binary again, as for workers. The mixed scenario's old side
+// sdk/python/.venv, which ./test.sh makes; so do the TypeScript and
+// Python scheduler processes of the jobschedulers scenario
+// (sdk/ts/chaos/scheduler.ts, sdk/python/chaos/scheduler.py), whose Go
+// ones are this binary again, as for workers. The mixed scenario's old side
 // (producer and worker processes of the frozen 2.2.1 release) is built
 // from git history (internal/chaos/testdata/oldfleet against the 2.2.1
 // commit's sdk/go): it needs a clone with history (not shallow) and go on

@@ -127,8 +127,9 @@ func msOf(t time.Time) int64 {
 }
 
 // Schedulers is the job schedulers' scenario of 2.6.0: scheduler processes
-// of Go and Python (the SDKs' runners: Go's Queue.RunSchedulers, Python's
-// Queue.fire_due in a loop) share a queue's interval schedulers, each
+// of Go, Python and TypeScript (the SDKs' runners: Go's
+// Queue.RunSchedulers, Python's Queue.fire_due in a loop, TypeScript's
+// Queue.runSchedulers) share a queue's interval schedulers, each
 // upserting all of them at every start, while they are SIGKILLed and
 // restarted, frozen with SIGSTOP (a frozen runner that planned before it
 // froze fires stale after it thaws) and all stopped at once for longer than
@@ -174,6 +175,12 @@ func (f *schedFleet) command(lang Lang) (*exec.Cmd, error) {
 			return nil, err
 		}
 		return exec.Command(python, script), nil
+	case LangTS:
+		node, script, err := tsProgram("scheduler")
+		if err != nil {
+			return nil, err
+		}
+		return exec.Command(node, script), nil
 	}
 	return nil, fmt.Errorf("chaos: no scheduler program for language %q", lang)
 }
@@ -404,9 +411,11 @@ func (Schedulers) Run(ctx context.Context, cfg Config) (Result, error) {
 	logf("seed %d, scratch %s", seed, dir)
 	// The load: quick, 12 schedulers for a few seconds; long, 100 for two
 	// minutes.
-	nsched, span, langs := 12, 4*time.Second, []Lang{LangGo, LangGo, LangPy, LangGo, LangPy}
+	// Two processes of each language, the second firing ahead; three
+	// of each in the long variant.
+	nsched, span, langs := 12, 4*time.Second, []Lang{LangGo, LangPy, LangTS, LangGo, LangPy, LangTS}
 	if cfg.Long {
-		nsched, span, langs = 100, 2*time.Minute, []Lang{LangGo, LangGo, LangGo, LangPy, LangPy, LangPy}
+		nsched, span, langs = 100, 2*time.Minute, []Lang{LangGo, LangPy, LangTS, LangGo, LangPy, LangTS, LangGo, LangPy, LangTS}
 	}
 	if cfg.Jobs > 0 {
 		nsched = cfg.Jobs
@@ -449,10 +458,9 @@ func (Schedulers) Run(ctx context.Context, cfg Config) (Result, error) {
 	fleet := &schedFleet{exe: exe, dir: dir, base: SchedulerConfig{Addrs: []string{srv.Addr()}, Queue: queueName, Specs: specs,
 		Template: "{scheduler} {slot} {until}", Poll: 30 * time.Millisecond}}
 	defer fleet.stop(5 * time.Second)
-	// A third of the processes fire ahead (a Go one and a Python one
-	// first).
+	// A process of each language fires ahead.
 	horizon := func(i int) time.Duration {
-		if i%3 == 1 {
+		if i/3 == 1 {
 			return 250 * time.Millisecond
 		}
 		return 0
@@ -545,6 +553,8 @@ func (Schedulers) Run(ctx context.Context, cfg Config) (Result, error) {
 			err = kill(LangGo)
 		case counts["kills_"+string(LangPy)] < minKills:
 			err = kill(LangPy)
+		case counts["kills_"+string(LangTS)] < minKills:
+			err = kill(LangTS)
 		case counts["freezes"] < minFreezes:
 			err = freeze()
 		case counts["blackouts"] < minBlackouts:
@@ -584,7 +594,7 @@ settle:
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Scenario: "job schedulers (" + wire.Version + ": Go and Python runners killed, frozen and blacked out)", Promised: true, Seed: seed, Counts: counts}
+	res := Result{Scenario: "job schedulers (" + wire.Version + ": Go, Python and TypeScript runners killed, frozen and blacked out)", Promised: true, Seed: seed, Counts: counts}
 	res.Violations = append(res.Violations, chk.Violations()...)
 	var slots, covered, missed, twice, multi, total int64
 	for i, s := range specs {
@@ -622,13 +632,13 @@ settle:
 	counts["processes"] = int64(len(fleet.all))
 	res.Acknowledged, res.Finished, res.Lost, res.Twice = slots, covered, missed, twice
 	res.Took = time.Since(began)
-	res.Load = fmt.Sprintf("%d interval schedulers (every 100 ms to 1 s, half run_once, half backfill up to %d, grace 150 or 300 ms) for %v; %d scheduler processes (%s), polling every %v, a third firing %v ahead",
+	res.Load = fmt.Sprintf("%d interval schedulers (every 100 ms to 1 s, half run_once, half backfill up to %d, grace 150 or 300 ms) for %v; %d scheduler processes (%s), polling every %v, one of each language firing %v ahead",
 		nsched, emq.MaxBackfill, span.Round(time.Second), len(langs), langList(langs), fleet.base.Poll, 250*time.Millisecond)
-	res.Faults = fmt.Sprintf("%d SIGKILLs of Go scheduler processes and %d of Python ones (each replaced after up to 300 ms); %d SIGSTOPs of a process for 0.1–0.8 s; %d blackout(s) (every process SIGKILLed for 0.6–1.2 s, longer than any grace, then restarted)",
-		counts["kills_"+string(LangGo)], counts["kills_"+string(LangPy)], counts["freezes"], counts["blackouts"])
-	res.Notes = fmt.Sprintf("%s slots from the schedulers' starts to their final next slots; %s runs (Go %s, Python %s recorded by their processes, %s fired just before a SIGKILL); %s runs stand for several missed slots (run_once); %d processes in all. *Acknowledged* here counts slots, *finished* slots in exactly one run, *lost* slots in none, *finished twice* slots in two or more",
-		thousands(slots), thousands(total), thousands(counts["runs_"+string(LangGo)]), thousands(counts["runs_"+string(LangPy)]), thousands(counts["runs_unrecorded"]), thousands(multi), len(fleet.all))
-	res.Details = fmt.Sprintf(`**Injected.** %d interval schedulers on one queue, every 100 ms to 1 s from a common anchor, half under missed run_once and half under backfill (up to %d runs), with a grace of 150 or 300 ms, fired by %d scheduler processes of Go (Queue.RunSchedulers) and Python (Queue.fire_due in a loop), a third of them firing 250 ms ahead; each process upserts every scheduler at its start (the same schedule: the next slot is kept). For %v, processes are SIGKILLed and replaced, frozen with SIGSTOP (a runner that read and planned before it froze fires stale when it thaws) and all SIGKILLed at once for longer than any grace (the missed slots are then fired by run_once's one run or backfill's run each).
+	res.Faults = fmt.Sprintf("SIGKILLs of scheduler processes: %d Go, %d Python, %d TypeScript (each replaced after up to 300 ms); %d SIGSTOPs of a process for 0.1–0.8 s; %d blackout(s) (every process SIGKILLed for 0.6–1.2 s, longer than any grace, then restarted)",
+		counts["kills_"+string(LangGo)], counts["kills_"+string(LangPy)], counts["kills_"+string(LangTS)], counts["freezes"], counts["blackouts"])
+	res.Notes = fmt.Sprintf("%s slots from the schedulers' starts to their final next slots; %s runs (Go %s, Python %s, TypeScript %s recorded by their processes, %s fired just before a SIGKILL); %s runs stand for several missed slots (run_once); %d processes in all. *Acknowledged* here counts slots, *finished* slots in exactly one run, *lost* slots in none, *finished twice* slots in two or more",
+		thousands(slots), thousands(total), thousands(counts["runs_"+string(LangGo)]), thousands(counts["runs_"+string(LangPy)]), thousands(counts["runs_"+string(LangTS)]), thousands(counts["runs_unrecorded"]), thousands(multi), len(fleet.all))
+	res.Details = fmt.Sprintf(`**Injected.** %d interval schedulers on one queue, every 100 ms to 1 s from a common anchor, half under missed run_once and half under backfill (up to %d runs), with a grace of 150 or 300 ms, fired by %d scheduler processes of Go (Queue.RunSchedulers), Python (Queue.fire_due in a loop) and TypeScript (Queue.runSchedulers), one of each language firing 250 ms ahead; each process upserts every scheduler at its start (the same schedule: the next slot is kept). For %v, processes are SIGKILLed and replaced, frozen with SIGSTOP (a runner that read and planned before it froze fires stale when it thaws) and all SIGKILLed at once for longer than any grace (the missed slots are then fired by run_once's one run or backfill's run each).
 
 **Checked.** From the server, after the fleet stopped: every run is a job whose payload names its scheduler, slot and until; for each scheduler, the runs' [slot, until) intervals tile its timeline from its start to its final next slot — no slot in no run (missed), no slot in two runs (fired twice) — its record counts its runs and names the last; a run ahead of its slot waits scheduled at it; every run a process recorded is the server's; the rows and sets invariant held throughout (%s checker passes).`,
 		nsched, emq.MaxBackfill, len(langs), span.Round(time.Second), thousands(passes))

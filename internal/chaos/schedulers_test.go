@@ -10,7 +10,7 @@ import (
 	"github.com/echomq/echomq/sdk/go/emq"
 )
 
-// TestSchedulersQuick runs Go and Python scheduler processes over a
+// TestSchedulersQuick runs Go, Python and TypeScript scheduler processes over a
 // queue's interval schedulers for a few seconds while they are SIGKILLed,
 // frozen and all stopped past the schedulers' grace: every scheduler's runs
 // tile its timeline from its start to its final next slot, no slot missed
@@ -36,7 +36,7 @@ func TestSchedulersQuick(t *testing.T) {
 	if res.Lost != 0 || res.Twice != 0 || res.Finished != res.Acknowledged || res.Acknowledged == 0 {
 		t.Errorf("slots %d: in one run %d, in none %d, in several %d; want every slot in exactly one", res.Acknowledged, res.Finished, res.Lost, res.Twice)
 	}
-	for _, k := range []string{"kills_go", "kills_py", "freezes", "blackouts", "runs_go", "runs_py", "multi_slot_runs", "passes"} {
+	for _, k := range []string{"kills_go", "kills_py", "kills_ts", "freezes", "blackouts", "runs_go", "runs_py", "runs_ts", "multi_slot_runs", "passes"} {
 		if res.Counts[k] == 0 {
 			t.Errorf("count %s is 0: the scenario did not exercise what it claims (counts %v)", k, res.Counts)
 		}

@@ -62,6 +62,17 @@ func aclDedupProducer(k wire.QueueKeys) []string {
 		"~"+k.Active, "~"+k.Schedule, "~"+k.Dead, "~"+k.Results, "~"+k.Options, "~"+k.Dedup, "~"+k.Events)
 }
 
+// aclScheduler runs the job schedulers of the queue of k (echomq 2.6.0):
+// UpsertScheduler, the runner (RunSchedulers, FireDue: due_schedulers
+// read-only, then fire_schedulers, which creates the runs as jobs, pending
+// or scheduled, and rings the doorbell), Schedulers, ListSchedulers,
+// PauseSchedulers, ResumeSchedulers and RemoveSchedulers. It never
+// reaches the active or dead sets.
+func aclScheduler(k wire.QueueKeys) []string {
+	return append(aclConnect(), "+zadd", "+zcard", "+zcount", "+zrange", "+zrem", "+exists", "+llen", "+rpush", "+evalsha_ro", "+eval_ro",
+		"~"+k.Schedulers, "~"+k.SchedulerNext, "~"+k.Pending, "~"+k.Schedule, "~"+k.Wake, "~"+k.RowPrefix()+"*")
+}
+
 // aclWorker runs NewWorker/Run on the queue of k: claims, completions,
 // extensions, retries, burials, maintenance (the sweep of the
 // deduplication entries included) and the doorbell, and (echomq 2.5.0)
@@ -372,6 +383,76 @@ func dedupProducerFlow(ctx context.Context, s *aclServer, opt emq.Options, queue
 	}
 	if evs, err := aq.EventsPage(ctx, "", 10); err != nil || len(evs) != 1 || evs[0].Event != emq.EventReplaced {
 		return fmt.Errorf("events %+v, %v; want the replacement", evs, err)
+	}
+	return nil
+}
+
+// schedulerFlow runs what a scheduler process does (echomq 2.6.0), as
+// opt's user, on a keyspace no client fenced yet: it upserts two interval
+// schedulers (one whose first slot is past, one ahead), fires them (FireDue:
+// a run pending at once and the doorbell rung; with a horizon, a run
+// scheduled at its slot), upserts one again (kept), reads, lists, pauses,
+// resumes and removes them; then it checks the runs behind its back.
+func schedulerFlow(ctx context.Context, s *aclServer, opt emq.Options, queue string) error {
+	c, err := emq.Connect(ctx, opt)
+	if err != nil {
+		return fmt.Errorf("Connect: %w", err)
+	}
+	defer c.Close()
+	q, err := c.Queue(queue)
+	if err != nil {
+		return err
+	}
+	now, err := c.ServerTime(ctx)
+	if err != nil {
+		return err
+	}
+	tmpl := emq.WithTemplate([]byte("{scheduler}@{slot}"))
+	past := emq.Schedule{Every: time.Hour, Start: now.Add(-time.Second)}
+	ahead := emq.Schedule{Every: time.Hour, Start: now.Add(time.Minute)}
+	for id, sch := range map[string]emq.Schedule{"past": past, "ahead": ahead} {
+		if u, err := q.UpsertScheduler(ctx, id, sch, tmpl); err != nil || !u.Created {
+			return fmt.Errorf("UpsertScheduler(%s) = %+v, %v", id, u, err)
+		}
+	}
+	fired, err := q.FireDue(ctx, 0)
+	if err != nil || len(fired) != 1 || fired[0].Scheduler != "past" {
+		return fmt.Errorf("FireDue = %+v, %v; want the past scheduler's run", fired, err)
+	}
+	if fired, err = q.FireDue(ctx, 2*time.Minute); err != nil || len(fired) != 1 || fired[0].Scheduler != "ahead" {
+		return fmt.Errorf("FireDue with a horizon = %+v, %v; want the run ahead", fired, err)
+	}
+	if u, err := q.UpsertScheduler(ctx, "past", past, tmpl); err != nil || u.Created || u.Changed {
+		return fmt.Errorf("a second UpsertScheduler = %+v, %v; want it kept", u, err)
+	}
+	infos, err := q.Schedulers(ctx, "past", "gone")
+	if err != nil || len(infos) != 2 || infos[0].Runs != 1 || infos[1].Found() {
+		return fmt.Errorf("Schedulers = %+v, %v", infos, err)
+	}
+	if page, err := q.ListSchedulers(ctx, 0, 10); err != nil || len(page) != 2 {
+		return fmt.Errorf("ListSchedulers = %+v, %v", page, err)
+	}
+	if n, err := q.PauseSchedulers(ctx, "past", "ahead"); err != nil || n != 2 {
+		return fmt.Errorf("PauseSchedulers = %d, %v", n, err)
+	}
+	if n, err := q.ResumeSchedulers(ctx, "past"); err != nil || n != 1 {
+		return fmt.Errorf("ResumeSchedulers = %d, %v", n, err)
+	}
+	if n, err := q.RemoveSchedulers(ctx, "past", "ahead"); err != nil || n != 2 {
+		return fmt.Errorf("RemoveSchedulers = %d, %v", n, err)
+	}
+	c.Close()
+	k := q.Keys()
+	for key, want := range map[string]int64{k.Pending: 1, k.Schedule: 1} {
+		if n, err := s.int(ctx, "ZCARD", key); err != nil || n != want {
+			return fmt.Errorf("%s holds %d (%v); want %d", key, n, err, want)
+		}
+	}
+	if n, err := s.int(ctx, "LLEN", k.Wake); err != nil || n != 1 {
+		return fmt.Errorf("the doorbell holds %d (%v); want the marker", n, err)
+	}
+	if n, err := s.int(ctx, "EXISTS", k.Schedulers); err != nil || n != 0 {
+		return fmt.Errorf("the schedulers hash exists (%d, %v) after the removal", n, err)
 	}
 	return nil
 }
@@ -760,6 +841,9 @@ func TestACLEveryRuleIsNeeded(t *testing.T) {
 		{"dedup_producer", aclDedupProducer(k), func(ctx context.Context, s *aclServer, opt emq.Options) error {
 			return dedupProducerFlow(ctx, s, opt, k.Queue())
 		}},
+		{"scheduler", aclScheduler(k), func(ctx context.Context, s *aclServer, opt emq.Options) error {
+			return schedulerFlow(ctx, s, opt, k.Queue())
+		}},
 	}
 	for _, role := range roles {
 		t.Run(role.name, func(t *testing.T) {
@@ -1136,7 +1220,7 @@ func TestACLDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := aclKeys(t, "orders")
-	for name, rules := range map[string][]string{"emq-producer": aclProducer(k), "emq-worker": aclWorker(k), "emq-producer-dedup": aclDedupProducer(k)} {
+	for name, rules := range map[string][]string{"emq-producer": aclProducer(k), "emq-worker": aclWorker(k), "emq-producer-dedup": aclDedupProducer(k), "emq-scheduler": aclScheduler(k)} {
 		line := strings.Join(aclSetUser(name, "PASSWORD", rules), " ")
 		if !strings.Contains(string(doc), line+"\n") {
 			t.Errorf("docs/security.md does not show the %s line:\n%s", name, line)
