@@ -185,7 +185,7 @@ func (MixedSchedulers) Run(ctx context.Context, cfg Config) (Result, error) {
 		res.Violations = append(res.Violations, "no scheduler run was finished by a new-side worker")
 	}
 	n := res.Counts
-	res.Notes = fmt.Sprintf("%s runs fired by %d scheduler processes and finished: %s by new-side workers, %s by %s workers, %s otherwise (buried by maintenance out of attempts, or a completion in doubt); %s slots from the schedulers' starts to their final next slots, %s missed, %s in two runs; %s runs stand for several missed slots (run_once); completed across sides: %s pushed by the new side and completed by the old, %s the other way; %s late completions refused with %s across sides; %s scheduler kills waited for a point where every run was recorded; ",
+	res.Notes = fmt.Sprintf("%s runs fired by %d scheduler processes and finished: %s by new-side workers, %s by %s workers, %s otherwise (buried by maintenance out of attempts, or a completion in doubt); %s slots from the schedulers' starts to their final next slots, %s missed, %s in two runs; %s runs stand for several missed slots (run_once); completed across sides: %s pushed by the new side and completed by the old, %s the other way; %s late completions refused with %s across sides; a scheduler kill waited %s times for a point where every run was recorded; *acknowledged* counts the pushed jobs and the recorded runs; ",
 		thousands(n["runs"]), n["sched_processes"], thousands(n["runs_by_"+string(LangGo)]), thousands(old), prev, thousands(n["runs_by_other"]),
 		thousands(n["slots"]), thousands(n["missed"]), thousands(n["twice"]), thousands(n["multi_slot_runs"]),
 		thousands(cross[string(LangGo)+"_to_"+string(LangPrev25)]), thousands(cross[string(LangPrev25)+"_to_"+string(LangGo)]),

@@ -1,11 +1,18 @@
 package chaos
 
 import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
 // TestMixed25Quick runs worker processes built from the frozen 2.5.0
@@ -94,5 +101,80 @@ func TestMixed25Records(t *testing.T) {
 		if got := threadStopped(stat); got != want {
 			t.Errorf("threadStopped(%q) = %v; want %v", stat, got, want)
 		}
+	}
+}
+
+// TestMixed25CleanPoint: against a real server, the clean-point check of
+// the scheduler kills reports a run the server's record counts and no
+// process recorded (a firing whose record a SIGKILL would lose), and
+// nothing once the run is recorded.
+func TestMixed25CleanPoint(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	srv, err := redistest.StartServer(redistest.WithDir(filepath.Join(dir, "redis")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := emq.Connect(ctx, emq.Options{Redis: rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	q, err := c.Queue(queueName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chk, err := NewChecker([]string{srv.Addr()}, q.Keys())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer chk.Close()
+	now, err := c.ServerTime(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := mixed25Specs(2, now.UnixMilli()-10_000) // both due now
+	for _, s := range specs {
+		if _, err := q.UpsertScheduler(ctx, s.ID, emq.Schedule{Every: s.Every, Start: time.UnixMilli(s.StartMS)}, emq.WithMissed(s.Missed),
+			emq.WithBackfill(s.Backfill), emq.WithGrace(s.Grace), emq.WithTemplate([]byte(mixed25Template))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	records := filepath.Join(dir, "scheduler-001.rec")
+	rec, err := openRecorder(records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.close()
+	rec.text(recSchedHello, "1")
+	m := &schedMix{r: &run{chk: chk, queue: q}, specs: specs, ids: []string{specs[0].ID, specs[1].ID},
+		fleet: &schedFleet{all: []*schedProc{{n: 1, lang: LangGo, records: records}}}}
+	if why, _, err := m.unrecorded(ctx); err != nil || why != "" {
+		t.Fatalf("before any firing: %q, %v; want nothing unrecorded", why, err)
+	}
+	fired, err := q.FireDue(ctx, 0)
+	if err != nil || len(fired) == 0 {
+		t.Fatalf("FireDue fired %d runs, %v; want some", len(fired), err)
+	}
+	why, _, err := m.unrecorded(ctx)
+	if err != nil || !strings.Contains(why, "recorded") {
+		t.Fatalf("with %d runs fired and none recorded: %q, %v; want them reported", len(fired), why, err)
+	}
+	for _, r := range fired[:len(fired)-1] {
+		rec.text(recSchedFired, r.ID.String(), strconv.FormatInt(r.Slot.UnixMilli(), 10), strconv.FormatInt(msOf(r.Until), 10), r.Scheduler)
+	}
+	if why, _, err := m.unrecorded(ctx); err != nil || why == "" {
+		t.Fatalf("with the last of %d runs unrecorded: %q, %v; want it reported", len(fired), why, err)
+	}
+	last := fired[len(fired)-1]
+	rec.text(recSchedFired, last.ID.String(), strconv.FormatInt(last.Slot.UnixMilli(), 10), strconv.FormatInt(msOf(last.Until), 10), last.Scheduler)
+	if why, _, err := m.unrecorded(ctx); err != nil || why != "" {
+		t.Fatalf("with every run recorded: %q, %v; want nothing unrecorded", why, err)
+	}
+	runs, err := m.recorded()
+	if err != nil || len(runs) != len(fired) {
+		t.Fatalf("read %d recorded runs, %v; want %d", len(runs), err, len(fired))
 	}
 }
