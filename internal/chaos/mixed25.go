@@ -115,10 +115,16 @@ func (MixedSchedulers) Run(ctx context.Context, cfg Config) (Result, error) {
 		if err := crossStaleChecks(ctx, r, pairs); err != nil {
 			return err
 		}
+		// On an error path the scheduler processes are stopped here, as
+		// on every other before the drain.
+		defer func() {
+			if sc.fleet != nil {
+				sc.fleet.stop(5 * time.Second)
+			}
+		}()
 		if err := sc.start(ctx, r); err != nil {
 			return err
 		}
-		defer sc.fleet.stop(5 * time.Second) // on an error path: stopped before the drain
 		sctx, stop := context.WithCancel(ctx)
 		defer stop()
 		enough := make(chan struct{})

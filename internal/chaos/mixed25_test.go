@@ -40,11 +40,11 @@ func TestMixed25Quick(t *testing.T) {
 	}
 }
 
-// TestJudgeSchedulerKeys: the scheduler keys after the drain hold exactly
+// TestMixed25SchedulerKeys: the scheduler keys after the drain hold exactly
 // the upserted schedulers, as the fleet left them; a stray field or
 // member, a changed record, a paused one and a due score other than the
 // next slot are each reported.
-func TestJudgeSchedulerKeys(t *testing.T) {
+func TestMixed25SchedulerKeys(t *testing.T) {
 	specs := mixed25Specs(2, 1_000_000)
 	rec := func(s SchedulerSpec, next int64, runs int64) emq.SchedulerInfo {
 		return emq.SchedulerInfo{ID: s.ID, Schedule: emq.Schedule{Every: s.Every, Start: time.UnixMilli(s.StartMS)}, Missed: s.Missed, Backfill: s.Backfill,
