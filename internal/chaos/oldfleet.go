@@ -31,12 +31,17 @@ const LangPrev Lang = "go230"
 // the same way from the same program.
 const LangPrev24 Lang = "go240"
 
+// LangPrev25 is the Go SDK of the frozen 2.5.0 release, the release before
+// this tree's minor (2.6.0): the old side of the mixed25 scenario, built
+// the same way from the same program.
+const LangPrev25 Lang = "go250"
+
 // oldRelease is the frozen release the old side of the mixed scenario is
 // built from: the commit that added its golden record is the release's tree.
 const oldRelease = "2.2.1"
 
 // oldReleases are the frozen releases old-side languages are built from.
-var oldReleases = map[Lang]string{LangOld: oldRelease, LangPrev: "2.3.0", LangPrev24: "2.4.0"}
+var oldReleases = map[Lang]string{LangOld: oldRelease, LangPrev: "2.3.0", LangPrev24: "2.4.0", LangPrev25: "2.5.0"}
 
 // isOld says whether lang is an old side built from a frozen release.
 func isOld(lang Lang) bool {
