@@ -13,6 +13,7 @@ import {
   type WorkerOptions,
 } from "./worker.js";
 import type { AddOptions, AddResult, PushOptions } from "./outputs.js";
+import type { SchedulerSpec, SchedulerUpsert } from "./schedulers.js";
 import type {
   DedupBatchOptions,
   DedupBatchResult,
@@ -217,6 +218,26 @@ export class TypedQueue<T> {
       return this.raw.push(id, this.#encode(value), opts as DedupPushOptions);
     }
     return this.raw.push(id, this.#encode(value), opts as PushOptions);
+  }
+
+  /**
+   * Queue.upsertScheduler (echomq 2.6.0) with the runs' payload the value
+   * encoded: its encoding is the template, in which the firing replaces
+   * {scheduler}, {slot} and {until} (so a JSON codec's value may carry
+   * them in its strings). A value the codec refuses throws a CodecError and
+   * nothing is sent.
+   */
+  async upsertScheduler(
+    id: string,
+    value: T,
+    spec: Omit<SchedulerSpec, "template">,
+    opts?: CallOptions,
+  ): Promise<SchedulerUpsert> {
+    return this.raw.upsertScheduler(
+      id,
+      { ...spec, template: this.#encode(value) },
+      opts,
+    );
   }
 
   /** Queue.enqueue with the value encoded. */

@@ -101,6 +101,38 @@ export {
   type ReplaceDedupOptions,
 } from "./dedup.js";
 export {
+  CRON_MAX_BYTES,
+  CRON_SEARCH_MS,
+  Cron,
+  Interval,
+  TZ_MAX_BYTES,
+  parseCron,
+  type Schedule,
+} from "./cron.js";
+export {
+  BACKFILL_MAX,
+  DEFAULT_DUE_COUNT,
+  DEFAULT_GRACE_MS,
+  DEFAULT_MISSED,
+  DEFAULT_SCHEDULER_POLL_MS,
+  PLAN_CAP,
+  SCHEDULERS_PAGE_MAX,
+  SCHEDULER_ID_MAX_BYTES,
+  TEMPLATE_MAX_BYTES,
+  nextRuns,
+  plan,
+  scheduleOf,
+  type FireDueOptions,
+  type FireEntry,
+  type FiredRun,
+  type PlanRecord,
+  type PlannedEntry,
+  type RunSchedulersOptions,
+  type SchedulerRecord,
+  type SchedulerSpec,
+  type SchedulerUpsert,
+} from "./schedulers.js";
+export {
   CodecError,
   TypedQueue,
   json,

@@ -68,6 +68,22 @@ import {
   decodeSweepDedup,
   cancelIdsExec,
   decodeCancelIds,
+  upsertSchedulerExec,
+  decodeUpsertScheduler,
+  removeSchedulersExec,
+  decodeRemoveSchedulers,
+  pauseSchedulersExec,
+  decodePauseSchedulers,
+  schedulerEntriesExec,
+  decodeSchedulerEntries,
+  listSchedulersExec,
+  decodeListSchedulers,
+  dueSchedulersExec,
+  decodeDueSchedulers,
+  fireSchedulersExec,
+  decodeFireSchedulers,
+  Firing,
+  type SchedulerEntriesReply,
   Admission,
   type OutputReply,
   runRing,
@@ -157,6 +173,23 @@ import {
   type ReplaceDedupOptions,
   type WireDedup,
 } from "./dedup.js";
+import type { Cron } from "./cron.js";
+import {
+  DEFAULT_DUE_COUNT,
+  DEFAULT_SCHEDULER_POLL_MS,
+  SCHEDULERS_PAGE_MAX,
+  checkSchedulerId,
+  moved,
+  planWith,
+  wireScheduler,
+  type FireDueOptions,
+  type FireEntry,
+  type FiredRun,
+  type RunSchedulersOptions,
+  type SchedulerRecord,
+  type SchedulerSpec,
+  type SchedulerUpsert,
+} from "./schedulers.js";
 
 /** The claimed jobs of a reply, printing usefully. */
 function jobs<J extends Job>(js: J[]): J[] {
@@ -381,6 +414,46 @@ function abortable(ms: number, signal: AbortSignal | undefined): Promise<void> {
     signal?.addEventListener("abort", done, { once: true });
   });
 }
+
+/** A scheduler's record from a reading script's reply; null for an id with no scheduler. */
+function schedulerRecord(r: SchedulerEntriesReply): SchedulerRecord | null {
+  if (r.scheduler === "") {
+    return null;
+  }
+  return printable("SchedulerRecord", {
+    id: r.scheduler,
+    cron: r.cron,
+    tz: r.tz,
+    everyMs: r.everyMs,
+    startMs: r.startMs,
+    missed: r.missed,
+    backfill: r.backfill,
+    graceMs: r.graceMs,
+    template: r.template,
+    paused: r.paused === 1,
+    nextMs: r.nextMs,
+    lastSlotMs: r.lastSlotMs,
+    lastId: r.lastId,
+    runs: r.runs,
+    nowMs: r.nowMs,
+  });
+}
+
+function pageCount(what: string, n: number): void {
+  positiveInt(what, n);
+  if (n > SCHEDULERS_PAGE_MAX) {
+    throw new ArgumentError(what + " " + n + " is over " + SCHEDULERS_PAGE_MAX);
+  }
+}
+
+/** The pause between failed ticks of a scheduler runner: doubling from 100 ms to 10 s, jittered by up to half. */
+function tickBackoff(failures: number): number {
+  const base = Math.min(10_000, 100 * 2 ** Math.min(failures - 1, 10));
+  return Math.round(base / 2 + (Math.random() * base) / 2);
+}
+
+/** How many (scheduler, cron) pairs a queue handle remembers having warned about. */
+const maxWarned = 4096;
 
 /** How many push coalescers a client keeps before it drops the idle ones of job options. */
 const maxPushers = 64;
@@ -2452,6 +2525,466 @@ export class Queue {
       }
     });
     return out;
+  }
+
+  /** The planner's state of this handle: parsed cron expressions, and the records it warned about. */
+  #cronCache = new Map<string, Cron>();
+  #warned = new Set<string>();
+
+  #schedulerIds(ids: readonly string[]): string[] {
+    return ids.map((id, i) => {
+      try {
+        return checkSchedulerId(id);
+      } catch (err) {
+        locate(err, "scheduler " + i);
+        throw err;
+      }
+    });
+  }
+
+  /**
+   * Creates or updates the scheduler id (echomq 2.6.0, one upsert_scheduler
+   * call): its schedule (spec.cron in spec.tz, or spec.everyMs from
+   * spec.startMs), what it does with missed slots, and its runs' payload
+   * template. An upsert of the schedule the scheduler already has keeps its
+   * next slot, so a fleet that upserts its schedulers at every start
+   * neither repeats nor loses a run; another schedule resets it (an
+   * interval to its start, a cron schedule to now). Everything is checked
+   * first (the cron expression parses, the zone is known, exactly one of
+   * cron and everyMs, the bounds): an ArgumentError and nothing sent. Never
+   * resent (a resend could not tell created).
+   */
+  async upsertScheduler(
+    id: string,
+    spec: SchedulerSpec,
+    opts?: CallOptions,
+  ): Promise<SchedulerUpsert> {
+    checkSchedulerId(id);
+    const w = wireScheduler(spec);
+    checkCall(opts);
+    const x = upsertSchedulerExec({
+      schedulers: this.keys.schedulers,
+      schedulerNext: this.keys.schedulerNext,
+      scheduler: id,
+      ...w,
+    });
+    if (!this.client.isFenced) {
+      await this.client.ensure(opts);
+    }
+    const r = decodeUpsertScheduler(
+      await runScript(this.client.runnerFor(opts), x),
+    );
+    return {
+      created: r.created === 1,
+      changed: r.changed === 1,
+      nextMs: r.nextMs,
+    };
+  }
+
+  /**
+   * Reads the records of the given schedulers (echomq 2.6.0, one read-only
+   * scheduler_entries call), in order; null for an id with no scheduler.
+   * Each carries the server's time of the read. Read-only, it is resent
+   * across reconnects within opts; no ids sends nothing.
+   */
+  async schedulers(
+    ids: readonly string[],
+    opts?: CallOptions,
+  ): Promise<(SchedulerRecord | null)[]> {
+    const schedulers = this.#schedulerIds(ids);
+    checkCall(opts);
+    if (schedulers.length === 0) {
+      return [];
+    }
+    return this.client.resend(async () => {
+      const x = schedulerEntriesExec({
+        schedulersKey: this.keys.schedulers,
+        schedulerNext: this.keys.schedulerNext,
+        schedulers,
+      });
+      await this.client.ensure(opts);
+      return decodeSchedulerEntries(
+        await runScriptRO(this.client.runnerFor(opts), x),
+      ).map(schedulerRecord);
+    }, opts);
+  }
+
+  /**
+   * Reads a page of the queue's schedulers (echomq 2.6.0, one read-only
+   * list_schedulers call) in next-slot order, paused and ended ones last:
+   * count (1 to 1000) records after passing over offset. A page is by
+   * rank, so a scheduler that fires meanwhile may move across pages.
+   */
+  async listSchedulers(
+    offset: number,
+    count: number,
+    opts?: CallOptions,
+  ): Promise<SchedulerRecord[]> {
+    nonNegativeInt("offset", offset);
+    pageCount("count", count);
+    checkCall(opts);
+    return this.client.resend(async () => {
+      const x = listSchedulersExec({
+        schedulers: this.keys.schedulers,
+        schedulerNext: this.keys.schedulerNext,
+        offset,
+        count,
+      });
+      await this.client.ensure(opts);
+      const out: SchedulerRecord[] = [];
+      for (const r of decodeListSchedulers(
+        await runScriptRO(this.client.runnerFor(opts), x),
+      )) {
+        const rec = schedulerRecord(r);
+        if (rec !== null) {
+          out.push(rec);
+        }
+      }
+      return out;
+    }, opts);
+  }
+
+  async #pause(
+    paused: number,
+    ids: readonly string[],
+    opts: CallOptions | undefined,
+  ): Promise<number> {
+    const schedulers = this.#schedulerIds(ids);
+    checkCall(opts);
+    if (schedulers.length === 0) {
+      return 0;
+    }
+    const x = pauseSchedulersExec({
+      schedulersKey: this.keys.schedulers,
+      schedulerNext: this.keys.schedulerNext,
+      paused,
+      schedulers,
+    });
+    if (!this.client.isFenced) {
+      await this.client.ensure(opts);
+    }
+    return decodePauseSchedulers(
+      await runScript(this.client.runnerFor(opts), x),
+    );
+  }
+
+  /**
+   * Pauses the given schedulers (echomq 2.6.0, one pause_schedulers call):
+   * a paused scheduler fires nothing. It resolves how many were running
+   * (one already paused, or gone, is not counted); no ids sends nothing.
+   */
+  async pauseSchedulers(
+    ids: readonly string[],
+    opts?: CallOptions,
+  ): Promise<number> {
+    return this.#pause(1, ids, opts);
+  }
+
+  /**
+   * Resumes the given schedulers (echomq 2.6.0, one pause_schedulers call).
+   * A resumed scheduler's next slot is at the earliest now: the slots that
+   * fell due while it was paused never run. It resolves how many were
+   * paused; no ids sends nothing.
+   */
+  async resumeSchedulers(
+    ids: readonly string[],
+    opts?: CallOptions,
+  ): Promise<number> {
+    return this.#pause(0, ids, opts);
+  }
+
+  /**
+   * Removes the given schedulers (echomq 2.6.0, one remove_schedulers
+   * call); the runs they created are jobs and stay. It resolves how many
+   * existed; no ids sends nothing.
+   */
+  async removeSchedulers(
+    ids: readonly string[],
+    opts?: CallOptions,
+  ): Promise<number> {
+    const schedulers = this.#schedulerIds(ids);
+    checkCall(opts);
+    if (schedulers.length === 0) {
+      return 0;
+    }
+    const x = removeSchedulersExec({
+      schedulersKey: this.keys.schedulers,
+      schedulerNext: this.keys.schedulerNext,
+      schedulers,
+    });
+    if (!this.client.isFenced) {
+      await this.client.ensure(opts);
+    }
+    return decodeRemoveSchedulers(
+      await runScript(this.client.runnerFor(opts), x),
+    );
+  }
+
+  /**
+   * Reads a page of the schedulers whose next slot is at most horizonMs
+   * past the server's now (echomq 2.6.0, one read-only due_schedulers
+   * call), in next-slot order: with d due, the page spread modulo
+   * ⌈d / count⌉ (count 1 to 1000), so that competing runners, each with a
+   * random spread, work different pages. Each record carries the server's
+   * time of the read, to plan with (see plan). fireDue reads with it.
+   */
+  async dueSchedulers(
+    horizonMs: number,
+    count: number,
+    spread: number,
+    opts?: CallOptions,
+  ): Promise<SchedulerRecord[]> {
+    nonNegativeInt("horizonMs", horizonMs);
+    pageCount("count", count);
+    nonNegativeInt("spread", spread);
+    checkCall(opts);
+    return this.#dueRecords(horizonMs, count, spread, opts);
+  }
+
+  #dueRecords(
+    horizonMs: number,
+    count: number,
+    spread: number,
+    opts: CallOptions | undefined,
+  ): Promise<SchedulerRecord[]> {
+    return this.client.resend(async () => {
+      const x = dueSchedulersExec({
+        schedulers: this.keys.schedulers,
+        schedulerNext: this.keys.schedulerNext,
+        horizonMs,
+        count,
+        spread,
+      });
+      await this.client.ensure(opts);
+      const out: SchedulerRecord[] = [];
+      for (const r of decodeDueSchedulers(
+        await runScriptRO(this.client.runnerFor(opts), x),
+      )) {
+        const rec = schedulerRecord(r);
+        if (rec !== null) {
+          out.push(rec);
+        }
+      }
+      return out;
+    }, opts);
+  }
+
+  /**
+   * Fires planned entries (echomq 2.6.0, one fire_schedulers call; the raw
+   * step under fireDue): each is compared and set against its scheduler's
+   * stored next slot, so an entry planned from another next (someone fired
+   * it first) is Firing.stale and writes nothing, and the rest of its
+   * scheduler's chain with it. An entry with a slot creates its run, a job
+   * of this queue with the entry's id, pending when its slot is due and
+   * scheduled at it otherwise, its payload the template filled. It
+   * resolves each entry's outcome, in order. Malformed ids throw an IdError
+   * and bad numbers an ArgumentError before anything is sent; an id of
+   * another kind than the work kind refuses the call with a KindError and
+   * nothing is written. No entries sends nothing; never resent.
+   */
+  async fireSchedulers(
+    entries: readonly FireEntry[],
+    opts?: CallOptions,
+  ): Promise<Firing[]> {
+    const rows: string[] = [];
+    entries.forEach((e, i) => {
+      try {
+        rows.push(this.keys.row(e.id));
+        checkSchedulerId(e.scheduler);
+        nonNegativeInt("expectMs", e.expectMs);
+        nonNegativeInt("nextMs", e.nextMs);
+        nonNegativeInt("slotMs", e.slotMs);
+        nonNegativeInt("untilMs", e.untilMs);
+      } catch (err) {
+        locate(err, "entry " + i);
+        throw err;
+      }
+    });
+    checkCall(opts);
+    if (entries.length === 0) {
+      return [];
+    }
+    const k = this.keys;
+    const x = fireSchedulersExec({
+      schedulersKey: k.schedulers,
+      schedulerNext: k.schedulerNext,
+      pending: k.pending,
+      schedule: k.schedule,
+      wake: k.wake,
+      rows,
+      entries: entries.map((e) => ({
+        id: e.id,
+        scheduler: e.scheduler,
+        expect: e.expectMs,
+        next: e.nextMs,
+        slot: e.slotMs,
+        until: e.untilMs,
+      })),
+    });
+    if (!this.client.isFenced) {
+      await this.client.ensure(opts);
+    }
+    const outs = decodeFireSchedulers(
+      await runScript(this.client.runnerFor(opts), x),
+    ).map((r) => r.outcome);
+    this.#counted(outs.filter((o) => o === Firing.fired).length);
+    return outs;
+  }
+
+  /**
+   * One tick of a scheduler runner (echomq 2.6.0): reads a page of the
+   * schedulers due within opts.horizonMs (due_schedulers, a random page
+   * when more are due, so that competing runners work different pages),
+   * plans each with the server's time of the read (see plan), mints a job
+   * id per entry and fires the page in one fire_schedulers call; again at
+   * once while a page is full and fired something. It resolves the runs it
+   * created (runs another process fired first are not among them). A
+   * record whose cron expression does not parse is skipped, with one
+   * warning per scheduler and expression. Needs the client's node (a
+   * NoNodeError otherwise).
+   */
+  async fireDue(opts?: FireDueOptions): Promise<FiredRun[]> {
+    const horizonMs = opts?.horizonMs ?? 0;
+    nonNegativeInt("horizonMs", horizonMs);
+    const count = opts?.count ?? DEFAULT_DUE_COUNT;
+    pageCount("count", count);
+    const call: CallOptions = {
+      ...(opts?.signal === undefined ? {} : { signal: opts.signal }),
+      ...(opts?.deadline === undefined ? {} : { deadline: opts.deadline }),
+    };
+    checkCall(call);
+    const fired: FiredRun[] = [];
+    for (;;) {
+      checkCall(call);
+      const spread = Math.floor(Math.random() * 2 ** 32);
+      const recs = await this.#dueRecords(horizonMs, count, spread, call);
+      const entries: FireEntry[] = [];
+      for (const r of recs) {
+        let planned;
+        try {
+          planned = planWith(
+            {
+              cron: r.cron,
+              tz: r.tz,
+              everyMs: r.everyMs,
+              startMs: r.startMs,
+              missed: r.missed,
+              backfill: r.backfill,
+              graceMs: r.graceMs,
+              nextMs: r.nextMs,
+              paused: r.paused,
+            },
+            r.nowMs,
+            horizonMs,
+            this.#cronCache,
+          );
+        } catch (err) {
+          const key = r.id + "\n" + r.tz + "\n" + r.cron;
+          if (!this.#warned.has(key)) {
+            if (this.#warned.size >= maxWarned) {
+              this.#warned.clear();
+            }
+            this.#warned.add(key);
+            this.client.logger.warn(
+              "emq: a scheduler's schedule does not parse; it is skipped",
+              {
+                queue: this.name,
+                scheduler: r.id,
+                cron: r.cron,
+                tz: r.tz,
+                everyMs: r.everyMs,
+                err,
+              },
+            );
+          }
+          continue;
+        }
+        for (const p of planned) {
+          entries.push({
+            ...p,
+            id: this.client.mint(),
+            scheduler: r.id,
+          });
+        }
+      }
+      let progress = false;
+      if (entries.length > 0) {
+        const outs = await this.fireSchedulers(entries, call);
+        outs.forEach((o, i) => {
+          const e = entries[i]!;
+          if (o === Firing.fired) {
+            fired.push({
+              scheduler: e.scheduler,
+              slotMs: e.slotMs,
+              untilMs: e.untilMs,
+              id: e.id,
+            });
+          }
+          progress ||= moved(o);
+        });
+      }
+      if (recs.length < count || !progress) {
+        return fired;
+      }
+    }
+  }
+
+  /**
+   * Runs the queue's schedulers until opts.signal aborts (echomq 2.6.0):
+   * a tick (fireDue), then a wait of opts.pollMs (default 250 ms), again.
+   * Any number of runners, in any process or language, may run the same
+   * queue's schedulers: each slot fires once. A tick that fails (the
+   * connection, the server) is logged and tried again after a backoff;
+   * nothing but the signal ends the loop. It resolves once stopped (a tick
+   * under way ends first); options out of range throw an ArgumentError
+   * first.
+   */
+  async runSchedulers(opts: RunSchedulersOptions = {}): Promise<void> {
+    const pollMs = opts.pollMs ?? DEFAULT_SCHEDULER_POLL_MS;
+    nonNegativeInt("pollMs", pollMs);
+    const horizonMs = opts.horizonMs ?? 0;
+    nonNegativeInt("horizonMs", horizonMs);
+    const count = opts.count ?? DEFAULT_DUE_COUNT;
+    pageCount("count", count);
+    const signal = opts.signal;
+    const log = this.client.logger;
+    const stopped = (): boolean => signal?.aborted === true;
+    let failures = 0;
+    while (!stopped()) {
+      let wait = pollMs;
+      try {
+        const runs = await this.fireDue({
+          horizonMs,
+          count,
+          ...(signal === undefined ? {} : { signal }),
+        });
+        failures = 0;
+        if (runs.length > 0) {
+          log.debug("emq: schedulers fired", {
+            queue: this.name,
+            runs: runs.length,
+          });
+          try {
+            opts.onFired?.(runs);
+          } catch (err) {
+            log.warn("emq: onFired threw", { queue: this.name, err });
+          }
+        }
+      } catch (err) {
+        if (stopped()) {
+          break;
+        }
+        failures++;
+        wait = tickBackoff(failures);
+        log.warn("emq: a scheduler tick failed; it is tried again", {
+          queue: this.name,
+          err,
+          failures,
+          retryInMs: wait,
+        });
+      }
+      await abortable(wait, signal);
+    }
   }
 
   #setKey(s: string): string {

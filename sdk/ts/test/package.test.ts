@@ -307,10 +307,10 @@ emq.connect({ url: process.env.REDIS_URL }).then(async (c) => {
   assert.match(plain, /pending 1/);
 });
 
-test("the README's blocks run verbatim against a real server: the quickstart, the worker stopped by SIGTERM, why a job failed, results and events, deduplication and cancellation, the CommonJS snippet", async () => {
+test("the README's blocks run verbatim against a real server: the quickstart, the worker stopped by SIGTERM, why a job failed, results and events, deduplication and cancellation, schedulers, the CommonJS snippet", async () => {
   const ts = readmeBlocks("ts");
   const js = readmeBlocks("js");
-  assert.equal(ts.length, 5, "the README's ts blocks");
+  assert.equal(ts.length, 6, "the README's ts blocks");
   assert.equal(js.length, 1, "the README's js blocks");
   const dir = esmProject();
   writeFileSync(join(dir, "block.cjs"), js[0]!);
@@ -386,6 +386,15 @@ test("the README's blocks run verbatim against a real server: the quickstart, th
   assert.match(dedup, /^admitted duplicate true$/m);
   assert.match(dedup, /^cancelled JOB\S+ active$/m);
   assert.match(dedup, /^handler aborted: true$/m);
+
+  // Schedulers (echomq 2.6): an interval's first run fires at once and a
+  // worker runs it.
+  await srv.cmd("FLUSHALL");
+  const sched = run(process.execPath, [join("dist", "block5.js")], dir, env);
+  assert.match(sched, /^created true$/m);
+  assert.match(sched, /^nightly at \d{4}-\d\d-\d\dT0[12]:00:00\.000Z$/m);
+  assert.match(sched, /^ran beat \d{13}$/m);
+  assert.match(sched, /^heartbeat runs 1$/m);
 
   const cjs = run(process.execPath, ["block.cjs"], dir, env);
   assert.match(cjs, /pending: 1/);

@@ -238,6 +238,57 @@ function completionOut(c: emq.Completion | null): Obj {
   );
 }
 
+/** A request's list of scheduler ids, as given (the SDK checks them). */
+function schedulerIds(a: Obj): string[] {
+  const v = a["schedulers"];
+  return Array.isArray(v) ? v.map((x) => String(x)) : [];
+}
+
+/** A request's number, or undefined when omitted (the SDK applies its default). */
+function optNum(a: Obj, name: string): number | undefined {
+  return a[name] === undefined || a[name] === null ? undefined : num(a, name);
+}
+
+/** A scheduler's record as the contract writes it; null is the empty record. */
+function schedulerOut(r: emq.SchedulerRecord | null): Obj {
+  if (r === null) {
+    return {
+      scheduler: "",
+      cron: "",
+      every_ms: 0,
+      start_ms: 0,
+      tz: "",
+      missed: "",
+      backfill: 0,
+      grace_ms: 0,
+      template: "",
+      paused: false,
+      next_ms: 0,
+      last_slot_ms: 0,
+      last_id: "",
+      runs: 0,
+    };
+  }
+  const m: Obj = {
+    scheduler: r.id,
+    cron: r.cron,
+    every_ms: r.everyMs,
+    start_ms: r.startMs,
+    tz: r.tz,
+    missed: r.missed,
+    backfill: r.backfill,
+    grace_ms: r.graceMs,
+  };
+  bytesOut(m, "template", r.template);
+  m["paused"] = r.paused;
+  m["next_ms"] = r.nextMs;
+  m["last_slot_ms"] = r.lastSlotMs;
+  m["last_id"] = r.lastId;
+  m["runs"] = r.runs;
+  m["now_ms"] = r.nowMs;
+  return m;
+}
+
 class Testee {
   client: emq.Client | undefined;
 
@@ -699,6 +750,89 @@ class Testee {
           num(a, "n"),
         );
         return { ids: p.ids, next: p.next };
+      }
+      case "upsert_scheduler": {
+        const q = this.#queue(a);
+        const missed = a["missed"];
+        const backfill = optNum(a, "backfill");
+        const graceMs = optNum(a, "grace_ms");
+        const r = await q.upsertScheduler(str(a, "scheduler"), {
+          cron: str(a, "cron"),
+          tz: str(a, "tz"),
+          everyMs: num(a, "every_ms"),
+          startMs: num(a, "start_ms"),
+          ...(missed === undefined
+            ? {}
+            : { missed: String(missed) as emq.Missed }),
+          ...(backfill === undefined ? {} : { backfill }),
+          ...(graceMs === undefined ? {} : { graceMs }),
+          template: bytesIn(a, "template"),
+        });
+        return { created: r.created, changed: r.changed, next_ms: r.nextMs };
+      }
+      case "scheduler_entries": {
+        const q = this.#queue(a);
+        const rs = await q.schedulers(schedulerIds(a));
+        return { entries: rs.map(schedulerOut) };
+      }
+      case "list_schedulers": {
+        const q = this.#queue(a);
+        const rs = await q.listSchedulers(num(a, "offset"), num(a, "count"));
+        return { schedulers: rs.map(schedulerOut) };
+      }
+      case "due_schedulers": {
+        const q = this.#queue(a);
+        const rs = await q.dueSchedulers(
+          num(a, "horizon_ms"),
+          num(a, "count"),
+          num(a, "spread"),
+        );
+        return { schedulers: rs.map(schedulerOut) };
+      }
+      case "pause_schedulers": {
+        const q = this.#queue(a);
+        const changed =
+          a["paused"] === true
+            ? await q.pauseSchedulers(schedulerIds(a))
+            : await q.resumeSchedulers(schedulerIds(a));
+        return { changed };
+      }
+      case "remove_schedulers":
+        return {
+          removed: await this.#queue(a).removeSchedulers(schedulerIds(a)),
+        };
+      case "fire_schedulers": {
+        const q = this.#queue(a);
+        const entries = (Array.isArray(a["entries"]) ? a["entries"] : []).map(
+          (e: Obj) => ({
+            id: str(e, "id"),
+            scheduler: str(e, "scheduler"),
+            expectMs: num(e, "expect_ms"),
+            nextMs: num(e, "next_ms"),
+            slotMs: num(e, "slot_ms"),
+            untilMs: num(e, "until_ms"),
+          }),
+        );
+        return { outcomes: await q.fireSchedulers(entries) };
+      }
+      case "fire_due": {
+        const q = this.#queue(a);
+        const runs = await q.fireDue({ horizonMs: num(a, "horizon_ms") });
+        const fired = runs
+          .map((r) => ({
+            scheduler: r.scheduler,
+            slot_ms: r.slotMs,
+            until_ms: r.untilMs,
+            id: r.id,
+          }))
+          .sort((x, y) =>
+            x.scheduler < y.scheduler
+              ? -1
+              : x.scheduler > y.scheduler
+                ? 1
+                : x.slot_ms - y.slot_ms,
+          );
+        return { fired };
       }
       case "run_probes": {
         const t = await emq.runProbes(this.#connected());
