@@ -57,8 +57,8 @@ async def main():
         {
             "ready": True,
             "node": client.node,
-            "version": "echomq %s (protocol %s), Python %s"
-            % (_sdk_version(), echomq.VERSION, platform.python_version()),
+            "version": f"echomq {_sdk_version()} (protocol {echomq.VERSION}), "
+            f"Python {platform.python_version()}",
         }
     )
     # stdin's end (the benchmark closes it) stops the runner
