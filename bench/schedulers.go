@@ -810,8 +810,8 @@ func schedRows(rep *SchedulersReport) []SchedRow {
 
 func schedNotes(rep *SchedulersReport) []string {
 	return []string{
-		fmt.Sprintf("Each run: FLUSHALL; the runners started (each its own client, its runner with the defaults: poll %d ms, horizon 0, pages of 100) and ready; then T, a whole second of the server's clock (TIME) at least 1.5 s + 0.25 ms per scheduler ahead, and %s interval schedulers upserted on queue %s (every %s from start T, missed run_once) by %d goroutines of one Go client; the run is made again further ahead if the upserts end less than 250 ms before T.",
-			rep.PollMs, commas(int64(rep.Schedulers)), schedQueue, schedEvery, schedUpserters),
+		fmt.Sprintf("Each run: FLUSHALL; the runners started (each its own client, its runner with the defaults: poll %d ms, horizon 0, pages of 100) and ready; then T, a whole second of the server's clock (TIME) at least 1.5 s + 0.25 ms per scheduler ahead, and %s interval schedulers upserted on queue %s (every %s ms from start T, missed run_once) by %d goroutines of one Go client; the run is made again further ahead if the upserts end less than 250 ms before T.",
+			rep.PollMs, commas(int64(rep.Schedulers)), schedQueue, commas(rep.EveryMs), schedUpserters),
 		fmt.Sprintf("Timed on the server's clock: ZCARD of the queue's pending set (the key from the generated key builder) and TIME in one round trip every %.0f ms, from T to the first sample holding every run. The runners then go on for three polls, are stopped (Go: the context; TS: AbortSignal; Python: the stop Event) and report their counts; nothing consumes the runs.", rep.SampleMs),
 		fmt.Sprintf("Runners: Go Queue.RunSchedulers in the benchmark process; TS Queue.runSchedulers in node (bench/node/scheduler-side.mjs); Python Queue.run_schedulers in the Python SDK's virtualenv (bench/python/scheduler_side.py; run_schedulers has no on-fire callback, so the side counts through the queue's fire_due, which the runner calls each tick). %d round(s), each the Go runner alone, then %s competing; the table gives the run of median time of each, the JSON every run.",
 			rep.Runs, strings.Join(labels(rep.Runners), " + ")),
@@ -868,7 +868,7 @@ func writeSchedMarkdown(w io.Writer, s *SchedulersReport) {
 	fmt.Fprintf(w, "\n## Job schedulers: %s due in the same second (echomq 2.6.0)\n\n", commas(int64(s.Schedulers)))
 	fmt.Fprintf(w, "Measured by `%s` on %s, on a redis-server %s of its own; load average %s (1, 5, 15 min) at the start. ", s.Command, s.Date, s.Redis, s.LoadAvg)
 	fmt.Fprintf(w, "Target (issue 20): every run enqueued once within 1 s of the slot, with %s competing, one process each; the Go runner alone is the baseline, in the same run. Competing/alone is the competing figure ÷ the alone one.\n\n", strings.Join(labels(s.Runners), " + "))
-	fmt.Fprintf(w, "| scenario | unit | better | %s competing | Go alone | competing/alone | target | met | load (1 min) | note |\n", strings.Join(labels(s.Runners), " + "))
+	fmt.Fprintf(w, "| scenario | unit | better | %s competing | Go alone | competing/alone | target | met | load (1 min, competing / alone) | note |\n", strings.Join(labels(s.Runners), " + "))
 	fmt.Fprintf(w, "|---|---|---|--:|--:|--:|---|---|---|---|\n")
 	for _, r := range s.Rows {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Scenario, r.Unit, r.Better, r.competingCell(), r.aloneCell(),
