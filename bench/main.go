@@ -245,8 +245,7 @@ func runSchedulersOnly(ctx context.Context, cfg *config, cmdline string, stdout,
 	if err != nil {
 		return err
 	}
-	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
-	s, err := scenarioSchedulers(ctx, srv, cfg, cmdline, logf)
+	s, err := scenarioSchedulers(ctx, srv, cfg, cmdline, stderr)
 	srv.Stop()
 	if err != nil {
 		return err
@@ -399,7 +398,7 @@ func measure(ctx context.Context, cfg *config, cmdline string, log io.Writer) (*
 	}
 
 	if cfg.Schedulers > 0 {
-		if rep.Schedulers, err = scenarioSchedulers(ctx, srv, cfg, cmdline, logf); err != nil {
+		if rep.Schedulers, err = scenarioSchedulers(ctx, srv, cfg, cmdline, log); err != nil {
 			return nil, err
 		}
 	}

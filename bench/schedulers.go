@@ -161,7 +161,9 @@ func schedRunners(cfg *config) []string {
 // then the competing runners, on the server, flushed before each run. A
 // run with a duplicate or a missing run fails the scenario; one slower
 // than 1 s is reported as missed.
-func scenarioSchedulers(ctx context.Context, srv *server, cfg *config, cmdline string, logf func(string, ...any)) (*SchedulersReport, error) {
+func scenarioSchedulers(ctx context.Context, srv *server, cfg *config, cmdline string, log io.Writer) (*SchedulersReport, error) {
+	log = &lockedWriter{w: log} // the runner processes' stderr and this log, at once
+	logf := func(format string, a ...any) { fmt.Fprintf(log, format+"\n", a...) }
 	rep := &SchedulersReport{
 		Date: time.Now().UTC().Format(time.RFC3339), Command: cmdline, LoadAvg: loadAvg3(),
 		Schedulers: cfg.Schedulers, EveryMs: schedEvery.Milliseconds(), PollMs: emq.DefaultSchedulerPoll.Milliseconds(),
@@ -176,7 +178,7 @@ func scenarioSchedulers(ctx context.Context, srv *server, cfg *config, cmdline s
 		cfg.Schedulers, strings.Join(labels(rep.Runners), " + "), cfg.Runs)
 	for i := range cfg.Runs {
 		for _, runners := range [][]string{{runnerGo}, rep.Runners} {
-			r, err := schedRun(ctx, srv, cfg, runners, rep.Versions, logf)
+			r, err := schedRun(ctx, srv, cfg, runners, rep.Versions, log, logf)
 			if err != nil {
 				return nil, fmt.Errorf("S. schedulers, round %d, %s: %w", i+1, strings.Join(labels(runners), " + "), err)
 			}
@@ -190,6 +192,18 @@ func scenarioSchedulers(ctx context.Context, srv *server, cfg *config, cmdline s
 	rep.Rows = schedRows(rep)
 	rep.Notes = schedNotes(rep)
 	return rep, nil
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func labels(runners []string) []string {
@@ -206,10 +220,10 @@ var errLead = errors.New("the upserts ended too close to T")
 
 // schedRun makes one run, again with twice the lead when the upserts did
 // not end well before T (a loaded machine), up to 3 times.
-func schedRun(ctx context.Context, srv *server, cfg *config, runners []string, versions map[string]string, logf func(string, ...any)) (SchedRun, error) {
+func schedRun(ctx context.Context, srv *server, cfg *config, runners []string, versions map[string]string, log io.Writer, logf func(string, ...any)) (SchedRun, error) {
 	lead := 1500*time.Millisecond + time.Duration(cfg.Schedulers)*250*time.Microsecond
 	for attempt := 1; ; attempt++ {
-		r, err := schedAttempt(ctx, srv, cfg, runners, lead, versions, logf)
+		r, err := schedAttempt(ctx, srv, cfg, runners, lead, versions, log, logf)
 		if errors.Is(err, errLead) && attempt < 3 {
 			logf("   %v; again with a lead of %v", err, 2*lead)
 			lead *= 2
@@ -233,7 +247,7 @@ type schedRunner interface {
 // schedulers at a slot T ahead, sample the pending set until it holds
 // every run, let the runners go on a little (a late duplicate would show),
 // stop them and check what the queue and the records hold.
-func schedAttempt(ctx context.Context, srv *server, cfg *config, runnerNames []string, lead time.Duration, versions map[string]string, logf func(string, ...any)) (r SchedRun, err error) {
+func schedAttempt(ctx context.Context, srv *server, cfg *config, runnerNames []string, lead time.Duration, versions map[string]string, log io.Writer, logf func(string, ...any)) (r SchedRun, err error) {
 	n := cfg.Schedulers
 	r = SchedRun{Runners: runnerNames, Schedulers: n, LeadMs: lead.Milliseconds(), LoadAvg: loadAvg3()}
 	if err := srv.Reset(ctx); err != nil {
@@ -270,9 +284,9 @@ func schedAttempt(ctx context.Context, srv *server, cfg *config, runnerNames []s
 		case runnerGo:
 			starts = append(starts, func() (schedRunner, error) { return startGoRunner(ctx, srv.Addr(), versions) })
 		case runnerTS:
-			starts = append(starts, func() (schedRunner, error) { return startNodeRunner(ctx, cfg, srv.Addr(), versions) })
+			starts = append(starts, func() (schedRunner, error) { return startNodeRunner(ctx, cfg, srv.Addr(), versions, log) })
 		case runnerPython:
-			starts = append(starts, func() (schedRunner, error) { return startPythonRunner(ctx, cfg, srv.Addr(), versions) })
+			starts = append(starts, func() (schedRunner, error) { return startPythonRunner(ctx, cfg, srv.Addr(), versions, log) })
 		}
 	}
 	started := make([]schedRunner, len(starts))
@@ -610,8 +624,9 @@ type procDone struct {
 	Ticks int  `json:"ticks"`
 }
 
-// startProc starts cmd and waits (30 s at most) for its ready line.
-func startProc(name string, cmd *exec.Cmd, versions map[string]string) (schedRunner, error) {
+// startProc starts cmd, its stderr to log, and waits (30 s at most) for
+// its ready line.
+func startProc(name string, cmd *exec.Cmd, versions map[string]string, log io.Writer) (schedRunner, error) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -620,7 +635,7 @@ func startProc(name string, cmd *exec.Cmd, versions map[string]string) (schedRun
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s runner: %w", name, err)
 	}
@@ -689,7 +704,7 @@ func (p *procRunner) Stop() (int, int, error) {
 }
 
 // startNodeRunner starts the TypeScript SDK's runner (bench/node).
-func startNodeRunner(ctx context.Context, cfg *config, addr string, versions map[string]string) (schedRunner, error) {
+func startNodeRunner(ctx context.Context, cfg *config, addr string, versions map[string]string, log io.Writer) (schedRunner, error) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		return nil, errors.New(hintNode)
@@ -699,13 +714,13 @@ func startNodeRunner(ctx context.Context, cfg *config, addr string, versions map
 	}
 	cmd := exec.CommandContext(ctx, node, "scheduler-side.mjs", "--addr", addr, "--queue", schedQueue)
 	cmd.Dir = cfg.NodeDir
-	return startProc(runnerTS, cmd, versions)
+	return startProc(runnerTS, cmd, versions, log)
 }
 
 // startPythonRunner starts the Python SDK's runner (bench/python, in the
 // SDK's virtualenv, the SDK from its source tree as the bench's SDK side
 // runs it).
-func startPythonRunner(ctx context.Context, cfg *config, addr string, versions map[string]string) (schedRunner, error) {
+func startPythonRunner(ctx context.Context, cfg *config, addr string, versions map[string]string, log io.Writer) (schedRunner, error) {
 	py, err := filepath.Abs(pyInterpreter(cfg, "emq"))
 	if err != nil {
 		return nil, err
@@ -723,7 +738,7 @@ func startPythonRunner(ctx context.Context, cfg *config, addr string, versions m
 	cmd := exec.CommandContext(ctx, py, "scheduler_side.py", "--addr", addr, "--queue", schedQueue)
 	cmd.Dir = cfg.PythonDir
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+src)
-	return startProc(runnerPython, cmd, versions)
+	return startProc(runnerPython, cmd, versions, log)
 }
 
 func exists(path string) bool {
