@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -111,6 +112,11 @@ type SchedRun struct {
 	// the last run (the runners' due reads, the firings, the sampling).
 	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
 	LoadAvg          string  `json:"loadavg"` // at the run's start
+	// WindowSeconds is the wall time from the upserts' end to the runners'
+	// stop; OtherCPUSeconds what processes other than the benchmark, its
+	// runners and its redis-server used meanwhile (all cores).
+	WindowSeconds   float64 `json:"window_seconds"`
+	OtherCPUSeconds float64 `json:"other_processes_cpu_seconds"`
 }
 
 // SchedRow is one line of the scheduler table: the competing runners'
@@ -238,6 +244,8 @@ type schedRunner interface {
 	Name() string
 	// Node is the snowflake node of the runner's client.
 	Node() int
+	// Pid is the runner's process, 0 for one in this process.
+	Pid() int
 	// Stop stops the runner and returns how many runs it fired, in how
 	// many ticks.
 	Stop() (fired, ticks int, err error)
@@ -352,6 +360,7 @@ func schedAttempt(ctx context.Context, srv *server, cfg *config, runnerNames []s
 	if err != nil {
 		return r, err
 	}
+	snap0 := takeRunSnap(srv, runners)
 
 	// Sample the pending set (its key from the generated key builder) and
 	// the server's clock, in one round trip, until it holds every run.
@@ -397,6 +406,9 @@ func schedAttempt(ctx context.Context, srv *server, cfg *config, runnerNames []s
 	if err := sleepCtx(ctx, 3*emq.DefaultSchedulerPoll); err != nil {
 		return r, err
 	}
+	snap1 := takeRunSnap(srv, runners)
+	r.WindowSeconds = snap1.at.Sub(snap0.at).Seconds()
+	r.OtherCPUSeconds = max(snap1.busy-snap0.busy-(snap1.ours-snap0.ours), 0).Seconds()
 	r.Fired, r.Ticks = map[string]int{}, map[string]int{}
 	for _, rn := range runners {
 		fired, ticks, err := rn.Stop()
@@ -417,9 +429,36 @@ func schedAttempt(ctx context.Context, srv *server, cfg *config, runnerNames []s
 	if !r.Met {
 		verdict = "MISSED the 1 s target"
 	}
-	logf("== S. schedulers %-19s T → all %d runs %.3f s (%s; first %.0f ms, %d at 1 s); fired %s; 0 duplicates, 0 missing; Redis CPU %.2fs; load %s",
-		strings.Join(labels(runnerNames), "+"), n, r.Seconds, verdict, r.FirstMs, r.At1s, strings.Join(fired, ", "), r.ServerCPUSeconds, r.LoadAvg)
+	logf("== S. schedulers %-19s T → all %d runs %.3f s (%s; first %.0f ms, %d at 1 s); fired %s; 0 duplicates, 0 missing; Redis CPU %.2fs; load %s, other processes %.0f%% of the CPU",
+		strings.Join(labels(runnerNames), "+"), n, r.Seconds, verdict, r.FirstMs, r.At1s, strings.Join(fired, ", "), r.ServerCPUSeconds, r.LoadAvg, 100*otherShare(r))
 	return r, nil
+}
+
+// runSnap is the machine's busy CPU time and the share of it the run's
+// own processes account for: this one, the runner processes, the server.
+type runSnap struct {
+	at   time.Time
+	busy time.Duration
+	ours time.Duration
+}
+
+func takeRunSnap(srv *server, runners []schedRunner) runSnap {
+	s := runSnap{at: time.Now(), busy: machineBusy(), ours: processCPU() + pidCPU(srv.cmd.Process.Pid)}
+	for _, rn := range runners {
+		if pid := rn.Pid(); pid > 0 {
+			s.ours += pidCPU(pid)
+		}
+	}
+	return s
+}
+
+// otherShare is the share of the machine's CPU other processes used in a
+// run's window.
+func otherShare(r SchedRun) float64 {
+	if r.WindowSeconds <= 0 {
+		return 0
+	}
+	return r.OtherCPUSeconds / (r.WindowSeconds * float64(runtime.NumCPU()))
 }
 
 // checkSchedRun reads what the run left: every run pending (none
@@ -587,6 +626,7 @@ func startGoRunner(ctx context.Context, addr string, versions map[string]string)
 
 func (g *goRunner) Name() string { return runnerGo }
 func (g *goRunner) Node() int    { return g.node }
+func (g *goRunner) Pid() int     { return 0 }
 
 func (g *goRunner) Stop() (int, int, error) {
 	g.once.Do(func() {
@@ -670,6 +710,7 @@ func startProc(name string, cmd *exec.Cmd, versions map[string]string, log io.Wr
 
 func (p *procRunner) Name() string { return p.name }
 func (p *procRunner) Node() int    { return p.node }
+func (p *procRunner) Pid() int     { return p.cmd.Process.Pid }
 
 func (p *procRunner) Stop() (int, int, error) {
 	p.once.Do(func() {
@@ -782,6 +823,9 @@ func schedRows(rep *SchedulersReport) []SchedRow {
 	}
 	a, c := medianRun(rep.Alone), medianRun(rep.Competing)
 	load := fmt.Sprintf("%s / %s", firstLoad(c.LoadAvg), firstLoad(a.LoadAvg))
+	if oc, oa := otherShare(c), otherShare(a); oc > 0.05 || oa > 0.05 {
+		load += fmt.Sprintf(" (other processes %.0f%% / %.0f%% of the CPU)", 100*oc, 100*oa)
+	}
 	n := commas(int64(rep.Schedulers))
 	var rows []SchedRow
 	all := SchedRow{Key: "sched_all", Scenario: fmt.Sprintf("S1. %s schedulers due in one second: T → every run enqueued", n), Unit: "s", Better: "lower",
@@ -830,7 +874,7 @@ func schedNotes(rep *SchedulersReport) []string {
 		fmt.Sprintf("Timed on the server's clock: ZCARD of the queue's pending set (the key from the generated key builder) and TIME in one round trip every %.0f ms, from T to the first sample holding every run. The runners then go on for three polls, are stopped (Go: the context; TS: AbortSignal; Python: the stop Event) and report their counts; nothing consumes the runs.", rep.SampleMs),
 		fmt.Sprintf("Runners: Go Queue.RunSchedulers in the benchmark process; TS Queue.runSchedulers in node (bench/node/scheduler-side.mjs); Python Queue.run_schedulers in the Python SDK's virtualenv (bench/python/scheduler_side.py; run_schedulers has no on-fire callback, so the side counts through the queue's fire_due, which the runner calls each tick). %d round(s), each the Go runner alone, then %s competing; the table gives the run of median time of each, the JSON every run.",
 			rep.Runs, strings.Join(labels(rep.Runners), " + ")),
-		"A run slower than 1 s is reported as missed (met: missed), not failed; a duplicate or a missing run fails the benchmark. The load column is the 1-minute load average at the start of the median competing / alone run: the runners, Redis and the sampler share the machine's cores.",
+		"A run slower than 1 s is reported as missed (met: missed), not failed; a duplicate or a missing run fails the benchmark. The load column is the 1-minute load average at the start of the median competing / alone run (the runners, Redis and the sampler themselves load the machine's cores), with the share of the CPU other processes used in those runs when it is over 5%; every run's is in the table above.",
 	}
 }
 
@@ -889,12 +933,12 @@ func writeSchedMarkdown(w io.Writer, s *SchedulersReport) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Scenario, r.Unit, r.Better, r.competingCell(), r.aloneCell(),
 			fmtRatio(r.Ratio), r.Target, schedMetCell(r.Met), r.Load, r.Note)
 	}
-	fmt.Fprintf(w, "\nEvery run:\n\n| runners | T → all runs, s | T → first, ms | at T + 1 s | runs | duplicates | missing | fired | upserts, s | ready before T, ms | Redis CPU, s | load |\n")
-	fmt.Fprintf(w, "|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|\n")
+	fmt.Fprintf(w, "\nEvery run:\n\n| runners | T → all runs, s | T → first, ms | at T + 1 s | runs | duplicates | missing | fired | upserts, s | ready before T, ms | Redis CPU, s | load | other processes' CPU |\n")
+	fmt.Fprintf(w, "|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|--:|\n")
 	for _, runs := range [][]SchedRun{s.Alone, s.Competing} {
 		for _, r := range runs {
-			fmt.Fprintf(w, "| %s | %.3f | %.1f | %s | %s | %d | %d | %s | %.2f | %d | %.2f | %s |\n", strings.Join(labels(r.Runners), " + "), r.Seconds, r.FirstMs,
-				commas(int64(r.At1s)), commas(int64(r.Pending+r.Scheduled)), r.Duplicates, r.Missing, firedText(r), r.UpsertSeconds, r.ReadyBeforeTMs, r.ServerCPUSeconds, r.LoadAvg)
+			fmt.Fprintf(w, "| %s | %.3f | %.1f | %s | %s | %d | %d | %s | %.2f | %d | %.2f | %s | %.0f%% |\n", strings.Join(labels(r.Runners), " + "), r.Seconds, r.FirstMs,
+				commas(int64(r.At1s)), commas(int64(r.Pending+r.Scheduled)), r.Duplicates, r.Missing, firedText(r), r.UpsertSeconds, r.ReadyBeforeTMs, r.ServerCPUSeconds, r.LoadAvg, 100*otherShare(r))
 		}
 	}
 	fmt.Fprintf(w, "\n")
