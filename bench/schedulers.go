@@ -117,6 +117,7 @@ type SchedRun struct {
 	// runners and its redis-server used meanwhile (all cores).
 	WindowSeconds   float64 `json:"window_seconds"`
 	OtherCPUSeconds float64 `json:"other_processes_cpu_seconds"`
+	OtherCPUShare   float64 `json:"other_processes_cpu_share"` // of the machine's cores over the window
 }
 
 // SchedRow is one line of the scheduler table: the competing runners'
@@ -409,6 +410,9 @@ func schedAttempt(ctx context.Context, srv *server, cfg *config, runnerNames []s
 	snap1 := takeRunSnap(srv, runners)
 	r.WindowSeconds = snap1.at.Sub(snap0.at).Seconds()
 	r.OtherCPUSeconds = max(snap1.busy-snap0.busy-(snap1.ours-snap0.ours), 0).Seconds()
+	if r.WindowSeconds > 0 {
+		r.OtherCPUShare = r.OtherCPUSeconds / (r.WindowSeconds * float64(runtime.NumCPU()))
+	}
 	r.Fired, r.Ticks = map[string]int{}, map[string]int{}
 	for _, rn := range runners {
 		fired, ticks, err := rn.Stop()
@@ -454,12 +458,7 @@ func takeRunSnap(srv *server, runners []schedRunner) runSnap {
 
 // otherShare is the share of the machine's CPU other processes used in a
 // run's window.
-func otherShare(r SchedRun) float64 {
-	if r.WindowSeconds <= 0 {
-		return 0
-	}
-	return r.OtherCPUSeconds / (r.WindowSeconds * float64(runtime.NumCPU()))
-}
+func otherShare(r SchedRun) float64 { return r.OtherCPUShare }
 
 // checkSchedRun reads what the run left: every run pending (none
 // scheduled), one per scheduler, each scheduler's record fired once at T
