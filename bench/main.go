@@ -173,6 +173,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := json.Unmarshal(b, rep); err != nil {
 			return fmt.Errorf("%s: %w", *render, err)
 		}
+		if s := rep.Schedulers; s != nil {
+			// The scheduler rows and notes are built from its runs alone.
+			s.Rows, s.Notes = schedRows(s), schedNotes(s)
+		}
 		if rep.Meta.Quick {
 			cfg.Name = "quick"
 			if *chart == "" {
