@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/echomq/echomq/sdk/go/emq"
 )
 
 // TestQuickRun runs `go run . -quick` end to end against a real
@@ -239,10 +241,67 @@ func TestQuickRun(t *testing.T) {
 		}
 	}
 
+	// The scheduler scenario: 1,000 schedulers, the Go runner alone and
+	// the three runners competing, every run exact and counted by the
+	// runner that fired it; the time reported (judged, never required: a
+	// loaded machine may miss it).
+	sr := rep.Schedulers
+	if sr == nil {
+		t.Fatal("the report has no scheduler scenario")
+	}
+	if sr.Schedulers != 1000 || !slices.Equal(sr.Runners, []string{"go", "ts", "python"}) || len(sr.Alone) != 1 || len(sr.Competing) != 1 ||
+		sr.PollMs != 250 || sr.HorizonMs != 0 || sr.LoadAvg == "" || sr.Date == "" || sr.Redis != m.Redis {
+		t.Errorf("schedulers: %+v", sr)
+	}
+	for _, name := range sr.Runners {
+		if sr.Versions[name] == "" {
+			t.Errorf("schedulers: no version for the %s runner", name)
+		}
+	}
+	for _, r := range append(slices.Clone(sr.Alone), sr.Competing...) {
+		fired := 0
+		for _, name := range r.Runners {
+			fired += r.Fired[name]
+			if r.ByNode[name] != r.Fired[name] {
+				t.Errorf("schedulers %v: %s fired %d, %d runs carry its node", r.Runners, name, r.Fired[name], r.ByNode[name])
+			}
+		}
+		if r.Pending != 1000 || r.Scheduled != 0 || r.SchedulerRuns != 1000 || r.Duplicates != 0 || r.Missing != 0 || fired != 1000 ||
+			!(r.Seconds > 0) || r.FirstMs < 0 || r.FirstMs > r.AllMs || r.Met != (r.Seconds <= 1) || r.TMs%1000 != 0 || r.Samples < 1 || r.LoadAvg == "" {
+			t.Errorf("schedulers run %v: %+v", r.Runners, r)
+		}
+	}
+	schedRows := map[string]SchedRow{}
+	for _, r := range sr.Rows {
+		schedRows[r.Key] = r
+		if r.Target != "" && r.Met == nil {
+			t.Errorf("scheduler row %s: target %q not judged", r.Key, r.Target)
+		}
+		if r.Load == "" {
+			t.Errorf("scheduler row %s: no load", r.Key)
+		}
+	}
+	for _, k := range []string{"sched_all", "sched_first", "sched_firing", "sched_at_1s", "sched_exact", "sched_fired", "sched_server_cpu"} {
+		if _, ok := schedRows[k]; !ok {
+			t.Errorf("scheduler row %s missing", k)
+		}
+	}
+	if r := schedRows["sched_all"]; r.Competing != sr.Competing[0].Seconds || r.Alone != sr.Alone[0].Seconds || math.Abs(r.Ratio-r.Competing/r.Alone) > 1e-9*r.Ratio {
+		t.Errorf("row sched_all: %+v", r)
+	}
+
 	// The Markdown file, the chart and the printed table.
 	md, err := os.ReadFile(filepath.Join(dir, "quick.md"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "## Job schedulers: 1,000 due in the same second") {
+		t.Error("quick.md has no scheduler section")
+	}
+	for _, r := range sr.Rows {
+		if !strings.Contains(string(md), "| "+r.Scenario+" |") || !strings.Contains(stdout.String(), r.Scenario) {
+			t.Errorf("scheduler row %q missing from quick.md or the printed table", r.Scenario)
+		}
 	}
 	for _, s := range []string{"| scenario | unit |", m.Redis, m.Go, m.Asynq, m.Command, m.Date, "bench.svg"} {
 		if !strings.Contains(string(md), s) {
@@ -315,5 +374,70 @@ func TestSummarize(t *testing.T) {
 	l := summarize(ds)
 	if l.Samples != 100 || l.P50Ms != 50 || l.P99Ms != 99 || l.MaxMs != 100 {
 		t.Errorf("summarize = %+v", l)
+	}
+}
+
+// TestCheckSchedRun fires a few schedulers on a real redis-server and
+// checks that the scheduler scenario's checker passes them, and fails a
+// duplicate run, a missing run and a runner's count that does not match.
+func TestCheckSchedRun(t *testing.T) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal(hintServer)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := startServer(ctx, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	c, q, err := connectQueue(ctx, srv.Addr(), schedQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	now, err := serverMs(ctx, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := now - 500
+	ids := []string{"a", "b", "c", "d", "e"}
+	for _, id := range ids {
+		if _, err := q.UpsertScheduler(ctx, id, emq.Schedule{Every: schedEvery, Start: time.UnixMilli(start)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fired, err := q.FireDue(ctx, 0)
+	if err != nil || len(fired) != len(ids) {
+		t.Fatalf("FireDue: %d runs, %v", len(fired), err)
+	}
+	nodes := map[int]string{c.Node(): runnerGo}
+	check := func(f int) (SchedRun, error) {
+		r := SchedRun{TMs: start, Fired: map[string]int{runnerGo: f}}
+		return r, checkSchedRun(ctx, srv, q, ids, nodes, &r)
+	}
+	if r, err := check(len(ids)); err != nil || r.Pending != 5 || r.SchedulerRuns != 5 || r.ByNode[runnerGo] != 5 {
+		t.Fatalf("a clean run: %+v, %v", r, err)
+	}
+	if _, err := check(4); err == nil || !strings.Contains(err.Error(), "reported 4 runs fired") {
+		t.Errorf("a runner's count off by one: %v", err)
+	}
+	pending := q.Keys().Pending
+	extra, err := c.Mint(emq.WorkKind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.admin.Do(ctx, srv.admin.B().Zadd().Key(pending).ScoreMember().ScoreMember(0, extra.String()).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := check(len(ids)); err == nil || r.Duplicates != 1 || !strings.Contains(err.Error(), "1 duplicates") {
+		t.Errorf("a duplicate run: %+v, %v", r, err)
+	}
+	if err := srv.admin.Do(ctx, srv.admin.B().Zrem().Key(pending).Member(extra.String(), fired[0].ID.String()).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := check(len(ids)); err == nil || r.Missing != 1 || !strings.Contains(err.Error(), "1 missing") {
+		t.Errorf("a missing run: %+v, %v", r, err)
 	}
 }

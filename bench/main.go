@@ -59,6 +59,11 @@ type config struct {
 	PythonLatencySamples int
 	PythonLatencyBudget  time.Duration
 	RQWorkers            int // RQ worker processes
+	// Schedulers is how many schedulers the scheduler scenario upserts (0:
+	// the scenario is left out); SchedulersOnly runs it alone (-scenario
+	// schedulers).
+	Schedulers     int
+	SchedulersOnly bool
 }
 
 func main() {
@@ -94,6 +99,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	pythonJobs := fs.Int("python-jobs", 0, "jobs per throughput scenario of the Python half (default 10,000; 500 with -quick)")
 	rqWorkers := fs.Int("rq-workers", 4, "RQ SimpleWorker processes in the Python half")
 	render := fs.String("render", "", "render the Markdown file and the chart again from this results JSON, measuring nothing")
+	schedulers := fs.Int("schedulers", -1, "schedulers of the scheduler scenario, due in the same second (default 10,000; 1,000 with -quick; 0 leaves the scenario out)")
+	scenario := fs.String("scenario", "all", "all: every scenario; schedulers: only the scheduler scenario, its figures merged into the existing <out>/<name>.json (the other figures kept as measured) and the Markdown file rendered again")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -107,11 +114,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		SharedClient: *shared, Runs: 3, Node: *nodeHalf, NodeDir: "node", NodeJobs: 20_000,
 		Python: *pythonHalf, PythonDir: "python", PythonSDKDir: filepath.Join("..", "sdk", "python"), PythonJobs: 10_000,
 		PythonLatencySamples: 500, PythonLatencyBudget: 20 * time.Second, RQWorkers: *rqWorkers,
+		Schedulers: 10_000,
 	}
 	if cfg.Quick {
 		cfg.Jobs, cfg.LatencySamples, cfg.LatencyBudget, cfg.RSSJobs, cfg.SampleEvery = 5_000, 100, 4*time.Second, 200_000, 50*time.Millisecond
 		cfg.BenchRequests, cfg.Name, cfg.Runs, cfg.NodeJobs = 50_000, "quick", 1, 2_000
 		cfg.PythonJobs, cfg.PythonLatencySamples, cfg.PythonLatencyBudget = 500, 30, 2*time.Second
+		cfg.Schedulers = 1_000
+	}
+	if *schedulers >= 0 {
+		cfg.Schedulers = *schedulers
+	}
+	switch *scenario {
+	case "all":
+	case "schedulers":
+		cfg.SchedulersOnly = true
+		if cfg.Schedulers == 0 {
+			return errors.New("-scenario schedulers needs -schedulers above 0")
+		}
+	default:
+		return fmt.Errorf("-scenario %q: all or schedulers", *scenario)
 	}
 	if *pythonJobs > 0 {
 		cfg.PythonJobs = *pythonJobs
@@ -151,6 +173,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := json.Unmarshal(b, rep); err != nil {
 			return fmt.Errorf("%s: %w", *render, err)
 		}
+		if s := rep.Schedulers; s != nil {
+			// The scheduler rows and notes are built from its runs alone.
+			s.Rows, s.Notes = schedRows(s), schedNotes(s)
+		}
 		if rep.Meta.Quick {
 			cfg.Name = "quick"
 			if *chart == "" {
@@ -163,6 +189,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmdline := "cd bench && go run ."
 	if len(args) > 0 {
 		cmdline += " " + strings.Join(args, " ")
+	}
+	if cfg.SchedulersOnly {
+		return runSchedulersOnly(ctx, cfg, cmdline, stdout, stderr)
 	}
 	rep, err := measure(ctx, cfg, cmdline, stderr)
 	if err != nil {
@@ -205,6 +234,42 @@ func writeResults(cfg *config, rep *Report, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "\nwrote %s, %s and %s\n", mdPath, jsonPath, cfg.Chart)
 	return nil
+}
+
+// runSchedulersOnly is -scenario schedulers: the scheduler scenario alone,
+// on a server of its own, printed, and merged into <out>/<name>.json when
+// there is one (its other figures as they were measured; the Markdown file
+// and the chart rendered again from it).
+func runSchedulersOnly(ctx context.Context, cfg *config, cmdline string, stdout, stderr io.Writer) error {
+	serverBin, _, err := lookBinaries()
+	if err != nil {
+		return err
+	}
+	srv, err := startServer(ctx, serverBin)
+	if err != nil {
+		return err
+	}
+	s, err := scenarioSchedulers(ctx, srv, cfg, cmdline, stderr)
+	srv.Stop()
+	if err != nil {
+		return err
+	}
+	writeSchedTable(stdout, s)
+	path := filepath.Join(cfg.Out, cfg.Name+".json")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(stdout, "\nno %s to merge the figures into (a full run writes it): printed only\n", path)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rep := new(Report)
+	if err := json.Unmarshal(b, rep); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	rep.Schedulers = s
+	return writeResults(cfg, rep, stdout)
 }
 
 // measures are the per-side figures of the throughput scenarios.
@@ -332,6 +397,12 @@ func measure(ctx context.Context, cfg *config, cmdline string, log io.Writer) (*
 	if cfg.Python {
 		logf("== Python half: the Python SDK vs arq and RQ, %d jobs per scenario (bench/python; sides %s)", cfg.PythonJobs, strings.Join(cfg.PythonSides, ", "))
 		if rep.Python, err = runPython(ctx, cfg, srv.Addr(), srv.Reset, log); err != nil {
+			return nil, err
+		}
+	}
+
+	if cfg.Schedulers > 0 {
+		if rep.Schedulers, err = scenarioSchedulers(ctx, srv, cfg, cmdline, log); err != nil {
 			return nil, err
 		}
 	}

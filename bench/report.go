@@ -30,6 +30,10 @@ type Report struct {
 	// Python is the Python half: the Python SDK vs arq and RQ on the same
 	// server, nil when the run was made with -python=false.
 	Python *PythonReport `json:"python,omitempty"`
+	// Schedulers is the scheduler scenario (echomq 2.6.0's job schedulers,
+	// the Go, TypeScript and Python runners competing), nil when it was
+	// left out (-schedulers 0).
+	Schedulers *SchedulersReport `json:"schedulers,omitempty"`
 }
 
 // SidePair holds the SDK's and the peer's figure of one kind.
@@ -376,6 +380,7 @@ func writeTable(w io.Writer, rep *Report) {
 			fmt.Fprintf(bw, "  %s\n", p.Missing)
 		}
 	}
+	writeSchedTable(bw, rep.Schedulers)
 	m := rep.Meta
 	fmt.Fprintf(bw, "machine: %s, %d cores, GOMAXPROCS %d, %s, Redis %s, asynq %s; load average %s at the start, other processes used %.1f CPU-s over the %.0f s run\n",
 		m.CPU, m.Cores, m.GOMAXPROCS, m.Go, m.Redis, m.Asynq, m.LoadAvgStart, m.OtherCPUSeconds, m.WallSeconds)
@@ -447,6 +452,7 @@ func writeMarkdown(w io.Writer, rep *Report, chart string) error {
 			fmt.Fprintf(bw, "- %s\n", p.Notes[s])
 		}
 	}
+	writeSchedMarkdown(bw, rep.Schedulers)
 	fmt.Fprintf(bw, "\n## Cost per scenario\n\n")
 	fmt.Fprintf(bw, "Redis runs on the same 2 cores as the benchmark, so its CPU bounds what either side can reach.\n\n")
 	fmt.Fprintf(bw, "The median of %d run(s) per side; \"runs\" lists every run's jobs/s.\n\n", m.Runs)
