@@ -322,13 +322,19 @@ func (q *Queue) pauseSchedulers(ctx context.Context, paused int64, ids []string)
 	}
 	k := q.keys
 	call := wire.PauseSchedulersCall{SchedulersKey: k.Schedulers, SchedulerNext: k.SchedulerNext, Paused: paused, Schedulers: ids}
+	return q.resentCount(ctx, call.Exec)
+}
+
+// resentCount runs a call that answers a count, resent across a
+// reconnect (a resend counts what the lost attempt did not do).
+func (q *Queue) resentCount(ctx context.Context, exec func(context.Context, rueidis.Client) (int64, error)) (int, error) {
 	var n int64
 	err := q.c.idempotent(ctx, func(ctx context.Context) error {
 		if err := q.c.ensure(ctx); err != nil {
 			return err
 		}
 		var err error
-		n, err = call.Exec(ctx, q.c.rc)
+		n, err = exec(ctx, q.c.rc)
 		return err
 	})
 	return int(n), err
@@ -344,16 +350,7 @@ func (q *Queue) RemoveSchedulers(ctx context.Context, ids ...string) (int, error
 	}
 	k := q.keys
 	call := wire.RemoveSchedulersCall{SchedulersKey: k.Schedulers, SchedulerNext: k.SchedulerNext, Schedulers: ids}
-	var n int64
-	err := q.c.idempotent(ctx, func(ctx context.Context) error {
-		if err := q.c.ensure(ctx); err != nil {
-			return err
-		}
-		var err error
-		n, err = call.Exec(ctx, q.c.rc)
-		return err
-	})
-	return int(n), err
+	return q.resentCount(ctx, call.Exec)
 }
 
 // SchedulerFiring is one entry of a FireSchedulers call: the scheduler's
