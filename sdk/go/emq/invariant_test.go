@@ -118,21 +118,22 @@ type invSnap struct {
 }
 
 type invariant struct {
-	t     *testing.T
-	ctx   context.Context
-	c     *emq.Client
-	q     *emq.Queue
-	k     wire.QueueKeys
-	rnd   *rand.Rand
-	seed  uint64
-	model invModel
-	by    wire.QueueKeys   // the bystander queue, which nothing touches
-	pool  []emq.ID         // ids to enqueue and act on
-	floor map[emq.ID]int64 // the highest attempts seen per id
-	step  int
-	trail []string // the last operations, for a failure report
-	stats map[string]*[2]int
-	never int64 // the due index's score of a paused or ended scheduler
+	t       *testing.T
+	ctx     context.Context
+	c       *emq.Client
+	q       *emq.Queue
+	k       wire.QueueKeys
+	rnd     *rand.Rand
+	seed    uint64
+	model   invModel
+	by      wire.QueueKeys   // the bystander queue, which nothing touches
+	pool    []emq.ID         // ids to enqueue and act on
+	floor   map[emq.ID]int64 // the highest attempts seen per id
+	step    int
+	trail   []string // the last operations, for a failure report
+	stats   map[string]*[2]int
+	never   int64 // the due index's score of a paused or ended scheduler
+	removes int   // remove_schedulers calls so far (removeSchedulers alternates its answers)
 }
 
 func invSettings(t *testing.T) (seed uint64, ops int) {
@@ -241,7 +242,7 @@ func TestInvariant(t *testing.T) {
 		{wire.ScriptSweepDedup.Name, 2, v.sweepDedup},
 		{wire.ScriptCancelIDs.Name, 4, v.cancelIDs},
 		{wire.ScriptUpsertScheduler.Name, 5, v.upsertScheduler},
-		{wire.ScriptRemoveSchedulers.Name, 1, v.removeSchedulers},
+		{wire.ScriptRemoveSchedulers.Name, 3, v.removeSchedulers},
 		{wire.ScriptPauseSchedulers.Name, 3, v.pauseSchedulers},
 		{wire.ScriptSchedulerEntries.Name, 2, v.schedulerEntries},
 		{wire.ScriptListSchedulers.Name, 2, v.listSchedulers},
