@@ -154,7 +154,7 @@ func Compare(old, new Side) []Finding { return compare(old, new, Rules()) }
 // compare classifies with the given manifest rules; tests drop rules from
 // it to show that what they explained then fails closed.
 func compare(old, new Side, rules []Rule) []Finding {
-	d := &differ{claimed: map[*change]bool{}}
+	d := &differ{claimed: map[*change]bool{}, oldNames: namesOf(old.Manifest), newNames: namesOf(new.Manifest)}
 	d.old, _ = flattenWith(old.Manifest)
 	d.new, d.newLists = flattenWith(new.Manifest)
 	// The version itself is what a change is judged against, not a change.
@@ -175,8 +175,6 @@ func compare(old, new Side, rules []Rule) []Finding {
 	}
 	if old.Surface != nil && new.Surface != nil {
 		out = append(out, compareSurfaces(d, old, new)...)
-		out = append(out, compareTS(d, old, new)...)
-		out = append(out, comparePy(d, old, new)...)
 	}
 	sortFindings(out)
 	return out
@@ -202,12 +200,12 @@ func (r Rule) finding(g *group, oldFile, newFile string) Finding {
 	if msg == "" {
 		msg = "changed"
 	}
-	t := g.d.new
+	t, n := g.d.new, g.d.newNames
 	if isOld {
-		t = g.d.old
+		t, n = g.d.old, g.d.oldNames
 	}
-	if n := goNameOf(t, g.root); n != "" && !strings.Contains(msg, n) {
-		msg += " (Go: " + n + ")"
+	if label, idents := nameOf(t, n, g.root); label != "" && !containsAll(msg, idents) {
+		msg += " (" + label + ")"
 	}
 	if since := g.d.old[g.root+".deprecated.since"].value; a.kind == removed && a.path == g.root && since != "" {
 		msg += "; announced at version " + since + " (deprecated)"
@@ -218,6 +216,16 @@ func (r Rule) finding(g *group, oldFile, newFile string) Finding {
 		f.Anchor = g.d.newAnchor(g.root, newFile)
 	}
 	return f
+}
+
+// containsAll reports whether s contains every one of subs.
+func containsAll(s string, subs []string) bool {
+	for _, x := range subs {
+		if !strings.Contains(s, x) {
+			return false
+		}
+	}
+	return true
 }
 
 // category is the rule's category, wire when unset.
@@ -355,8 +363,6 @@ func RuleIDs() []string {
 func AllRules() []Rule {
 	rs := Rules()
 	rs = append(rs, ArtifactRules()...)
-	rs = append(rs, TSRules()...)
-	rs = append(rs, PyRules()...)
 	rs = append(rs, waiverRules()...)
 	return append(rs, unclassified)
 }

@@ -3,6 +3,7 @@ package compat
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -196,12 +197,14 @@ func withTS(t *testing.T, path string, s *Surface, record string) *Surface {
 		t.Fatalf("%s: a fixture with a TypeScript API needs manifests that resolve", path)
 	}
 	c := *s
-	c.TS = []string{}
+	c.Records = maps.Clone(s.Records)
+	rec := &Record{Lines: []string{}}
 	for _, l := range strings.Split(record, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
-			c.TS = append(c.TS, l)
+			rec.Lines = append(rec.Lines, l)
 		}
 	}
+	c.SetRecord("ts", rec)
 	return &c
 }
 
@@ -213,12 +216,14 @@ func withPy(t *testing.T, path string, s *Surface, record string) *Surface {
 		t.Fatalf("%s: a fixture with a Python API needs manifests that resolve", path)
 	}
 	c := *s
-	c.Py = []string{}
+	c.Records = maps.Clone(s.Records)
+	rec := &Record{Lines: []string{}}
 	for _, l := range strings.Split(record, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
-			c.Py = append(c.Py, l)
+			rec.Lines = append(rec.Lines, l)
 		}
 	}
+	c.SetRecord("py", rec)
 	return &c
 }
 

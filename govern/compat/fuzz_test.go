@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -142,13 +143,15 @@ func newCompareFuzz(f *testing.F, manifests bool) *compareFuzz {
 	}
 	c.apiText = string(apiText)
 	recorded := *c.generated
-	if recorded.API, err = apirecord.ReadAPI(bytes.NewReader(apiText)); err != nil {
+	recorded.Records = maps.Clone(c.generated.Records)
+	rec := &Record{File: c.apiFile, At: map[string]int{}}
+	if rec.Lines, err = apirecord.ReadAPI(bytes.NewReader(apiText)); err != nil {
 		f.Fatal(err)
 	}
-	recorded.APIFile, recorded.APILines = c.apiFile, map[string]int{}
 	for i, l := range strings.Split(c.apiText, "\n") {
-		recorded.APILines[l] = i + 1
+		rec.At[l] = i + 1
 	}
+	recorded.SetRecord("go", rec)
 	c.recorded = &recorded
 	for _, r := range AllRules() {
 		c.bumps[r.ID] = r.Bump
@@ -176,7 +179,7 @@ func (c *compareFuzz) check(t *testing.T, old, new Side, oldText, newText string
 		if !ok {
 			t.Fatalf("finding %+v names a file outside the comparison", x)
 		}
-		if x.Line == 0 && strings.HasPrefix(x.Rule, "GO_API_") && old.Surface != nil && old.Surface.APIFile == "" {
+		if x.Line == 0 && strings.HasPrefix(x.Rule, "GO_API_") && old.Surface.Record("go") != nil && old.Surface.Record("go").File == "" {
 			// A Go API generated in memory has no file to point into.
 		} else if x.Line < 1 || x.Line > lineCount(src) || x.Column < 1 {
 			t.Fatalf("finding %+v points outside %s (%d lines)", x, x.File, lineCount(src))

@@ -16,6 +16,9 @@ type differ struct {
 	newLists map[string]manifest.Pos
 	changes  []*change
 	claimed  map[*change]bool
+	// oldNames and newNames are the languages' annotations of each side
+	// (none for a side without a Surface).
+	oldNames, newNames names
 }
 
 // group is the set of changes one finding explains: every unclaimed change

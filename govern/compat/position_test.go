@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -23,9 +24,10 @@ func TestGoAPIFindingsArePositioned(t *testing.T) {
 	}
 	old.Surface = s
 	ns := *s
-	ns.API = slices.DeleteFunc(slices.Clone(s.API), func(l string) bool {
+	ns.Records = maps.Clone(s.Records)
+	ns.SetRecord("go", &Record{Lines: slices.DeleteFunc(slices.Clone(s.Record("go").Lines), func(l string) bool {
 		return strings.Contains(l, "emq/wire, func ScriptNamed(") || strings.Contains(l, "emq/wire, type QueueKeys struct")
-	})
+	})})
 	new.Surface = &ns
 	n := 0
 	for _, f := range Compare(old, new) {

@@ -539,7 +539,7 @@ func reused(d *differ) []*group {
 				t = d.new
 			}
 			if _, in := t[stone]; in {
-				desc, _ := describe(d.new, c.path)
+				desc, _ := describe(d.new, d.newNames, c.path)
 				g := d.collect(c.path, []string{desc, strings.ReplaceAll(k.what, "_", " "), name, "since " + t[stone+".since"].value})
 				d.claim(g)
 				out = append(out, g)
@@ -583,11 +583,11 @@ func deprecation(which func(old, new bool) bool, sub ...string) matcher {
 					continue
 				}
 			}
-			t := d.new
+			t, tn := d.new, d.newNames
 			if !n {
-				t = d.old
+				t, tn = d.old, d.oldNames
 			}
-			desc, ok := describe(t, elem)
+			desc, ok := describe(t, tn, elem)
 			if !ok {
 				desc = elem
 			}

@@ -11,7 +11,6 @@
 package release
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -24,8 +23,10 @@ import (
 	"github.com/echomq/echomq/gen/header"
 	"github.com/echomq/echomq/gen/manifest"
 	"github.com/echomq/echomq/gen/model"
-	"github.com/echomq/echomq/govern/apirecord"
 	"github.com/echomq/echomq/govern/compat"
+	"github.com/echomq/echomq/govern/lang"
+	"github.com/echomq/echomq/govern/lang/golang"
+	"github.com/echomq/echomq/govern/langs"
 )
 
 // Dir is where frozen releases live, relative to the repository root.
@@ -110,11 +111,11 @@ func Newest(root string) (Release, error) {
 }
 
 // Side loads a frozen release as the baseline side of a comparison: its
-// manifest, and a surface whose Go API is the recorded one (what users
-// compiled against then, whatever the generator and the hand-written
-// layer make of it today; see ReadAPI) and whose Lua slots are generated
-// from the frozen manifest; when the release records a TypeScript API
-// (TSAPI), the surface carries it too.
+// manifest, and a surface whose Lua slots are generated from the frozen
+// manifest and whose API records are the ones the release keeps beside
+// it, one per language (RecordFile): what users compiled against then,
+// whatever the generator and the hand-written layer make of it today. A
+// language whose record the release does not keep is not compared.
 func (r Release) Side() (compat.Side, error) {
 	data, err := os.ReadFile(r.Manifest)
 	if err != nil {
@@ -132,18 +133,72 @@ func (r Release) Side() (compat.Side, error) {
 	if err != nil {
 		return compat.Side{}, err
 	}
-	api, lines, err := ReadAPI(r.API)
-	if err != nil {
-		return compat.Side{}, err
-	}
-	s.API, s.APIFile, s.APILines = api, r.API, lines
-	if err := r.addTS(s); err != nil {
-		return compat.Side{}, err
-	}
-	if err := r.addPy(s); err != nil {
-		return compat.Side{}, err
+	for _, l := range langs.All() {
+		rec, err := r.ReadRecord(l)
+		if err != nil {
+			return compat.Side{}, err
+		}
+		s.SetRecord(l.Name(), rec) // nil: not kept, not compared
 	}
 	return compat.Side{File: r.Manifest, Manifest: m, Surface: s}, nil
+}
+
+// RecordFile is the path of the release's API record of a language:
+// <version><suffix> beside its manifest (<version>.api.txt for Go,
+// <version>.ts-api.txt for TypeScript). Releases frozen before a
+// language's SDK existed keep none.
+func (r Release) RecordFile(l lang.Language) string {
+	return strings.TrimSuffix(r.Manifest, ".yaml") + l.RecordSuffix()
+}
+
+// HasRecord reports whether the release keeps a record of the language.
+func (r Release) HasRecord(l lang.Language) bool {
+	_, err := os.Stat(r.RecordFile(l))
+	return err == nil
+}
+
+// ReadRecord reads the release's record of a language; nil when it keeps
+// none.
+func (r Release) ReadRecord(l lang.Language) (*compat.Record, error) {
+	path := r.RecordFile(l)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	lines, at, err := l.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if lines == nil {
+		lines = []string{}
+	}
+	return &compat.Record{Lines: lines, File: path, At: at}, nil
+}
+
+// FreezeRecord records lines as the language's API of the frozen release
+// r, unless r already keeps one: a frozen record is never rewritten. It
+// returns the path written, or "" when nothing was.
+func FreezeRecord(r Release, l lang.Language, lines []string) (string, error) {
+	if _, err := os.Stat(r.Manifest); err != nil {
+		return "", fmt.Errorf("release: %s is not frozen: %w", r.Version, err)
+	}
+	path := r.RecordFile(l)
+	if _, err := os.Stat(path); err == nil {
+		return "", nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	data, err := l.Format(r.Version.String(), lines)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // root is the repository root: Root, or the directory that holds Dir.
@@ -162,24 +217,11 @@ func ReadAPI(path string) ([]string, map[string]int, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, err := apirecord.ReadAPI(bytes.NewReader(data))
+	api, at, err := golang.Language.Parse(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %v", path, err)
 	}
-	api := apirecord.Normalize(raw)
-	qualified := map[string]string{}
-	for i, l := range raw {
-		qualified[l] = api[i]
-	}
-	lines := map[string]int{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
-		l := strings.TrimSuffix(sc.Text(), "\r")
-		if q, ok := qualified[l]; ok {
-			lines[q] = n
-		}
-	}
-	return api, lines, nil
+	return api, at, nil
 }
 
 // BundleRecord is the on-disk record of a bundle's identity: a header,
@@ -226,12 +268,22 @@ func Freeze(root, path string) (Release, []string, error) {
 	if err != nil {
 		return Release{}, nil, err
 	}
-	var api bytes.Buffer
-	if err := apirecord.WriteAPI(&api, p.Version.String(), s.API); err != nil {
-		return Release{}, nil, err
-	}
 	dir := filepath.Join(root, Dir)
 	r := at(dir, p.Version)
+	type record struct {
+		path string
+		data []byte
+	}
+	var records []record
+	for _, l := range langs.All() {
+		if rec := s.Record(l.Name()); l.FromManifest() && rec != nil {
+			data, err := l.Format(p.Version.String(), rec.Lines)
+			if err != nil {
+				return Release{}, nil, err
+			}
+			records = append(records, record{r.RecordFile(l), data})
+		}
+	}
 	b, err := bundle.Render(p)
 	if err != nil {
 		return Release{}, nil, err
@@ -261,10 +313,7 @@ func Freeze(root, path string) (Release, []string, error) {
 	// The records are what users compiled against and deployed when the
 	// version was released: once written, they stay, even if today's
 	// generator makes more of the same manifest.
-	for _, f := range []struct {
-		path string
-		data []byte
-	}{{r.API, api.Bytes()}, {r.Bundle, bundle}} {
+	for _, f := range append(records, record{r.Bundle, bundle}) {
 		if _, err := os.Stat(f.path); errors.Is(err, os.ErrNotExist) {
 			if err := os.WriteFile(f.path, f.data, 0o644); err != nil {
 				return r, written, err

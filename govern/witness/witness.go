@@ -50,11 +50,9 @@ import (
 	"github.com/echomq/echomq/gen/bundle"
 	"github.com/echomq/echomq/gen/header"
 	"github.com/echomq/echomq/gen/model"
-	"github.com/echomq/echomq/gen/target"
-	"github.com/echomq/echomq/gen/targets"
-	"github.com/echomq/echomq/gen/targets/golang"
 	"github.com/echomq/echomq/govern/apirecord"
 	"github.com/echomq/echomq/govern/compat"
+	"github.com/echomq/echomq/govern/lang/golang"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -426,7 +424,7 @@ func sources(root string, p *model.Protocol) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the hand-written SDK: %w", err)
 	}
-	gen, err := targets.Generate(p, []target.Target{golang.Target})
+	gen, err := golang.Generate(p)
 	if err != nil {
 		return nil, fmt.Errorf("generating the Go SDK: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/echomq/echomq/gen/bundle"
 	"github.com/echomq/echomq/gen/header"
+	"github.com/echomq/echomq/gen/manifest"
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/gen/target"
 )
@@ -50,8 +51,15 @@ const (
 	probePath   = "github.com/echomq/echomq/sdk/go/probe"
 )
 
-// Target writes the generated wire layer of the Go SDK.
-var Target = target.Func("go", Generate)
+// Target writes the generated wire layer of the Go SDK; it is also a
+// target.Annotator (Annotate).
+var Target target.Target = goTarget{}
+
+type goTarget struct{}
+
+func (goTarget) Name() string                                               { return "go" }
+func (goTarget) Generate(in *target.Input) ([]target.File, error)           { return Generate(in) }
+func (goTarget) Annotate(m *manifest.Manifest) ([]target.Annotation, error) { return Annotate(m) }
 
 // Generate returns the generated Go files: package wire, then the
 // re-exports of package emq.
