@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/echomq/echomq/gen/model"
@@ -60,7 +61,12 @@ func JudgeWith(old, new Side, o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: version: %v", new.File, err)
 	}
-	fs := Compare(old, new)
+	var fs []Finding
+	if o.Compared != nil {
+		fs = slices.Clone(o.Compared)
+	} else {
+		fs = Compare(old, new)
+	}
 	fs = o.apply(fs, to.String())
 	if o.Witness != nil {
 		// After the waivers: the witness's findings are never waived (a

@@ -124,6 +124,11 @@ type Options struct {
 	// refused, WAIVER_NOT_FOR_WITNESS), a witness that could not run fails
 	// the report, and every format states it.
 	Witness *Witness
+	// Compared, when not nil, is what Compare(old, new) returned for the
+	// sides being judged: JudgeWith uses it rather than classifying again
+	// (a caller that judges twice, without and with the witness, classifies
+	// once).
+	Compared []Finding
 }
 
 // apply marks the findings outside the category as not judged, attaches
