@@ -29,6 +29,7 @@ import (
 	"github.com/echomq/echomq/govern/compat"
 	"github.com/echomq/echomq/govern/lang"
 	"github.com/echomq/echomq/govern/langs"
+	"github.com/echomq/echomq/govern/release"
 	"github.com/echomq/echomq/govern/witness"
 )
 
@@ -209,10 +210,38 @@ func runWitness(ctx context.Context, o Options, old *Baseline, new *compat.Side,
 		f.Remedy = compat.RemedyInvalid
 		return f
 	}
+	also, err := newerWitness(o.Root, op.Version, np.Version)
+	if err != nil {
+		return w(compat.WitnessFailed, "%v", err)
+	}
 	return witness.Run(ctx, witness.Options{
 		Root: o.Root, New: witness.Side{File: o.Manifest, Protocol: np}, Old: witness.Side{File: src.manifest, Protocol: op},
-		Baseline: src.scenarios, BaselineLabel: src.label, Additive: additive, Addr: o.Addr, Log: o.Log,
+		Baseline: src.scenarios, BaselineLabel: src.label, Also: also, Additive: additive, Addr: o.Addr, Log: o.Log,
 	})
+}
+
+// newerWitness is the witness of the newest frozen release under root
+// that is newer than the baseline's version and older than the new one:
+// checked against an older baseline (-base golden/releases/2.0.0.yaml), a
+// change must still keep what the releases since put on record — a
+// script added after the baseline has its behaviour in their witnesses
+// only. None when the baseline is that release or newer.
+func newerWitness(root string, base, new model.Semver) ([]witness.Replay, error) {
+	rs, err := release.List(root)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(rs) - 1; i >= 0; i-- {
+		r := rs[i]
+		if r.Version.Compare(new) >= 0 {
+			continue
+		}
+		if r.Version.Compare(base) <= 0 || !r.HasWitness() {
+			return nil, nil
+		}
+		return []witness.Replay{{Dir: r.WitnessScenarios(), Label: "the frozen release " + r.Version.String(), Short: r.Version.String()}}, nil
+	}
+	return nil, nil
 }
 
 // and joins names as prose: "A", "A and B", "A, B and C".

@@ -44,7 +44,7 @@ type Released struct {
 // ErrRefused is returned, with the report, when the manifest does not
 // pass the gate against the newest older frozen release (the witness
 // failing or not running included): nothing is frozen.
-var ErrRefused = errors.New("gate: the release does not pass the gate; nothing was frozen")
+var ErrRefused = errors.New("nothing was frozen")
 
 // Release freezes the manifest as the frozen release of its version under
 // root (release.Freeze) once it passes the gate: every language's API is
@@ -96,7 +96,7 @@ func Release(ctx context.Context, o ReleaseOptions) (*Released, error) {
 		}
 		out.Report, out.Notes = res.Report, res.Notes
 		if !res.Report.OK {
-			return out, fmt.Errorf("%w: %s %s does not pass check against the frozen %s", ErrRefused, o.Manifest, p.Version, prev.Version)
+			return out, fmt.Errorf("%s %s does not pass check against the frozen %s; %w", o.Manifest, p.Version, prev.Version, ErrRefused)
 		}
 	}
 	rel, written, err := release.Freeze(o.Root, o.Manifest)

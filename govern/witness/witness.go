@@ -75,6 +75,12 @@ type Options struct {
 	// BaselineLabel names it in the report.
 	Baseline      string
 	BaselineLabel string
+	// Also lists more witnesses to replay against the new bundle after
+	// the baseline's, on the same server and testee: the witness of the
+	// newest frozen release older than the new version, when the baseline
+	// is older still (its scripts' behaviour is on record there, not in
+	// the baseline's). Their failures count like the baseline's.
+	Also []Replay
 	// Additive asks for the reverse run: today's scenarios against the old
 	// bundle.
 	Additive bool
@@ -88,6 +94,13 @@ type Options struct {
 	Timeout time.Duration
 	// Log, when set, receives progress (builds, timings).
 	Log io.Writer
+}
+
+// Replay is a witness to replay: its scenario directory, and what to call
+// it in the report ("the frozen release 2.6.0") and in the verdict's
+// witness line ("2.6.0").
+type Replay struct {
+	Dir, Label, Short string
 }
 
 // ScenarioDir is where a release's witness keeps its scenario files,
@@ -145,21 +158,51 @@ func Run(ctx context.Context, o Options) *compat.Witness {
 	}
 	logf("testee for bundle %s: %s (cached: %v, %.1fs)", short(b.Digest), bin, cached, time.Since(started).Seconds())
 	anchor := compat.Location{File: o.New.File, Line: 1, Column: 1}
-	for _, mode := range []string{"", WireMode} {
-		started = time.Now()
-		res, err := replay(ctx, o, addr, testee(bin, mode), o.New.File, o.Baseline)
-		if err != nil {
-			return failed("%v", err)
+	// A scenario file of a later witness byte for byte like one already
+	// replayed would replay the same cases: it is skipped.
+	seen := map[string]string{}
+	for i, rp := range append([]Replay{{o.Baseline, "the baseline " + o.BaselineLabel, o.BaselineLabel}}, o.Also...) {
+		files, _ := filepath.Glob(filepath.Join(rp.Dir, "*.yaml"))
+		if len(files) == 0 {
+			return failedWith(compat.RemedyNoBase, "the witness %s has no scenario files under %s", rp.Label, rp.Dir)
 		}
-		logf("baseline %s on the new bundle%s: PASS %d/%d (%.1fs)", o.BaselineLabel, mode, res.Passed, res.Total, time.Since(started).Seconds())
-		w.Cases += res.Total
-		w.Passed += res.Passed
-		for _, f := range res.Failures {
-			if mode != "" {
-				f.Case += "@wire"
-				f.Message += " (through the scripts' generated calls: the Go testee's " + mode + " mode)"
+		skip := map[string]bool{}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return failed("%v", err)
 			}
-			w.Findings = append(w.Findings, finding(o, f, anchor))
+			name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+			if prev, ok := seen[name]; ok && i > 0 && prev == string(data) {
+				skip[name] = true
+			}
+			seen[name] = string(data)
+		}
+		if len(skip) == len(files) {
+			logf("%s: every scenario file replayed already", rp.Label)
+			continue
+		}
+		for _, mode := range []string{"", WireMode} {
+			started = time.Now()
+			res, err := replay(ctx, o, addr, testee(bin, mode), o.New.File, rp.Dir, skip)
+			if err != nil {
+				return failed("%v", err)
+			}
+			logf("%s on the new bundle%s: PASS %d/%d (%.1fs)", rp.Label, mode, res.Passed, res.Total, time.Since(started).Seconds())
+			w.Cases += res.Total
+			w.Passed += res.Passed
+			for _, f := range res.Failures {
+				if mode != "" {
+					f.Case += "@wire"
+					f.Message += " (through the scripts' generated calls: the Go testee's " + mode + " mode)"
+				}
+				w.Findings = append(w.Findings, finding(o, rp, f, anchor))
+			}
+		}
+	}
+	if len(o.Also) > 0 {
+		for _, rp := range o.Also {
+			w.Baseline += " + " + rp.Short
 		}
 	}
 	if o.Additive && o.Old.Protocol != nil {
@@ -170,7 +213,7 @@ func Run(ctx context.Context, o Options) *compat.Witness {
 
 // finding turns a baseline case failing on the new bundle into a finding
 // that names the scenario, the step, what was expected and what came.
-func finding(o Options, f failure, anchor compat.Location) compat.Finding {
+func finding(o Options, rp Replay, f failure, anchor compat.Location) compat.Finding {
 	step := "the case as a whole"
 	if f.Step >= 0 {
 		step = fmt.Sprintf("step %d (%s)", f.Step+1, f.Op)
@@ -178,10 +221,10 @@ func finding(o Options, f failure, anchor compat.Location) compat.Finding {
 	if f.Step < 0 && f.Op == "" && f.Case == "hello" {
 		step = "hello"
 	}
-	msg := fmt.Sprintf("the baseline %s's case fails against the new bundle %s at %s: %s", o.BaselineLabel, short(bundleOf(o.New.Protocol)), step, f.Message)
+	msg := fmt.Sprintf("%s's case fails against the new bundle %s at %s: %s", rp.Label, short(bundleOf(o.New.Protocol)), step, f.Message)
 	file, line := f.File, f.Line
 	if file == "" {
-		file = o.Baseline
+		file = rp.Dir
 	}
 	fd := compat.WitnessFinding(f.Case, file, line, msg, anchor)
 	fd.Column = max(f.Column, 1)
@@ -202,7 +245,7 @@ func reverse(ctx context.Context, o Options, addr string, w *compat.Witness, log
 		w.Notes = append(w.Notes, fmt.Sprintf("today's SDK does not build against the old bundle (%v), so today's scenarios were not run against it", firstLine(err.Error())))
 		return
 	}
-	res, err := replay(ctx, o, addr, testee(bin, ""), o.Old.File, dir)
+	res, err := replay(ctx, o, addr, testee(bin, ""), o.Old.File, dir, nil)
 	if err != nil {
 		w.Notes = append(w.Notes, fmt.Sprintf("today's scenarios could not run against the old bundle: %v", err))
 		return
@@ -235,13 +278,23 @@ func testee(bin, mode string) []string {
 	return []string{bin, mode}
 }
 
-// replay runs hello and the scenario files of dir against a built testee,
+// replay runs hello and the scenario files of dir (but those skip names)
+// against a built testee,
 // placeholders resolved from manifest, through the conformance runner (in
 // this process: package runner), on the server at addr.
-func replay(ctx context.Context, o Options, addr string, testee []string, manifest, dir string) (*result, error) {
+func replay(ctx context.Context, o Options, addr string, testee []string, manifest, dir string, skip map[string]bool) (*result, error) {
 	sc, err := runner.LoadScenarios(dir)
 	if err != nil {
 		return nil, fmt.Errorf("the scenarios %s: %w", dir, err)
+	}
+	if len(skip) > 0 {
+		kept := sc[:0]
+		for _, f := range sc {
+			if !skip[f.Name] {
+				kept = append(kept, f)
+			}
+		}
+		sc = kept
 	}
 	rs, err := runner.Run(ctx, runner.Options{
 		Root: o.Root, Out: io.Discard, Timeout: o.Timeout, Manifest: manifest, Addr: addr,

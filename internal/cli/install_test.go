@@ -1,0 +1,160 @@
+package cli_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/echomq/echomq/gen/model"
+	"github.com/echomq/echomq/govern/apirecord"
+	"github.com/echomq/echomq/govern/compat"
+	"github.com/echomq/echomq/govern/release"
+)
+
+// guideMinor is the authoring guide's minor (docs/authoring.md: the
+// lock_owner script with its probe step and its scenario) applied to a
+// manifest's text: the manifest and the scenario file's text.
+func guideMinor(t *testing.T, m string) (string, string) {
+	t.Helper()
+	b := guideBlocks(t)
+	next := between(b["history"], "version: ", "\n")
+	at := strings.Index(m, "\n# ---------------------------------------------------------------------------\n# 8. Governance")
+	if at < 0 {
+		t.Fatal("the manifest has no governance section after its scripts")
+	}
+	m = m[:at] + "\n" + b["script"] + m[at:]
+	probeEnd := "          command: [HEXISTS, \"${reserve:locks}\", \"probe:${queue}\"]\n          expect: {int: 0}\n"
+	if strings.Count(m, probeEnd) != 1 {
+		t.Fatal("the locks probe's last step moved: update the guide and this test")
+	}
+	m = strings.Replace(m, probeEnd, probeEnd+b["probe"], 1)
+	m = strings.Replace(m, "\nversion: "+between(m, "\nversion: ", "\n")+"\n", "\nversion: "+next+"\n", 1)
+	m = strings.Replace(m, "status: current", "status: released", 1)
+	return strings.TrimRight(m, "\n") + "\n" + b["history"], b["scenario"]
+}
+
+// patched is a manifest's text with complete_claim's stale-token check
+// disabled, declared as the patch after its version with its history
+// entry.
+func patched(t *testing.T, m string) string {
+	t.Helper()
+	m = inScript(t, "complete_claim", `if cur[1] ~= {{arg "token"}} then return {{refuse "token"}} end`, `if false and cur[1] ~= {{arg "token"}} then return {{refuse "token"}} end`)(m)
+	cur := between(m, "\nversion: ", "\n")
+	v, err := model.ParseSemver(cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Patch++
+	m = strings.Replace(m, "\nversion: "+cur+"\n", "\nversion: "+v.String()+"\n", 1)
+	m = strings.Replace(m, "    - version: "+cur+"\n      status: current\n", "    - version: "+cur+"\n      status: released\n", 1)
+	return strings.TrimRight(m, "\n") + "\n    - version: " + v.String() + "\n      status: current\n      summary: The change under review.\n"
+}
+
+// The issue's done-when, as a user would try it: emqgen installed with go
+// install (GOBIN a directory of its own), run from a subdirectory of a
+// scratch git clone of the repository (no -root, no -manifest: it finds
+// the clone's protocol.yaml by walking up; nothing of this checkout's
+// layout is assumed), gates a patch that disables complete_claim's
+// stale-token check — it fails, naming the step — and the authoring
+// guide's additive minor — it passes — against the oldest frozen release
+// (2.0.0, where complete_claim does not exist yet: the behaviour is on
+// record in the witness of the releases since) and the newest. The other
+// releases are TestCheckWitnessAgainstEveryRelease's.
+func TestInstalledGatesAScratchClone(t *testing.T) {
+	for _, tool := range []string{"git", "go", "node"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not on PATH: the installed gate needs it (see docs/reviewing.md)", tool)
+		}
+	}
+	ts, err := filepath.Abs(filepath.Join("..", "..", "sdk", "ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(ts, "node_modules", "typescript")); err != nil {
+		t.Fatal("sdk/ts has no node_modules/typescript: run (cd sdk/ts && npm ci && npm run build); ./test.sh does")
+	}
+	gobin := t.TempDir()
+	install := exec.Command("go", "install", "./cmd/emqgen")
+	install.Dir = filepath.Join("..", "..")
+	install.Env = append(os.Environ(), "GOBIN="+gobin)
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("go install ./cmd/emqgen: %v\n%s", err, out)
+	}
+	clone := filepath.Join(t.TempDir(), "scratch")
+	if out, err := exec.Command("git", "clone", "-q", filepath.Join("..", ".."), clone).CombinedOutput(); err != nil {
+		t.Fatalf("git clone: %v\n%s", err, out)
+	}
+	// What a fresh clone needs for the TypeScript API, as the docs say
+	// (npm ci && npm run build): this checkout's installed packages and
+	// built declarations stand in for them.
+	if err := os.Symlink(filepath.Join(ts, "node_modules"), filepath.Join(clone, "sdk", "ts", "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(clone, "sdk", "ts", "dist"), os.DirFS(filepath.Join(ts, "dist"))); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(clone, "protocol.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	check := func(args ...string) (int, string) {
+		t.Helper()
+		var out bytes.Buffer
+		cmd := exec.Command(filepath.Join(gobin, "emqgen"), append([]string{"check"}, args...)...)
+		cmd.Dir = filepath.Join(clone, "docs")
+		cmd.Env = append(os.Environ(), apirecord.CacheEnv+"="+cache)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("emqgen check: %v", err)
+		}
+		return code, out.String()
+	}
+	rs, err := release.List(clone)
+	if err != nil || len(rs) == 0 {
+		t.Fatalf("the clone's frozen releases: %v %v", rs, err)
+	}
+	bases := []string{"", filepath.Join("..", release.Dir, rs[0].Version.String()+".yaml")}
+	manifest := filepath.Join(clone, "protocol.yaml")
+	write := func(path, body string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	write(manifest, patched(t, string(data)))
+	step := regexp.MustCompile(`major WITNESS_BEHAVIOUR_CHANGED scenarios/[a-z_/-]+complete[-_]claim[a-z-]*@wire: .* at step \d+ \(complete_claim\): `)
+	for _, base := range bases {
+		args := []string{}
+		if base != "" {
+			args = append(args, "-base", base)
+		}
+		code, out := check(args...)
+		if code != 1 || !step.MatchString(out) || !strings.Contains(out, "complete token mismatch") || !strings.Contains(out, ": FAIL") {
+			t.Errorf("the installed check -base %q of the complete_claim patch = %d; want a failure naming the complete_claim step\n%s", base, code, out)
+		}
+	}
+
+	m, scenario := guideMinor(t, string(data))
+	write(manifest, m)
+	write(filepath.Join(clone, "conformance", "scenarios", "locks.yaml"), scenario)
+	for _, base := range bases {
+		args := []string{}
+		if base != "" {
+			args = append(args, "-base", base)
+		}
+		code, out := check(args...)
+		if code != 0 || !strings.Contains(out, "minor SCRIPT_ADDED scripts[lock_owner]") || !strings.Contains(out, "baseline cases pass on the new bundle: ok") || strings.Contains(out, compat.WitnessBehaviourChanged) {
+			t.Errorf("the installed check -base %q of the guide's minor = %d; want a pass with the witness run\n%s", base, code, out)
+		}
+	}
+}
