@@ -92,12 +92,12 @@ func PyAPI(ctx context.Context, dir string) ([]string, error) {
 }
 
 // pySourceKey names what the Python API of the package in dir depends
-// on, by content wherever the package lies: the python3 binary, the tool (pyapi.py) and every .py and .pyi file
+// on: the python3 binary, the tool (pyapi.py) and every .py and .pyi file
 // of the package, by content (__pycache__ left out).
 func pySourceKey(py, dir string) (string, error) {
 	h := keyHash("python")
 	hashProgram(h, py)
-	fmt.Fprintf(h, "%d\x00", len(pyTool)) // not dir: another checkout of the same sources hits the cache
+	fmt.Fprintf(h, "%s\x00%d\x00", dir, len(pyTool))
 	h.Write(pyTool)
 	keep := func(name string) bool {
 		return strings.HasSuffix(name, ".py") || strings.HasSuffix(name, ".pyi") || name == "py.typed"

@@ -205,7 +205,7 @@ func splitSignature(sig string) (params []string, ret string, ok bool) {
 var tsCache sync.Map
 
 // tsSourceKey names the state of the package in dir that its API depends
-// on, by content wherever the package lies: the node binary; the package's compiler settings, manifest, lock
+// on: the node binary; the package's compiler settings, manifest, lock
 // file, installed packages (node_modules/.package-lock.json, npm's record
 // of what it installed) and compiler version; the tool; and every file of
 // its sources, tests and chaos programs (tsconfig.json compiles them all),
@@ -215,9 +215,7 @@ var tsCache sync.Map
 func tsSourceKey(node, dir string) (string, error) {
 	h := keyHash("typescript")
 	hashProgram(h, node)
-	// Not the directory itself: the record is a function of the content,
-	// so another checkout of the same sources (a CI clone, a scratch
-	// clone) reads it from the cache.
+	fmt.Fprintf(h, "%s\x00", dir)
 	for _, f := range []string{"tsconfig.json", "package.json", "package-lock.json", TSTool,
 		filepath.Join("node_modules", ".package-lock.json"), filepath.Join("node_modules", "typescript", "package.json")} {
 		if err := hashFile(h, dir, filepath.Join(dir, f)); err != nil {

@@ -103,9 +103,10 @@ func TestInstalledGatesAScratchClone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The user's caches, which this repository's other tests fill: the API
-	// records and the witness's testees are cached by content, so the
-	// clone's unchanged SDKs are a lookup, as in a CI clone.
+	// The user's caches, which this repository's other tests fill: the
+	// witness's testees are cached by content, so the clone's unchanged Go
+	// SDK is a lookup, as in a CI clone (its TypeScript record, keyed by
+	// its directory too, is read once).
 	check := func(args ...string) (int, string) {
 		t.Helper()
 		var out bytes.Buffer
