@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/echomq/echomq/gen/header"
+	"github.com/echomq/echomq/gen/manifest"
 	"github.com/echomq/echomq/gen/model"
 	"github.com/echomq/echomq/gen/target"
 )
@@ -22,7 +23,14 @@ import (
 const Dir = "sdk/ts/src/gen"
 
 // Target writes the generated wire layer of the TypeScript SDK.
-var Target = target.Func("ts", Generate)
+var Target target.Target = tsTarget{}
+
+// tsTarget is the TypeScript target; it is also a target.Annotator.
+type tsTarget struct{}
+
+func (tsTarget) Name() string                                               { return "ts" }
+func (tsTarget) Generate(in *target.Input) ([]target.File, error)           { return Generate(in) }
+func (tsTarget) Annotate(m *manifest.Manifest) ([]target.Annotation, error) { return Annotate(m) }
 
 // width is prettier's default print width.
 const width = 80

@@ -14,6 +14,7 @@ import (
 
 	"github.com/echomq/echomq/gen/manifest"
 	"github.com/echomq/echomq/gen/target"
+	gents "github.com/echomq/echomq/gen/targets/ts"
 	"github.com/echomq/echomq/govern/apirecord"
 	"github.com/echomq/echomq/govern/lang"
 )
@@ -71,5 +72,12 @@ func (tsLang) Compare(old, new []string) []apirecord.Break { return apirecord.Co
 
 func (tsLang) Explain(b apirecord.Break) (string, string) { return lang.ExplainLine("TypeScript", b) }
 
-// Annotate: the TypeScript target returns no annotations yet.
-func (tsLang) Annotate(*manifest.Manifest) ([]target.Annotation, error) { return nil, nil }
+// Annotate returns the TypeScript target's annotations of its wire layer
+// (sdk/ts/src/gen).
+func (tsLang) Annotate(m *manifest.Manifest) ([]target.Annotation, error) {
+	a, ok := gents.Target.(target.Annotator)
+	if !ok {
+		return nil, nil
+	}
+	return a.Annotate(m)
+}
