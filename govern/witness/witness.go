@@ -42,6 +42,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -367,6 +368,13 @@ func Build(ctx context.Context, root string, p *model.Protocol, cacheDir string)
 	if st, err := os.Stat(bin); err == nil && st.Mode().IsRegular() {
 		return bin, true, nil
 	}
+	// A build that failed to compile fails again on the same inputs (an
+	// older bundle's generated code under today's hand-written SDK, which
+	// every check against an older release tries for its reverse run):
+	// its compiler errors are kept and returned without building.
+	if out, err := os.ReadFile(filepath.Join(dir, failedFile)); err == nil {
+		return "", true, fmt.Errorf("go build ./%s: %s", testeeDir, out)
+	}
 	// A scratch tree of its own, so that concurrent builds of the same
 	// inputs (two checks, two test packages) never share one; the first
 	// binary renamed into place wins, and both are the same.
@@ -394,6 +402,9 @@ func Build(ctx context.Context, root string, p *model.Protocol, cacheDir string)
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
 	if out, err := cmd.CombinedOutput(); err != nil {
+		if compileError.Match(out) {
+			_ = os.WriteFile(filepath.Join(dir, failedFile), fmt.Appendf(nil, "%v (cached)\n%s", err, out), 0o644)
+		}
 		return "", false, fmt.Errorf("go build ./%s in %s: %w\n%s", testeeDir, src, err, out)
 	}
 	if err := os.Rename(tmp, bin); err != nil {
@@ -402,6 +413,15 @@ func Build(ctx context.Context, root string, p *model.Protocol, cacheDir string)
 	prune(cacheDir, dir)
 	return bin, false, nil
 }
+
+// failedFile keeps, beside where the testee would be, the compiler
+// errors of a build that failed to compile.
+const failedFile = "build-failed.txt"
+
+// compileError matches a compiler error of the Go toolchain (file:line:col:
+// message): a failure the same inputs reproduce, unlike a module download
+// that failed, which is never cached.
+var compileError = regexp.MustCompile(`(?m)^\S+\.go:\d+:\d+: `)
 
 // keep is how many built testees the cache keeps.
 const keep = 16

@@ -123,3 +123,27 @@ func TestNoBaselineScenariosFails(t *testing.T) {
 		t.Errorf("witness without baseline scenarios: %s %q", w.Status, w.Reason)
 	}
 }
+
+// A testee that does not compile is not built again: today's hand-written
+// SDK on the 2.0.0 release's generated layer fails to compile, and the
+// second Build of the same inputs returns the kept compiler errors at once.
+func TestBuildFailureIsCached(t *testing.T) {
+	cache := t.TempDir()
+	ctx := context.Background()
+	p, err := model.Load(filepath.Join(root, release.Dir, "2.0.0.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cached, err := witness.Build(ctx, root, p, cache)
+	if err == nil || cached || !strings.Contains(err.Error(), ".go:") {
+		t.Fatalf("today's SDK on 2.0.0's generated layer: cached %v, %v; want a compile error, not cached", cached, err)
+	}
+	started := time.Now()
+	_, cached, again := witness.Build(ctx, root, p, cache)
+	if again == nil || !cached || !strings.Contains(again.Error(), ".go:") {
+		t.Errorf("the same failing build again: cached %v, %v; want the kept compile error", cached, again)
+	}
+	if d := time.Since(started); d > 2*time.Second {
+		t.Errorf("a cached failure took %v", d)
+	}
+}
