@@ -366,6 +366,10 @@ func Build(ctx context.Context, root string, p *model.Protocol, cacheDir string)
 	dir := filepath.Join(cacheDir, short(b.Digest)+"-"+hex.EncodeToString(h.Sum(nil))[:16])
 	bin = filepath.Join(dir, "testee")
 	if st, err := os.Stat(bin); err == nil && st.Mode().IsRegular() {
+		// Used now: pruning (by age of use) keeps it while other checks,
+		// in this process or others sharing the cache, build theirs.
+		now := time.Now()
+		_ = os.Chtimes(dir, now, now)
 		return bin, true, nil
 	}
 	// A build that failed to compile fails again on the same inputs (an
@@ -373,6 +377,8 @@ func Build(ctx context.Context, root string, p *model.Protocol, cacheDir string)
 	// every check against an older release tries for its reverse run):
 	// its compiler errors are kept and returned without building.
 	if out, err := os.ReadFile(filepath.Join(dir, failedFile)); err == nil {
+		now := time.Now()
+		_ = os.Chtimes(dir, now, now)
 		return "", true, fmt.Errorf("go build ./%s: %s", testeeDir, out)
 	}
 	// A scratch tree of its own, so that concurrent builds of the same
@@ -423,8 +429,9 @@ const failedFile = "build-failed.txt"
 // that failed, which is never cached.
 var compileError = regexp.MustCompile(`(?m)^\S+\.go:\d+:\d+: `)
 
-// keep is how many built testees the cache keeps.
-const keep = 16
+// keep is how many built testees (and kept build failures) the cache
+// keeps, the most recently used.
+const keep = 32
 
 // prune removes the oldest cache entries beyond keep, never the one just
 // built.
