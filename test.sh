@@ -105,25 +105,37 @@ phase "go vet (generator module, SDK module)"
 go vet ./...
 (cd sdk/go && go vet ./...)
 
+# The install steps of the benchmark's peers (bench/node's npm lockfile,
+# arq and RQ into bench/python/.venv) run before the test groups.
+phase "benchmark peers: bench/node (npm ci), bench/python (arq and RQ from the hashed lock)"
+(cd bench/node && npm ci --no-audit --no-fund --loglevel=error)
+bench/python/setup.sh
+
+# The test groups below run beside each other, at most EMQ_TEST_JOBS at a
+# time (default 3; 1 runs them one after another), longest first. Most of
+# their time is spent waiting on servers, child processes and paced
+# loads, not on both cores. Each writes its own log, printed whole when it
+# ends; every group runs to its end, and the suite fails when any failed.
+# A group must not write what another reads: the TypeScript build is
+# made above and rebuilt by nothing below (the conformance testee's build
+# is a no-op on an up-to-date dist/), the Python venv likewise.
+
 # internal/chaos's mixed-fleet scenario builds its old side from the frozen
 # 2.2.1 release's sdk/go in git history: the clone must not be shallow.
-phase "go test: the generator, governance and tools (root module)"
-go test -count=1 "$@" ./...
-
-phase "go test: the Go SDK (sdk/go, its own module)"
-(cd sdk/go && go test -count=1 "$@" ./...)
-
-phase "TypeScript SDK (sdk/ts): prettier --check, node --test"
-(
+group_root() { # go test: the generator, governance and tools (root module)
+  go test -count=1 "$@" ./...
+}
+group_sdk_go() { # go test: the Go SDK (sdk/go, its own module)
+  cd sdk/go && go test -count=1 "$@" ./...
+}
+group_ts() { # TypeScript SDK (sdk/ts): prettier --check, node --test
   cd sdk/ts
   npx --no-install prettier --check .
   # the TypeScript the target writes for every golden case is prettier-clean too
   npx --no-install prettier --check --ignore-path /dev/null ../../golden/cases/*/out/sdk/ts
   node --test --test-concurrency=1 dist/test/
-)
-
-phase "Python SDK (sdk/python): ruff format --check, ruff check, mypy --strict, pytest"
-(
+}
+group_python() { # Python SDK (sdk/python): ruff format --check, ruff check, mypy --strict, pytest
   cd sdk/python
   .venv/bin/ruff format --check .
   .venv/bin/ruff check .
@@ -139,21 +151,57 @@ phase "Python SDK (sdk/python): ruff format --check, ruff check, mypy --strict, 
   for d in ../../golden/cases/*/out/sdk/python/src/echomq/_gen; do
     .venv/bin/mypy --strict --no-error-summary "$d"
   done
-)
+}
+group_dashboard() { # the dashboard (dashboard/, its own module on the public SDK): vet and tests, the browser test in headless Chromium
+  cd dashboard
+  go vet ./...
+  go test -count=1 "$@" ./...
+  # its load benchmark, small: no KEYS, no command of 10 ms or more, no failed page (timings reported, not judged)
+  go run ./cmd/dashbench -jobs 20000 -clients 20 -loads 5 -max-p99 0
+}
+group_exporters() { # metrics exporters (exporters/prometheus, exporters/otel: modules of their own): vet and tests
+  (cd exporters/prometheus && go vet ./... && go test -count=1 "$@" ./...)
+  (cd exporters/otel && go vet ./... && go test -count=1 "$@" ./...)
+}
+group_conformance() { # conformance suite: every language of conformance/languages.json against its own redis-server
+  go run ./cmd/emqconform
+}
+group_bench() { # benchmark smoke test (bench/ is its own module: Go SDK vs asynq, TypeScript SDK vs BullMQ, Python SDK vs arq and RQ, quick mode)
+  cd bench && go vet ./... && go test -count=1 ./...
+}
 
-phase "the dashboard (dashboard/, its own module on the public SDK): vet and tests, the browser test in headless Chromium"
-(cd dashboard && go vet ./... && go test -count=1 "$@" ./...)
-# its load benchmark, small: no KEYS, no command of 10 ms or more, no failed page (timings reported, not judged)
-(cd dashboard && go run ./cmd/dashbench -jobs 20000 -clients 20 -loads 5 -max-p99 0)
-
-phase "metrics exporters (exporters/prometheus, exporters/otel: modules of their own): vet and tests"
-(cd exporters/prometheus && go vet ./... && go test -count=1 "$@" ./...)
-(cd exporters/otel && go vet ./... && go test -count=1 "$@" ./...)
-
-phase "conformance suite: every language of conformance/languages.json against its own redis-server"
-go run ./cmd/emqconform
-
-phase "benchmark smoke test (bench/ is its own module: Go SDK vs asynq, TypeScript SDK vs BullMQ, Python SDK vs arq and RQ, quick mode)"
-(cd bench/node && npm ci --no-audit --no-fund --loglevel=error)
-bench/python/setup.sh  # arq and RQ from the hashed lock into bench/python/.venv
-(cd bench && go vet ./... && go test -count=1 ./...)
+phase "test groups, ${EMQ_TEST_JOBS:-3} at a time (each group's log follows when it ends)"
+GROUP_LOGS=$(mktemp -d)
+declare -A GROUP_PID=() GROUP_T0=()
+GROUP_FAILED=()
+group_done() { # group_done NAME STATUS: prints the group's log and its verdict
+  local name=$1 rc=$2 took=$((SECONDS - GROUP_T0[$1]))
+  PHASE_TIMES+=("$(printf '%5ds  group %s%s' "$took" "$name" "$([ "$rc" -eq 0 ] || echo " (FAILED, exit $rc)")")")
+  echo "== group $name: $([ "$rc" -eq 0 ] && echo passed || echo "FAILED (exit $rc)") in ${took}s"
+  sed 's/^/  | /' "$GROUP_LOGS/$name.log"
+  [ "$rc" -eq 0 ] || GROUP_FAILED+=("$name")
+}
+group_wait() { # waits for one running group to end
+  local pid rc=0 name
+  wait -n -p pid "${GROUP_PID[@]}" || rc=$?
+  for name in "${!GROUP_PID[@]}"; do
+    if [ "${GROUP_PID[$name]}" = "$pid" ]; then
+      unset "GROUP_PID[$name]"
+      group_done "$name" "$rc"
+    fi
+  done
+}
+for name in root sdk_go python ts bench conformance dashboard exporters; do
+  while [ "${#GROUP_PID[@]}" -ge "${EMQ_TEST_JOBS:-3}" ]; do group_wait; done
+  echo "== group $name: started"
+  GROUP_T0[$name]=$SECONDS
+  (set -e; "group_$name" "$@") > "$GROUP_LOGS/$name.log" 2>&1 &
+  GROUP_PID[$name]=$!
+done
+while [ "${#GROUP_PID[@]}" -gt 0 ]; do group_wait; done
+rm -rf "$GROUP_LOGS"
+if [ "${#GROUP_FAILED[@]}" -gt 0 ]; then
+  echo "== FAILED: ${GROUP_FAILED[*]}"
+  exit 1
+fi
+echo "== every test group passed"
