@@ -175,8 +175,9 @@ GROUP_LOGS=$(mktemp -d)
 declare -A GROUP_PID=() GROUP_T0=()
 GROUP_FAILED=()
 group_done() { # group_done NAME STATUS: prints the group's log and its verdict
-  local name=$1 rc=$2 took=$((SECONDS - GROUP_T0[$1]))
-  PHASE_TIMES+=("$(printf '%5ds  group %s%s' "$took" "$name" "$([ "$rc" -eq 0 ] || echo " (FAILED, exit $rc)")")")
+  local name=$1 rc=$2 took=$((SECONDS - GROUP_T0[$1])) cpu
+  cpu=$(awk 'NR == 2 { u = $1; s = $2; sub(/m/, " ", u); sub(/s$/, "", u); sub(/m/, " ", s); sub(/s$/, "", s); split(u, a, " "); split(s, b, " "); printf "%d", a[1] * 60 + a[2] + b[1] * 60 + b[2] }' "$GROUP_LOGS/$name.cpu" 2>/dev/null || echo "?")
+  PHASE_TIMES+=("$(printf '%5ds  group %s (CPU %ss)%s' "$took" "$name" "$cpu" "$([ "$rc" -eq 0 ] || echo " (FAILED, exit $rc)")")")
   echo "== group $name: $([ "$rc" -eq 0 ] && echo passed || echo "FAILED (exit $rc)") in ${took}s"
   sed 's/^/  | /' "$GROUP_LOGS/$name.log"
   [ "$rc" -eq 0 ] || GROUP_FAILED+=("$name")
@@ -195,7 +196,8 @@ for name in root sdk_go python ts bench conformance dashboard exporters; do
   while [ "${#GROUP_PID[@]}" -ge "${EMQ_TEST_JOBS:-3}" ]; do group_wait; done
   echo "== group $name: started"
   GROUP_T0[$name]=$SECONDS
-  (set -e; "group_$name" "$@") > "$GROUP_LOGS/$name.log" 2>&1 &
+  # times, on the subshell's exit: the CPU its children used (user, system)
+  (trap 'times > "$GROUP_LOGS/$name.cpu"' EXIT; set -e; "group_$name" "$@"; true) > "$GROUP_LOGS/$name.log" 2>&1 &
   GROUP_PID[$name]=$!
 done
 while [ "${#GROUP_PID[@]}" -gt 0 ]; do group_wait; done
