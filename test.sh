@@ -163,8 +163,8 @@ group_exporters() { # metrics exporters (exporters/prometheus, exporters/otel: m
   (cd exporters/prometheus && go vet ./... && go test -count=1 "$@" ./...)
   (cd exporters/otel && go vet ./... && go test -count=1 "$@" ./...)
 }
-group_conformance() { # conformance suite: every language of conformance/languages.json against its own redis-server
-  go run ./cmd/emqconform
+group_conformance() { # conformance suite: every language of conformance/languages.json against its own redis-server, wire traces compared
+  go run ./cmd/emqconform -trace
 }
 group_bench() { # benchmark smoke test (bench/ is its own module: Go SDK vs asynq, TypeScript SDK vs BullMQ, Python SDK vs arq and RQ, quick mode)
   cd bench && go vet ./... && go test -count=1 ./...
