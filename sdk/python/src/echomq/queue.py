@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, overload
 from redis.exceptions import NoScriptError, ResponseError
 
 from ._cancel import honour_cancel, honoured
+from ._deprecation import deprecated
 from ._duration import Duration, duration_ms, pick_ms
 from ._gen.ids import parse_id
 from ._gen.keys import QueueKeys
@@ -933,13 +934,25 @@ class Queue:
     @overload
     async def claim(self, *, lease: Duration) -> Job | None: ...
 
+    @deprecated("claim_many(lease_ms, 1), or head and claim_ids")
     @honour_cancel
     async def claim(
         self, lease_ms: int | datetime.timedelta | None = None, *, lease: Duration | None = None
     ) -> Job | None:
         """Leases the oldest pending job for lease_ms (or ``lease``: seconds or a timedelta);
         None when nothing is pending. The job's token must be presented to every later transition.
-        Never resent."""
+        Never resent. It runs the 2.0 claim script, which reaches the row through the row prefix
+        rather than KEYS (its behaviour is frozen: it never rings the doorbell).
+
+        Deprecated: use ``claim_many(lease_ms, 1)``, or ``head`` and ``claim_ids``, which declare
+        every key they touch; calling it warns (DeprecationWarning). The 2.0 script stays in the
+        wire layer (ClaimCall)."""
+        return await self._claim_one(lease_ms, lease)
+
+    async def _claim_one(
+        self, lease_ms: int | datetime.timedelta | None, lease: Duration | None
+    ) -> Job | None:
+        """claim, without its warning (TypedQueue.claim calls it)."""
         lease_ms = pick_ms("lease_ms", lease_ms, "lease", lease)
         _positive("lease", lease_ms)
         call = ClaimCall(
@@ -1054,6 +1067,7 @@ class Queue:
         self, id: str, token: int, *, lease: Duration, count: int
     ) -> list[Job]: ...
 
+    @deprecated("complete_claim_ids with the ids to lease next (those of head), or complete")
     @honour_cancel
     async def complete_claim(
         self,
@@ -1068,7 +1082,11 @@ class Queue:
         pending jobs for lease_ms, in one call. A stale token is refused with the wire error of its
         class, and nothing is leased. It reads the head of the pending set first and calls
         complete_claim_ids with those ids; when another claimer took all of them in between, it
-        claims with claim_many."""
+        claims with claim_many.
+
+        Deprecated: use ``complete_claim_ids`` with the ids to lease next (those of
+        ``head(SET_PENDING, n)``, or a worker's pool), or ``complete`` when nothing more is to be
+        leased; calling it warns (DeprecationWarning)."""
         self._row(id)
         _int("token", token)
         lease_ms = pick_ms("lease_ms", lease_ms, "lease", lease)
@@ -2282,10 +2300,16 @@ class Queue:
             except TimeoutError:
                 pass
 
+    @deprecated("promote_due")
     @honour_cancel
     async def promote(self, limit: int = 1000) -> int:
         """Moves up to limit scheduled jobs whose run-at has come to pending; returns how many
-        moved."""
+        moved. It runs the 2.0 promote script, which reaches rows through the row prefix (its
+        behaviour is frozen: it never rings the doorbell).
+
+        Deprecated: use ``promote_due``, which declares every key it touches and rings the
+        doorbell; calling it warns (DeprecationWarning). The 2.0 script stays in the wire layer
+        (PromoteCall)."""
         _positive("limit", limit)
         call = PromoteCall(
             schedule=self.keys.schedule,
@@ -2295,10 +2319,16 @@ class Queue:
         )
         return await self.client._once(lambda: call.run(self.client.redis))
 
+    @deprecated("reap_expired")
     @honour_cancel
     async def reap(self, limit: int = 1000, max_attempts: int = 0) -> int:
         """Takes back up to limit expired leases: each job goes back to pending, or to dead when
-        max_attempts > 0 and its attempts reached it. Returns how many moved."""
+        max_attempts > 0 and its attempts reached it. Returns how many moved. It runs the 2.0 reap
+        script, which reaches rows through the row prefix (its behaviour is frozen: it never rings
+        the doorbell).
+
+        Deprecated: use ``reap_expired``, which declares every key it touches; calling it warns
+        (DeprecationWarning). The 2.0 script stays in the wire layer (ReapCall)."""
         _positive("limit", limit)
         _non_negative("max attempts", max_attempts)
         call = ReapCall(
