@@ -142,6 +142,14 @@ func CompareTSAPI(old, new []string) []Break {
 	return tsMoves(breaks, new)
 }
 
+// count is "n thing" or "n things".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
 // tsMoves replaces the Removed breaks whose feature is at other modules of
 // new, unchanged, by one Moved break per old module and set of new ones.
 func tsMoves(breaks []Break, new []string) []Break {
@@ -196,8 +204,9 @@ func tsMoves(breaks []Break, new []string) []Break {
 		slices.Sort(g.lines)
 		slices.Sort(g.names)
 		out = append(out, Break{Kind: Moved, Where: where, Old: g.lines[0], New: strings.Join(g.lines, "\n"),
-			Message: fmt.Sprintf("%d exported names (%d features) are gone from %s and unchanged at %s: code importing them from %s compiles once it imports them from there: %s",
-				len(g.names), len(g.lines), g.from, g.to, g.from, strings.Join(g.names, ", "))})
+			Message: fmt.Sprintf("%s (%s) %s gone from %s and unchanged at %s: code importing them from %s compiles once it imports them from there: %s",
+				count(len(g.names), "exported name"), count(len(g.lines), "feature"), map[bool]string{true: "is", false: "are"}[len(g.names) == 1],
+				g.from, g.to, g.from, strings.Join(g.names, ", "))})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Where != out[j].Where {
