@@ -20,7 +20,11 @@ func TSRules() []Rule {
 
 // compareTS judges the new side's TypeScript API against the old one's:
 // each break is a finding at the recorded line that broke (old.Surface.TSFile
-// when the baseline is a record), anchored at the new manifest's top.
+// when the baseline is a record), anchored at the new manifest's top. The
+// features one entry point no longer exports but others still do,
+// unchanged, are one TS_API_NO_DELETE finding per move (apirecord.Moved),
+// path "ts: <old module> moved to <new modules>", naming every name moved,
+// at the first recorded line that moved: one waiver acknowledges a move.
 func compareTS(d *differ, old, new Side) []Finding {
 	if old.Surface == nil || new.Surface == nil || old.Surface.TS == nil || new.Surface.TS == nil {
 		return nil
@@ -38,9 +42,13 @@ func compareTS(d *differ, old, new Side) []Finding {
 			now = append(now, typ(l))
 		}
 		msg := "was: " + typ(b.Old) + "; now: " + strings.Join(now, " | ")
-		if b.Kind == apirecord.Removed {
+		switch b.Kind {
+		case apirecord.Removed:
 			r = rules["TS_API_NO_DELETE"]
 			msg = "gone from the TypeScript SDK's public API (was: " + typ(b.Old) + ")"
+		case apirecord.Moved:
+			r = rules["TS_API_NO_DELETE"]
+			msg = b.Message
 		}
 		f := Finding{Rule: r.ID, Bump: r.Bump, Wire: r.Wire, Category: r.category(), Path: "ts: " + b.Where, Message: msg, File: new.File, Judged: true}
 		f.Anchor = d.top(new.File)

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, test } from "node:test";
 import * as emq from "../src/index.js";
+import * as wire from "../src/gen/index.js";
 import { RedisServer } from "./redis.js";
 
 let srv: RedisServer;
@@ -119,9 +120,9 @@ test("push without job options sends push_many as in 2.3 (a job alone: push, as 
   rec.stop();
   assert.deepEqual(got, [true, true, true, true, true]);
   const calls = rec.trips.flat();
-  const push = emq.SCRIPT_PUSH.sha1;
-  const pushMany = emq.SCRIPT_PUSH_MANY.sha1;
-  const addMany = emq.SCRIPT_ADD_MANY.sha1;
+  const push = wire.SCRIPT_PUSH.sha1;
+  const pushMany = wire.SCRIPT_PUSH_MANY.sha1;
+  const addMany = wire.SCRIPT_ADD_MANY.sha1;
   assert.equal(calls.filter((s) => s === pushMany).length, 1);
   assert.equal(calls.filter((s) => s === push).length, 0);
   assert.equal(calls.filter((s) => s === addMany).length, 2);
