@@ -5,7 +5,8 @@
 // complete_claim_ids, one call per job in the steady state) to process.
 // Like BullMQ's Queue and Worker, the producers and the worker hold their
 // own connections (a client each).
-import { connect, Worker, SDK_VERSION, VERSION } from "@echomq/sdk";
+import { connect, Worker, SDK_VERSION } from "@echomq/sdk";
+import { VERSION } from "@echomq/sdk/wire";
 
 const queueName = "bench";
 

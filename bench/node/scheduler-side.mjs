@@ -10,7 +10,8 @@
 // then stops the runner (AbortSignal), waits for it, and prints one JSON
 // line of what it fired ({"fired": n, "ticks": ticks that fired runs}).
 import { parseArgs } from "node:util";
-import { connect, SDK_VERSION, VERSION } from "@echomq/sdk";
+import { connect, SDK_VERSION } from "@echomq/sdk";
+import { VERSION } from "@echomq/sdk/wire";
 
 const { values: opt } = parseArgs({
   options: {

@@ -42,8 +42,9 @@ func main() {
 	testee := flag.String("testee", "", "a prebuilt Go testee to run instead of the languages of languages.json (expected failures are not read)")
 	addr := flag.String("addr", "", "a server to run against (it is flushed) instead of one of its own")
 	asJSON := flag.Bool("json", false, "print the results as JSON on stdout")
+	trace := flag.Bool("trace", false, "record every language's wire trace (the script calls it sent, from the server's MONITOR feed) and fail a language whose trace differs from the first one's at any step")
 	flag.Parse()
-	opt := runner.Options{Root: *root, Verbose: *verbose, Timeout: *timeout, Manifest: *manifest, Addr: *addr}
+	opt := runner.Options{Root: *root, Verbose: *verbose, Timeout: *timeout, Manifest: *manifest, Addr: *addr, Trace: *trace}
 	if *langs != "" {
 		opt.Languages = strings.Split(*langs, ",")
 	}

@@ -16,6 +16,27 @@ type server struct {
 	rc      rueidis.Client
 	addr    string
 	reserve string // the prefix of every reserve key
+	tracing bool   // Options.Trace: a marker before every step
+	tracer  *tracer
+}
+
+// clientAddrs returns the addresses of the runner's own connections to
+// the server (CLIENT LIST, less the testee's: none runs yet), so that the
+// wire trace leaves out what the runner sent.
+func (s *server) clientAddrs(ctx context.Context) (map[string]bool, error) {
+	list, err := s.do(ctx, "CLIENT", "LIST").ToString()
+	if err != nil {
+		return nil, err
+	}
+	addrs := map[string]bool{}
+	for _, line := range strings.Split(list, "\n") {
+		for _, f := range strings.Fields(line) {
+			if a, ok := strings.CutPrefix(f, "addr="); ok {
+				addrs[a] = true
+			}
+		}
+	}
+	return addrs, nil
 }
 
 // value is one key as read: its type and contents.

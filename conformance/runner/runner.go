@@ -16,11 +16,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,6 +69,11 @@ type Options struct {
 	// NoExpected ignores the expected-failures lists: every failing case
 	// is a failure.
 	NoExpected bool
+	// Trace records each language's wire trace (trace.go) from the
+	// server's MONITOR feed and compares every language's with the first
+	// one's, step by step: a step at which they differ is in the
+	// language's TraceDiffs, and fails it.
+	Trace bool
 }
 
 // Result is one language's outcome.
@@ -79,10 +87,23 @@ type Result struct {
 	Expected []Failure `json:"expected"`
 	// Stale are listed cases that passed or that do not exist.
 	Stale []string `json:"stale"`
+	// TraceDiffs are the steps at which this language's wire trace
+	// differs from the first language's (Options.Trace).
+	TraceDiffs []TraceDiff `json:"trace_diffs,omitempty"`
+	// TraceExpected counts the steps at which the trace differs as the
+	// language's expected_trace_diffs list says it does.
+	TraceExpected int `json:"trace_expected,omitempty"`
+	// trace is the language's wire trace: "case step" → its script calls.
+	trace map[string][]string
+	// traceGaps are the cases in which the MONITOR feed was cut (a
+	// scenario that kills the server's clients): not compared.
+	traceGaps map[string]bool
 }
 
 // OK reports whether the language met its expected-failures list exactly.
-func (r *Result) OK() bool { return len(r.Failures) == 0 && len(r.Stale) == 0 }
+func (r *Result) OK() bool {
+	return len(r.Failures) == 0 && len(r.Stale) == 0 && len(r.TraceDiffs) == 0
+}
 
 // Conformant reports whether the language passed every case with an empty
 // expected-failures list.
@@ -449,7 +470,19 @@ func LoadLanguages(root string) ([]Language, error) {
 // ids, one a line; blank lines and # comments are ignored. A missing
 // file is an empty list.
 func ExpectedFailures(root, lang string) (map[string]bool, error) {
-	data, err := os.ReadFile(filepath.Join(root, "conformance", "expected_failures", lang+".txt"))
+	return expectedList(filepath.Join(root, "conformance", "expected_failures", lang+".txt"))
+}
+
+// ExpectedTraceDiffs reads conformance/expected_trace_diffs/<lang>.txt:
+// the steps ("case step", one a line, # comments) at which the language's
+// wire trace is known to differ from the first language's. A missing file
+// is an empty list.
+func ExpectedTraceDiffs(root, lang string) (map[string]bool, error) {
+	return expectedList(filepath.Join(root, "conformance", "expected_trace_diffs", lang+".txt"))
+}
+
+func expectedList(file string) (map[string]bool, error) {
+	data, err := os.ReadFile(file)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]bool{}, nil
 	}
@@ -459,7 +492,7 @@ func ExpectedFailures(root, lang string) (map[string]bool, error) {
 	out := map[string]bool{}
 	for _, line := range strings.Split(string(data), "\n") {
 		line, _, _ = strings.Cut(line, "#")
-		if line = strings.TrimSpace(line); line != "" {
+		if line = strings.Join(strings.Fields(line), " "); line != "" {
 			out[line] = true
 		}
 	}
@@ -537,7 +570,12 @@ func Run(ctx context.Context, opt Options) ([]*Result, error) {
 	}
 	defer rc.Close()
 	reserve, _ := p.KeyClass("reserve")
-	s := &server{rc: rc, addr: addr, reserve: reserve.Parts[0].Lit}
+	s := &server{rc: rc, addr: addr, reserve: reserve.Parts[0].Lit, tracing: opt.Trace}
+	if opt.Trace {
+		if s.tracer, err = newTracer(p); err != nil {
+			return nil, err
+		}
+	}
 	var results []*Result
 	for _, l := range langs {
 		r, err := runLanguage(ctx, opt, l, suite, s, f)
@@ -545,6 +583,53 @@ func Run(ctx context.Context, opt Options) ([]*Result, error) {
 			return results, fmt.Errorf("%s: %w", l.Name, err)
 		}
 		results = append(results, r)
+	}
+	if opt.Trace {
+		byLang := map[string]*Result{}
+		for _, r := range results {
+			byLang[r.Language] = r
+		}
+		known := map[string]map[string]bool{}
+		for _, r := range results[min(1, len(results)):] {
+			known[r.Language] = map[string]bool{}
+			if !opt.NoExpected {
+				if known[r.Language], err = ExpectedTraceDiffs(opt.Root, r.Language); err != nil {
+					return results, err
+				}
+			}
+		}
+		differs := map[string]map[string]bool{}
+		for _, d := range compareTraces(results) {
+			r, k := byLang[d.Language], d.Case+" "+strconv.Itoa(d.Step)
+			if differs[d.Language] == nil {
+				differs[d.Language] = map[string]bool{}
+			}
+			differs[d.Language][k] = true
+			if known[d.Language][k] {
+				r.TraceExpected++
+				continue
+			}
+			r.TraceDiffs = append(r.TraceDiffs, d)
+		}
+		for _, r := range results[min(1, len(results)):] {
+			for _, k := range slices.Sorted(maps.Keys(known[r.Language])) {
+				if c, _ := splitStep(k); !differs[r.Language][k] && !results[0].traceGaps[c] && !r.traceGaps[c] {
+					r.Stale = append(r.Stale, fmt.Sprintf("%s is listed in conformance/expected_trace_diffs/%s.txt but its wire trace is %s's; remove it from the list", k, r.Language, results[0].Language))
+					fmt.Fprintf(opt.Out, "STALE %s\n", r.Stale[len(r.Stale)-1])
+				}
+			}
+			for _, d := range r.TraceDiffs {
+				fmt.Fprintf(opt.Out, "TRACE %s\n", d)
+			}
+			verdict := "identical to " + results[0].Language + "'s"
+			switch {
+			case len(r.TraceDiffs) > 0:
+				verdict = fmt.Sprintf("DIFFERS from %s's at %d steps", results[0].Language, len(r.TraceDiffs))
+			case r.TraceExpected > 0:
+				verdict += fmt.Sprintf(" but at the %d steps of conformance/expected_trace_diffs/%s.txt", r.TraceExpected, r.Language)
+			}
+			fmt.Fprintf(opt.Out, "%s: wire trace %s (%d steps with script calls)\n", r.Language, verdict, len(r.trace))
+		}
 	}
 	return results, nil
 }
@@ -653,6 +738,16 @@ func runLanguage(ctx context.Context, opt Options, l Language, suite *Suite, s *
 	if opt.Verbose {
 		echo = os.Stderr
 	}
+	var mon *monitor
+	var runnerAddrs map[string]bool
+	if s.tracing {
+		if runnerAddrs, err = s.clientAddrs(ctx); err != nil {
+			return nil, err
+		}
+		if mon, err = startMonitor(s.addr); err != nil {
+			return nil, fmt.Errorf("the wire trace: %w", err)
+		}
+	}
 	proc, err := start(opt.Root, fill(l.Run), echo)
 	if err != nil {
 		return nil, err
@@ -717,6 +812,17 @@ func runLanguage(ctx context.Context, opt Options, l Language, suite *Suite, s *
 		}
 	}
 	stopErr := proc.stop()
+	if mon != nil {
+		lines, err := mon.finish(ctx, s)
+		if err != nil {
+			return nil, fmt.Errorf("the wire trace: %w", err)
+		}
+		now, err := s.now(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.trace, r.traceGaps = s.tracer.steps(lines, runnerAddrs, now)
+	}
 	for _, fl := range r.Failures {
 		fmt.Fprintf(opt.Out, "FAIL  %s\n", fl)
 	}
@@ -864,6 +970,11 @@ func runScenario(ctx context.Context, proc *process, timeout time.Duration, s *s
 		}
 		fail := func(format string, a ...any) *Failure {
 			return &Failure{Case: id, Step: n, Op: st.label(), Message: fmt.Sprintf(format, a...), File: sc.File, Line: line, Column: col}
+		}
+		if s.tracing {
+			if err := s.mark(ctx, id, n); err != nil {
+				return fail("the wire trace's step marker: %v", err)
+			}
 		}
 		switch {
 		case st.Plant != nil:

@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -11,11 +12,13 @@ import (
 	"github.com/echomq/echomq/gen/manifest"
 )
 
-// TestShapeErrorAnywhereResolvesTheRest gives one scalar of the real
-// manifest at a time (every 3rd) the wrong shape — a sequence — and
-// resolves the result: Parse must never panic on the partial manifest the
-// other sections are resolved from, must report the shape error, and
-// every line of its error must be file:line:col: message.
+// TestShapeErrorAnywhereResolvesTheRest gives scalars of the real
+// manifest (every 3rd) the wrong shape — a sequence — three at a time, a
+// third of the manifest apart, and resolves the result: Parse must never
+// panic on the partial manifest the other sections are resolved from, must
+// report each of the three shape errors (one error never hides another
+// far from it), and every line of its error must be file:line:col:
+// message.
 func TestShapeErrorAnywhereResolvesTheRest(t *testing.T) {
 	data, err := os.ReadFile(realManifest)
 	if err != nil {
@@ -39,38 +42,57 @@ func TestShapeErrorAnywhereResolvesTheRest(t *testing.T) {
 	if len(scalars) < 500 {
 		t.Fatalf("the manifest has %d scalar values; the walk is broken", len(scalars))
 	}
-	tried := 0
+	var every3rd []*yaml.Node
 	for i := 0; i < len(scalars); i += 3 {
-		n := scalars[i]
-		saved := *n
-		*n = yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: "x"}}}
+		every3rd = append(every3rd, scalars[i])
+	}
+	third := (len(every3rd) + 2) / 3
+	tried := 0
+	for g := 0; g < third; g++ {
+		var group []*yaml.Node
+		for k := g; k < len(every3rd); k += third {
+			group = append(group, every3rd[k])
+		}
+		saved := make([]yaml.Node, len(group))
+		var what []string
+		for i, n := range group {
+			saved[i] = *n
+			what = append(what, fmt.Sprintf("%q (line %d)", n.Value, n.Line))
+			*n = yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: "x"}}}
+		}
 		mutated, err := yaml.Marshal(&doc)
-		*n = saved
+		for i, n := range group {
+			*n = saved[i]
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		tried++
+		tried += len(group)
+		label := strings.Join(what, ", ")
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
-					t.Errorf("Parse panics when %q (line %d) is a sequence: %v", saved.Value, saved.Line, r)
+					t.Errorf("Parse panics when %s are sequences: %v", label, r)
 				}
 			}()
 			_, err := Parse("protocol.yaml", mutated)
 			var es *manifest.Errors
 			if !errors.As(err, &es) {
-				t.Errorf("%q (line %d) as a sequence: error %v, want *manifest.Errors", saved.Value, saved.Line, err)
+				t.Errorf("%s as sequences: error %v, want *manifest.Errors", label, err)
 				return
 			}
-			if !strings.Contains(err.Error(), "found a sequence") {
-				t.Errorf("%q (line %d) as a sequence: the shape error is not reported:\n%v", saved.Value, saved.Line, err)
+			if got := strings.Count(err.Error(), "found a sequence"); got < len(group) {
+				t.Errorf("%s as sequences: %d shape errors reported, want %d:\n%v", label, got, len(group), err)
 			}
 			for _, line := range strings.Split(err.Error(), "\n") {
 				if !errLineRE.MatchString(line) {
-					t.Errorf("%q (line %d) as a sequence: line %q is not protocol.yaml:line:col: message", saved.Value, saved.Line, line)
+					t.Errorf("%s as sequences: line %q is not protocol.yaml:line:col: message", label, line)
 				}
 			}
 		}()
 	}
-	t.Logf("%d mutations of %d scalar values", tried, len(scalars))
+	if tried != len(every3rd) {
+		t.Fatalf("%d of %d scalars mutated", tried, len(every3rd))
+	}
+	t.Logf("%d mutations of %d scalar values, in %d parses", tried, len(scalars), third)
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -116,14 +117,104 @@ func ReadTSAPI(r io.Reader) ([]string, error) {
 	return readLines(r, tsKey)
 }
 
+// Moved is the kind of Break that groups the features one entry point of
+// the TypeScript package no longer exports while other entry points of the
+// package export them unchanged (the wire layer leaving the root for its
+// subpath): code importing them from the old entry point stops compiling,
+// and compiles again, unchanged otherwise, once its imports name the new
+// one.
+const Moved = "moved"
+
 // CompareTSAPI compares two TypeScript API records: every line of old
 // missing from new is a break, Changed when new has a line with the same
 // key (the feature exists with another type or signature; an overloaded
 // method has one line per signature) and Removed otherwise. Additions are
 // compatible, and so is a function's or method's signature that only
-// gained trailing optional parameters (every old call still compiles). The breaks are sorted by Where, then Old.
+// gained trailing optional parameters (every old call still compiles).
+// Removed lines whose feature new still has, with the same type, at other
+// entry points (modules) of the package are one Moved break per old
+// module and set of new modules, Where "<old> moved to <new> [and <new>]",
+// Old the first such line, New every one of them, newline-separated, its
+// Message naming every exported name moved. The breaks are sorted by
+// Where, then Old.
 func CompareTSAPI(old, new []string) []Break {
-	return compareLines(old, new, tsKey, func(o, n string) bool { return optionalsAdded(o, n) || constMembersAdded(o, n) })
+	breaks := compareLines(old, new, tsKey, func(o, n string) bool { return optionalsAdded(o, n) || constMembersAdded(o, n) })
+	return tsMoves(breaks, new)
+}
+
+// count is "n thing" or "n things".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// tsMoves replaces the Removed breaks whose feature is at other modules of
+// new, unchanged, by one Moved break per old module and set of new ones.
+func tsMoves(breaks []Break, new []string) []Break {
+	newSet := set(new)
+	var modules []string
+	for l := range newSet {
+		if m, _, ok := strings.Cut(l, " "); ok && !slices.Contains(modules, m) {
+			modules = append(modules, m)
+		}
+	}
+	slices.Sort(modules)
+	type group struct {
+		from, to string
+		lines    []string
+		names    []string
+	}
+	groups := map[string]*group{}
+	var out []Break
+	for _, b := range breaks {
+		from, rest, ok := strings.Cut(b.Old, " ")
+		if b.Kind != Removed || !ok {
+			out = append(out, b)
+			continue
+		}
+		var to []string
+		for _, m := range modules {
+			if m != from && newSet[m+" "+rest] {
+				to = append(to, m)
+			}
+		}
+		if len(to) == 0 {
+			out = append(out, b)
+			continue
+		}
+		where := from + " moved to " + strings.Join(to, " and ")
+		g := groups[where]
+		if g == nil {
+			g = &group{from: from, to: strings.Join(to, " and ")}
+			groups[where] = g
+		}
+		g.lines = append(g.lines, b.Old)
+		// "<kind> <name>[<T>]...: type": the exported name.
+		key, _, _ := strings.Cut(rest, ": ")
+		if f := strings.Fields(key); len(f) > 1 {
+			name, _, _ := strings.Cut(f[1], "<")
+			if !slices.Contains(g.names, name) {
+				g.names = append(g.names, name)
+			}
+		}
+	}
+	for where, g := range groups {
+		slices.Sort(g.lines)
+		slices.Sort(g.names)
+		out = append(out, Break{Kind: Moved, Where: where, Old: g.lines[0], New: strings.Join(g.lines, "\n"),
+			Message: fmt.Sprintf("%s (%s) %s gone from %s and unchanged at %s: code importing them from %s compiles once it imports them from there: %s",
+				count(len(g.names), "exported name"), count(len(g.lines), "feature"), map[bool]string{true: "is", false: "are"}[len(g.names) == 1],
+				g.from, g.to, g.from, strings.Join(g.names, ", "))})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Where != out[j].Where {
+			return out[i].Where < out[j].Where
+		}
+		return out[i].Old < out[j].Old
+	})
+	return out
 }
 
 // constMembersAdded reports whether the new line is the old exported const

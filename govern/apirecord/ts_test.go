@@ -154,3 +154,61 @@ func TestTSSourceKey(t *testing.T) {
 		t.Errorf("keys %s %s %s %s: an edit of a source, of tsconfig.json, or another directory must change the key", k1[:8], k3[:8], k4[:8], k5[:8])
 	}
 }
+
+// Features gone from one entry point that others export unchanged are one
+// Moved break per move, naming every name moved; a feature whose type
+// changed on the way, or that no other entry point exports, is no move.
+func TestCompareTSAPIMoved(t *testing.T) {
+	old := []string{
+		"@echomq/sdk class QueueKeys constructor: (string) => new",
+		"@echomq/sdk class QueueKeys method row: (string) => string",
+		"@echomq/sdk class QueueKeys: class",
+		"@echomq/sdk const VERSION: string",
+		"@echomq/sdk const WIDTH: number",
+		"@echomq/sdk function connect: () => Promise<Client>",
+		"@echomq/sdk function internal: () => void",
+		"@echomq/sdk type Kind: = union of literals",
+		"@echomq/sdk/gen class QueueKeys: class",
+	}
+	new := []string{
+		"@echomq/sdk function connect: () => Promise<Client>",
+		"@echomq/sdk/gen class QueueKeys: class",
+		"@echomq/sdk/wire class QueueKeys constructor: (string) => new",
+		"@echomq/sdk/wire class QueueKeys method row: (string) => string",
+		"@echomq/sdk/wire class QueueKeys: class",
+		"@echomq/sdk/wire const VERSION: string",
+		"@echomq/sdk/wire const WIDTH: bigint",
+		"@echomq/sdk/wire type Kind: = union of literals",
+	}
+	bs := CompareTSAPI(old, new)
+	var got []string
+	for _, b := range bs {
+		got = append(got, b.Kind+" "+b.Where)
+	}
+	want := []string{
+		"removed @echomq/sdk const WIDTH",
+		"removed @echomq/sdk function internal",
+		"moved @echomq/sdk moved to @echomq/sdk/gen and @echomq/sdk/wire",
+		"moved @echomq/sdk moved to @echomq/sdk/wire",
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("breaks %q; want %q", got, want)
+	}
+	for _, b := range bs {
+		switch b.Where {
+		case "@echomq/sdk moved to @echomq/sdk/wire":
+			if b.Old != "@echomq/sdk class QueueKeys constructor: (string) => new" {
+				t.Errorf("the move is at %q; want its first line", b.Old)
+			}
+			if !strings.HasPrefix(b.Message, "3 exported names (4 features)") || !strings.HasSuffix(b.Message, "imports them from there: Kind, QueueKeys, VERSION") {
+				t.Errorf("message %q does not name every name moved", b.Message)
+			}
+		case "@echomq/sdk moved to @echomq/sdk/gen and @echomq/sdk/wire":
+			if !strings.HasPrefix(b.Message, "1 exported name (1 feature) is gone") || !strings.HasSuffix(b.Message, "imports them from there: QueueKeys") {
+				t.Errorf("message %q", b.Message)
+			}
+		}
+	}
+}

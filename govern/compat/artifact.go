@@ -171,7 +171,9 @@ func compareRecords(d *differ, l lang.Language, old, new Side) []Finding {
 	var out []Finding
 	for _, b := range l.Compare(or.Lines, nr.Lines) {
 		r := rules[1]
-		if b.Kind == apirecord.Removed {
+		if b.Kind == apirecord.Removed || b.Kind == apirecord.Moved {
+			// A feature gone, or moved to another entry point (one finding
+			// per move, naming every name moved: one waiver acknowledges it).
 			r = rules[0]
 		}
 		where, msg := l.Explain(b)

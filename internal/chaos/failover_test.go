@@ -22,6 +22,7 @@ import (
 // and jobs finished twice are measured and reported, not asserted: Redis
 // replication is asynchronous, so the scenario promises neither.
 func TestFailoverQuick(t *testing.T) {
+	t.Parallel() // paced by its own schedule, on its own servers (see runQuick)
 	s := Lookup("failover")
 	if s == nil {
 		t.Fatal(`no scenario "failover" registered`)

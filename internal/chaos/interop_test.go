@@ -48,6 +48,7 @@ func TestInteropQuick(t *testing.T) {
 // with its typed stale error; the new holder completes it. Every ordered
 // pair of Go, TypeScript and Python: both directions of each.
 func TestCrossStale(t *testing.T) {
+	t.Parallel() // paced by its own schedule, on its own servers (see runQuick)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, q, sdks, drivers, stop, err := startStaleServer(ctx, t.TempDir(), interopLangs)

@@ -18,6 +18,10 @@ const longEnv = "EMQCHAOS_LONG"
 // finished twice, no violation.
 func runQuick(t *testing.T, name string) Result {
 	t.Helper()
+	// The quick variants are paced by their push rates and fault
+	// schedules, not by the CPU: they run beside each other (go test's
+	// -parallel, GOMAXPROCS by default), each on its own servers.
+	t.Parallel()
 	s := Lookup(name)
 	if s == nil {
 		t.Fatalf("no scenario %q registered", name)

@@ -17,6 +17,7 @@ import (
 // and none fired twice, and every process took part. EMQCHAOS_LONG=1 runs
 // the long variant (100 schedulers, two minutes).
 func TestSchedulersQuick(t *testing.T) {
+	t.Parallel() // paced by its own schedule, on its own servers (see runQuick)
 	long := os.Getenv(longEnv) == "1"
 	limit := 150 * time.Second
 	if long {

@@ -37,6 +37,7 @@ func guideBlocks(t *testing.T) map[string]string {
 // passes as the minor the guide shows, and gen's next step names the
 // freeze. The guide's version is the minor after the newest release.
 func TestAuthoringGuide(t *testing.T) {
+	t.Parallel()
 	b := guideBlocks(t)
 	data, err := os.ReadFile(newestRelease(t))
 	if err != nil {

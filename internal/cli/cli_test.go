@@ -24,6 +24,7 @@ func run(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	if code, out, errs := run(t, "validate", manifest); code != 0 || !strings.Contains(out, "valid") {
 		t.Fatalf("validate of the real manifest = %d\n%s%s", code, out, errs)
 	}
@@ -71,6 +72,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	if code, out, _ := run(t, "-h"); code != 0 || !strings.Contains(out, "validate") {
 		t.Errorf("-h = %d\n%s", code, out)
 	}
@@ -100,6 +102,7 @@ func TestUsage(t *testing.T) {
 // on stderr, and exits 0, wherever -h stands; a bad flag prints the problem
 // and the usage on stderr and exits 2.
 func TestHelpOnStdout(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"gen", "-h"}, {"gen", "-check", "-h"}, {"validate", "-h"}, {"validate", "protocol.yaml", "-h"},
 		{"check", "-h"}, {"diff", "a.yaml", "b.yaml", "-h"}, {"diff", "--help"}, {"release", "-help"},
@@ -123,6 +126,7 @@ func TestHelpOnStdout(t *testing.T) {
 // TestFlagsAfterArguments: every command takes its flags before, between
 // or after its positional arguments.
 func TestFlagsAfterArguments(t *testing.T) {
+	t.Parallel()
 	old, new := "../../golden/releases/2.0.0.yaml", "../../golden/releases/2.1.0.yaml"
 	_, want, _ := run(t, "diff", "-format", "json", old, new)
 	for _, args := range [][]string{
@@ -160,6 +164,7 @@ func TestFlagsAfterArguments(t *testing.T) {
 // file missing, gen writes them, -check then passes; a hand edit and a
 // leftover generated file make it fail again with a diff.
 func TestGenCheck(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	code, out, _ := run(t, "gen", "-check", "-manifest", manifest, "-root", root)
 	if code != cli.ExitFindings || !strings.Contains(out, "+++ b/sdk/lua/enqueue.lua") {
@@ -197,6 +202,7 @@ func TestGenCheck(t *testing.T) {
 // repository's Python plugin, declared in the scratch root's emqgen.yaml)
 // all change, and the old spellings are gone from every generated file.
 func TestRenameReachesEveryTarget(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(manifest)
 	if err != nil {
 		t.Fatal(err)
@@ -324,6 +330,7 @@ func TestManifestFoundByWalkingUp(t *testing.T) {
 // hides the semantic errors of the others, and the sections that refer to
 // a broken one report nothing false about it.
 func TestValidateReportsEverySection(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(manifest)
 	if err != nil {
 		t.Fatal(err)
@@ -364,6 +371,7 @@ func TestValidateReportsEverySection(t *testing.T) {
 // TestValidateSyntaxErrorAtItsOpener: an unclosed quote is reported on its
 // own line and column, with the line and a caret, not where YAML gave up.
 func TestValidateSyntaxErrorAtItsOpener(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(manifest)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 // release of the root: none yet, the same version, a version to freeze, or
 // one below the newest; a gen that changed nothing says nothing more.
 func TestGenSaysWhatToDoNext(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(manifest)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 // validates against request.schema.json, and -plugin fills in the
 // plugin's out and options from emqgen.yaml.
 func TestGenRequest(t *testing.T) {
+	t.Parallel()
 	code, out, errs := run(t, "gen", "-request", "-manifest", manifest)
 	if code != cli.ExitOK {
 		t.Fatalf("gen -request = %d\n%s", code, errs)
@@ -57,6 +58,7 @@ func TestGenRequest(t *testing.T) {
 // hand edit of a plugin file is stale, and a broken emqgen.yaml is
 // reported at its position.
 func TestGenPlugin(t *testing.T) {
+	t.Parallel()
 	repo, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

@@ -119,6 +119,7 @@ func replaceOnce(t *testing.T, old, new string) func(string) string {
 // The reviewer's three cases from the governance issue, through the real
 // command against the committed frozen releases.
 func TestReviewerScenarios(t *testing.T) {
+	t.Parallel()
 	addKeyType := replaceOnce(t, "    - {name: row, class: job, redis: hash, summary: The job row.}\n",
 		"    - {name: row, class: job, redis: hash, summary: The job row.}\n    - {name: audit, class: queue, redis: stream, summary: An audit trail of the queue.}\n")
 	renameAttempts := replaceOnce(t, "    - name: attempts\n", "    - name: tries\n")
@@ -177,6 +178,7 @@ func TestReviewerScenarios(t *testing.T) {
 
 // check -base takes a git ref: the manifest at that commit is the baseline.
 func TestCheckBaseGitRef(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatal("git is needed for check -base REF: install git")
 	}
@@ -240,6 +242,7 @@ func TestDiffFormatsGolden(t *testing.T) {
 }
 
 func TestJSONReportFields(t *testing.T) {
+	t.Parallel()
 	code, out, _ := run(t, "diff", "-format", "json", "../../golden/releases/2.0.0.yaml", "testdata/review/2.1.0.yaml")
 	if code != cli.ExitOK {
 		t.Fatal(code)
@@ -264,6 +267,7 @@ func TestJSONReportFields(t *testing.T) {
 
 // release refuses to overwrite a different frozen release.
 func TestReleaseCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	data, _ := os.ReadFile(frozen(t).Manifest)
 	file := filepath.Join(dir, "protocol.yaml")
@@ -304,6 +308,7 @@ func TestReleaseCommand(t *testing.T) {
 // deletions and generated-API findings included, although the baseline
 // has no file in the checkout.
 func TestGitHubAnnotationsLandInCheckout(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatal("git is needed for check -base REF: install git")
 	}
@@ -381,6 +386,7 @@ func TestGitHubAnnotationsLandInCheckout(t *testing.T) {
 // A report over a new manifest that does not validate says so, in every
 // format, and never passes.
 func TestReportOverInvalidNew(t *testing.T) {
+	t.Parallel()
 	bad := branch(t, bumped(t, "major"), replaceOnce(t, "  - member: \"migration:<queue>\"\n", "  - member: stats\n    redis: hash\n    summary: Counters.\n  - member: \"migration:<queue>\"\n"))
 	code, out, errs := run(t, "diff", "-format", "json", frozen(t).Manifest, bad)
 	if code != cli.ExitOK {
@@ -404,6 +410,7 @@ func TestReportOverInvalidNew(t *testing.T) {
 // -category wire judges what Lua and raw-Redis consumers see: a change
 // only the generated Go API sees is reported but not counted.
 func TestCheckCategory(t *testing.T) {
+	t.Parallel()
 	goName := branch(t, bumped(t, "same"), replaceOnce(t, "  - word: EMQKIND\n    name: kind\n", "  - word: EMQKIND\n    name: kindness\n"))
 	if code, out, errs := run(t, "check", "-witness=off", "-root", "../..", "-manifest", goName); code != cli.ExitFindings || !strings.Contains(out, "CLASS_SAME_NAME") {
 		t.Errorf("a Go name changed, category wire+api: exit %d; want a failure:\n%s%s", code, out, errs)
@@ -421,6 +428,7 @@ func TestCheckCategory(t *testing.T) {
 // version: it is shown with its reason in every format and no longer
 // counts; it cannot waive an invalid finding.
 func TestCheckWaivers(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	rel := filepath.Join(root, "golden", "releases")
 	os.MkdirAll(rel, 0o755)
@@ -478,6 +486,7 @@ func TestCheckWaivers(t *testing.T) {
 // no version change: check of main's manifest so reordered passes at the
 // same version with exactly the findings of main's manifest itself.
 func TestReorderRequiresNothing(t *testing.T) {
+	t.Parallel()
 	swap := func(a, b string) func(string) string {
 		return replaceOnce(t, a+b, b+a)
 	}

@@ -71,6 +71,7 @@ func copyTree(t *testing.T, from, to string, keep func(rel string) bool) {
 // parameter renamed fail the gate with PY_API_NO_DELETE and
 // PY_API_SAME_SIGNATURE; a parameter added with a default passes.
 func TestCheckPythonAPI(t *testing.T) {
+	t.Parallel()
 	root := scratchPy(t, filepath.Join("..", "..", "govern", "apirecord", "testdata", "pyapi", "echomq"))
 	file := filepath.Join(root, "protocol.yaml")
 	code, out, errs := run(t, "release", "-root", root, "-manifest", file)
@@ -139,6 +140,7 @@ func TestCheckPythonAPI(t *testing.T) {
 // says so), and check against it, once the package exists, compares
 // nothing for Python and says so.
 func TestCheckNotesNoPythonRecord(t *testing.T) {
+	t.Parallel()
 	root := scratchPy(t, filepath.Join("..", "..", "govern", "apirecord", "testdata", "pyapi", "echomq"))
 	pkg := filepath.Join(root, "sdk", "python")
 	hidden := filepath.Join(root, "python-later")

@@ -100,6 +100,7 @@ func editFile(t *testing.T, path, old, new string) {
 // function removed and a class method's signature changed in a scratch
 // copy fail the gate with TS_API_NO_DELETE and TS_API_SAME_SIGNATURE.
 func TestCheckTypeScriptAPI(t *testing.T) {
+	t.Parallel()
 	root := scratchTS(t)
 	file := filepath.Join(root, "protocol.yaml")
 	code, out, errs := run(t, "release", "-root", root, "-manifest", file)

@@ -34,6 +34,7 @@ func deadFencing(t *testing.T) func(string) string {
 // the Go SDK generated from it, on a real redis-server) and names the
 // failing step with what it expected and got.
 func TestCheckWitnessCatchesDeadFencing(t *testing.T) {
+	t.Parallel()
 	file := branch(t, bumped(t, "patch"), deadFencing(t))
 	if code, out, errs := run(t, "check", "-witness=off", "-root", "../..", "-manifest", file); code != cli.ExitOK || !strings.Contains(out, "SCRIPT_BODY_CHANGED scripts[complete].body") {
 		t.Fatalf("without the witness the dead fencing check should pass as a patch (the hole the witness closes) = %d\n%s%s", code, out, errs)
@@ -95,6 +96,7 @@ func TestCheckWitnessCatchesDeadFencing(t *testing.T) {
 // The committed manifest passes the gate with the witness run: every
 // case of the newest release's witness passes on today's bundle.
 func TestCheckWitnessPassesUnchanged(t *testing.T) {
+	t.Parallel()
 	code, out, errs := run(t, "check", "-root", "../..", "-manifest", "../../protocol.yaml")
 	if code != cli.ExitOK || !strings.Contains(out, "baseline cases pass on the new bundle: ok") {
 		t.Fatalf("check of the committed manifest = %d\n%s%s", code, out, errs)
@@ -108,6 +110,7 @@ func TestCheckWitnessPassesUnchanged(t *testing.T) {
 
 // The opt-out is explicit and stated in every report format.
 func TestCheckWitnessOffIsStated(t *testing.T) {
+	t.Parallel()
 	for _, format := range compat.Formats {
 		code, out, errs := run(t, "check", "-witness=off", "-root", "../..", "-manifest", "../../protocol.yaml", "-format", format)
 		if code != cli.ExitOK {
@@ -181,6 +184,7 @@ func fmtSscanf(s string, passed, cases *int) (int, error) {
 // -base REF replays the conformance scenarios at that git ref against the
 // manifest's bundle.
 func TestCheckWitnessAtGitRef(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatal("git is needed for check -base REF: install git")
 	}
@@ -227,6 +231,7 @@ func inScript(t *testing.T, script, old, new string) func(string) string {
 // because the witness replays the baseline through every script's
 // generated call too (the testee's wire mode), and names the step.
 func TestCheckWitnessCoversScriptsTheSDKDoesNotCall(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, script, old, new string
 		want                   []string
@@ -259,6 +264,7 @@ func TestCheckWitnessCoversScriptsTheSDKDoesNotCall(t *testing.T) {
 // the baseline's placeholders resolve for an x.0.0 (${version:lower} has
 // no lower version of its major there).
 func TestCheckWitnessMajorBump(t *testing.T) {
+	t.Parallel()
 	file := branch(t, bumped(t, "major"), func(s string) string { return s })
 	code, out, errs := run(t, "check", "-root", "../..", "-manifest", file)
 	if code != cli.ExitOK || strings.Contains(out, compat.WitnessBehaviourChanged) || !strings.Contains(out, "declared major") {
@@ -270,6 +276,7 @@ func TestCheckWitnessMajorBump(t *testing.T) {
 // scenario that sends its op fails the gate, with or without the witness,
 // saying what to add; the scripts of the frozen releases are history.
 func TestCheckScriptAddedUncovered(t *testing.T) {
+	t.Parallel()
 	peek := replaceOnce(t, "  - name: purge\n", `  - name: peek
     summary: Whether the queue's doorbell is rung.
     keys:
@@ -307,6 +314,7 @@ func TestCheckScriptAddedUncovered(t *testing.T) {
 // A witness that cannot run says what stops it and what makes it run, for
 // that cause: a release without a witness is not a missing redis-server.
 func TestCheckWitnessFailsClosedNamesTheCause(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, ext := range []string{".yaml", ".api.txt", ".bundle.txt"} {
 		data, err := os.ReadFile(filepath.Join("../../golden/releases", "2.0.0"+ext))
@@ -328,6 +336,7 @@ func TestCheckWitnessFailsClosedNamesTheCause(t *testing.T) {
 // each, with the witness run, and the dead-fencing patch fails it against
 // each.
 func TestCheckWitnessAgainstEveryRelease(t *testing.T) {
+	t.Parallel()
 	rs, err := release.List("../..")
 	if err != nil || len(rs) < 4 {
 		t.Fatalf("frozen releases: %d, %v", len(rs), err)

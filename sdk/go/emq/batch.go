@@ -44,6 +44,10 @@ func (q *Queue) ClaimMany(ctx context.Context, lease time.Duration, n int) (_ []
 // lease fewer than n while more are pending. A stale token is refused with
 // ErrStale and nothing is leased. A malformed id, a lease under a
 // millisecond or a negative n is refused before anything is sent.
+//
+// Deprecated: use CompleteClaimIDs with the ids to lease next (those of
+// Head(ctx, SetPending, n), or a worker's pool), or Complete when nothing
+// more is to be leased.
 func (q *Queue) CompleteClaim(ctx context.Context, id ID, token int64, lease time.Duration, n int) (_ []Job, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if err := positive("lease", lease); err != nil {

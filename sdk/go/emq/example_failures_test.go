@@ -31,20 +31,25 @@ func ExampleQueue_Failures() {
 	if _, err := q.Push(ctx, id, []byte("invoice 17")); err != nil {
 		log.Fatal(err)
 	}
-	job, _, err := q.Claim(ctx, time.Minute)
-	if err != nil {
-		log.Fatal(err)
+	jobs, err := q.ClaimMany(ctx, time.Minute, 1)
+	if err != nil || len(jobs) != 1 {
+		log.Fatal(len(jobs), err)
 	}
+	job := jobs[0]
 	if _, err := q.RetryFailed(ctx, job.ID, job.Token, 0, emq.Failure{Class: emq.FailureClassTimeout, Worker: "billing-1", Message: "no answer within 5s"}); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := q.Promote(ctx, 10); err != nil {
-		log.Fatal(err)
-	}
-	job, _, err = q.Claim(ctx, time.Minute)
+	due, err := q.Head(ctx, emq.SetSchedule, 10)
 	if err != nil {
 		log.Fatal(err)
 	}
+	if _, err := q.PromoteIDs(ctx, due); err != nil {
+		log.Fatal(err)
+	}
+	if jobs, err = q.ClaimMany(ctx, time.Minute, 1); err != nil || len(jobs) != 1 {
+		log.Fatal(len(jobs), err)
+	}
+	job = jobs[0]
 	if err := q.BuryFailed(ctx, job.ID, job.Token, emq.Failure{Class: emq.FailureClassError, Worker: "billing-2", Message: "card declined"}); err != nil {
 		log.Fatal(err)
 	}

@@ -234,10 +234,11 @@ func ExampleClassError() {
 	if _, err := q.Push(ctx, id, []byte("cat.png")); err != nil {
 		log.Fatal(err)
 	}
-	job, ok, err := q.Claim(ctx, 30*time.Second)
-	if err != nil || !ok {
-		log.Fatal(ok, err)
+	jobs, err := q.ClaimMany(ctx, 30*time.Second, 1)
+	if err != nil || len(jobs) != 1 {
+		log.Fatal(len(jobs), err)
 	}
+	job := jobs[0]
 	fmt.Println(q.Complete(ctx, job.ID, job.Token))
 
 	err = q.Complete(ctx, job.ID, job.Token)

@@ -165,6 +165,10 @@ func invSettings(t *testing.T) (seed uint64, ops int) {
 	return seed, ops
 }
 
+// TestInvariant's calls run under the test's own context, not ctxT's
+// 60 s: 3000 operations, each followed by a full check, outlast a minute
+// on a loaded machine (load 15 in CI), and a hang is go test's -timeout's
+// to report, with every goroutine's stack.
 func TestInvariant(t *testing.T) {
 	seed, ops := invSettings(t)
 	t.Logf("seed %d, %d operations; reproduce with -invariant.seed=%d -invariant.ops=%d", seed, ops, seed, ops)
@@ -172,7 +176,7 @@ func TestInvariant(t *testing.T) {
 	c := connect(t, srv)
 	q := queue(t, c, "invariant")
 	v := &invariant{
-		t: t, ctx: ctxT(t), c: c, q: q, k: q.Keys(), seed: seed,
+		t: t, ctx: t.Context(), c: c, q: q, k: q.Keys(), seed: seed,
 		rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		model: invModel{jobs: map[emq.ID]*invJob{}, retired: map[emq.ID]bool{}, tokens: map[emq.ID][]int64{}, records: map[emq.ID][]emq.FailedAttempt{},
 			options: map[emq.ID]invPolicy{}, progress: map[emq.ID]string{}, results: map[emq.ID]invResult{}, dedup: map[string]emq.ID{},

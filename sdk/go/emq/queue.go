@@ -146,6 +146,9 @@ func (q *Queue) enqueueAtOnce(ctx context.Context, id ID, payload []byte, at tim
 // is being migrated it can lose the job it pops. Workers do not use it;
 // use ClaimMany(ctx, lease, 1), or Head and ClaimIDs, which declare every
 // key they touch.
+//
+// Deprecated: use ClaimMany(ctx, lease, 1), or Head(ctx, SetPending, n)
+// and ClaimIDs. The 2.0 claim script stays in the wire layer (wire.ClaimCall).
 func (q *Queue) Claim(ctx context.Context, lease time.Duration) (job Job, ok bool, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if err := positive("lease", lease); err != nil {
@@ -237,6 +240,9 @@ func (q *Queue) Bury(ctx context.Context, id ID, token int64) (err error) {
 // behaviour is frozen (promote_ids rings the doorbell when it moves a
 // job). Workers do not use it: they read the schedule's head with Head and
 // promote with PromoteIDs, which declares every key it touches.
+//
+// Deprecated: use Head(ctx, SetSchedule, limit) and PromoteIDs. The 2.0
+// promote script stays in the wire layer (wire.PromoteCall).
 func (q *Queue) Promote(ctx context.Context, limit int) (_ int, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if limit <= 0 {
@@ -259,6 +265,10 @@ func (q *Queue) Promote(ctx context.Context, limit int) (_ int, err error) {
 // frozen (reap_ids checks and rings the doorbell). Workers do not use it:
 // they read the active set's head with Head and reap with ReapIDs, which
 // declares every key it touches.
+//
+// Deprecated: use Head(ctx, SetActive, limit) and ReapIDs (or
+// ReapFailedIDs, which records each lease taken back). The 2.0 reap script
+// stays in the wire layer (wire.ReapCall).
 func (q *Queue) Reap(ctx context.Context, limit, maxAttempts int) (_ int, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if limit <= 0 || maxAttempts < 0 {

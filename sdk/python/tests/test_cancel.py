@@ -2,8 +2,8 @@
 swallow some cancellations that land while a command is in flight), and Worker.run() returns
 within its shutdown bound after stop() even when maintenance and claims are in flight.
 
-EMQ_CANCEL_ROUNDS sets the rounds of the worker test (2,000 by default; the issue's campaign is
-10,000)."""
+EMQ_CANCEL_ROUNDS sets the rounds of the worker test: 500 by default, the quick variant CI runs
+(the hang it guards against came 7 times in 200 rounds); the long campaign is 10,000."""
 
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ async def test_worker_run_returns_within_its_bound_after_stop_in_many_rounds(
 ) -> None:
     """stop() lands while maintenance calls (maintenance_ms=1: the lock, promote_due, reap_expired)
     and claims are in flight; run() must return within its bound every time."""
-    rounds = int(os.environ.get(ROUNDS_ENV, "2000"))
+    rounds = int(os.environ.get(ROUNDS_ENV, "500"))
     q = client.queue("stops")
     bound_s = 5.0  # shutdown_timeout_ms=0: nothing to wait for but the calls in flight
     seen: set[str] = set()

@@ -14,12 +14,12 @@
 import { openSync, writeSync } from "node:fs";
 import {
   ArgumentError,
-  MISSEDS,
   NodeRedisAdapter,
   connect,
   type Logger,
   type Missed,
 } from "../src/index.js";
+import { MISSEDS } from "../src/gen/index.js";
 
 /** The variable the harness passes the configuration in. */
 export const SCHEDULER_ENV = "EMQCHAOS_SCHEDULER";

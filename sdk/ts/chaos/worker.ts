@@ -16,10 +16,22 @@
 
 import { openSync, writeSync } from "node:fs";
 import {
-  CLASS_STALE,
   ClusterAdapter,
   NodeRedisAdapter,
   ReplyError,
+  Event,
+  Tally,
+  Worker,
+  connect,
+  type Counter,
+  type Logger,
+  type Metrics,
+  type RedisAdapter,
+  type RedisArg,
+  type Settled,
+} from "../src/index.js";
+import {
+  CLASS_STALE,
   SCRIPTS,
   SCRIPT_BURY,
   SCRIPT_COMPLETE,
@@ -31,19 +43,9 @@ import {
   SCRIPT_RETRY,
   SCRIPT_RETRY_FAILED,
   SCRIPT_BURY_FAILED,
-  Event,
   decodeFail,
-  Tally,
-  Worker,
-  connect,
-  type Counter,
-  type Logger,
-  type Metrics,
-  type RedisAdapter,
-  type RedisArg,
   type Script,
-  type Settled,
-} from "../src/index.js";
+} from "../src/gen/index.js";
 
 /** The variable the harness passes the configuration in. */
 export const WORKER_ENV = "EMQCHAOS_WORKER";

@@ -207,21 +207,7 @@ export async function connect(options: ConnectOptions = {}): Promise<Client> {
           onError,
         })
       : await NodeRedisAdapter.connect({ ...options, onError }));
-  const c = new Client(adapter, options, log);
-  try {
-    await c.ensure();
-    await c.readServerConfig();
-    if (options.node !== undefined) {
-      c.fixNode(options.node);
-    } else {
-      await c.leaseNode();
-      c.startRenewal();
-    }
-  } catch (err) {
-    await adapter.close();
-    throw err;
-  }
-  return c;
+  return Client.open(adapter, options, log);
 }
 
 /** @internal The pause before resend n (1 for the first): none, then 10 ms doubling up to 500 ms, jittered to its upper half; cut short by signal, and never past deadline. */
@@ -300,8 +286,43 @@ export class Client {
   #fixed = false;
   #closed = false;
 
-  /** Use connect(). */
-  constructor(adapter: RedisAdapter, options: ConnectOptions, logger: Logger) {
+  /**
+   * @internal Opens a client on adapter, as connect() does: fences, reads
+   * the server's configuration and takes its snowflake node (options.node,
+   * or a leased one renewed until close). The adapter is closed when this
+   * fails. Use connect().
+   */
+  static async open(
+    adapter: RedisAdapter,
+    options: ConnectOptions,
+    logger: Logger,
+  ): Promise<Client> {
+    const c = new Client(adapter, options, logger);
+    try {
+      await c.ensure();
+      await c.#readServerConfig();
+      if (options.node !== undefined) {
+        c.#fixNode(options.node);
+      } else {
+        await c.#leaseNode();
+        c.#startRenewal();
+      }
+    } catch (err) {
+      await adapter.close();
+      throw err;
+    }
+    return c;
+  }
+
+  /**
+   * Use connect(): a client is fenced and holds a snowflake node before
+   * any call, which a constructor cannot await.
+   */
+  private constructor(
+    adapter: RedisAdapter,
+    options: ConnectOptions,
+    logger: Logger,
+  ) {
     this.adapter = adapter;
     this.logger = logger;
     this.metrics = options.metrics ?? noMetrics;
@@ -806,8 +827,8 @@ export class Client {
     this.#found = r.version;
   }
 
-  /** @internal Reads what the server's configuration means for jobs. */
-  async readServerConfig(): Promise<void> {
+  /** Reads what the server's configuration means for jobs. */
+  async #readServerConfig(): Promise<void> {
     let reply: unknown;
     try {
       reply = await this.adapter.send([
@@ -844,15 +865,15 @@ export class Client {
     }
   }
 
-  /** @internal */
-  fixNode(node: number): void {
+  /** Mints ids on node, fixed for the client's life (ConnectOptions.node): no lease. */
+  #fixNode(node: number): void {
     this.#gen = new IdGenerator(node);
     this.#fixed = true;
     this.#leaseUntil = Number.MAX_SAFE_INTEGER;
   }
 
-  /** @internal Takes a free snowflake node from the reserve's locks. */
-  async leaseNode(): Promise<void> {
+  /** Takes a free snowflake node from the reserve's locks. */
+  async #leaseNode(): Promise<void> {
     const start = randomInt(MAX_NODE + 1);
     for (let i = 0; i <= MAX_NODE; i++) {
       const n = (start + i) % (MAX_NODE + 1);
@@ -880,8 +901,8 @@ export class Client {
     return true;
   }
 
-  /** @internal Renews the node lease every third of its length until close. */
-  startRenewal(): void {
+  /** Renews the node lease every third of its length until close. */
+  #startRenewal(): void {
     this.#renew = setInterval(() => {
       void this.#renewOnce();
     }, this.#leaseMs / 3);
@@ -901,7 +922,7 @@ export class Client {
         );
         this.#leaseUntil = 0;
         this.#gen = undefined;
-        await this.leaseNode();
+        await this.#leaseNode();
       }
     } catch (err) {
       this.logger.warn("emq: renewing the node lease failed; retrying", {

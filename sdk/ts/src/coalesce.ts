@@ -207,6 +207,13 @@ export class Pusher {
       if (batch.length === 0) {
         return;
       }
+      if (n === 0 && batch.length === 1 && this.#policy === undefined) {
+        // A job alone goes out as one push call, as the Go and Python SDKs
+        // send it: the SDKs' wire traces are one (emqconform -trace).
+        const e = batch[0]!;
+        await this.#one(e.id, e.payload, e.opts).then(e.resolve, e.reject);
+        return;
+      }
       const ids: string[] = [];
       const rows: string[] = [];
       const payloads: RedisArg[] = [];

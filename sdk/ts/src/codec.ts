@@ -306,6 +306,8 @@ export class TypedQueue<T> {
    * Queue.claim, the payload decoded. A payload the codec cannot read
    * throws a CodecError whose job is the leased job (bury it with
    * raw.bury(job.id, job.token)).
+   *
+   * @deprecated Use claimMany(leaseMs, 1) (Queue.claim is deprecated).
    */
   async claim(
     leaseMs: number,

@@ -1,8 +1,46 @@
 // The EchoMQ TypeScript SDK: connect() to a fenced keyspace, a Queue per
-// queue name, a Worker per handler; the generated wire layer underneath
-// (also at "@echomq/sdk/gen").
-
-export * from "./gen/index.js";
+// queue name, a Worker per handler. This entry point is the idiomatic API
+// only; the generated wire layer underneath (keys, script descriptors,
+// generated calls, id codec, probes) is the subpath "@echomq/sdk/wire"
+// (also at "@echomq/sdk/gen", its older name).
+//
+// From the wire layer, the root re-exports by name only what the idiomatic
+// API's own declarations use: the errors its calls throw, the vocabulary
+// words its options and results carry, and the types an adapter
+// implements.
+export {
+  IdError,
+  KindError,
+  QueueNameError,
+  ReplyError,
+  StaleError,
+  WireError,
+} from "./gen/index.js";
+export {
+  Admission,
+  Backoff,
+  Dedup,
+  Event,
+  FailureClass,
+  Firing,
+  KIND_ARC,
+  KIND_JOB,
+  KIND_ORD,
+  Missed,
+  SET_ACTIVE,
+  SET_DEAD,
+  SET_PENDING,
+  SET_SCHEDULE,
+  STATE_ACTIVE,
+  STATE_DEAD,
+  STATE_PENDING,
+  STATE_SCHEDULED,
+  isEvent,
+  type Kind,
+  type SetName,
+  type State,
+} from "./gen/index.js";
+export type { Probe, RedisArg, ScriptRunner, Settled } from "./gen/index.js";
 export {
   NodeRedisAdapter,
   type NodeRedisOptions,

@@ -1462,6 +1462,10 @@ export class Queue {
    * It runs the 2.0 claim script, which reaches the row through the row
    * prefix rather than KEYS (its 2.1 behaviour is frozen: it never rings
    * the doorbell); claimMany(leaseMs, 1) declares every key it touches.
+   *
+   * @deprecated Use claimMany(leaseMs, 1), or head(SET_PENDING, n) and
+   * claimIds, which declare every key they touch (the 2.0 claim script
+   * stays in the wire layer, runClaim).
    */
   async claim(leaseMs: number, opts?: CallOptions): Promise<Job | null> {
     positiveInt("lease", leaseMs);
@@ -1545,6 +1549,10 @@ export class Queue {
    * of the pending set first and calls completeClaimIds with those ids;
    * when another claimer took all of them in between, it claims with
    * claimMany.
+   *
+   * @deprecated Use completeClaimIds with the ids to lease next (those of
+   * head(SET_PENDING, n), or a worker's pool), then claimMany when it leased
+   * none; complete(id, token) when nothing more is to be leased.
    */
   async completeClaim(
     id: string,
@@ -1853,6 +1861,10 @@ export class Queue {
    * resolves how many moved. It runs the 2.0 promote script (its behaviour
    * is frozen: it never rings the doorbell), which reaches rows through the
    * row prefix; promoteDue declares every key it touches.
+   *
+   * @deprecated Use promoteDue, which declares every key it touches and
+   * rings the doorbell (the 2.0 promote script stays in the wire layer,
+   * runPromote).
    */
   async promote(limit: number = 1000, opts?: CallOptions): Promise<number> {
     positiveInt("limit", limit);
@@ -1922,6 +1934,10 @@ export class Queue {
    * how many moved. It runs the 2.0 reap script (its behaviour is frozen:
    * it never rings the doorbell), which reaches rows through the row
    * prefix; reapExpired declares every key it touches.
+   *
+   * @deprecated Use reapExpired (or reapExpiredFailed, which records each
+   * lease taken back), which declares every key it touches (the 2.0 reap
+   * script stays in the wire layer, runReap).
    */
   async reap(
     limit: number = 1000,

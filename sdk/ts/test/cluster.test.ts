@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import * as emq from "../src/index.js";
+import * as wire from "../src/gen/index.js";
 import { RedisCluster, type ClusterNode } from "./cluster.js";
 
 const silent: emq.Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -45,7 +46,7 @@ let named = 0;
 async function queueOn(n: ClusterNode, tag: string): Promise<string> {
   for (let i = 0; i < 1000; i++) {
     const name = tag + "-" + named++;
-    const slot = await cl.keySlot(new emq.QueueKeys(name).pending);
+    const slot = await cl.keySlot(new wire.QueueKeys(name).pending);
     if ((await cl.owner(slot)) === n) {
       return name;
     }
@@ -108,11 +109,11 @@ test("routingKey: a script's first KEYS, none for keyless commands, else the fir
 
 test("connect fences and leases on the reserve slot's node; push, claim and complete run on a queue of every primary", async () => {
   const c = await open();
-  assert.equal(c.versionFound, emq.VERSION_RECORD);
+  assert.equal(c.versionFound, wire.VERSION_RECORD);
   assert.ok(c.node >= 0);
-  const reserve = await cl.owner(await cl.keySlot(emq.KEY_VERSION));
-  for (const k of [emq.KEY_VERSION, emq.KEY_BUNDLE, emq.KEY_LOCKS]) {
-    assert.equal(await cl.keySlot(k), await cl.keySlot(emq.KEY_VERSION));
+  const reserve = await cl.owner(await cl.keySlot(wire.KEY_VERSION));
+  for (const k of [wire.KEY_VERSION, wire.KEY_BUNDLE, wire.KEY_LOCKS]) {
+    assert.equal(await cl.keySlot(k), await cl.keySlot(wire.KEY_VERSION));
     assert.equal(await reserve.cmd("EXISTS", k), 1, k + " on " + reserve.addr);
     for (const n of cl.nodes.filter((x) => x !== reserve)) {
       assert.equal(await n.cmd("DBSIZE"), 0, n.addr + " holds no reserve key");
@@ -139,7 +140,7 @@ test("every probe check passes on the cluster and leaves nothing behind", async 
   };
   const before = await keys();
   const t = await emq.runProbes(c);
-  const total = emq.PROBES.reduce((n, p) => n + p.steps.length, 0);
+  const total = wire.PROBES.reduce((n, p) => n + p.steps.length, 0);
   assert.equal(t.results.length, total);
   assert.equal(t.passed, total, t.lines().join("\n"));
   assert.deepEqual(await keys(), before);
@@ -446,11 +447,12 @@ test("after the nodes' connections are killed the client fences again: a foreign
       return false;
     }
   });
-  const reserve = await cl.owner(await cl.keySlot(emq.KEY_VERSION));
-  const mine = String(await reserve.cmd("GET", emq.KEY_VERSION));
-  const foreign = emq.VERSION_RECORD_PREFIX + (emq.VERSION_MAJOR + 1) + ".0.0";
+  const reserve = await cl.owner(await cl.keySlot(wire.KEY_VERSION));
+  const mine = String(await reserve.cmd("GET", wire.KEY_VERSION));
+  const foreign =
+    wire.VERSION_RECORD_PREFIX + (wire.VERSION_MAJOR + 1) + ".0.0";
   const g2 = c.adapter.generation;
-  await reserve.cmd("SET", emq.KEY_VERSION, foreign);
+  await reserve.cmd("SET", wire.KEY_VERSION, foreign);
   for (const n of cl.nodes) {
     await n.cmd("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
   }
@@ -471,7 +473,7 @@ test("after the nodes' connections are killed the client fences again: a foreign
     Number(await cl.nodes[0]!.cmd("ZCARD", q.keys.pending)),
     pending,
   );
-  await reserve.cmd("SET", emq.KEY_VERSION, mine);
+  await reserve.cmd("SET", wire.KEY_VERSION, mine);
 });
 
 test("a call that found its node's connection down waits for it and succeeds: claim and complete right after the connections are killed", async () => {

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import * as emq from "../src/index.js";
+import * as wire from "../src/gen/index.js";
 import { RedisServer } from "./redis.js";
 
 let srv: RedisServer;
@@ -16,11 +17,11 @@ const silent: emq.Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** The scripts that reach rows through the row prefix rather than KEYS. */
 const undeclared = new Set([
-  emq.SCRIPT_CLAIM.name,
-  emq.SCRIPT_CLAIM_MANY.name,
-  emq.SCRIPT_COMPLETE_CLAIM.name,
-  emq.SCRIPT_PROMOTE.name,
-  emq.SCRIPT_REAP.name,
+  wire.SCRIPT_CLAIM.name,
+  wire.SCRIPT_CLAIM_MANY.name,
+  wire.SCRIPT_COMPLETE_CLAIM.name,
+  wire.SCRIPT_PROMOTE.name,
+  wire.SCRIPT_REAP.name,
 ]);
 
 before(async () => {
@@ -118,21 +119,21 @@ test("a worker pushing, claiming, completing, retrying, burying, extending, prom
     await running;
     running = undefined;
     await m.settle(srv);
-    const used = m.scriptCalls(emq.SCRIPTS);
+    const used = m.scriptCalls(wire.SCRIPTS);
     const names = new Set(used);
     for (const want of [
-      emq.SCRIPT_PUSH_MANY,
-      emq.SCRIPT_CLAIM_IDS,
+      wire.SCRIPT_PUSH_MANY,
+      wire.SCRIPT_CLAIM_IDS,
       // 2.4.0: a completion keeps its result by the worker's retention
       // and deletes the job's records; a failed attempt is settled by fail
       // (retried or buried, with its record), a lost lease reaped with its
       // record, and orphaned records swept by maintenance with forget_ids.
-      emq.SCRIPT_COMPLETE_RESULT_CLAIM_IDS,
-      emq.SCRIPT_FAIL,
-      emq.SCRIPT_EXTEND,
-      emq.SCRIPT_PROMOTE_IDS,
-      emq.SCRIPT_REAP_RECORDED_IDS,
-      emq.SCRIPT_FORGET_IDS,
+      wire.SCRIPT_COMPLETE_RESULT_CLAIM_IDS,
+      wire.SCRIPT_FAIL,
+      wire.SCRIPT_EXTEND,
+      wire.SCRIPT_PROMOTE_IDS,
+      wire.SCRIPT_REAP_RECORDED_IDS,
+      wire.SCRIPT_FORGET_IDS,
     ]) {
       assert.ok(names.has(want.name), want.name + " was called: " + [...names]);
     }
@@ -159,7 +160,7 @@ test("a steady drain costs one script call per job: claims come from the head po
   await q.pushBatch(
     Array.from({ length: n }, () => ({ id: c.mint(), payload: "x" })),
   );
-  for (const s of emq.SCRIPTS) {
+  for (const s of wire.SCRIPTS) {
     await srv.cmd("SCRIPT", "LOAD", s.source);
   }
   const m = await srv.monitor();
@@ -185,11 +186,11 @@ test("a steady drain costs one script call per job: claims come from the head po
     await c.close();
   }
   assert.equal(ids.size, n, "each job once");
-  const used = m.scriptCalls(emq.SCRIPTS);
+  const used = m.scriptCalls(wire.SCRIPTS);
   const claims = used.filter(
     (s) =>
-      s === emq.SCRIPT_CLAIM_IDS.name ||
-      s === emq.SCRIPT_COMPLETE_CLAIM_IDS.name,
+      s === wire.SCRIPT_CLAIM_IDS.name ||
+      s === wire.SCRIPT_COMPLETE_CLAIM_IDS.name,
   ).length;
   assert.ok(
     claims <= n * 1.05 + 10,

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as emq from "../src/index.js";
+import * as wire from "../src/gen/index.js";
 import { RedisServer } from "./redis.js";
 
 const silent: emq.Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -51,7 +52,7 @@ test("every error of a real call reads with one prefix", async () => {
   });
   try {
     const q = c.queue("errors");
-    const other = new emq.IdGenerator(1).mint(emq.KIND_ORD);
+    const other = new wire.IdGenerator(1).mint(emq.KIND_ORD);
     const errs: [string, unknown][] = [
       ["claim(0)", await caught(q.claim(0))],
       ["queue name", await caught(() => c.queue("bad name {"))],

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, test } from "node:test";
 import * as emq from "../src/index.js";
+import * as wire from "../src/gen/index.js";
 import { RedisServer } from "./redis.js";
 
 let srv: RedisServer;
@@ -138,7 +139,7 @@ test("retryFailed and buryFailed record the attempts; get returns them and the t
   assert.equal(rec.trips.length, 1, JSON.stringify(rec.trips));
   assert.ok(
     rec.trips[0]!.some(
-      (w) => w[0] === "EVALSHA" && w[1] === emq.SCRIPT_FAILURES.sha1,
+      (w) => w[0] === "EVALSHA" && w[1] === wire.SCRIPT_FAILURES.sha1,
     ),
   );
   assert.equal(info?.state, emq.STATE_DEAD);
@@ -334,7 +335,7 @@ test("the 2.4 worker completes with complete_result_claim_ids, which deletes a r
   rec.stop();
   assert.deepEqual(done.sort(), [once, flaky].sort());
   assert.equal(await recorded(q, flaky), false);
-  const complete = emq.SCRIPT_COMPLETE_RESULT_CLAIM_IDS.sha1;
+  const complete = wire.SCRIPT_COMPLETE_RESULT_CLAIM_IDS.sha1;
   // A script call's first ARGV: the completed job's id.
   const arg1 = (w: string[]) => w[3 + Number(w[2])];
   const of = (id: string) =>
@@ -345,9 +346,9 @@ test("the 2.4 worker completes with complete_result_claim_ids, which deletes a r
   assert.equal(of(flaky).length, 1);
   // Neither completion sent a forget: the script deleted the record.
   const forgets = [
-    emq.SCRIPT_FORGET_FAILURES.sha1,
-    emq.SCRIPT_FORGET_IDS.sha1,
-    emq.SCRIPT_COMPLETE_CLAIM_IDS.sha1,
+    wire.SCRIPT_FORGET_FAILURES.sha1,
+    wire.SCRIPT_FORGET_IDS.sha1,
+    wire.SCRIPT_COMPLETE_CLAIM_IDS.sha1,
   ];
   assert.equal(
     rec.trips.filter((t) => t.some((w) => forgets.includes(w[1]!))).length,
@@ -371,7 +372,7 @@ test("maintenance records a lost lease and sweeps the records a 2.2 complete lef
   const second = await q.claimMany(30000, orphans.length);
   await Promise.all(
     second.map((j) =>
-      emq.runComplete(c.runner, {
+      wire.runComplete(c.runner, {
         active: q.keys.active,
         row: q.keys.row(j.id),
         id: j.id,
@@ -427,7 +428,7 @@ test("a worker sweeps orphans while another owner (a 2.2 worker) holds the maint
   const second = await q.claimMany(30000, orphans.length);
   await Promise.all(
     second.map((j) =>
-      emq.runComplete(c.runner, {
+      wire.runComplete(c.runner, {
         active: q.keys.active,
         row: q.keys.row(j.id),
         id: j.id,
@@ -438,9 +439,9 @@ test("a worker sweeps orphans while another owner (a 2.2 worker) holds the maint
   // Another owner holds the maintenance lock for the whole test, and
   // never sweeps (as a 2.2 worker does).
   assert.ok(
-    (await emq.runLock(c.runner, {
-      locks: emq.KEY_LOCKS,
-      name: emq.lockMaintenance(q.name),
+    (await wire.runLock(c.runner, {
+      locks: wire.KEY_LOCKS,
+      name: wire.lockMaintenance(q.name),
       owner: "a-2.2-worker",
       ttlMs: 600000,
     })) > 0,

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, test } from "node:test";
 import * as emq from "../src/index.js";
+import * as wire from "../src/gen/index.js";
 import { manifest } from "./manifest.js";
 import { RedisServer } from "./redis.js";
 
@@ -28,15 +29,15 @@ beforeEach(async () => {
 });
 
 test("connect fences a fresh keyspace and records the bundle", async () => {
-  assert.equal(c.versionFound, emq.VERSION_RECORD);
-  assert.equal(await srv.cmd("GET", emq.KEY_VERSION), emq.VERSION_RECORD);
+  assert.equal(c.versionFound, wire.VERSION_RECORD);
+  assert.equal(await srv.cmd("GET", wire.KEY_VERSION), wire.VERSION_RECORD);
   assert.equal(
-    await srv.cmd("HGET", emq.KEY_BUNDLE, emq.VERSION),
-    emq.BUNDLE_DIGEST,
+    await srv.cmd("HGET", wire.KEY_BUNDLE, wire.VERSION),
+    wire.BUNDLE_DIGEST,
   );
-  assert.ok(c.node >= 0 && c.node <= emq.MAX_NODE);
+  assert.ok(c.node >= 0 && c.node <= wire.MAX_NODE);
   const lock = String(
-    await srv.cmd("HGET", emq.KEY_LOCKS, emq.lockNode(c.node)),
+    await srv.cmd("HGET", wire.KEY_LOCKS, wire.lockNode(c.node)),
   );
   assert.ok(lock.startsWith(c.owner + " "), lock);
 });
@@ -44,18 +45,19 @@ test("connect fences a fresh keyspace and records the bundle", async () => {
 test("a planted foreign major is refused with a FenceError and nothing is written", async () => {
   await c.close();
   await srv.cmd("FLUSHALL");
-  const foreign = emq.VERSION_RECORD_PREFIX + (emq.VERSION_MAJOR + 1) + ".0.0";
-  await srv.cmd("SET", emq.KEY_VERSION, foreign);
+  const foreign =
+    wire.VERSION_RECORD_PREFIX + (wire.VERSION_MAJOR + 1) + ".0.0";
+  await srv.cmd("SET", wire.KEY_VERSION, foreign);
   const before = await srv.snapshot();
   await assert.rejects(emq.connect({ url: srv.url }), (err: unknown) => {
     assert.ok(err instanceof emq.FenceError);
     assert.equal(err.found, foreign);
-    assert.equal(err.want, emq.VERSION_RECORD);
+    assert.equal(err.want, wire.VERSION_RECORD);
     return true;
   });
   assert.deepEqual(await srv.snapshot(), before);
-  for (const junk of ["garbage", emq.VERSION_RECORD_PREFIX + "2.x.0"]) {
-    await srv.cmd("SET", emq.KEY_VERSION, junk);
+  for (const junk of ["garbage", wire.VERSION_RECORD_PREFIX + "2.x.0"]) {
+    await srv.cmd("SET", wire.KEY_VERSION, junk);
     await assert.rejects(emq.connect({ url: srv.url }), emq.FenceError);
   }
   c = await connectFresh();
@@ -70,33 +72,33 @@ test("a higher minor is admitted and reported; a lower one is raised", async () 
   await c.close();
   await srv.cmd("FLUSHALL");
   const ahead =
-    emq.VERSION_RECORD_PREFIX +
-    emq.VERSION_MAJOR +
+    wire.VERSION_RECORD_PREFIX +
+    wire.VERSION_MAJOR +
     "." +
-    (emq.VERSION_MINOR + 1) +
+    (wire.VERSION_MINOR + 1) +
     ".0";
-  await srv.cmd("SET", emq.KEY_VERSION, ahead);
+  await srv.cmd("SET", wire.KEY_VERSION, ahead);
   c = await emq.connect({ url: srv.url });
   assert.equal(c.versionFound, ahead);
-  assert.equal(await srv.cmd("GET", emq.KEY_VERSION), ahead);
-  if (emq.VERSION_MINOR > 0) {
+  assert.equal(await srv.cmd("GET", wire.KEY_VERSION), ahead);
+  if (wire.VERSION_MINOR > 0) {
     await c.close();
     await srv.cmd("FLUSHALL");
-    const lower = emq.VERSION_RECORD_PREFIX + emq.VERSION_MAJOR + ".0.0";
-    await srv.cmd("SET", emq.KEY_VERSION, lower);
+    const lower = wire.VERSION_RECORD_PREFIX + wire.VERSION_MAJOR + ".0.0";
+    await srv.cmd("SET", wire.KEY_VERSION, lower);
     c = await emq.connect({ url: srv.url });
-    assert.equal(await srv.cmd("GET", emq.KEY_VERSION), emq.VERSION_RECORD);
+    assert.equal(await srv.cmd("GET", wire.KEY_VERSION), wire.VERSION_RECORD);
   }
 });
 
 test("another bundle recorded for this version is refused with a BundleError", async () => {
   await c.close();
   await srv.cmd("FLUSHALL");
-  await srv.cmd("HSET", emq.KEY_BUNDLE, emq.VERSION, "f".repeat(40));
+  await srv.cmd("HSET", wire.KEY_BUNDLE, wire.VERSION, "f".repeat(40));
   await assert.rejects(emq.connect({ url: srv.url }), (err: unknown) => {
     assert.ok(err instanceof emq.BundleError);
     assert.equal(err.found, "f".repeat(40));
-    assert.equal(err.want, emq.BUNDLE_DIGEST);
+    assert.equal(err.want, wire.BUNDLE_DIGEST);
     return true;
   });
   c = await connectFresh();
@@ -107,8 +109,9 @@ test("after a reconnect the client fences again before its next command", async 
   const id1 = c.mint();
   assert.equal(await q.push(id1, "one"), true);
   // A foreign writer takes the keyspace, and the connection drops.
-  const foreign = emq.VERSION_RECORD_PREFIX + (emq.VERSION_MAJOR + 1) + ".0.0";
-  await srv.cmd("SET", emq.KEY_VERSION, foreign);
+  const foreign =
+    wire.VERSION_RECORD_PREFIX + (wire.VERSION_MAJOR + 1) + ".0.0";
+  await srv.cmd("SET", wire.KEY_VERSION, foreign);
   await srv.cmd("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
   const id2 = c.mint();
   const row2 = q.keys.row(id2);
@@ -130,7 +133,7 @@ test("after a reconnect the client fences again before its next command", async 
   assert.ok(refused, "the push after the reconnect was not fenced");
   assert.equal(await srv.cmd("EXISTS", row2), 0);
   // The keyspace comes back: the next fence admits it.
-  await srv.cmd("SET", emq.KEY_VERSION, emq.VERSION_RECORD);
+  await srv.cmd("SET", wire.KEY_VERSION, wire.VERSION_RECORD);
   assert.equal(await q.push(id2, "two"), true);
 });
 
@@ -232,7 +235,7 @@ test("the job lifecycle: every script's replies", async () => {
 
 test("refusals are typed errors: KindError and StaleError with their class words", async () => {
   const q = c.queue("orders");
-  const ord = emq.newId(emq.KIND_ORD, {
+  const ord = wire.newId(emq.KIND_ORD, {
     timeMs: Date.now(),
     node: 1,
     sequence: 0,
@@ -245,7 +248,7 @@ test("refusals are typed errors: KindError and StaleError with their class words
     await assert.rejects(op(), (err: unknown) => {
       assert.ok(err instanceof emq.KindError);
       assert.ok(err instanceof emq.WireError);
-      assert.equal(err.code, emq.CLASS_KIND);
+      assert.equal(err.code, wire.CLASS_KIND);
       return true;
     });
   }
@@ -262,7 +265,7 @@ test("refusals are typed errors: KindError and StaleError with their class words
   ]) {
     await assert.rejects(op(), (err: unknown) => {
       assert.ok(err instanceof emq.StaleError);
-      assert.equal(err.code, emq.CLASS_STALE);
+      assert.equal(err.code, wire.CLASS_STALE);
       return true;
     });
   }
@@ -270,7 +273,7 @@ test("refusals are typed errors: KindError and StaleError with their class words
   await q.complete(id, job!.token);
   await assert.rejects(q.complete(id, job!.token), emq.StaleError);
   await assert.rejects(
-    emq.runCompleteClaim(c.adapter, {
+    wire.runCompleteClaim(c.adapter, {
       row: q.keys.row(id),
       active: q.keys.active,
       pending: q.keys.pending,
@@ -288,7 +291,7 @@ test("refusals are typed errors: KindError and StaleError with their class words
 test("batches pipeline; a refusal stays with its own job", async () => {
   const q = c.queue("orders");
   const a = c.mint();
-  const ord = emq.newId(emq.KIND_ORD, {
+  const ord = wire.newId(emq.KIND_ORD, {
     timeMs: Date.now(),
     node: 1,
     sequence: 1,
@@ -323,30 +326,38 @@ test("NOSCRIPT: a flushed script cache falls back to EVAL, one call and pipeline
 });
 
 test("locks: the lock and unlock scripts", async () => {
-  const name = emq.lockMaintenance("orders");
-  const taken = await emq.runLock(c.adapter, {
-    locks: emq.KEY_LOCKS,
+  const name = wire.lockMaintenance("orders");
+  const taken = await wire.runLock(c.adapter, {
+    locks: wire.KEY_LOCKS,
     name,
     owner: "a",
     ttlMs: 5000,
   });
   assert.ok(taken > 0);
   assert.equal(
-    await emq.runLock(c.adapter, {
-      locks: emq.KEY_LOCKS,
+    await wire.runLock(c.adapter, {
+      locks: wire.KEY_LOCKS,
       name,
       owner: "b",
       ttlMs: 5000,
     }),
-    emq.LOCK_HELD,
+    wire.LOCK_HELD,
   );
   assert.equal(
-    await emq.runUnlock(c.adapter, { locks: emq.KEY_LOCKS, name, owner: "b" }),
-    emq.UNLOCK_NOT_OWNER,
+    await wire.runUnlock(c.adapter, {
+      locks: wire.KEY_LOCKS,
+      name,
+      owner: "b",
+    }),
+    wire.UNLOCK_NOT_OWNER,
   );
   assert.equal(
-    await emq.runUnlock(c.adapter, { locks: emq.KEY_LOCKS, name, owner: "a" }),
-    emq.UNLOCK_RELEASED,
+    await wire.runUnlock(c.adapter, {
+      locks: wire.KEY_LOCKS,
+      name,
+      owner: "a",
+    }),
+    wire.UNLOCK_RELEASED,
   );
 });
 
@@ -444,7 +455,7 @@ test("another client plugs in through RedisAdapter, without touching the SDK", a
   };
   const own = await emq.connect({ adapter: counting, node: 3 });
   assert.equal(own.node, 3);
-  assert.equal(own.versionFound, emq.VERSION_RECORD);
+  assert.equal(own.versionFound, wire.VERSION_RECORD);
   assert.equal(await own.queue("orders").push(own.mint(), "x"), true);
   assert.ok(sent.includes("EVALSHA"), sent.join(" "));
   await own.close();

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as emq from "../src/index.js";
+import * as wire from "../src/gen/index.js";
 import { RedisServer } from "./redis.js";
 
 const silent: emq.Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -288,8 +289,8 @@ class FenceKiller implements emq.RedisAdapter {
     const verb = String(args[0]).toUpperCase();
     const sha = String(args[1]);
     if (
-      (verb === "EVALSHA" && sha === emq.SCRIPT_FENCE.sha1) ||
-      (verb === "EVAL" && sha === emq.SCRIPT_FENCE.source)
+      (verb === "EVALSHA" && sha === wire.SCRIPT_FENCE.sha1) ||
+      (verb === "EVAL" && sha === wire.SCRIPT_FENCE.source)
     ) {
       this.fences++;
       if (this.kill) {

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, test } from "node:test";
 import * as emq from "../src/index.js";
+import * as wire from "../src/gen/index.js";
 import { RedisServer } from "./redis.js";
 
 let srv: RedisServer;
@@ -105,27 +106,36 @@ function recordScripts(client: emq.Client): {
   };
 }
 
-test("push without job options sends push_many as in 2.3; with options add_many, coalescing identical options only", async () => {
+test("push without job options sends push_many as in 2.3 (a job alone: push, as Go and Python send it); with options add_many, coalescing identical options only", async () => {
   const q = c.queue("producer");
-  const [a, b, d, e] = [c.mint(), c.mint(), c.mint(), c.mint()];
+  const [a, a2, b, d, e] = [c.mint(), c.mint(), c.mint(), c.mint(), c.mint()];
   const rec = recordScripts(c);
   const got = await Promise.all([
     q.push(a, "plain"),
+    q.push(a2, "plain too"),
     q.push(b, "three", { attempts: 3 }),
     q.push(d, "three again", { attempts: 3 }),
     q.push(e, "four", { attempts: 4, backoff: 250 }),
   ]);
   rec.stop();
-  assert.deepEqual(got, [true, true, true, true]);
+  assert.deepEqual(got, [true, true, true, true, true]);
   const calls = rec.trips.flat();
-  const pushMany = emq.SCRIPT_PUSH_MANY.sha1;
-  const addMany = emq.SCRIPT_ADD_MANY.sha1;
+  const push = wire.SCRIPT_PUSH.sha1;
+  const pushMany = wire.SCRIPT_PUSH_MANY.sha1;
+  const addMany = wire.SCRIPT_ADD_MANY.sha1;
   assert.equal(calls.filter((s) => s === pushMany).length, 1);
+  assert.equal(calls.filter((s) => s === push).length, 0);
   assert.equal(calls.filter((s) => s === addMany).length, 2);
+  // A plain job pushed alone goes out as one push call, not push_many.
+  const alone = c.mint();
+  const rec1 = recordScripts(c);
+  assert.equal(await q.push(alone, "alone"), true);
+  rec1.stop();
+  assert.deepEqual(rec1.trips.flat(), [push]);
   // One policy each for the optioned jobs, none for the plain one.
   const opts = (await srv.cmd("HKEYS", q.keys.options)) as unknown as string[];
   assert.deepEqual([...opts].sort(), [b, d, e].sort());
-  assert.equal(Number(await srv.cmd("ZCARD", q.keys.pending)), 4);
+  assert.equal(Number(await srv.cmd("ZCARD", q.keys.pending)), 6);
 
   // A delay schedules the job at the server's now plus the delay.
   const later = c.mint();

@@ -5,8 +5,11 @@
 // and run against a real redis-server: an ESM consumer with the tsconfig the
 // README documents, a CommonJS consumer (module node16 in a "type":
 // "commonjs" folder, and a plain require() script), and the README's
-// TypeScript blocks, verbatim. The tarball ships no conformance testee and
-// no map pointing at a file it does not ship.
+// TypeScript blocks, verbatim. The wire layer is imported from its subpath,
+// "@echomq/sdk/wire" (and its older name "@echomq/sdk/gen", the same
+// module); the root exports none of its plumbing, and what is @internal
+// (new Client, its repair hooks) does not compile. The tarball ships no
+// conformance testee, and every map it ships resolves to sources it ships.
 
 import assert from "node:assert/strict";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
@@ -24,7 +27,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { QueueKeys } from "../src/index.js";
+import { QueueKeys } from "../src/gen/index.js";
 import { RedisServer } from "./redis.js";
 
 /** sdk/ts, from dist/test. */
@@ -164,15 +167,29 @@ test("the tarball ships the builds and the sources its maps name, and no testee"
   for (const f of files) {
     assert.ok(!/conformance|testee|(^|\/)test\//.test(f), f + " is shipped");
   }
-  // Every map points at files the tarball has.
+  // Every map points at files the tarball has: the .js maps and the .d.ts
+  // maps (go-to-definition) of the ESM build, each at its source under src/.
   const installed = join(project, "node_modules", ...pkg.name.split("/"));
-  for (const f of files.filter((f) => f.endsWith(".map"))) {
+  const maps = files.filter((f) => f.endsWith(".map"));
+  for (const f of [
+    "dist/src/index.js.map",
+    "dist/src/index.d.ts.map",
+    "dist/src/gen/index.d.ts.map",
+  ]) {
+    assert.ok(have.has(f), f + " is not in the tarball");
+  }
+  for (const f of maps) {
     const map = JSON.parse(readFileSync(join(installed, f), "utf8")) as {
       sources: string[];
     };
+    assert.ok(map.sources.length > 0, f + " names no source");
     for (const s of map.sources) {
       const target = join(dirname(f), s);
       assert.ok(have.has(target), f + " points at " + target + ": not shipped");
+      assert.ok(
+        existsSync(join(installed, target)),
+        f + " points at " + target + ": not installed",
+      );
     }
   }
 });
@@ -196,6 +213,8 @@ function esmProject(): string {
   writeFileSync(
     join(dir, "src", "main.ts"),
     `import { connect, Worker, type Job } from "${pkg.name}";
+import { QueueKeys, SCRIPTS, VERSION } from "${pkg.name}/wire";
+import * as gen from "${pkg.name}/gen";
 
 const client = await connect({ url: process.env.REDIS_URL });
 const q = client.queue("esm-consumer");
@@ -212,7 +231,38 @@ await client.close();
 if (seen?.id !== id) {
   throw new Error("the job was not processed");
 }
-console.log("processed " + seen.payload.toString());
+if (gen.QueueKeys !== QueueKeys || gen.SCRIPTS !== SCRIPTS) {
+  throw new Error("@echomq/sdk/gen is not the module @echomq/sdk/wire is");
+}
+console.log("processed " + seen.payload.toString() + " at " + VERSION);
+console.log("pending key " + new QueueKeys("esm-consumer").pending);
+`,
+  );
+  // What the package keeps to itself does not compile: each line below is
+  // an error, or tsc reports its unused @ts-expect-error.
+  writeFileSync(
+    join(dir, "src", "internal.ts"),
+    `import * as root from "${pkg.name}";
+import { Client, type RedisAdapter, type Logger } from "${pkg.name}";
+
+export function refused(c: Client, a: RedisAdapter, l: Logger): unknown[] {
+  return [
+    // @ts-expect-error: the wire layer is at ${pkg.name}/wire, not the root
+    root.QueueKeys,
+    // @ts-expect-error: the wire layer is at ${pkg.name}/wire, not the root
+    root.SCRIPTS,
+    // @ts-expect-error: a client comes from connect(), fenced and holding a node
+    new Client(a, {}, l),
+    // @ts-expect-error: @internal (connect({ node }) fixes the node)
+    c.fixNode(1),
+    // @ts-expect-error: @internal
+    Client.open(a, {}, l),
+    // @ts-expect-error: @internal
+    c.resend(async () => 1),
+    // @ts-expect-error: @internal
+    c.runner,
+  ];
+}
 `,
   );
   readmeBlocks("ts").forEach((b, i) =>
@@ -228,7 +278,8 @@ test("an ESM consumer compiles with the README's tsconfig and pushes and process
   const out = run(process.execPath, [join("dist", "main.js")], dir, {
     REDIS_URL: srv.url,
   });
-  assert.match(out, /processed hello from esm/);
+  assert.match(out, /processed hello from esm at \d+\.\d+\.\d+/);
+  assert.match(out, /pending key \S*esm-consumer/);
 });
 
 test("a CommonJS consumer: tsc with module node16 and a require() script both work", () => {
@@ -289,8 +340,14 @@ main().catch((err) => {
   writeFileSync(
     join(dir, "plain.js"),
     `const emq = require("${pkg.name}");
+const wire = require("${pkg.name}/wire");
 const gen = require("${pkg.name}/gen");
-if (typeof emq.connect !== "function" || gen.VERSION !== emq.VERSION) {
+if (
+  typeof emq.connect !== "function" ||
+  typeof wire.VERSION !== "string" ||
+  gen !== wire ||
+  "VERSION" in emq
+) {
   throw new Error("the CommonJS build is incomplete");
 }
 emq.connect({ url: process.env.REDIS_URL }).then(async (c) => {
@@ -307,10 +364,10 @@ emq.connect({ url: process.env.REDIS_URL }).then(async (c) => {
   assert.match(plain, /pending 1/);
 });
 
-test("the README's blocks run verbatim against a real server: the quickstart, the worker stopped by SIGTERM, why a job failed, results and events, deduplication and cancellation, schedulers, the CommonJS snippet", async () => {
+test("the README's blocks run verbatim against a real server: the quickstart, the worker stopped by SIGTERM, why a job failed, results and events, deduplication and cancellation, schedulers, the wire layer from its subpath, the CommonJS snippet", async () => {
   const ts = readmeBlocks("ts");
   const js = readmeBlocks("js");
-  assert.equal(ts.length, 6, "the README's ts blocks");
+  assert.equal(ts.length, 7, "the README's ts blocks");
   assert.equal(js.length, 1, "the README's js blocks");
   const dir = esmProject();
   writeFileSync(join(dir, "block.cjs"), js[0]!);
@@ -396,6 +453,12 @@ test("the README's blocks run verbatim against a real server: the quickstart, th
   assert.match(sched, /^ran beat \d{13}$/m);
   assert.match(sched, /^heartbeat runs 1$/m);
 
+  // The wire layer, imported from its subpath.
+  await srv.cmd("FLUSHALL");
+  const wire = run(process.execPath, [join("dist", "block6.js")], dir, env);
+  assert.match(wire, /^protocol \d+\.\d+\.\d+ pending 1$/m);
+
+  await srv.cmd("FLUSHALL");
   const cjs = run(process.execPath, ["block.cjs"], dir, env);
   assert.match(cjs, /pending: 1/);
 });

@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import * as emq from "../src/index.js";
+import * as wire from "../src/gen/index.js";
 import { RedisServer } from "./redis.js";
 
 let srv: RedisServer;
@@ -21,7 +22,7 @@ test("every probe check passes on a fenced keyspace and leaves nothing behind", 
   try {
     const before = await srv.snapshot();
     const t = await emq.runProbes(c);
-    const total = emq.PROBES.reduce((n, p) => n + p.steps.length, 0);
+    const total = wire.PROBES.reduce((n, p) => n + p.steps.length, 0);
     assert.equal(t.results.length, total);
     assert.equal(t.passed, total, t.lines().join("\n"));
     assert.ok(t.ok);
@@ -35,12 +36,12 @@ test("a probe check fails, saying why, on a keyspace another bundle took", async
   await srv.cmd("FLUSHALL");
   const c = await emq.connect({ url: srv.url });
   try {
-    await srv.cmd("HSET", emq.KEY_BUNDLE, emq.VERSION, "0".repeat(40));
+    await srv.cmd("HSET", wire.KEY_BUNDLE, wire.VERSION, "0".repeat(40));
     const t = await emq.runProbes(c);
     assert.equal(t.ok, false);
     const failed = t.lines().filter((l) => l.startsWith("FAIL"));
     assert.equal(failed.length, 1, failed.join("\n"));
-    assert.ok(failed[0]!.includes(emq.BUNDLE_DIGEST));
+    assert.ok(failed[0]!.includes(wire.BUNDLE_DIGEST));
   } finally {
     await c.close();
   }

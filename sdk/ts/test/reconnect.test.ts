@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as emq from "../src/index.js";
+import * as wire from "../src/gen/index.js";
 import { RedisServer } from "./redis.js";
 
 const silent: emq.Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -166,8 +167,8 @@ test("a foreign major planted during a restart: the first push gets the FenceErr
     await q.push(c.mint(), "before");
     await srv.restart();
     const foreign =
-      emq.VERSION_RECORD_PREFIX + (emq.VERSION_MAJOR + 1) + ".0.0";
-    await srv.cmd("SET", emq.KEY_VERSION, foreign);
+      wire.VERSION_RECORD_PREFIX + (wire.VERSION_MAJOR + 1) + ".0.0";
+    await srv.cmd("SET", wire.KEY_VERSION, foreign);
     const before = await srv.snapshot();
     await assert.rejects(
       q.push(c.mint(), "foreign"),
@@ -365,7 +366,7 @@ test("after a non-idempotent call failed in transport the client fences before a
     const from = a.sent.length;
     assert.equal(await q.size(emq.SET_ACTIVE), 0, "the complete ran");
     const next = a.sent.slice(from).map((w) => w.slice(0, 2));
-    const fence = emq.SCRIPT_FENCE;
+    const fence = wire.SCRIPT_FENCE;
     assert.ok(
       next.length >= 2 &&
         ((next[0]![0] === "EVALSHA" && next[0]![1] === fence.sha1) ||

@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, test } from "node:test";
 import * as emq from "../src/index.js";
+import * as wire from "../src/gen/index.js";
 import { RedisServer } from "./redis.js";
 
 let srv: RedisServer;
@@ -362,7 +363,7 @@ test("fireSchedulers: compare-and-set, chains, advance, an existing row, paused 
   const [a, b, cc, d] = [c.mint(), c.mint(), c.mint(), c.mint()];
   await assert.rejects(
     q.fireSchedulers([
-      e(c.mint(emq.KINDS.find((k) => k !== emq.WORK_KIND)!), 1, 1),
+      e(c.mint(wire.KINDS.find((k) => k !== wire.WORK_KIND)!), 1, 1),
     ]),
     emq.KindError,
   );
@@ -500,7 +501,7 @@ test("the runner: stops on abort, retries failing ticks, warns once about a sche
   // A record no 2.6 client would write: a cron that does not parse,
   // written by the script itself (its checks are the caller's).
   await c.ensure();
-  await emq.runUpsertScheduler(c.runner, {
+  await wire.runUpsertScheduler(c.runner, {
     schedulers: q.keys.schedulers,
     schedulerNext: q.keys.schedulerNext,
     scheduler: "broken",

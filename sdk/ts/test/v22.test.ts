@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, test } from "node:test";
 import * as emq from "../src/index.js";
+import * as wire from "../src/gen/index.js";
 import { RedisServer, type Monitor } from "./redis.js";
 
 let srv: RedisServer;
@@ -32,7 +33,7 @@ beforeEach(async () => {
 
 /** An id of a registered kind other than the work kind, minted by c. */
 function foreignKindId(): string {
-  const k = emq.KINDS.find((x) => x !== emq.WORK_KIND);
+  const k = wire.KINDS.find((x) => x !== wire.WORK_KIND);
   assert.ok(k !== undefined, "the manifest registers a second kind");
   return c.mint(k);
 }
@@ -41,14 +42,14 @@ async function recording<T>(
   body: () => Promise<T>,
 ): Promise<{ value: T; m: Monitor; scripts: string[] }> {
   // Loaded first, so that no EVALSHA is answered NOSCRIPT and resent.
-  for (const s of emq.SCRIPTS) {
+  for (const s of wire.SCRIPTS) {
     await srv.cmd("SCRIPT", "LOAD", s.source);
   }
   const m = await srv.monitor();
   try {
     const value = await body();
     await m.settle(srv);
-    return { value, m, scripts: m.scriptCalls(emq.SCRIPTS) };
+    return { value, m, scripts: m.scriptCalls(wire.SCRIPTS) };
   } finally {
     await m.stop();
   }

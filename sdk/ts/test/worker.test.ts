@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, test } from "node:test";
 import * as emq from "../src/index.js";
+import * as wire from "../src/gen/index.js";
 import { RedisServer } from "./redis.js";
 
 let srv: RedisServer;
@@ -165,7 +166,7 @@ test("a lost lease aborts the handler's signal and its completion is counted sta
   await until("started", () => started);
   // Another claim takes the job: bump the row's token as a reap and a
   // second claim would.
-  await srv.cmd("HINCRBY", q.keys.row(id), emq.FIELD_TOKEN, "1");
+  await srv.cmd("HINCRBY", q.keys.row(id), wire.FIELD_TOKEN, "1");
   await until("stale", () => tally.get("stale") >= 2);
   w.stop();
   await running;
@@ -216,7 +217,7 @@ test("shutdown lets handlers finish, then hands back the jobs of those that over
   assert.equal(info?.attempts, 1);
   // The maintenance lock is not left behind.
   assert.equal(
-    await srv.cmd("HEXISTS", emq.KEY_LOCKS, emq.lockMaintenance(q.name)),
+    await srv.cmd("HEXISTS", wire.KEY_LOCKS, wire.lockMaintenance(q.name)),
     0,
   );
 });
@@ -240,7 +241,7 @@ test("maintenance promotes due jobs and reaps expired leases under the queue's l
   await until("both ran", () => done.length === 2);
   assert.ok(
     String(
-      await srv.cmd("HGET", emq.KEY_LOCKS, emq.lockMaintenance(q.name)),
+      await srv.cmd("HGET", wire.KEY_LOCKS, wire.lockMaintenance(q.name)),
     ).startsWith(c.owner + "/"),
   );
   w.stop();

@@ -11,9 +11,11 @@
 // with EMQ_API_COMPILE=1) it compiles the package's sources with its
 // tsconfig.json, emitting only the .d.ts declarations, in memory (nothing
 // is written). Either way, it then reads every
-// entry point package.json exports ("." and "./gen": dist/src/index.d.ts,
-// dist/src/gen/index.d.ts) from those declarations with the compiler's type
-// checker. Each exported name gives its lines:
+// entry point package.json exports ("." and the subpaths "./wire" and
+// "./gen": dist/src/index.d.ts, dist/src/gen/index.d.ts) from those
+// declarations with the compiler's type checker; a subpath's lines carry
+// its module ("@echomq/sdk/wire"), so that the record lists each entry
+// point as a section of its own. Each exported name gives its lines:
 //
 //   <module> function <name>: <signature>
 //   <module> const <name>: <type>
@@ -36,8 +38,10 @@
 // is a string) and a tuple of literals as a readonly array of their base
 // type, so that a new value is no change of the API; a type alias of a union
 // of literals gives one member line per literal, so that a literal added is
-// an addition and one removed a removal. Private members and #private
-// fields are not part of the API. Everything before the first ": " is the
+// an addition and one removed a removal. Private members, #private
+// fields and declarations tagged @internal in their doc comment are not
+// part of the API (tsconfig.json's stripInternal leaves them out of the
+// declarations already; a declaration read without it is skipped here). Everything before the first ": " is the
 // feature's key: a line gone whose key remains has changed its type or
 // signature. Lines are printed sorted and unique. Exit 1 with a message
 // when the sources do not compile.
@@ -282,6 +286,13 @@ const has = (d, k) =>
 const out = new Set();
 
 /**
+ * Whether d's doc comment tags it @internal: not part of the API.
+ * @param {ts.Node} d
+ */
+const internal = (d) =>
+  ts.getJSDocTags(d).some((t) => t.tagName.text === "internal");
+
+/**
  * The lines of a member of a class or an interface, from its declarations.
  * @param {string} prefix
  * @param {string} name
@@ -290,7 +301,11 @@ const out = new Set();
  */
 function member(prefix, name, decls, flags) {
   for (const d of decls) {
-    if (name.startsWith("#") || has(d, ts.SyntaxKind.PrivateKeyword)) {
+    if (
+      name.startsWith("#") ||
+      has(d, ts.SyntaxKind.PrivateKeyword) ||
+      internal(d)
+    ) {
       continue;
     }
     const prot = has(d, ts.SyntaxKind.ProtectedKeyword) ? "protected " : "";
@@ -411,6 +426,9 @@ for (const e of entries) {
       ex.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(ex) : ex;
     const head = e.module + " ";
     for (const d of s.declarations ?? []) {
+      if (internal(ts.isVariableDeclaration(d) ? d.parent.parent : d)) {
+        continue;
+      }
       if (ts.isClassDeclaration(d)) {
         const key = head + "class " + name;
         out.add(
@@ -421,7 +439,7 @@ for (const e of entries) {
             heritage(d),
         );
         for (const c of d.members.filter(ts.isConstructorDeclaration)) {
-          if (!has(c, ts.SyntaxKind.PrivateKeyword)) {
+          if (!has(c, ts.SyntaxKind.PrivateKeyword) && !internal(c)) {
             out.add(
               key +
                 " " +

@@ -19,7 +19,7 @@ manifest. Protocol facts (key grammar, states, wire classes, the script bundle) 
 generated layer, ``echomq._gen``, which ``go run ./cmd/emqgen gen`` writes from protocol.yaml.
 """
 
-from ._cluster import DEFAULT_TRY_AGAIN_MS, ClusterRedis, connect_cluster
+from ._cluster import DEFAULT_TRY_AGAIN_MS, ClusterRedis
 from ._duration import Duration
 from ._gen import errors as _wire
 from ._gen import vocabularies as _vocabularies
@@ -29,7 +29,14 @@ from ._gen.keys import QueueKeys, QueueNameError, reserve_key
 from ._gen.protocol import PROTOCOL, VERSION, VERSION_RECORD, Kind, SetName, State, is_kind
 from ._gen.scripts import BUNDLE_DIGEST
 from ._gen.vocabularies import *  # noqa: F403 - every vocabulary's type, words, list and guard
-from .client import Client, Verdict, check_version_record, connect, judge_version_record
+from .client import (
+    Client,
+    Verdict,
+    check_version_record,
+    connect,
+    connect_cluster,
+    judge_version_record,
+)
 from .codec import Codec, CodecError, JSONCodec, TypedJob, TypedJobInfo, TypedQueue
 from .cron import Cron, Interval, Schedule
 from .dedup import (

@@ -1,4 +1,5 @@
-"""connect_cluster(): the client on a Redis Cluster, through redis-py's asyncio RedisCluster.
+"""The client on a Redis Cluster (connect_cluster, in client.py), through redis-py's asyncio
+RedisCluster.
 
 redis-py routes a command by its key (a script call by its first KEYS) to the primary serving
 the key's slot, and follows MOVED (it patches its slot table, then resends) and ASK (ASKING, then
@@ -39,7 +40,6 @@ from contextvars import ContextVar
 from typing import Any, ClassVar, cast
 from urllib.parse import unquote, urlsplit
 
-from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, ClusterPipeline, RedisCluster
 from redis.asyncio.connection import AbstractConnection, DefaultParser
 from redis.asyncio.retry import Retry
@@ -58,14 +58,11 @@ from redis.maint_notifications import MaintNotificationsConfig
 from ._gen.keys import KEY_BUNDLE, KEY_VERSION
 from ._gen.protocol import VERSION, VERSION_RECORD
 from ._gen.scripts import BUNDLE_DIGEST, FenceCall, script_error
-from ._push import DEFAULT_PUSH_LINGER_MS, DEFAULT_PUSH_MAX_BATCH
+from ._session import check_version_record
 from ._transport import TRANSPORT_ERRORS, TryAgainError
-from .client import Client, _open, check_version_record
 from .errors import BundleError, ConnectionError, FenceError
-from .metrics import Metrics
-from .outputs import DEFAULT_EVENTS_MAX
 
-__all__ = ["DEFAULT_TRY_AGAIN_MS", "ClusterRedis", "connect_cluster"]
+__all__ = ["DEFAULT_TRY_AGAIN_MS", "ClusterRedis", "cluster_redis", "first_fence"]
 
 log = logging.getLogger("echomq.client")
 
@@ -171,7 +168,7 @@ class ClusterRedis(RedisCluster):
         self._fenced = -1
         self._fencing: asyncio.Task[None] | None = None
         self._closing = False
-        self.on_fenced: Callable[[str], None] | None = None
+        self._on_fenced: Callable[[str], None] | None = None
         """Called with the version record each fence found."""
         # Every node connection opened from now on counts (the fence runs before the next
         # command), and reads TRYAGAIN as _TryAgain. The startup nodes were made in
@@ -189,16 +186,16 @@ class ClusterRedis(RedisCluster):
         await conn.on_connect()
         self._generation += 1
 
-    def refence(self) -> None:
+    def _refence(self) -> None:
         """Makes the next command fence first (a call failed in transport)."""
         self._generation += 1
 
     @property
-    def fenced(self) -> bool:
+    def _is_fenced(self) -> bool:
         """Whether no node connection opened and no call failed since the last fence."""
         return self._fenced == self._generation
 
-    async def ensure(self) -> None:
+    async def _ensure(self) -> None:
         """Fences the keyspace when a node connection opened or a call failed in transport since
         the last fence; one comparison when neither happened. Concurrent callers share one
         fence."""
@@ -245,8 +242,8 @@ class ClusterRedis(RedisCluster):
                 )
             self.version_found = r.version
             self.fences += 1
-            if self.on_fenced is not None:
-                self.on_fenced(r.version)
+            if self._on_fenced is not None:
+                self._on_fenced(r.version)
             self._fenced = g
         finally:
             self._fencing = None
@@ -256,7 +253,7 @@ class ClusterRedis(RedisCluster):
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         """Fences first when needed (see ensure), then sends the command as RedisCluster does,
         again while the cluster answers TRYAGAIN (up to try_again_ms)."""
-        await self.ensure()
+        await self._ensure()
         if args and isinstance(args[0], bytes) and "target_nodes" not in kwargs:
             return await self._send_raw(*args, **kwargs)
         return await self._send(*args, **kwargs)
@@ -304,14 +301,14 @@ class ClusterRedis(RedisCluster):
             except _CLUSTER_STATE_ERRORS as err:
                 # CLUSTERDOWN (a primary failed, no replica took over yet), a slot unserved:
                 # decided before the command ran, and the layout may change under the client.
-                self.refence()
+                self._refence()
                 raise ConnectionError(f"the cluster is not serving the slot: {err}") from err
             except RedisClusterException as err:
                 # The cluster could not be discovered again (no startup node answers).
-                self.refence()
+                self._refence()
                 raise ConnectionError(str(err)) from err
             except TRANSPORT_ERRORS:
-                self.refence()
+                self._refence()
                 raise
 
     def pipeline(self, transaction: Any | None = None, shard_hint: Any | None = None) -> Any:
@@ -385,7 +382,7 @@ class _Pipeline(ClusterPipeline):
         leave, self._leave = self._leave, set()
         c = self._emq
         try:
-            await c.ensure()
+            await c._ensure()
         except BaseException:
             await self.reset()  # type: ignore[no-untyped-call]
             raise
@@ -393,10 +390,10 @@ class _Pipeline(ClusterPipeline):
         try:
             res: list[Any] = await super().execute(False, allow_redirections)
         except _CLUSTER_STATE_ERRORS as err:
-            c.refence()
+            c._refence()
             raise ConnectionError(f"the cluster is not serving the slot: {err}") from err
         except TRANSPORT_ERRORS:
-            c.refence()
+            c._refence()
             raise
         finally:
             _LEAVE_TRY_AGAIN.reset(left)
@@ -410,10 +407,10 @@ class _Pipeline(ClusterPipeline):
                         res[i] = err
         for v in res:
             if isinstance(v, TRANSPORT_ERRORS):
-                c.refence()
+                c._refence()
                 raise v
             if isinstance(v, _CLUSTER_STATE_ERRORS):
-                c.refence()
+                c._refence()
                 raise ConnectionError(f"the cluster is not serving the slot: {v}") from v
         if raise_on_error:
             for v in res:
@@ -477,7 +474,7 @@ class _Bell:
     async def _blocking(self, key: Any, timeout: float, command: tuple[Any, ...]) -> Any:  # noqa: ASYNC109
         """Sends a blocking command on the bell's connection to the node of key's slot."""
         c = self._c
-        await c.ensure()
+        await c._ensure()
         started = time.monotonic()
         try:
             conn = await self._connection(key)
@@ -499,7 +496,7 @@ class _Bell:
             return None
         except (*TRANSPORT_ERRORS, *_CLUSTER_STATE_ERRORS):
             await self._drop()
-            c.refence()
+            c._refence()
             raise
         except BaseException:
             # Cancelled (or failed) mid-command: the connection's state is unknown.
@@ -532,36 +529,17 @@ def _startup_node(seed: str | tuple[str, int], opts: dict[str, Any]) -> ClusterN
     return ClusterNode(u.hostname or "127.0.0.1", u.port or 6379)
 
 
-async def connect_cluster(
+def cluster_redis(
     startup_nodes: Sequence[str | tuple[str, int]],
     *,
-    node: int | None = None,
-    node_lease_ms: int = 30_000,
-    max_payload: int = 0,
-    logger: logging.Logger | None = None,
-    coalesce: bool = True,
-    push_linger_ms: float = DEFAULT_PUSH_LINGER_MS,
-    push_max_batch: int = DEFAULT_PUSH_MAX_BATCH,
-    metrics: Metrics | None = None,
-    try_again_ms: int = DEFAULT_TRY_AGAIN_MS,
-    events_max: int = DEFAULT_EVENTS_MAX,
-    **redis_options: Any,
-) -> Client:
-    """Opens a client on a Redis Cluster and fences the keyspace, as connect() does on one server.
-
-    ``startup_nodes`` are the nodes to discover the cluster from (``redis://host:port`` or
-    ``rediss://`` URLs, ``host:port`` or ``(host, port)``): at least one; list several, so that
-    discovery survives a node that is down. The fence and the node lease run on the node serving
-    the reserve's slot; each queue's calls on the node serving the queue's. The keyspace is fenced
-    again before the first command after a node connection opened or a call failed in transport.
-    A command the cluster answers TRYAGAIN (a slot split by a migration) is resent for up to
-    ``try_again_ms``, then raises a ConnectionError. ``redis_options`` go to
-    ``redis.asyncio.cluster.RedisCluster`` (password, ssl options, socket_timeout,
-    max_connections, ...), except that the client always reads bytes and never lets redis-py
-    resend a command after a failure of transport. The other options are connect()'s.
-
-    Returns a Client whose ``redis`` is a ClusterRedis.
-    """
+    try_again_ms: int,
+    logger: logging.Logger,
+    on_fenced: Callable[[str], None],
+    redis_options: dict[str, Any],
+) -> ClusterRedis:
+    """The ClusterRedis connect_cluster opens its client on (see there): ``redis_options`` are
+    checked (a TypeError for one the client sets itself, a ValueError for no startup node), and
+    ``on_fenced`` is called with the version record each fence found. Nothing is sent yet."""
     for k in (
         "decode_responses",
         "retry",
@@ -579,40 +557,24 @@ async def connect_cluster(
     if not startup_nodes:
         raise ValueError("emq: connect_cluster: a cluster needs at least one startup node")
     nodes = [_startup_node(s, redis_options) for s in startup_nodes]
-    c = Client(
-        logger=logger or log,
-        node_lease_ms=node_lease_ms,
-        max_payload=max_payload,
-        coalesce=coalesce,
-        push_linger_ms=push_linger_ms,
-        push_max_batch=push_max_batch,
-        metrics=metrics,
-        events_max=events_max,
-    )
     redis_options.setdefault("maint_notifications_config", MaintNotificationsConfig(enabled=False))
     rc = ClusterRedis(
         try_again_ms=try_again_ms,
-        logger=c.logger,
+        logger=logger,
         startup_nodes=nodes,
         decode_responses=False,
         retry=Retry(NoBackoff(), 0),
         **redis_options,
     )
-    # The Client sends through rc as through a redis.asyncio.Redis: the calls it makes (scripts,
-    # reads, pipelines, the doorbell's client()) are ones ClusterRedis serves alike.
-    c.redis = cast(Redis, rc)
+    rc._on_fenced = on_fenced
+    return rc
 
-    def fenced(version: str) -> None:
-        c._found = version
-        c._fences += 1
 
-    rc.on_fenced = fenced
-
-    async def first() -> None:
-        try:
-            await rc.initialize()
-        except RedisClusterException as err:
-            raise ConnectionError(str(err)) from err
-        await rc.ensure()  # the fence, on the node of the reserve's slot
-
-    return await _open(c, first, node)
+async def first_fence(rc: ClusterRedis) -> None:
+    """Discovers the cluster's slots and fences the keyspace, on the node of the reserve's slot:
+    the first thing connect_cluster sends."""
+    try:
+        await rc.initialize()
+    except RedisClusterException as err:
+        raise ConnectionError(str(err)) from err
+    await rc._ensure()

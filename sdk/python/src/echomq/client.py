@@ -11,32 +11,28 @@ FenceError and nothing of the caller's runs there.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import random
 import secrets
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, Final, TypeVar, overload
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final, TypeVar, cast, overload
 
 from redis.asyncio import Redis
 from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import ResponseError
 from redis.maint_notifications import MaintNotificationsConfig
 
 from ._cancel import cancelling, check_cancelled, honour_cancel
+from ._cluster import DEFAULT_TRY_AGAIN_MS, cluster_redis, first_fence
 from ._duration import Duration, duration_ms
 from ._gen.ids import MAX_NODE, IdGenerator
-from ._gen.keys import KEY_BUNDLE, KEY_LOCKS, KEY_VERSION, lock_node
+from ._gen.keys import KEY_LOCKS, lock_node
 from ._gen.protocol import (
     VERSION,
-    VERSION_MAJOR,
-    VERSION_MINOR,
-    VERSION_PATCH,
     VERSION_RECORD,
-    VERSION_RECORD_PREFIX,
     WORK_KIND,
     Kind,
 )
@@ -49,14 +45,20 @@ from ._gen.scripts import (
     script_error,
 )
 from ._push import DEFAULT_PUSH_LINGER_MS, DEFAULT_PUSH_MAX_BATCH, Pusher
+from ._session import (
+    Verdict,
+    check_version_record,
+    fence_on,
+    judge_version_record,
+    once,
+    resend,
+)
 from ._transport import TRANSPORT_ERRORS, as_connection_error
 from .codec import Codec, TypedQueue
 from .errors import (
-    RESEND_ATTEMPTS,
     ArgumentError,
     ArgumentTypeError,
     BundleError,
-    ConnectionError,
     FenceError,
     NoNodeError,
     PayloadTooLargeError,
@@ -85,77 +87,6 @@ _SAFE_POLICIES: Final = frozenset(
     {"noeviction", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"}
 )
 """The maxmemory policies that never evict a job's keys (EchoMQ sets no TTL)."""
-
-
-class Verdict(enum.Enum):
-    """What this SDK's version fence makes of the version record a keyspace holds."""
-
-    ABSENT = "absent"
-    """The keyspace has no version record: no client has fenced it."""
-    CURRENT = "current"
-    """The record is VERSION_RECORD."""
-    AHEAD = "ahead"
-    """A higher minor or patch of this major: served, as minors are additive."""
-    BEHIND = "behind"
-    """A lower minor or patch of this major: the fence raises it."""
-    FOREIGN = "foreign"
-    """Another major or protocol, or a value that is not a version record: refused, never
-    written."""
-
-    @property
-    def admitted(self) -> bool:
-        """Whether this SDK serves a keyspace with the verdict without raising it first."""
-        return self in (Verdict.CURRENT, Verdict.AHEAD)
-
-
-def _parse_record(record: str) -> tuple[int, int, int] | None:
-    if not record.startswith(VERSION_RECORD_PREFIX):
-        return None
-    parts = record[len(VERSION_RECORD_PREFIX) :].split(".")
-    if len(parts) != 3:
-        return None
-    out: list[int] = []
-    for s in parts:
-        if not s.isascii() or not s.isdigit() or str(int(s)) != s:
-            return None
-        out.append(int(s))
-    return out[0], out[1], out[2]
-
-
-def judge_version_record(record: str) -> Verdict:
-    """This SDK's verdict on a version record found in a keyspace, like the Go SDK's
-    JudgeVersionRecord: CURRENT, AHEAD or BEHIND within this major, FOREIGN for anything else
-    (another major or protocol, a value that is not a record, the empty string). It never returns
-    ABSENT: absence is what a reader reports when there is no record to judge."""
-    v = _parse_record(record)
-    this = (VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH)
-    if v is None or v[0] != this[0]:
-        return Verdict.FOREIGN
-    if v[1:] > this[1:]:
-        return Verdict.AHEAD
-    if v[1:] < this[1:]:
-        return Verdict.BEHIND
-    return Verdict.CURRENT
-
-
-def check_version_record(record: str) -> bool:
-    """Judges a version record the fence answered: False when it is this client's version, True
-    when it is ahead (a higher minor or patch of this major); a FenceError for anything else."""
-    verdict = judge_version_record(record)
-    if verdict is Verdict.CURRENT:
-        return False
-    if verdict is Verdict.AHEAD:
-        return True
-    raise FenceError(record, VERSION_RECORD)
-
-
-def _resend_pause(n: int) -> float:
-    """The pause before resend n (1 for the first): none, then 10 ms doubling up to 500 ms,
-    jittered to its upper half."""
-    if n <= 1:
-        return 0.0
-    d = min(0.010 * 2.0 ** (n - 2), 0.5)
-    return d / 2 + random.random() * (d / 2)
 
 
 async def connect(
@@ -208,8 +139,6 @@ async def connect(
     if push_linger is not None:
         push_linger_ms = duration_ms("push_linger", push_linger, allow_zero=True)
     if cluster:
-        from ._cluster import connect_cluster
-
         return await connect_cluster(
             [url],
             node=node,
@@ -254,6 +183,59 @@ async def connect(
         await c.redis.ping()  # opens the first connection: the fence runs on it
 
     return await _open(c, first, node)
+
+
+async def connect_cluster(
+    startup_nodes: Sequence[str | tuple[str, int]],
+    *,
+    node: int | None = None,
+    node_lease_ms: int = 30_000,
+    max_payload: int = 0,
+    logger: logging.Logger | None = None,
+    coalesce: bool = True,
+    push_linger_ms: float = DEFAULT_PUSH_LINGER_MS,
+    push_max_batch: int = DEFAULT_PUSH_MAX_BATCH,
+    metrics: Metrics | None = None,
+    try_again_ms: int = DEFAULT_TRY_AGAIN_MS,
+    events_max: int = DEFAULT_EVENTS_MAX,
+    **redis_options: Any,
+) -> Client:
+    """Opens a client on a Redis Cluster and fences the keyspace, as connect() does on one server.
+
+    ``startup_nodes`` are the nodes to discover the cluster from (``redis://host:port`` or
+    ``rediss://`` URLs, ``host:port`` or ``(host, port)``): at least one; list several, so that
+    discovery survives a node that is down. The fence and the node lease run on the node serving
+    the reserve's slot; each queue's calls on the node serving the queue's. The keyspace is fenced
+    again before the first command after a node connection opened or a call failed in transport.
+    A command the cluster answers TRYAGAIN (a slot split by a migration) is resent for up to
+    ``try_again_ms``, then raises a ConnectionError. ``redis_options`` go to
+    ``redis.asyncio.cluster.RedisCluster`` (password, ssl options, socket_timeout,
+    max_connections, ...), except that the client always reads bytes and never lets redis-py
+    resend a command after a failure of transport. The other options are connect()'s.
+
+    Returns a Client whose ``redis`` is a ClusterRedis.
+    """
+    c = Client(
+        logger=logger or log,
+        node_lease_ms=node_lease_ms,
+        max_payload=max_payload,
+        coalesce=coalesce,
+        push_linger_ms=push_linger_ms,
+        push_max_batch=push_max_batch,
+        metrics=metrics,
+        events_max=events_max,
+    )
+    rc = cluster_redis(
+        startup_nodes,
+        try_again_ms=try_again_ms,
+        logger=c.logger,
+        on_fenced=c._fenced,
+        redis_options=redis_options,
+    )
+    # The Client sends through rc as through a redis.asyncio.Redis: the calls it makes (scripts,
+    # reads, pipelines, the doorbell's client()) are ones ClusterRedis serves alike.
+    c.redis = cast(Redis, rc)
+    return await _open(c, lambda: first_fence(rc), node)
 
 
 async def _open(c: Client, first: Callable[[], Awaitable[None]], node: int | None) -> Client:
@@ -346,7 +328,7 @@ class Client:
         """redis-py's connect hook: the handshake, then the fence, on every new connection."""
         await conn.on_connect()
         try:
-            reply = await _fence_on(conn)
+            reply = await fence_on(conn)
         except ResponseError as err:
             # An answer, not a failure to talk: the key of another type (WRONGTYPE), an ACL
             # without the fence's keys (NOPERM), ... The fence refused; nothing was written.
@@ -371,7 +353,11 @@ class Client:
                 r.version,
                 VERSION_RECORD,
             )
-        self._found = r.version
+        self._fenced(r.version)
+
+    def _fenced(self, version: str) -> None:
+        """Notes a fence that found version (on one server, or the cluster's reserve node)."""
+        self._found = version
         self._fences += 1
 
     def __repr__(self) -> str:
@@ -392,42 +378,17 @@ class Client:
     # ------------------------------------------------------------ calls
 
     @honour_cancel
-    async def resend(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        """Runs attempt, one attempt of an idempotent call (which checks its arguments before it
-        sends anything), again while it fails in transport: up to RESEND_ATTEMPTS attempts, the
-        first resend at once and then after a doubling, jittered pause (10 ms up to 500 ms; about
-        a second in all). Each resend goes out on a connection the pool opens and fences afresh,
-        so a keyspace that came back foreign refuses it with a FenceError and nothing is written.
-        Bound the whole with ``asyncio.timeout``. The last error is raised, a transport failure as
-        a ConnectionError."""
-        n = 0
-        while True:
-            try:
-                return await attempt()
-            except TRANSPORT_ERRORS as err:
-                n += 1
-                if n >= RESEND_ATTEMPTS:
-                    raise as_connection_error(err) from None
-                self.logger.debug(
-                    "emq: an idempotent call failed in transport; resending it (attempt %d): %s",
-                    n,
-                    err,
-                )
-                await asyncio.sleep(_resend_pause(n))
+    async def _resend(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """Runs attempt, one attempt of an idempotent call, again while it fails in transport
+        (see _session.resend)."""
+        return await resend(self.logger, attempt)
 
     @honour_cancel
-    async def once(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        """Runs attempt, one attempt of a call that is never resent (it may or may not have run
-        when the connection failed). A transport failure raises a ConnectionError; the client
-        then opens and fences a fresh connection at once, so that a keyspace that came back
-        foreign is reported by this very call (the ConnectionError's ``fence``)."""
-        try:
-            return await attempt()
-        except TRANSPORT_ERRORS as err:
-            ce = as_connection_error(err)
-            if isinstance(ce, ConnectionError):
-                ce.fence = await self._refence()
-            raise ce from None
+    async def _once(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """Runs attempt, one attempt of a call that is never resent; a transport failure raises a
+        ConnectionError, and the client then opens and fences a fresh connection at once, so that
+        a keyspace that came back foreign is reported by this very call (see _session.once)."""
+        return await once(attempt, self._refence)
 
     async def _refence(self) -> FenceError | BundleError | None:
         # Other pooled connections may be stale too: each fails at once, until one is replaced.
@@ -450,7 +411,7 @@ class Client:
         """The payload cap in bytes."""
         return self._max_payload
 
-    def check_payload(self, payload: bytes | str) -> None:
+    def _check_payload(self, payload: bytes | str) -> None:
         """Raises a PayloadTooLargeError when payload is over the cap, an ArgumentTypeError (a
         TypeError) when it is neither bytes nor str."""
         if isinstance(payload, str):
@@ -592,22 +553,3 @@ class Client:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-
-async def _fence_on(conn: AbstractConnection) -> Any:
-    """Runs the fence script on one connection (EVALSHA, EVAL on NOSCRIPT) and returns its raw
-    reply."""
-    x = FenceCall(
-        version_key=KEY_VERSION,
-        bundle_key=KEY_BUNDLE,
-        version=VERSION_RECORD,
-        semver=VERSION,
-        bundle=BUNDLE_DIGEST,
-    ).exec()
-    await conn.send_command("EVALSHA", x.script.sha1, len(x.keys), *x.keys, *x.argv)
-    try:
-        return await conn.read_response()
-    except NoScriptError:
-        pass
-    await conn.send_command("EVAL", x.script.source, len(x.keys), *x.keys, *x.argv)
-    return await conn.read_response()

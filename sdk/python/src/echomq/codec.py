@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, overload
 
 from ._cancel import honour_cancel
+from ._deprecation import deprecated
 from ._duration import Duration
 from ._gen.protocol import SetName
 from .errors import ArgumentTypeError
@@ -345,13 +346,17 @@ class TypedQueue(Generic[T]):
             out.append(NewJob(id=j[0], payload=self.encode(j[1])))
         return out
 
+    @deprecated("raw.claim_many(lease_ms, 1), and job() of each job it leased")
     @honour_cancel
     async def claim(
         self, lease_ms: int | None = None, *, lease: Duration | None = None
     ) -> TypedJob[T] | None:
         """Queue.claim, the job's payload decoded (a CodecError when it does not decode: the job
-        stays leased to the caller, who may bury it)."""
-        j = await self.raw.claim(lease_ms, lease=lease)  # type: ignore[call-overload]
+        stays leased to the caller, who may bury it).
+
+        Deprecated, as Queue.claim is: use ``raw.claim_many(lease_ms, 1)`` and ``job()`` of each
+        job it leased; calling it warns (DeprecationWarning)."""
+        j = await self.raw._claim_one(lease_ms, lease)
         return None if j is None else self.job(j)
 
     @honour_cancel

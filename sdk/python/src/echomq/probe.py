@@ -54,7 +54,7 @@ from ._gen.scripts import (
     run_script,
     script_named,
 )
-from .client import Verdict, judge_version_record
+from ._session import Verdict, judge_version_record
 
 if TYPE_CHECKING:
     from .client import Client

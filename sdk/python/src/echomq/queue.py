@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, overload
 from redis.exceptions import NoScriptError, ResponseError
 
 from ._cancel import honour_cancel, honoured
+from ._deprecation import deprecated
 from ._duration import Duration, duration_ms, pick_ms
 from ._gen.ids import parse_id
 from ._gen.keys import QueueKeys
@@ -493,7 +494,7 @@ class Queue:
         """Checks a job for a push: a malformed id raises an IdError, a payload over the cap a
         PayloadTooLargeError, before anything is sent."""
         row = self._row(id)
-        self.client.check_payload(payload)
+        self.client._check_payload(payload)
         return PushJob(row=row, id=id, payload=_bytes(payload))
 
     def _events_max(self, events_max: int | None) -> int:
@@ -564,7 +565,7 @@ class Queue:
         every push a call of its own.
 
         A push is idempotent while the job exists, so one that failed in transport is resent on a
-        fresh, fenced connection (see Client.resend); should the lost attempt have admitted the
+        fresh, fenced connection (see Client._resend); should the lost attempt have admitted the
         job, the resend returns False.
 
         With ``dedup`` (a DedupKey, echomq 2.5.0) the job is admitted under a deduplication key
@@ -603,7 +604,7 @@ class Queue:
             async def attempt() -> bool:
                 return PushCall.decode(await _run(c, x)) == PUSH_ENQUEUED
 
-            return self._counted(await c.resend(attempt))
+            return self._counted(await c._resend(attempt))
         p = c._pushers.get(self.name)
         if p is None:
             p = Pusher(self, c.push_linger_ms / 1000, c.push_max_batch)
@@ -624,7 +625,7 @@ class Queue:
                 (r,) = AddManyCall.decode(await _run(c, x))
                 return r.enqueued == PUSH_ENQUEUED
 
-            return self._counted(await c.resend(attempt))
+            return self._counted(await c._resend(attempt))
         key = (self.name, opts)
         p = c._pushers.get(key)
         if p is None:
@@ -727,7 +728,7 @@ class Queue:
                 r = ReplaceDedupCall.decode(await _run(c, x))
                 return DedupResult(outcome=r.outcome, id=r.id, run_at_ms=r.run_at_ms or None)
 
-            res = await c.resend(attempt)
+            res = await c._resend(attempt)
             if res.outcome != ADMISSION_DEFERRED:
                 if res.admitted:
                     self.client.metrics.add(Counter.ENQUEUED, self.name, 1)
@@ -771,7 +772,7 @@ class Queue:
                     return AddDedupCall.decode(await _run(c, x))
 
                 try:
-                    recs = await c.resend(attempt)
+                    recs = await c._resend(attempt)
                     if len(recs) != len(part):
                         raise ValueError(
                             f"emq: {AddDedupCall.SCRIPT.name}: {len(recs)} records for "
@@ -860,7 +861,7 @@ class Queue:
         async def attempt() -> list[bool]:
             return [r.enqueued == PUSH_ENQUEUED for r in await call.run(self.client.redis)]
 
-        out = await self.client.resend(attempt)
+        out = await self.client._resend(attempt)
         self.client.metrics.add(Counter.ENQUEUED, self.name, sum(out))
         return out
 
@@ -870,13 +871,13 @@ class Queue:
         job with this id already exists; an id of another kind than the work kind is refused with
         the wire error of its class. Resent across a reconnect, like push."""
         row = self._row(id)
-        self.client.check_payload(payload)
+        self.client._check_payload(payload)
         call = EnqueueCall(row=row, pending=self.keys.pending, id=id, payload=_bytes(payload))
 
         async def attempt() -> bool:
             return await call.run(self.client.redis) == ENQUEUE_ENQUEUED
 
-        return self._counted(await self.client.resend(attempt))
+        return self._counted(await self.client._resend(attempt))
 
     @overload
     async def enqueue_at(self, id: str, payload: Payload, run_at_ms: int) -> bool: ...
@@ -913,7 +914,7 @@ class Queue:
             )
         assert run_at_ms is not None
         row = self._row(id)
-        self.client.check_payload(payload)
+        self.client._check_payload(payload)
         _non_negative("run-at", run_at_ms)
         call = EnqueueAtCall(
             row=row,
@@ -926,20 +927,32 @@ class Queue:
         async def attempt() -> bool:
             return await call.run(self.client.redis) == ENQUEUE_AT_ENQUEUED
 
-        return self._counted(await self.client.resend(attempt))
+        return self._counted(await self.client._resend(attempt))
 
     @overload
     async def claim(self, lease_ms: int) -> Job | None: ...
     @overload
     async def claim(self, *, lease: Duration) -> Job | None: ...
 
+    @deprecated("claim_many(lease_ms, 1), or head and claim_ids")
     @honour_cancel
     async def claim(
         self, lease_ms: int | datetime.timedelta | None = None, *, lease: Duration | None = None
     ) -> Job | None:
         """Leases the oldest pending job for lease_ms (or ``lease``: seconds or a timedelta);
         None when nothing is pending. The job's token must be presented to every later transition.
-        Never resent."""
+        Never resent. It runs the 2.0 claim script, which reaches the row through the row prefix
+        rather than KEYS (its behaviour is frozen: it never rings the doorbell).
+
+        Deprecated: use ``claim_many(lease_ms, 1)``, or ``head`` and ``claim_ids``, which declare
+        every key they touch; calling it warns (DeprecationWarning). The 2.0 script stays in the
+        wire layer (ClaimCall)."""
+        return await self._claim_one(lease_ms, lease)
+
+    async def _claim_one(
+        self, lease_ms: int | datetime.timedelta | None, lease: Duration | None
+    ) -> Job | None:
+        """claim, without its warning (TypedQueue.claim calls it)."""
         lease_ms = pick_ms("lease_ms", lease_ms, "lease", lease)
         _positive("lease", lease_ms)
         call = ClaimCall(
@@ -948,7 +961,7 @@ class Queue:
             prefix=self.keys.row_prefix,
             lease_ms=lease_ms,
         )
-        r = await self.client.once(lambda: call.run(self.client.redis))
+        r = await self.client._once(lambda: call.run(self.client.redis))
         if r is None:
             return None
         return Job(id=r.id, token=r.token, payload=r.payload, deadline_ms=r.deadline_ms)
@@ -964,7 +977,7 @@ class Queue:
         async def attempt() -> list[str]:
             return [_text(m) for m in await self.client.redis.zrange(key, 0, n - 1)]
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
     async def _due(self, key: str, n: int) -> list[str]:
         """The ids among the first n of the scored set at key whose score has come on the server's
@@ -979,7 +992,7 @@ class Queue:
             now = int(sec) * 1000 + int(usec) // 1000
             return [_text(m) for m, sc in res[0] if float(sc) <= now]
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
     @honour_cancel
     @overload
@@ -1045,7 +1058,7 @@ class Queue:
             lease_ms=lease_ms,
             ids=list(ids),
         )
-        return _jobs(await self.client.once(lambda: call.run(self.client.redis)))
+        return _jobs(await self.client._once(lambda: call.run(self.client.redis)))
 
     @overload
     async def complete_claim(self, id: str, token: int, lease_ms: int, count: int) -> list[Job]: ...
@@ -1054,6 +1067,7 @@ class Queue:
         self, id: str, token: int, *, lease: Duration, count: int
     ) -> list[Job]: ...
 
+    @deprecated("complete_claim_ids with the ids to lease next (those of head), or complete")
     @honour_cancel
     async def complete_claim(
         self,
@@ -1068,7 +1082,11 @@ class Queue:
         pending jobs for lease_ms, in one call. A stale token is refused with the wire error of its
         class, and nothing is leased. It reads the head of the pending set first and calls
         complete_claim_ids with those ids; when another claimer took all of them in between, it
-        claims with claim_many."""
+        claims with claim_many.
+
+        Deprecated: use ``complete_claim_ids`` with the ids to lease next (those of
+        ``head(SET_PENDING, n)``, or a worker's pool), or ``complete`` when nothing more is to be
+        leased; calling it warns (DeprecationWarning)."""
         self._row(id)
         _int("token", token)
         lease_ms = pick_ms("lease_ms", lease_ms, "lease", lease)
@@ -1119,7 +1137,7 @@ class Queue:
             lease_ms=lease_ms,
             ids=list(ids),
         )
-        return _jobs(await self.client.once(lambda: call.run(self.client.redis)))
+        return _jobs(await self.client._once(lambda: call.run(self.client.redis)))
 
     @overload
     async def extend(self, id: str, token: int, lease_ms: int) -> int: ...
@@ -1143,7 +1161,7 @@ class Queue:
         lease_ms = pick_ms("lease_ms", lease_ms, "lease", lease)
         _positive("lease", lease_ms)
         call = ExtendCall(active=self.keys.active, row=row, id=id, token=token, lease_ms=lease_ms)
-        return await self.client.once(lambda: call.run(self.client.redis))
+        return await self.client._once(lambda: call.run(self.client.redis))
 
     @honour_cancel
     async def complete(self, id: str, token: int) -> None:
@@ -1152,7 +1170,7 @@ class Queue:
         row = self._row(id)
         _int("token", token)
         call = CompleteCall(active=self.keys.active, row=row, id=id, token=token)
-        await self.client.once(lambda: call.run(self.client.redis))
+        await self.client._once(lambda: call.run(self.client.redis))
 
     @overload
     async def retry(self, id: str, token: int, delay_ms: int) -> int: ...
@@ -1183,7 +1201,7 @@ class Queue:
             token=token,
             delay_ms=delay_ms,
         )
-        return await self.client.once(lambda: call.run(self.client.redis))
+        return await self.client._once(lambda: call.run(self.client.redis))
 
     @honour_cancel
     async def bury(self, id: str, token: int) -> None:
@@ -1192,7 +1210,7 @@ class Queue:
         row = self._row(id)
         _int("token", token)
         call = BuryCall(active=self.keys.active, row=row, dead=self.keys.dead, id=id, token=token)
-        await self.client.once(lambda: call.run(self.client.redis))
+        await self.client._once(lambda: call.run(self.client.redis))
 
     @honour_cancel
     async def retry_failed(
@@ -1234,7 +1252,7 @@ class Queue:
             worker=f.worker or "",
             error=f.message,
         )
-        return await self.client.once(lambda: call.run(self.client.redis))
+        return await self.client._once(lambda: call.run(self.client.redis))
 
     @honour_cancel
     async def bury_failed(self, id: str, token: int, failure: Failure) -> None:
@@ -1256,7 +1274,7 @@ class Queue:
             worker=f.worker or "",
             error=f.message,
         )
-        await self.client.once(lambda: call.run(self.client.redis))
+        await self.client._once(lambda: call.run(self.client.redis))
 
     @honour_cancel
     async def failures(self, id: str) -> list[FailedAttempt]:
@@ -1270,7 +1288,7 @@ class Queue:
         async def attempt() -> list[FailedAttempt]:
             return decode_failures(await run_script(self.client.redis, call.exec()))
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
     @honour_cancel
     async def forget_failures(self, ids: Sequence[str]) -> int:
@@ -1283,7 +1301,7 @@ class Queue:
         if not rows:
             return 0
         call = ForgetFailuresCall(failures=self.keys.failures, rows=rows, ids=ids)
-        return await self.client.resend(lambda: call.run(self.client.redis))
+        return await self.client._resend(lambda: call.run(self.client.redis))
 
     @honour_cancel
     async def reap_failed_ids(self, ids: Sequence[str], max_attempts: int = 0) -> int:
@@ -1306,7 +1324,7 @@ class Queue:
             max_attempts=max_attempts,
             ids=ids,
         )
-        return await self.client.once(lambda: call.run(self.client.redis))
+        return await self.client._once(lambda: call.run(self.client.redis))
 
     # ------------------------------------------------------------ echomq 2.4.0
 
@@ -1344,7 +1362,7 @@ class Queue:
                 for r in AddManyCall.decode(await _run(self.client, x))
             ]
 
-        out = await self.client.resend(attempt)
+        out = await self.client._resend(attempt)
         self.client.metrics.add(Counter.ENQUEUED, self.name, sum(r.enqueued for r in out))
         return out
 
@@ -1432,7 +1450,7 @@ class Queue:
             events_max=em,
             ids=list(ids),
         )
-        return _jobs(await self.client.once(lambda: call.run(self.client.redis)))
+        return _jobs(await self.client._once(lambda: call.run(self.client.redis)))
 
     @honour_cancel
     async def fail(
@@ -1493,7 +1511,7 @@ class Queue:
             bury=1 if bury else 0,
             events_max=self._events_max(events_max),
         )
-        r = await self.client.once(lambda: call.run(self.client.redis))
+        r = await self.client._once(lambda: call.run(self.client.redis))
         if r.outcome == EVENT_DEAD:
             return FailOutcome(outcome=r.outcome, run_at_ms=None)
         return FailOutcome(outcome=r.outcome, run_at_ms=r.run_at_ms)
@@ -1528,7 +1546,7 @@ class Queue:
             events_max=em,
             ids=ids,
         )
-        return await self.client.once(lambda: call.run(self.client.redis))
+        return await self.client._once(lambda: call.run(self.client.redis))
 
     @honour_cancel
     async def report_progress(
@@ -1557,7 +1575,7 @@ class Queue:
             progress=p,
             events_max=self._events_max(events_max),
         )
-        await self.client.once(lambda: call.run(self.client.redis))
+        await self.client._once(lambda: call.run(self.client.redis))
 
     @honour_cancel
     async def output(self, id: str) -> JobOutput:
@@ -1571,7 +1589,7 @@ class Queue:
         async def attempt() -> JobOutput:
             return _output(OutputCall.decode(await _run_ro(self.client, x)))
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
     @honour_cancel
     async def counters(self, minutes: int = 0) -> Counters:
@@ -1597,7 +1615,7 @@ class Queue:
                 ),
             )
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
     @honour_cancel
     async def read_events(self, after: str = "", count: int = 100) -> list[QueueEvent]:
@@ -1615,7 +1633,7 @@ class Queue:
         async def attempt() -> list[QueueEvent]:
             return [_event(r) for r in EventsCall.decode(await _run_ro(self.client, x))]
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
     async def events(
         self, after: str = "", *, count: int = 100, wait: Duration = 1.0
@@ -1719,7 +1737,7 @@ class Queue:
                 for r in AddDedupCall.decode(await _run(c, x))
             ]
 
-        out = await c.resend(attempt)
+        out = await c._resend(attempt)
         c.metrics.add(Counter.ENQUEUED, self.name, sum(r.admitted for r in out))
         return out
 
@@ -1761,7 +1779,7 @@ class Queue:
             r = ReplaceDedupCall.decode(await _run(c, x))
             return DedupResult(outcome=r.outcome, id=r.id, run_at_ms=r.run_at_ms or None)
 
-        res = await c.resend(attempt)
+        res = await c._resend(attempt)
         if res.admitted:
             c.metrics.add(Counter.ENQUEUED, self.name, 1)
         return res
@@ -1802,7 +1820,7 @@ class Queue:
                 for r in DedupEntriesCall.decode(await _run_ro(self.client, x))
             ]
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
     @honour_cancel
     async def sweep_dedup(self, cursor: str = "0", count: int = 100) -> DedupSweep:
@@ -1833,7 +1851,7 @@ class Queue:
             r = await call.run(self.client.redis)
             return DedupSweep(cursor=r.cursor, dropped=r.dropped, released=r.released)
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
     @honour_cancel
     async def cancel_ids(
@@ -1873,7 +1891,7 @@ class Queue:
                 out.append(r.state if is_state(r.state) else None)
             return out
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
     @honour_cancel
     async def cancel_key(
@@ -1904,7 +1922,7 @@ class Queue:
         call = ForgetIdsCall(
             failures=k.failures, progress=k.progress, options=k.options, rows=rows, ids=ids
         )
-        return await self.client.resend(lambda: call.run(self.client.redis))
+        return await self.client._resend(lambda: call.run(self.client.redis))
 
     # ------------------------------------------------------------ echomq 2.6.0
 
@@ -1977,7 +1995,7 @@ class Queue:
             r = await call.run(self.client.redis)
             return UpsertResult(created=r.created == 1, changed=r.changed == 1, next_ms=r.next_ms)
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
     @honour_cancel
     async def schedulers(self, ids: Sequence[str]) -> list[SchedulerInfo | None]:
@@ -1997,7 +2015,7 @@ class Queue:
                 for r in SchedulerEntriesCall.decode(await _run_ro(self.client, x))
             ]
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
     @honour_cancel
     async def list_schedulers(self, offset: int = 0, count: int = 100) -> list[SchedulerInfo]:
@@ -2016,7 +2034,7 @@ class Queue:
                 _scheduler_info(r) for r in ListSchedulersCall.decode(await _run_ro(self.client, x))
             ]
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
     async def _pause(self, paused: int, ids: Sequence[str]) -> int:
         sids = check_scheduler_ids(ids)
@@ -2029,7 +2047,7 @@ class Queue:
             paused=paused,
             schedulers=sids,
         )
-        return await self.client.resend(lambda: call.run(self.client.redis))
+        return await self.client._resend(lambda: call.run(self.client.redis))
 
     @honour_cancel
     async def pause_schedulers(self, ids: Sequence[str]) -> int:
@@ -2057,7 +2075,7 @@ class Queue:
         call = RemoveSchedulersCall(
             schedulers_key=k.schedulers, scheduler_next=k.scheduler_next, schedulers=sids
         )
-        return await self.client.resend(lambda: call.run(self.client.redis))
+        return await self.client._resend(lambda: call.run(self.client.redis))
 
     @honour_cancel
     async def fire_schedulers(self, entries: Sequence[FireEntry]) -> list[Firing]:
@@ -2112,7 +2130,7 @@ class Queue:
         async def attempt() -> list[Firing]:
             return [r.outcome for r in await call.run(self.client.redis)]
 
-        out = await self.client.once(attempt)
+        out = await self.client._once(attempt)
         fired = sum(1 for o, e in zip(out, es, strict=True) if o == FIRING_FIRED and e.slot > 0)
         self.client.metrics.add(Counter.ENQUEUED, self.name, fired)
         return out
@@ -2178,7 +2196,7 @@ class Queue:
                 _scheduler_info(r) for r in DueSchedulersCall.decode(await _run_ro(self.client, x))
             ]
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
     @honour_cancel
     async def fire_due(
@@ -2208,7 +2226,7 @@ class Queue:
                     for r in DueSchedulersCall.decode(await _run_ro(self.client, x))
                 ]
 
-            recs = await self.client.resend(due)
+            recs = await self.client._resend(due)
             entries: list[FireEntry] = []
             for rec in recs:
                 for p in self._plan(rec, hz):
@@ -2282,10 +2300,16 @@ class Queue:
             except TimeoutError:
                 pass
 
+    @deprecated("promote_due")
     @honour_cancel
     async def promote(self, limit: int = 1000) -> int:
         """Moves up to limit scheduled jobs whose run-at has come to pending; returns how many
-        moved."""
+        moved. It runs the 2.0 promote script, which reaches rows through the row prefix (its
+        behaviour is frozen: it never rings the doorbell).
+
+        Deprecated: use ``promote_due``, which declares every key it touches and rings the
+        doorbell; calling it warns (DeprecationWarning). The 2.0 script stays in the wire layer
+        (PromoteCall)."""
         _positive("limit", limit)
         call = PromoteCall(
             schedule=self.keys.schedule,
@@ -2293,12 +2317,18 @@ class Queue:
             prefix=self.keys.row_prefix,
             limit=limit,
         )
-        return await self.client.once(lambda: call.run(self.client.redis))
+        return await self.client._once(lambda: call.run(self.client.redis))
 
+    @deprecated("reap_expired")
     @honour_cancel
     async def reap(self, limit: int = 1000, max_attempts: int = 0) -> int:
         """Takes back up to limit expired leases: each job goes back to pending, or to dead when
-        max_attempts > 0 and its attempts reached it. Returns how many moved."""
+        max_attempts > 0 and its attempts reached it. Returns how many moved. It runs the 2.0 reap
+        script, which reaches rows through the row prefix (its behaviour is frozen: it never rings
+        the doorbell).
+
+        Deprecated: use ``reap_expired``, which declares every key it touches; calling it warns
+        (DeprecationWarning). The 2.0 script stays in the wire layer (ReapCall)."""
         _positive("limit", limit)
         _non_negative("max attempts", max_attempts)
         call = ReapCall(
@@ -2309,7 +2339,7 @@ class Queue:
             limit=limit,
             max_attempts=max_attempts,
         )
-        return await self.client.once(lambda: call.run(self.client.redis))
+        return await self.client._once(lambda: call.run(self.client.redis))
 
     @honour_cancel
     async def promote_due(self, limit: int = 1000) -> int:
@@ -2346,7 +2376,7 @@ class Queue:
             rows=rows,
             ids=list(ids),
         )
-        return await self.client.once(lambda: call.run(self.client.redis))
+        return await self.client._once(lambda: call.run(self.client.redis))
 
     @honour_cancel
     async def reap_expired(self, limit: int = 1000, max_attempts: int = 0) -> int:
@@ -2396,13 +2426,13 @@ class Queue:
             max_attempts=max_attempts,
             ids=list(ids),
         )
-        return await self.client.once(lambda: call.run(self.client.redis))
+        return await self.client._once(lambda: call.run(self.client.redis))
 
     @honour_cancel
     async def ring(self) -> bool:
         """Rings the queue's doorbell; returns whether it was silent before."""
         call = RingCall(wake=self.keys.wake)
-        return await self.client.once(lambda: call.run(self.client.redis)) > 0
+        return await self.client._once(lambda: call.run(self.client.redis)) > 0
 
     @honour_cancel
     async def revive(self, id: str, *, events_max: int | None = None) -> bool:
@@ -2420,7 +2450,7 @@ class Queue:
             id=id,
             events_max=self._events_max(events_max),
         )
-        n = await self.client.once(lambda: call.run(self.client.redis))
+        n = await self.client._once(lambda: call.run(self.client.redis))
         return n == REVIVE_RECORDED_REVIVED
 
     @honour_cancel
@@ -2433,13 +2463,13 @@ class Queue:
         row = self._row(id)
         call = PurgeCall(dead=self.keys.dead, row=row, id=id)
         if not forget:
-            return await self.client.once(lambda: call.run(self.client.redis)) == PURGE_PURGED
+            return await self.client._once(lambda: call.run(self.client.redis)) == PURGE_PURGED
         k = self.keys
         fc = ForgetIdsCall(
             failures=k.failures, progress=k.progress, options=k.options, rows=[row], ids=[id]
         )
         xs = [call.exec(), fc.exec()]
-        res = await self.client.once(lambda: run_scripts(self.client.redis, xs))
+        res = await self.client._once(lambda: run_scripts(self.client.redis, xs))
         if isinstance(res[0], BaseException):
             raise res[0]
         if isinstance(res[1], BaseException):  # the record is left to forget_failures
@@ -2459,7 +2489,7 @@ class Queue:
         async def attempt() -> int:
             return int(await self.client.redis.zcard(key))
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
     @honour_cancel
     async def pending_size(self) -> int:
@@ -2478,7 +2508,7 @@ class Queue:
                 res = await pipe.execute()
             return {s: int(n) for s, n in zip(SETS, res, strict=True)}
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
     @honour_cancel
     async def browse(self, s: SetName, n: int) -> list[str]:
@@ -2581,7 +2611,7 @@ class Queue:
             )
             return JobLookup(job=info)
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
     @honour_cancel
     async def page(self, s: SetName, after: str, n: int) -> Page:
@@ -2651,7 +2681,7 @@ class Queue:
             nxt = ids[-1] if lex else f"{int(scores[-1])}/{ids[-1]}"
             return Page(ids=ids, next=nxt)
 
-        return await self.client.resend(attempt)
+        return await self.client._resend(attempt)
 
 
 async def _run(client: Client, x: ScriptExec) -> Any:

@@ -921,7 +921,7 @@ class Worker:
             sec, usec = res[1]
             return int(float(res[0][0][1])) - (int(sec) * 1000 + int(usec) // 1000)
 
-        return await c.resend(attempt)
+        return await c._resend(attempt)
 
     async def _wait_bell(self) -> None:
         """Blocks on the queue's doorbell for up to wait_ms, or until stop(), or until the
@@ -1053,7 +1053,7 @@ class Worker:
 
         t = self._pool.begin_read()
         try:
-            self._pool.fill(await self.queue.client.resend(attempt), t)
+            self._pool.fill(await self.queue.client._resend(attempt), t)
         finally:
             self._pool.end_read(t)
 
@@ -1116,7 +1116,7 @@ class Worker:
         read = refill and self._pool.size < 2 * self.batch and not self._pool.reads
         if not read and not after:
             # the pool holds two batches, or a read of the head is already on its way
-            return await c.once(lambda: run_script(r, x)), False
+            return await c._once(lambda: run_script(r, x)), False
         key, n = self.queue.keys.pending, self._pool_size
 
         async def attempt() -> list[Any]:
@@ -1132,7 +1132,7 @@ class Worker:
         t = self._pool.begin_read() if read else None
         z: Any = None
         try:
-            res = await c.once(attempt)
+            res = await c._once(attempt)
             if read:
                 z = res[-1]
                 if t is not None and not isinstance(z, BaseException) and isinstance(z, list):
@@ -1142,7 +1142,7 @@ class Worker:
                 self._pool.end_read(t)
         s = res[0]
         if isinstance(s, NoScriptError):
-            reply = await c.once(lambda: run_script(r, x))
+            reply = await c._once(lambda: run_script(r, x))
         elif isinstance(s, BaseException):
             raise script_error(x.script.name, s)
         else:
@@ -1151,7 +1151,7 @@ class Worker:
             if isinstance(s, NoScriptError) or isinstance(v, NoScriptError):
                 # it ran before the call it follows, or not at all: once more, after it
                 try:
-                    v = await c.once(functools.partial(run_script, r, a))
+                    v = await c._once(functools.partial(run_script, r, a))
                 except Exception as err:
                     v = err
             if isinstance(v, BaseException):
@@ -1191,7 +1191,7 @@ class Worker:
             argv=tuple(token if t == "token" else raw for t in s.arg_types),
         )
         try:
-            await self.queue.client.once(lambda: run_script(self.queue.client.redis, x))
+            await self.queue.client._once(lambda: run_script(self.queue.client.redis, x))
         except Exception as err:
             self.log.error("emq: burying an undecodable job %r failed: %s", raw, err)
             return
@@ -1509,7 +1509,7 @@ class Worker:
             return
         r = self.queue.client.redis
         async with asyncio.timeout(every_ms / 1000 + 1):
-            res = await self.queue.client.once(lambda: run_scripts(r, xs))
+            res = await self.queue.client._once(lambda: run_scripts(r, xs))
         for fl, v in zip(due, res, strict=True):
             if isinstance(v, StaleError):
                 fl.lost = True
@@ -1635,7 +1635,7 @@ class Worker:
             await asyncio.sleep(every_ms / 1000)
             call = LockCall(locks=KEY_LOCKS, name=name, owner=self._owner, ttl_ms=3 * every_ms)
             try:
-                d = await c.once(functools.partial(call.run, c.redis))
+                d = await c._once(functools.partial(call.run, c.redis))
             except asyncio.CancelledError:
                 raise
             except Exception as err:
@@ -1721,7 +1721,7 @@ class Worker:
             return [(int(nxt), [_text(f) for f in fields]) for nxt, fields in res[:-1]]
 
         try:
-            scanned = await c.resend(scan)
+            scanned = await c._resend(scan)
             ids: list[str] = []
             seen: set[str] = set()
             for key, (nxt, fields) in zip(keys, scanned, strict=True):

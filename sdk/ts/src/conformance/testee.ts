@@ -6,6 +6,7 @@
 
 import { createInterface } from "node:readline";
 import * as emq from "../index.js";
+import * as wire from "../gen/index.js";
 
 type Obj = Record<string, unknown>;
 
@@ -295,7 +296,7 @@ class Testee {
   #queueId(a: Obj): [emq.Queue, string] {
     const q = this.#queue(a);
     const id = str(a, "id");
-    emq.parseId(id);
+    wire.parseId(id);
     return [q, id];
   }
 
@@ -305,12 +306,12 @@ class Testee {
         return {
           language: "ts",
           sdk_version: emq.SDK_VERSION,
-          protocol: emq.PROTOCOL,
-          version: emq.VERSION,
-          bundle_digest: emq.BUNDLE_DIGEST,
+          protocol: wire.PROTOCOL,
+          version: wire.VERSION,
+          bundle_digest: wire.BUNDLE_DIGEST,
         };
       case "parse_id": {
-        const d = emq.parseId(str(a, "text"));
+        const d = wire.parseId(str(a, "text"));
         return {
           kind: d.kind,
           time_ms: d.timeMs,
@@ -319,7 +320,7 @@ class Testee {
         };
       }
       case "new_id": {
-        const text = emq.newId(str(a, "kind"), {
+        const text = wire.newId(str(a, "kind"), {
           timeMs: num(a, "time_ms"),
           node: num(a, "node"),
           sequence: num(a, "sequence"),
@@ -327,7 +328,7 @@ class Testee {
         return { text };
       }
       case "queue_keys": {
-        const k = new emq.QueueKeys(str(a, "queue"));
+        const k = new wire.QueueKeys(str(a, "queue"));
         const keys: Obj = {};
         const types = Array.isArray(a["types"]) ? a["types"] : [];
         for (const t of types) {
@@ -341,13 +342,13 @@ class Testee {
       }
       case "reserve_key": {
         const q = typeof a["queue"] === "string" ? a["queue"] : undefined;
-        return { key: emq.reserveKey(str(a, "member"), q) };
+        return { key: wire.reserveKey(str(a, "member"), q) };
       }
       case "judge_version":
         return { verdict: emq.judgeVersionRecord(str(a, "record")) };
       case "classify_error": {
         const reply = str(a, "reply");
-        const e = emq.parseErrorReply(reply);
+        const e = wire.parseErrorReply(reply);
         return e
           ? { class: e.code, message: e.detail }
           : { class: "", message: reply };
@@ -370,7 +371,7 @@ class Testee {
       case "mint": {
         const kind = str(a, "kind");
         const c = this.#connected();
-        if (!emq.isKind(kind)) {
+        if (!wire.isKind(kind)) {
           throw new emq.IdError(kind, "the kind is not registered");
         }
         return { id: c.mint(kind) };
@@ -395,7 +396,7 @@ class Testee {
         const jobs = (Array.isArray(a["jobs"]) ? a["jobs"] : []).map(
           (j: Obj) => {
             const id = str(j, "id");
-            emq.parseId(id);
+            wire.parseId(id);
             return { id, payload: payloadIn(j) };
           },
         );
@@ -457,7 +458,7 @@ class Testee {
           moved: await q.reapFailedIds(ids(a), num(a, "max_attempts")),
         };
       }
-      case emq.SCRIPT_FAILURES.name: {
+      case wire.SCRIPT_FAILURES.name: {
         // The op "failures" (named as the script it reads through).
         const [q, id] = this.#queueId(a);
         return { attempts: (await q.failures(id)).map(attemptOut) };
@@ -681,12 +682,12 @@ class Testee {
         const [q, id] = this.#queueId(a);
         const c = this.#connected();
         await c.ensure();
-        const n = await emq.runPurge(c.runner, {
+        const n = await wire.runPurge(c.runner, {
           dead: q.keys.dead,
           row: q.keys.row(id),
           id,
         });
-        return { purged: n === emq.PURGE_PURGED };
+        return { purged: n === wire.PURGE_PURGED };
       }
       case "get": {
         const [q, id] = this.#queueId(a);
