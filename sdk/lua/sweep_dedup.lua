@@ -35,7 +35,7 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch(digests)
-  batch = {entries = {}, written = {}, order = {}, pending = {}, schedule = {}}
+  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
   for i = 1, #digests, 1000 do
     local last = math.min(i + 999, #digests)
     local got = redis.call('HMGET', KEYS[7], unpack(digests, i, last))
@@ -56,12 +56,7 @@ local function dedup_adds()
 end
 local function dedup_flush()
   dedup_adds()
-  local args = {}
-  for _, digest in ipairs(batch.order) do
-    args[#args + 1] = digest
-    args[#args + 1] = batch.entries[digest]
-  end
-  dedup_send('HSET', KEYS[7], args)
+  dedup_send('HSET', KEYS[7], batch.writes)
   batch = false
 end
 local function dedup_read(digest)
@@ -86,9 +81,14 @@ local function dedup_put(digest, v)
     redis.call('HSET', KEYS[7], digest, v)
     return
   end
-  if not batch.written[digest] then
-    batch.written[digest] = true
-    batch.order[#batch.order + 1] = digest
+  local at = batch.slot[digest]
+  if at then
+    batch.writes[at] = v
+  else
+    at = #batch.writes + 2
+    batch.writes[at - 1] = digest
+    batch.writes[at] = v
+    batch.slot[digest] = at
   end
   batch.entries[digest] = v
 end

@@ -51,7 +51,7 @@ func newScript(name, sha1, source string, keys, argv, keyTypes, argTypes, replyE
 }
 
 // BundleDigest identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version.
-const BundleDigest = "005a154aefe63dd7d13982f7c1ff2f8fdbb3a7a4"
+const BundleDigest = "ae941a8b6012d2e59649ece174ba12459fc3794f"
 
 // The bundle.
 var (
@@ -132,13 +132,13 @@ var (
 	// ScriptForgetIDs is the forget_ids script: (2.4.0) Delete the failure records, progress reports and retry policies of the given jobs whose rows are gone, declaring every row it reads.
 	ScriptForgetIDs = newScript("forget_ids", "e76ddc752fda6338de76e2c9501f00a303faad97", luaForgetIDs, []string{"failures", "progress", "options", "rows"}, []string{"ids"}, []string{"failures", "progress", "options", "row"}, []string{"id"}, []string{})
 	// ScriptAddDedup is the add_dedup script: (2.5.0) Admit many jobs like add_many, each with a deduplication key of its own (or none), under one mode for the call, and ring the doorbell once.
-	ScriptAddDedup = newScript("add_dedup", "7648778ffc835c2092924578e7efa086c4ee4f2c", luaAddDedup, []string{"pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "rows"}, []string{"mode", "ttl_ms", "hold", "delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "ids", "payloads", "dedup_keys"}, []string{"pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "row"}, []string{"string", "int", "int", "int", "int", "string", "int", "int", "id", "bytes", "bytes"}, []string{"outcome", "id", "run_at_ms"})
+	ScriptAddDedup = newScript("add_dedup", "415fdc63152c0791411f0cea7997d09c6cf0ebba", luaAddDedup, []string{"pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "rows"}, []string{"mode", "ttl_ms", "hold", "delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "ids", "payloads", "dedup_keys"}, []string{"pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "row"}, []string{"string", "int", "int", "int", "int", "string", "int", "int", "id", "bytes", "bytes"}, []string{"outcome", "id", "run_at_ms"})
 	// ScriptReplaceDedup is the replace_dedup script: (2.5.0) Admit one job with a deduplication key like add_dedup, declaring the row of the job it may replace (a debounce or keep_last admission whose key's holder waits), and report a replacement as an event.
-	ScriptReplaceDedup = newScript("replace_dedup", "e577708254621b98d3beb32f703d021cd7b9f8c1", luaReplaceDedup, []string{"pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "events", "row", "target_row"}, []string{"mode", "ttl_ms", "hold", "delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "events_max", "id", "payload", "dedup_key", "target"}, []string{"pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "events", "row", "row"}, []string{"string", "int", "int", "int", "int", "string", "int", "int", "int", "id", "bytes", "bytes", "id"}, []string{"outcome", "id", "run_at_ms"})
+	ScriptReplaceDedup = newScript("replace_dedup", "7b7b61087b39ef532e6b562064fd97735629789a", luaReplaceDedup, []string{"pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "events", "row", "target_row"}, []string{"mode", "ttl_ms", "hold", "delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "events_max", "id", "payload", "dedup_key", "target"}, []string{"pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "events", "row", "row"}, []string{"string", "int", "int", "int", "int", "string", "int", "int", "int", "id", "bytes", "bytes", "id"}, []string{"outcome", "id", "run_at_ms"})
 	// ScriptDedupEntries is the dedup_entries script: (2.5.0) Read the entries of the given deduplication keys, judged as an admission would judge them now, in one read-only call.
-	ScriptDedupEntries = newScript("dedup_entries", "6fa84ddc6a134b2596c68e37e0726d7fa4aca7ae", luaDedupEntries, []string{"pending", "active", "schedule", "dead", "results", "wake", "dedup"}, []string{"dedup_keys"}, []string{"pending", "active", "schedule", "dead", "results", "wake", "dedup"}, []string{"bytes"}, []string{"holder", "mode", "expires_ms", "held", "state", "parked"})
+	ScriptDedupEntries = newScript("dedup_entries", "6585d18bf09de72c5d66f3506f7e950cb06acfbe", luaDedupEntries, []string{"pending", "active", "schedule", "dead", "results", "wake", "dedup"}, []string{"dedup_keys"}, []string{"pending", "active", "schedule", "dead", "results", "wake", "dedup"}, []string{"bytes"}, []string{"holder", "mode", "expires_ms", "held", "state", "parked"})
 	// ScriptSweepDedup is the sweep_dedup script: (2.5.0) Walk a page of the deduplication entries, making due each parked job whose holder is done and deleting the entries that no longer hold their keys.
-	ScriptSweepDedup = newScript("sweep_dedup", "2fab23cb0dde001592161d56e040f425387f252c", luaSweepDedup, []string{"pending", "active", "schedule", "dead", "results", "wake", "dedup"}, []string{"cursor", "count"}, []string{"pending", "active", "schedule", "dead", "results", "wake", "dedup"}, []string{"string", "int"}, []string{"cursor", "dropped", "released"})
+	ScriptSweepDedup = newScript("sweep_dedup", "6500f26f8ecd2636c2fefd09c90c1003a2b103d3", luaSweepDedup, []string{"pending", "active", "schedule", "dead", "results", "wake", "dedup"}, []string{"cursor", "count"}, []string{"pending", "active", "schedule", "dead", "results", "wake", "dedup"}, []string{"string", "int"}, []string{"cursor", "dropped", "released"})
 	// ScriptCancelIDs is the cancel_ids script: (2.5.0) Cancel the given jobs that are pending, scheduled or active, deleting their rows and what they left; publish each active one's cancellation to its lease holder; report each as an event.
 	ScriptCancelIDs = newScript("cancel_ids", "7a791a0ed2f3cb24d832d995f8adbcc06f71c7fd", luaCancelIDs, []string{"pending", "schedule", "active", "failures", "progress", "options", "events", "cancel", "rows"}, []string{"events_max", "ids"}, []string{"pending", "schedule", "active", "failures", "progress", "options", "events", "cancel", "row"}, []string{"int", "id"}, []string{"state"})
 	// ScriptUpsertScheduler is the upsert_scheduler script: (2.6.0) Create or update a job scheduler by its id, keeping its next slot when its schedule is unchanged, so that a fleet that upserts its schedulers at every start never resets nor repeats a run.
@@ -5050,7 +5050,7 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch(digests)
-  batch = {entries = {}, written = {}, order = {}, pending = {}, schedule = {}}
+  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
   for i = 1, #digests, 1000 do
     local last = math.min(i + 999, #digests)
     local got = redis.call('HMGET', KEYS[8], unpack(digests, i, last))
@@ -5071,12 +5071,7 @@ local function dedup_adds()
 end
 local function dedup_flush()
   dedup_adds()
-  local args = {}
-  for _, digest in ipairs(batch.order) do
-    args[#args + 1] = digest
-    args[#args + 1] = batch.entries[digest]
-  end
-  dedup_send('HSET', KEYS[8], args)
+  dedup_send('HSET', KEYS[8], batch.writes)
   batch = false
 end
 local function dedup_read(digest)
@@ -5101,9 +5096,14 @@ local function dedup_put(digest, v)
     redis.call('HSET', KEYS[8], digest, v)
     return
   end
-  if not batch.written[digest] then
-    batch.written[digest] = true
-    batch.order[#batch.order + 1] = digest
+  local at = batch.slot[digest]
+  if at then
+    batch.writes[at] = v
+  else
+    at = #batch.writes + 2
+    batch.writes[at - 1] = digest
+    batch.writes[at] = v
+    batch.slot[digest] = at
   end
   batch.entries[digest] = v
 end
@@ -5529,7 +5529,7 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch(digests)
-  batch = {entries = {}, written = {}, order = {}, pending = {}, schedule = {}}
+  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
   for i = 1, #digests, 1000 do
     local last = math.min(i + 999, #digests)
     local got = redis.call('HMGET', KEYS[8], unpack(digests, i, last))
@@ -5550,12 +5550,7 @@ local function dedup_adds()
 end
 local function dedup_flush()
   dedup_adds()
-  local args = {}
-  for _, digest in ipairs(batch.order) do
-    args[#args + 1] = digest
-    args[#args + 1] = batch.entries[digest]
-  end
-  dedup_send('HSET', KEYS[8], args)
+  dedup_send('HSET', KEYS[8], batch.writes)
   batch = false
 end
 local function dedup_read(digest)
@@ -5580,9 +5575,14 @@ local function dedup_put(digest, v)
     redis.call('HSET', KEYS[8], digest, v)
     return
   end
-  if not batch.written[digest] then
-    batch.written[digest] = true
-    batch.order[#batch.order + 1] = digest
+  local at = batch.slot[digest]
+  if at then
+    batch.writes[at] = v
+  else
+    at = #batch.writes + 2
+    batch.writes[at - 1] = digest
+    batch.writes[at] = v
+    batch.slot[digest] = at
   end
   batch.entries[digest] = v
 end
@@ -5948,7 +5948,7 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch(digests)
-  batch = {entries = {}, written = {}, order = {}, pending = {}, schedule = {}}
+  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
   for i = 1, #digests, 1000 do
     local last = math.min(i + 999, #digests)
     local got = redis.call('HMGET', KEYS[7], unpack(digests, i, last))
@@ -5969,12 +5969,7 @@ local function dedup_adds()
 end
 local function dedup_flush()
   dedup_adds()
-  local args = {}
-  for _, digest in ipairs(batch.order) do
-    args[#args + 1] = digest
-    args[#args + 1] = batch.entries[digest]
-  end
-  dedup_send('HSET', KEYS[7], args)
+  dedup_send('HSET', KEYS[7], batch.writes)
   batch = false
 end
 local function dedup_read(digest)
@@ -5999,9 +5994,14 @@ local function dedup_put(digest, v)
     redis.call('HSET', KEYS[7], digest, v)
     return
   end
-  if not batch.written[digest] then
-    batch.written[digest] = true
-    batch.order[#batch.order + 1] = digest
+  local at = batch.slot[digest]
+  if at then
+    batch.writes[at] = v
+  else
+    at = #batch.writes + 2
+    batch.writes[at - 1] = digest
+    batch.writes[at] = v
+    batch.slot[digest] = at
   end
   batch.entries[digest] = v
 end
@@ -6255,7 +6255,7 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch(digests)
-  batch = {entries = {}, written = {}, order = {}, pending = {}, schedule = {}}
+  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
   for i = 1, #digests, 1000 do
     local last = math.min(i + 999, #digests)
     local got = redis.call('HMGET', KEYS[7], unpack(digests, i, last))
@@ -6276,12 +6276,7 @@ local function dedup_adds()
 end
 local function dedup_flush()
   dedup_adds()
-  local args = {}
-  for _, digest in ipairs(batch.order) do
-    args[#args + 1] = digest
-    args[#args + 1] = batch.entries[digest]
-  end
-  dedup_send('HSET', KEYS[7], args)
+  dedup_send('HSET', KEYS[7], batch.writes)
   batch = false
 end
 local function dedup_read(digest)
@@ -6306,9 +6301,14 @@ local function dedup_put(digest, v)
     redis.call('HSET', KEYS[7], digest, v)
     return
   end
-  if not batch.written[digest] then
-    batch.written[digest] = true
-    batch.order[#batch.order + 1] = digest
+  local at = batch.slot[digest]
+  if at then
+    batch.writes[at] = v
+  else
+    at = #batch.writes + 2
+    batch.writes[at - 1] = digest
+    batch.writes[at] = v
+    batch.slot[digest] = at
   end
   batch.entries[digest] = v
 end

@@ -64,7 +64,7 @@ export interface ScriptExec {
 }
 
 /** Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version. */
-export const BUNDLE_DIGEST = "005a154aefe63dd7d13982f7c1ff2f8fdbb3a7a4";
+export const BUNDLE_DIGEST = "ae941a8b6012d2e59649ece174ba12459fc3794f";
 
 function isNoScript(err: unknown): boolean {
   return err instanceof ReplyError && err.message.startsWith("NOSCRIPT");
@@ -2742,7 +2742,7 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch(digests)
-  batch = {entries = {}, written = {}, order = {}, pending = {}, schedule = {}}
+  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
   for i = 1, #digests, 1000 do
     local last = math.min(i + 999, #digests)
     local got = redis.call('HMGET', KEYS[8], unpack(digests, i, last))
@@ -2763,12 +2763,7 @@ local function dedup_adds()
 end
 local function dedup_flush()
   dedup_adds()
-  local args = {}
-  for _, digest in ipairs(batch.order) do
-    args[#args + 1] = digest
-    args[#args + 1] = batch.entries[digest]
-  end
-  dedup_send('HSET', KEYS[8], args)
+  dedup_send('HSET', KEYS[8], batch.writes)
   batch = false
 end
 local function dedup_read(digest)
@@ -2793,9 +2788,14 @@ local function dedup_put(digest, v)
     redis.call('HSET', KEYS[8], digest, v)
     return
   end
-  if not batch.written[digest] then
-    batch.written[digest] = true
-    batch.order[#batch.order + 1] = digest
+  local at = batch.slot[digest]
+  if at then
+    batch.writes[at] = v
+  else
+    at = #batch.writes + 2
+    batch.writes[at - 1] = digest
+    batch.writes[at] = v
+    batch.slot[digest] = at
   end
   batch.entries[digest] = v
 end
@@ -2997,7 +2997,7 @@ return out
 /** The add_dedup script: (2.5.0) Admit many jobs like add_many, each with a deduplication key of its own (or none), under one mode for the call, and ring the doorbell once. */
 export const SCRIPT_ADD_DEDUP: Script = {
   name: "add_dedup",
-  sha1: "7648778ffc835c2092924578e7efa086c4ee4f2c",
+  sha1: "415fdc63152c0791411f0cea7997d09c6cf0ebba",
   source: LUA_ADD_DEDUP,
   keys: [
     "pending",
@@ -3138,7 +3138,7 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch(digests)
-  batch = {entries = {}, written = {}, order = {}, pending = {}, schedule = {}}
+  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
   for i = 1, #digests, 1000 do
     local last = math.min(i + 999, #digests)
     local got = redis.call('HMGET', KEYS[8], unpack(digests, i, last))
@@ -3159,12 +3159,7 @@ local function dedup_adds()
 end
 local function dedup_flush()
   dedup_adds()
-  local args = {}
-  for _, digest in ipairs(batch.order) do
-    args[#args + 1] = digest
-    args[#args + 1] = batch.entries[digest]
-  end
-  dedup_send('HSET', KEYS[8], args)
+  dedup_send('HSET', KEYS[8], batch.writes)
   batch = false
 end
 local function dedup_read(digest)
@@ -3189,9 +3184,14 @@ local function dedup_put(digest, v)
     redis.call('HSET', KEYS[8], digest, v)
     return
   end
-  if not batch.written[digest] then
-    batch.written[digest] = true
-    batch.order[#batch.order + 1] = digest
+  local at = batch.slot[digest]
+  if at then
+    batch.writes[at] = v
+  else
+    at = #batch.writes + 2
+    batch.writes[at - 1] = digest
+    batch.writes[at] = v
+    batch.slot[digest] = at
   end
   batch.entries[digest] = v
 end
@@ -3409,7 +3409,7 @@ return {'admitted', ARGV[10], run_at}
 /** The replace_dedup script: (2.5.0) Admit one job with a deduplication key like add_dedup, declaring the row of the job it may replace (a debounce or keep_last admission whose key's holder waits), and report a replacement as an event. */
 export const SCRIPT_REPLACE_DEDUP: Script = {
   name: "replace_dedup",
-  sha1: "e577708254621b98d3beb32f703d021cd7b9f8c1",
+  sha1: "7b7b61087b39ef532e6b562064fd97735629789a",
   source: LUA_REPLACE_DEDUP,
   keys: [
     "pending",
@@ -3502,7 +3502,7 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch(digests)
-  batch = {entries = {}, written = {}, order = {}, pending = {}, schedule = {}}
+  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
   for i = 1, #digests, 1000 do
     local last = math.min(i + 999, #digests)
     local got = redis.call('HMGET', KEYS[7], unpack(digests, i, last))
@@ -3523,12 +3523,7 @@ local function dedup_adds()
 end
 local function dedup_flush()
   dedup_adds()
-  local args = {}
-  for _, digest in ipairs(batch.order) do
-    args[#args + 1] = digest
-    args[#args + 1] = batch.entries[digest]
-  end
-  dedup_send('HSET', KEYS[7], args)
+  dedup_send('HSET', KEYS[7], batch.writes)
   batch = false
 end
 local function dedup_read(digest)
@@ -3553,9 +3548,14 @@ local function dedup_put(digest, v)
     redis.call('HSET', KEYS[7], digest, v)
     return
   end
-  if not batch.written[digest] then
-    batch.written[digest] = true
-    batch.order[#batch.order + 1] = digest
+  local at = batch.slot[digest]
+  if at then
+    batch.writes[at] = v
+  else
+    at = #batch.writes + 2
+    batch.writes[at - 1] = digest
+    batch.writes[at] = v
+    batch.slot[digest] = at
   end
   batch.entries[digest] = v
 end
@@ -3654,7 +3654,7 @@ return out
 /** The dedup_entries script: (2.5.0) Read the entries of the given deduplication keys, judged as an admission would judge them now, in one read-only call. */
 export const SCRIPT_DEDUP_ENTRIES: Script = {
   name: "dedup_entries",
-  sha1: "6fa84ddc6a134b2596c68e37e0726d7fa4aca7ae",
+  sha1: "6585d18bf09de72c5d66f3506f7e950cb06acfbe",
   source: LUA_DEDUP_ENTRIES,
   keys: ["pending", "active", "schedule", "dead", "results", "wake", "dedup"],
   argv: ["dedup_keys"],
@@ -3709,7 +3709,7 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch(digests)
-  batch = {entries = {}, written = {}, order = {}, pending = {}, schedule = {}}
+  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
   for i = 1, #digests, 1000 do
     local last = math.min(i + 999, #digests)
     local got = redis.call('HMGET', KEYS[7], unpack(digests, i, last))
@@ -3730,12 +3730,7 @@ local function dedup_adds()
 end
 local function dedup_flush()
   dedup_adds()
-  local args = {}
-  for _, digest in ipairs(batch.order) do
-    args[#args + 1] = digest
-    args[#args + 1] = batch.entries[digest]
-  end
-  dedup_send('HSET', KEYS[7], args)
+  dedup_send('HSET', KEYS[7], batch.writes)
   batch = false
 end
 local function dedup_read(digest)
@@ -3760,9 +3755,14 @@ local function dedup_put(digest, v)
     redis.call('HSET', KEYS[7], digest, v)
     return
   end
-  if not batch.written[digest] then
-    batch.written[digest] = true
-    batch.order[#batch.order + 1] = digest
+  local at = batch.slot[digest]
+  if at then
+    batch.writes[at] = v
+  else
+    at = #batch.writes + 2
+    batch.writes[at - 1] = digest
+    batch.writes[at] = v
+    batch.slot[digest] = at
   end
   batch.entries[digest] = v
 end
@@ -3862,7 +3862,7 @@ return {page[1], dropped, released}
 /** The sweep_dedup script: (2.5.0) Walk a page of the deduplication entries, making due each parked job whose holder is done and deleting the entries that no longer hold their keys. */
 export const SCRIPT_SWEEP_DEDUP: Script = {
   name: "sweep_dedup",
-  sha1: "2fab23cb0dde001592161d56e040f425387f252c",
+  sha1: "6500f26f8ecd2636c2fefd09c90c1003a2b103d3",
   source: LUA_SWEEP_DEDUP,
   keys: ["pending", "active", "schedule", "dead", "results", "wake", "dedup"],
   argv: ["cursor", "count"],

@@ -61,7 +61,7 @@ class ScriptExec:
     argv: tuple[Arg, ...]
 
 
-BUNDLE_DIGEST: Final = "005a154aefe63dd7d13982f7c1ff2f8fdbb3a7a4"
+BUNDLE_DIGEST: Final = "ae941a8b6012d2e59649ece174ba12459fc3794f"
 """Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each
 followed by a newline. The fence records it in the reserve per version.
 """
@@ -2905,7 +2905,7 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch(digests)
-  batch = {entries = {}, written = {}, order = {}, pending = {}, schedule = {}}
+  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
   for i = 1, #digests, 1000 do
     local last = math.min(i + 999, #digests)
     local got = redis.call('HMGET', KEYS[8], unpack(digests, i, last))
@@ -2926,12 +2926,7 @@ local function dedup_adds()
 end
 local function dedup_flush()
   dedup_adds()
-  local args = {}
-  for _, digest in ipairs(batch.order) do
-    args[#args + 1] = digest
-    args[#args + 1] = batch.entries[digest]
-  end
-  dedup_send('HSET', KEYS[8], args)
+  dedup_send('HSET', KEYS[8], batch.writes)
   batch = false
 end
 local function dedup_read(digest)
@@ -2956,9 +2951,14 @@ local function dedup_put(digest, v)
     redis.call('HSET', KEYS[8], digest, v)
     return
   end
-  if not batch.written[digest] then
-    batch.written[digest] = true
-    batch.order[#batch.order + 1] = digest
+  local at = batch.slot[digest]
+  if at then
+    batch.writes[at] = v
+  else
+    at = #batch.writes + 2
+    batch.writes[at - 1] = digest
+    batch.writes[at] = v
+    batch.slot[digest] = at
   end
   batch.entries[digest] = v
 end
@@ -3160,7 +3160,7 @@ return out
 
 SCRIPT_ADD_DEDUP: Final = Script(
     name="add_dedup",
-    sha1="7648778ffc835c2092924578e7efa086c4ee4f2c",
+    sha1="415fdc63152c0791411f0cea7997d09c6cf0ebba",
     source=_LUA_ADD_DEDUP,
     keys=("pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "rows"),
     argv=(
@@ -3297,7 +3297,7 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch(digests)
-  batch = {entries = {}, written = {}, order = {}, pending = {}, schedule = {}}
+  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
   for i = 1, #digests, 1000 do
     local last = math.min(i + 999, #digests)
     local got = redis.call('HMGET', KEYS[8], unpack(digests, i, last))
@@ -3318,12 +3318,7 @@ local function dedup_adds()
 end
 local function dedup_flush()
   dedup_adds()
-  local args = {}
-  for _, digest in ipairs(batch.order) do
-    args[#args + 1] = digest
-    args[#args + 1] = batch.entries[digest]
-  end
-  dedup_send('HSET', KEYS[8], args)
+  dedup_send('HSET', KEYS[8], batch.writes)
   batch = false
 end
 local function dedup_read(digest)
@@ -3348,9 +3343,14 @@ local function dedup_put(digest, v)
     redis.call('HSET', KEYS[8], digest, v)
     return
   end
-  if not batch.written[digest] then
-    batch.written[digest] = true
-    batch.order[#batch.order + 1] = digest
+  local at = batch.slot[digest]
+  if at then
+    batch.writes[at] = v
+  else
+    at = #batch.writes + 2
+    batch.writes[at - 1] = digest
+    batch.writes[at] = v
+    batch.slot[digest] = at
   end
   batch.entries[digest] = v
 end
@@ -3568,7 +3568,7 @@ return {'admitted', ARGV[10], run_at}
 
 SCRIPT_REPLACE_DEDUP: Final = Script(
     name="replace_dedup",
-    sha1="e577708254621b98d3beb32f703d021cd7b9f8c1",
+    sha1="7b7b61087b39ef532e6b562064fd97735629789a",
     source=_LUA_REPLACE_DEDUP,
     keys=(
         "pending",
@@ -3668,7 +3668,7 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch(digests)
-  batch = {entries = {}, written = {}, order = {}, pending = {}, schedule = {}}
+  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
   for i = 1, #digests, 1000 do
     local last = math.min(i + 999, #digests)
     local got = redis.call('HMGET', KEYS[7], unpack(digests, i, last))
@@ -3689,12 +3689,7 @@ local function dedup_adds()
 end
 local function dedup_flush()
   dedup_adds()
-  local args = {}
-  for _, digest in ipairs(batch.order) do
-    args[#args + 1] = digest
-    args[#args + 1] = batch.entries[digest]
-  end
-  dedup_send('HSET', KEYS[7], args)
+  dedup_send('HSET', KEYS[7], batch.writes)
   batch = false
 end
 local function dedup_read(digest)
@@ -3719,9 +3714,14 @@ local function dedup_put(digest, v)
     redis.call('HSET', KEYS[7], digest, v)
     return
   end
-  if not batch.written[digest] then
-    batch.written[digest] = true
-    batch.order[#batch.order + 1] = digest
+  local at = batch.slot[digest]
+  if at then
+    batch.writes[at] = v
+  else
+    at = #batch.writes + 2
+    batch.writes[at - 1] = digest
+    batch.writes[at] = v
+    batch.slot[digest] = at
   end
   batch.entries[digest] = v
 end
@@ -3820,7 +3820,7 @@ return out
 
 SCRIPT_DEDUP_ENTRIES: Final = Script(
     name="dedup_entries",
-    sha1="6fa84ddc6a134b2596c68e37e0726d7fa4aca7ae",
+    sha1="6585d18bf09de72c5d66f3506f7e950cb06acfbe",
     source=_LUA_DEDUP_ENTRIES,
     keys=("pending", "active", "schedule", "dead", "results", "wake", "dedup"),
     argv=("dedup_keys",),
@@ -3873,7 +3873,7 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch(digests)
-  batch = {entries = {}, written = {}, order = {}, pending = {}, schedule = {}}
+  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
   for i = 1, #digests, 1000 do
     local last = math.min(i + 999, #digests)
     local got = redis.call('HMGET', KEYS[7], unpack(digests, i, last))
@@ -3894,12 +3894,7 @@ local function dedup_adds()
 end
 local function dedup_flush()
   dedup_adds()
-  local args = {}
-  for _, digest in ipairs(batch.order) do
-    args[#args + 1] = digest
-    args[#args + 1] = batch.entries[digest]
-  end
-  dedup_send('HSET', KEYS[7], args)
+  dedup_send('HSET', KEYS[7], batch.writes)
   batch = false
 end
 local function dedup_read(digest)
@@ -3924,9 +3919,14 @@ local function dedup_put(digest, v)
     redis.call('HSET', KEYS[7], digest, v)
     return
   end
-  if not batch.written[digest] then
-    batch.written[digest] = true
-    batch.order[#batch.order + 1] = digest
+  local at = batch.slot[digest]
+  if at then
+    batch.writes[at] = v
+  else
+    at = #batch.writes + 2
+    batch.writes[at - 1] = digest
+    batch.writes[at] = v
+    batch.slot[digest] = at
   end
   batch.entries[digest] = v
 end
@@ -4026,7 +4026,7 @@ return {page[1], dropped, released}
 
 SCRIPT_SWEEP_DEDUP: Final = Script(
     name="sweep_dedup",
-    sha1="2fab23cb0dde001592161d56e040f425387f252c",
+    sha1="6500f26f8ecd2636c2fefd09c90c1003a2b103d3",
     source=_LUA_SWEEP_DEDUP,
     keys=("pending", "active", "schedule", "dead", "results", "wake", "dedup"),
     argv=("cursor", "count"),
