@@ -77,15 +77,8 @@ local function dedup_send(cmd, key, args)
     redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
   end
 end
-local function dedup_batch(digests)
+local function dedup_batch()
   batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
-  for i = 1, #digests, 1000 do
-    local last = math.min(i + 999, #digests)
-    local got = redis.call('HMGET', KEYS[8], unpack(digests, i, last))
-    for j = i, last do
-      batch.entries[digests[j]] = got[j - i + 1]
-    end
-  end
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -287,25 +280,17 @@ if run_at > 0 then
   end
 end
 local rung = redis.call('LLEN', KEYS[6])
-local digests, ahead = {}, {}
-for i = 1, n do
-  local key = ARGV[11 + (i - 1) * 3]
-  if key ~= '' then
-    local digest = redis.sha1hex(key)
-    digests[i] = digest
-    ahead[#ahead + 1] = digest
-  end
-end
-dedup_batch(ahead)
+dedup_batch()
 local out = {}
 local added = 0
 for i = 1, n do
   local at = (i - 1) * 3
   local row = KEYS[9 + i - 1]
   local id = ARGV[9 + at]
-  local digest = digests[i] or false
-  local action, target, e = 'admit', nil, nil
-  if digest then
+  local key = ARGV[11 + at]
+  local action, target, e, digest = 'admit', nil, nil, false
+  if key ~= '' then
+    digest = redis.sha1hex(key)
     action, target, e = dedup_decide(digest)
   end
   if action == 'duplicate' then

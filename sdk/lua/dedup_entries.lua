@@ -28,15 +28,8 @@ local function dedup_send(cmd, key, args)
     redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
   end
 end
-local function dedup_batch(digests)
+local function dedup_batch()
   batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
-  for i = 1, #digests, 1000 do
-    local last = math.min(i + 999, #digests)
-    local got = redis.call('HMGET', KEYS[7], unpack(digests, i, last))
-    for j = i, last do
-      batch.entries[digests[j]] = got[j - i + 1]
-    end
-  end
 end
 local function dedup_adds()
   if #batch.pending > 0 then

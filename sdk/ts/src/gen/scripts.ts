@@ -64,7 +64,7 @@ export interface ScriptExec {
 }
 
 /** Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version. */
-export const BUNDLE_DIGEST = "ae941a8b6012d2e59649ece174ba12459fc3794f";
+export const BUNDLE_DIGEST = "b432f246cb8b6c631ae3759333ac0c04c4a06559";
 
 function isNoScript(err: unknown): boolean {
   return err instanceof ReplyError && err.message.startsWith("NOSCRIPT");
@@ -2741,15 +2741,8 @@ local function dedup_send(cmd, key, args)
     redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
   end
 end
-local function dedup_batch(digests)
+local function dedup_batch()
   batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
-  for i = 1, #digests, 1000 do
-    local last = math.min(i + 999, #digests)
-    local got = redis.call('HMGET', KEYS[8], unpack(digests, i, last))
-    for j = i, last do
-      batch.entries[digests[j]] = got[j - i + 1]
-    end
-  end
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -2951,25 +2944,17 @@ if run_at > 0 then
   end
 end
 local rung = redis.call('LLEN', KEYS[6])
-local digests, ahead = {}, {}
-for i = 1, n do
-  local key = ARGV[11 + (i - 1) * 3]
-  if key ~= '' then
-    local digest = redis.sha1hex(key)
-    digests[i] = digest
-    ahead[#ahead + 1] = digest
-  end
-end
-dedup_batch(ahead)
+dedup_batch()
 local out = {}
 local added = 0
 for i = 1, n do
   local at = (i - 1) * 3
   local row = KEYS[9 + i - 1]
   local id = ARGV[9 + at]
-  local digest = digests[i] or false
-  local action, target, e = 'admit', nil, nil
-  if digest then
+  local key = ARGV[11 + at]
+  local action, target, e, digest = 'admit', nil, nil, false
+  if key ~= '' then
+    digest = redis.sha1hex(key)
     action, target, e = dedup_decide(digest)
   end
   if action == 'duplicate' then
@@ -2997,7 +2982,7 @@ return out
 /** The add_dedup script: (2.5.0) Admit many jobs like add_many, each with a deduplication key of its own (or none), under one mode for the call, and ring the doorbell once. */
 export const SCRIPT_ADD_DEDUP: Script = {
   name: "add_dedup",
-  sha1: "415fdc63152c0791411f0cea7997d09c6cf0ebba",
+  sha1: "188e2f888542c1ed2767ed854d06f7183ca854b1",
   source: LUA_ADD_DEDUP,
   keys: [
     "pending",
@@ -3137,15 +3122,8 @@ local function dedup_send(cmd, key, args)
     redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
   end
 end
-local function dedup_batch(digests)
+local function dedup_batch()
   batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
-  for i = 1, #digests, 1000 do
-    local last = math.min(i + 999, #digests)
-    local got = redis.call('HMGET', KEYS[8], unpack(digests, i, last))
-    for j = i, last do
-      batch.entries[digests[j]] = got[j - i + 1]
-    end
-  end
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -3409,7 +3387,7 @@ return {'admitted', ARGV[10], run_at}
 /** The replace_dedup script: (2.5.0) Admit one job with a deduplication key like add_dedup, declaring the row of the job it may replace (a debounce or keep_last admission whose key's holder waits), and report a replacement as an event. */
 export const SCRIPT_REPLACE_DEDUP: Script = {
   name: "replace_dedup",
-  sha1: "7b7b61087b39ef532e6b562064fd97735629789a",
+  sha1: "231e72f99eeb2fb05aec5ac9c0d1796af52941ac",
   source: LUA_REPLACE_DEDUP,
   keys: [
     "pending",
@@ -3501,15 +3479,8 @@ local function dedup_send(cmd, key, args)
     redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
   end
 end
-local function dedup_batch(digests)
+local function dedup_batch()
   batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
-  for i = 1, #digests, 1000 do
-    local last = math.min(i + 999, #digests)
-    local got = redis.call('HMGET', KEYS[7], unpack(digests, i, last))
-    for j = i, last do
-      batch.entries[digests[j]] = got[j - i + 1]
-    end
-  end
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -3654,7 +3625,7 @@ return out
 /** The dedup_entries script: (2.5.0) Read the entries of the given deduplication keys, judged as an admission would judge them now, in one read-only call. */
 export const SCRIPT_DEDUP_ENTRIES: Script = {
   name: "dedup_entries",
-  sha1: "6585d18bf09de72c5d66f3506f7e950cb06acfbe",
+  sha1: "41808d15880b477cacab238a4083832b13565e42",
   source: LUA_DEDUP_ENTRIES,
   keys: ["pending", "active", "schedule", "dead", "results", "wake", "dedup"],
   argv: ["dedup_keys"],
@@ -3708,15 +3679,8 @@ local function dedup_send(cmd, key, args)
     redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
   end
 end
-local function dedup_batch(digests)
+local function dedup_batch()
   batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
-  for i = 1, #digests, 1000 do
-    local last = math.min(i + 999, #digests)
-    local got = redis.call('HMGET', KEYS[7], unpack(digests, i, last))
-    for j = i, last do
-      batch.entries[digests[j]] = got[j - i + 1]
-    end
-  end
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -3862,7 +3826,7 @@ return {page[1], dropped, released}
 /** The sweep_dedup script: (2.5.0) Walk a page of the deduplication entries, making due each parked job whose holder is done and deleting the entries that no longer hold their keys. */
 export const SCRIPT_SWEEP_DEDUP: Script = {
   name: "sweep_dedup",
-  sha1: "6500f26f8ecd2636c2fefd09c90c1003a2b103d3",
+  sha1: "6cee141ffac5ed9b715fc3e0aa109c49dedfbd02",
   source: LUA_SWEEP_DEDUP,
   keys: ["pending", "active", "schedule", "dead", "results", "wake", "dedup"],
   argv: ["cursor", "count"],

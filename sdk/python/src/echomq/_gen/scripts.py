@@ -61,7 +61,7 @@ class ScriptExec:
     argv: tuple[Arg, ...]
 
 
-BUNDLE_DIGEST: Final = "ae941a8b6012d2e59649ece174ba12459fc3794f"
+BUNDLE_DIGEST: Final = "b432f246cb8b6c631ae3759333ac0c04c4a06559"
 """Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each
 followed by a newline. The fence records it in the reserve per version.
 """
@@ -2904,15 +2904,8 @@ local function dedup_send(cmd, key, args)
     redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
   end
 end
-local function dedup_batch(digests)
+local function dedup_batch()
   batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
-  for i = 1, #digests, 1000 do
-    local last = math.min(i + 999, #digests)
-    local got = redis.call('HMGET', KEYS[8], unpack(digests, i, last))
-    for j = i, last do
-      batch.entries[digests[j]] = got[j - i + 1]
-    end
-  end
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -3114,25 +3107,17 @@ if run_at > 0 then
   end
 end
 local rung = redis.call('LLEN', KEYS[6])
-local digests, ahead = {}, {}
-for i = 1, n do
-  local key = ARGV[11 + (i - 1) * 3]
-  if key ~= '' then
-    local digest = redis.sha1hex(key)
-    digests[i] = digest
-    ahead[#ahead + 1] = digest
-  end
-end
-dedup_batch(ahead)
+dedup_batch()
 local out = {}
 local added = 0
 for i = 1, n do
   local at = (i - 1) * 3
   local row = KEYS[9 + i - 1]
   local id = ARGV[9 + at]
-  local digest = digests[i] or false
-  local action, target, e = 'admit', nil, nil
-  if digest then
+  local key = ARGV[11 + at]
+  local action, target, e, digest = 'admit', nil, nil, false
+  if key ~= '' then
+    digest = redis.sha1hex(key)
     action, target, e = dedup_decide(digest)
   end
   if action == 'duplicate' then
@@ -3160,7 +3145,7 @@ return out
 
 SCRIPT_ADD_DEDUP: Final = Script(
     name="add_dedup",
-    sha1="415fdc63152c0791411f0cea7997d09c6cf0ebba",
+    sha1="188e2f888542c1ed2767ed854d06f7183ca854b1",
     source=_LUA_ADD_DEDUP,
     keys=("pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "rows"),
     argv=(
@@ -3296,15 +3281,8 @@ local function dedup_send(cmd, key, args)
     redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
   end
 end
-local function dedup_batch(digests)
+local function dedup_batch()
   batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
-  for i = 1, #digests, 1000 do
-    local last = math.min(i + 999, #digests)
-    local got = redis.call('HMGET', KEYS[8], unpack(digests, i, last))
-    for j = i, last do
-      batch.entries[digests[j]] = got[j - i + 1]
-    end
-  end
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -3568,7 +3546,7 @@ return {'admitted', ARGV[10], run_at}
 
 SCRIPT_REPLACE_DEDUP: Final = Script(
     name="replace_dedup",
-    sha1="7b7b61087b39ef532e6b562064fd97735629789a",
+    sha1="231e72f99eeb2fb05aec5ac9c0d1796af52941ac",
     source=_LUA_REPLACE_DEDUP,
     keys=(
         "pending",
@@ -3667,15 +3645,8 @@ local function dedup_send(cmd, key, args)
     redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
   end
 end
-local function dedup_batch(digests)
+local function dedup_batch()
   batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
-  for i = 1, #digests, 1000 do
-    local last = math.min(i + 999, #digests)
-    local got = redis.call('HMGET', KEYS[7], unpack(digests, i, last))
-    for j = i, last do
-      batch.entries[digests[j]] = got[j - i + 1]
-    end
-  end
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -3820,7 +3791,7 @@ return out
 
 SCRIPT_DEDUP_ENTRIES: Final = Script(
     name="dedup_entries",
-    sha1="6585d18bf09de72c5d66f3506f7e950cb06acfbe",
+    sha1="41808d15880b477cacab238a4083832b13565e42",
     source=_LUA_DEDUP_ENTRIES,
     keys=("pending", "active", "schedule", "dead", "results", "wake", "dedup"),
     argv=("dedup_keys",),
@@ -3872,15 +3843,8 @@ local function dedup_send(cmd, key, args)
     redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
   end
 end
-local function dedup_batch(digests)
+local function dedup_batch()
   batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
-  for i = 1, #digests, 1000 do
-    local last = math.min(i + 999, #digests)
-    local got = redis.call('HMGET', KEYS[7], unpack(digests, i, last))
-    for j = i, last do
-      batch.entries[digests[j]] = got[j - i + 1]
-    end
-  end
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -4026,7 +3990,7 @@ return {page[1], dropped, released}
 
 SCRIPT_SWEEP_DEDUP: Final = Script(
     name="sweep_dedup",
-    sha1="6500f26f8ecd2636c2fefd09c90c1003a2b103d3",
+    sha1="6cee141ffac5ed9b715fc3e0aa109c49dedfbd02",
     source=_LUA_SWEEP_DEDUP,
     keys=("pending", "active", "schedule", "dead", "results", "wake", "dedup"),
     argv=("cursor", "count"),
