@@ -29,7 +29,8 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch()
-  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
+  batch = {}
+  batch.entries, batch.slot, batch.writes, batch.pending, batch.schedule = {}, {}, {}, {}, {}
 end
 local function dedup_adds()
   if #batch.pending > 0 then

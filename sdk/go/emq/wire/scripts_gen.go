@@ -51,7 +51,7 @@ func newScript(name, sha1, source string, keys, argv, keyTypes, argTypes, replyE
 }
 
 // BundleDigest identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version.
-const BundleDigest = "b432f246cb8b6c631ae3759333ac0c04c4a06559"
+const BundleDigest = "f7943c683c71282f71c438db9e1fa4ce99f711e0"
 
 // The bundle.
 var (
@@ -132,13 +132,13 @@ var (
 	// ScriptForgetIDs is the forget_ids script: (2.4.0) Delete the failure records, progress reports and retry policies of the given jobs whose rows are gone, declaring every row it reads.
 	ScriptForgetIDs = newScript("forget_ids", "e76ddc752fda6338de76e2c9501f00a303faad97", luaForgetIDs, []string{"failures", "progress", "options", "rows"}, []string{"ids"}, []string{"failures", "progress", "options", "row"}, []string{"id"}, []string{})
 	// ScriptAddDedup is the add_dedup script: (2.5.0) Admit many jobs like add_many, each with a deduplication key of its own (or none), under one mode for the call, and ring the doorbell once.
-	ScriptAddDedup = newScript("add_dedup", "188e2f888542c1ed2767ed854d06f7183ca854b1", luaAddDedup, []string{"pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "rows"}, []string{"mode", "ttl_ms", "hold", "delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "ids", "payloads", "dedup_keys"}, []string{"pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "row"}, []string{"string", "int", "int", "int", "int", "string", "int", "int", "id", "bytes", "bytes"}, []string{"outcome", "id", "run_at_ms"})
+	ScriptAddDedup = newScript("add_dedup", "a5bf6db95989aa6314aa0e59d315ba5dedeac4cd", luaAddDedup, []string{"pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "rows"}, []string{"mode", "ttl_ms", "hold", "delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "ids", "payloads", "dedup_keys"}, []string{"pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "row"}, []string{"string", "int", "int", "int", "int", "string", "int", "int", "id", "bytes", "bytes"}, []string{"outcome", "id", "run_at_ms"})
 	// ScriptReplaceDedup is the replace_dedup script: (2.5.0) Admit one job with a deduplication key like add_dedup, declaring the row of the job it may replace (a debounce or keep_last admission whose key's holder waits), and report a replacement as an event.
-	ScriptReplaceDedup = newScript("replace_dedup", "231e72f99eeb2fb05aec5ac9c0d1796af52941ac", luaReplaceDedup, []string{"pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "events", "row", "target_row"}, []string{"mode", "ttl_ms", "hold", "delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "events_max", "id", "payload", "dedup_key", "target"}, []string{"pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "events", "row", "row"}, []string{"string", "int", "int", "int", "int", "string", "int", "int", "int", "id", "bytes", "bytes", "id"}, []string{"outcome", "id", "run_at_ms"})
+	ScriptReplaceDedup = newScript("replace_dedup", "bc6dc3dd51fac81ac4b65fe734369c165c9f8bcc", luaReplaceDedup, []string{"pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "events", "row", "target_row"}, []string{"mode", "ttl_ms", "hold", "delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "events_max", "id", "payload", "dedup_key", "target"}, []string{"pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "events", "row", "row"}, []string{"string", "int", "int", "int", "int", "string", "int", "int", "int", "id", "bytes", "bytes", "id"}, []string{"outcome", "id", "run_at_ms"})
 	// ScriptDedupEntries is the dedup_entries script: (2.5.0) Read the entries of the given deduplication keys, judged as an admission would judge them now, in one read-only call.
-	ScriptDedupEntries = newScript("dedup_entries", "41808d15880b477cacab238a4083832b13565e42", luaDedupEntries, []string{"pending", "active", "schedule", "dead", "results", "wake", "dedup"}, []string{"dedup_keys"}, []string{"pending", "active", "schedule", "dead", "results", "wake", "dedup"}, []string{"bytes"}, []string{"holder", "mode", "expires_ms", "held", "state", "parked"})
+	ScriptDedupEntries = newScript("dedup_entries", "afdb2d5cb0f0fd8c5cffd23c9f3070b84834773c", luaDedupEntries, []string{"pending", "active", "schedule", "dead", "results", "wake", "dedup"}, []string{"dedup_keys"}, []string{"pending", "active", "schedule", "dead", "results", "wake", "dedup"}, []string{"bytes"}, []string{"holder", "mode", "expires_ms", "held", "state", "parked"})
 	// ScriptSweepDedup is the sweep_dedup script: (2.5.0) Walk a page of the deduplication entries, making due each parked job whose holder is done and deleting the entries that no longer hold their keys.
-	ScriptSweepDedup = newScript("sweep_dedup", "6cee141ffac5ed9b715fc3e0aa109c49dedfbd02", luaSweepDedup, []string{"pending", "active", "schedule", "dead", "results", "wake", "dedup"}, []string{"cursor", "count"}, []string{"pending", "active", "schedule", "dead", "results", "wake", "dedup"}, []string{"string", "int"}, []string{"cursor", "dropped", "released"})
+	ScriptSweepDedup = newScript("sweep_dedup", "3f38bdcfe474edafde63b8f18cf0404f882fb294", luaSweepDedup, []string{"pending", "active", "schedule", "dead", "results", "wake", "dedup"}, []string{"cursor", "count"}, []string{"pending", "active", "schedule", "dead", "results", "wake", "dedup"}, []string{"string", "int"}, []string{"cursor", "dropped", "released"})
 	// ScriptCancelIDs is the cancel_ids script: (2.5.0) Cancel the given jobs that are pending, scheduled or active, deleting their rows and what they left; publish each active one's cancellation to its lease holder; report each as an event.
 	ScriptCancelIDs = newScript("cancel_ids", "7a791a0ed2f3cb24d832d995f8adbcc06f71c7fd", luaCancelIDs, []string{"pending", "schedule", "active", "failures", "progress", "options", "events", "cancel", "rows"}, []string{"events_max", "ids"}, []string{"pending", "schedule", "active", "failures", "progress", "options", "events", "cancel", "row"}, []string{"int", "id"}, []string{"state"})
 	// ScriptUpsertScheduler is the upsert_scheduler script: (2.6.0) Create or update a job scheduler by its id, keeping its next slot when its schedule is unchanged, so that a fleet that upserts its schedulers at every start never resets nor repeats a run.
@@ -5050,7 +5050,8 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch()
-  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
+  batch = {}
+  batch.entries, batch.slot, batch.writes, batch.pending, batch.schedule = {}, {}, {}, {}, {}
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -5514,7 +5515,8 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch()
-  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
+  batch = {}
+  batch.entries, batch.slot, batch.writes, batch.pending, batch.schedule = {}, {}, {}, {}, {}
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -5926,7 +5928,8 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch()
-  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
+  batch = {}
+  batch.entries, batch.slot, batch.writes, batch.pending, batch.schedule = {}, {}, {}, {}, {}
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -6226,7 +6229,8 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch()
-  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
+  batch = {}
+  batch.entries, batch.slot, batch.writes, batch.pending, batch.schedule = {}, {}, {}, {}, {}
 end
 local function dedup_adds()
   if #batch.pending > 0 then

@@ -64,7 +64,7 @@ export interface ScriptExec {
 }
 
 /** Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version. */
-export const BUNDLE_DIGEST = "b432f246cb8b6c631ae3759333ac0c04c4a06559";
+export const BUNDLE_DIGEST = "f7943c683c71282f71c438db9e1fa4ce99f711e0";
 
 function isNoScript(err: unknown): boolean {
   return err instanceof ReplyError && err.message.startsWith("NOSCRIPT");
@@ -2742,7 +2742,8 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch()
-  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
+  batch = {}
+  batch.entries, batch.slot, batch.writes, batch.pending, batch.schedule = {}, {}, {}, {}, {}
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -2982,7 +2983,7 @@ return out
 /** The add_dedup script: (2.5.0) Admit many jobs like add_many, each with a deduplication key of its own (or none), under one mode for the call, and ring the doorbell once. */
 export const SCRIPT_ADD_DEDUP: Script = {
   name: "add_dedup",
-  sha1: "188e2f888542c1ed2767ed854d06f7183ca854b1",
+  sha1: "a5bf6db95989aa6314aa0e59d315ba5dedeac4cd",
   source: LUA_ADD_DEDUP,
   keys: [
     "pending",
@@ -3123,7 +3124,8 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch()
-  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
+  batch = {}
+  batch.entries, batch.slot, batch.writes, batch.pending, batch.schedule = {}, {}, {}, {}, {}
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -3387,7 +3389,7 @@ return {'admitted', ARGV[10], run_at}
 /** The replace_dedup script: (2.5.0) Admit one job with a deduplication key like add_dedup, declaring the row of the job it may replace (a debounce or keep_last admission whose key's holder waits), and report a replacement as an event. */
 export const SCRIPT_REPLACE_DEDUP: Script = {
   name: "replace_dedup",
-  sha1: "231e72f99eeb2fb05aec5ac9c0d1796af52941ac",
+  sha1: "bc6dc3dd51fac81ac4b65fe734369c165c9f8bcc",
   source: LUA_REPLACE_DEDUP,
   keys: [
     "pending",
@@ -3480,7 +3482,8 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch()
-  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
+  batch = {}
+  batch.entries, batch.slot, batch.writes, batch.pending, batch.schedule = {}, {}, {}, {}, {}
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -3625,7 +3628,7 @@ return out
 /** The dedup_entries script: (2.5.0) Read the entries of the given deduplication keys, judged as an admission would judge them now, in one read-only call. */
 export const SCRIPT_DEDUP_ENTRIES: Script = {
   name: "dedup_entries",
-  sha1: "41808d15880b477cacab238a4083832b13565e42",
+  sha1: "afdb2d5cb0f0fd8c5cffd23c9f3070b84834773c",
   source: LUA_DEDUP_ENTRIES,
   keys: ["pending", "active", "schedule", "dead", "results", "wake", "dedup"],
   argv: ["dedup_keys"],
@@ -3680,7 +3683,8 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch()
-  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
+  batch = {}
+  batch.entries, batch.slot, batch.writes, batch.pending, batch.schedule = {}, {}, {}, {}, {}
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -3826,7 +3830,7 @@ return {page[1], dropped, released}
 /** The sweep_dedup script: (2.5.0) Walk a page of the deduplication entries, making due each parked job whose holder is done and deleting the entries that no longer hold their keys. */
 export const SCRIPT_SWEEP_DEDUP: Script = {
   name: "sweep_dedup",
-  sha1: "6cee141ffac5ed9b715fc3e0aa109c49dedfbd02",
+  sha1: "3f38bdcfe474edafde63b8f18cf0404f882fb294",
   source: LUA_SWEEP_DEDUP,
   keys: ["pending", "active", "schedule", "dead", "results", "wake", "dedup"],
   argv: ["cursor", "count"],

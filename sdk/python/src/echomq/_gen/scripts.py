@@ -61,7 +61,7 @@ class ScriptExec:
     argv: tuple[Arg, ...]
 
 
-BUNDLE_DIGEST: Final = "b432f246cb8b6c631ae3759333ac0c04c4a06559"
+BUNDLE_DIGEST: Final = "f7943c683c71282f71c438db9e1fa4ce99f711e0"
 """Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each
 followed by a newline. The fence records it in the reserve per version.
 """
@@ -2905,7 +2905,8 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch()
-  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
+  batch = {}
+  batch.entries, batch.slot, batch.writes, batch.pending, batch.schedule = {}, {}, {}, {}, {}
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -3145,7 +3146,7 @@ return out
 
 SCRIPT_ADD_DEDUP: Final = Script(
     name="add_dedup",
-    sha1="188e2f888542c1ed2767ed854d06f7183ca854b1",
+    sha1="a5bf6db95989aa6314aa0e59d315ba5dedeac4cd",
     source=_LUA_ADD_DEDUP,
     keys=("pending", "active", "schedule", "dead", "results", "wake", "options", "dedup", "rows"),
     argv=(
@@ -3282,7 +3283,8 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch()
-  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
+  batch = {}
+  batch.entries, batch.slot, batch.writes, batch.pending, batch.schedule = {}, {}, {}, {}, {}
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -3546,7 +3548,7 @@ return {'admitted', ARGV[10], run_at}
 
 SCRIPT_REPLACE_DEDUP: Final = Script(
     name="replace_dedup",
-    sha1="231e72f99eeb2fb05aec5ac9c0d1796af52941ac",
+    sha1="bc6dc3dd51fac81ac4b65fe734369c165c9f8bcc",
     source=_LUA_REPLACE_DEDUP,
     keys=(
         "pending",
@@ -3646,7 +3648,8 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch()
-  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
+  batch = {}
+  batch.entries, batch.slot, batch.writes, batch.pending, batch.schedule = {}, {}, {}, {}, {}
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -3791,7 +3794,7 @@ return out
 
 SCRIPT_DEDUP_ENTRIES: Final = Script(
     name="dedup_entries",
-    sha1="41808d15880b477cacab238a4083832b13565e42",
+    sha1="afdb2d5cb0f0fd8c5cffd23c9f3070b84834773c",
     source=_LUA_DEDUP_ENTRIES,
     keys=("pending", "active", "schedule", "dead", "results", "wake", "dedup"),
     argv=("dedup_keys",),
@@ -3844,7 +3847,8 @@ local function dedup_send(cmd, key, args)
   end
 end
 local function dedup_batch()
-  batch = {entries = {}, slot = {}, writes = {}, pending = {}, schedule = {}}
+  batch = {}
+  batch.entries, batch.slot, batch.writes, batch.pending, batch.schedule = {}, {}, {}, {}, {}
 end
 local function dedup_adds()
   if #batch.pending > 0 then
@@ -3990,7 +3994,7 @@ return {page[1], dropped, released}
 
 SCRIPT_SWEEP_DEDUP: Final = Script(
     name="sweep_dedup",
-    sha1="6cee141ffac5ed9b715fc3e0aa109c49dedfbd02",
+    sha1="3f38bdcfe474edafde63b8f18cf0404f882fb294",
     source=_LUA_SWEEP_DEDUP,
     keys=("pending", "active", "schedule", "dead", "results", "wake", "dedup"),
     argv=("cursor", "count"),
