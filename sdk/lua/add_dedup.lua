@@ -71,8 +71,39 @@ for i = 1, n do
   end
 end
 local parked_at = 253402300799999
+local batch = false
+local function dedup_send(cmd, key, args)
+  for i = 1, #args, 1000 do
+    redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
+  end
+end
+local function dedup_batch()
+  batch = {}
+  batch.entries, batch.slot, batch.writes, batch.pending, batch.schedule = {}, {}, {}, {}, {}
+end
+local function dedup_adds()
+  if #batch.pending > 0 then
+    dedup_send('ZADD', KEYS[1], batch.pending)
+    batch.pending = {}
+  end
+  if #batch.schedule > 0 then
+    dedup_send('ZADD', KEYS[3], batch.schedule)
+    batch.schedule = {}
+  end
+end
+local function dedup_flush()
+  dedup_adds()
+  dedup_send('HSET', KEYS[8], batch.writes)
+  batch = false
+end
 local function dedup_read(digest)
-  local v = redis.call('HGET', KEYS[8], digest)
+  local v
+  if batch then
+    v = batch.entries[digest]
+  end
+  if v == nil then
+    v = redis.call('HGET', KEYS[8], digest)
+  end
   if not v then
     return nil
   end
@@ -82,12 +113,34 @@ local function dedup_read(digest)
   end
   return {holder = holder, mode = mode, expires = tonumber(expires), hold = tonumber(hold), parked = parked}
 end
+local function dedup_put(digest, v)
+  if not batch then
+    redis.call('HSET', KEYS[8], digest, v)
+    return
+  end
+  local at = batch.slot[digest]
+  if at then
+    batch.writes[at] = v
+  else
+    at = #batch.writes + 2
+    batch.writes[at - 1] = digest
+    batch.writes[at] = v
+    batch.slot[digest] = at
+  end
+  batch.entries[digest] = v
+end
+local function dedup_ms(ms)
+  if ms == 0 then
+    return '0'
+  end
+  return string.format('%d', ms)
+end
 local function dedup_write(digest, e)
-  local v = e.holder .. ' ' .. e.mode .. ' ' .. string.format('%d', e.expires) .. ' ' .. e.hold
+  local v = e.holder .. ' ' .. e.mode .. ' ' .. dedup_ms(e.expires) .. ' ' .. e.hold
   if e.parked ~= '' then
     v = v .. ' ' .. e.parked
   end
-  redis.call('HSET', KEYS[8], digest, v)
+  dedup_put(digest, v)
 end
 local function where(id)
   if redis.call('ZSCORE', KEYS[1], id) then
@@ -112,6 +165,9 @@ local function dedup_state(digest, apply)
   local e = dedup_read(digest)
   if not e then
     return nil, false, false
+  end
+  if batch then
+    dedup_adds()
   end
   local w = where(e.holder)
   if e.parked ~= '' then
@@ -174,6 +230,7 @@ local function dedup_decide(digest)
   end
   return 'duplicate', e.holder, e
 end
+local dedup_tail = false
 local function dedup_admit(row, id, payload, digest, e, park)
   local at = run_at
   if park then
@@ -181,26 +238,40 @@ local function dedup_admit(row, id, payload, digest, e, park)
   end
   if at > 0 then
     redis.call('HSET', row, 'state', 'scheduled', 'attempts', '0', 'payload', payload)
-    redis.call('ZADD', KEYS[3], at, id)
+    if batch then
+      batch.schedule[#batch.schedule + 1] = at
+      batch.schedule[#batch.schedule + 1] = id
+    else
+      redis.call('ZADD', KEYS[3], at, id)
+    end
   else
     redis.call('HSET', row, 'state', 'pending', 'attempts', '0', 'payload', payload)
-    redis.call('ZADD', KEYS[1], 0, id)
+    if batch then
+      batch.pending[#batch.pending + 1] = 0
+      batch.pending[#batch.pending + 1] = id
+    else
+      redis.call('ZADD', KEYS[1], 0, id)
+    end
   end
   if opt then
     redis.call('HSET', KEYS[7], id, opt)
   end
-  if digest then
-    if park then
-      e.parked = id
-    else
-      local expires = 0
-      if ttl > 0 then
-        expires = now + ttl
-      end
-      e = {holder = id, mode = mode, expires = expires, hold = hold, parked = ''}
-    end
-    dedup_write(digest, e)
+  if not digest then
+    return
   end
+  if park then
+    e.parked = id
+    dedup_write(digest, e)
+    return
+  end
+  if not dedup_tail then
+    local expires = 0
+    if ttl > 0 then
+      expires = now + ttl
+    end
+    dedup_tail = ' ' .. mode .. ' ' .. dedup_ms(expires) .. ' ' .. hold
+  end
+  dedup_put(digest, id .. dedup_tail)
 end
 local head = false
 if run_at > 0 then
@@ -210,6 +281,7 @@ if run_at > 0 then
   end
 end
 local rung = redis.call('LLEN', KEYS[6])
+dedup_batch()
 local out = {}
 local added = 0
 for i = 1, n do
@@ -237,6 +309,7 @@ for i = 1, n do
     added = added + 1
   end
 end
+dedup_flush()
 if added > 0 and rung == 0 and (run_at == 0 or not head or run_at < head) then
   redis.call('RPUSH', KEYS[6], '1')
 end

@@ -28,8 +28,39 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local parked_at = 253402300799999
+local batch = false
+local function dedup_send(cmd, key, args)
+  for i = 1, #args, 1000 do
+    redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
+  end
+end
+local function dedup_batch()
+  batch = {}
+  batch.entries, batch.slot, batch.writes, batch.pending, batch.schedule = {}, {}, {}, {}, {}
+end
+local function dedup_adds()
+  if #batch.pending > 0 then
+    dedup_send('ZADD', KEYS[1], batch.pending)
+    batch.pending = {}
+  end
+  if #batch.schedule > 0 then
+    dedup_send('ZADD', KEYS[3], batch.schedule)
+    batch.schedule = {}
+  end
+end
+local function dedup_flush()
+  dedup_adds()
+  dedup_send('HSET', KEYS[7], batch.writes)
+  batch = false
+end
 local function dedup_read(digest)
-  local v = redis.call('HGET', KEYS[7], digest)
+  local v
+  if batch then
+    v = batch.entries[digest]
+  end
+  if v == nil then
+    v = redis.call('HGET', KEYS[7], digest)
+  end
   if not v then
     return nil
   end
@@ -39,12 +70,34 @@ local function dedup_read(digest)
   end
   return {holder = holder, mode = mode, expires = tonumber(expires), hold = tonumber(hold), parked = parked}
 end
+local function dedup_put(digest, v)
+  if not batch then
+    redis.call('HSET', KEYS[7], digest, v)
+    return
+  end
+  local at = batch.slot[digest]
+  if at then
+    batch.writes[at] = v
+  else
+    at = #batch.writes + 2
+    batch.writes[at - 1] = digest
+    batch.writes[at] = v
+    batch.slot[digest] = at
+  end
+  batch.entries[digest] = v
+end
+local function dedup_ms(ms)
+  if ms == 0 then
+    return '0'
+  end
+  return string.format('%d', ms)
+end
 local function dedup_write(digest, e)
-  local v = e.holder .. ' ' .. e.mode .. ' ' .. string.format('%d', e.expires) .. ' ' .. e.hold
+  local v = e.holder .. ' ' .. e.mode .. ' ' .. dedup_ms(e.expires) .. ' ' .. e.hold
   if e.parked ~= '' then
     v = v .. ' ' .. e.parked
   end
-  redis.call('HSET', KEYS[7], digest, v)
+  dedup_put(digest, v)
 end
 local function where(id)
   if redis.call('ZSCORE', KEYS[1], id) then
@@ -69,6 +122,9 @@ local function dedup_state(digest, apply)
   local e = dedup_read(digest)
   if not e then
     return nil, false, false
+  end
+  if batch then
+    dedup_adds()
   end
   local w = where(e.holder)
   if e.parked ~= '' then

@@ -70,8 +70,9 @@ type Options struct {
 	MaxPayload int64
 
 	// DisableCoalescing turns off the coalescing of concurrent Queue.Push
-	// calls: each Push is then one push script call of its own, as before
-	// 2.2.0. Coalescing is on by default (see Queue.Push).
+	// calls (and of Queue.PushDedup calls): each Push is then one push
+	// script call of its own, as before 2.2.0, and each PushDedup one
+	// add_dedup call. Coalescing is on by default (see Queue.Push).
 	DisableCoalescing bool
 	// PushLinger bounds how long a coalesced Push waits while an earlier
 	// batch of its queue is in flight before it is sent anyway, in a batch

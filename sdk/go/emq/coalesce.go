@@ -6,10 +6,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // pusher coalesces the concurrent pushes of one queue of a client into
-// push_many calls (see Queue.Push): a push that meets no batch in flight
+// push_many calls (see Queue.Push), those with admission options into
+// add_many calls, and those with a deduplication key into add_dedup
+// calls (see Queue.PushDedup), each batch of one mode: a push that meets no batch in flight
 // is sent at once; the pushes that arrive while one is in flight wait, and
 // are sent together when no batch is in flight any more, when the linger
 // expires, or when a full batch waits.
@@ -27,17 +31,21 @@ type pusher struct {
 type pushReq struct {
 	ctx   context.Context
 	job   pushJob
+	key   string // the deduplication key, with mode.dedup
 	mode  pushMode
 	state atomic.Int32 // reqWaiting, then reqTaken (by a batch) or reqAbandoned (by its caller)
 	done  chan struct{}
-	ok    bool  // set before done is closed
-	err   error // set before done is closed
+	ok    bool               // set before done is closed
+	rec   wire.AddDedupReply // with mode.dedup, set before done is closed
+	err   error              // set before done is closed
 }
 
-// pushMode is how a push is sent: with admit set, in add_many calls with
-// opts; otherwise in push_many calls, as a push without options.
+// pushMode is how a push is sent: with dedup set, in add_dedup calls
+// under opts (its policy and options); with admit set, in add_many calls
+// with opts; otherwise in push_many calls, as a push without options.
 type pushMode struct {
 	admit bool
+	dedup bool
 	opts  admitOptions
 }
 
@@ -66,10 +74,32 @@ func (c *Client) pusher(q *Queue) *pusher {
 // push queues job, starts a batch when one is due, and waits for the
 // job's answer or the end of ctx.
 func (p *pusher) push(ctx context.Context, job pushJob, mode pushMode) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
 	r := &pushReq{ctx: ctx, job: job, mode: mode, done: make(chan struct{})}
+	if !p.await(r) {
+		return false, ctx.Err()
+	}
+	return r.ok, r.err
+}
+
+// pushDedup queues job for an add_dedup call under o with other
+// admissions of equal o, and waits for its record (deferred included: the
+// caller resolves it) or the end of ctx.
+func (p *pusher) pushDedup(ctx context.Context, job dedupJob, o admitOptions) (wire.AddDedupReply, error) {
+	r := &pushReq{ctx: ctx, job: job.pushJob, key: job.key, mode: pushMode{dedup: true, opts: o}, done: make(chan struct{})}
+	if !p.await(r) {
+		return wire.AddDedupReply{}, ctx.Err()
+	}
+	return r.rec, r.err
+}
+
+// await queues r, starts a batch when one is due, and waits for r's answer
+// or the end of r.ctx: it reports whether r was answered (its fields may
+// be read), false when the caller gives up (with r.ctx.Err()) first.
+func (p *pusher) await(r *pushReq) bool {
+	ctx := r.ctx
+	if ctx.Err() != nil {
+		return false
+	}
 	p.mu.Lock()
 	p.wait = append(p.wait, r)
 	var batch []*pushReq
@@ -86,17 +116,17 @@ func (p *pusher) push(ctx context.Context, job pushJob, mode pushMode) (bool, er
 	}
 	select {
 	case <-r.done:
-		return r.ok, r.err
+		return true
 	case <-ctx.Done():
 	}
 	if r.state.CompareAndSwap(reqWaiting, reqAbandoned) {
-		return false, ctx.Err() // never sent: left out of every batch
+		return false // never sent: left out of every batch
 	}
 	select {
 	case <-r.done:
-		return r.ok, r.err
+		return true
 	default:
-		return false, ctx.Err() // sent, or being sent: the answer is not awaited
+		return false // sent, or being sent: the answer is not awaited
 	}
 }
 
@@ -131,7 +161,7 @@ func (p *pusher) takeLocked() []*pushReq {
 		case len(batch) > 0 && r.mode != batch[0].mode:
 			keep = append(keep, r) // another mode's: a later batch
 			continue
-		case len(batch) > 0 && size+len(r.job.payload) > maxBatchBytes:
+		case len(batch) > 0 && size+len(r.job.payload)+len(r.key) > maxBatchBytes:
 			full = true
 			keep = append(keep, r)
 			continue
@@ -140,7 +170,7 @@ func (p *pusher) takeLocked() []*pushReq {
 			continue // its caller returns ctx.Err()
 		}
 		batch = append(batch, r)
-		size += len(r.job.payload)
+		size += len(r.job.payload) + len(r.key)
 		full = len(batch) >= max
 	}
 	clear(p.wait[len(keep):])
@@ -186,11 +216,15 @@ func (p *pusher) run(batch []*pushReq) {
 	if len(live) == 0 {
 		return
 	}
+	ctx, cancel := batchContext(live)
+	if mode := live[0].mode; mode.dedup {
+		p.runDedup(ctx, cancel, mode.opts, live)
+		return
+	}
 	jobs := make([]pushJob, len(live))
 	for i, r := range live {
 		jobs[i] = r.job
 	}
-	ctx, cancel := batchContext(live)
 	var out []bool
 	var errs []error
 	var err error
@@ -210,6 +244,31 @@ func (p *pusher) run(batch []*pushReq) {
 		}
 		if r.err != nil && ended {
 			r.ok, r.err = false, r.ctx.Err() // the caller's own, not the batch's
+		}
+		close(r.done)
+	}
+}
+
+// runDedup sends live, a batch of admissions with deduplication keys
+// under o, in one add_dedup call (see Queue.addDedupEach) under ctx, and
+// answers each caller with its record, cancel once the call returned.
+func (p *pusher) runDedup(ctx context.Context, cancel context.CancelFunc, o admitOptions, live []*pushReq) {
+	jobs := make([]dedupJob, len(live))
+	for i, r := range live {
+		jobs[i] = dedupJob{pushJob: r.job, key: r.key}
+	}
+	recs, errs, err := p.q.addDedupEach(ctx, o, jobs)
+	ended := ctx.Err() != nil // every caller's ctx ended first
+	cancel()
+	for i, r := range live {
+		switch {
+		case err != nil:
+			r.err = err
+		default:
+			r.rec, r.err = recs[i], errs[i]
+		}
+		if r.err != nil && ended {
+			r.err = r.ctx.Err() // the caller's own, not the batch's
 		}
 		close(r.done)
 	}

@@ -143,7 +143,15 @@ type dedupJob struct {
 //
 // The admission is one add_dedup call, or, when it replaces a waiting job,
 // a replace_dedup call that names it (again, a few times, should the
-// key's holder change in between; then ErrDedupContended). An empty key
+// key's holder change in between; then ErrDedupContended). Concurrent
+// PushDedup calls of one queue of a client with an equal policy and
+// options are coalesced as Push is (Options.PushLinger,
+// Options.PushMaxBatch, Options.DisableCoalescing): they go together in
+// one add_dedup call, in which a job whose key an earlier job of the call
+// took meets it as a later admission would; each caller gets its own
+// answer, resolves its own replacement, and is left out of the call when
+// its ctx ends before it is sent. An id of another kind refuses only its
+// own caller with ErrKind (the call is sent again job by job). An empty key
 // admits the job as AddMany does. A malformed id, a payload over the cap
 // or an option out of range is refused before anything is sent; an id of
 // another kind than WorkKind is refused with ErrKind. It is resent across
@@ -172,11 +180,15 @@ func (q *Queue) PushDedup(ctx context.Context, id ID, payload []byte, key string
 // An id of another kind than WorkKind refuses its call as a whole with
 // ErrKind (the error itself; nothing of that call is written). Malformed
 // ids, payloads over the cap and options out of range are refused before
-// anything is sent; no jobs sends nothing.
+// anything is sent; no jobs sends nothing. A batch of one job is
+// PushDedup's, coalesced with the queue's concurrent admissions.
 func (q *Queue) PushBatchDedup(ctx context.Context, jobs []NewJob, opts ...PushOption) ([]DedupResult, error) {
 	o, dj, err := q.dedupJobs(jobs, opts)
 	if err != nil || len(jobs) == 0 {
 		return nil, err
+	}
+	if len(dj) == 1 && q.c.coalesce {
+		return q.pushDedupOne(ctx, o, dj[0])
 	}
 	pj := make([]pushJob, len(dj))
 	for i, j := range dj {
@@ -186,19 +198,7 @@ func (q *Queue) PushBatchDedup(ctx context.Context, jobs []NewJob, opts ...PushO
 	errs := make([]error, len(jobs))
 	failed := false
 	for _, u := range q.c.chunks(pj) {
-		call := q.addDedupCall(o, dj[u.lo:u.hi])
-		var rs []wire.AddDedupReply
-		err := q.c.idempotent(ctx, func(ctx context.Context) error {
-			if err := q.c.ensure(ctx); err != nil {
-				return err
-			}
-			var err error
-			rs, err = call.Exec(ctx, q.c.rc)
-			if err == nil && len(rs) != u.hi-u.lo {
-				err = errorf("emq: %s: %d records for %d jobs", wire.ScriptAddDedup.Name, len(rs), u.hi-u.lo)
-			}
-			return err
-		})
+		rs, err := q.addDedupOnce(ctx, o, dj[u.lo:u.hi])
 		if err != nil {
 			if u.lo == 0 {
 				return nil, err // nothing was written
@@ -230,6 +230,73 @@ func (q *Queue) PushBatchDedup(ctx context.Context, jobs []NewJob, opts ...PushO
 		return out, &BatchError{Errs: errs}
 	}
 	return out, nil
+}
+
+// pushDedupOne is PushBatchDedup of one job through the client's
+// coalescer: its add_dedup call carries the concurrent single-job
+// admissions of the queue under an equal policy and options, and a
+// deferred record is resolved by this caller's own replace_dedup calls.
+func (q *Queue) pushDedupOne(ctx context.Context, o admitOptions, job dedupJob) ([]DedupResult, error) {
+	r, err := q.p.pushDedup(ctx, job, o)
+	if err != nil {
+		return nil, err // nothing of it was written, or the caller gave up
+	}
+	out := []DedupResult{dedupResultOf(r.Outcome, r.ID, r.RunAtMS)}
+	if r.Outcome == AdmissionDeferred {
+		if out[0], err = q.resolveDedup(ctx, o, job, r.ID); err != nil {
+			return out, &BatchError{Errs: []error{err}}
+		}
+	}
+	if out[0].Enqueued() {
+		q.c.metrics.Add(Enqueued, q.Name(), 1)
+	}
+	return out, nil
+}
+
+// addDedupOnce admits jobs under o in exactly one add_dedup call, resent
+// across a reconnect, and returns its records as they are.
+func (q *Queue) addDedupOnce(ctx context.Context, o admitOptions, jobs []dedupJob) ([]wire.AddDedupReply, error) {
+	call := q.addDedupCall(o, jobs)
+	var rs []wire.AddDedupReply
+	err := q.c.idempotent(ctx, func(ctx context.Context) error {
+		if err := q.c.ensure(ctx); err != nil {
+			return err
+		}
+		var err error
+		rs, err = call.Exec(ctx, q.c.rc)
+		if err == nil && len(rs) != len(jobs) {
+			err = errorf("emq: %s: %d records for %d jobs", wire.ScriptAddDedup.Name, len(rs), len(jobs))
+		}
+		return err
+	})
+	return rs, err
+}
+
+// addDedupEach admits a coalesced batch of jobs under o in one add_dedup
+// call (addDedupOnce) and returns each job's record and error. A call
+// refused as a whole (an id of another kind among them; nothing of it was
+// written) is replaced by one call per job, so that each gets its own
+// answer; err is a failure of the call itself (transport, fence), for
+// every job.
+func (q *Queue) addDedupEach(ctx context.Context, o admitOptions, jobs []dedupJob) (recs []wire.AddDedupReply, errs []error, err error) {
+	recs, err = q.addDedupOnce(ctx, o, jobs)
+	errs = make([]error, len(jobs))
+	switch {
+	case err == nil:
+		return recs, errs, nil
+	case len(jobs) == 1 || transient(err) || ctx.Err() != nil:
+		return nil, nil, err
+	}
+	recs = make([]wire.AddDedupReply, len(jobs))
+	for i := range jobs {
+		rs, err := q.addDedupOnce(ctx, o, jobs[i:i+1])
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		recs[i] = rs[0]
+	}
+	return recs, errs, nil
 }
 
 func dedupResultOf(outcome Admission, id ID, runAtMS int64) DedupResult {
