@@ -29,6 +29,9 @@ type ReleaseOptions struct {
 	// Addr is a scratch redis-server for the witness; empty: one is
 	// started.
 	Addr string
+	// Judging are the gate's judging options (the waivers a reviewer
+	// accepted among them), as check takes them.
+	Judging compat.Options
 }
 
 // Released is what Release did: the release, the files it wrote, the
@@ -90,7 +93,7 @@ func Release(ctx context.Context, o ReleaseOptions) (*Released, error) {
 		}
 	}
 	if prev != nil && !frozen {
-		res, err := Check(ctx, Options{Root: o.Root, Manifest: o.Manifest, Base: prev.Manifest, Witness: o.Witness, WitnessOffReason: o.WitnessOffReason, Addr: o.Addr})
+		res, err := Check(ctx, Options{Root: o.Root, Manifest: o.Manifest, Base: prev.Manifest, Judging: o.Judging, Witness: o.Witness, WitnessOffReason: o.WitnessOffReason, Addr: o.Addr})
 		if err != nil {
 			return nil, err
 		}

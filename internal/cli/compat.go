@@ -169,12 +169,13 @@ func (e *env) failed(err error) int {
 }
 
 func runRelease(e *env, args []string) int {
-	fs := e.flags("release", "[-manifest FILE] [-root DIR] [-witness on|off] [-addr HOST:PORT]",
-		"Freezes the manifest as golden/releases/<version>.yaml, byte for byte, with the exported API of the Go package it generates\n(golden/releases/<version>.api.txt), the public API of the TypeScript SDK under ROOT/sdk/ts (<version>.ts-api.txt, read\nwith tsc under node; a root without sdk/ts records none), the public API of the Python SDK under\nROOT/sdk/python/src/echomq (<version>.py-api.txt, its sources parsed by python3; a root without it records none), its bundle identity (<version>.bundle.txt) and its witness (<version>.witness/scenarios:\nthe conformance scenarios, which check replays against every later bundle). The manifest must validate, its version must be the history's current entry, and it must\npass check against the newest older frozen release, behavioural witness included (-witness=off opts out, and says so): when the\nwitness fails or cannot run, nothing is frozen. A frozen release is never rewritten: freezing other content under an\nexisting version fails; freezing the same content again writes nothing.")
+	fs := e.flags("release", "[-manifest FILE] [-root DIR] [-waivers FILE] [-witness on|off] [-addr HOST:PORT]",
+		"Freezes the manifest as golden/releases/<version>.yaml, byte for byte, with the exported API of the Go package it generates\n(golden/releases/<version>.api.txt), the public API of the TypeScript SDK under ROOT/sdk/ts (<version>.ts-api.txt, read\nwith tsc under node; a root without sdk/ts records none), the public API of the Python SDK under\nROOT/sdk/python/src/echomq (<version>.py-api.txt, its sources parsed by python3; a root without it records none), its bundle identity (<version>.bundle.txt) and its witness (<version>.witness/scenarios:\nthe conformance scenarios, which check replays against every later bundle). The manifest must validate, its version must be the history's current entry, and it must\npass check against the newest older frozen release (with check's waivers), behavioural witness included (-witness=off opts out, and says so): when the\nwitness fails or cannot run, nothing is frozen. A frozen release is never rewritten: freezing other content under an\nexisting version fails; freezing the same content again writes nothing.")
 	file := fs.String("manifest", "", manifestHelp)
 	root := fs.String("root", "", rootHelp("where golden/releases lives"))
 	witnessMode := fs.String("witness", "on", "the behavioural witness of the gate release runs: on (fail closed when it cannot run) or off (an explicit opt-out)")
 	addr := fs.String("addr", "", "a scratch redis-server for the witness (it is flushed); default: start one")
+	waivers := fs.String("waivers", "", "the waivers file of the gate release runs (default: ROOT/"+compat.WaiversFile+" when it exists, as check)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -188,8 +189,18 @@ func runRelease(e *env, args []string) int {
 	if p, code := e.load(*file); p == nil {
 		return code
 	}
+	if *waivers == "" {
+		if def := filepath.Join(*root, compat.WaiversFile); fileExists(def) {
+			*waivers = def
+		}
+	}
+	opts, code, ok := e.options(compat.CategoryWireAPI, *waivers)
+	if !ok {
+		return code
+	}
 	out, err := gate.Release(context.Background(), gate.ReleaseOptions{
 		Root: *root, Manifest: *file, Witness: *witnessMode == "on", WitnessOffReason: "opted out with release -witness=off", Addr: *addr,
+		Judging: opts,
 	})
 	if out != nil && errors.Is(err, gate.ErrRefused) {
 		_ = out.Report.Write(e.stdout, "text")
