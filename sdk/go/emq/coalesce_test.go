@@ -363,7 +363,11 @@ func TestPushCoalescedCancellation(t *testing.T) {
 	const asleep = 2 * time.Second
 	wait := sleepServer(t, srv, asleep)
 
-	sentCtx, cancelSent := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	// The deadline passes while the call is in flight (the server sleeps
+	// four times as long), and leaves the call far longer than any
+	// scheduling delay of a loaded machine to be written first: at 150 ms
+	// a push was at times not yet written at load 8, and so never landed.
+	sentCtx, cancelSent := context.WithTimeout(context.Background(), asleep/4)
 	defer cancelSent()
 	sentDone := make(chan error, 1)
 	start := time.Now()
