@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/echomq/echomq/gen/manifest"
+	"github.com/echomq/echomq/gen/model"
 )
 
 var update = flag.Bool("update", false, "rewrite the want section of every rule fixture")
@@ -247,7 +248,15 @@ func TestRuleFixtures(t *testing.T) {
 					rules = append(rules, r)
 				}
 			}
-			got := lines(f.opts.apply(compare(old, new, rules), new.Manifest.Version.V))
+			from, err := model.ParseSemver(old.Manifest.Version.V)
+			if err != nil {
+				t.Fatal(err)
+			}
+			to, err := model.ParseSemver(new.Manifest.Version.V)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := lines(f.opts.apply(compare(old, new, rules), from, to))
 			if *update {
 				f.sections["want"] = strings.Join(got, "\n") + "\n"
 				f.write(t)

@@ -67,7 +67,7 @@ func JudgeWith(old, new Side, o Options) (*Report, error) {
 	} else {
 		fs = Compare(old, new)
 	}
-	fs = o.apply(fs, to.String())
+	fs = o.apply(fs, from, to)
 	if o.Witness != nil {
 		// After the waivers: the witness's findings are never waived (a
 		// waiver naming one is refused, WAIVER_NOT_FOR_WITNESS).

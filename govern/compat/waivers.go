@@ -117,7 +117,8 @@ type Options struct {
 	// empty): under CategoryWire, findings of API rules are reported but
 	// not judged.
 	Category string
-	// Waivers acknowledge findings of the new version.
+	// Waivers acknowledge findings of the versions a comparison spans
+	// (each bound to the version its change ships in).
 	Waivers []Waiver
 	// Witness, when set, is the behavioural witness's outcome: its
 	// findings count (they are never waived: a waiver naming one is
@@ -132,9 +133,12 @@ type Options struct {
 }
 
 // apply marks the findings outside the category as not judged, attaches
-// waivers bound to version to the findings they name, and adds a finding
-// for each waiver that may not or does not apply.
-func (o Options) apply(fs []Finding, version string) []Finding {
+// the waivers of the new version to and of the versions the comparison
+// spans (above from, below to: a change accepted at 2.6.1 stays accepted
+// when 2.7.0 is compared with 2.2.0) to the findings they name, and adds a finding for
+// each waiver that may not apply, or that is bound to to itself and
+// applies to nothing.
+func (o Options) apply(fs []Finding, from, to model.Semver) []Finding {
 	if o.Category == CategoryWire {
 		for i := range fs {
 			if fs[i].Category == CategoryAPI {
@@ -147,8 +151,10 @@ func (o Options) apply(fs []Finding, version string) []Finding {
 		rules[r.ID] = r
 	}
 	for _, w := range o.Waivers {
-		if w.Version != version {
-			continue
+		at, err := model.ParseSemver(w.Version)
+		current := err == nil && at.Compare(to) == 0
+		if !current && (err != nil || at.Compare(from) <= 0 || at.Compare(to) > 0) {
+			continue // bound to a version the comparison does not span
 		}
 		w := w
 		used := false
@@ -162,23 +168,23 @@ func (o Options) apply(fs []Finding, version string) []Finding {
 			}
 			fs[i].Waiver = &w
 		}
-		at := Location{File: w.File, Line: w.Line, Column: 1}
+		loc := Location{File: w.File, Line: w.Line, Column: 1}
 		switch {
 		case strings.HasPrefix(w.Rule, WitnessPrefix):
 			r := rules["WAIVER_NOT_FOR_WITNESS"]
 			fs = append(fs, Finding{Rule: r.ID, Bump: r.Bump, Wire: r.Wire, Category: CategoryWire, Path: w.Path, Judged: true,
 				Message: fmt.Sprintf("the waiver of %s %s (%s) is refused: the behavioural witness's findings are never waived — declare a major (or, for %s, add what the finding asks for), or undo the change", w.Rule, w.Path, strings.TrimSpace(w.Reason), WitnessScriptUncovered),
-				File:    w.File, Line: w.Line, Column: 1, Anchor: at})
+				File:    w.File, Line: w.Line, Column: 1, Anchor: loc})
 		case rules[w.Rule].Bump == Invalid || used && !anyWaived(fs, w):
 			r := rules["WAIVER_NOT_FOR_INVALID"]
 			fs = append(fs, Finding{Rule: r.ID, Bump: r.Bump, Wire: r.Wire, Category: CategoryWire, Path: w.Path, Judged: true,
 				Message: fmt.Sprintf("the waiver of %s %s (%s) is refused: %s is invalid at any bump", w.Rule, w.Path, strings.TrimSpace(w.Reason), w.Rule),
-				File:    w.File, Line: w.Line, Column: 1, Anchor: at})
-		case !used:
+				File:    w.File, Line: w.Line, Column: 1, Anchor: loc})
+		case !used && current:
 			r := rules["WAIVER_UNUSED"]
 			fs = append(fs, Finding{Rule: r.ID, Bump: r.Bump, Wire: r.Wire, Category: CategoryWire, Path: w.Path, Judged: true,
 				Message: fmt.Sprintf("the waiver of %s %s at %s matches no finding of this comparison; remove it once it is stale", w.Rule, w.Path, w.Version),
-				File:    w.File, Line: w.Line, Column: 1, Anchor: at})
+				File:    w.File, Line: w.Line, Column: 1, Anchor: loc})
 		}
 	}
 	sortFindings(fs)
