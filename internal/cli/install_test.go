@@ -65,6 +65,7 @@ func patched(t *testing.T, m string) string {
 // record in the witness of the releases since, the newest's replayed
 // too). The other releases are TestCheckWitnessAgainstEveryRelease's.
 func TestInstalledGatesAScratchClone(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"git", "go", "node"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is not on PATH: the installed gate needs it (see docs/reviewing.md)", tool)

@@ -102,6 +102,8 @@ func (toyLang) Annotate(*gm.Manifest) ([]target.Annotation, error) { return nil,
 // it, and its rules are rules like any other (the report's purposes,
 // waivers) — with no other file of the repository touched.
 func TestFourthLanguage(t *testing.T) {
+	// Not parallel: it registers a language in the process-wide list,
+	// which every other check of the package would then read.
 	defer langs.Register(toyLang{})()
 	root := t.TempDir()
 	data, err := os.ReadFile(manifest)
