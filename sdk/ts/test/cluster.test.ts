@@ -486,6 +486,10 @@ test("a call that found its node's connection down waits for it and succeeds: cl
     assert.ok(m?.client !== undefined, "no connection to " + node.addr);
     return m.client;
   };
+  // Calls that met their node's connection down: most do, but on a loaded
+  // machine a "reconnecting" of the step before can be the one awaited,
+  // and the client be back by the call; at least one must meet it down.
+  let offline = 0;
   for (let round = 0; round < 6; round++) {
     const id = c.mint();
     assert.equal(await q.push(id, "x"), true);
@@ -497,7 +501,9 @@ test("a call that found its node's connection down waits for it and succeeds: cl
       });
       await node.cmd("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
       await down; // offline now: the call is refused before it is written
-      assert.equal(nc.isReady, false);
+      if (!nc.isReady) {
+        offline++;
+      }
       if (step === "claim") {
         job = await q.claim(60000);
         assert.ok(job !== null, "round " + round);
@@ -508,4 +514,5 @@ test("a call that found its node's connection down waits for it and succeeds: cl
     }
     assert.equal(Number(await node.cmd("ZCARD", q.keys.active)), 0);
   }
+  assert.ok(offline > 0, "no call met its node's connection down (12 calls)");
 });
