@@ -208,11 +208,17 @@ func (m *mixedRecords) fresh(ctx context.Context) (emq.ID, error) {
 	return id, err
 }
 
+// errNotClaimed is newClaim's when the queue had nothing to claim.
+var errNotClaimed = errors.New("nothing pending")
+
 // newClaim claims the check queue's job id with the new side.
 func (m *mixedRecords) newClaim(ctx context.Context, id emq.ID, lease time.Duration) (int64, error) {
 	j, ok, err := m.q.Claim(ctx, lease)
-	if err == nil && (!ok || j.ID != id) {
-		err = fmt.Errorf("the new side claimed %v (ok %v), not %s", j.ID, ok, id)
+	switch {
+	case err == nil && !ok:
+		err = fmt.Errorf("the new side claimed nothing, not %s: %w", id, errNotClaimed)
+	case err == nil && j.ID != id:
+		err = fmt.Errorf("the new side claimed %v, not %s", j.ID, id)
 	}
 	return j.Token, err
 }
@@ -491,11 +497,20 @@ func plantOrphans(ctx context.Context, r *run, n int) (err error) {
 	defer r.pool.Thaw(frozen)
 	m := &mixedRecords{c: r.client, q: r.queue, old: old, rc: r.chk.Client()}
 	for range n {
-		id, err := m.fresh(ctx)
-		if err != nil {
-			return err
+		// A worker process that was just replaced may still have been
+		// starting when the others were frozen, and take the fresh job
+		// first; its next fresh job is planted instead (at most 5 tries).
+		var id emq.ID
+		var tok int64
+		for try := 0; ; try++ {
+			if id, err = m.fresh(ctx); err != nil {
+				return err
+			}
+			if tok, err = m.newClaim(ctx, id, time.Minute); err == nil || try == 4 || !errors.Is(err, errNotClaimed) {
+				break
+			}
+			r.logf("planting an orphan: a worker process took the fresh job %s first; another one", id)
 		}
-		tok, err := m.newClaim(ctx, id, time.Minute)
 		if err != nil {
 			return err
 		}
