@@ -235,12 +235,19 @@ func (p *pusher) run(batch []*pushReq) {
 	}
 	ended := ctx.Err() != nil // every caller's ctx ended first
 	cancel()
+	answer(live, err, ended, func(i int, r *pushReq) { r.ok, r.err = out[i], errs[i] })
+}
+
+// answer answers each caller of a batch and releases it: with the call's
+// error when the call failed as a whole, else with its own result (set);
+// a caller whose answer is an error after every caller's ctx ended (ended)
+// gets its own ctx's error, not the batch's.
+func answer(live []*pushReq, err error, ended bool, set func(i int, r *pushReq)) {
 	for i, r := range live {
-		switch {
-		case err != nil:
+		if err != nil {
 			r.err = err
-		default:
-			r.ok, r.err = out[i], errs[i]
+		} else {
+			set(i, r)
 		}
 		if r.err != nil && ended {
 			r.ok, r.err = false, r.ctx.Err() // the caller's own, not the batch's
@@ -260,18 +267,7 @@ func (p *pusher) runDedup(ctx context.Context, cancel context.CancelFunc, o admi
 	recs, errs, err := p.q.addDedupEach(ctx, o, jobs)
 	ended := ctx.Err() != nil // every caller's ctx ended first
 	cancel()
-	for i, r := range live {
-		switch {
-		case err != nil:
-			r.err = err
-		default:
-			r.rec, r.err = recs[i], errs[i]
-		}
-		if r.err != nil && ended {
-			r.err = r.ctx.Err() // the caller's own, not the batch's
-		}
-		close(r.done)
-	}
+	answer(live, err, ended, func(i int, r *pushReq) { r.rec, r.err = recs[i], errs[i] })
 }
 
 // batchContext returns a context that ends once the context of every
