@@ -159,8 +159,33 @@ type KeyType struct {
 	Redis      Str          `yaml:"redis,required"`
 	Summary    Str          `yaml:"summary"`
 	Deprecated *Deprecation `yaml:"deprecated"`
-	// Duty is every-writer (every writer maintains it) or hint.
+	// Duty is every-writer (every writer maintains it), every-claimer
+	// (every claim and settle honours it), every-completer (every settle
+	// honours it) or hint.
 	Duty Str `yaml:"duty"`
+	// Tripwire, when set, is the other layout of this key type's keys: a
+	// value of another redis type left at the key while its members live
+	// at the key type MovesTo, so that every script of an older release
+	// that declares the key fails WRONGTYPE on it before any write.
+	Tripwire *Tripwire `yaml:"tripwire"`
+	// Behind names the key type whose tripwire keeps the scripts of
+	// older releases away from the keys this one governs: required of a
+	// key type with duty every-claimer or every-completer.
+	Behind Str `yaml:"behind"`
+}
+
+// Tripwire is a key type's other layout (KeyType.Tripwire).
+type Tripwire struct {
+	Pos Pos
+	// Redis is the redis type of the value left at the key.
+	Redis Str `yaml:"redis,required"`
+	// MovesTo is the key type that holds the members in this layout.
+	MovesTo Str `yaml:"moves_to,required"`
+	// Floor is the first release whose every script that declares the
+	// key type reads it with a command of its type before any write: the
+	// releases the tripwire refuses atomically.
+	Floor   Str `yaml:"floor,required"`
+	Summary Str `yaml:"summary"`
 }
 
 // Row is the job row.

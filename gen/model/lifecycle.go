@@ -92,8 +92,14 @@ func (r *resolver) duty(s manifest.Str, def string) string {
 		return def
 	case DutyEveryWriter, DutyHint:
 		return s.V
+	case DutyEveryClaimer, DutyEveryCompleter:
+		if def == DutyHint {
+			return s.V
+		}
+		r.errf(s.Pos, "duty %q is a policy's, for a key type; a row field's duty is %s or %s", s.V, DutyEveryWriter, DutyHint)
+		return def
 	}
-	r.errf(s.Pos, "duty %q is not one of %s, %s", s.V, DutyEveryWriter, DutyHint)
+	r.errf(s.Pos, "duty %q is not one of %s, %s, %s, %s", s.V, DutyEveryWriter, DutyEveryClaimer, DutyEveryCompleter, DutyHint)
 	return def
 }
 
@@ -196,5 +202,41 @@ func (r *resolver) retired() {
 			continue
 		}
 		r.p.Retired = append(r.p.Retired, Tombstone{What: t.What.V, Name: t.Name.V, Since: v, Meaning: t.Meaning.V})
+	}
+}
+
+// tripwire resolves a key type's tripwire and what stands behind one: a
+// tripwire's value is of another redis type than the key type's, its
+// members move to a key type of the same class and redis type, and its
+// floor is a release at most the manifest's; a key type with a policy's
+// duty (every-claimer, every-completer) names, as behind, a key type with
+// a tripwire, since no frozen script honours what came after it.
+func (r *resolver) tripwire(t manifest.KeyType, duty string) {
+	if w := t.Tripwire; w != nil {
+		tw := &Tripwire{Redis: w.Redis.V, MovesTo: w.MovesTo.V, Summary: w.Summary.V}
+		if !redisTypes[w.Redis.V] || w.Redis.V == t.Redis.V {
+			r.errf(w.Redis.Pos, "key type %q: tripwire redis type %q must be one of string, hash, zset, set, list, stream and not the key type's own (%s)", t.Name.V, w.Redis.V, t.Redis.V)
+		}
+		if to, ok := r.p.KeyType(w.MovesTo.V); !ok || to.Class != t.Class.V || to.Redis != t.Redis.V || to.Name == t.Name.V {
+			r.errf(w.MovesTo.Pos, "key type %q: tripwire moves_to %q must name another key type of class %s and redis type %s", t.Name.V, w.MovesTo.V, t.Class.V, t.Redis.V)
+		}
+		if v, ok := r.version(w.Floor, "key type "+strconv.Quote(t.Name.V)+": tripwire floor"); ok {
+			tw.Floor = v
+		}
+		forName(r.p.KeyTypes, func(x *KeyType) bool { return x.Name == t.Name.V }, func(x *KeyType) { x.Tripwire = tw })
+	}
+	if t.Behind.V != "" {
+		ok := false
+		for _, o := range r.m.Keys.Types {
+			if o.Name.V == t.Behind.V && o.Tripwire != nil {
+				ok = true
+			}
+		}
+		if !ok {
+			r.errf(t.Behind.Pos, "key type %q: behind %q must name a key type with a tripwire", t.Name.V, t.Behind.V)
+		}
+		forName(r.p.KeyTypes, func(x *KeyType) bool { return x.Name == t.Name.V }, func(x *KeyType) { x.Behind = t.Behind.V })
+	} else if duty == DutyEveryClaimer || duty == DutyEveryCompleter {
+		r.errf(t.Duty.Pos, "key type %q: duty %s binds the scripts of every release, and a frozen script honours nothing added after it: declare behind, the key type whose tripwire refuses them", t.Name.V, duty)
 	}
 }

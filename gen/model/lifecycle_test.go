@@ -27,6 +27,10 @@ func lifecycleManifest(t *testing.T, edits ...string) string {
 const (
 	arcLine  = "  - name: ARC\n    summary: An archive entry; platform scope.\n"
 	wakeLine = "    - name: wake\n      class: queue\n      redis: list\n      duty: hint\n"
+	// runningLine is a policy's key type, behind active's tripwire;
+	// tripLine is that tripwire.
+	runningLine = "    - name: running\n      class: queue\n      redis: zset\n      duty: every-claimer\n      behind: active\n"
+	tripLine    = "      tripwire:\n        redis: string\n        moves_to: running\n        floor: 2.1.1\n"
 )
 
 // histEnd is the manifest's last line (the end of its history), where
@@ -58,6 +62,17 @@ func TestLifecycleResolves(t *testing.T) {
 		t.Errorf("ARC's deprecation = %+v", arc.Deprecated)
 	}
 	for _, kt := range p.KeyTypes {
+		if kt.Behind != "" {
+			// A policy's key type: every claimer honours it, behind the
+			// tripwire of the key type it names.
+			if kt.Duty != DutyEveryClaimer {
+				t.Errorf("key type %s: duty %q behind %s, want %s", kt.Name, kt.Duty, kt.Behind, DutyEveryClaimer)
+			}
+			if b, ok := p.KeyType(kt.Behind); !ok || b.Tripwire == nil || b.Tripwire.MovesTo != "running" || b.Tripwire.Floor != (Semver{2, 1, 1}) {
+				t.Errorf("key type %s: behind %s, whose tripwire is %+v", kt.Name, kt.Behind, b.Tripwire)
+			}
+			continue
+		}
 		if kt.Duty != DutyHint {
 			t.Errorf("key type %s: duty %q, want hint (declared or by default)", kt.Name, kt.Duty)
 		}
@@ -87,7 +102,12 @@ func TestLifecycleRefused(t *testing.T) {
 		{"a reply value without its script", []string{histEnd, histEnd + "\nretired:\n  - {what: reply_value, name: \"7\", since: 2.0.0}\n"}, `is not <script>:<integer>`},
 		{"a tombstone from the future", []string{histEnd, histEnd + "\nretired:\n  - {what: state, name: gone, since: 9.0.0}\n"}, `since 9.0.0 is after the manifest's version`},
 		{"a deprecation from the future", []string{arcLine, arcLine + "    deprecated: {since: 3.0.0}\n"}, `deprecated since 3.0.0 is after the manifest's version`},
-		{"an unknown duty", []string{wakeLine, strings.Replace(wakeLine, "duty: hint", "duty: sometimes", 1)}, `duty "sometimes" is not one of every-writer, hint`},
+		{"an unknown duty", []string{wakeLine, strings.Replace(wakeLine, "duty: hint", "duty: sometimes", 1)}, `duty "sometimes" is not one of every-writer, every-claimer, every-completer, hint`},
+		{"a policy's duty with no tripwire behind it", []string{runningLine, strings.Replace(runningLine, "      behind: active\n", "", 1)}, `key type "running": duty every-claimer binds the scripts of every release`},
+		{"behind a key type without a tripwire", []string{runningLine, strings.Replace(runningLine, "behind: active", "behind: pending", 1)}, `key type "running": behind "pending" must name a key type with a tripwire`},
+		{"a tripwire of the key type's own redis type", []string{tripLine, strings.Replace(tripLine, "redis: string", "redis: zset", 1)}, `key type "active": tripwire redis type "zset" must be one of`},
+		{"a tripwire whose members move to a hash", []string{tripLine, strings.Replace(tripLine, "moves_to: running", "moves_to: policy", 1)}, `key type "active": tripwire moves_to "policy" must name another key type of class queue and redis type zset`},
+		{"a tripwire floor from the future", []string{tripLine, strings.Replace(tripLine, "floor: 2.1.1", "floor: 9.0.0", 1)}, `tripwire floor 9.0.0 is after the manifest's version`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

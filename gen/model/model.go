@@ -71,9 +71,17 @@ var TombstoneKinds = []string{"kind", "key_type", "field", "state", "set", "memb
 // every writer of the major maintains it (adding one is a major), DutyHint
 // when writers may skip it and readers never rely on it (adding one is a
 // minor, like the wake doorbell).
+//
+// DutyEveryClaimer and DutyEveryCompleter are the duties of a policy: what
+// every claim and settle (DutyEveryClaimer), or every settle
+// (DutyEveryCompleter), must honour. A frozen script cannot honour what
+// was added after it, so such a key type is declared behind a tripwire
+// (KeyType.Behind) that refuses the scripts of older releases.
 const (
-	DutyEveryWriter = "every-writer"
-	DutyHint        = "hint"
+	DutyEveryWriter    = "every-writer"
+	DutyEveryClaimer   = "every-claimer"
+	DutyEveryCompleter = "every-completer"
+	DutyHint           = "hint"
 )
 
 // Semver is a major.minor.patch version.
@@ -152,7 +160,22 @@ type KeyType struct {
 	Redis      string
 	Summary    string
 	Deprecated *Deprecation // set when the element is deprecated
-	Duty       string       // DutyEveryWriter or DutyHint (the default for a key type)
+	Duty       string       // DutyEveryWriter, DutyEveryClaimer, DutyEveryCompleter or DutyHint (the default for a key type)
+	// Tripwire is the key type's other layout, or nil.
+	Tripwire *Tripwire
+	// Behind is the key type whose tripwire guards this one, or "".
+	Behind string
+}
+
+// Tripwire is a key type's other layout: in it, the key holds a value of
+// redis type Redis and the key type's members live at MovesTo's key, so
+// that every script of a release from Floor on that declares the key
+// fails WRONGTYPE on it before any write.
+type Tripwire struct {
+	Redis   string
+	MovesTo string
+	Floor   Semver
+	Summary string
 }
 
 // Row is the job row.

@@ -56,7 +56,7 @@ func TestLoadRealManifest(t *testing.T) {
 	for _, c := range p.Classes {
 		classes = append(classes, c.Word)
 	}
-	if diff := cmp.Diff([]string{"EMQKIND", "EMQSTALE"}, classes); diff != "" {
+	if diff := cmp.Diff([]string{"EMQKIND", "EMQSTALE", "EMQPOLICY"}, classes); diff != "" {
 		t.Errorf("wire classes mismatch (-want +got):\n%s", diff)
 	}
 	var members []string

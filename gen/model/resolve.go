@@ -444,6 +444,11 @@ func (r *resolver) keys() {
 		}
 		r.p.KeyTypes = append(r.p.KeyTypes, KeyType{Name: t.Name.V, Class: t.Class.V, Redis: t.Redis.V, Summary: t.Summary.V})
 	}
+	// Tripwires are resolved with the key types, before any body renders
+	// ({{at}}, {{aware}} and the guard read them).
+	for _, t := range r.m.Keys.Types {
+		r.tripwire(t, t.Duty.V)
+	}
 	jobs := 0
 	for _, t := range r.p.KeyTypes {
 		if t.Class == "job" {

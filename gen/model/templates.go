@@ -45,6 +45,30 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 			}
 			return fail("key", name, "{{key %q}}: script %q has no key %q (keys: %s)", name, s.Name, name, keyNames(s))
 		},
+		// at is where the members of a key with a tripwire are in this
+		// call's layout: KEYS[i] of the key itself in a script that does
+		// not declare the key its members move to, else the local the
+		// guard sets (<key>_at), which is the moved-to key while the
+		// tripwire is in place.
+		"at": func(name string) string {
+			_, i, j, ok := tripwired(p, s, name)
+			if !ok {
+				return fail("at", name, "{{at %q}}: key %q of script %q is not of a key type with a tripwire", name, name, s.Name)
+			}
+			usedKeys[name] = true
+			if j == 0 {
+				return "KEYS[" + strconv.Itoa(i) + "]"
+			}
+			usedKeys[s.Keys[j-1].Name] = true
+			return name + "_at"
+		},
+		// aware holds in a script that declares both a key with a
+		// tripwire and the key its members move to: the guard then sets
+		// <key>_at and <key>_tripped, and the body serves both layouts.
+		"aware": func(name string) bool {
+			_, _, j, ok := tripwired(p, s, name)
+			return ok && j > 0
+		},
 		// keys_from is the Lua index of the first key of a repeated
 		// group: KEYS[{{keys_from "rows"}} + i - 1] is the row of the
 		// i-th id of the repeated argument group.
@@ -149,7 +173,30 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 		// written: Redis does not roll a failed script back.
 		"guard": func() string {
 			var parts []string
+			moved := map[int]bool{}
+			for _, k := range s.Keys {
+				if t, i, j, ok := tripwired(p, s, k.Name); ok && j > 0 {
+					// The key's type says the layout: its own type
+					// (or none) is the classic one; the tripwire's value
+					// moves the members to KEYS[j], probed in its place.
+					moved[j-1] = true
+					w, mt := t.Tripwire, ""
+					if to, ok := p.KeyType(t.Tripwire.MovesTo); ok {
+						mt = typeProbe[to.Redis]
+					}
+					parts = append(parts, fmt.Sprintf("local %[1]s_at, %[1]s_tripped = KEYS[%[2]d], false; local %[1]s_type = redis.call('TYPE', KEYS[%[2]d])['ok']; if %[1]s_type == '%[3]s' then %[1]s_at, %[1]s_tripped = KEYS[%[4]d], true; redis.call('%[5]s', KEYS[%[4]d]) elseif %[1]s_type ~= '%[6]s' and %[1]s_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end",
+						k.Name, i, w.Redis, j, mt, t.Redis))
+				}
+			}
 			for i, k := range s.Keys {
+				if moved[i] {
+					continue
+				}
+				if t, ok := p.KeyType(k.Type); ok && t.Tripwire != nil {
+					if _, _, j, _ := tripwired(p, s, k.Name); j > 0 {
+						continue
+					}
+				}
 				redis := ""
 				if k.Type == "reserve" {
 					if m, ok := p.Member(k.Member); ok {
@@ -212,6 +259,23 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 				return "", nil
 			}
 			used = append(used, in.Name)
+		}
+		// A snippet may include snippets: those are the body's too.
+		seen := map[string]bool{}
+		for _, n := range used {
+			seen[n] = true
+		}
+		for i := 0; i < len(used); i++ {
+			st := t.Lookup(used[i])
+			if st == nil || st.Tree == nil {
+				continue
+			}
+			for _, in := range includes(st.Tree.Root) {
+				if known[in.Name] && !seen[in.Name] {
+					seen[in.Name] = true
+					used = append(used, in.Name)
+				}
+			}
 		}
 	}
 	var out bytes.Buffer
@@ -419,4 +483,24 @@ func findCallBranch(b *parse.BranchNode, fn, name string) (parse.Pos, bool) {
 
 func templateMsg(err error) string {
 	return templateLine.ReplaceAllString(err.Error(), "")
+}
+
+// tripwired finds the script's key name, of a key type with a tripwire:
+// its type, its 1-based KEYS index, and the index of the script's key of
+// the type its members move to (0 when the script declares none).
+func tripwired(p *Protocol, s *Script, name string) (KeyType, int, int, bool) {
+	k, i := s.Key(name)
+	if i == 0 || k.Repeated {
+		return KeyType{}, 0, 0, false
+	}
+	t, ok := p.KeyType(k.Type)
+	if !ok || t.Tripwire == nil {
+		return KeyType{}, 0, 0, false
+	}
+	for j, o := range s.Keys {
+		if o.Type == t.Tripwire.MovesTo && !o.Repeated {
+			return t, i, j + 1, true
+		}
+	}
+	return t, i, 0, true
 }
