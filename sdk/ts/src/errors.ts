@@ -2,7 +2,7 @@
 // names, wire classes): the version fence, the bundle check, bad arguments,
 // oversized payloads, lost connections and a missing snowflake node.
 
-import { VERSION_RECORD } from "./gen/index.js";
+import { PolicyError, VERSION_RECORD } from "./gen/index.js";
 
 /** The prefix of every message of the SDK's errors. */
 const PREFIX = "emq: ";
@@ -287,5 +287,43 @@ export class DedupContentionError extends Error {
     this.id = id;
     this.target = target;
     this.tries = tries;
+  }
+}
+
+/**
+ * A pause or a concurrency cap (echomq 2.7.0) refused before anything was
+ * written: it would lay the queue's tripwire, and the reserve's bundle
+ * record names a release below the tripwire's floor (ACTIVE_TRIPWIRE_FLOOR)
+ * among the versions whose clients have fenced on this deployment. Such a
+ * release's scripts write before they read the active key, so the tripwire
+ * cannot refuse them safely. It is a PolicyError whose script is set_policy.
+ * PolicyOptions.force lays the tripwire anyway: only when no such client is
+ * left.
+ */
+export class PolicyFloorError extends PolicyError {
+  /** The recorded versions below the floor. */
+  readonly versions: readonly string[];
+  /** The tripwire's floor. */
+  readonly floor: string;
+
+  constructor(
+    queue: string,
+    script: string,
+    versions: readonly string[],
+    floor: string,
+  ) {
+    super(
+      "queue " +
+        queue +
+        ": the bundle record names " +
+        versions.join(", ") +
+        ", below the tripwire floor " +
+        floor +
+        "; a client of such a release would write past the tripwire (force it only when no such client is left)",
+      script,
+    );
+    this.name = "PolicyFloorError";
+    this.versions = versions;
+    this.floor = floor;
   }
 }
