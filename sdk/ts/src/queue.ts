@@ -529,18 +529,29 @@ export class Queue {
   }
 
   /**
-   * The key of set s as the queue holds it now: for active, the running
-   * set while the queue has a policy (echomq 2.7.0, the policy layout);
-   * one TYPE of the active key first, for active only.
+   * Runs f on the key of set s, and for active, on the running set when
+   * f failed WRONGTYPE because the queue has a policy (echomq 2.7.0, the
+   * policy layout: the active key holds the tripwire, a TYPE of it tells).
+   * The classic layout costs what it did: f's commands alone.
    */
-  async #liveSetKey(s: string, opts: CallOptions | undefined): Promise<string> {
+  async #onSet<T>(
+    s: string,
+    opts: CallOptions | undefined,
+    f: (key: string) => Promise<T>,
+  ): Promise<T> {
     const key = this.#setKey(s);
-    if (key !== this.keys.active) {
-      return key;
+    try {
+      return await f(key);
+    } catch (err) {
+      if (
+        key !== this.keys.active ||
+        !isWrongType(err) ||
+        (await this.#activeType(opts)) !== ACTIVE_TRIPWIRE_TYPE
+      ) {
+        throw err;
+      }
     }
-    return (await this.#activeType(opts)) === ACTIVE_TRIPWIRE_TYPE
-      ? this.keys.running
-      : key;
+    return f(this.keys.running);
   }
 
   /**
@@ -1523,7 +1534,7 @@ export class Queue {
       if (!this.client.isFenced) {
         await this.client.ensure(opts);
       }
-      const ids = await this.peek(await this.#liveSetKey(s, opts), n, opts);
+      const ids = await this.#onSet(s, opts, (key) => this.peek(key, n, opts));
       for (const id of ids) {
         parseId(id);
       }
@@ -1982,10 +1993,8 @@ export class Queue {
     checkCall(opts);
     await this.client.ensure(opts);
     for (let n = 1; ; n++) {
-      const { ids } = await this.#due(
-        await this.#liveSetKey(SET_ACTIVE, opts),
-        limit,
-        opts,
+      const { ids } = await this.#onSet(SET_ACTIVE, opts, (key) =>
+        this.#due(key, limit, opts),
       );
       if (ids.length === 0) {
         return 0;
@@ -2120,10 +2129,8 @@ export class Queue {
     checkCall(opts);
     await this.client.ensure(opts);
     for (let n = 1; ; n++) {
-      const { ids } = await this.#due(
-        await this.#liveSetKey(SET_ACTIVE, opts),
-        limit,
-        opts,
+      const { ids } = await this.#onSet(SET_ACTIVE, opts, (key) =>
+        this.#due(key, limit, opts),
       );
       if (ids.length === 0) {
         return 0;
@@ -2347,10 +2354,8 @@ export class Queue {
     checkCall(opts);
     await this.client.ensure(opts);
     for (let n = 1; ; n++) {
-      const { ids } = await this.#due(
-        await this.#liveSetKey(SET_ACTIVE, opts),
-        limit,
-        opts,
+      const { ids } = await this.#onSet(SET_ACTIVE, opts, (key) =>
+        this.#due(key, limit, opts),
       );
       if (ids.length === 0) {
         return 0;
@@ -3319,8 +3324,9 @@ export class Queue {
     return this.client.resend(async () => {
       this.#setKey(s);
       await this.client.ensure(opts);
-      const key = await this.#liveSetKey(s, opts);
-      return Number(await this.client.runnerFor(opts).send(["ZCARD", key]));
+      return this.#onSet(s, opts, async (key) =>
+        Number(await this.client.runnerFor(opts).send(["ZCARD", key])),
+      );
     }, opts);
   }
 
@@ -3714,77 +3720,92 @@ export class Queue {
         }
       }
       await this.client.ensure(opts);
-      const key = await this.#liveSetKey(s, opts);
-      const a = this.client.runnerFor(opts);
-      const ids: string[] = [];
-      const scores: string[] = [];
-      if (lex) {
-        const max = after === "" ? "+" : "(" + curId;
-        const got = (await a.send([
+      return this.#onSet(s, opts, (key) =>
+        this.#pageOf(key, s, after, curScore, curId, n, opts),
+      );
+    }, opts);
+  }
+
+  /** One page of the set at key (set s), as page reads it. */
+  async #pageOf(
+    key: string,
+    s: SetName,
+    after: string,
+    curScore: string,
+    curId: string,
+    n: number,
+    opts: CallOptions | undefined,
+  ): Promise<Page> {
+    const lex = setIsLex(s);
+    const a = this.client.runnerFor(opts);
+    const ids: string[] = [];
+    const scores: string[] = [];
+    if (lex) {
+      const max = after === "" ? "+" : "(" + curId;
+      const got = (await a.send([
+        "ZRANGE",
+        key,
+        max,
+        "-",
+        "BYLEX",
+        "REV",
+        "LIMIT",
+        "0",
+        String(n),
+      ])) as unknown[];
+      for (const m of got) {
+        ids.push(str(m));
+      }
+    } else {
+      let rest = "+inf";
+      if (after !== "") {
+        const same = (await a.send([
           "ZRANGE",
           key,
-          max,
-          "-",
-          "BYLEX",
+          curScore,
+          curScore,
+          "BYSCORE",
+          "REV",
+          "WITHSCORES",
+        ])) as unknown[];
+        for (let i = 0; i + 1 < same.length && ids.length < n; i += 2) {
+          const m = str(same[i]);
+          if (m < curId) {
+            ids.push(m);
+            scores.push(str(same[i + 1]));
+          }
+        }
+        rest = "(" + curScore;
+      }
+      if (ids.length < n) {
+        const zs = (await a.send([
+          "ZRANGE",
+          key,
+          rest,
+          "-inf",
+          "BYSCORE",
           "REV",
           "LIMIT",
           "0",
-          String(n),
+          String(n - ids.length),
+          "WITHSCORES",
         ])) as unknown[];
-        for (const m of got) {
-          ids.push(str(m));
-        }
-      } else {
-        let rest = "+inf";
-        if (after !== "") {
-          const same = (await a.send([
-            "ZRANGE",
-            key,
-            curScore,
-            curScore,
-            "BYSCORE",
-            "REV",
-            "WITHSCORES",
-          ])) as unknown[];
-          for (let i = 0; i + 1 < same.length && ids.length < n; i += 2) {
-            const m = str(same[i]);
-            if (m < curId) {
-              ids.push(m);
-              scores.push(str(same[i + 1]));
-            }
-          }
-          rest = "(" + curScore;
-        }
-        if (ids.length < n) {
-          const zs = (await a.send([
-            "ZRANGE",
-            key,
-            rest,
-            "-inf",
-            "BYSCORE",
-            "REV",
-            "LIMIT",
-            "0",
-            String(n - ids.length),
-            "WITHSCORES",
-          ])) as unknown[];
-          for (let i = 0; i + 1 < zs.length; i += 2) {
-            ids.push(str(zs[i]));
-            scores.push(str(zs[i + 1]));
-          }
+        for (let i = 0; i + 1 < zs.length; i += 2) {
+          ids.push(str(zs[i]));
+          scores.push(str(zs[i + 1]));
         }
       }
-      for (const id of ids) {
-        parseId(id);
-      }
-      if (ids.length < n) {
-        return { ids, next: "" };
-      }
-      const last = ids.length - 1;
-      const next = lex
-        ? ids[last]!
-        : String(Math.trunc(Number(scores[last]))) + "/" + ids[last]!;
-      return { ids, next };
-    }, opts);
+    }
+    for (const id of ids) {
+      parseId(id);
+    }
+    if (ids.length < n) {
+      return { ids, next: "" };
+    }
+    const last = ids.length - 1;
+    const next = lex
+      ? ids[last]!
+      : String(Math.trunc(Number(scores[last]))) + "/" + ids[last]!;
+    return { ids, next };
   }
 }
