@@ -41,7 +41,7 @@ from typing import Any, ClassVar, cast
 from urllib.parse import unquote, urlsplit
 
 from redis.asyncio.cluster import ClusterNode, ClusterPipeline, RedisCluster
-from redis.asyncio.connection import AbstractConnection, DefaultParser
+from redis.asyncio.connection import AbstractConnection, Connection, DefaultParser
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import (
@@ -59,7 +59,7 @@ from ._gen.keys import KEY_BUNDLE, KEY_VERSION
 from ._gen.protocol import VERSION, VERSION_RECORD
 from ._gen.scripts import BUNDLE_DIGEST, FenceCall, script_error
 from ._session import check_version_record
-from ._transport import TRANSPORT_ERRORS, TryAgainError
+from ._transport import TRANSPORT_ERRORS, TryAgainError, UnsentError, unsent_connection_class
 from .errors import BundleError, ConnectionError, FenceError
 
 __all__ = ["DEFAULT_TRY_AGAIN_MS", "ClusterRedis", "cluster_redis", "first_fence"]
@@ -175,8 +175,13 @@ class ClusterRedis(RedisCluster):
         # RedisCluster.__init__ with a copy of the options: they get them too.
         extra: dict[str, Any] = {"redis_connect_func": self._on_connect, "parser_class": _Parser}
         self.connection_kwargs.update(extra)
+        # A node connection that cannot be opened fails its command before anything was
+        # written (an UnsentError): the call waits for the node within its deadline.
+        cls = unsent_connection_class(self.connection_kwargs.get("connection_class", Connection))
+        self.connection_kwargs["connection_class"] = cls
         for n in [*self.startup_nodes, *self.nodes_manager.startup_nodes.values()]:
             n.connection_kwargs.update(extra)
+            n.connection_class = cls
 
     # ------------------------------------------------------------ the fence
 
@@ -208,6 +213,16 @@ class ClusterRedis(RedisCluster):
                 t.add_done_callback(lambda f: f.cancelled() or f.exception())
                 self._fencing = t
             await asyncio.shield(t)
+
+    async def _ensure_unsent(self) -> None:
+        """_ensure before a command: a fence that failed in transport is the failure of a
+        command that was never sent (an UnsentError), whatever became of the fence script."""
+        try:
+            await self._ensure()
+        except UnsentError:
+            raise
+        except TRANSPORT_ERRORS as err:
+            raise UnsentError(f"the version fence before the command failed: {err}") from err
 
     async def _fence(self, g: int) -> None:
         try:
@@ -253,7 +268,7 @@ class ClusterRedis(RedisCluster):
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         """Fences first when needed (see ensure), then sends the command as RedisCluster does,
         again while the cluster answers TRYAGAIN (up to try_again_ms)."""
-        await self._ensure()
+        await self._ensure_unsent()
         if args and isinstance(args[0], bytes) and "target_nodes" not in kwargs:
             return await self._send_raw(*args, **kwargs)
         return await self._send(*args, **kwargs)
@@ -382,7 +397,7 @@ class _Pipeline(ClusterPipeline):
         leave, self._leave = self._leave, set()
         c = self._emq
         try:
-            await c._ensure()
+            await c._ensure_unsent()
         except BaseException:
             await self.reset()  # type: ignore[no-untyped-call]
             raise

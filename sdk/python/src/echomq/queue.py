@@ -840,7 +840,7 @@ class Queue:
         dedups = [j.dedup for j in jobs]
         if any(d is not None for d in dedups):
             return await self._push_batch_dedup(pj, dedups, opts or AddOptions())
-        return await push_jobs(self, pj, self.client.push_max_batch, opts)
+        return await push_jobs(self, pj, self.client.push_max_batch, opts, self.client._bound())
 
     @honour_cancel
     async def push_many(self, jobs: Sequence[NewJob]) -> list[bool]:

@@ -1,0 +1,171 @@
+"""Calls made while the server is out of reach (SIGKILLed, restarting): a call that was never
+sent waits for the connection within its deadline (the caller's asyncio.timeout, else the
+client's offline_wait) and is sent once the server is back, whatever the call is; past the
+deadline it raises a ConnectionWaitError, not earlier and not later. The tests wait on the
+client's own log line saying a call waits (never on a sleep), and restart the server off the
+event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+from conftest import Server
+
+import echomq
+from echomq._gen.protocol import SET_PENDING
+
+WAITS = "it waits for the connection"
+"""What the client logs (debug) as a call that was never sent starts to wait."""
+
+SLACK = 3.0
+"""How late past its deadline a call may fail on a loaded machine."""
+
+
+class Waits(logging.Handler):
+    """Counts the client's "it waits for the connection" records, and wakes who waits for n."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.n = 0
+        self.loop = asyncio.get_running_loop()
+        self.changed = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if WAITS in record.getMessage():
+            self.n += 1
+            self.loop.call_soon_threadsafe(self.changed.set)
+
+    async def reach(self, n: int) -> None:
+        async with asyncio.timeout(30):
+            while self.n < n:
+                self.changed.clear()
+                await self.changed.wait()
+
+
+@asynccontextmanager
+async def watched(server: Server, **opts: object) -> AsyncIterator[tuple[echomq.Client, Waits]]:
+    logger = logging.getLogger(f"test_offline.{id(server)}.{time.monotonic_ns()}")
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    w = Waits()
+    logger.addHandler(w)
+    c = await echomq.connect(
+        server.url,
+        node_lease_ms=120_000,
+        socket_timeout=5,
+        logger=logger,
+        **opts,  # type: ignore[arg-type]
+    )
+    try:
+        yield c, w
+    finally:
+        await c.close()
+
+
+async def test_a_push_and_a_claim_made_while_the_server_is_down_succeed_once_it_is_up(
+    aof_server: Server,
+) -> None:
+    async with watched(aof_server, offline_wait_ms=60_000) as (c, w):
+        q = c.queue("offline")
+        before = c.mint()
+        assert await q.push(before, b"before")
+        await asyncio.to_thread(aof_server.kill)
+        after = c.mint()
+        push = asyncio.create_task(q.push(after, b"after"))
+        claim = asyncio.create_task(q.claim_many(60_000, 1))
+        await w.reach(2)  # both are waiting for the connection
+        assert not push.done() and not claim.done()
+        await asyncio.to_thread(aof_server.start)
+        async with asyncio.timeout(30):
+            pushed, claimed = await asyncio.gather(push, claim)
+        assert pushed is True
+        assert len(claimed) == 1 and claimed[0].id in (before, after)
+        assert await q.size(SET_PENDING) == 1, "one of the two is pending, the other claimed"
+        # the same with the push not coalesced, and a settle (complete) of the job claimed
+        await asyncio.to_thread(aof_server.kill)
+        n = w.n
+        done = asyncio.create_task(q.complete(claimed[0].id, claimed[0].token))
+        sized = asyncio.create_task(q.size(SET_PENDING))
+        await w.reach(n + 2)
+        await asyncio.to_thread(aof_server.start)
+        async with asyncio.timeout(30):
+            await done
+            assert await sized == 1
+        assert await q.get(claimed[0].id) is None, "the completed job is gone"
+
+
+async def test_a_call_made_while_the_server_is_down_fails_at_its_deadline(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    s = Server(tmp_path_factory.mktemp("never"))
+    s.start()
+    try:
+        async with watched(s, offline_wait_ms=400) as (c, _):
+            q = c.queue("never")
+            await asyncio.to_thread(s.kill)  # and never started again
+            for name, call in (
+                ("push", lambda: q.push(c.mint(), b"x")),
+                ("claim", lambda: q.claim_many(60_000, 1)),
+                ("push_batch", lambda: q.push_batch([echomq.NewJob(c.mint(), b"y")])),
+            ):
+                t0 = time.monotonic()
+                e: BaseException | None = None
+                try:
+                    out = await call()
+                except echomq.ConnectionWaitError as err:
+                    e = err
+                else:  # push_batch answers per job
+                    assert isinstance(out, list) and isinstance(out[0], echomq.BatchResult)
+                    e = out[0].error
+                took = time.monotonic() - t0
+                assert isinstance(e, echomq.ConnectionWaitError), f"{name}: {e!r}"
+                assert isinstance(e, echomq.ConnectionError) and isinstance(e, TimeoutError)
+                assert e.retryable and e.code == "ECONNECTION"
+                assert 0.4 <= took < 0.4 + SLACK, f"{name} failed after {took:.3f} s"
+                assert e.waited_s >= 0.39 and e.__cause__ is not None, name
+            # the caller's asyncio.timeout is the deadline instead: shorter than offline_wait ...
+            for deadline in (0.2, 1.0):  # ... or longer
+                t0 = time.monotonic()
+                with pytest.raises(TimeoutError) as ei:
+                    async with asyncio.timeout(deadline):
+                        await q.claim_many(60_000, 1)
+                took = time.monotonic() - t0
+                assert deadline - 0.05 <= took < deadline + SLACK, f"{deadline}: {took:.3f} s"
+                assert isinstance(ei.value, echomq.ConnectionWaitError), repr(ei.value)
+                t0 = time.monotonic()
+                with pytest.raises(TimeoutError) as ei:
+                    async with asyncio.timeout(deadline):
+                        await q.push(c.mint(), b"z")
+                took = time.monotonic() - t0
+                assert deadline - 0.05 <= took < deadline + SLACK, f"{deadline}: {took:.3f} s"
+                assert isinstance(ei.value, echomq.ConnectionWaitError), repr(ei.value)
+            # a call cancelled while it waits is cancelled, as asyncio promises
+            t = asyncio.create_task(q.claim_many(60_000, 1))
+            await asyncio.sleep(0)
+            t.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await t
+        with pytest.raises(echomq.ConnectionError):
+            await echomq.connect(s.url)  # connect itself does not wait
+    finally:
+        s.stop()
+
+
+async def test_offline_wait_zero_fails_at_once_and_bad_values_are_refused(server: Server) -> None:
+    async with watched(server, offline_wait=0) as (c, _):
+        q = c.queue("zero")
+        assert await q.push(c.mint(), b"")
+        await asyncio.to_thread(server.kill)
+        t0 = time.monotonic()
+        with pytest.raises(echomq.ConnectionWaitError):
+            await q.claim_many(60_000, 1)
+        assert time.monotonic() - t0 < SLACK
+    with pytest.raises(echomq.ArgumentError):
+        await echomq.connect(server.url, offline_wait_ms=-1)
+    with pytest.raises(echomq.ArgumentError):
+        await echomq.connect(server.url, offline_wait=-1)
