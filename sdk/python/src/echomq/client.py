@@ -26,7 +26,7 @@ from redis.exceptions import ResponseError
 from redis.maint_notifications import MaintNotificationsConfig
 
 from ._cancel import cancelling, check_cancelled, honour_cancel
-from ._cluster import DEFAULT_TRY_AGAIN_MS, cluster_redis, first_fence
+from ._cluster import DEFAULT_TRY_AGAIN_MS, ClusterRedis, cluster_redis, first_fence
 from ._deadline import CALL_BOUND, Bound
 from ._duration import Duration, duration_ms
 from ._gen.ids import MAX_NODE, IdGenerator
@@ -237,8 +237,13 @@ async def connect_cluster(
     discovery survives a node that is down. The fence and the node lease run on the node serving
     the reserve's slot; each queue's calls on the node serving the queue's. The keyspace is fenced
     again before the first command after a node connection opened or a call failed in transport.
-    A command the cluster answers TRYAGAIN (a slot split by a migration) is resent for up to
-    ``try_again_ms``, then raises a ConnectionError. ``redis_options`` go to
+    A command the cluster answers TRYAGAIN (a slot split by a migration: nothing ran), or that
+    meets MOVED and ASK answers for longer than redis-py follows them, is resent after a backoff
+    (2 ms doubling up to 50 ms) until the deadline of the call it is part of: the caller's
+    ``asyncio.timeout``, else ``offline_wait`` from the call's start (see connect), one deadline
+    for every command and resend of the call. Then it raises a ConnectionWaitError (a
+    ConnectionError). ``try_again_ms`` bounds it instead for the commands of your own sent
+    through ``client.redis`` (default DEFAULT_TRY_AGAIN_MS). ``redis_options`` go to
     ``redis.asyncio.cluster.RedisCluster`` (password, ssl options, socket_timeout,
     max_connections, ...), except that the client always reads bytes and never lets redis-py
     resend a command after a failure of transport. The other options are connect()'s.
@@ -511,25 +516,52 @@ class Client:
 
     async def _read_server_config(self) -> None:
         """Reads what the server's configuration means for jobs: a policy that may evict keys
-        without a TTL is warned about, and the payload cap is lowered to proto-max-bulk-len."""
-        try:
-            m: Any = await self.redis.config_get("maxmemory-policy", "proto-max-bulk-len")
-        except ResponseError as err:
-            self.logger.debug("emq: cannot read the server's configuration: %s", err)
-            return
-        policy = m.get(b"maxmemory-policy", b"").decode()
-        if policy and policy not in _SAFE_POLICIES:
-            self.logger.warning(
-                "emq: the server may evict keys without a TTL, and so lose jobs; set "
-                "maxmemory-policy to noeviction (it is %s)",
-                policy,
-            )
-        try:
-            bulk = int(m.get(b"proto-max-bulk-len", b"0"))
-        except ValueError:
-            bulk = 0
-        if 0 < bulk < self._max_payload:
-            self._max_payload = bulk
+        without a TTL is warned about, and the payload cap is lowered to proto-max-bulk-len. On
+        a cluster it is read from every node the client discovered, primaries and replicas
+        (CONFIG GET answers for the node it is sent to, and each node has its own): a node with
+        an evicting policy is warned about by name (a replica's matters once it is promoted),
+        and the cap is the lowest node's, since a job may land on any primary (a queue's slot
+        moves) and be replicated to any replica. A node that joins the cluster later is not
+        read."""
+        rc = self.redis
+        if isinstance(rc, ClusterRedis):
+            nodes: list[Any] = list(rc.get_nodes())
+        else:
+            nodes = [None]
+        for node in nodes:
+            try:
+                if node is None:
+                    m: Any = await rc.config_get("maxmemory-policy", "proto-max-bulk-len")
+                else:
+                    m = await rc.config_get(
+                        "maxmemory-policy", "proto-max-bulk-len", target_nodes=node
+                    )
+            except ResponseError as err:
+                self.logger.debug("emq: cannot read the server's configuration: %s", err)
+                continue
+            where = "" if node is None else f" on node {node.name}"
+            # Bytes from one server; text from a cluster node (redis-py's cluster client
+            # decodes CONFIG GET's reply itself).
+            got = {
+                (k.decode() if isinstance(k, bytes) else str(k)): (
+                    v.decode() if isinstance(v, bytes) else str(v)
+                )
+                for k, v in dict(m).items()
+            }
+            policy = got.get("maxmemory-policy", "")
+            if policy and policy not in _SAFE_POLICIES:
+                self.logger.warning(
+                    "emq: the server may evict keys without a TTL, and so lose jobs; set "
+                    "maxmemory-policy to noeviction (it is %s%s)",
+                    policy,
+                    where,
+                )
+            try:
+                bulk = int(got.get("proto-max-bulk-len", "0"))
+            except ValueError:
+                bulk = 0
+            if 0 < bulk < self._max_payload:
+                self._max_payload = bulk
 
     def _fix_node(self, node: int) -> None:
         self._gen = IdGenerator(node)
