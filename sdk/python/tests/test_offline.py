@@ -169,3 +169,39 @@ async def test_offline_wait_zero_fails_at_once_and_bad_values_are_refused(server
         await echomq.connect(server.url, offline_wait_ms=-1)
     with pytest.raises(echomq.ArgumentError):
         await echomq.connect(server.url, offline_wait=-1)
+
+
+async def test_a_worker_stopped_while_its_claim_waits_for_the_server_stops_at_once(
+    server: Server,
+) -> None:
+    """A worker's claim that was never sent waits for the connection (up to the worker's own
+    bound on a claim), but stop() ends that wait: nothing of the claim ran, so no lease is
+    left behind, and run() returns without waiting the deadline out."""
+    async with watched(server, offline_wait_ms=60_000) as (c, w):
+        q = c.queue("offline-worker")
+        ran = asyncio.Event()
+
+        async def handle(job: echomq.Job) -> None:
+            ran.set()
+
+        settled = asyncio.Event()
+
+        class Settled(echomq.Tally):
+            def add(self, counter: echomq.Counter, queue: str, n: int) -> None:
+                super().add(counter, queue, n)
+                if counter == echomq.Counter.COMPLETED:
+                    settled.set()
+
+        worker = echomq.Worker(q, handle, maintenance_ms=0, metrics=Settled())
+        run = asyncio.create_task(worker.run())
+        assert await q.push(c.mint(), b"")
+        async with asyncio.timeout(15):
+            await ran.wait()
+            await settled.wait()  # no settle in flight: only the worker's own calls wait below
+        await asyncio.to_thread(server.kill)
+        await w.reach(w.n + 1)  # the worker's claim waits for the server
+        t0 = time.monotonic()
+        worker.stop()
+        async with asyncio.timeout(SLACK + 5):
+            await run
+        assert time.monotonic() - t0 < SLACK

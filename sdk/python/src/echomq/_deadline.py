@@ -22,13 +22,15 @@ read.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
+from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Final
 
 from .errors import ConnectionWaitError
 
-__all__ = ["CALL_BOUND", "MARGIN_S", "Bound", "timeout_deadline"]
+__all__ = ["CALL_BOUND", "GIVE_UP", "MARGIN_S", "Bound", "giving_up_on", "timeout_deadline"]
 
 MARGIN_S: Final = 0.010
 """How long before the caller's ``asyncio.timeout`` a call gives up waiting, so that it raises
@@ -41,6 +43,21 @@ server back from a restart is met within it."""
 CALL_BOUND: ContextVar[Bound | None] = ContextVar("echomq_call_bound", default=None)
 """The Bound of the SDK call under way in this context (the cluster's TRYAGAIN resends share
 it)."""
+
+
+GIVE_UP: ContextVar[asyncio.Event | None] = ContextVar("echomq_call_give_up", default=None)
+"""An event that ends the wait for the connection of the calls made in this context once set
+(a worker's stop(): its claim, never sent, gives up instead of waiting out its deadline)."""
+
+
+@contextlib.contextmanager
+def giving_up_on(event: asyncio.Event | None) -> Iterator[None]:
+    """Within it, a call that waits for the connection stops waiting once event is set."""
+    token = GIVE_UP.set(event)
+    try:
+        yield
+    finally:
+        GIVE_UP.reset(token)
 
 
 def timeout_deadline(task: asyncio.Task[object] | None) -> float | None:
@@ -70,12 +87,14 @@ class Bound:
     """The deadline of one call's wait for the connection (see the module's doc): made as the
     call starts (its task and start time, nothing else), read at its first failure to send."""
 
-    __slots__ = ("_until", "start", "task", "wait_s")
+    __slots__ = ("_until", "give_up", "start", "task", "wait_s")
 
     def __init__(self, wait_s: float) -> None:
         self.task: asyncio.Task[object] | None = asyncio.current_task()
         self.start = asyncio.get_running_loop().time()
         self.wait_s = wait_s
+        self.give_up = GIVE_UP.get()
+        """Ends the wait once set (see GIVE_UP)."""
         self._until: float | None = None
 
     def until(self) -> float:
@@ -95,19 +114,25 @@ class Bound:
         ms doubling up to 100 ms, jittered to its upper half, cut at the deadline. False when
         the deadline has passed (no attempt is due)."""
         left = self.left()
-        if left <= 0:
+        if left <= 0 or self._given_up():
             return False
         d = min(0.010 * 2.0 ** (n - 1), _PAUSE_MAX_S)
         await asyncio.sleep(min(d / 2 + random.random() * (d / 2), left))
-        return self.left() > 0
+        return self.left() > 0 and not self._given_up()
+
+    def _given_up(self) -> bool:
+        return self.give_up is not None and self.give_up.is_set()
 
     def gave_up(self, last: BaseException) -> ConnectionWaitError:
         """The ConnectionWaitError of the call, whose last failure to send was last."""
         waited = max(0.0, asyncio.get_running_loop().time() - self.start)
+        why = (
+            "its wait for the connection was ended (a worker stopping)"
+            if self._given_up()
+            else "the connection was not back within its deadline"
+        )
         ce = ConnectionWaitError(
-            f"the call was not sent: the connection was not back within its deadline "
-            f"(waited {waited:.3f} s): {last}",
-            waited,
+            f"the call was not sent: {why} (waited {waited:.3f} s): {last}", waited
         )
         ce.__cause__ = last
         return ce
