@@ -30,7 +30,15 @@ from typing import Final
 
 from .errors import ConnectionWaitError
 
-__all__ = ["CALL_BOUND", "GIVE_UP", "MARGIN_S", "Bound", "giving_up_on", "timeout_deadline"]
+__all__ = [
+    "CALL_BOUND",
+    "GIVE_UP",
+    "MARGIN_S",
+    "Bound",
+    "caller_timeout",
+    "giving_up_on",
+    "timeout_deadline",
+]
 
 MARGIN_S: Final = 0.010
 """How long before the caller's ``asyncio.timeout`` a call gives up waiting, so that it raises
@@ -60,15 +68,15 @@ def giving_up_on(event: asyncio.Event | None) -> Iterator[None]:
         GIVE_UP.reset(token)
 
 
-def timeout_deadline(task: asyncio.Task[object] | None) -> float | None:
-    """The earliest deadline (loop time) of the ``asyncio.timeout`` scopes task is in and that
-    have not expired, or None (no such scope, or a loop whose timers cannot be read)."""
+def caller_timeout(task: asyncio.Task[object] | None) -> asyncio.Timeout | None:
+    """The ``asyncio.timeout`` scope of task that expires first and has not expired, or None
+    (no such scope, or a loop whose timers cannot be read)."""
     if task is None:
         return None
     scheduled = getattr(task.get_loop(), "_scheduled", None)
     if not isinstance(scheduled, list):
         return None
-    best: float | None = None
+    best: asyncio.Timeout | None = None
     for h in scheduled:
         if not isinstance(h, asyncio.TimerHandle) or h.cancelled():
             continue
@@ -78,16 +86,24 @@ def timeout_deadline(task: asyncio.Task[object] | None) -> float | None:
         when = t.when()
         if when is None or t.expired():
             continue
-        if best is None or when < best:
-            best = when
+        bw = best.when() if best is not None else None
+        if bw is None or when < bw:
+            best = t
     return best
+
+
+def timeout_deadline(task: asyncio.Task[object] | None) -> float | None:
+    """The earliest deadline (loop time) of the ``asyncio.timeout`` scopes task is in and that
+    have not expired, or None (see caller_timeout)."""
+    t = caller_timeout(task)
+    return t.when() if t is not None else None
 
 
 class Bound:
     """The deadline of one call's wait for the connection (see the module's doc): made as the
     call starts (its task and start time, nothing else), read at its first failure to send."""
 
-    __slots__ = ("_until", "give_up", "start", "task", "wait_s")
+    __slots__ = ("_cancelling", "_timeout", "_until", "give_up", "start", "task", "wait_s")
 
     def __init__(self, wait_s: float) -> None:
         self.task: asyncio.Task[object] | None = asyncio.current_task()
@@ -96,14 +112,46 @@ class Bound:
         self.give_up = GIVE_UP.get()
         """Ends the wait once set (see GIVE_UP)."""
         self._until: float | None = None
+        self._timeout: asyncio.Timeout | None = None
+        self._cancelling = self.task.cancelling() if self.task is not None else 0
 
     def until(self) -> float:
         """When the call stops waiting, in loop time: a hair before the caller's
         ``asyncio.timeout``, else start plus the client's offline_wait."""
         if self._until is None:
-            d = timeout_deadline(self.task)
-            self._until = d - MARGIN_S if d is not None else self.start + self.wait_s
+            t = caller_timeout(self.task)
+            when = t.when() if t is not None else None
+            if when is not None:
+                self._timeout = t
+                self._until = when - MARGIN_S
+            else:
+                self._until = self.start + self.wait_s
         return self._until
+
+    def timed_out(self) -> bool:
+        """Whether a cancellation of the call's task is the caller's asyncio.timeout expiring,
+        and nothing else: the call may then raise its ConnectionWaitError instead (the Timeout
+        takes back its cancellation as it exits, and lets that error through)."""
+        t, task = self._timeout, self.task
+        return (
+            t is not None
+            and task is not None
+            and t.expired()
+            and task.cancelling() == self._cancelling + 1
+        )
+
+    async def wait_turn_or_time_out(self, n: int, last: BaseException) -> bool:
+        """wait_turn, with the caller's asyncio.timeout expiring during the pause (a loop late
+        past MARGIN_S) raised as the call's ConnectionWaitError rather than the bare
+        cancellation: the call was not sent, and the pause sends nothing."""
+        try:
+            return await self.wait_turn(n)
+        except asyncio.CancelledError:
+            if not self.timed_out():
+                raise
+            err = self.gave_up(last)
+            err.timed_out = True
+            raise err from None
 
     def left(self) -> float:
         """Seconds until the deadline (negative past it)."""

@@ -138,7 +138,7 @@ async def resend(
                         bound.left(),
                         err,
                     )
-                if not await bound.wait_turn(waits):
+                if not await bound.wait_turn_or_time_out(waits, err):
                     raise bound.gave_up(err) from err
                 continue
             n += 1
@@ -178,7 +178,7 @@ async def once(
                         bound.left(),
                         err,
                     )
-                if not await bound.wait_turn(waits):
+                if not await bound.wait_turn_or_time_out(waits, err):
                     raise bound.gave_up(err) from err
                 continue
             ce = as_connection_error(err)

@@ -161,6 +161,9 @@ class ConnectionWaitError(EmqConnectionError, builtins.TimeoutError):
         super().__init__(message)
         self.waited_s = waited_s
         """How long the call waited for the connection, in seconds."""
+        self.timed_out = False
+        """Whether the caller's asyncio.timeout expired during the wait (the error then stands
+        for the TimeoutError asyncio.timeout would raise)."""
 
 
 class NoNodeError(EmqError):
