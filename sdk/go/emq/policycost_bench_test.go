@@ -2,7 +2,7 @@ package emq_test
 
 import (
 	"context"
-	"strings"
+	"strconv"
 	"testing"
 
 	"github.com/redis/rueidis"
@@ -26,114 +26,133 @@ import (
 //     (HMGET) on every call, as a 3.0.0 design whose every claim and
 //     settle reads its policy record would.
 //
-// The server's time per call comes from INFO commandstats (usec_per_call
-// of EVALSHA, wall time) and the CPU of its main thread, per call, claim
-// and completion apart.
+// The variants run in rounds on one server, in turn, so that each meets
+// the same load; the cost is the CPU of the server's main thread (INFO
+// cpu) per call, claim and completion apart, and each variant's ratio to
+// 2.6 (claim plus completion).
 func BenchmarkPolicyScriptCost(b *testing.B) {
-	for _, v := range []string{"2.6", "2.7", "2.7-cap", "record"} {
-		b.Run(v, func(b *testing.B) {
-			srv := redistest.Start(b)
-			rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
-			if err != nil {
+	variants := []string{"2.6", "2.7", "2.7-cap", "record"}
+	srv := redistest.Start(b)
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rc.Close()
+	ctx := context.Background()
+	c, err := emq.Connect(ctx, options(srv))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	load := func(src string) string {
+		sha, err := rc.Do(ctx, rc.B().ScriptLoad().Script(src).Build()).ToString()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return sha
+	}
+	// The policy record's read, before the body: KEYS[1] of claim_ids and
+	// KEYS[3] of complete_result_claim_ids are the queue's pending key.
+	read := func(i string) string {
+		return "redis.call('HMGET', string.sub(KEYS[" + i + "], 1, -8) .. 'policy', 'paused', 'concurrency')\n"
+	}
+	type variant struct {
+		keys                  wire.QueueKeys
+		claimSHA, completeSHA string
+		policy                bool // the 2.7 twins' keys
+		claimCPU, completeCPU float64
+		calls                 int
+	}
+	vs := map[string]*variant{}
+	for i, v := range variants {
+		k, err := wire.NewQueueKeys("bench" + strconv.Itoa(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		x := &variant{keys: k}
+		switch v {
+		case "2.6":
+			x.claimSHA, x.completeSHA = load(wire.ScriptClaimIDs.Source), load(wire.ScriptCompleteResultClaimIDs.Source)
+		case "record":
+			x.claimSHA, x.completeSHA = load(read("1")+wire.ScriptClaimIDs.Source), load(read("3")+wire.ScriptCompleteResultClaimIDs.Source)
+		default:
+			x.claimSHA, x.completeSHA, x.policy = load(wire.ScriptClaimPolicyIDs.Source), load(wire.ScriptCompletePolicyIDs.Source), true
+		}
+		if v == "2.7-cap" {
+			set := wire.SetPolicyCall{Pending: k.Pending, Active: k.Active, Running: k.Running, Policy: k.Policy, Wake: k.Wake, Paused: -1, Concurrency: 1 << 30}
+			if _, err := set.Exec(ctx, rc); err != nil {
 				b.Fatal(err)
 			}
-			defer rc.Close()
-			ctx := context.Background()
-			k, err := wire.NewQueueKeys("bench")
-			if err != nil {
+		}
+		vs[v] = x
+	}
+	run := func(sha string, x rueidis.LuaExec) {
+		if err := rc.Do(ctx, rc.B().Evalsha().Sha1(sha).Numkeys(int64(len(x.Keys))).Key(x.Keys...).Arg(x.Args...).Build()).Error(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Rounds of chunk jobs a variant, the variants in turn on one server,
+	// so that each meets the same load; the server's main-thread CPU is
+	// read around each variant's claims and completions.
+	const chunk = 200
+	b.ResetTimer()
+	for done := 0; done < b.N; done += chunk {
+		for _, name := range variants {
+			v := vs[name]
+			k := v.keys
+			ids := make([]wire.ID, chunk)
+			push := wire.PushManyCall{Pending: k.Pending, Wake: k.Wake}
+			for j := range ids {
+				id, _ := c.Mint(emq.WorkKind)
+				ids[j] = id
+				row, _ := k.Row(id)
+				push.Rows = append(push.Rows, row)
+				push.Entries = append(push.Entries, wire.PushManyEntry{ID: id, Payload: "{}"})
+			}
+			if _, err := push.Exec(ctx, rc); err != nil {
 				b.Fatal(err)
 			}
-			c, err := emq.Connect(ctx, options(srv))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			if v == "2.7-cap" {
-				set := wire.SetPolicyCall{Pending: k.Pending, Active: k.Active, Running: k.Running, Policy: k.Policy, Wake: k.Wake, Paused: -1, Concurrency: 1 << 30}
-				if _, err := set.Exec(ctx, rc); err != nil {
-					b.Fatal(err)
+			cpu0 := mainCPU(b, srv)
+			for j := range ids {
+				row, _ := k.Row(ids[j])
+				if v.policy {
+					x := wire.ClaimPolicyIDsCall{Pending: k.Pending, Active: k.Active, Running: k.Running, Policy: k.Policy, Wake: k.Wake, Rows: []string{row}, LeaseMS: 60000, IDs: ids[j : j+1]}
+					run(v.claimSHA, x.LuaExec())
+				} else {
+					x := wire.ClaimIDsCall{Pending: k.Pending, Active: k.Active, Wake: k.Wake, Rows: []string{row}, LeaseMS: 60000, IDs: ids[j : j+1]}
+					run(v.claimSHA, x.LuaExec())
 				}
 			}
-			claimSrc, completeSrc := wire.ScriptClaimIDs.Source, wire.ScriptCompleteResultClaimIDs.Source
-			if strings.HasPrefix(v, "2.7") {
-				claimSrc, completeSrc = wire.ScriptClaimPolicyIDs.Source, wire.ScriptCompletePolicyIDs.Source
-			}
-			if v == "record" {
-				// The policy record's read, before the body: KEYS[1] of
-				// claim_ids and KEYS[3] of complete_result_claim_ids are
-				// the queue's pending key.
-				read := func(i string) string {
-					return "redis.call('HMGET', string.sub(KEYS[" + i + "], 1, -8) .. 'policy', 'paused', 'concurrency')\n"
-				}
-				claimSrc, completeSrc = read("1")+claimSrc, read("3")+completeSrc
-			}
-			load := func(src string) string {
-				sha, err := rc.Do(ctx, rc.B().ScriptLoad().Script(src).Build()).ToString()
-				if err != nil {
-					b.Fatal(err)
-				}
-				return sha
-			}
-			claimSHA, completeSHA := load(claimSrc), load(completeSrc)
-			ids := make([]wire.ID, b.N)
-			for i := 0; i < b.N; i += 100 {
-				call := wire.PushManyCall{Pending: k.Pending, Wake: k.Wake}
-				for j := i; j < min(i+100, b.N); j++ {
-					id, _ := c.Mint(emq.WorkKind)
-					ids[j] = id
-					row, _ := k.Row(id)
-					call.Rows = append(call.Rows, row)
-					call.Entries = append(call.Entries, wire.PushManyEntry{ID: id, Payload: "{}"})
-				}
-				if _, err := call.Exec(ctx, rc); err != nil {
-					b.Fatal(err)
-				}
-			}
-			run := func(sha string, x rueidis.LuaExec) {
-				if err := rc.Do(ctx, rc.B().Evalsha().Sha1(sha).Numkeys(int64(len(x.Keys))).Key(x.Keys...).Arg(x.Args...).Build()).Error(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			phase := func(unit string, call func(i int)) {
-				if _, err := srv.Do("CONFIG", "RESETSTAT"); err != nil {
-					b.Fatal(err)
-				}
-				cpu0 := mainCPU(b, srv)
-				for i := range ids {
-					call(i)
-				}
-				cpu := (mainCPU(b, srv) - cpu0) * 1e6
-				ev := scriptStats(b, srv)["evalsha"]
-				b.ReportMetric(ev.usec/float64(ev.calls), unit+"-µs/call")
-				b.ReportMetric(cpu/float64(len(ids)), unit+"-cpu-µs/call")
-			}
-			b.ResetTimer()
-			phase("claim", func(i int) {
-				row, _ := k.Row(ids[i])
-				if v == "2.6" || v == "record" {
-					x := wire.ClaimIDsCall{Pending: k.Pending, Active: k.Active, Wake: k.Wake, Rows: []string{row}, LeaseMS: 60000, IDs: ids[i : i+1]}
-					run(claimSHA, x.LuaExec())
-					return
-				}
-				x := wire.ClaimPolicyIDsCall{Pending: k.Pending, Active: k.Active, Running: k.Running, Policy: k.Policy, Wake: k.Wake, Rows: []string{row}, LeaseMS: 60000, IDs: ids[i : i+1]}
-				run(claimSHA, x.LuaExec())
-			})
-			phase("complete", func(i int) {
-				row, _ := k.Row(ids[i])
-				if v == "2.6" || v == "record" {
+			cpu1 := mainCPU(b, srv)
+			for j := range ids {
+				row, _ := k.Row(ids[j])
+				if v.policy {
+					x := wire.CompletePolicyIDsCall{Row: row, Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Wake: k.Wake, Results: k.Results,
+						ResultTimes: k.ResultTimes, Progress: k.Progress, Failures: k.Failures, Options: k.Options, Events: k.Events, Counters: k.Counters, ID: ids[j], Token: 1, LeaseMS: 60000}
+					run(v.completeSHA, x.LuaExec())
+				} else {
 					x := wire.CompleteResultClaimIDsCall{Row: row, Active: k.Active, Pending: k.Pending, Wake: k.Wake, Results: k.Results, ResultTimes: k.ResultTimes,
-						Progress: k.Progress, Failures: k.Failures, Options: k.Options, Events: k.Events, Counters: k.Counters, ID: ids[i], Token: 1, LeaseMS: 60000}
-					run(completeSHA, x.LuaExec())
-					return
+						Progress: k.Progress, Failures: k.Failures, Options: k.Options, Events: k.Events, Counters: k.Counters, ID: ids[j], Token: 1, LeaseMS: 60000}
+					run(v.completeSHA, x.LuaExec())
 				}
-				x := wire.CompletePolicyIDsCall{Row: row, Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Wake: k.Wake, Results: k.Results,
-					ResultTimes: k.ResultTimes, Progress: k.Progress, Failures: k.Failures, Options: k.Options, Events: k.Events, Counters: k.Counters, ID: ids[i], Token: 1, LeaseMS: 60000}
-				run(completeSHA, x.LuaExec())
-			})
-			b.StopTimer()
-			if n, err := rc.Do(ctx, rc.B().Exists().Key(k.Pending, k.Running).Build()).AsInt64(); err != nil || n != 0 {
-				b.Fatalf("after the run %d of pending and running remain (%v): every job was claimed and completed", n, err)
 			}
-		})
+			v.claimCPU += (cpu1 - cpu0) * 1e6
+			v.completeCPU += (mainCPU(b, srv) - cpu1) * 1e6
+			v.calls += chunk
+			if n, err := rc.Do(ctx, rc.B().Exists().Key(k.Pending, k.Running).Build()).AsInt64(); err != nil || n != 0 {
+				b.Fatalf("%s: after a round %d of pending and running remain (%v): every job was claimed and completed", name, n, err)
+			}
+		}
+	}
+	b.StopTimer()
+	base := vs["2.6"]
+	for _, name := range variants {
+		v := vs[name]
+		cl, co := v.claimCPU/float64(v.calls), v.completeCPU/float64(v.calls)
+		b.ReportMetric(cl, name+"-claim-cpu-µs")
+		b.ReportMetric(co, name+"-complete-cpu-µs")
+		if name != "2.6" {
+			b.ReportMetric((cl+co)/((base.claimCPU+base.completeCPU)/float64(base.calls)), name+"/2.6")
+		}
 	}
 }
