@@ -2,7 +2,7 @@
 // names, wire classes): the version fence, the bundle check, bad arguments,
 // oversized payloads, lost connections and a missing snowflake node.
 
-import { PolicyError, VERSION_RECORD } from "./gen/index.js";
+import { VERSION_RECORD } from "./gen/index.js";
 
 /** The prefix of every message of the SDK's errors. */
 const PREFIX = "emq: ";
@@ -292,26 +292,23 @@ export class DedupContentionError extends Error {
 
 /**
  * A pause or a concurrency cap (echomq 2.7.0) refused before anything was
- * written: it would lay the queue's tripwire, and the reserve's bundle
- * record names a release below the tripwire's floor (ACTIVE_TRIPWIRE_FLOOR)
- * among the versions whose clients have fenced on this deployment. Such a
- * release's scripts write before they read the active key, so the tripwire
- * cannot refuse them safely. It is a PolicyError whose script is set_policy.
- * PolicyOptions.force lays the tripwire anyway: only when no such client is
- * left.
+ * sent to set it: it would lay the queue's tripwire, and the reserve's
+ * bundle record names a release below the tripwire's floor
+ * (ACTIVE_TRIPWIRE_FLOOR) among the versions whose clients have fenced on
+ * this deployment. Such a release's scripts write before they read the
+ * active key, so the tripwire cannot refuse them safely. It is an
+ * ArgumentError; PolicyOptions.force lays the tripwire anyway: only when
+ * no such client is left.
  */
-export class PolicyFloorError extends PolicyError {
+export class PolicyFloorError extends ArgumentError {
+  /** The queue whose policy was refused. */
+  readonly queue: string;
   /** The recorded versions below the floor. */
   readonly versions: readonly string[];
   /** The tripwire's floor. */
   readonly floor: string;
 
-  constructor(
-    queue: string,
-    script: string,
-    versions: readonly string[],
-    floor: string,
-  ) {
+  constructor(queue: string, versions: readonly string[], floor: string) {
     super(
       "queue " +
         queue +
@@ -319,10 +316,10 @@ export class PolicyFloorError extends PolicyError {
         versions.join(", ") +
         ", below the tripwire floor " +
         floor +
-        "; a client of such a release would write past the tripwire (force it only when no such client is left)",
-      script,
+        ": a client of such a release would write past the tripwire (force only when no such client is left)",
     );
     this.name = "PolicyFloorError";
+    this.queue = queue;
     this.versions = versions;
     this.floor = floor;
   }

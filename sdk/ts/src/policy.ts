@@ -30,7 +30,7 @@ export interface PolicyOptions extends CallOptions {
    * below ACTIVE_TRIPWIRE_FLOOR: only when no such client is left (a
    * client of such a release writes before it reads the active key, so the
    * tripwire cannot refuse it). Default false: such a call is refused with
-   * a PolicyFloorError and nothing is written.
+   * a PolicyFloorError (an ArgumentError) and nothing is written.
    */
   readonly force?: boolean;
 }

@@ -20,7 +20,6 @@ import {
   SCRIPT_REAP_POLICY_IDS,
   SCRIPT_RETRY,
   SCRIPT_RETRY_FAILED,
-  SCRIPT_SET_POLICY,
   setPolicyExec,
   decodeSetPolicy,
   queuePolicyExec,
@@ -2715,8 +2714,9 @@ export class Queue {
    * so that a client older than 2.7 is refused on it (WRONGTYPE, before
    * any write) instead of claiming past the pause. Before laying it, the
    * reserve's bundle record is read: a release below ACTIVE_TRIPWIRE_FLOOR
-   * recorded there refuses the call with a PolicyFloorError and nothing is
-   * written, unless opts.force (only when no such client is left).
+   * recorded there refuses the call with a PolicyFloorError (an
+   * ArgumentError) and nothing is written, unless opts.force (only when
+   * no such client is left).
    * Resolves the policy after the call. Idempotent: resent across
    * reconnects within opts.
    */
@@ -2843,12 +2843,7 @@ export class Queue {
     const fields = (Array.isArray(b!.value) ? b!.value : []).map(str);
     const low = belowFloor(fields, ACTIVE_TRIPWIRE_FLOOR);
     if (low.length > 0) {
-      throw new PolicyFloorError(
-        this.name,
-        SCRIPT_SET_POLICY.name,
-        low,
-        ACTIVE_TRIPWIRE_FLOOR,
-      );
+      throw new PolicyFloorError(this.name, low, ACTIVE_TRIPWIRE_FLOOR);
     }
   }
 
