@@ -774,7 +774,8 @@ export class Queue {
   }
 
   /**
-   * Admits jobs in one add_dedup call (echomq 2.5.0), each with its own
+   * Admits jobs in one add_dedup call (echomq 2.5.0; its twin
+   * add_dedup_policy since 2.7.0, for a queue in either layout), each with its own
    * deduplication key (NewJob.dedupKey; none admits it as addMany does)
    * under opts.dedup's policy and opts' job options, and resolves per job
    * in order what the call did, as DedupResult says, or
@@ -865,6 +866,7 @@ export class Queue {
 
   /**
    * Admits one job under a deduplication key in one replace_dedup call
+   * (replace_dedup_policy since 2.7.0, in either layout)
    * (echomq 2.5.0), declaring the row of target, the job it expects to
    * replace (addDedup's deferred id; the job's own id when it expects
    * none): Admission.replaced when it replaced target, deferred naming
@@ -1610,7 +1612,7 @@ export class Queue {
    * Leases up to count of the oldest pending jobs for leaseMs at once,
    * oldest first; empty when nothing is pending. It rings the doorbell again
    * when jobs remain. It reads the head of the pending set (ZRANGE), then
-   * claims exactly those ids with claim_ids, which declares every key it
+   * claims exactly those ids with claimIds, which declares every key it
    * touches; when another claimer took every id read in between it reads
    * the head again, up to PEEK_ATTEMPTS times.
    */
@@ -1637,7 +1639,10 @@ export class Queue {
 
   /**
    * Leases exactly the given ids that are still pending, for leaseMs, in
-   * the order given (claim_ids); ids no longer pending are skipped. It
+   * the order given (claim_ids; since 2.7.0 its twin claim_policy_ids,
+   * which honours the queue's policy: nothing while it is paused, at most
+   * its concurrency cap less the jobs leased); ids no longer pending are
+   * skipped. It
    * rings the doorbell again when jobs remain. Malformed ids throw an
    * IdError before anything is sent; no ids sends nothing. Never resent: a
    * lease may have been granted.
@@ -1746,7 +1751,7 @@ export class Queue {
 
   /**
    * Pushes the lease of an active job to now + leaseMs and resolves the new
-   * deadline; a token that is not the row's, or a job no longer active, is
+   * deadline (extend_policy, echomq 2.7.0: in either layout); a token that is not the row's, or a job no longer active, is
    * refused with a StaleError.
    */
   async extend(
@@ -2176,7 +2181,9 @@ export class Queue {
   /**
    * Retires an active job like completeClaimIds, then leases exactly the
    * given ids that are still pending, for leaseMs, in one call
-   * (complete_result_claim_ids, echomq 2.4.0). The job's failure record,
+   * (complete_result_claim_ids, echomq 2.4.0; since 2.7.0 its twin
+   * complete_policy_ids, which leases the next ids as claimIds does). The
+   * job's failure record,
    * progress and retry policy are deleted with its row; a completion record
    * (its time, attempt and opts.result) is kept when opts.keep.count > 0,
    * the queue keeping at most that many, none older than opts.keep.ageMs;
@@ -2238,7 +2245,8 @@ export class Queue {
   }
 
   /**
-   * Settles a failed attempt of an active job (fail, echomq 2.4.0): by the
+   * Settles a failed attempt of an active job (fail, echomq 2.4.0; since
+   * 2.7.0 its twin fail_policy, in either layout): by the
    * job's own retry policy when its producer gave one (JobOptions), else by
    * opts (maxAttempts, backoff, jitter), it is scheduled to run again
    * (outcome Event.retried, at runAtMs) or buried (Event.dead); opts.bury
@@ -2299,7 +2307,8 @@ export class Queue {
 
   /**
    * Takes back the given expired leases as reapFailedIds does
-   * (reap_recorded_ids, echomq 2.4.0), burying a job at its own attempts
+   * (reap_recorded_ids, echomq 2.4.0; since 2.7.0 its twin
+   * reap_policy_ids, in either layout), burying a job at its own attempts
    * when its producer gave it some, else at maxAttempts (> 0); each is
    * reported (failed, then retried or dead events, opts.eventsMaxLen) and
    * counted. Resolves how many moved. A negative maxAttempts throws an
@@ -2524,7 +2533,8 @@ export class Queue {
 
   /**
    * Reads the entries of the given deduplication keys (echomq 2.5.0, one
-   * read-only dedup_entries call), each judged as an admission would judge
+   * read-only dedup_entries call; dedup_policy_entries since 2.7.0), each
+   * judged as an admission would judge
    * it now: its holder, mode, expiry, whether it holds the key, the
    * holder's state and the job parked behind it. A key without an entry
    * reads holder "" and held false. Read-only, it is resent across
@@ -2568,7 +2578,8 @@ export class Queue {
 
   /**
    * Walks one page of the queue's deduplication entries (echomq 2.5.0,
-   * sweep_dedup): each parked job whose holder is done becomes due (and
+   * sweep_dedup; sweep_dedup_policy since 2.7.0): each parked job whose
+   * holder is done becomes due (and
    * its key's holder), each entry that no longer holds its key is deleted.
    * cursor is "0" to start, then the page's cursor until it is "0" again;
    * count (1..DEDUP_SWEEP_MAX) is the page's size hint. The worker's
@@ -2627,7 +2638,8 @@ export class Queue {
 
   /**
    * Cancels the given jobs that are pending, scheduled or active, in one
-   * cancel_ids call (echomq 2.5.0): each one's row, failure record,
+   * cancel_ids call (echomq 2.5.0; cancel_policy_ids since 2.7.0, in
+   * either layout): each one's row, failure record,
    * progress and retry policy are deleted, a cancelled event is written
    * (opts.eventsMaxLen, default the client's) and an active job's lease
    * holder is told on the queue's cancel channel, so that a 2.5 worker

@@ -258,7 +258,7 @@ const maintenanceBatch = 1000;
 /** How many fields of each record hash (failures, options, progress) one maintenance tick's sweep scans (HSCAN COUNT). */
 const sweepCount = 100;
 
-/** The most pages of the deduplication entries one maintenance tick walks (sweep_dedup, sweepCount entries a page). */
+/** The most pages of the deduplication entries one maintenance tick walks (sweep_dedup_policy, sweepCount entries a page). */
 const dedupPages = 10;
 
 /**
@@ -1117,7 +1117,8 @@ export class Worker {
   }
 
   /**
-   * Completes a job with complete_result_claim_ids, keeping its result as
+   * Completes a job with complete_policy_ids (complete_result_claim_ids
+   * in either layout, echomq 2.7.0), keeping its result as
    * keepResults says, leasing the next id of the head pool in the same call
    * (none while draining): one call per job in the steady state. The
    * script deletes the job's failure record, progress and policy with its
@@ -1182,7 +1183,7 @@ export class Worker {
   }
 
   /**
-   * Settles a failed attempt with fail (echomq 2.4.0): the server applies
+   * Settles a failed attempt with Queue.fail (fail_policy, echomq 2.7.0): the server applies
    * the job's own policy when its producer gave one, else the worker's
    * (maxAttempts, backoff, a jitter drawn here); a final error buries it.
    */
@@ -1523,7 +1524,7 @@ export class Worker {
       this.#log.warn("emq: reaping expired leases failed", { err });
     }
     if (total > 0) {
-      // reap_recorded_ids rang the doorbell when any went back to pending.
+      // reap_policy_ids rang the doorbell when any went back to pending.
       this.#m.add("reaped", this.queue.name, total);
     }
   }
