@@ -377,3 +377,42 @@ test("the policy calls take CallOptions and refuse bad input before anything is 
     1,
   );
 });
+
+test("a worker on a paused queue waits on the doorbell: one fruitless claim per wait, no busy loop, and resume wakes it", async () => {
+  const q = c.queue("idle");
+  const ids = [c.mint(), c.mint(), c.mint()];
+  await q.pushBatch(ids.map((id) => ({ id, payload: id })));
+  await q.pause();
+  const m = await srv.monitor();
+  const seen: string[] = [];
+  const w = new emq.Worker(
+    q,
+    async (job) => {
+      seen.push(job.id);
+    },
+    { concurrency: 2, waitMs: 100, maintenanceMs: -1 },
+  );
+  const running = w.run();
+  try {
+    await until(
+      "three waits on the doorbell",
+      () => m.calls("BLPOP").length >= 3,
+    );
+    const waits = m.calls("BLPOP").length;
+    const claims = m
+      .scriptCalls(wire.SCRIPTS)
+      .filter((s) => s === wire.SCRIPT_CLAIM_POLICY_IDS.name).length;
+    assert.ok(
+      claims <= waits + 1,
+      claims + " claims for " + waits + " waits on the doorbell",
+    );
+    assert.deepEqual(seen, [], "nothing ran while paused");
+    await q.resume();
+    await until("every job ran", () => seen.length === ids.length);
+    assert.deepEqual([...seen].sort(), [...ids].sort());
+  } finally {
+    w.stop();
+    await running;
+    await m.stop();
+  }
+});
