@@ -32,6 +32,22 @@ Obj = dict[str, Any]
 # this program calls them deliberately (the frozen 2.0 behaviour is what it exercises).
 warnings.filterwarnings("ignore", message=r"emq: .* is deprecated", category=DeprecationWarning)
 
+TWINS = {
+    "claim_policy_ids": "claim_ids",
+    "complete_policy_ids": "complete_result_claim_ids",
+    "fail_policy": "fail",
+    "reap_policy_ids": "reap_recorded_ids",
+    "extend_policy": "extend",
+    "cancel_policy_ids": "cancel_ids",
+    "add_dedup_policy": "add_dedup",
+    "replace_dedup_policy": "replace_dedup",
+    "dedup_policy_entries": "dedup_entries",
+    "sweep_dedup_policy": "sweep_dedup",
+}
+"""The op of each 2.7 twin (echomq 2.7.0) and the op of its 2.6 script, whose args and result it
+takes: the SDK's call of that op runs the twin (the SDK calls the twins only), so both ops are the
+one call."""
+
 OP_TIMEOUT_S = 30.0
 """How long one op may take before the testee answers it with an error."""
 
@@ -211,6 +227,14 @@ def scheduler_out(r: echomq.SchedulerInfo | None) -> Obj:
     )
 
 
+def policy_out(p: echomq.QueuePolicy, *, leased: bool = True) -> Obj:
+    """The contract's policy record (set_policy's has no leased)."""
+    out: Obj = {"paused": p.paused, "concurrency": p.concurrency, "requires": p.requires}
+    if leased:
+        out["leased"] = p.leased
+    return out
+
+
 def job_out(j: echomq.Job) -> Obj:
     return payload_out({"id": j.id, "token": j.token, "deadline_ms": j.deadline_ms}, j.payload)
 
@@ -301,6 +325,7 @@ class Testee:
         return cast(echomq.Dedup, text(a, "mode"))
 
     async def do(self, op: str, a: Obj) -> Obj:
+        op = TWINS.get(op, op)
         if op == "hello":
             return {
                 "language": "python",
@@ -673,6 +698,25 @@ class Testee:
             return {"moved": await self.queue(a).promote(num(a, "limit"))}
         if op == "reap":
             return {"moved": await self.queue(a).reap(num(a, "limit"), num(a, "max_attempts"))}
+        if op == "set_policy":
+            q = self.queue(a)
+            # the script's ARGV as the SDK's keywords: -1 keeps (None), 0 and 1 resume and pause;
+            # any other value is given as it is, for the SDK to refuse
+            paused: Any = {-1: None, 0: False, 1: True}.get(num(a, "paused"), num(a, "paused"))
+            n = num(a, "concurrency")
+            # one set_policy call: the floor is the idiomatic calls' check (pause, set_concurrency)
+            pol = await q.set_policy(paused=paused, concurrency=None if n == -1 else n, force=True)
+            return policy_out(pol, leased=False)
+        if op in ("queue_policy", "policy"):
+            return policy_out(await self.queue(a).policy())
+        if op == "pause":
+            return policy_out(await self.queue(a).pause(force=a.get("force") is True))
+        if op == "resume":
+            return policy_out(await self.queue(a).resume())
+        if op == "set_concurrency":
+            q = self.queue(a)
+            force = a.get("force") is True
+            return policy_out(await q.set_concurrency(num(a, "concurrency"), force=force))
         if op == "ring":
             return {"rung": await self.queue(a).ring()}
         if op == "sizes":

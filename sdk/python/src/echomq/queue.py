@@ -1059,7 +1059,10 @@ class Queue:
             async with self.client.redis.pipeline(transaction=False) as pipe:
                 pipe.zrange(k, 0, n - 1, withscores=True)
                 pipe.time()
-                res: list[Any] = await pipe.execute()
+                res: list[Any] = await pipe.execute(raise_on_error=False)
+            for v in res:
+                if isinstance(v, BaseException):
+                    raise v  # as the server said it (WRONGTYPE on the tripwire: see _leased)
             return res
 
         async def attempt() -> list[str]:
