@@ -25,6 +25,7 @@ from typing import Any, NoReturn, cast
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import echomq
+from echomq._gen import scripts as wire
 
 Obj = dict[str, Any]
 
@@ -227,12 +228,14 @@ def scheduler_out(r: echomq.SchedulerInfo | None) -> Obj:
     )
 
 
-def policy_out(p: echomq.QueuePolicy, *, leased: bool = True) -> Obj:
-    """The contract's policy record (set_policy's has no leased)."""
-    out: Obj = {"paused": p.paused, "concurrency": p.concurrency, "requires": p.requires}
-    if leased:
-        out["leased"] = p.leased
-    return out
+def policy_out(p: echomq.QueuePolicy) -> Obj:
+    """The contract's policy record of the SDK's QueuePolicy."""
+    return {
+        "paused": p.paused,
+        "concurrency": p.concurrency,
+        "requires": p.requires,
+        "leased": p.leased,
+    }
 
 
 def job_out(j: echomq.Job) -> Obj:
@@ -699,15 +702,39 @@ class Testee:
         if op == "reap":
             return {"moved": await self.queue(a).reap(num(a, "limit"), num(a, "max_attempts"))}
         if op == "set_policy":
+            # set_policy and queue_policy are script ops: their generated calls, as the Go
+            # testee's (the SDK's policy calls are the ops pause, resume, set_concurrency, policy)
             q = self.queue(a)
-            # the script's ARGV as the SDK's keywords: -1 keeps (None), 0 and 1 resume and pause;
-            # any other value is given as it is, for the SDK to refuse
-            paused: Any = {-1: None, 0: False, 1: True}.get(num(a, "paused"), num(a, "paused"))
-            n = num(a, "concurrency")
-            # one set_policy call: the floor is the idiomatic calls' check (pause, set_concurrency)
-            pol = await q.set_policy(paused=paused, concurrency=None if n == -1 else n, force=True)
-            return policy_out(pol, leased=False)
-        if op in ("queue_policy", "policy"):
+            paused, cap = num(a, "paused"), num(a, "concurrency")
+            if not -1 <= paused <= 1 or cap < -1:
+                raise OpError("argument", f"paused {paused}, concurrency {cap}")
+            k = q.keys
+            sp = await wire.SetPolicyCall(
+                pending=k.pending,
+                active=k.active,
+                running=k.running,
+                policy=k.policy,
+                wake=k.wake,
+                paused=paused,
+                concurrency=cap,
+            ).run(self.connected().redis)
+            return {
+                "paused": sp.paused == 1,
+                "concurrency": sp.concurrency,
+                "requires": sp.requires,
+            }
+        if op == "queue_policy":
+            k = self.queue(a).keys
+            qp = await wire.QueuePolicyCall(
+                active=k.active, running=k.running, policy=k.policy
+            ).run(self.connected().redis)
+            return {
+                "paused": qp.paused == 1,
+                "concurrency": qp.concurrency,
+                "requires": qp.requires,
+                "leased": qp.leased,
+            }
+        if op == "policy":
             return policy_out(await self.queue(a).policy())
         if op == "pause":
             return policy_out(await self.queue(a).pause(force=a.get("force") is True))

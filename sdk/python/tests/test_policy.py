@@ -552,6 +552,9 @@ async def test_the_bundle_floor_refuses_to_lay_the_tripwire(client: echomq.Clien
     assert (await q.pause(force=True)).requires == 7
     # a cap on a queue that has a policy lays nothing: not checked
     assert (await q.set_concurrency(2)) == QueuePolicy(True, 2, 7, 0)
+    # a pause of a queue the cap keeps in the policy layout lays nothing: not checked either
+    assert (await q.resume()).requires == 7
+    assert (await q.pause()).paused
     await r.hdel(KEY_BUNDLE, old)
     await r.hset(KEY_BUNDLE, "not a version", "x")
     assert (await q.set_policy(paused=False, concurrency=0)).requires == 0

@@ -2059,7 +2059,7 @@ class Queue:
         the active key takes the string of the least minor that honours a policy, so that every
         client older than 2.7 fails on the queue (WRONGTYPE: its call refused before any write)
         instead of ignoring the policy; clearing the last policy lifts it. Before a call that may
-        lay it (a pause, or a cap on a queue with no policy) the deployment's bundle record is
+        lay it (a pause or a cap on a queue with no policy) the deployment's bundle record is
         read, and a version recorded there below ACTIVE_TRIPWIRE_FLOOR refuses the call with a
         PolicyFloorError: such a client writes before it reads the active key. ``force=True``
         skips that check: only when no such client is left. A resume, or a raised or removed
@@ -2074,8 +2074,8 @@ class Queue:
             raise ArgumentTypeError("force", "a bool", force)
         p = -1 if paused is None else int(paused)
         n = -1 if concurrency is None else concurrency
-        if not force and (p == 1 or (n > 0 and not await self._tripped())):
-            await self._check_floor()
+        if not force and (p == 1 or n > 0) and not await self._tripped():
+            await self._check_floor()  # the call may lay the tripwire: the queue has none
         k = self.keys
         xs = [
             SetPolicyCall(
