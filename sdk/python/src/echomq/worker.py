@@ -1026,9 +1026,10 @@ class Worker:
     # ------------------------------------------------------------ claiming
 
     async def _claim(self, n: int) -> list[Job]:
-        """Claims up to n jobs with claim_ids: the ids from the head pool, read again (a ZRANGE of
-        its own) when the pool is empty; read again, up to PEEK_ATTEMPTS times, when another
-        claimer took every id."""
+        """Claims up to n jobs with claim_policy_ids: the ids from the head pool, read again (a
+        ZRANGE of its own) when the pool is empty; read again, up to PEEK_ATTEMPTS times, when
+        another claimer took every id, unless the first claim leased nothing because the queue's
+        policy holds claims back (echomq 2.7.0: paused, or at its cap): then none at once."""
         for attempt in range(1, PEEK_ATTEMPTS + 1):
             if self._pool.size == 0:
                 await self._peek()
@@ -1044,7 +1045,7 @@ class Worker:
                 self._pool.clear()  # another claimer took some: read the head again
             if jobs or attempt >= PEEK_ATTEMPTS:
                 return jobs
-            if await self._held_back():
+            if attempt == 1 and await self._held_back():
                 return []  # paused, or at its cap: wait on the doorbell as on an empty queue
         return []
 
