@@ -481,7 +481,17 @@ def _jobs(rs: Sequence[Any]) -> list[Job]:
 
 
 class Queue:
-    """A handle on one queue of a fenced keyspace. Use ``client.queue(name)``."""
+    """A handle on one queue of a fenced keyspace. Use ``client.queue(name)``.
+
+    echomq 2.7.0: claim_ids (and claim_many), complete_result_claim_ids, fail,
+    reap_recorded_ids, extend, cancel_ids, add_dedup, replace_dedup, dedup_entries and
+    sweep_dedup (and the calls made of them: push with a DedupKey, cancel_key, the Worker) run
+    the 2.7 twins of their scripts, which serve a queue in either layout and honour its policy
+    (pause, set_concurrency). The calls of older scripts that lease or settle (claim, complete,
+    complete_claim_ids, retry, bury, retry_failed, bury_failed, reap_ids, reap_failed_ids, reap)
+    raise a PolicyError on a queue with a policy, which their scripts cannot honour: the server
+    refused them before any write. Inspection (size, sizes, head, browse, page, get) reads the
+    leased jobs in either layout."""
 
     def __init__(self, client: Client, name: str) -> None:
         """A malformed name raises a QueueNameError before anything is sent."""
@@ -1121,7 +1131,9 @@ class Queue:
     ) -> list[Job]:
         """Leases exactly the given ids that are still pending, for lease_ms (or ``lease``), in
         the order given
-        (claim_ids, which declares every key it touches); ids no longer pending are skipped. It
+        (claim_policy_ids, echomq 2.7.0: claim_ids in either layout, leasing nothing while the
+        queue is paused and at most its cap less the jobs leased; it declares every key it
+        touches); ids no longer pending are skipped. It
         rings the doorbell again when jobs remain. Malformed ids raise an IdError before anything
         is sent; no ids send nothing. Never resent: a lease may have been granted."""
         lease_ms = pick_ms("lease_ms", lease_ms, "lease", lease)
