@@ -506,29 +506,53 @@ async def test_a_reaped_lease_under_a_cap_runs_again(client: echomq.Client) -> N
 
 async def test_a_tripwire_naming_a_later_minor_refuses_the_2_7_calls(client: echomq.Client) -> None:
     q = client.queue("later")
-    id = client.mint()
-    assert await q.push(id, b"")
-    await q.pause()
-    await client.redis.set(q.keys.active, "99")
-    before = await snapshot(client, q)
-    calls: list[Callable[[], Awaitable[object]]] = [
+    leased, waiting = client.mint(), client.mint()
+    assert await q.push(leased, b"a") and await q.push(waiting, b"b")
+    await q.set_concurrency(5)
+    (job,) = await q.claim_ids(60_000, [leased])
+    failure = echomq.Failure(failure_class=FAILURE_CLASS_ERROR, message="boom")
+    claims: list[Callable[[], Awaitable[object]]] = [
         lambda: q.claim_many(1000, 1),
-        lambda: q.claim_ids(1000, [id]),
+        lambda: q.claim_ids(1000, [waiting]),
+        lambda: q.complete_result_claim_ids(leased, job.token, 1000, [waiting]),
         lambda: q.pause(),
         lambda: q.resume(),
         lambda: q.set_concurrency(2),
-        lambda: q.cancel_ids([id]),
+    ]
+    settles: list[Callable[[], Awaitable[object]]] = [
+        lambda: q.extend(leased, job.token, 60_000),
+        lambda: q.fail(leased, job.token, failure),
+        lambda: q.reap_recorded_ids([leased]),
+        lambda: q.cancel_ids([waiting]),
         lambda: q.dedup_entries([b"k"]),
         lambda: q.sweep_dedup(),
-        lambda: q.extend(id, 1, 1000),
-        lambda: q.reap_recorded_ids([id]),
+        lambda: q.add_dedup([echomq.NewJob(client.mint(), b"c")], [b"k"], DEDUP_UNTIL_DONE),
     ]
-    for call in calls:
+    # a later minor to claim and to settle, and a tripwire that does not read: everything refused
+    for wire_ in ("99 99", "99"):
+        await client.redis.set(q.keys.active, wire_)
+        before = await snapshot(client, q)
+        for call in claims + settles:
+            with pytest.raises(PolicyError):
+                await call()
+        assert await snapshot(client, q) == before
+    await client.redis.set(q.keys.active, "99 99")
+    p = await q.policy()
+    assert p.requires == 99 and p.concurrency == 5 and p.leased == 1
+    # a later policy that binds only claimers: the 2.7 claims are refused, the settles serve
+    await client.redis.set(q.keys.active, "99 7")
+    for call in claims:
         with pytest.raises(PolicyError):
             await call()
-    assert await snapshot(client, q) == before
-    p = await q.policy()
-    assert p.requires == 99 and p.paused
+    assert await q.extend(leased, job.token, 60_000) > 0
+    assert await q.reap_recorded_ids([leased]) == 0
+    assert (await q.dedup_entries([b"k"]))[0].holder == ""
+    assert (await q.sweep_dedup()).cursor == "0"
+    # one that binds only settlers: the claims serve, the settles are refused
+    await client.redis.set(q.keys.active, "7 99")
+    with pytest.raises(PolicyError):
+        await q.extend(leased, job.token, 60_000)
+    assert [j.id for j in await q.claim_ids(60_000, [waiting])] == [waiting]
 
 
 async def test_the_bundle_floor_refuses_to_lay_the_tripwire(client: echomq.Client) -> None:

@@ -1,7 +1,8 @@
 """Queue policies (echomq 2.7.0): a pause and a concurrency cap, kept by the queue itself.
 
 While a queue has a policy its leased jobs live in its running set, and its active key holds the
-tripwire: a string naming the least minor that honours the policy (7). Every script of a release
+tripwire: a string naming the least minors that claim and that settle there ("7 7" for a pause or
+a cap; a later policy binding claimers only raises the first). Every script of a release
 from ACTIVE_TRIPWIRE_FLOOR on that declares the active key fails WRONGTYPE on it before it writes
 anything, so an older client is refused, never silently wrong; the 2.7 twins serve both layouts.
 This module holds what the queue's policy calls share: the record they return, the refusal of a
@@ -41,8 +42,8 @@ class QueuePolicy:
     concurrency: int
     """The cap on the queue's jobs leased at once, across every worker; 0: none."""
     requires: int
-    """The minor the queue's tripwire names (7 while it has a policy); 0: the queue has no policy
-    (the classic layout)."""
+    """The minor the queue's tripwire names (the later of its claim and settle minors: 7 for a
+    pause or a cap); 0: the queue has no policy (the classic layout)."""
     leased: int
     """How many of the queue's jobs are leased (in either layout)."""
 
