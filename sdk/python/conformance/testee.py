@@ -718,8 +718,9 @@ class Testee:
                 paused=paused,
                 concurrency=cap,
             ).run(self.connected().redis)
+            # the script's reply as it is (paused 1 or 0), as conformance/scenarios/policy.yaml says
             return {
-                "paused": sp.paused == 1,
+                "paused": sp.paused,
                 "concurrency": sp.concurrency,
                 "requires": sp.requires,
             }
@@ -729,7 +730,7 @@ class Testee:
                 active=k.active, running=k.running, policy=k.policy
             ).run(self.connected().redis)
             return {
-                "paused": qp.paused == 1,
+                "paused": qp.paused,
                 "concurrency": qp.concurrency,
                 "requires": qp.requires,
                 "leased": qp.leased,
