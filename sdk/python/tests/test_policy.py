@@ -583,3 +583,12 @@ async def test_the_bundle_floor_refuses_to_lay_the_tripwire(client: echomq.Clien
     await r.hset(KEY_BUNDLE, "not a version", "x")
     assert (await q.set_policy(paused=False, concurrency=0)).requires == 0
     assert (await q.pause()).requires == 7
+
+
+async def test_a_typed_queue_has_the_policy_calls(client: echomq.Client) -> None:
+    tq = client.queue("typed", codec=echomq.JSONCodec(dict))
+    assert (await tq.pause()).paused
+    assert (await tq.set_concurrency(3)).concurrency == 3
+    assert await tq.policy() == await tq.raw.policy()
+    assert (await tq.resume()).requires == 7
+    assert (await tq.set_concurrency(0)).requires == 0
