@@ -431,10 +431,10 @@ class Testee:
         if op == "extend":
             q, id = self.queue_id(a)
             return {"deadline_ms": await q.extend(id, num(a, "token"), num(a, "lease_ms"))}
-        if op == "retry":
+        if op in ("retry", "retry_policy"):
             q, id = self.queue_id(a)
             return {"run_at_ms": await q.retry(id, num(a, "token"), num(a, "delay_ms"))}
-        if op == "bury":
+        if op in ("bury", "bury_policy"):
             q, id = self.queue_id(a)
             await q.bury(id, num(a, "token"))
             return {}

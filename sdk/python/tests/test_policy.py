@@ -26,6 +26,7 @@ from echomq._gen.protocol import (
     DEDUP_UNTIL_DONE,
     FAILURE_CLASS_ERROR,
     SET_ACTIVE,
+    SET_DEAD,
     SET_PENDING,
     STATE_ACTIVE,
 )
@@ -409,8 +410,6 @@ async def test_the_2_6_scripts_fail_wrongtype_on_a_paused_queue_and_change_nothi
     attempts: list[tuple[str, Callable[[], Awaitable[object]]]] = [
         ("claim", lambda: q.claim(1000)),
         ("complete", lambda: q.complete(leased, job.token)),
-        ("retry", lambda: q.retry(leased, job.token, 0)),
-        ("bury", lambda: q.bury(leased, job.token)),
         ("complete_claim_ids", lambda: q.complete_claim_ids(leased, job.token, 1000, [])),
         ("reap_ids", lambda: q.reap_ids(0, [leased])),
         ("reap_failed_ids", lambda: q.reap_failed_ids([leased])),
@@ -504,6 +503,22 @@ async def test_a_reaped_lease_under_a_cap_runs_again(client: echomq.Client) -> N
     assert (await q.policy()).leased == 0
 
 
+async def test_hand_back_and_bury_serve_a_paused_queue(client: echomq.Client) -> None:
+    """retry and bury run their 2.7 twins (retry_policy, bury_policy), so a worker's hand-back
+    at shutdown and the burial of a job leave the running set of a paused queue."""
+    q = client.queue("handback")
+    a, b = client.mint(), client.mint()
+    assert await q.push(a, b"a") and await q.push(b, b"b")
+    ja, jb = await q.claim_many(60_000, 2)
+    await q.pause()
+    assert await q.retry(ja.id, ja.token, 0) > 0
+    await q.bury(jb.id, jb.token)
+    assert (await q.policy()).leased == 0
+    assert (await q.get(ja.id)) is not None and (await q.get(jb.id)) is not None
+    sizes = await q.sizes()
+    assert sizes[SET_ACTIVE] == 0 and sizes[SET_DEAD] == 1, sizes
+
+
 async def test_a_tripwire_naming_a_later_minor_refuses_the_2_7_calls(client: echomq.Client) -> None:
     q = client.queue("later")
     leased, waiting = client.mint(), client.mint()
@@ -514,13 +529,13 @@ async def test_a_tripwire_naming_a_later_minor_refuses_the_2_7_calls(client: ech
     claims: list[Callable[[], Awaitable[object]]] = [
         lambda: q.claim_many(1000, 1),
         lambda: q.claim_ids(1000, [waiting]),
-        lambda: q.complete_result_claim_ids(leased, job.token, 1000, [waiting]),
         lambda: q.pause(),
         lambda: q.resume(),
         lambda: q.set_concurrency(2),
     ]
     settles: list[Callable[[], Awaitable[object]]] = [
         lambda: q.extend(leased, job.token, 60_000),
+        lambda: q.complete_result_claim_ids(leased, job.token, 1000, [waiting]),
         lambda: q.fail(leased, job.token, failure),
         lambda: q.reap_recorded_ids([leased]),
         lambda: q.cancel_ids([waiting]),
@@ -548,11 +563,14 @@ async def test_a_tripwire_naming_a_later_minor_refuses_the_2_7_calls(client: ech
     assert await q.reap_recorded_ids([leased]) == 0
     assert (await q.dedup_entries([b"k"]))[0].holder == ""
     assert (await q.sweep_dedup()).cursor == "0"
+    # a completion completes and leases none of the next jobs it was given
+    assert await q.complete_result_claim_ids(leased, job.token, 1000, [waiting]) == []
+    assert await q.get(leased) is None and (await q.policy()).leased == 0
     # one that binds only settlers: the claims serve, the settles are refused
     await client.redis.set(q.keys.active, "7 99")
-    with pytest.raises(PolicyError):
-        await q.extend(leased, job.token, 60_000)
     assert [j.id for j in await q.claim_ids(60_000, [waiting])] == [waiting]
+    with pytest.raises(PolicyError):
+        await q.extend(waiting, 1, 60_000)
 
 
 async def test_the_bundle_floor_refuses_to_lay_the_tripwire(client: echomq.Client) -> None:

@@ -55,8 +55,8 @@ from ._gen.scripts import (
     AddDedupPolicyCall,
     AddDedupPolicyEntry,
     AddManyCall,
-    BuryCall,
     BuryFailedCall,
+    BuryPolicyCall,
     CancelPolicyIdsCall,
     ClaimCall,
     ClaimPolicyIdsCall,
@@ -98,8 +98,8 @@ from ._gen.scripts import (
     RemoveSchedulersCall,
     ReplaceDedupPolicyCall,
     ReplyShapeError,
-    RetryCall,
     RetryFailedCall,
+    RetryPolicyCall,
     ReviveRecordedCall,
     RingCall,
     SchedulerEntriesCall,
@@ -1290,30 +1290,47 @@ class Queue:
         delay: Duration | None = None,
     ) -> int:
         """Hands an active job back to run again after delay_ms (or ``delay``: seconds or a
-        timedelta; it is scheduled, and promote makes it pending) and returns its run-at. A stale
-        token is refused with the wire error of its class."""
+        timedelta; it is scheduled, and promote makes it pending) and returns its run-at, on a queue
+        with a policy too (retry_policy, echomq 2.7.0). A stale token is refused with the wire error
+        of its class."""
         row = self._row(id)
         _int("token", token)
         delay_ms = pick_ms("delay_ms", delay_ms, "delay", delay, allow_zero=True)
         _non_negative("delay", delay_ms)
-        call = RetryCall(
-            active=self.keys.active,
+        k = self.keys
+        call = RetryPolicyCall(
+            active=k.active,
+            running=k.running,
+            policy=k.policy,
+            pending=k.pending,
+            wake=k.wake,
             row=row,
-            schedule=self.keys.schedule,
+            schedule=k.schedule,
             id=id,
             token=token,
             delay_ms=delay_ms,
         )
-        return await self._once_legacy(call, "fail (fail_policy)")
+        return await self.client._once(lambda: call.run(self.client.redis))
 
     @honour_cancel
     async def bury(self, id: str, token: int) -> None:
-        """Moves an active job to the dead set; a stale token is refused with the wire error of its
-        class."""
+        """Moves an active job to the dead set, on a queue with a policy too (bury_policy, echomq
+        2.7.0); a stale token is refused with the wire error of its class."""
         row = self._row(id)
         _int("token", token)
-        call = BuryCall(active=self.keys.active, row=row, dead=self.keys.dead, id=id, token=token)
-        await self._once_legacy(call, "fail with bury=True (fail_policy)")
+        k = self.keys
+        call = BuryPolicyCall(
+            active=k.active,
+            running=k.running,
+            policy=k.policy,
+            pending=k.pending,
+            wake=k.wake,
+            row=row,
+            dead=k.dead,
+            id=id,
+            token=token,
+        )
+        await self.client._once(lambda: call.run(self.client.redis))
 
     @honour_cancel
     async def retry_failed(

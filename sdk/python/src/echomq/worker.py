@@ -62,10 +62,10 @@ from ._gen.protocol import (
 )
 from ._gen.scripts import (
     LOCK_HELD,
-    SCRIPT_BURY,
+    SCRIPT_BURY_POLICY,
     SCRIPT_CLAIM_POLICY_IDS,
     SCRIPT_COMPLETE_POLICY_IDS,
-    BuryCall,
+    BuryPolicyCall,
     ClaimPolicyIdsReply,
     CompletePolicyIdsReply,
     ExtendPolicyCall,
@@ -1215,9 +1215,9 @@ class Worker:
             return
         raw, token = _text(rec[0]), rec[1]
         k = self.queue.keys
-        s = BuryCall.SCRIPT
+        s = BuryPolicyCall.SCRIPT
         x = ScriptExec(
-            script=SCRIPT_BURY,
+            script=SCRIPT_BURY_POLICY,
             keys=tuple(k.key(t) or k.row_prefix + raw for t in s.key_types),
             argv=tuple(token if t == "token" else raw for t in s.arg_types),
         )
