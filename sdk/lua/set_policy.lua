@@ -36,6 +36,17 @@ end
 if not active_tripped and redis.call('EXISTS', KEYS[3]) == 1 then
   return redis.error_reply('ERR running holds jobs while the queue has no tripwire')
 end
+-- A script refused a command halfway keeps what it wrote before: every
+-- command this call may run is checked against the user's ACL first.
+for _, c in ipairs({
+  {'HSET', KEYS[4], 'paused', '1'}, {'HDEL', KEYS[4], 'paused'},
+  {'RENAME', KEYS[2], KEYS[3]}, {'RENAME', KEYS[3], KEYS[2]},
+  {'SET', KEYS[2], '7 7'}, {'DEL', KEYS[2]}, {'RPUSH', KEYS[5], '1'},
+}) do
+  if not redis.acl_check_cmd(unpack(c)) then
+    return redis.error_reply('ERR set_policy: this user may not run ' .. c[1] .. ' on the queue\'s keys, and set_policy writes nothing without it')
+  end
+end
 local before = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
 if paused == 1 then
   redis.call('HSET', KEYS[4], 'paused', '1')

@@ -64,7 +64,7 @@ export interface ScriptExec {
 }
 
 /** Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version. */
-export const BUNDLE_DIGEST = "4b698b9311980f4c6421ce566ed60d95d3ec5a24";
+export const BUNDLE_DIGEST = "c6a4f1240b08591a007f2eebead29b4aa0159998";
 
 function isNoScript(err: unknown): boolean {
   return err instanceof ReplyError && err.message.startsWith("NOSCRIPT");
@@ -6966,6 +6966,17 @@ end
 if not active_tripped and redis.call('EXISTS', KEYS[3]) == 1 then
   return redis.error_reply('ERR running holds jobs while the queue has no tripwire')
 end
+-- A script refused a command halfway keeps what it wrote before: every
+-- command this call may run is checked against the user's ACL first.
+for _, c in ipairs({
+  {'HSET', KEYS[4], 'paused', '1'}, {'HDEL', KEYS[4], 'paused'},
+  {'RENAME', KEYS[2], KEYS[3]}, {'RENAME', KEYS[3], KEYS[2]},
+  {'SET', KEYS[2], '7 7'}, {'DEL', KEYS[2]}, {'RPUSH', KEYS[5], '1'},
+}) do
+  if not redis.acl_check_cmd(unpack(c)) then
+    return redis.error_reply('ERR set_policy: this user may not run ' .. c[1] .. ' on the queue\\'s keys, and set_policy writes nothing without it')
+  end
+end
 local before = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
 if paused == 1 then
   redis.call('HSET', KEYS[4], 'paused', '1')
@@ -7008,7 +7019,7 @@ return {p, tonumber(after[2]) or 0, requires}
 /** The set_policy script: (2.7.0) Set or clear a queue's policies (pause, concurrency cap) and lay or lift its tripwire with them, in one call: when the queue's first policy is set, its active set is renamed to the running set and the active key takes the tripwire (the string 7 7), so that every script older than 2.7 fails WRONGTYPE on the queue; when its last policy is cleared, the running set is renamed back and the tripwire removed. Resuming, or raising or removing the cap, rings the doorbell when jobs are pending. */
 export const SCRIPT_SET_POLICY: Script = {
   name: "set_policy",
-  sha1: "29b0d6835afc9a9e6ca0cf1d4c087a8620e5da68",
+  sha1: "c1ce0d570d73a4192ac69bb7c9fd71628e7461e9",
   source: LUA_SET_POLICY,
   keys: ["pending", "active", "running", "policy", "wake"],
   argv: ["paused", "concurrency"],

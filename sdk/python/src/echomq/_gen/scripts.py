@@ -61,7 +61,7 @@ class ScriptExec:
     argv: tuple[Arg, ...]
 
 
-BUNDLE_DIGEST: Final = "4b698b9311980f4c6421ce566ed60d95d3ec5a24"
+BUNDLE_DIGEST: Final = "c6a4f1240b08591a007f2eebead29b4aa0159998"
 """Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each
 followed by a newline. The fence records it in the reserve per version.
 """
@@ -7187,6 +7187,17 @@ end
 if not active_tripped and redis.call('EXISTS', KEYS[3]) == 1 then
   return redis.error_reply('ERR running holds jobs while the queue has no tripwire')
 end
+-- A script refused a command halfway keeps what it wrote before: every
+-- command this call may run is checked against the user's ACL first.
+for _, c in ipairs({
+  {'HSET', KEYS[4], 'paused', '1'}, {'HDEL', KEYS[4], 'paused'},
+  {'RENAME', KEYS[2], KEYS[3]}, {'RENAME', KEYS[3], KEYS[2]},
+  {'SET', KEYS[2], '7 7'}, {'DEL', KEYS[2]}, {'RPUSH', KEYS[5], '1'},
+}) do
+  if not redis.acl_check_cmd(unpack(c)) then
+    return redis.error_reply('ERR set_policy: this user may not run ' .. c[1] .. ' on the queue\\'s keys, and set_policy writes nothing without it')
+  end
+end
 local before = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
 if paused == 1 then
   redis.call('HSET', KEYS[4], 'paused', '1')
@@ -7229,7 +7240,7 @@ return {p, tonumber(after[2]) or 0, requires}
 
 SCRIPT_SET_POLICY: Final = Script(
     name="set_policy",
-    sha1="29b0d6835afc9a9e6ca0cf1d4c087a8620e5da68",
+    sha1="c1ce0d570d73a4192ac69bb7c9fd71628e7461e9",
     source=_LUA_SET_POLICY,
     keys=("pending", "active", "running", "policy", "wake"),
     argv=("paused", "concurrency"),
