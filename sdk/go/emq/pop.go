@@ -171,7 +171,7 @@ type scriptExec struct {
 }
 
 func claimIDsJob(arr []rueidis.RedisMessage) (Job, error) {
-	r, err := wire.DecodeClaimIDsRecord(arr)
+	r, err := wire.DecodeClaimPolicyIDsRecord(arr)
 	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
 }
 
@@ -205,8 +205,8 @@ func (p *declaredPop) claim(ctx context.Context, n int) ([]Job, error) {
 			continue
 		}
 		x := q.claimIDsExec(p.w.opt.Lease, ids)
-		r, head := p.call(ctx, wire.ScriptClaimIDs, x.Keys, x.Args, read)
-		jobs, err := p.w.records(ctx, r, wire.ScriptClaimIDs.Name, claimIDsJob)
+		r, head := p.call(ctx, wire.ScriptClaimPolicyIDs, x.Keys, x.Args, read)
+		jobs, err := p.w.records(ctx, r, wire.ScriptClaimPolicyIDs.Name, claimIDsJob)
 		p.pool.done(ids, err == nil && len(jobs) < len(ids), head, read)
 		if err != nil || len(jobs) > 0 {
 			return jobs, err
@@ -232,14 +232,14 @@ func (p *declaredPop) completeClaim(ctx context.Context, job Job, next int, resu
 	row, _ := q.keys.Row(job.ID)
 	c := Completion{Result: result, Keep: p.w.opt.KeepResults, EventsMax: int(p.w.eventsMax)}
 	call := q.completeResultCall(row, job.ID, job.Token, p.w.opt.Lease, q.rawRows(ids), nil, c)
-	r, head := p.call(ctx, wire.ScriptCompleteResultClaimIDs, call.Keys(), append(call.Args(), ids...), read)
-	jobs, err := p.w.records(ctx, r, wire.ScriptCompleteResultClaimIDs.Name, completeResultJob)
+	r, head := p.call(ctx, wire.ScriptCompletePolicyIDs, call.Keys(), append(call.Args(), ids...), read)
+	jobs, err := p.w.records(ctx, r, wire.ScriptCompletePolicyIDs.Name, completeResultJob)
 	p.pool.done(ids, err == nil && len(jobs) < len(ids), head, read)
 	return jobs, err
 }
 
 func completeResultJob(arr []rueidis.RedisMessage) (Job, error) {
-	r, err := wire.DecodeCompleteResultClaimIDsRecord(arr)
+	r, err := wire.DecodeCompletePolicyIDsRecord(arr)
 	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
 }
 

@@ -692,15 +692,15 @@ func (w *Worker) extender(stop <-chan struct{}) {
 				continue
 			}
 			row, _ := w.q.keys.Row(fl.job.ID)
-			call := wire.ExtendCall{Active: w.q.keys.Active, Row: row, ID: fl.job.ID, Token: fl.job.Token, LeaseMS: ms(w.opt.Lease)}
+			call := wire.ExtendPolicyCall{Active: w.q.keys.Active, Running: w.q.keys.Running, Row: row, ID: fl.job.ID, Token: fl.job.Token, LeaseMS: ms(w.opt.Lease)}
 			due, execs = append(due, fl), append(execs, call.LuaExec())
 		}
 		if len(due) == 0 {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), every)
-		for i, r := range w.q.c.execMany(ctx, wire.ScriptExtend, execs) {
-			deadline, err := wire.DecodeExtend(r)
+		for i, r := range w.q.c.execMany(ctx, wire.ScriptExtendPolicy, execs) {
+			deadline, err := wire.DecodeExtendPolicy(r)
 			switch {
 			case err == nil:
 				due[i].deadline.Store(deadline)
