@@ -35,9 +35,9 @@ type pushReq struct {
 	mode  pushMode
 	state atomic.Int32 // reqWaiting, then reqTaken (by a batch) or reqAbandoned (by its caller)
 	done  chan struct{}
-	ok    bool               // set before done is closed
+	ok    bool                     // set before done is closed
 	rec   wire.AddDedupPolicyReply // with mode.dedup, set before done is closed
-	err   error              // set before done is closed
+	err   error                    // set before done is closed
 }
 
 // pushMode is how a push is sent: with dedup set, in add_dedup calls

@@ -19,8 +19,8 @@ import (
 
 // Head returns up to n ids at the head of set s, in rank order: for
 // pending the oldest first (FIFO), for schedule the earliest run-at
-// first, for active the earliest lease deadline first, for dead the
-// oldest first. These are the ids ClaimIDs, PromoteIDs and ReapIDs take.
+// first, for active the earliest lease deadline first (the running set's,
+// under a queue's policy), for dead the oldest first. These are the ids ClaimIDs, PromoteIDs and ReapIDs take.
 // An unknown set or an n under 1 is refused with ErrArgument before
 // anything is sent; a member that is not a well-formed id (a foreign
 // writer's) is an error wrapping ErrID.
@@ -44,7 +44,7 @@ func (q *Queue) headOnce(ctx context.Context, s Set, n int) ([]ID, error) {
 	if err := q.c.ensureRead(ctx); err != nil {
 		return nil, err
 	}
-	members, err := q.c.rc.Do(ctx, q.headCmd(key, n)).AsStrSlice()
+	members, err := q.doSet(ctx, s, func(key string) rueidis.Completed { return q.headCmd(key, n) }).AsStrSlice()
 	if err != nil {
 		return nil, errorf("emq: head of %s: %w", s, err)
 	}
@@ -287,7 +287,8 @@ func (q *Queue) claimIDsExec(lease time.Duration, members []string) rueidis.LuaE
 // claimHead leases up to n jobs at the head of pending with claim_ids: it
 // reads up to n head ids and claims them, and reads again, up to
 // headRetries times, when every id it read was taken (or was an orphan)
-// while pending is not empty.
+// while pending is not empty, unless the queue's policy held the claim
+// back (paused, or at its concurrency cap).
 func (q *Queue) claimHead(ctx context.Context, lease time.Duration, n int) ([]Job, error) {
 	for try := 0; try < headRetries; try++ {
 		members, err := q.c.rc.Do(ctx, q.headCmd(q.keys.Pending, n)).AsStrSlice()
@@ -303,6 +304,9 @@ func (q *Queue) claimHead(ctx context.Context, lease time.Duration, n int) ([]Jo
 			return nil, err
 		}
 		if len(rs) == 0 {
+			if try == 0 && q.held(ctx) {
+				return nil, nil // paused or at its cap: reading again would lease nothing either
+			}
 			continue
 		}
 		jobs := make([]Job, len(rs))

@@ -2,6 +2,7 @@ package emq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -102,10 +103,10 @@ func (e *PolicyError) Unwrap() error { return e.Err }
 // TODO(2.7): take it from the generated layer if emqgen comes to emit it.
 const tripwireType = "string"
 
-// wrongType reports whether err is a server's WRONGTYPE reply.
+// wrongType reports whether err is, or wraps, a server's WRONGTYPE reply.
 func wrongType(err error) bool {
-	re, ok := rueidis.IsRedisErr(err)
-	return ok && strings.HasPrefix(re.Error(), "WRONGTYPE")
+	var re *rueidis.RedisError
+	return errors.As(err, &re) && !re.IsNil() && strings.HasPrefix(re.Error(), "WRONGTYPE")
 }
 
 // tripped reports whether the active key of the queue of k holds the
@@ -137,6 +138,16 @@ func (q *Queue) doSet(ctx context.Context, s Set, build func(key string) rueidis
 		return q.c.rc.Do(ctx, build(key))
 	}
 	return r
+}
+
+// held reports whether the queue's policy holds its claims back: it is
+// paused, or as many of its jobs are leased as its concurrency cap allows.
+// A claim that leased nothing of pending ids asks, so that a worker waits
+// on the doorbell instead of reading the head again; a failed read says
+// false.
+func (q *Queue) held(ctx context.Context) bool {
+	p, err := q.readPolicy(ctx)
+	return err == nil && (p.Paused || p.Concurrency > 0 && p.Leased >= int64(p.Concurrency))
 }
 
 // legacy turns the WRONGTYPE failure of a call of one of the scripts that

@@ -177,12 +177,14 @@ func claimIDsJob(arr []rueidis.RedisMessage) (Job, error) {
 
 // claim leases up to n jobs of the pool's ids with claim_ids, reading the
 // head first when the pool is empty, and again (up to headRetries times)
-// when every id it tried was taken while pending is not empty.
+// when every id it tried was taken while pending is not empty; it returns
+// none at once when the queue's policy holds claims back (Queue.held).
 func (p *declaredPop) claim(ctx context.Context, n int) ([]Job, error) {
 	q := p.w.q
 	if err := q.c.ensure(ctx); err != nil {
 		return nil, err
 	}
+	checked := false
 	for try := 0; try < headRetries; try++ {
 		ids, read := p.pool.take(n, false)
 		if len(ids) == 0 {
@@ -210,6 +212,17 @@ func (p *declaredPop) claim(ctx context.Context, n int) ([]Job, error) {
 		p.pool.done(ids, err == nil && len(jobs) < len(ids), head, read)
 		if err != nil || len(jobs) > 0 {
 			return jobs, err
+		}
+		if !checked {
+			// Nothing leased of ids that were pending: taken by other
+			// workers, or held back by the queue's policy (paused, or at
+			// its concurrency cap), when the claimer waits on the doorbell
+			// as on an empty queue: resume and the room a settle frees
+			// ring it.
+			checked = true
+			if q.held(ctx) {
+				return nil, nil
+			}
 		}
 	}
 	return nil, nil

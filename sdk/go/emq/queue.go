@@ -332,13 +332,12 @@ func (q *Queue) browseOnce(ctx context.Context, s Set, n int) ([]ID, error) {
 	if err := q.c.ensureRead(ctx); err != nil {
 		return nil, err
 	}
-	var cmd rueidis.Completed
-	if s.Lex() {
-		cmd = q.c.rc.B().Zrange().Key(key).Min("+").Max("-").Bylex().Rev().Limit(0, int64(n)).Build()
-	} else {
-		cmd = q.c.rc.B().Zrange().Key(key).Min("+inf").Max("-inf").Byscore().Rev().Limit(0, int64(n)).Build()
-	}
-	members, err := q.c.rc.Do(ctx, cmd).AsStrSlice()
+	members, err := q.doSet(ctx, s, func(key string) rueidis.Completed {
+		if s.Lex() {
+			return q.c.rc.B().Zrange().Key(key).Min("+").Max("-").Bylex().Rev().Limit(0, int64(n)).Build()
+		}
+		return q.c.rc.B().Zrange().Key(key).Min("+inf").Max("-inf").Byscore().Rev().Limit(0, int64(n)).Build()
+	}).AsStrSlice()
 	if err != nil {
 		return nil, errorf("emq: browse %s: %w", s, err)
 	}
@@ -371,7 +370,7 @@ func (q *Queue) sizeOnce(ctx context.Context, s Set) (int64, error) {
 	if err := q.c.ensureRead(ctx); err != nil {
 		return 0, err
 	}
-	n, err := q.c.rc.Do(ctx, q.c.rc.B().Zcard().Key(key).Build()).AsInt64()
+	n, err := q.doSet(ctx, s, func(key string) rueidis.Completed { return q.c.rc.B().Zcard().Key(key).Build() }).AsInt64()
 	if err != nil {
 		return 0, errorf("emq: size of %s: %w", s, err)
 	}
@@ -404,6 +403,9 @@ func (q *Queue) sizesOnce(ctx context.Context) (map[Set]int64, error) {
 	}
 	out := make(map[Set]int64, len(sets))
 	for i, r := range q.c.rc.DoMulti(ctx, cmds...) {
+		if key, retry := q.c.leasedKey(ctx, q.keys, sets[i], r.Error()); retry {
+			r = q.c.rc.Do(ctx, q.c.rc.B().Zcard().Key(key).Build())
+		}
 		n, err := r.AsInt64()
 		if err != nil {
 			return nil, errorf("emq: size of %s: %w", sets[i], err)
