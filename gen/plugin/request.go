@@ -199,6 +199,23 @@ type KeyType struct {
 	Shape   string `json:"shape"`
 	Parts   []Part `json:"parts"`
 	Summary string `json:"summary"`
+	// Duty is who must maintain or honour it (every-writer,
+	// every-claimer, every-completer or hint).
+	Duty string `json:"duty"`
+	// Tripwire is the key type's other layout, or nil; Behind the key
+	// type whose tripwire guards this one, or "".
+	Tripwire *Tripwire `json:"tripwire"`
+	Behind   string    `json:"behind"`
+}
+
+// Tripwire is a key type's other layout: the value left at the key (of
+// redis type Redis), the key type its members move to, and the first
+// release whose every script refuses the layout before any write.
+type Tripwire struct {
+	Redis   string `json:"redis"`
+	MovesTo string `json:"moves_to"`
+	Floor   string `json:"floor"`
+	Summary string `json:"summary"`
 }
 
 // Row is the job row.
@@ -467,7 +484,11 @@ func NewRequest(in *target.Input, name, out string, options map[string]any) (*Re
 	}
 	for _, t := range p.KeyTypes {
 		c, _ := p.KeyClass(t.Class)
-		pr.KeyTypes = append(pr.KeyTypes, KeyType{Name: t.Name, Class: t.Class, Redis: t.Redis, Shape: p.TypeShape(t.Name), Parts: fill(c.Parts, "type", []model.Part{{Lit: t.Name}}), Summary: t.Summary})
+		kt := KeyType{Name: t.Name, Class: t.Class, Redis: t.Redis, Shape: p.TypeShape(t.Name), Parts: fill(c.Parts, "type", []model.Part{{Lit: t.Name}}), Summary: t.Summary, Duty: t.Duty, Behind: t.Behind}
+		if w := t.Tripwire; w != nil {
+			kt.Tripwire = &Tripwire{Redis: w.Redis, MovesTo: w.MovesTo, Floor: w.Floor.String(), Summary: w.Summary}
+		}
+		pr.KeyTypes = append(pr.KeyTypes, kt)
 	}
 	for _, f := range p.Row.Fields {
 		pr.Row.Fields = append(pr.Row.Fields, Field{Name: f.Name, Role: f.Role, Encoding: f.Encoding, Initial: f.Initial, Summary: f.Summary})

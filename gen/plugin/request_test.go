@@ -173,6 +173,14 @@ func (w *walker) walk(path string, typ reflect.Type, s map[string]any) {
 			return
 		}
 		w.walk(path+"[]", typ.Elem(), items)
+	case reflect.Pointer:
+		// An optional object: null, or the object itself.
+		alts, ok := s["oneOf"].([]any)
+		if !ok || len(alts) != 2 || w.resolve(alts[0].(map[string]any))["type"] != "null" {
+			w.t.Errorf("%s: a Go pointer, but the schema is not oneOf null and the object", path)
+			return
+		}
+		w.walk(path, typ.Elem(), w.resolve(alts[1].(map[string]any)))
 	case reflect.Struct:
 		props := map[string]any{}
 		if alts, ok := s["oneOf"].([]any); ok {

@@ -22,6 +22,10 @@ type Surface struct {
 	Records map[string]*Record
 	// Slots are each script's KEYS and ARGV slot names, in order.
 	Slots map[string]apirecord.Slots
+	// Lua is each script's body rendered to Lua (its snippets in place):
+	// a body or snippet whose source changed while every script renders
+	// the same Lua changed nothing a server runs.
+	Lua map[string]string
 }
 
 // Record is one language's API record on one side.
@@ -65,7 +69,10 @@ func SurfaceOf(root string, p *model.Protocol) (*Surface, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Surface{Slots: slots, Records: map[string]*Record{}}
+	s := &Surface{Slots: slots, Records: map[string]*Record{}, Lua: map[string]string{}}
+	for _, sc := range p.Scripts {
+		s.Lua[sc.Name] = sc.Body
+	}
 	for _, l := range langs.All() {
 		if l.FromManifest() {
 			lines, err := l.Read(context.Background(), lang.Source{Root: root, Protocol: p, Files: files})

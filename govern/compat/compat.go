@@ -155,6 +155,9 @@ func Compare(old, new Side) []Finding { return compare(old, new, Rules()) }
 // it to show that what they explained then fails closed.
 func compare(old, new Side, rules []Rule) []Finding {
 	d := &differ{claimed: map[*change]bool{}, oldNames: namesOf(old.Manifest), newNames: namesOf(new.Manifest)}
+	if old.Surface != nil && new.Surface != nil {
+		d.oldLua, d.newLua = old.Surface.Lua, new.Surface.Lua
+	}
 	d.old, _ = flattenWith(old.Manifest)
 	d.new, d.newLists = flattenWith(new.Manifest)
 	// The version itself is what a change is judged against, not a change.

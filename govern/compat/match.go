@@ -19,6 +19,9 @@ type differ struct {
 	// oldNames and newNames are the languages' annotations of each side
 	// (none for a side without a Surface).
 	oldNames, newNames names
+	// oldLua and newLua are each side's scripts rendered to Lua (nil for
+	// a side without a Surface).
+	oldLua, newLua map[string]string
 }
 
 // group is the set of changes one finding explains: every unclaimed change

@@ -151,6 +151,8 @@ func purposeOf(id string) string {
 		return WitnessBehaviourChangedPurpose
 	case WitnessScriptUncovered:
 		return WitnessScriptUncoveredPurpose
+	case TripwireUnproven:
+		return TripwireUnprovenPurpose
 	}
 	for _, r := range AllRules() {
 		if r.ID == id {

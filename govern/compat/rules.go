@@ -106,6 +106,12 @@ func Rules() []Rule {
 			match: element(removed, "keys.types[*]"), say: sayf("key type %q deleted")},
 		{ID: "KEY_TYPE_ADDED_EVERY_WRITER", Bump: Major, Wire: true, Purpose: "A key type with duty every-writer must be kept by every writer; a client of a lower minor never writes it, so adding one is not additive.",
 			match: element(added, "keys.types[*]", dutyIs("every-writer")), say: sayf("key type %q added with duty every-writer")},
+		{ID: "KEY_TYPE_ADDED_BEHIND_TRIPWIRE", Bump: Minor, Wire: true, Purpose: "A key type with a policy's duty (every-claimer, every-completer) binds every claimer or completer, and a frozen script honours nothing added after it; declared behind a key type's tripwire, it governs only queues in the tripwire's layout, where every script of a release from the tripwire's floor fails WRONGTYPE before any write (the gate proves the floor from the frozen releases: TRIPWIRE_UNPROVEN). Older claimers are refused there, never silently wrong.",
+			match: element(added, "keys.types[*]", dutyIn("every-claimer", "every-completer"), hasBehind), say: func(g *group) string {
+				return fmt.Sprintf("key type %q added with duty %s, behind the tripwire of %q", g.id(0), g.d.new[g.root+".duty"].value, g.d.new[g.root+".behind"].value)
+			}},
+		{ID: "KEY_TYPE_ADDED_UNGUARDED_POLICY", Bump: Major, Wire: true, Purpose: "A key type with a policy's duty and no tripwire in front of it binds the claimers of every older minor, which keep claiming as if it were not there: not additive.",
+			match: element(added, "keys.types[*]", dutyIn("every-claimer", "every-completer")), say: sayf("key type %q added with a policy's duty and no tripwire behind it")},
 		{ID: "KEY_TYPE_ADDED", Bump: Minor, Wire: true, Purpose: "A new key type is additive registration (spec §8): old clients never touch it.",
 			match: element(added, "keys.types[*]"), say: sayf("key type %q added")},
 		{ID: "ROW_FIELD_SAME_NAME", Bump: Major, Wire: true, Purpose: "A renamed row field is a new field to every stored row and to every client of the old name.",
@@ -192,6 +198,14 @@ func Rules() []Rule {
 			match: subtree("keys.types[*].duty"), say: changed("key type %q: duty")},
 		{ID: "ROW_FIELD_SAME_DUTY", Bump: Major, Wire: true, Purpose: "A duty raised to every-writer binds writers of lower minors that never kept it; a duty lowered to hint lets new writers skip what old readers rely on.",
 			match: subtree("row.fields[*].duty"), say: changed("row field %q: duty")},
+		{ID: "KEY_TYPE_TRIPWIRE_ADDED", Bump: Minor, Wire: true, Purpose: "A tripwire is another layout of an existing key type, which only new scripts lay and read: every older script that declares the key fails WRONGTYPE on the tripwire's value before any write, from the tripwire's floor on, which the gate proves against every frozen release (TRIPWIRE_UNPROVEN otherwise). A queue in the classic layout is untouched.",
+			match: subtree("keys.types[*].tripwire", oldLacks(".tripwire")), say: func(g *group) string {
+				return fmt.Sprintf("key type %q: tripwire added (a %s at the key, its members at %s, floor %s)", g.id(0), g.d.new[g.root+".redis"].value, g.d.new[g.root+".moves_to"].value, g.d.new[g.root+".floor"].value)
+			}},
+		{ID: "KEY_TYPE_SAME_TRIPWIRE", Bump: Major, Wire: true, Purpose: "Every script since the tripwire reads the layout it declares: another value type, another key for the members or a lifted tripwire strands the queues in it, and a lower floor admits releases that write before they look.",
+			match: subtree("keys.types[*].tripwire"), say: func(g *group) string { return fmt.Sprintf("key type %q: tripwire changed: %s", g.id(0), g.details()) }},
+		{ID: "KEY_TYPE_SAME_BEHIND", Bump: Major, Wire: true, Purpose: "The tripwire a policy's key type stands behind is what keeps older scripts away from it; moving it, or dropping it, exposes the policy to them.",
+			match: subtree("keys.types[*].behind"), say: changed("key type %q: behind")},
 		{ID: "KEY_TYPE_SAME_CLASS", Bump: Major, Wire: true, Purpose: "The key type's keys move to another pattern; clients of the old one lose them.",
 			match: subtree("keys.types[*].class"), say: changed("key type %q: class")},
 		{ID: "ROW_SAME_KEY", Bump: Major, Wire: true, Purpose: "Rows move to another key type; every stored row is lost to new clients.",
@@ -254,6 +268,12 @@ func Rules() []Rule {
 			match: subtree("scripts[*].reply"), say: func(g *group) string { return fmt.Sprintf("script %q: reply changed: %s", g.id(0), g.details()) }},
 		{ID: "SCRIPT_SAME_TRANSITIONS", Bump: Major, Wire: true, Purpose: "Callers rely on the state changes a script makes; other transitions break the row/set invariant as they know it.",
 			match: subtree("scripts[*].transitions"), say: func(g *group) string { return fmt.Sprintf("script %q: transitions changed: %s", g.id(0), g.details()) }},
+		{ID: "SCRIPT_SOURCE_RESHAPED", Bump: None, Wire: true, Purpose: "The body's source changed (moved into a snippet, say) but it renders the same Lua on both sides: the server runs the same script, with the same SHA-1.",
+			match: subtree("scripts[*].body", sameLua), say: func(g *group) string {
+				return fmt.Sprintf("script %q: body source changed, rendered Lua identical", g.id(0))
+			}},
+		{ID: "SNIPPET_SOURCE_RESHAPED", Bump: None, Wire: true, Purpose: "A snippet's Lua changed while every script of the baseline renders the same Lua on both sides (it now serves new scripts too, through a template condition): no script a server already runs changed; the new ones are judged as added.",
+			match: subtree("snippets[*].lua", oldHas(".lua"), noBaselineLuaChanged), say: sayf("snippet %q: Lua changed, and every script of the baseline renders the same Lua")},
 		{ID: "SCRIPT_BODY_CHANGED", Bump: Patch, Wire: true, Purpose: "A body with the same KEYS, ARGV, reply, refusals and transitions keeps the contract; its SHA-1 and the bundle digest change, so it is a release.",
 			match: subtree("scripts[*].body"), say: func(g *group) string { return fmt.Sprintf("script %q: body changed, contract unchanged", g.id(0)) }},
 		{ID: "SNIPPET_ADDED", Bump: Patch, Purpose: "A snippet is Lua that the bodies including it render in place; by itself it is nothing on the wire, and the bodies that now include it are judged by their own rules (SCRIPT_BODY_CHANGED, SCRIPT_ADDED).",
@@ -493,6 +513,59 @@ func reordered(d *differ) []*group {
 }
 
 // dutyIs holds for an added key type or row field of the given duty.
+// dutyIn holds for an entry whose new duty is one of duties.
+func dutyIn(duties ...string) func(*group) bool {
+	return func(g *group) bool {
+		for _, d := range duties {
+			if g.d.new[g.root+".duty"].value == d {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// hasBehind holds for a key type that names a tripwire it stands behind.
+func hasBehind(g *group) bool { return g.d.new[g.root+".behind"].value != "" }
+
+// oldLacks holds when the old side has nothing at the group's entry plus
+// rel: the root is an addition under an existing entry.
+func oldLacks(rel string) func(*group) bool {
+	return func(g *group) bool {
+		entry := strings.TrimSuffix(g.root, rel)
+		return !g.d.old.has(entry + rel)
+	}
+}
+
+// oldHas holds when the old side has the group's root (the entry plus
+// rel): a change of an existing entry, not an addition.
+func oldHas(rel string) func(*group) bool {
+	return func(g *group) bool { return g.d.old.has(strings.TrimSuffix(g.root, rel) + rel) }
+}
+
+// sameLua holds for a change under a script's body when the script
+// renders the same Lua on both sides.
+func sameLua(g *group) bool {
+	name := g.id(0)
+	o, ok1 := g.d.oldLua[name]
+	n, ok2 := g.d.newLua[name]
+	return ok1 && ok2 && o == n
+}
+
+// noBaselineLuaChanged holds when every script of the baseline renders
+// the same Lua on the new side.
+func noBaselineLuaChanged(g *group) bool {
+	if g.d.oldLua == nil || g.d.newLua == nil {
+		return false
+	}
+	for name, o := range g.d.oldLua {
+		if n, ok := g.d.newLua[name]; ok && n != o {
+			return false
+		}
+	}
+	return true
+}
+
 func dutyIs(duty string) func(*group) bool {
 	return func(g *group) bool { return g.d.new[g.root+".duty"].value == duty }
 }

@@ -32,6 +32,21 @@ func UncoveredScript(path, message string, at Location) Finding {
 		Path: path, Message: message, File: at.File, Line: at.Line, Column: max(at.Column, 1), Anchor: at, Judged: true}
 }
 
+// TripwireUnproven is the gate's finding for a tripwire added with a
+// floor that the frozen releases do not bear out (govern/gate proves it
+// from their manifests).
+const TripwireUnproven = "TRIPWIRE_UNPROVEN"
+
+// TripwireUnprovenPurpose says why an unproven tripwire is a major.
+const TripwireUnprovenPurpose = "A tripwire refuses the scripts of older releases only if each of them reads the key with a command of its type before it writes anything (the generated guard, first in its body): a script that writes first and meets the tripwire's value afterwards has already changed the queue when it fails, and Redis does not roll it back. Every script of every frozen release from the tripwire's floor on that declares the key must begin with its guard; the releases below the floor are the ones the SDKs refuse to lay the tripwire beside (their bundle record)."
+
+// UnprovenTripwire is the finding of a tripwire whose floor a release's
+// scripts do not bear out: path is the floor's, at where it is declared.
+func UnprovenTripwire(path, message string, at Location) Finding {
+	return Finding{Rule: TripwireUnproven, Bump: Major, Wire: true, Category: CategoryWire,
+		Path: path, Message: message, File: at.File, Line: at.Line, Column: max(at.Column, 1), Anchor: at, Judged: true}
+}
+
 // The witness's statuses.
 const (
 	// WitnessRan: the witness ran; its findings are in the report.

@@ -137,6 +137,11 @@ func Check(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 		o.Judging.Witness.Findings = append(o.Judging.Witness.Findings, fs...)
+		tw, err := tripwires(o.Root, &old.Side, new)
+		if err != nil {
+			return nil, err
+		}
+		o.Judging.Witness.Findings = append(o.Judging.Witness.Findings, tw...)
 	}
 	if res.Report, err = compat.JudgeWith(old.Side, *new, o.Judging); err != nil {
 		return nil, err

@@ -649,6 +649,24 @@ def keys_file(req: dict[str, Any]) -> str:
     s.line(f"MAX_QUEUE_LENGTH: Final = {q['max_length']}")
     s.doc("", "The longest queue name the grammar admits, in bytes.")
     s.blank()
+    for t in p["key_types"]:
+        w = t.get("tripwire")
+        if w:
+            n = const(t["name"])
+            s.line(f"{n}_TRIPWIRE_TYPE: Final = {lit(w['redis'])}")
+            s.doc(
+                "",
+                f"The redis type of the value left at a queue's {t['name']} key in its other layout, "
+                f"where its members live at the {w['moves_to']} key: {w['summary']}",
+            )
+            s.blank()
+            s.line(f"{n}_TRIPWIRE_FLOOR: Final = {lit(w['floor'])}")
+            s.doc(
+                "",
+                f"The first release whose every script that declares the {t['name']} key refuses that layout "
+                "before any write; a client of an older release on the deployment cannot be refused safely.",
+            )
+            s.blank()
     s.line(f"QUEUE_PATTERN: Final = {lit(q['pattern'])}")
     s.doc("", f"The queue-name grammar: {q['summary']}")
     s.blank()
@@ -1571,9 +1589,13 @@ def script_call(s: Src, p: dict[str, Any], sc: dict[str, Any]) -> None:
         if len(one) <= LINE:
             s.line(one)
         else:  # wrapped as ruff format wraps a comprehension past the line length
+            inner = f"            {rec}.decode(v) for v in _reply_array({lit(name)}, reply)"
             s.line("        return [")
-            s.line(f"            {rec}.decode(v)")
-            s.line(f"            for v in _reply_array({lit(name)}, reply)")
+            if len(inner) <= LINE:
+                s.line(inner)
+            else:
+                s.line(f"            {rec}.decode(v)")
+                s.line(f"            for v in _reply_array({lit(name)}, reply)")
             s.line("        ]")
     elif rep["nil"]:
         s.line("        if reply is None:")

@@ -19,6 +19,17 @@ func keysFile(f *jen.File, p *model.Protocol, _ *bundle.Bundle) {
 	comment(f, doc("MaxQueueLength", "is the longest queue name the grammar admits, in bytes"))
 	f.Const().Id("MaxQueueLength").Op("=").Lit(q.MaxLength)
 	f.Line()
+	for _, t := range p.KeyTypes {
+		if w := t.Tripwire; w != nil {
+			n := goName(t.Name)
+			comment(f, fmt.Sprintf("%sTripwireType is the redis type of the value left at a queue's %s key in its other layout, where its members live at the %s key: %s", n, t.Name, w.MovesTo, w.Summary))
+			f.Const().Id(n + "TripwireType").Op("=").Lit(w.Redis)
+			f.Line()
+			comment(f, fmt.Sprintf("%sTripwireFloor is the first release whose every script that declares the %s key refuses that layout (%sTripwireType) before any write; a client of an older release on the deployment cannot be refused safely.", n, t.Name, n))
+			f.Const().Id(n + "TripwireFloor").Op("=").Lit(w.Floor.String())
+			f.Line()
+		}
+	}
 	comment(f, fmt.Sprintf("QueuePattern is the queue-name grammar: %s", q.Summary))
 	f.Const().Id("QueuePattern").Op("=").Lit(q.Pattern)
 	f.Line()

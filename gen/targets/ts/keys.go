@@ -25,6 +25,17 @@ func keysFile(s *src, in *target.Input) {
 	s.doc("", "The longest queue name the grammar admits, in bytes.")
 	s.decl("", "export const MAX_QUEUE_LENGTH", itoa(qg.MaxLength))
 	s.blank()
+	for _, t := range p.KeyTypes {
+		if w := t.Tripwire; w != nil {
+			n := constName(t.Name)
+			s.doc("", "The redis type of the value left at a queue's "+t.Name+" key in its other layout, where its members live at the "+w.MovesTo+" key: "+w.Summary)
+			s.decl("", "export const "+n+"_TRIPWIRE_TYPE", q(w.Redis))
+			s.blank()
+			s.doc("", "The first release whose every script that declares the "+t.Name+" key refuses that layout before any write; a client of an older release on the deployment cannot be refused safely.")
+			s.decl("", "export const "+n+"_TRIPWIRE_FLOOR", q(w.Floor.String()))
+			s.blank()
+		}
+	}
 	s.doc("", "The queue-name grammar: "+qg.Summary)
 	s.decl("", "export const QUEUE_PATTERN", q(qg.Pattern))
 	s.blank()

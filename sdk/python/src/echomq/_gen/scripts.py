@@ -11875,8 +11875,7 @@ class CompletePolicyIdsCall:
         the script produced them.
         """
         return [
-            CompletePolicyIdsReply.decode(v)
-            for v in _reply_array("complete_policy_ids", reply)
+            CompletePolicyIdsReply.decode(v) for v in _reply_array("complete_policy_ids", reply)
         ]
 
     async def run(self, r: Redis) -> list[CompletePolicyIdsReply]:
@@ -12809,8 +12808,7 @@ class DedupPolicyEntriesCall:
         the script produced them.
         """
         return [
-            DedupPolicyEntriesReply.decode(v)
-            for v in _reply_array("dedup_policy_entries", reply)
+            DedupPolicyEntriesReply.decode(v) for v in _reply_array("dedup_policy_entries", reply)
         ]
 
     async def run(self, r: Redis) -> list[DedupPolicyEntriesReply]:
