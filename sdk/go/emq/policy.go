@@ -97,12 +97,6 @@ func (e *PolicyError) Is(target error) bool { return target == ErrPolicy }
 // Unwrap returns the server's reply.
 func (e *PolicyError) Unwrap() error { return e.Err }
 
-// tripwireType is the Redis type of the active key in the policy layout
-// (the manifest's active tripwire, redis: string).
-//
-// TODO(2.7): take it from the generated layer if emqgen comes to emit it.
-const tripwireType = "string"
-
 // wrongType reports whether err is, or wraps, a server's WRONGTYPE reply.
 func wrongType(err error) bool {
 	var re *rueidis.RedisError
@@ -114,7 +108,7 @@ func wrongType(err error) bool {
 // the running set.
 func (c *Client) tripped(ctx context.Context, k wire.QueueKeys) bool {
 	t, err := c.rc.Do(ctx, c.rc.B().Type().Key(k.Active).Build()).ToString()
-	return err == nil && t == tripwireType
+	return err == nil && t == wire.ActiveTripwireType
 }
 
 // leasedKey returns the key that holds the ids of set s for k's queue:
@@ -275,13 +269,12 @@ func (q *Queue) checkFloor(ctx context.Context) error {
 		return nil
 	}
 	slices.Sort(below)
-	return &TripwireFloorError{Queue: q.Name(), Floor: recordOf(floor)[len(wire.VersionRecordPrefix):], Versions: below}
+	return &TripwireFloorError{Queue: q.Name(), Floor: wire.ActiveTripwireFloor, Versions: below}
 }
 
 // tripwireFloor is the least release whose scripts read the active key
-// before they write (the manifest's active tripwire floor).
+// before they write (wire.ActiveTripwireFloor).
 func tripwireFloor() [3]int {
-	// TODO(2.7): wire.ActiveTripwireFloor once emqgen emits it.
-	v, _ := parseVersionRecord(wire.VersionRecordPrefix + "2.1.1")
+	v, _ := parseVersionRecord(wire.VersionRecordPrefix + wire.ActiveTripwireFloor)
 	return v
 }

@@ -79,7 +79,7 @@ func TestPauseHoldsClaimsAndResumeReleasesThem(t *testing.T) {
 	if want := (emq.QueuePolicy{Paused: true, Requires: 7, Leased: 1}); p != want {
 		t.Errorf("Pause = %+v; want %+v", p, want)
 	}
-	if got := keyType(t, c, q.Keys().Active); got != "string" {
+	if got := keyType(t, c, q.Keys().Active); got != wire.ActiveTripwireType {
 		t.Errorf("TYPE active under a pause = %s; want the tripwire's string", got)
 	}
 	// The very next claim leases nothing, in every form.
@@ -303,7 +303,7 @@ func TestClearingTheLastPolicyRestoresTheClassicLayout(t *testing.T) {
 	if p, err = q.Resume(ctx); err != nil || p.Paused || p.Concurrency != 2 || p.Requires != 7 {
 		t.Errorf("Resume under a cap = %+v, %v; want the cap kept, the tripwire laid", p, err)
 	}
-	if got := keyType(t, c, k.Active); got != "string" {
+	if got := keyType(t, c, k.Active); got != wire.ActiveTripwireType {
 		t.Errorf("TYPE active with a cap left = %s; want string", got)
 	}
 	if p, err = q.SetConcurrency(ctx, 0); err != nil || p != (emq.QueuePolicy{Leased: 1}) {
@@ -421,7 +421,7 @@ func TestPauseChecksTheTripwireFloor(t *testing.T) {
 	if _, err := q.SetConcurrency(ctx, 3); !errors.Is(err, emq.ErrTripwireFloor) {
 		t.Errorf("SetConcurrency with a 2.1.0 client recorded = %v; want ErrTripwireFloor", err)
 	}
-	if got := keyType(t, c, q.Keys().Active); got == "string" {
+	if got := keyType(t, c, q.Keys().Active); got == wire.ActiveTripwireType {
 		t.Error("the refused Pause laid the tripwire")
 	}
 	if n, err := do(t, c, "EXISTS", q.Keys().Policy).AsInt64(); err != nil || n != 0 {
