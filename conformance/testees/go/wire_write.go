@@ -152,7 +152,9 @@ func wireCompleteResult(t *testee, ctx context.Context, req request) (any, error
 		if err != nil {
 			return nil, err
 		}
-		return wireJobs(rs, func(r wire.CompletePolicyIDsReply) map[string]any { return wireJob(r.ID, r.Token, r.Payload, r.DeadlineMS) }), nil
+		return wireJobs(rs, func(r wire.CompletePolicyIDsReply) map[string]any {
+			return wireJob(r.ID, r.Token, r.Payload, r.DeadlineMS)
+		}), nil
 	}
 	rs, err := c.Exec(ctx, rc)
 	if err != nil {

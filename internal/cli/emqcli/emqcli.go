@@ -56,7 +56,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"dashboard": {"serve the web dashboard of a live keyspace (read-only unless -actions)", runDashboard},
 		"inspect":   {"list the queues of a live keyspace, read one (sizes, browse, show) and revive or purge its dead jobs", runInspect},
-		"policy":    {"read a queue's policy, or pause, resume or cap its concurrency", runPolicy},
+		policyWord:  {"read a queue's policy, or pause, resume or cap its concurrency", runPolicy},
 		"probe":     {"run every probe of the protocol against a live server and print the transcript", runProbe},
 	}
 }

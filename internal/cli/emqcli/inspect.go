@@ -381,7 +381,7 @@ func runInspectSizes(e *env, sub inspectSub, name string, args []string) int {
 		}
 		out := map[string]any{"queue": s.q.Name(), "sets": sets, "doorbell": map[string]any{"key": keys.Wake, "rung": rung}}
 		if pol.Requires > 0 {
-			out["policy"] = policyJSON(pol)
+			out[policyWord] = policyJSON(pol)
 		}
 		writeJSON(e.stdout, out)
 		return ExitOK

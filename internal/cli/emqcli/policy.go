@@ -9,6 +9,14 @@ import (
 	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
+// policyWord names the command and the policy in the json outputs: the
+// policy key type's name, the last part of a queue's policy key
+// (wire.QueueKeys.Policy).
+var policyWord = func() string {
+	k, _ := wire.NewQueueKeys("a")
+	return k.Policy[strings.LastIndexByte(k.Policy, ':')+1:]
+}()
+
 const policySynopsis = "[-format text|json] [-force] QUEUE [pause | resume | concurrency N]"
 
 const policyHelp = `Reads the policy of queue QUEUE (echomq 2.7.0: the SDK's Queue.Policy):
@@ -35,7 +43,7 @@ version record is absent or of another major. Exit 0, or 2 on bad input, a
 refusal or an error.`
 
 func runPolicy(e *env, args []string) int {
-	f := &inspectFlags{fs: e.flags("policy", policySynopsis+" "+connSynopsis, policyHelp)}
+	f := &inspectFlags{fs: e.flags(policyWord, policySynopsis+" "+connSynopsis, policyHelp)}
 	f.conn.flags(f.fs.FlagSet)
 	f.format = f.fs.String("format", "text", "the output: text or json")
 	force := f.fs.Bool("force", false, "lay the tripwire even when the bundle record names a release below its floor")
@@ -94,7 +102,7 @@ func runPolicy(e *env, args []string) int {
 		return ExitUsage
 	}
 	if *f.format == "json" {
-		writeJSON(e.stdout, map[string]any{"queue": s.q.Name(), "policy": policyJSON(p)})
+		writeJSON(e.stdout, map[string]any{"queue": s.q.Name(), policyWord: policyJSON(p)})
 		return ExitOK
 	}
 	fmt.Fprintf(e.stdout, "queue %s: %s\n", s.q.Name(), policyText(p))

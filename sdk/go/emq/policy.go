@@ -104,11 +104,18 @@ func wrongType(err error) bool {
 }
 
 // tripped reports whether the active key of the queue of k holds the
-// tripwire: the queue is in the policy layout and its leased jobs are in
-// the running set.
+// tripwire (a minor, at a key of type wire.ActiveTripwireType): the queue
+// is in the policy layout and its leased jobs are in the running set. A
+// value of another type, or a string that names no minor, is a foreign
+// writer's.
 func (c *Client) tripped(ctx context.Context, k wire.QueueKeys) bool {
-	t, err := c.rc.Do(ctx, c.rc.B().Type().Key(k.Active).Build()).ToString()
-	return err == nil && t == wire.ActiveTripwireType
+	res := c.rc.DoMulti(ctx, c.rc.B().Type().Key(k.Active).Build(), c.rc.B().Get().Key(k.Active).Build())
+	t, err := res[0].ToString()
+	if err != nil || t != wire.ActiveTripwireType {
+		return false
+	}
+	v, err := res[1].ToString()
+	return err == nil && canonicalDecimal(v)
 }
 
 // leasedKey returns the key that holds the ids of set s for k's queue:
@@ -140,7 +147,7 @@ func (q *Queue) doSet(ctx context.Context, s Set, build func(key string) rueidis
 // on the doorbell instead of reading the head again; a failed read says
 // false.
 func (q *Queue) held(ctx context.Context) bool {
-	p, err := q.readPolicy(ctx)
+	p, err := q.readPolicy(ctx, false)
 	return err == nil && (p.Paused || p.Concurrency > 0 && p.Leased >= int64(p.Concurrency))
 }
 
@@ -197,17 +204,25 @@ func (q *Queue) Policy(ctx context.Context) (p QueuePolicy, err error) {
 		if err := q.c.ensureRead(ctx); err != nil {
 			return err
 		}
-		p, err = q.readPolicy(ctx)
+		p, err = q.readPolicy(ctx, true)
 		return err
 	})
 	return p, err
 }
 
-// readPolicy is one queue_policy call.
-func (q *Queue) readPolicy(ctx context.Context) (QueuePolicy, error) {
+// readPolicy is one queue_policy call, read-only (EVALSHA_RO) for an
+// observer's reads, or as the writers' calls go (EVALSHA), which a
+// worker's ACL grants.
+func (q *Queue) readPolicy(ctx context.Context, ro bool) (QueuePolicy, error) {
 	call := q.queuePolicyCall()
-	res := q.c.execScriptsRO(ctx, []*wire.Script{wire.ScriptQueuePolicy}, []rueidis.LuaExec{call.LuaExec()})
-	r, err := wire.DecodeQueuePolicy(res[0])
+	var r wire.QueuePolicyReply
+	var err error
+	if ro {
+		res := q.c.execScriptsRO(ctx, []*wire.Script{wire.ScriptQueuePolicy}, []rueidis.LuaExec{call.LuaExec()})
+		r, err = wire.DecodeQueuePolicy(res[0])
+	} else {
+		r, err = call.Exec(ctx, q.c.rc)
+	}
 	if err != nil {
 		return QueuePolicy{}, err
 	}
@@ -242,7 +257,7 @@ func (q *Queue) setPolicy(ctx context.Context, paused, concurrency int64, opts [
 	if _, err := call.Exec(ctx, q.c.rc); err != nil {
 		return QueuePolicy{}, err
 	}
-	return q.readPolicy(ctx)
+	return q.readPolicy(ctx, false)
 }
 
 // checkFloor refuses with a *TripwireFloorError when the bundle record
