@@ -322,7 +322,7 @@ func (v *invariant) completeResult() {
 	t1 := v.now()
 	v.count(wire.ScriptCompleteResultClaimIDs.Name, err == nil)
 	if !v.current(id, tok) {
-		v.wantStale(err, wire.ScriptCompleteResultClaimIDs.Name)
+		v.wantStale(err, wire.ScriptCompletePolicyIDs.Name)
 		if got != nil {
 			v.fail("the refused complete_result_claim_ids leased %+v", got)
 		}
@@ -403,7 +403,7 @@ func (v *invariant) failPolicy() {
 	t1 := v.now()
 	v.count(wire.ScriptFail.Name, err == nil)
 	if !v.current(id, tok) {
-		v.wantStale(err, wire.ScriptFail.Name)
+		v.wantStale(err, wire.ScriptFailPolicy.Name)
 		return
 	}
 	if err != nil {

@@ -528,7 +528,7 @@ func (v *invariant) extend() {
 	t1 := v.now()
 	v.count(wire.ScriptExtend.Name, err == nil)
 	if !v.current(id, tok) {
-		v.wantStale(err, wire.ScriptExtend.Name)
+		v.wantStale(err, wire.ScriptExtendPolicy.Name)
 		return
 	}
 	if err != nil {
