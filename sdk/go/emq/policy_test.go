@@ -392,7 +392,7 @@ func TestPolicyOfALaterMinor(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A later minor's tripwire: a policy this client cannot honour.
-	do(t, c, "SET", q.Keys().Active, "99")
+	do(t, c, "SET", q.Keys().Active, "99 99")
 	_, err := q.ClaimMany(ctx, time.Minute, 1)
 	var ce *emq.ClassError
 	if !errors.Is(err, emq.ErrPolicy) || !errors.As(err, &ce) || ce.Class != wire.ClassPolicy {
