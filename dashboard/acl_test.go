@@ -36,6 +36,7 @@ func aclDashboard(q string) []string {
 		"+ping", "+cluster|slots",
 		"+get", "+time", "+zcard", "+exists", "+zrange", "+zscore", "+hmget", "+hgetall", "+zcount", "+zlexcount",
 		"+evalsha_ro", "+eval_ro", "+hlen", "+hget", // a job's failure record (the failures script)
+		"+type", // the queue's policy (the queue_policy script, 2.7.0) and the layout it leaves the leased jobs in
 		"%R~" + wire.KeyVersion, "%R~" + mig, "%R~" + commonPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
 	}
 }

@@ -17,11 +17,13 @@
 -- Refusals:
 --   EMQPOLICY set_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to claim or to settle, or cannot be read, whose policies this script cannot keep; nothing is written
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]) -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
   if not claim_minor or tonumber(claim_minor) > 7 or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY set_policy policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local paused = tonumber(string.match(ARGV[1], '^%-?%d+$'))
 local cap = tonumber(string.match(ARGV[2], '^%-?%d+$'))
@@ -33,6 +35,17 @@ if not cap or cap < -1 then
 end
 if not active_tripped and redis.call('EXISTS', KEYS[3]) == 1 then
   return redis.error_reply('ERR running holds jobs while the queue has no tripwire')
+end
+-- A script refused a command halfway keeps what it wrote before: every
+-- command this call may run is checked against the user's ACL first.
+for _, c in ipairs({
+  {'HSET', KEYS[4], 'paused', '1'}, {'HDEL', KEYS[4], 'paused'},
+  {'RENAME', KEYS[2], KEYS[3]}, {'RENAME', KEYS[3], KEYS[2]},
+  {'SET', KEYS[2], '7 7'}, {'DEL', KEYS[2]}, {'RPUSH', KEYS[5], '1'},
+}) do
+  if not redis.acl_check_cmd(unpack(c)) then
+    return redis.error_reply('ERR set_policy: this user may not run ' .. c[1] .. ' on the queue\'s keys, and set_policy writes nothing without it')
+  end
 end
 local before = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
 if paused == 1 then

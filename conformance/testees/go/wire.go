@@ -55,6 +55,9 @@ var wireOps = map[string]wireOp{
 	wire.ScriptReapFailedIDs.Name:    wireIDs,
 	wire.ScriptFailures.Name:         wireFailures,
 	wire.ScriptForgetFailures.Name:   wireIDs,
+	// echomq 2.7.0: the twins take their 2.6 scripts' arguments.
+	wire.ScriptClaimPolicyIDs.Name: wireIDs,
+	wire.ScriptExtendPolicy.Name:   wireSettle,
 }
 
 // wireFail runs the scripts that move an active job and record its failed
@@ -271,7 +274,7 @@ func wireSettle(t *testee, ctx context.Context, req request) (any, error) {
 		return nil, err
 	}
 	switch req.Op {
-	case wire.ScriptExtend.Name, wire.ScriptCompleteClaim.Name:
+	case wire.ScriptExtend.Name, wire.ScriptExtendPolicy.Name, wire.ScriptCompleteClaim.Name:
 		if a.LeaseMS < 1 {
 			return nil, argument("lease %d ms", a.LeaseMS)
 		}
@@ -298,6 +301,13 @@ func wireSettle(t *testee, ctx context.Context, req request) (any, error) {
 		return map[string]any{}, err
 	case wire.ScriptExtend.Name:
 		c := wire.ExtendCall{Active: k.Active, Row: row, ID: id, Token: a.Token, LeaseMS: a.LeaseMS}
+		d, err := c.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"deadline_ms": d}, nil
+	case wire.ScriptExtendPolicy.Name:
+		c := wire.ExtendPolicyCall{Active: k.Active, Running: k.Running, Row: row, ID: id, Token: a.Token, LeaseMS: a.LeaseMS}
 		d, err := c.Exec(ctx, rc)
 		if err != nil {
 			return nil, err
@@ -491,7 +501,7 @@ func wireIDs(t *testee, ctx context.Context, req request) (any, error) {
 		}
 	}
 	switch req.Op {
-	case wire.ScriptClaimIDs.Name, wire.ScriptCompleteClaimIDs.Name:
+	case wire.ScriptClaimIDs.Name, wire.ScriptClaimPolicyIDs.Name, wire.ScriptCompleteClaimIDs.Name:
 		if a.LeaseMS < 1 {
 			return nil, argument("lease %d ms", a.LeaseMS)
 		}
@@ -502,7 +512,7 @@ func wireIDs(t *testee, ctx context.Context, req request) (any, error) {
 	}
 	if len(ids) == 0 && req.Op != wire.ScriptCompleteClaimIDs.Name {
 		switch req.Op {
-		case wire.ScriptClaimIDs.Name:
+		case wire.ScriptClaimIDs.Name, wire.ScriptClaimPolicyIDs.Name:
 			return map[string]any{"jobs": []any{}}, nil
 		case wire.ScriptForgetFailures.Name:
 			return map[string]any{"forgotten": 0}, nil
@@ -524,6 +534,13 @@ func wireIDs(t *testee, ctx context.Context, req request) (any, error) {
 			return nil, err
 		}
 		return wireJobs(rs, func(r wire.ClaimIDsReply) map[string]any { return job(r.ID, r.Token, r.Payload, r.DeadlineMS) }), nil
+	case wire.ScriptClaimPolicyIDs.Name:
+		c := wire.ClaimPolicyIDsCall{Pending: k.Pending, Active: k.Active, Running: k.Running, Policy: k.Policy, Wake: k.Wake, Rows: rows, LeaseMS: a.LeaseMS, IDs: ids}
+		rs, err := c.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		return wireJobs(rs, func(r wire.ClaimPolicyIDsReply) map[string]any { return job(r.ID, r.Token, r.Payload, r.DeadlineMS) }), nil
 	case wire.ScriptCompleteClaimIDs.Name:
 		c := wire.CompleteClaimIDsCall{Row: row, Active: k.Active, Pending: k.Pending, Wake: k.Wake, Rows: rows, ID: id, Token: a.Token, LeaseMS: a.LeaseMS, IDs: ids}
 		rs, err := c.Exec(ctx, rc)

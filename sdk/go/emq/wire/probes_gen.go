@@ -1889,6 +1889,50 @@ func Probes() []probe.Probe {
 				Value: "100",
 			}},
 		}, {
+			Check: "the cap's room, freed, leases the job the admissions left waiting",
+			Expect: probe.Expect{
+				Element: "id",
+				Kind:    "string",
+				String:  "${job}",
+			},
+			Save:   "r",
+			Script: "claim_policy_ids",
+			With: []probe.Arg{{
+				Name:  "lease_ms",
+				Value: "30000",
+			}, {
+				Name:  "ids",
+				Value: "${job}",
+			}},
+		}, {
+			Check:  "retry_policy hands it back to the schedule",
+			Expect: probe.Expect{Kind: "positive"},
+			Script: "retry_policy",
+			With: []probe.Arg{{
+				Name:  "id",
+				Value: "${job}",
+			}, {
+				Name:  "token",
+				Value: "${r.token}",
+			}, {
+				Name:  "delay_ms",
+				Value: "60000",
+			}},
+		}, {
+			Check: "bury_policy refuses the token it no longer holds",
+			Expect: probe.Expect{
+				Kind:   "error",
+				String: "EMQSTALE",
+			},
+			Script: "bury_policy",
+			With: []probe.Arg{{
+				Name:  "id",
+				Value: "${job}",
+			}, {
+				Name:  "token",
+				Value: "${r.token}",
+			}},
+		}, {
 			Check:   "a tripwire that names a later minor to claim refuses the 2.7 claim",
 			Command: []string{"SET", "${key:active}", "99 7"},
 			Expect: probe.Expect{

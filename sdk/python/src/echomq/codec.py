@@ -25,6 +25,7 @@ from .dedup import DedupKey, DedupResult
 from .errors import ArgumentTypeError
 from .failures import FailedAttempt
 from .outputs import BackoffPolicy
+from .policy import QueuePolicy
 from .queue import BatchResult, Job, JobInfo, NewJob, Page, Queue, failures_repr, ms_repr
 from .schedulers import DEFAULT_MISSED, UpsertResult
 
@@ -498,3 +499,23 @@ class TypedQueue(Generic[T]):
     async def purge(self, id: str) -> bool:
         """Queue.purge."""
         return await self.raw.purge(id)
+
+    @honour_cancel
+    async def pause(self, *, force: bool = False) -> QueuePolicy:
+        """Queue.pause (echomq 2.7.0)."""
+        return await self.raw.pause(force=force)
+
+    @honour_cancel
+    async def resume(self) -> QueuePolicy:
+        """Queue.resume (echomq 2.7.0)."""
+        return await self.raw.resume()
+
+    @honour_cancel
+    async def set_concurrency(self, concurrency: int, *, force: bool = False) -> QueuePolicy:
+        """Queue.set_concurrency (echomq 2.7.0)."""
+        return await self.raw.set_concurrency(concurrency, force=force)
+
+    @honour_cancel
+    async def policy(self) -> QueuePolicy:
+        """Queue.policy (echomq 2.7.0)."""
+        return await self.raw.policy()

@@ -1095,6 +1095,36 @@ export const PROBES: readonly Probe[] = [
       },
       {
         check:
+          "the cap's room, freed, leases the job the admissions left waiting",
+        script: "claim_policy_ids",
+        args: [
+          ["lease_ms", "30000"],
+          ["ids", "${job}"],
+        ],
+        save: "r",
+        expect: { kind: "string", element: "id", string: "${job}" },
+      },
+      {
+        check: "retry_policy hands it back to the schedule",
+        script: "retry_policy",
+        args: [
+          ["id", "${job}"],
+          ["token", "${r.token}"],
+          ["delay_ms", "60000"],
+        ],
+        expect: { kind: "positive" },
+      },
+      {
+        check: "bury_policy refuses the token it no longer holds",
+        script: "bury_policy",
+        args: [
+          ["id", "${job}"],
+          ["token", "${r.token}"],
+        ],
+        expect: { kind: "error", string: "EMQSTALE" },
+      },
+      {
+        check:
           "a tripwire that names a later minor to claim refuses the 2.7 claim",
         command: ["SET", "${key:active}", "99 7"],
         expect: { kind: "string", string: "OK" },

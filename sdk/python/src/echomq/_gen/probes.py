@@ -1005,6 +1005,25 @@ PROBES: Final = (
                 args=(("cursor", "0"), ("count", "100")),
             ),
             ProbeStep(
+                check="the cap's room, freed, leases the job the admissions left waiting",
+                expect=ProbeExpect(kind="string", element="id", string="${job}"),
+                script="claim_policy_ids",
+                args=(("lease_ms", "30000"), ("ids", "${job}")),
+                save="r",
+            ),
+            ProbeStep(
+                check="retry_policy hands it back to the schedule",
+                expect=ProbeExpect(kind="positive"),
+                script="retry_policy",
+                args=(("id", "${job}"), ("token", "${r.token}"), ("delay_ms", "60000")),
+            ),
+            ProbeStep(
+                check="bury_policy refuses the token it no longer holds",
+                expect=ProbeExpect(kind="error", string="EMQSTALE"),
+                script="bury_policy",
+                args=(("id", "${job}"), ("token", "${r.token}")),
+            ),
+            ProbeStep(
                 check="a tripwire that names a later minor to claim refuses the 2.7 claim",
                 expect=ProbeExpect(kind="string", string="OK"),
                 command=("SET", "${key:active}", "99 7"),
