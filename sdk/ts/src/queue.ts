@@ -6,7 +6,6 @@ import {
   ACTIVE_TRIPWIRE_TYPE,
   KEY_BUNDLE,
   PolicyError,
-  SCRIPT_BURY,
   SCRIPT_BURY_FAILED,
   SCRIPT_CLAIM,
   SCRIPT_CLAIM_POLICY_IDS,
@@ -18,7 +17,6 @@ import {
   SCRIPT_REAP_FAILED_IDS,
   SCRIPT_REAP_IDS,
   SCRIPT_REAP_POLICY_IDS,
-  SCRIPT_RETRY,
   SCRIPT_RETRY_FAILED,
   setPolicyExec,
   decodeSetPolicy,
@@ -41,7 +39,7 @@ import {
   isDedup,
   parseId,
   pushExec,
-  runBury,
+  runBuryPolicy,
   runClaim,
   runClaimPolicyIds,
   runCompleteClaimIds,
@@ -61,7 +59,7 @@ import {
   purgeExec,
   decodePurge,
   runReapIds,
-  runRetry,
+  runRetryPolicy,
   runReviveRecorded,
   REVIVE_RECORDED_REVIVED,
   addManyExec,
@@ -1795,7 +1793,8 @@ export class Queue {
   /**
    * Hands an active job back to run again after delayMs (it is scheduled,
    * and promote makes it pending) and resolves its run-at. A stale token is
-   * refused with a StaleError.
+   * refused with a StaleError. It runs retry_policy (retry in either
+   * layout, echomq 2.7.0): a worker hands jobs back with it at shutdown.
    */
   async retry(
     id: string,
@@ -1807,32 +1806,39 @@ export class Queue {
     nonNegativeInt("delay", delayMs);
     checkCall(opts);
     await this.client.ensure(opts);
-    return this.#legacy(SCRIPT_RETRY, INSTEAD_FAIL, opts, (r) =>
-      runRetry(r, {
-        active: this.keys.active,
-        row,
-        schedule: this.keys.schedule,
-        id,
-        token,
-        delayMs,
-      }),
-    );
+    return runRetryPolicy(this.client.runnerFor(opts), {
+      active: this.keys.active,
+      running: this.keys.running,
+      policy: this.keys.policy,
+      pending: this.keys.pending,
+      wake: this.keys.wake,
+      row,
+      schedule: this.keys.schedule,
+      id,
+      token,
+      delayMs,
+    });
   }
 
-  /** Moves an active job to the dead set; a stale token is refused with a StaleError. */
+  /**
+   * Moves an active job to the dead set; a stale token is refused with a
+   * StaleError. It runs bury_policy (bury in either layout, echomq 2.7.0).
+   */
   async bury(id: string, token: number, opts?: CallOptions): Promise<void> {
     const row = this.keys.row(id);
     checkCall(opts);
     await this.client.ensure(opts);
-    await this.#legacy(SCRIPT_BURY, INSTEAD_FAIL, opts, (r) =>
-      runBury(r, {
-        active: this.keys.active,
-        row,
-        dead: this.keys.dead,
-        id,
-        token,
-      }),
-    );
+    await runBuryPolicy(this.client.runnerFor(opts), {
+      active: this.keys.active,
+      running: this.keys.running,
+      policy: this.keys.policy,
+      pending: this.keys.pending,
+      wake: this.keys.wake,
+      row,
+      dead: this.keys.dead,
+      id,
+      token,
+    });
   }
 
   /**

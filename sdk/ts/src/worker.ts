@@ -6,11 +6,11 @@ import {
   KEY_LOCKS,
   LOCK_HELD,
   ReplyError,
-  SCRIPT_BURY,
+  SCRIPT_BURY_POLICY,
   StaleError,
   Backoff,
   Event,
-  decodeBury,
+  decodeBuryPolicy,
   claimPolicyIdsExec,
   decodeClaimPolicyIdsRecord,
   decodeCompletePolicyIdsRecord,
@@ -997,15 +997,15 @@ export class Worker {
     }
     const rawId = Buffer.isBuffer(raw) ? raw.toString() : String(raw);
     const k = this.queue.keys;
-    const keys = SCRIPT_BURY.keyTypes.map(
+    const keys = SCRIPT_BURY_POLICY.keyTypes.map(
       (t) => k.key(t) ?? k.rowPrefix + rawId,
     );
-    const argv = SCRIPT_BURY.argTypes.map((t) =>
+    const argv = SCRIPT_BURY_POLICY.argTypes.map((t) =>
       t === "id" ? rawId : String(token),
     );
-    const x: ScriptExec = { script: SCRIPT_BURY, keys, argv };
+    const x: ScriptExec = { script: SCRIPT_BURY_POLICY, keys, argv };
     try {
-      decodeBury(await runScript(this.queue.client.runner, x));
+      decodeBuryPolicy(await runScript(this.queue.client.runner, x));
       this.#m.add("buried", this.queue.name, 1);
       this.#log.error("emq: buried a job that cannot be decoded", {
         id: rawId,

@@ -211,7 +211,13 @@ test("a 2.6 script on a paused queue fails WRONGTYPE and writes nothing; the dep
     assert.ok(err.message.includes(wire.SCRIPT_COMPLETE_POLICY_IDS.name));
     return true;
   });
-  await assert.rejects(q.retry(a, job!.token, 0), emq.PolicyError);
+  await assert.rejects(
+    q.retryFailed(a, job!.token, 0, {
+      class: emq.FailureClass.error,
+      message: "boom",
+    }),
+    emq.PolicyError,
+  );
   await assert.rejects(q.reapIds([a], 0), emq.PolicyError);
   assert.deepEqual(await srv.snapshot(), before, "the keyspace is unchanged");
 
@@ -415,4 +421,23 @@ test("a worker on a paused queue waits on the doorbell: one fruitless claim per 
     await running;
     await m.stop();
   }
+});
+
+test("retry and bury serve a queue with a policy (retry_policy, bury_policy): the worker's hand-back and an undecodable job's burial", async () => {
+  const q = c.queue("settle");
+  const [a, b] = [c.mint(), c.mint()];
+  await q.pushBatch([
+    { id: a, payload: "a" },
+    { id: b, payload: "b" },
+  ]);
+  const js = await q.claimMany(30000, 2);
+  assert.equal(js.length, 2);
+  await q.setConcurrency(2);
+  const at = await q.retry(a, js[0]!.token, 0);
+  assert.ok(at > 0);
+  assert.equal((await q.get(a))?.state, emq.STATE_SCHEDULED);
+  await q.bury(b, js[1]!.token);
+  assert.equal((await q.get(b))?.state, emq.STATE_DEAD);
+  assert.equal((await q.policy()).leased, 0);
+  await assert.rejects(q.bury(b, js[1]!.token), emq.StaleError);
 });

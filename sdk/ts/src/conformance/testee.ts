@@ -74,6 +74,8 @@ const TWIN_OF = new Map<string, string>([
   [wire.SCRIPT_REPLACE_DEDUP_POLICY.name, wire.SCRIPT_REPLACE_DEDUP.name],
   [wire.SCRIPT_DEDUP_POLICY_ENTRIES.name, wire.SCRIPT_DEDUP_ENTRIES.name],
   [wire.SCRIPT_SWEEP_DEDUP_POLICY.name, wire.SCRIPT_SWEEP_DEDUP.name],
+  [wire.SCRIPT_RETRY_POLICY.name, wire.SCRIPT_RETRY.name],
+  [wire.SCRIPT_BURY_POLICY.name, wire.SCRIPT_BURY.name],
 ]);
 
 /** A queue's policy as the ops pause, resume, set_concurrency and policy answer it. */
