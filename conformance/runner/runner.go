@@ -646,9 +646,10 @@ func Run(ctx context.Context, opt Options) ([]*Result, error) {
 // fields, get's completed) equal words of the event vocabulary and, for
 // dead, a state. Of 2.6.0: "schedulers" (the scheduler ops' argument,
 // list_schedulers' and due_schedulers' result field) equals the
-// schedulers key type's name.
+// schedulers key type's name. Of 2.7.0: "policy" (the op reading a
+// queue's policy through the SDK) equals the policy key type's name.
 var ContractWords = []string{"payload", "state", "attempts", "bundle", "version", "row", "run_at_ms", "failures",
-	"results", "progress", "events", "counters", "completed", "failed", "retried", "dead", "schedulers"}
+	"results", "progress", "events", "counters", "completed", "failed", "retried", "dead", "schedulers", "policy"}
 
 // manifestFacts is what placeholders resolve from for p.
 func manifestFacts(p *model.Protocol) (*facts, error) {
