@@ -58,6 +58,8 @@ var wireOps = map[string]wireOp{
 	// echomq 2.7.0: the twins take their 2.6 scripts' arguments.
 	wire.ScriptClaimPolicyIDs.Name: wireIDs,
 	wire.ScriptExtendPolicy.Name:   wireSettle,
+	wire.ScriptRetryPolicy.Name:    wireSettle,
+	wire.ScriptBuryPolicy.Name:     wireSettle,
 }
 
 // wireFail runs the scripts that move an active job and record its failed
@@ -278,7 +280,7 @@ func wireSettle(t *testee, ctx context.Context, req request) (any, error) {
 		if a.LeaseMS < 1 {
 			return nil, argument("lease %d ms", a.LeaseMS)
 		}
-	case wire.ScriptRetry.Name:
+	case wire.ScriptRetry.Name, wire.ScriptRetryPolicy.Name:
 		if a.DelayMS < 0 {
 			return nil, argument("delay %d ms", a.DelayMS)
 		}
@@ -320,6 +322,18 @@ func wireSettle(t *testee, ctx context.Context, req request) (any, error) {
 			return nil, err
 		}
 		return map[string]any{"run_at_ms": at}, nil
+	case wire.ScriptRetryPolicy.Name:
+		c := wire.RetryPolicyCall{Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Wake: k.Wake, Row: row, Schedule: k.Schedule,
+			ID: id, Token: a.Token, DelayMS: a.DelayMS}
+		at, err := c.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"run_at_ms": at}, nil
+	case wire.ScriptBuryPolicy.Name:
+		c := wire.BuryPolicyCall{Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Wake: k.Wake, Row: row, Dead: k.Dead, ID: id, Token: a.Token}
+		_, err = c.Exec(ctx, rc)
+		return map[string]any{}, err
 	}
 	c := wire.CompleteClaimCall{Row: row, Active: k.Active, Pending: k.Pending, Wake: k.Wake, ID: id, Token: a.Token, Prefix: k.RowPrefix(), LeaseMS: a.LeaseMS, Count: a.Count}
 	rs, err := c.Exec(ctx, rc)
