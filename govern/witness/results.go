@@ -10,16 +10,18 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/echomq/echomq/conformance/runner"
 )
 
 // The results of a replay are kept like the testees it runs: a replay
@@ -136,58 +138,55 @@ type replayInput struct {
 	skip     map[string]bool
 }
 
-// key is the digest of every input of a replay; an error when one
-// cannot be read (then the replay is not cached).
-func (c *resultCache) key(in replayInput) (string, error) {
-	h := sha256.New()
-	field := func(name string, data []byte) {
+// replayKeys are the keys a replay's results are kept under: its hello
+// case's, and each scenario file's (in the order of the files).
+type replayKeys struct {
+	hello string
+	files []string
+}
+
+// keys digests every input of a replay of the scenario files sc of
+// in.dir: what every case shares (this program, the server, the testee,
+// the mode, the manifest), then each file's name and content. A file is
+// kept on its own — a scenario runs on a fresh keyspace, whatever ran
+// before it (which is what lets a later witness skip the files of an
+// earlier one already replayed) — so the files two witnesses share are
+// replayed once. An error when an input cannot be read (the replay is
+// then not cached).
+func (c *resultCache) keys(in replayInput, sc []runner.ScenarioFile) (*replayKeys, error) {
+	field := func(h hash.Hash, name string, data []byte) {
 		fmt.Fprintf(h, "%s %d\n", name, len(data))
 		h.Write(data)
 	}
-	field("format", []byte(resultFormat))
-	field("program", []byte(c.program))
-	field("redis-server", []byte(c.server))
-	field("kind", []byte(in.kind))
-	field("testee", []byte(in.testee))
-	field("mode", []byte(in.mode))
+	h := sha256.New()
+	field(h, "format", []byte(resultFormat))
+	field(h, "program", []byte(c.program))
+	field(h, "redis-server", []byte(c.server))
+	field(h, "kind", []byte(in.kind))
+	field(h, "testee", []byte(in.testee))
+	field(h, "mode", []byte(in.mode))
 	m, err := os.ReadFile(in.manifest)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	field("manifest", m)
-	if err := hashDir(h, in.dir); err != nil {
-		return "", err
+	field(h, "manifest", m)
+	base := h.Sum(nil)
+	sub := func(kind, name string, data []byte) string {
+		h := sha256.New()
+		field(h, "base", base)
+		field(h, kind, []byte(name))
+		field(h, "content", data)
+		return hex.EncodeToString(h.Sum(nil))
 	}
-	skip := make([]string, 0, len(in.skip))
-	for name, ok := range in.skip {
-		if ok {
-			skip = append(skip, name)
-		}
-	}
-	sort.Strings(skip)
-	field("skip", []byte(strings.Join(skip, "\n")))
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// hashDir adds every file under dir to h, in lexical order, by its slash
-// path relative to dir and its content.
-func hashDir(h hash.Hash, dir string) error {
-	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(dir, path)
+	k := &replayKeys{hello: sub("hello", "", nil)}
+	for _, f := range sc {
+		data, err := os.ReadFile(filepath.Join(in.dir, f.Name+".yaml"))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "file %s %d\n", filepath.ToSlash(rel), len(data))
-		h.Write(data)
-		return nil
-	})
+		k.files = append(k.files, sub("file", f.Name, data))
+	}
+	return k, nil
 }
 
 // entry is a kept result: the key it is kept under, the runner's result
@@ -326,19 +325,164 @@ func (c *resultCache) prune(fresh string) {
 }
 
 // inflight serializes the replays of one key in this process: the
-// replays of t.Parallel tests that share a key wait for the first, then
-// find its result.
+// replays of t.Parallel tests that share a scenario file wait for the
+// first, then find its result.
 var inflight sync.Map // key → chan struct{} (a lock of capacity 1)
 
-func lockKey(ctx context.Context, key string) (unlock func(), err error) {
-	v, _ := inflight.LoadOrStore(key, make(chan struct{}, 1))
-	ch := v.(chan struct{})
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+// lockKeys takes the locks of keys in their sorted order (so that two
+// replays that share keys never each hold one the other waits for) and
+// returns what releases them.
+func lockKeys(ctx context.Context, keys []string) (unlock func(), err error) {
+	keys = slices.Compact(slices.Sorted(slices.Values(keys)))
+	var held []chan struct{}
+	unlock = func() {
+		for _, ch := range held {
+			<-ch
+		}
 	}
+	for _, key := range keys {
+		v, _ := inflight.LoadOrStore(key, make(chan struct{}, 1))
+		ch := v.(chan struct{})
+		select {
+		case ch <- struct{}{}:
+			held = append(held, ch)
+		case <-ctx.Done():
+			unlock()
+			return nil, ctx.Err()
+		}
+	}
+	return unlock, nil
+}
+
+// replayCached runs a replay of in, or looks its results up in rc (nil:
+// no cache) — hello's and each scenario file's — and runs only what is
+// not kept (hello with it), keeping what it ran when that is a genuine
+// outcome of its inputs (cacheable). The result is the one a replay of
+// every file gives, case for case in its order; note, for the log, says
+// what was looked up. server returns the server's address, starting it
+// the first time.
+func replayCached(ctx context.Context, o Options, rc *resultCache, server func() (string, error), in replayInput, argv []string, logf func(string, ...any)) (res *result, note string, err error) {
+	sc, err := loadReplay(in.dir, in.skip)
+	if err != nil {
+		return nil, "", err
+	}
+	fresh := func(sc []runner.ScenarioFile) (*result, string, error) {
+		addr, err := server()
+		if err != nil {
+			return nil, "", err
+		}
+		replays.fresh.Add(1)
+		res, err := replay(ctx, o, addr, argv, in.manifest, sc)
+		return res, addr, err
+	}
+	if rc == nil {
+		res, _, err := fresh(sc)
+		return res, "", err
+	}
+	keys, err := rc.keys(in, sc)
+	if err != nil {
+		logf("the replay of %s is not cached: %v", in.dir, err)
+		res, _, err := fresh(sc)
+		return res, "", err
+	}
+	unlock, err := lockKeys(ctx, keys.files)
+	if err != nil {
+		return nil, "", err
+	}
+	defer unlock()
+	hello := rc.load(keys.hello, "")
+	parts := make([]*result, len(sc))
+	var missing []runner.ScenarioFile
+	for i, f := range sc {
+		if parts[i] = rc.load(keys.files[i], in.dir); parts[i] == nil {
+			missing = append(missing, f)
+		}
+	}
+	hits := len(sc) - len(missing)
+	ran := hello == nil || len(missing) > 0
+	if ran {
+		ran, addr, err := fresh(missing)
+		if err != nil {
+			return nil, "", err
+		}
+		h, byFile, ok := split(ran, missing)
+		if !ok {
+			logf("the result of %s is not kept: the runner's cases are not hello and the files'", in.dir)
+			if hits == 0 {
+				return ran, "", nil
+			}
+			res, _, err := fresh(sc)
+			return res, "", err
+		}
+		keep := cacheable(ctx, ran, addr, argv)
+		if keep != nil {
+			logf("the result of %s is not kept: %v", in.dir, keep)
+		}
+		store := func(key string, r *result) {
+			if keep != nil {
+				return
+			}
+			if err := rc.store(key, in.dir, r); err != nil {
+				logf("the result of %s is not kept: %v", in.dir, err)
+			}
+		}
+		hello = h
+		store(keys.hello, h)
+		for i, f := range sc {
+			if parts[i] == nil {
+				parts[i] = byFile[f.Name]
+				store(keys.files[i], parts[i])
+			}
+		}
+	} else {
+		replays.cached.Add(1)
+	}
+	res = &result{Language: "go"}
+	for _, p := range append([]*result{hello}, parts...) {
+		res.Total += p.Total
+		res.Passed += p.Passed
+		res.Failures = append(res.Failures, p.Failures...)
+	}
+	switch {
+	case !ran:
+		note = " (cached result)"
+	case hits > 0:
+		note = fmt.Sprintf(" (cached result for %d of %d scenario files)", hits, len(sc))
+	}
+	return res, note, nil
+}
+
+// split divides a runner's result of hello and the scenario files sc
+// into hello's and each file's; false when its cases are not those.
+func split(r *result, sc []runner.ScenarioFile) (hello *result, byFile map[string]*result, ok bool) {
+	hello = &result{Language: "go", Total: 1, Passed: 1}
+	byFile = map[string]*result{}
+	total := 1
+	for _, f := range sc {
+		byFile[f.Name] = &result{Language: "go", Total: len(f.Scenarios), Passed: len(f.Scenarios)}
+		total += len(f.Scenarios)
+	}
+	for _, f := range r.Failures {
+		part := hello
+		if f.Case != "hello" {
+			rest, found := strings.CutPrefix(f.Case, "scenarios/")
+			name, _, _ := strings.Cut(rest, "/")
+			if part = byFile[name]; !found || part == nil {
+				return nil, nil, false
+			}
+		}
+		part.Passed--
+		part.Failures = append(part.Failures, f)
+	}
+	if total != r.Total || r.Passed+len(r.Failures) != r.Total || hello.Passed < 0 {
+		return nil, nil, false
+	}
+	for _, p := range byFile {
+		if p.Passed < 0 {
+			return nil, nil, false
+		}
+	}
+	return hello, byFile, true
 }
 
 // cacheable says why a replay's result is not a genuine outcome of its

@@ -15,9 +15,10 @@ import (
 	"github.com/echomq/echomq/govern/witness"
 )
 
-// smallBaseline copies the newest frozen release's refusals scenarios
-// (the dead fencing patch fails their complete-token case) into a
-// witness directory of the test's own, so that each replay is short.
+// smallBaseline copies two scenario files of the newest frozen release's
+// witness — refusals (the dead fencing patch fails its complete-token
+// case) and probes — into a witness directory of the test's own, so that
+// each replay is short.
 func smallBaseline(t *testing.T) (dir, label string) {
 	t.Helper()
 	rs, err := release.List(root)
@@ -25,13 +26,15 @@ func smallBaseline(t *testing.T) (dir, label string) {
 		t.Fatal(rs, err)
 	}
 	r := rs[len(rs)-1]
-	data, err := os.ReadFile(filepath.Join(r.WitnessScenarios(), "refusals.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir = t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "refusals.yaml"), data, 0o644); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"refusals.yaml", "probes.yaml"} {
+		data, err := os.ReadFile(filepath.Join(r.WitnessScenarios(), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir, r.Version.String()
 }
@@ -69,8 +72,9 @@ func counted(t *testing.T, o witness.Options) (w *compat.Witness, log string, fr
 // A replay already run on the same inputs is a lookup: the second run of
 // the witness on the same bundle and baseline replays nothing and gives
 // the same report, byte for byte; a run whose witness differs in one
-// byte, or whose bundle differs, replays; EMQ_WITNESS_CACHE=off replays
-// whatever the cache holds.
+// byte replays that scenario file (and looks the other up), one whose
+// bundle differs replays all; EMQ_WITNESS_CACHE=off replays whatever the
+// cache holds.
 func TestReplayResultsAreCachedByInputs(t *testing.T) {
 	dir, label := smallBaseline(t)
 	results := t.TempDir()
@@ -84,8 +88,8 @@ func TestReplayResultsAreCachedByInputs(t *testing.T) {
 	if len(first.Findings) == 0 || !strings.Contains(outcome(t, first), "at step 5 (complete)") {
 		t.Fatalf("the dead fencing patch passes the refusals replay: %s", outcome(t, first))
 	}
-	if ents, _ := filepath.Glob(filepath.Join(results, "*.json")); len(ents) != 2 {
-		t.Errorf("the cache holds %q; want the two replays' results", ents)
+	if ents, _ := filepath.Glob(filepath.Join(results, "*.json")); len(ents) != 6 {
+		t.Errorf("the cache holds %q; want the two replays' results of hello and of each file", ents)
 	}
 
 	// The same inputs: two runs at once, each finding the results.
@@ -121,20 +125,23 @@ func TestReplayResultsAreCachedByInputs(t *testing.T) {
 		}
 	}
 
-	// One byte of a witness file: another key.
+	// One byte of a witness file: that file's key is another; the other
+	// file is looked up.
 	edited := t.TempDir()
-	data, err := os.ReadFile(filepath.Join(dir, "refusals.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(edited, "refusals.yaml"), append(data, '\n'), 0o644); err != nil {
-		t.Fatal(err)
+	for name, extra := range map[string]string{"refusals.yaml": "\n", "probes.yaml": ""} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(edited, name), append(data, extra...), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	oe := o
 	oe.Baseline = edited
 	w, log, fresh, cached := counted(t, oe)
-	if fresh != 2 || cached != 0 {
-		t.Errorf("a witness one byte longer: %d fresh, %d cached replays; want 2 and 0\n%s", fresh, cached, log)
+	if fresh != 2 || cached != 0 || strings.Count(log, "(cached result for 1 of 2 scenario files)") != 2 {
+		t.Errorf("a witness one byte longer: %d fresh, %d cached replays; want 2 and 0, and the probes looked up\n%s", fresh, cached, log)
 	}
 	// The same findings, in the other directory.
 	if got, want := outcome(t, w), strings.ReplaceAll(outcome(t, first), dir, edited); got != want {

@@ -176,7 +176,7 @@ func Run(ctx context.Context, o Options) *compat.Witness {
 			return failedWith(compat.RemedyServer, "%v", err)
 		}
 	}
-	run := func(in replayInput, argv []string) (*result, bool, error) {
+	run := func(in replayInput, argv []string) (*result, string, error) {
 		return replayCached(ctx, o, rc, server, in, argv, logf)
 	}
 	started := time.Now()
@@ -213,14 +213,14 @@ func Run(ctx context.Context, o Options) *compat.Witness {
 		for _, mode := range []string{"", WireMode} {
 			started = time.Now()
 			in := replayInput{kind: "new", testee: key, mode: mode, manifest: manifestOf(o.Root, o.New.File), dir: rp.Dir, skip: skip}
-			res, hit, err := run(in, testee(bin, mode))
+			res, note, err := run(in, testee(bin, mode))
 			if se := (*serverError)(nil); errors.As(err, &se) {
 				return failedWith(compat.RemedyServer, "%v", err)
 			}
 			if err != nil {
 				return failed("%v", err)
 			}
-			logf("%s on the new bundle%s: PASS %d/%d (%.1fs)%s", rp.Label, mode, res.Passed, res.Total, time.Since(started).Seconds(), cachedNote(hit))
+			logf("%s on the new bundle%s: PASS %d/%d (%.1fs)%s", rp.Label, mode, res.Passed, res.Total, time.Since(started).Seconds(), note)
 			w.Cases += res.Total
 			w.Passed += res.Passed
 			for _, f := range res.Failures {
@@ -253,14 +253,6 @@ func (e *serverError) Error() string {
 }
 func (e *serverError) Unwrap() error { return e.err }
 
-// cachedNote is what a replay's log line says of a result looked up.
-func cachedNote(cached bool) string {
-	if cached {
-		return " (cached result)"
-	}
-	return ""
-}
-
 // manifestOf is the manifest the runner resolves placeholders from: file,
 // or root's protocol.yaml when file is empty (runner.Options.Manifest).
 func manifestOf(root, file string) string {
@@ -268,52 +260,6 @@ func manifestOf(root, file string) string {
 		return filepath.Join(root, "protocol.yaml")
 	}
 	return file
-}
-
-// replayCached runs a replay, or looks its result up in rc (nil: no
-// cache) by its inputs in, and keeps a result that is a genuine outcome
-// of them; cached reports a lookup. server returns the server's address,
-// starting it the first time. The replays of one key in this process
-// wait for each other, so that the second finds the first's result.
-func replayCached(ctx context.Context, o Options, rc *resultCache, server func() (string, error), in replayInput, argv []string, logf func(string, ...any)) (res *result, cached bool, err error) {
-	fresh := func() (*result, string, error) {
-		addr, err := server()
-		if err != nil {
-			return nil, "", err
-		}
-		replays.fresh.Add(1)
-		res, err := replay(ctx, o, addr, argv, in.manifest, in.dir, in.skip)
-		return res, addr, err
-	}
-	if rc == nil {
-		res, _, err := fresh()
-		return res, false, err
-	}
-	key, err := rc.key(in)
-	if err != nil {
-		logf("the replay of %s is not cached: %v", in.dir, err)
-		res, _, err := fresh()
-		return res, false, err
-	}
-	unlock, err := lockKey(ctx, key)
-	if err != nil {
-		return nil, false, err
-	}
-	defer unlock()
-	if res := rc.load(key, in.dir); res != nil {
-		replays.cached.Add(1)
-		return res, true, nil
-	}
-	res, addr, err := fresh()
-	if err != nil {
-		return nil, false, err
-	}
-	if err := cacheable(ctx, res, addr, argv); err != nil {
-		logf("the result of %s is not kept: %v", in.dir, err)
-	} else if err := rc.store(key, in.dir, res); err != nil {
-		logf("the result of %s is not kept: %v", in.dir, err)
-	}
-	return res, false, nil
 }
 
 // finding turns a baseline case failing on the new bundle into a finding
@@ -340,7 +286,7 @@ func finding(o Options, rp Replay, f failure, anchor compat.Location) compat.Fin
 // old bundle fails is new behaviour, reported and never counted. Its
 // error is a server that could not be started; what else stops it is a
 // note.
-func reverse(ctx context.Context, o Options, run func(replayInput, []string) (*result, bool, error), w *compat.Witness, logf func(string, ...any)) error {
+func reverse(ctx context.Context, o Options, run func(replayInput, []string) (*result, string, error), w *compat.Witness, logf func(string, ...any)) error {
 	dir := filepath.Join(o.Root, "conformance", "scenarios")
 	if files, _ := filepath.Glob(filepath.Join(dir, "*.yaml")); len(files) == 0 {
 		w.Notes = append(w.Notes, fmt.Sprintf("today's scenarios (%s) are missing, so new behaviour was not told apart", dir))
@@ -352,7 +298,7 @@ func reverse(ctx context.Context, o Options, run func(replayInput, []string) (*r
 		w.Notes = append(w.Notes, fmt.Sprintf("today's SDK does not build against the old bundle (%v), so today's scenarios were not run against it", firstLine(err.Error())))
 		return nil
 	}
-	res, cached, err := run(replayInput{kind: "reverse", testee: key, manifest: manifestOf(o.Root, o.Old.File), dir: dir}, testee(bin, ""))
+	res, note, err := run(replayInput{kind: "reverse", testee: key, manifest: manifestOf(o.Root, o.Old.File), dir: dir}, testee(bin, ""))
 	if se := (*serverError)(nil); errors.As(err, &se) {
 		return err
 	}
@@ -360,7 +306,7 @@ func reverse(ctx context.Context, o Options, run func(replayInput, []string) (*r
 		w.Notes = append(w.Notes, fmt.Sprintf("today's scenarios could not run against the old bundle: %v", err))
 		return nil
 	}
-	logf("today's scenarios on the old bundle: PASS %d/%d (%.1fs)%s", res.Passed, res.Total, time.Since(started).Seconds(), cachedNote(cached))
+	logf("today's scenarios on the old bundle: PASS %d/%d (%.1fs)%s", res.Passed, res.Total, time.Since(started).Seconds(), note)
 	for _, f := range res.Failures {
 		w.NewBehaviour = append(w.NewBehaviour, f.String())
 	}
@@ -389,24 +335,25 @@ func testee(bin, mode string) []string {
 	return []string{bin, mode}
 }
 
-// replay runs hello and the scenario files of dir (but those skip names)
-// against a built testee,
-// placeholders resolved from manifest, through the conformance runner (in
-// this process: package runner), on the server at addr.
-func replay(ctx context.Context, o Options, addr string, testee []string, manifest, dir string, skip map[string]bool) (*result, error) {
+// loadReplay reads the scenario files of dir but those skip names.
+func loadReplay(dir string, skip map[string]bool) ([]runner.ScenarioFile, error) {
 	sc, err := runner.LoadScenarios(dir)
 	if err != nil {
 		return nil, fmt.Errorf("the scenarios %s: %w", dir, err)
 	}
-	if len(skip) > 0 {
-		kept := sc[:0]
-		for _, f := range sc {
-			if !skip[f.Name] {
-				kept = append(kept, f)
-			}
+	kept := sc[:0]
+	for _, f := range sc {
+		if !skip[f.Name] {
+			kept = append(kept, f)
 		}
-		sc = kept
 	}
+	return kept, nil
+}
+
+// replay runs hello and the scenario files sc against a built testee,
+// placeholders resolved from manifest, through the conformance runner (in
+// this process: package runner), on the server at addr.
+func replay(ctx context.Context, o Options, addr string, testee []string, manifest string, sc []runner.ScenarioFile) (*result, error) {
 	rs, err := runner.Run(ctx, runner.Options{
 		Root: o.Root, Out: io.Discard, Timeout: o.Timeout, Manifest: manifest, Addr: addr,
 		Suite:   &runner.Suite{Scenarios: sc},
