@@ -24,18 +24,18 @@ import (
 	"github.com/echomq/echomq/conformance/runner"
 )
 
-// The results of a replay are kept like the testees it runs: a replay
-// whose every input is one already replayed is a lookup, not a run of the
-// testee against a server. The key (resultKey) covers everything the
-// outcome depends on — this program (the runner that judges the cases
-// and the witness itself, by the executable's content), the
-// redis-server's version, the testee (its build key: the bundle and every
-// source of the build, the Go version), the mode, the manifest the
-// placeholders resolve from, and the replayed scenario directory (every
-// file, by name and content, and the files skipped) — and the format of
-// the entries. Only a replay that ran to its end is kept: a genuine pass
-// or fail of every case; one whose testee stopped (exited, stopped
-// answering), whose server went away, or whose context ended is not.
+// The results of replays are kept like the testees they run on: a
+// scenario file already replayed on the same inputs is a lookup, not a run
+// of the testee against a server. The keys (resultCache.keys) cover
+// everything the outcome depends on — this program (the runner that
+// judges the cases and the witness itself, by the executable's content),
+// the redis-server's version, the testee (its build key: the bundle and
+// every source of the build, the Go version), the mode, the manifest the
+// placeholders resolve from, and the scenario file's name and content —
+// and the format of the entries. Only a replay that ran to its end is
+// kept, a genuine pass or fail of every case: not one whose testee
+// stopped (exited, stopped answering, did not exit cleanly), whose server
+// went away, or whose context ended.
 
 // ResultCacheEnv names the environment variable that moves the cache of
 // replay results to a directory, or turns it off ("off": every replay
@@ -44,8 +44,8 @@ import (
 const ResultCacheEnv = "EMQ_WITNESS_CACHE"
 
 // resultFormat is the version of the entries' layout and of the keys: a
-// change of either starts a new cache. Bump it when result's shape or
-// resultKey changes.
+// change of either starts a new cache. Bump it when entry's or
+// keptResult's shape, or what keys digests, changes.
 const resultFormat = "emqgen-witness-result-v1"
 
 // resultsDir is the directory of the results, in a testees' cache
@@ -60,13 +60,14 @@ const keepResults = 1024
 var replays struct{ fresh, cached atomic.Int64 }
 
 // ReplayCounts reports how many replays this process ran against a
-// server (fresh) and how many it found in the result cache (cached).
+// server (fresh: every file, or those not in the result cache) and how
+// many it found whole in the result cache (cached), for tests.
 func ReplayCounts() (fresh, cached int64) { return replays.fresh.Load(), replays.cached.Load() }
 
 // resultCache is an on-disk cache of replay results; nil is no cache.
 type resultCache struct {
 	dir     string
-	program string // the executable's digest
+	program string // the executable's digest; "": programDigest's
 	server  string // redis-server --version
 	keep    int    // how many entries prune keeps; 0: keepResults
 }
@@ -95,10 +96,9 @@ func openResults(ctx context.Context, setting, cacheDir, addr string) *resultCac
 		}
 		dir = filepath.Join(cacheDir, resultsDir)
 	}
-	program, err := programDigest()
-	if err != nil {
-		return nil
-	}
+	// The executable is read (tens of megabytes) while the testee is
+	// built or looked up; keys waits for it.
+	go programDigest()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil
@@ -107,7 +107,7 @@ func openResults(ctx context.Context, setting, cacheDir, addr string) *resultCac
 	if err != nil {
 		return nil
 	}
-	return &resultCache{dir: dir, program: program, server: string(bytes.TrimSpace(out))}
+	return &resultCache{dir: dir, server: string(bytes.TrimSpace(out))}
 }
 
 // programDigest is the digest of this program's executable, read once.
@@ -158,9 +158,16 @@ func (c *resultCache) keys(in replayInput, sc []runner.ScenarioFile) (*replayKey
 		fmt.Fprintf(h, "%s %d\n", name, len(data))
 		h.Write(data)
 	}
+	program := c.program
+	if program == "" {
+		var err error
+		if program, err = programDigest(); err != nil {
+			return nil, fmt.Errorf("this program's executable: %w", err)
+		}
+	}
 	h := sha256.New()
 	field(h, "format", []byte(resultFormat))
-	field(h, "program", []byte(c.program))
+	field(h, "program", []byte(program))
 	field(h, "redis-server", []byte(c.server))
 	field(h, "kind", []byte(in.kind))
 	field(h, "testee", []byte(in.testee))
@@ -309,11 +316,16 @@ func (c *resultCache) prune(fresh string) {
 	}
 	var es []kept
 	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".json") {
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() {
 			continue
 		}
-		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
-			es = append(es, kept{filepath.Join(c.dir, e.Name()), info.ModTime()})
+		path := filepath.Join(c.dir, e.Name())
+		switch {
+		case strings.HasSuffix(e.Name(), ".json"):
+			es = append(es, kept{path, info.ModTime()})
+		case strings.HasPrefix(e.Name(), ".tmp-") && time.Since(info.ModTime()) > time.Hour:
+			os.Remove(path) // left by a process that stopped between writing and renaming
 		}
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].mod.After(es[j].mod) })

@@ -26,7 +26,10 @@
 // talks to a server: the conformance runner (package runner, in this
 // process) drives the testee and checks the keyspace, on one redis-server
 // this package starts for every replay of a run; this package builds the
-// testee and reads the runner's results.
+// testee and reads the runner's results. Both are cached: the testee by
+// what it is built from (Build), the results of each scenario file's
+// replay by every input its outcome depends on (results.go), so that a
+// replay already run on the same inputs is a lookup.
 package witness
 
 import (
