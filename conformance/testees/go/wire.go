@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -609,7 +610,45 @@ func (t *testee) wireOp(req request) (any, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := f(t, ctx, req)
+	if err != nil {
+		err = t.wirePolicy(ctx, req, s, err)
+	}
 	return res, true, err
+}
+
+// wirePolicy answers a WRONGTYPE reply of a script older than 2.7 on a
+// queue whose active key holds the tripwire as the SDK does (the typed
+// policy error, EMQPOLICY in the contract), so that the wire mode's
+// replay of a scenario agrees with the idiomatic SDK's; any other error
+// is returned as it is.
+func (t *testee) wirePolicy(ctx context.Context, req request, s *wire.Script, err error) error {
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) || !strings.HasPrefix(re.Error(), "WRONGTYPE") {
+		return err
+	}
+	a, aerr := args[queueArgs](req)
+	if aerr != nil {
+		return err
+	}
+	k, kerr := wire.NewQueueKeys(a.Queue)
+	rc, rerr := t.rc()
+	if kerr != nil || rerr != nil {
+		return err
+	}
+	active := false // the script declares the queue's active key
+	for _, kt := range s.KeyTypes {
+		if key, ok := k.Key(kt); ok && key == k.Active {
+			active = true
+		}
+	}
+	if !active {
+		return err
+	}
+	typ, terr := rc.Do(ctx, rc.B().Type().Key(k.Active).Build()).ToString()
+	if terr != nil || typ != wire.ActiveTripwireType {
+		return err
+	}
+	return &emq.PolicyError{Queue: a.Queue, Script: s.Name, Use: "its 2.7 twin", Err: err}
 }
 
 // isReserve reports whether a script works on the reserve only (every key
