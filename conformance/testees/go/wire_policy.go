@@ -35,6 +35,8 @@ var twinOf = map[string]string{
 	wire.ScriptReplaceDedupPolicy.Name: wire.ScriptReplaceDedup.Name,
 	wire.ScriptDedupPolicyEntries.Name: wire.ScriptDedupEntries.Name,
 	wire.ScriptSweepDedupPolicy.Name:   wire.ScriptSweepDedup.Name,
+	wire.ScriptRetryPolicy.Name:        wire.ScriptRetry.Name,
+	wire.ScriptBuryPolicy.Name:         wire.ScriptBury.Name,
 }
 
 // policyOut renders a queue's policy as the policy ops answer it: paused

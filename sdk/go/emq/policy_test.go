@@ -246,9 +246,6 @@ func TestOlderScriptOnAPolicyQueueIsRefused(t *testing.T) {
 	if err := q.Complete(ctx, leased[0].ID, leased[0].Token); !errors.Is(err, emq.ErrPolicy) {
 		t.Errorf("Complete on a paused queue = %v; want ErrPolicy", err)
 	}
-	if err := q.Bury(ctx, leased[0].ID, leased[0].Token); !errors.Is(err, emq.ErrPolicy) {
-		t.Errorf("Bury on a paused queue = %v; want ErrPolicy", err)
-	}
 	if _, err := q.CompleteClaimIDs(ctx, leased[0].ID, leased[0].Token, time.Minute, nil); !errors.Is(err, emq.ErrPolicy) {
 		t.Errorf("CompleteClaimIDs on a paused queue = %v; want ErrPolicy", err)
 	}
@@ -463,5 +460,38 @@ func TestWorkerBuriesUndecodableJobsUnderACap(t *testing.T) {
 	dead, err := do(t, e.c, "ZRANGE", e.q.Keys().Dead, "0", "-1").AsStrSlice()
 	if err != nil || len(dead) != 1 || dead[0] != bad {
 		t.Errorf("dead = %v, %v; want the planted id", dead, err)
+	}
+}
+
+// Retry and Bury run their 2.7 twins (retry_policy, bury_policy): a
+// worker's hand-back at shutdown and a burial leave the running set of a
+// paused queue instead of being refused.
+func TestHandBackAndBuryOnAPausedQueue(t *testing.T) {
+	ctx := ctxT(t)
+	_, q, _ := policyEnv(t, "handback", 2)
+	leased, err := q.ClaimMany(ctx, time.Minute, 2)
+	if err != nil || len(leased) != 2 {
+		t.Fatal(leased, err)
+	}
+	if _, err := q.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Retry(ctx, leased[0].ID, leased[0].Token, 0); err != nil {
+		t.Errorf("Retry on a paused queue: %v", err)
+	}
+	if err := q.Bury(ctx, leased[1].ID, leased[1].Token); err != nil {
+		t.Errorf("Bury on a paused queue: %v", err)
+	}
+	if err := q.Bury(ctx, leased[1].ID, leased[1].Token); !errors.Is(err, emq.ErrStale) {
+		t.Errorf("Bury of a job no longer held = %v; want ErrStale", err)
+	}
+	p, err := q.Policy(ctx)
+	if err != nil || !p.Paused || p.Leased != 0 {
+		t.Errorf("after the hand-back and the burial: %+v, %v; want paused with nothing leased", p, err)
+	}
+	for i, want := range []emq.State{emq.StateScheduled, emq.StateDead} {
+		if info, ok, err := q.Get(ctx, leased[i].ID); err != nil || !ok || info.State != want {
+			t.Errorf("job %d: %+v, %v, %v; want %s", i, info, ok, err, want)
+		}
 	}
 }

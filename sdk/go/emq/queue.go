@@ -201,8 +201,9 @@ func (q *Queue) Complete(ctx context.Context, id ID, token int64) (err error) {
 }
 
 // Retry hands an active job back to run again after delay (it is
-// scheduled, and Promote makes it pending) and returns its run-at. A stale
-// token is refused with ErrStale.
+// scheduled, and Promote makes it pending) and returns its run-at, on a
+// queue with a policy too (retry_policy, echomq 2.7.0). A stale token is
+// refused with ErrStale.
 func (q *Queue) Retry(ctx context.Context, id ID, token int64, delay time.Duration) (_ time.Time, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if delay < 0 {
@@ -212,25 +213,28 @@ func (q *Queue) Retry(ctx context.Context, id ID, token int64, delay time.Durati
 	if err != nil {
 		return time.Time{}, err
 	}
-	call := wire.RetryCall{Active: q.keys.Active, Row: row, Schedule: q.keys.Schedule, ID: id, Token: token, DelayMS: ms(delay)}
+	k := q.keys
+	call := wire.RetryPolicyCall{Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Wake: k.Wake, Row: row, Schedule: k.Schedule,
+		ID: id, Token: token, DelayMS: ms(delay)}
 	at, err := call.Exec(ctx, q.c.rc)
 	if err != nil {
-		return time.Time{}, q.legacy(ctx, err, wire.ScriptRetry, "Fail")
+		return time.Time{}, err
 	}
 	return time.UnixMilli(at), nil
 }
 
-// Bury moves an active job to the dead set. A stale token is refused with
-// ErrStale.
+// Bury moves an active job to the dead set, on a queue with a policy too
+// (bury_policy, echomq 2.7.0). A stale token is refused with ErrStale.
 func (q *Queue) Bury(ctx context.Context, id ID, token int64) (err error) {
 	defer q.c.afterFailure(ctx, &err)
 	row, err := q.row(ctx, id)
 	if err != nil {
 		return err
 	}
-	call := wire.BuryCall{Active: q.keys.Active, Row: row, Dead: q.keys.Dead, ID: id, Token: token}
+	k := q.keys
+	call := wire.BuryPolicyCall{Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Wake: k.Wake, Row: row, Dead: k.Dead, ID: id, Token: token}
 	_, err = call.Exec(ctx, q.c.rc)
-	return q.legacy(ctx, err, wire.ScriptBury, "Fail with FailOptions.Bury")
+	return err
 }
 
 // Promote moves up to limit scheduled jobs whose run-at has come to

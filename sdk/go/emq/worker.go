@@ -508,14 +508,8 @@ func (w *Worker) buryRaw(ctx context.Context, arr []rueidis.RedisMessage, why er
 		}
 		return s.Lua().Exec(ctx, w.q.c.rc, keys, args)
 	}
-	bury := wire.BuryCall{Token: token}
-	_, err := wire.DecodeBury(rawCall(wire.ScriptBury, bury.Args()))
-	if err != nil && errors.Is(w.q.legacy(ctx, err, wire.ScriptBury, ""), ErrPolicy) {
-		// A queue with a policy (echomq 2.7.0): the 2.0 bury is refused
-		// there, fail_policy buries in either layout (and records why).
-		fail := wire.FailPolicyCall{Token: token, Class: FailureClassError, Worker: w.opt.WorkerName, Error: why.Error(), Backoff: BackoffFixed, Bury: 1}
-		_, err = wire.DecodeFailPolicy(rawCall(wire.ScriptFailPolicy, fail.Args()))
-	}
+	bury := wire.BuryPolicyCall{Token: token}
+	_, err := wire.DecodeBuryPolicy(rawCall(wire.ScriptBuryPolicy, bury.Args()))
 	if err != nil {
 		w.log.Error("emq: burying an undecodable job failed", "id", raw, "err", err)
 		return

@@ -741,7 +741,7 @@ class Worker:
             if self._finished is not None and self._finished.is_set()
             else "stopping"
             if self._draining
-            else "running"
+            else "working"
             if self._started
             else "new"
         )
