@@ -231,7 +231,7 @@ def scheduler_out(r: echomq.SchedulerInfo | None) -> Obj:
 def policy_out(p: echomq.QueuePolicy) -> Obj:
     """The contract's policy record of the SDK's QueuePolicy."""
     return {
-        "paused": p.paused,
+        "paused": 1 if p.paused else 0,
         "concurrency": p.concurrency,
         "requires": p.requires,
         "leased": p.leased,

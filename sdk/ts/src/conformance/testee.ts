@@ -78,10 +78,10 @@ const TWIN_OF = new Map<string, string>([
   [wire.SCRIPT_BURY_POLICY.name, wire.SCRIPT_BURY.name],
 ]);
 
-/** A queue's policy as the ops pause, resume, set_concurrency and policy answer it. */
+/** A queue's policy as the ops pause, resume, set_concurrency and policy answer it: paused 1 or 0, as queue_policy does. */
 function policyOut(p: emq.QueuePolicy): Obj {
   return {
-    paused: p.paused,
+    paused: p.paused ? 1 : 0,
     concurrency: p.concurrency,
     requires: p.requires,
     leased: p.leased,
