@@ -114,7 +114,7 @@ func (d *Dashboard) policyConfirmPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	d.render(w, r, http.StatusOK, "policy", map[string]any{
+	d.render(w, r, http.StatusOK, "policyconfirm", map[string]any{
 		"Queue": q.Name(), "Action": a, "Policy": p, "N": n,
 		"Noop": a.Noop(p, n), "Lays": a.Lays(p, n), "Release": sdkRelease(), "Floor": wire.ActiveTripwireFloor,
 		"Token": d.tokens.issue(d.now(), "policy-"+a.Name, q.Name(), target),
@@ -158,7 +158,7 @@ func (d *Dashboard) policyAct(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	target = d.opt.Base + "/queue/" + q.Name() + "?policy=" + a.Name
+	target = d.opt.Base + "/queue/" + q.Name() + "?changed=" + a.Name
 	if a.Cap {
 		target += "&n=" + strconv.Itoa(n)
 	}
@@ -166,9 +166,9 @@ func (d *Dashboard) policyAct(w http.ResponseWriter, r *http.Request) {
 }
 
 // policyFlash is what the queue page says after a policy action, from the
-// query of the redirect (?policy=NAME, and &n=K for a cap).
+// query of the redirect (?changed=NAME, and &n=K for a cap).
 func policyFlash(r *http.Request) string {
-	switch r.URL.Query().Get("policy") {
+	switch r.URL.Query().Get("changed") {
 	case "pause":
 		return "Paused: no worker leases this queue's jobs until it is resumed."
 	case "resume":

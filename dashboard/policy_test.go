@@ -196,7 +196,7 @@ func TestPolicyActions(t *testing.T) {
 
 	// Pause: the queue page says so, the overview marks it.
 	resp = post(t, u, url.Values{"csrf": {tok}})
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/queue/orders?policy=pause" {
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/queue/orders?changed=pause" {
 		t.Fatalf("pause = %d %s, want 303 to the queue page", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	if p := policyOf(t, w, "orders"); !p.Paused || p.Requires == 0 || p.Leased != 2 {
