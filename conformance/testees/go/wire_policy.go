@@ -37,9 +37,14 @@ var twinOf = map[string]string{
 	wire.ScriptSweepDedupPolicy.Name:   wire.ScriptSweepDedup.Name,
 }
 
-// policyOut renders a queue's policy as the policy ops answer it.
+// policyOut renders a queue's policy as the policy ops answer it: paused
+// 1 or 0, as the scripts reply.
 func policyOut(paused bool, concurrency, requires int64) map[string]any {
-	return map[string]any{"paused": paused, "concurrency": concurrency, "requires": requires}
+	p := 0
+	if paused {
+		p = 1
+	}
+	return map[string]any{"paused": p, "concurrency": concurrency, "requires": requires}
 }
 
 // queuePolicyOut renders the SDK's QueuePolicy.

@@ -39,7 +39,7 @@ func (v *invariant) policyCycle() {
 				v.fail("moving the leased jobs to the running set: %v", err)
 			}
 		}
-		if err := rc.Do(v.ctx, rc.B().Set().Key(v.k.Active).Value("99").Build()).Error(); err != nil {
+		if err := rc.Do(v.ctx, rc.B().Set().Key(v.k.Active).Value("99 99").Build()).Error(); err != nil {
 			v.fail("planting a later minor's tripwire: %v", err)
 		}
 		_, err := v.q.Pause(v.ctx)

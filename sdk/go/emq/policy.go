@@ -24,9 +24,9 @@ type QueuePolicy struct {
 	// every worker of every client; 0 is no cap.
 	Concurrency int
 	// Requires is the least minor of this major a client must speak to
-	// claim or settle on the queue (the tripwire at its active key): 7
-	// while it has a policy, 0 when it has none (the classic layout, which
-	// every 2.x client serves).
+	// claim or settle on the queue (the later of the two its tripwire
+	// names): 7 while it has a policy, 0 when it has none (the classic
+	// layout, which every 2.x client serves).
 	Requires int
 	// Leased is how many of the queue's jobs are leased; Policy reads it,
 	// the setters read it after their call.
@@ -104,10 +104,10 @@ func wrongType(err error) bool {
 }
 
 // tripped reports whether the active key of the queue of k holds the
-// tripwire (a minor, at a key of type wire.ActiveTripwireType): the queue
-// is in the policy layout and its leased jobs are in the running set. A
-// value of another type, or a string that names no minor, is a foreign
-// writer's.
+// tripwire (at a key of type wire.ActiveTripwireType, the two minors that
+// claim and settle there: "<claim> <settle>"): the queue is in the policy
+// layout and its leased jobs are in the running set. A value of another
+// type, or a string that names no minors, is a foreign writer's.
 func (c *Client) tripped(ctx context.Context, k wire.QueueKeys) bool {
 	res := c.rc.DoMulti(ctx, c.rc.B().Type().Key(k.Active).Build(), c.rc.B().Get().Key(k.Active).Build())
 	t, err := res[0].ToString()
@@ -115,7 +115,8 @@ func (c *Client) tripped(ctx context.Context, k wire.QueueKeys) bool {
 		return false
 	}
 	v, err := res[1].ToString()
-	return err == nil && canonicalDecimal(v)
+	claim, settle, two := strings.Cut(v, " ")
+	return err == nil && two && canonicalDecimal(claim) && canonicalDecimal(settle)
 }
 
 // leasedKey returns the key that holds the ids of set s for k's queue:

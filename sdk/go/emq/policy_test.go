@@ -392,7 +392,7 @@ func TestPolicyOfALaterMinor(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A later minor's tripwire: a policy this client cannot honour.
-	do(t, c, "SET", q.Keys().Active, "99")
+	do(t, c, "SET", q.Keys().Active, "99 99")
 	_, err := q.ClaimMany(ctx, time.Minute, 1)
 	var ce *emq.ClassError
 	if !errors.Is(err, emq.ErrPolicy) || !errors.As(err, &ce) || ce.Class != wire.ClassPolicy {
@@ -434,5 +434,34 @@ func TestPauseChecksTheTripwireFloor(t *testing.T) {
 	// Resume never lays the tripwire: no check.
 	if _, err := q.Resume(ctx); err != nil {
 		t.Errorf("Resume with a 2.1.0 client recorded: %v", err)
+	}
+}
+
+// A job whose id the SDK cannot decode is buried on a queue with a policy
+// too (the 2.0 bury is refused there; fail_policy buries it), and the
+// queue keeps flowing under its cap.
+func TestWorkerBuriesUndecodableJobsUnderACap(t *testing.T) {
+	e := newWorkerEnv(t)
+	if _, err := e.q.SetConcurrency(ctxT(t), 3); err != nil {
+		t.Fatal(err)
+	}
+	bad := "JOB!!!notanid!"
+	row := e.q.Keys().RowPrefix() + bad
+	for _, cmd := range [][]string{
+		{"HSET", row, wire.FieldState, string(emq.StatePending), wire.FieldToken, "0", wire.FieldPayload, "x"},
+		{"ZADD", e.q.Keys().Pending, "0", bad},
+	} {
+		if err := do(t, e.c, cmd...).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.push(10)
+	e.run(func(ctx context.Context, j emq.Job) error { return nil }, emq.WorkerOptions{Concurrency: 4, Wait: 200 * time.Millisecond})
+	eventually(t, 20*time.Second, "the good jobs completed and the bad one buried", func() bool {
+		return e.tally.Get(emq.Completed) == 10 && e.tally.Get(emq.Buried) == 1
+	})
+	dead, err := do(t, e.c, "ZRANGE", e.q.Keys().Dead, "0", "-1").AsStrSlice()
+	if err != nil || len(dead) != 1 || dead[0] != bad {
+		t.Errorf("dead = %v, %v; want the planted id", dead, err)
 	}
 }

@@ -491,23 +491,32 @@ func (w *Worker) buryRaw(ctx context.Context, arr []rueidis.RedisMessage, why er
 		w.log.Error("emq: a leased record cannot be read; it will be reaped", "err", why)
 		return
 	}
-	s := wire.ScriptBury
-	keys := make([]string, len(s.Keys))
-	for i, kt := range s.KeyTypes {
-		if k, ok := w.q.keys.Key(kt); ok {
-			keys[i] = k
-		} else {
-			keys[i] = w.q.keys.RowPrefix() + raw
+	// rawCall is s's call with the raw id in its id and row slots.
+	rawCall := func(s *wire.Script, args []string) rueidis.RedisResult {
+		keys := make([]string, len(s.Keys))
+		for i, kt := range s.KeyTypes {
+			if k, ok := w.q.keys.Key(kt); ok {
+				keys[i] = k
+			} else {
+				keys[i] = w.q.keys.RowPrefix() + raw
+			}
 		}
-	}
-	call := wire.BuryCall{Token: token}
-	args := call.Args()
-	for i, at := range s.ArgTypes {
-		if at == "id" {
-			args[i] = raw
+		for i, at := range s.ArgTypes {
+			if at == "id" {
+				args[i] = raw
+			}
 		}
+		return s.Lua().Exec(ctx, w.q.c.rc, keys, args)
 	}
-	if _, err := wire.DecodeBury(s.Lua().Exec(ctx, w.q.c.rc, keys, args)); err != nil {
+	bury := wire.BuryCall{Token: token}
+	_, err := wire.DecodeBury(rawCall(wire.ScriptBury, bury.Args()))
+	if err != nil && errors.Is(w.q.legacy(ctx, err, wire.ScriptBury, ""), ErrPolicy) {
+		// A queue with a policy (echomq 2.7.0): the 2.0 bury is refused
+		// there, fail_policy buries in either layout (and records why).
+		fail := wire.FailPolicyCall{Token: token, Class: FailureClassError, Worker: w.opt.WorkerName, Error: why.Error(), Backoff: BackoffFixed, Bury: 1}
+		_, err = wire.DecodeFailPolicy(rawCall(wire.ScriptFailPolicy, fail.Args()))
+	}
+	if err != nil {
 		w.log.Error("emq: burying an undecodable job failed", "id", raw, "err", err)
 		return
 	}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import datetime
+import inspect
 import logging
 import math
 import re
@@ -839,7 +840,7 @@ class Queue:
         dedups = [j.dedup for j in jobs]
         if any(d is not None for d in dedups):
             return await self._push_batch_dedup(pj, dedups, opts or AddOptions())
-        return await push_jobs(self, pj, self.client.push_max_batch, opts)
+        return await push_jobs(self, pj, self.client.push_max_batch, opts, self.client._bound())
 
     @honour_cancel
     async def push_many(self, jobs: Sequence[NewJob]) -> list[bool]:
@@ -2266,22 +2267,33 @@ class Queue:
         horizon_ms: int | None = None,
         count: int = DUE_PAGE,
         stop: asyncio.Event | None = None,
+        on_fire: Callable[[list[FiredRun]], object] | None = None,
     ) -> None:
         """The scheduler loop of this queue (echomq 2.6.0): fire_due, then a wait of poll
         (default 0.25 s), until the task is cancelled (CancelledError, as asyncio does) or stop
         is set (then it returns). Run it in as many processes as you like: each slot fires once.
         An error is logged and the round tried again after a growing pause (up to 5 s); the
-        loop never ends by itself. Bad arguments raise an ArgumentError at once."""
+        loop never ends by itself. Bad arguments raise an ArgumentError at once.
+
+        ``on_fire``, when given, is called after each round that fired runs, with them (the
+        FiredRuns fire_due returned, in firing order), from the runner's task: a plain function,
+        or an async one, which is awaited before the next round. An exception it raises is
+        logged (the client's logger, with its traceback) and the runner goes on; it is never
+        called with an empty list (Go's SchedulerOptions.OnFire, TypeScript's onFired)."""
         pause = duration_ms("poll", poll) / 1000
         hz = pick_ms("horizon_ms", horizon_ms, "horizon", horizon, 0, allow_zero=True)
         _non_negative("horizon", hz)
         self._page_count(count)
+        if on_fire is not None and not callable(on_fire):
+            raise ArgumentTypeError("on_fire", "a callable or None", on_fire)
         failures = 0
         while stop is None or not stop.is_set():
             wait = pause
             try:
-                await self.fire_due(horizon_ms=hz, count=count)
+                fired = await self.fire_due(horizon_ms=hz, count=count)
                 failures = 0
+                if fired and on_fire is not None:
+                    await self._on_fire(on_fire, fired)
             except Exception as err:
                 failures += 1
                 wait = min(SCHEDULER_RETRY_MAX_S, pause * 2 ** min(failures, 16))
@@ -2299,6 +2311,25 @@ class Queue:
                 await asyncio.wait_for(stop.wait(), wait)
             except TimeoutError:
                 pass
+
+    async def _on_fire(
+        self, on_fire: Callable[[list[FiredRun]], object], runs: list[FiredRun]
+    ) -> None:
+        """Calls run_schedulers' on_fire with the runs of a round (awaiting what it returns when
+        that is awaitable); an exception of its is logged, never raised."""
+        try:
+            out = on_fire(runs)
+            if inspect.isawaitable(out):
+                await out
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self.client.logger.exception(
+                "emq: the on_fire callback of queue %s's scheduler runner raised (%d runs fired); "
+                "the runner goes on",
+                self.name,
+                len(runs),
+            )
 
     @deprecated("promote_due")
     @honour_cancel

@@ -42,6 +42,7 @@ from redis.asyncio import Redis
 from redis.exceptions import AskError, MovedError, NoScriptError, TryAgainError
 
 from ._cancel import check_cancelled
+from ._deadline import giving_up_on
 from ._duration import Duration, pick_ms
 from ._gen.errors import StaleError
 from ._gen.ids import parse_id
@@ -874,9 +875,11 @@ class Worker:
             failed = False
             try:
                 # Not cut short by stop(): a lease the server granted must reach a runner, or it
-                # would sit out its lease.
-                async with asyncio.timeout(OP_TIMEOUT_S):
-                    jobs = await self._claim(n)
+                # would sit out its lease. A claim that was never sent (the server out of reach)
+                # stops waiting for the connection at stop(), though: nothing of it ran.
+                with giving_up_on(self._stop):
+                    async with asyncio.timeout(OP_TIMEOUT_S):
+                        jobs = await self._claim(n)
             except asyncio.CancelledError:
                 raise
             except Exception as err:
@@ -937,7 +940,8 @@ class Worker:
         wait_ms = self.wait_ms
         due_in: int | None = None
         try:
-            due_in = await self._due_in_ms()
+            with giving_up_on(self._stop):  # a read never sent: stop() ends its wait
+                due_in = await self._due_in_ms()
         except asyncio.CancelledError:
             raise
         except Exception as e:
@@ -1667,7 +1671,8 @@ class Worker:
         total = 0
         try:
             while True:
-                n = await self.queue.promote_due(MAINTENANCE_BATCH)
+                with giving_up_on(self._stop):  # a promote never sent: stop() ends its wait
+                    n = await self.queue.promote_due(MAINTENANCE_BATCH)
                 total += n
                 if n < MAINTENANCE_BATCH:
                     break

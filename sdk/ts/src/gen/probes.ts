@@ -932,9 +932,10 @@ export const PROBES: readonly Probe[] = [
         expect: { kind: "int", element: "requires", int: 7 },
       },
       {
-        check: "the active key holds the tripwire",
+        check:
+          "the active key holds the tripwire, minor 7 to claim and to settle",
         command: ["GET", "${key:active}"],
-        expect: { kind: "string", string: "7" },
+        expect: { kind: "string", string: "7 7" },
       },
       {
         check: "queue_policy reads the queue paused",
@@ -1093,8 +1094,9 @@ export const PROBES: readonly Probe[] = [
         expect: { kind: "int", element: "dropped", int: 0 },
       },
       {
-        check: "a tripwire that names a later minor refuses the 2.7 claim",
-        command: ["SET", "${key:active}", "99"],
+        check:
+          "a tripwire that names a later minor to claim refuses the 2.7 claim",
+        command: ["SET", "${key:active}", "99 7"],
         expect: { kind: "string", string: "OK" },
       },
       {
@@ -1118,7 +1120,7 @@ export const PROBES: readonly Probe[] = [
       {
         check: "the refusal left the tripwire as it was",
         command: ["GET", "${key:active}"],
-        expect: { kind: "string", string: "99" },
+        expect: { kind: "string", string: "99 7" },
       },
     ],
   },

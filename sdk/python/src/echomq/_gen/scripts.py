@@ -61,7 +61,7 @@ class ScriptExec:
     argv: tuple[Arg, ...]
 
 
-BUNDLE_DIGEST: Final = "11cf44fc35c735af4295fb4dd508d03c7454b022"
+BUNDLE_DIGEST: Final = "1be0a42314abd372d410c07873cb9a01943c6943"
 """Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each
 followed by a newline. The fence records it in the reserve per version.
 """
@@ -4836,12 +4836,12 @@ _LUA_CLAIM_POLICY_IDS: Final = """\
 --   [3] payload (bytes)
 --   [4] deadline_ms (int)
 -- Refusals:
---   EMQPOLICY claim_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY claim_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to claim, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: pending -> active
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]); if #KEYS - 5 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 6, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(claim_minor) > 7 then
     return redis.error_reply('EMQPOLICY claim_policy_ids policy needs a later minor')
   end
 end
@@ -4902,7 +4902,7 @@ return out
 
 SCRIPT_CLAIM_POLICY_IDS: Final = Script(
     name="claim_policy_ids",
-    sha1="2b2bc1945874bcb2a1c91a00953bb7a87149f02b",
+    sha1="f5f6103288f4c2f0e68ec5f66c7295e0fffb1008",
     source=_LUA_CLAIM_POLICY_IDS,
     keys=("pending", "active", "running", "policy", "wake", "rows"),
     argv=("lease_ms", "ids"),
@@ -4955,12 +4955,12 @@ _LUA_COMPLETE_POLICY_IDS: Final = """\
 -- Refusals:
 --   EMQSTALE complete token mismatch -- when the row is gone or its attempts differ from the token; nothing is kept or leased
 --   EMQSTALE complete job not active -- when the row is not active; nothing is kept or leased
---   EMQPOLICY complete_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY complete_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to claim or to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> none, pending -> active
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('ZCARD', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); redis.call('HLEN', KEYS[11]); redis.call('XLEN', KEYS[12]); redis.call('HLEN', KEYS[13]); if #KEYS - 13 ~= #ARGV - 7 then return redis.error_reply('ERR rows: one key per ids') end; for i = 14, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(claim_minor) > 7 or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY complete_policy_ids policy needs a later minor')
   end
 end
@@ -5100,7 +5100,7 @@ return out
 
 SCRIPT_COMPLETE_POLICY_IDS: Final = Script(
     name="complete_policy_ids",
-    sha1="4a6daa7be36f9eaa20d212e8de6d2228bef5e0ea",
+    sha1="b980b15c72e15446b8ab02a026ec6d6b24e082fa",
     source=_LUA_COMPLETE_POLICY_IDS,
     keys=(
         "row",
@@ -5182,12 +5182,12 @@ _LUA_FAIL_POLICY: Final = """\
 -- Refusals:
 --   EMQSTALE fail token mismatch -- when the row is gone or its attempts differ from the token; nothing is recorded
 --   EMQSTALE fail job not active -- when the row is not active; nothing is recorded
---   EMQPOLICY fail_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY fail_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> scheduled, active -> dead
 local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('HLEN', KEYS[5]); redis.call('ZCARD', KEYS[6]); redis.call('ZCARD', KEYS[7]); redis.call('LLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); redis.call('XLEN', KEYS[11]); redis.call('HLEN', KEYS[12]) -- each key's type, before any write
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[1]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY fail_policy policy needs a later minor')
   end
 end
@@ -5330,7 +5330,7 @@ return {outcome, run_at}
 
 SCRIPT_FAIL_POLICY: Final = Script(
     name="fail_policy",
-    sha1="8db7f4fe17bf3446b34e27ea85d1427dea7bb77c",
+    sha1="d225de39f19a652ea53bf7766efbb23c1143cbc4",
     source=_LUA_FAIL_POLICY,
     keys=(
         "active",
@@ -5419,12 +5419,12 @@ _LUA_REAP_POLICY_IDS: Final = """\
 -- ARGV[3..] -> ids (id), zero or more: the ids to reap, earliest deadline first (the head of the active set)
 -- Output: int: how many expired leases moved (to pending, or to dead when attempts reached the job's or the worker's limit above 0), each recorded with the failure class lease_lost and no worker; an id not active, or whose lease has not expired, is left as it is
 -- Refusals:
---   EMQPOLICY reap_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY reap_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> pending, active -> dead
 local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('XLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); if #KEYS - 10 ~= #ARGV - 2 then return redis.error_reply('ERR rows: one key per ids') end; for i = 11, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[1]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY reap_policy_ids policy needs a later minor')
   end
 end
@@ -5547,7 +5547,7 @@ return moved
 
 SCRIPT_REAP_POLICY_IDS: Final = Script(
     name="reap_policy_ids",
-    sha1="62718a221e5701e1c93fa6f293dcb3d641ec7ccf",
+    sha1="c0270b466f8c57bc8521e30176d41922105217a5",
     source=_LUA_REAP_POLICY_IDS,
     keys=(
         "active",
@@ -5603,12 +5603,12 @@ _LUA_EXTEND_POLICY: Final = """\
 -- Refusals:
 --   EMQSTALE extend token mismatch -- when the row is gone or its attempts differ from the token
 --   EMQSTALE extend job not active -- when the row is not active
---   EMQPOLICY extend_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY extend_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> active
 local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]) -- each key's type, before any write
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[1]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY extend_policy policy needs a later minor')
   end
 end
@@ -5629,7 +5629,7 @@ return deadline
 
 SCRIPT_EXTEND_POLICY: Final = Script(
     name="extend_policy",
-    sha1="dea131aba3618f0fe62d1d5a4839552ac3a8b98d",
+    sha1="2a7b0925d1c4ae9d41d72da8d51578173a573137",
     source=_LUA_EXTEND_POLICY,
     keys=("active", "running", "row"),
     argv=("id", "token", "lease_ms"),
@@ -5665,12 +5665,12 @@ _LUA_CANCEL_POLICY_IDS: Final = """\
 -- Output: zero or more records [state]
 --   [1] state (string): the state the job was cancelled from (pending, scheduled or active); empty when it was in none of them (dead, gone, or an id given twice) and is left as it is
 -- Refusals:
---   EMQPOLICY cancel_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY cancel_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: pending -> none, scheduled -> none, active -> none
 local active_at, active_tripped = KEYS[3], false; local active_type = redis.call('TYPE', KEYS[3])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[4], true; redis.call('ZCARD', KEYS[4]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[2]); redis.call('HLEN', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('XLEN', KEYS[10]); if #KEYS - 11 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 12, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[3]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[3]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY cancel_policy_ids policy needs a later minor')
   end
 end
@@ -5718,7 +5718,7 @@ return out
 
 SCRIPT_CANCEL_POLICY_IDS: Final = Script(
     name="cancel_policy_ids",
-    sha1="049ce76e2d9e92ed979f359f9b335819a08c1220",
+    sha1="3cbd681939a766ec41257eb7e5a929b3b5b85991",
     source=_LUA_CANCEL_POLICY_IDS,
     keys=(
         "pending",
@@ -5793,12 +5793,12 @@ _LUA_ADD_DEDUP_POLICY: Final = """\
 --   [3] run_at_ms (int): the admitted job's run-at in server milliseconds; 0 when it was admitted pending, parked or not admitted
 -- Refusals:
 --   EMQKIND job id must be JOB-namespaced -- when any id is not of the work kind; nothing is written
---   EMQPOLICY add_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY add_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: none -> pending, none -> scheduled, scheduled -> scheduled
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); if (#ARGV - 8) % 3 ~= 0 or #KEYS - 9 ~= (#ARGV - 8) / 3 then return redis.error_reply('ERR rows: one key per entry of (ids, payloads, dedup_keys)') end; for i = 10, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY add_dedup_policy policy needs a later minor')
   end
 end
@@ -6090,7 +6090,7 @@ return out
 
 SCRIPT_ADD_DEDUP_POLICY: Final = Script(
     name="add_dedup_policy",
-    sha1="a6a15b4a94127533cfd84b5a87b01a47c0571cf4",
+    sha1="4e73fb13d4e575587c1a214ab4d316ce69d01c6a",
     source=_LUA_ADD_DEDUP_POLICY,
     keys=(
         "pending",
@@ -6188,12 +6188,12 @@ _LUA_REPLACE_DEDUP_POLICY: Final = """\
 --   [3] run_at_ms (int): the admitted job's run-at, or the replaced job's run-at after a debounce (0 when pending); 0 otherwise
 -- Refusals:
 --   EMQKIND job id must be JOB-namespaced -- when the id is not of the work kind; nothing is written
---   EMQPOLICY replace_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY replace_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: none -> pending, none -> scheduled, pending -> scheduled, scheduled -> pending, scheduled -> scheduled
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('XLEN', KEYS[10]); redis.call('HLEN', KEYS[11]); redis.call('HLEN', KEYS[12]) -- each key's type, before any write
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY replace_dedup_policy policy needs a later minor')
   end
 end
@@ -6512,7 +6512,7 @@ return {'admitted', ARGV[10], run_at}
 
 SCRIPT_REPLACE_DEDUP_POLICY: Final = Script(
     name="replace_dedup_policy",
-    sha1="db8c090d50a9403deb3c4c0a0a19602af4ee88c3",
+    sha1="5ffce6750b6f5a9fda371d125fd1d8fbeb44ba86",
     source=_LUA_REPLACE_DEDUP_POLICY,
     keys=(
         "pending",
@@ -6604,11 +6604,11 @@ _LUA_DEDUP_POLICY_ENTRIES: Final = """\
 --   [5] state (string): the state of the set holding the holder; empty when it is in none (completed, cancelled or purged)
 --   [6] parked (string): the job parked behind an active holder (keep_last); empty when none
 -- Refusals:
---   EMQPOLICY dedup_policy_entries policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY dedup_policy_entries policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]) -- each key's type, before any write
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY dedup_policy_entries policy needs a later minor')
   end
 end
@@ -6768,7 +6768,7 @@ return out
 
 SCRIPT_DEDUP_POLICY_ENTRIES: Final = Script(
     name="dedup_policy_entries",
-    sha1="457308d0cf6042bb36ea3b37150c8a079fd6ad77",
+    sha1="fa31be1a688f826b5c106d55d70f51efc4c6cef5",
     source=_LUA_DEDUP_POLICY_ENTRIES,
     keys=("pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"),
     argv=("dedup_keys",),
@@ -6804,12 +6804,12 @@ _LUA_SWEEP_DEDUP_POLICY: Final = """\
 --   [2] dropped (int): how many entries were deleted (their holders are done, their hold expired, or they were unreadable)
 --   [3] released (int): how many parked jobs became due and their keys' holders
 -- Refusals:
---   EMQPOLICY sweep_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY sweep_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: scheduled -> scheduled
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]) -- each key's type, before any write
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY sweep_dedup_policy policy needs a later minor')
   end
 end
@@ -6977,7 +6977,7 @@ return {page[1], dropped, released}
 
 SCRIPT_SWEEP_DEDUP_POLICY: Final = Script(
     name="sweep_dedup_policy",
-    sha1="d4a13853ceaa58febc760caaf3bbb5d6bb824cba",
+    sha1="9cfbb1c2b07b2ddb144102d0fa11ecc163c6d7cc",
     source=_LUA_SWEEP_DEDUP_POLICY,
     keys=("pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"),
     argv=("cursor", "count"),
@@ -6996,7 +6996,7 @@ _LUA_SET_POLICY: Final = """\
 -- Code generated by emqgen. DO NOT EDIT.
 -- Source: protocol.yaml, script set_policy. Regenerate with: go run ./cmd/emqgen gen
 --
--- set_policy: (2.7.0) Set or clear a queue's policies (pause, concurrency cap) and lay or lift its tripwire with them, in one call: when the queue's first policy is set, its active set is renamed to the running set and the active key takes the tripwire (the string 7), so that every script older than 2.7 fails WRONGTYPE on the queue; when its last policy is cleared, the running set is renamed back and the tripwire removed. Resuming, or raising or removing the cap, rings the doorbell when jobs are pending.
+-- set_policy: (2.7.0) Set or clear a queue's policies (pause, concurrency cap) and lay or lift its tripwire with them, in one call: when the queue's first policy is set, its active set is renamed to the running set and the active key takes the tripwire (the string 7 7), so that every script older than 2.7 fails WRONGTYPE on the queue; when its last policy is cleared, the running set is renamed back and the tripwire removed. Resuming, or raising or removing the cap, rings the doorbell when jobs are pending.
 --
 -- KEYS[1] -> pending: emq:{<queue>}:pending
 -- KEYS[2] -> active: emq:{<queue>}:active
@@ -7010,11 +7010,11 @@ _LUA_SET_POLICY: Final = """\
 --   [2] concurrency (int): the cap on the jobs leased at once; 0: none
 --   [3] requires (int): the minor the tripwire names; 0: the queue has no policy and no tripwire
 -- Refusals:
---   EMQPOLICY set_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot keep; nothing is written
+--   EMQPOLICY set_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to claim or to settle, or cannot be read, whose policies this script cannot keep; nothing is written
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]) -- each key's type, before any write
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(claim_minor) > 7 or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY set_policy policy needs a later minor')
   end
 end
@@ -7048,7 +7048,7 @@ if after[1] or after[2] then
     if redis.call('EXISTS', KEYS[2]) == 1 then
       redis.call('RENAME', KEYS[2], KEYS[3])
     end
-    redis.call('SET', KEYS[2], '7')
+    redis.call('SET', KEYS[2], '7 7')
   end
 elseif active_tripped then
   redis.call('DEL', KEYS[2])
@@ -7071,7 +7071,7 @@ return {p, tonumber(after[2]) or 0, requires}
 
 SCRIPT_SET_POLICY: Final = Script(
     name="set_policy",
-    sha1="fb73e39ecd7dbb6e5e78263a27e1bddc70bbf220",
+    sha1="ec8d6be1c66cbef81e44d4234db8255f63ed8ecc",
     source=_LUA_SET_POLICY,
     keys=("pending", "active", "running", "policy", "wake"),
     argv=("paused", "concurrency"),
@@ -7083,7 +7083,7 @@ SCRIPT_SET_POLICY: Final = Script(
 )
 """The set_policy script: (2.7.0) Set or clear a queue's policies (pause, concurrency cap) and
 lay or lift its tripwire with them, in one call: when the queue's first policy is set, its active
-set is renamed to the running set and the active key takes the tripwire (the string 7), so that
+set is renamed to the running set and the active key takes the tripwire (the string 7 7), so that
 every script older than 2.7 fails WRONGTYPE on the queue; when its last policy is cleared, the
 running set is renamed back and the tripwire removed. Resuming, or raising or removing the cap,
 rings the doorbell when jobs are pending.
@@ -7107,7 +7107,8 @@ _LUA_QUEUE_POLICY: Final = """\
 local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]) -- each key's type, before any write
 local requires = 0
 if active_tripped then
-  requires = tonumber(redis.call('GET', KEYS[1])) or 0
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
+  requires = math.max(tonumber(claim_minor) or 0, tonumber(settle_minor) or 0)
 end
 local pol = redis.call('HMGET', KEYS[3], 'paused', 'concurrency')
 local p = 0
@@ -7120,7 +7121,7 @@ return {p, tonumber(pol[2]) or 0, requires, redis.call('ZCARD', active_at)}
 
 SCRIPT_QUEUE_POLICY: Final = Script(
     name="queue_policy",
-    sha1="5d3984af3e26541fe2e4cfcdb8a2371a52214126",
+    sha1="e5504a89df786eaf44d5f5a9106bb4c0b09db541",
     source=_LUA_QUEUE_POLICY,
     keys=("active", "running", "policy"),
     argv=(),
@@ -11645,7 +11646,7 @@ class ClaimPolicyIdsCall:
     - [2] token (int)
     - [3] payload (bytes)
     - [4] deadline_ms (int)
-    - Refusal: EMQPOLICY claim_policy_ids policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+    - Refusal: EMQPOLICY claim_policy_ids policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7 to claim, or cannot be read, whose policies this script cannot honour; nothing is written
     - Transitions: pending -> active
     """
 
@@ -11768,7 +11769,7 @@ class CompletePolicyIdsCall:
     - [4] deadline_ms (int)
     - Refusal: EMQSTALE complete token mismatch (StaleError), when the row is gone or its attempts differ from the token; nothing is kept or leased
     - Refusal: EMQSTALE complete job not active (StaleError), when the row is not active; nothing is kept or leased
-    - Refusal: EMQPOLICY complete_policy_ids policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+    - Refusal: EMQPOLICY complete_policy_ids policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7 to claim or to settle, or cannot be read, whose policies this script cannot honour; nothing is written
     - Transitions: active -> none, pending -> active
     """
 
@@ -11937,7 +11938,7 @@ class FailPolicyCall:
     - [2] run_at_ms (int): the run-at of the next attempt in server milliseconds; 0 when dead
     - Refusal: EMQSTALE fail token mismatch (StaleError), when the row is gone or its attempts differ from the token; nothing is recorded
     - Refusal: EMQSTALE fail job not active (StaleError), when the row is not active; nothing is recorded
-    - Refusal: EMQPOLICY fail_policy policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+    - Refusal: EMQPOLICY fail_policy policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
     - Transitions: active -> scheduled, active -> dead
     """
 
@@ -12071,7 +12072,7 @@ class ReapPolicyIdsCall:
     - ARGV[2] -> events_max (int): the events stream's approximate bound; 0 writes no event
     - ARGV[3..] -> ids (id), zero or more: the ids to reap, earliest deadline first (the head of the active set)
     - Output: int: how many expired leases moved (to pending, or to dead when attempts reached the job's or the worker's limit above 0), each recorded with the failure class lease_lost and no worker; an id not active, or whose lease has not expired, is left as it is
-    - Refusal: EMQPOLICY reap_policy_ids policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+    - Refusal: EMQPOLICY reap_policy_ids policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
     - Transitions: active -> pending, active -> dead
     """
 
@@ -12167,7 +12168,7 @@ class ExtendPolicyCall:
     - Output: int: the new lease deadline in server milliseconds
     - Refusal: EMQSTALE extend token mismatch (StaleError), when the row is gone or its attempts differ from the token
     - Refusal: EMQSTALE extend job not active (StaleError), when the row is not active
-    - Refusal: EMQPOLICY extend_policy policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+    - Refusal: EMQPOLICY extend_policy policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
     - Transitions: active -> active
     """
 
@@ -12254,7 +12255,7 @@ class CancelPolicyIdsCall:
     - ARGV[2..] -> ids (id), zero or more: the jobs to cancel
     - Output: zero or more records [state]
     - [1] state (string): the state the job was cancelled from (pending, scheduled or active); empty when it was in none of them (dead, gone, or an id given twice) and is left as it is
-    - Refusal: EMQPOLICY cancel_policy_ids policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+    - Refusal: EMQPOLICY cancel_policy_ids policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
     - Transitions: pending -> none, scheduled -> none, active -> none
     """
 
@@ -12417,7 +12418,7 @@ class AddDedupPolicyCall:
     - [2] id (id): the admitted or parked job's id; the holder's (or the job's own, when its row exists) for a duplicate; the job to replace for a deferred one
     - [3] run_at_ms (int): the admitted job's run-at in server milliseconds; 0 when it was admitted pending, parked or not admitted
     - Refusal: EMQKIND job id must be JOB-namespaced (KindError), when any id is not of the work kind; nothing is written
-    - Refusal: EMQPOLICY add_dedup_policy policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+    - Refusal: EMQPOLICY add_dedup_policy policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
     - Transitions: none -> pending, none -> scheduled, scheduled -> scheduled
     """
 
@@ -12586,7 +12587,7 @@ class ReplaceDedupPolicyCall:
     - [2] id (id): as add_dedup's; the replaced job's for a replacement
     - [3] run_at_ms (int): the admitted job's run-at, or the replaced job's run-at after a debounce (0 when pending); 0 otherwise
     - Refusal: EMQKIND job id must be JOB-namespaced (KindError), when the id is not of the work kind; nothing is written
-    - Refusal: EMQPOLICY replace_dedup_policy policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+    - Refusal: EMQPOLICY replace_dedup_policy policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
     - Transitions: none -> pending, none -> scheduled, pending -> scheduled, scheduled -> pending, scheduled -> scheduled
     """
 
@@ -12757,7 +12758,7 @@ class DedupPolicyEntriesCall:
     - [4] held (int): 1 when an admission now would meet the holder, 0 when it would take the key
     - [5] state (string): the state of the set holding the holder; empty when it is in none (completed, cancelled or purged)
     - [6] parked (string): the job parked behind an active holder (keep_last); empty when none
-    - Refusal: EMQPOLICY dedup_policy_entries policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+    - Refusal: EMQPOLICY dedup_policy_entries policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
     """
 
     SCRIPT: ClassVar[Script] = SCRIPT_DEDUP_POLICY_ENTRIES
@@ -12860,7 +12861,7 @@ class SweepDedupPolicyCall:
     - [1] cursor (string): the cursor of the next page; 0 when the walk is done
     - [2] dropped (int): how many entries were deleted (their holders are done, their hold expired, or they were unreadable)
     - [3] released (int): how many parked jobs became due and their keys' holders
-    - Refusal: EMQPOLICY sweep_dedup_policy policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+    - Refusal: EMQPOLICY sweep_dedup_policy policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
     - Transitions: scheduled -> scheduled
     """
 
@@ -12947,7 +12948,7 @@ class SetPolicyReply:
 
 @dataclass(frozen=True, slots=True)
 class SetPolicyCall:
-    """A call of the set_policy script: (2.7.0) Set or clear a queue's policies (pause, concurrency cap) and lay or lift its tripwire with them, in one call: when the queue's first policy is set, its active set is renamed to the running set and the active key takes the tripwire (the string 7), so that every script older than 2.7 fails WRONGTYPE on the queue; when its last policy is cleared, the running set is renamed back and the tripwire removed. Resuming, or raising or removing the cap, rings the doorbell when jobs are pending.
+    """A call of the set_policy script: (2.7.0) Set or clear a queue's policies (pause, concurrency cap) and lay or lift its tripwire with them, in one call: when the queue's first policy is set, its active set is renamed to the running set and the active key takes the tripwire (the string 7 7), so that every script older than 2.7 fails WRONGTYPE on the queue; when its last policy is cleared, the running set is renamed back and the tripwire removed. Resuming, or raising or removing the cap, rings the doorbell when jobs are pending.
 
     - KEYS[1] -> pending: emq:{<queue>}:pending
     - KEYS[2] -> active: emq:{<queue>}:active
@@ -12960,7 +12961,7 @@ class SetPolicyCall:
     - [1] paused (int): 1 while the queue is paused
     - [2] concurrency (int): the cap on the jobs leased at once; 0: none
     - [3] requires (int): the minor the tripwire names; 0: the queue has no policy and no tripwire
-    - Refusal: EMQPOLICY set_policy policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7, whose policies this script cannot keep; nothing is written
+    - Refusal: EMQPOLICY set_policy policy needs a later minor (PolicyError), when the queue's tripwire names a later minor than 7 to claim or to settle, or cannot be read, whose policies this script cannot keep; nothing is written
     """
 
     SCRIPT: ClassVar[Script] = SCRIPT_SET_POLICY
