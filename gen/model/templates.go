@@ -176,16 +176,20 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 			moved := map[int]bool{}
 			for _, k := range s.Keys {
 				if t, i, j, ok := tripwired(p, s, k.Name); ok && j > 0 {
-					// The key's type says the layout: its own type
-					// (or none) is the classic one; the tripwire's value
-					// moves the members to KEYS[j], probed in its place.
+					// The key's probe says the layout: it answers for
+					// the key's own type (or none), the classic one; a
+					// refusal is the tripwire's value when the key's
+					// type is the tripwire's, which moves the members to
+					// KEYS[j], probed in its place.
 					moved[j-1] = true
 					w, mt := t.Tripwire, ""
 					if to, ok := p.KeyType(t.Tripwire.MovesTo); ok {
 						mt = typeProbe[to.Redis]
 					}
-					parts = append(parts, fmt.Sprintf("local %[1]s_at, %[1]s_tripped = KEYS[%[2]d], false; local %[1]s_type = redis.call('TYPE', KEYS[%[2]d])['ok']; if %[1]s_type == '%[3]s' then %[1]s_at, %[1]s_tripped = KEYS[%[4]d], true; redis.call('%[5]s', KEYS[%[4]d]) elseif %[1]s_type ~= '%[6]s' and %[1]s_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end",
-						k.Name, i, w.Redis, j, mt, t.Redis))
+					// The classic layout costs the 2.6 guard's one probe:
+					// only when it fails is the key's type asked.
+					parts = append(parts, fmt.Sprintf("local %[1]s_at, %[1]s_tripped = KEYS[%[2]d], false; if type(redis.pcall('%[6]s', KEYS[%[2]d])) == 'table' then if redis.call('TYPE', KEYS[%[2]d])['ok'] ~= '%[3]s' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; %[1]s_at, %[1]s_tripped = KEYS[%[4]d], true; redis.call('%[5]s', KEYS[%[4]d]) end",
+						k.Name, i, w.Redis, j, mt, typeProbe[t.Redis]))
 				}
 			}
 			for i, k := range s.Keys {

@@ -19,7 +19,7 @@
 -- Refusals:
 --   EMQPOLICY claim_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to claim, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: pending -> active
-local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]); if #KEYS - 5 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 6, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local active_at, active_tripped = KEYS[2], false; if type(redis.pcall('ZCARD', KEYS[2])) == 'table' then if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]); if #KEYS - 5 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 6, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
@@ -37,24 +37,19 @@ for i = 2, #ARGV do
     return redis.error_reply('ERR rows: a row is not its id\'s')
   end
 end
-local function policy_room()
-  if not active_tripped then
-    return -1
-  end
+local room = -1
+if active_tripped then
   if not policy_claims then
-    return 0
+    room = 0
+  else
+    local pol = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
+    if pol[1] then
+      room = 0
+    elseif tonumber(pol[2]) then
+      room = math.max(0, tonumber(pol[2]) - redis.call('ZCARD', active_at))
+    end
   end
-  local pol = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
-  if pol[1] then
-    return 0
-  end
-  local cap = tonumber(pol[2])
-  if not cap then
-    return -1
-  end
-  return math.max(0, cap - redis.call('ZCARD', active_at))
 end
-local room = policy_room()
 if room == 0 then
   return {}
 end

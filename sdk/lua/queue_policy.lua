@@ -11,7 +11,7 @@
 --   [2] concurrency (int): the cap on the jobs leased at once; 0: none
 --   [3] requires (int): the minor the tripwire names; 0: the queue has no policy and no tripwire
 --   [4] leased (int): the jobs leased (the active set, or the running set under the tripwire)
-local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[1], false; if type(redis.pcall('ZCARD', KEYS[1])) == 'table' then if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) end; redis.call('HLEN', KEYS[3]) -- each key's type, before any write
 local requires = 0
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')

@@ -19,7 +19,7 @@
 --   EMQSTALE retry job not active -- when the row is not active
 --   EMQPOLICY retry_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> scheduled
-local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('LLEN', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('ZCARD', KEYS[7]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[1], false; if type(redis.pcall('ZCARD', KEYS[1])) == 'table' then if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('LLEN', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('ZCARD', KEYS[7]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')

@@ -16,7 +16,7 @@
 --   [3] requires (int): the minor the tripwire names; 0: the queue has no policy and no tripwire
 -- Refusals:
 --   EMQPOLICY set_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to claim or to settle, or cannot be read, whose policies this script cannot keep; nothing is written
-local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[2], false; if type(redis.pcall('ZCARD', KEYS[2])) == 'table' then if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')

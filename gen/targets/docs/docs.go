@@ -184,13 +184,13 @@ func contains(list []string, s string) bool {
 // decide how one model value reads.
 func funcs(p *model.Protocol, shas map[string]string) template.FuncMap {
 	return template.FuncMap{
-		"inc":         func(i int) int { return i + 1 },
-		"code":        code,
-		"tcode":       func(s string) string { return cell(code(s)) },
-		"text":        text,
-		"cell":        func(s string) string { return cell(text(s)) },
-		"life":        func(d *model.Deprecation) string { return note(deprecationNote(d)) },
-		"duty":        func(duty, def string) string { return note(dutyNote(duty, def)) },
+		"inc":   func(i int) int { return i + 1 },
+		"code":  code,
+		"tcode": func(s string) string { return cell(code(s)) },
+		"text":  text,
+		"cell":  func(s string) string { return cell(text(s)) },
+		"life":  func(d *model.Deprecation) string { return note(deprecationNote(d)) },
+		"duty":  func(duty, def string) string { return note(dutyNote(duty, def)) },
 		// tripwire says a key type's other layout, or nothing.
 		"tripwire": func(t model.KeyType) string {
 			if t.Tripwire == nil {

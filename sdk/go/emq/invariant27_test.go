@@ -112,4 +112,4 @@ func (v *invariant) policyCycle() {
 // replays the 2.6 scripts, and policy_test.go shows them refused on a
 // queue with a policy).
 var twinned = []*wire.Script{wire.ScriptClaimIDs, wire.ScriptCompleteResultClaimIDs, wire.ScriptFail, wire.ScriptReapRecordedIDs, wire.ScriptExtend,
-	wire.ScriptCancelIDs, wire.ScriptAddDedup, wire.ScriptReplaceDedup, wire.ScriptDedupEntries, wire.ScriptSweepDedup}
+	wire.ScriptCancelIDs, wire.ScriptAddDedup, wire.ScriptReplaceDedup, wire.ScriptDedupEntries, wire.ScriptSweepDedup, wire.ScriptRetry, wire.ScriptBury}

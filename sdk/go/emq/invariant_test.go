@@ -210,8 +210,8 @@ func TestInvariant(t *testing.T) {
 		{wire.ScriptClaim.Name, 14, v.claim},
 		{wire.ScriptExtendPolicy.Name, 5, v.extend},
 		{wire.ScriptComplete.Name, 6, v.complete},
-		{wire.ScriptRetry.Name, 6, v.retry},
-		{wire.ScriptBury.Name, 4, v.bury},
+		{wire.ScriptRetryPolicy.Name, 6, v.retry},
+		{wire.ScriptBuryPolicy.Name, 4, v.bury},
 		{wire.ScriptPromote.Name, 7, v.promote},
 		{wire.ScriptReap.Name, 7, v.reap},
 		{wire.ScriptRevive.Name, 4, v.revive},
@@ -586,9 +586,9 @@ func (v *invariant) retry() {
 	t0 := v.now()
 	at, err := v.q.Retry(v.ctx, id, tok, delay)
 	t1 := v.now()
-	v.count(wire.ScriptRetry.Name, err == nil)
+	v.count(wire.ScriptRetryPolicy.Name, err == nil)
 	if !v.current(id, tok) {
-		v.wantStale(err, wire.ScriptRetry.Name)
+		v.wantStale(err, wire.ScriptRetryPolicy.Name)
 		return
 	}
 	if err != nil {
@@ -604,9 +604,9 @@ func (v *invariant) bury() {
 	tok := v.token(id)
 	v.note("bury %v token %d", id, tok)
 	err := v.q.Bury(v.ctx, id, tok)
-	v.count(wire.ScriptBury.Name, err == nil)
+	v.count(wire.ScriptBuryPolicy.Name, err == nil)
 	if !v.current(id, tok) {
-		v.wantStale(err, wire.ScriptBury.Name)
+		v.wantStale(err, wire.ScriptBuryPolicy.Name)
 		return
 	}
 	if err != nil {

@@ -51,7 +51,7 @@ func newScript(name, sha1, source string, keys, argv, keyTypes, argTypes, replyE
 }
 
 // BundleDigest identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version.
-const BundleDigest = "ccf772029e8ed8f267538f24b192ff0beae04fa8"
+const BundleDigest = "d46c1c521a720ee6b274be9c5d1dc1d5a65ea9fe"
 
 // The bundle.
 var (
@@ -156,33 +156,33 @@ var (
 	// ScriptFireSchedulers is the fire_schedulers script: (2.6.0) Fire job schedulers' slots as planned by the caller, each entry compared and set against its scheduler's next slot, creating each entry's run as a job and ringing the doorbell once.
 	ScriptFireSchedulers = newScript("fire_schedulers", "d7d8553ec183eec392fcd63eb0bfac3ec931cd9e", luaFireSchedulers, []string{"schedulers", "scheduler_next", "pending", "schedule", "wake", "rows"}, []string{"ids", "schedulers", "expects", "nexts", "slots", "untils"}, []string{"schedulers", "scheduler_next", "pending", "schedule", "wake", "row"}, []string{"id", "string", "int", "int", "int", "int"}, []string{"outcome"})
 	// ScriptClaimPolicyIDs is the claim_policy_ids script: (2.7.0) claim_ids in either layout: under the queue's policy (the tripwire at active) it leases into the running set and honours the policy: nothing while the queue is paused, and at most the concurrency cap less the jobs leased; ring the doorbell again when jobs remain.
-	ScriptClaimPolicyIDs = newScript("claim_policy_ids", "ae25335384f8f64a771e59a2c4ff28b6298ba798", luaClaimPolicyIDs, []string{"pending", "active", "running", "policy", "wake", "rows"}, []string{"lease_ms", "ids"}, []string{"pending", "active", "running", "policy", "wake", "row"}, []string{"int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
+	ScriptClaimPolicyIDs = newScript("claim_policy_ids", "86f4a7fa025355f891414de95d5f415920fb09ff", luaClaimPolicyIDs, []string{"pending", "active", "running", "policy", "wake", "rows"}, []string{"lease_ms", "ids"}, []string{"pending", "active", "running", "policy", "wake", "row"}, []string{"int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
 	// ScriptCompletePolicyIDs is the complete_policy_ids script: (2.7.0) complete_result_claim_ids in either layout: the completion is the same, and the next ids are leased as claim_policy_ids leases them (nothing while the queue is paused or its claims need a later minor than 7, at most the cap less the jobs leased); under a cap, a completion that leases nothing rings the doorbell when jobs are pending, so that a claimer the cap held back takes the room.
-	ScriptCompletePolicyIDs = newScript("complete_policy_ids", "58810a99ad90427868eb4a8440f86875750013ad", luaCompletePolicyIDs, []string{"row", "active", "running", "policy", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "rows"}, []string{"id", "token", "lease_ms", "result", "keep", "keep_age_ms", "events_max", "ids"}, []string{"row", "active", "running", "policy", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "row"}, []string{"id", "token", "int", "bytes", "int", "int", "int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
+	ScriptCompletePolicyIDs = newScript("complete_policy_ids", "6fe6ba6b3b78ccdc68dfab7dc69459effe6ddb41", luaCompletePolicyIDs, []string{"row", "active", "running", "policy", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "rows"}, []string{"id", "token", "lease_ms", "result", "keep", "keep_age_ms", "events_max", "ids"}, []string{"row", "active", "running", "policy", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "row"}, []string{"id", "token", "int", "bytes", "int", "int", "int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
 	// ScriptFailPolicy is the fail_policy script: (2.7.0) fail in either layout; under a concurrency cap, the lease it frees rings the doorbell when jobs are pending, so that an idle claimer takes the room.
-	ScriptFailPolicy = newScript("fail_policy", "68a4788ff588626ef9621f33d30af21a4d3f7ab2", luaFailPolicy, []string{"active", "running", "policy", "pending", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "class", "worker", "error", "max_attempts", "backoff", "backoff_ms", "backoff_max_ms", "jitter", "bury", "events_max"}, []string{"active", "running", "policy", "pending", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "string", "string", "bytes", "int", "string", "int", "int", "int", "int", "int"}, []string{"outcome", "run_at_ms"})
+	ScriptFailPolicy = newScript("fail_policy", "be58bbcf944bdcb17bdd0b39fb8e5bc12badeec4", luaFailPolicy, []string{"active", "running", "policy", "pending", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "class", "worker", "error", "max_attempts", "backoff", "backoff_ms", "backoff_max_ms", "jitter", "bury", "events_max"}, []string{"active", "running", "policy", "pending", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "string", "string", "bytes", "int", "string", "int", "int", "int", "int", "int"}, []string{"outcome", "run_at_ms"})
 	// ScriptReapPolicyIDs is the reap_policy_ids script: (2.7.0) reap_recorded_ids in either layout: it takes back the expired leases of the running set under a policy; under a concurrency cap, the leases it frees ring the doorbell when jobs are pending.
-	ScriptReapPolicyIDs = newScript("reap_policy_ids", "05408c8ac46f5e8caf36aa0fe4afb8d1289b7886", luaReapPolicyIDs, []string{"active", "running", "policy", "pending", "dead", "wake", "failures", "options", "events", "counters", "rows"}, []string{"max_attempts", "events_max", "ids"}, []string{"active", "running", "policy", "pending", "dead", "wake", "failures", "options", "events", "counters", "row"}, []string{"int", "int", "id"}, []string{})
+	ScriptReapPolicyIDs = newScript("reap_policy_ids", "72f9d2d56c0151f111e4d4c126815affc5496021", luaReapPolicyIDs, []string{"active", "running", "policy", "pending", "dead", "wake", "failures", "options", "events", "counters", "rows"}, []string{"max_attempts", "events_max", "ids"}, []string{"active", "running", "policy", "pending", "dead", "wake", "failures", "options", "events", "counters", "row"}, []string{"int", "int", "id"}, []string{})
 	// ScriptExtendPolicy is the extend_policy script: (2.7.0) extend in either layout.
-	ScriptExtendPolicy = newScript("extend_policy", "b20945c8608bd117476b0a2067106bfe4a1cb676", luaExtendPolicy, []string{"active", "running", "row"}, []string{"id", "token", "lease_ms"}, []string{"active", "running", "row"}, []string{"id", "token", "int"}, []string{})
+	ScriptExtendPolicy = newScript("extend_policy", "b44e2b8da517c40ee8a9cb2ef5f7b7bb9eb5b15c", luaExtendPolicy, []string{"active", "running", "row"}, []string{"id", "token", "lease_ms"}, []string{"active", "running", "row"}, []string{"id", "token", "int"}, []string{})
 	// ScriptCancelPolicyIDs is the cancel_policy_ids script: (2.7.0) cancel_ids in either layout: a leased job is cancelled out of the running set under a policy; under a concurrency cap, the leases it frees ring the doorbell when jobs are pending.
-	ScriptCancelPolicyIDs = newScript("cancel_policy_ids", "d3f16cd53d87500b1df854bb4a5c9eee9d2ed463", luaCancelPolicyIDs, []string{"pending", "schedule", "active", "running", "policy", "wake", "failures", "progress", "options", "events", "cancel", "rows"}, []string{"events_max", "ids"}, []string{"pending", "schedule", "active", "running", "policy", "wake", "failures", "progress", "options", "events", "cancel", "row"}, []string{"int", "id"}, []string{"state"})
+	ScriptCancelPolicyIDs = newScript("cancel_policy_ids", "3e95ba50bfad708fd418bec24d9eca606cb6357e", luaCancelPolicyIDs, []string{"pending", "schedule", "active", "running", "policy", "wake", "failures", "progress", "options", "events", "cancel", "rows"}, []string{"events_max", "ids"}, []string{"pending", "schedule", "active", "running", "policy", "wake", "failures", "progress", "options", "events", "cancel", "row"}, []string{"int", "id"}, []string{"state"})
 	// ScriptAddDedupPolicy is the add_dedup_policy script: (2.7.0) add_dedup in either layout: a holder leased under a policy is in the running set, and holds its key there.
-	ScriptAddDedupPolicy = newScript("add_dedup_policy", "9e09bd5e7a10331b80bce09dbce467423ce95197", luaAddDedupPolicy, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "options", "dedup", "rows"}, []string{"mode", "ttl_ms", "hold", "delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "ids", "payloads", "dedup_keys"}, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "options", "dedup", "row"}, []string{"string", "int", "int", "int", "int", "string", "int", "int", "id", "bytes", "bytes"}, []string{"outcome", "id", "run_at_ms"})
+	ScriptAddDedupPolicy = newScript("add_dedup_policy", "f909ccd545adf1f9bcc371ad916776d995fd4f73", luaAddDedupPolicy, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "options", "dedup", "rows"}, []string{"mode", "ttl_ms", "hold", "delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "ids", "payloads", "dedup_keys"}, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "options", "dedup", "row"}, []string{"string", "int", "int", "int", "int", "string", "int", "int", "id", "bytes", "bytes"}, []string{"outcome", "id", "run_at_ms"})
 	// ScriptReplaceDedupPolicy is the replace_dedup_policy script: (2.7.0) replace_dedup in either layout: a holder leased under a policy is in the running set, and holds its key there.
-	ScriptReplaceDedupPolicy = newScript("replace_dedup_policy", "de937ae7fee9d74aedb2b0e23a15be5bc13255e2", luaReplaceDedupPolicy, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "options", "dedup", "events", "row", "target_row"}, []string{"mode", "ttl_ms", "hold", "delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "events_max", "id", "payload", "dedup_key", "target"}, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "options", "dedup", "events", "row", "row"}, []string{"string", "int", "int", "int", "int", "string", "int", "int", "int", "id", "bytes", "bytes", "id"}, []string{"outcome", "id", "run_at_ms"})
+	ScriptReplaceDedupPolicy = newScript("replace_dedup_policy", "08e0d7baa6177b974ccca9dc7e0a3486aa8dc5ce", luaReplaceDedupPolicy, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "options", "dedup", "events", "row", "target_row"}, []string{"mode", "ttl_ms", "hold", "delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "events_max", "id", "payload", "dedup_key", "target"}, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "options", "dedup", "events", "row", "row"}, []string{"string", "int", "int", "int", "int", "string", "int", "int", "int", "id", "bytes", "bytes", "id"}, []string{"outcome", "id", "run_at_ms"})
 	// ScriptDedupPolicyEntries is the dedup_policy_entries script: (2.7.0) dedup_entries in either layout: a holder leased under a policy is in the running set, and holds its key there.
-	ScriptDedupPolicyEntries = newScript("dedup_policy_entries", "353a5544851d80e2dcc5d3c98c12f7eb58974101", luaDedupPolicyEntries, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"}, []string{"dedup_keys"}, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"}, []string{"bytes"}, []string{"holder", "mode", "expires_ms", "held", "state", "parked"})
+	ScriptDedupPolicyEntries = newScript("dedup_policy_entries", "3b5dab3425644f9787687eee134bffd688db06b8", luaDedupPolicyEntries, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"}, []string{"dedup_keys"}, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"}, []string{"bytes"}, []string{"holder", "mode", "expires_ms", "held", "state", "parked"})
 	// ScriptSweepDedupPolicy is the sweep_dedup_policy script: (2.7.0) sweep_dedup in either layout: a holder leased under a policy is in the running set, and holds its key there.
-	ScriptSweepDedupPolicy = newScript("sweep_dedup_policy", "ec8d7a2214fce5a0a672a206bbacf64cd34f70fa", luaSweepDedupPolicy, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"}, []string{"cursor", "count"}, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"}, []string{"string", "int"}, []string{"cursor", "dropped", "released"})
+	ScriptSweepDedupPolicy = newScript("sweep_dedup_policy", "2538e5f5744ab15b86b27b4e886cd2df9be807ac", luaSweepDedupPolicy, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"}, []string{"cursor", "count"}, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"}, []string{"string", "int"}, []string{"cursor", "dropped", "released"})
 	// ScriptRetryPolicy is the retry_policy script: (2.7.0) retry in either layout (a worker hands a job back, as at shutdown); under a concurrency cap, the lease it frees rings the doorbell when jobs are pending.
-	ScriptRetryPolicy = newScript("retry_policy", "0ef4ca4dae67f5aa303a324d0a1f8e8aaadfaf95", luaRetryPolicy, []string{"active", "running", "policy", "pending", "wake", "row", "schedule"}, []string{"id", "token", "delay_ms"}, []string{"active", "running", "policy", "pending", "wake", "row", "schedule"}, []string{"id", "token", "int"}, []string{})
+	ScriptRetryPolicy = newScript("retry_policy", "f992cf5ffc3d5bb6b68492c43b7325335d0d89d9", luaRetryPolicy, []string{"active", "running", "policy", "pending", "wake", "row", "schedule"}, []string{"id", "token", "delay_ms"}, []string{"active", "running", "policy", "pending", "wake", "row", "schedule"}, []string{"id", "token", "int"}, []string{})
 	// ScriptBuryPolicy is the bury_policy script: (2.7.0) bury in either layout; under a concurrency cap, the lease it frees rings the doorbell when jobs are pending.
-	ScriptBuryPolicy = newScript("bury_policy", "4d656ce475ea29052997847d5229c2c618c34940", luaBuryPolicy, []string{"active", "running", "policy", "pending", "wake", "row", "dead"}, []string{"id", "token"}, []string{"active", "running", "policy", "pending", "wake", "row", "dead"}, []string{"id", "token"}, []string{})
+	ScriptBuryPolicy = newScript("bury_policy", "00311e1612dda7ebf0c84a3775c75a95d90574c1", luaBuryPolicy, []string{"active", "running", "policy", "pending", "wake", "row", "dead"}, []string{"id", "token"}, []string{"active", "running", "policy", "pending", "wake", "row", "dead"}, []string{"id", "token"}, []string{})
 	// ScriptSetPolicy is the set_policy script: (2.7.0) Set or clear a queue's policies (pause, concurrency cap) and lay or lift its tripwire with them, in one call: when the queue's first policy is set, its active set is renamed to the running set and the active key takes the tripwire (the string 7 7), so that every script older than 2.7 fails WRONGTYPE on the queue; when its last policy is cleared, the running set is renamed back and the tripwire removed. Resuming, or raising or removing the cap, rings the doorbell when jobs are pending.
-	ScriptSetPolicy = newScript("set_policy", "c1ce0d570d73a4192ac69bb7c9fd71628e7461e9", luaSetPolicy, []string{"pending", "active", "running", "policy", "wake"}, []string{"paused", "concurrency"}, []string{"pending", "active", "running", "policy", "wake"}, []string{"int", "int"}, []string{"paused", "concurrency", "requires"})
+	ScriptSetPolicy = newScript("set_policy", "0dc76b179c0dd0bd8489745a95a853317079b956", luaSetPolicy, []string{"pending", "active", "running", "policy", "wake"}, []string{"paused", "concurrency"}, []string{"pending", "active", "running", "policy", "wake"}, []string{"int", "int"}, []string{"paused", "concurrency", "requires"})
 	// ScriptQueuePolicy is the queue_policy script: (2.7.0) Read a queue's policies, the minor its tripwire names and how many of its jobs are leased, in either layout.
-	ScriptQueuePolicy = newScript("queue_policy", "e5504a89df786eaf44d5f5a9106bb4c0b09db541", luaQueuePolicy, []string{"active", "running", "policy"}, []string{}, []string{"active", "running", "policy"}, []string{}, []string{"paused", "concurrency", "requires", "leased"})
+	ScriptQueuePolicy = newScript("queue_policy", "ed7c124e3313ae6d81c7a683399c4fad8dbff8ea", luaQueuePolicy, []string{"active", "running", "policy"}, []string{}, []string{"active", "running", "policy"}, []string{}, []string{"paused", "concurrency", "requires", "leased"})
 )
 
 // ScriptNamed returns the script named name, or nil.
@@ -7996,7 +7996,7 @@ const luaClaimPolicyIDs = `-- Code generated by emqgen. DO NOT EDIT.
 -- Refusals:
 --   EMQPOLICY claim_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to claim, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: pending -> active
-local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]); if #KEYS - 5 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 6, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local active_at, active_tripped = KEYS[2], false; if type(redis.pcall('ZCARD', KEYS[2])) == 'table' then if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]); if #KEYS - 5 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 6, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
@@ -8014,24 +8014,19 @@ for i = 2, #ARGV do
     return redis.error_reply('ERR rows: a row is not its id\'s')
   end
 end
-local function policy_room()
-  if not active_tripped then
-    return -1
-  end
+local room = -1
+if active_tripped then
   if not policy_claims then
-    return 0
+    room = 0
+  else
+    local pol = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
+    if pol[1] then
+      room = 0
+    elseif tonumber(pol[2]) then
+      room = math.max(0, tonumber(pol[2]) - redis.call('ZCARD', active_at))
+    end
   end
-  local pol = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
-  if pol[1] then
-    return 0
-  end
-  local cap = tonumber(pol[2])
-  if not cap then
-    return -1
-  end
-  return math.max(0, cap - redis.call('ZCARD', active_at))
 end
-local room = policy_room()
 if room == 0 then
   return {}
 end
@@ -8214,7 +8209,7 @@ const luaCompletePolicyIDs = `-- Code generated by emqgen. DO NOT EDIT.
 --   EMQSTALE complete job not active -- when the row is not active; nothing is kept or leased
 --   EMQPOLICY complete_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> none, pending -> active
-local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('ZCARD', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); redis.call('HLEN', KEYS[11]); redis.call('XLEN', KEYS[12]); redis.call('HLEN', KEYS[13]); if #KEYS - 13 ~= #ARGV - 7 then return redis.error_reply('ERR rows: one key per ids') end; for i = 14, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local active_at, active_tripped = KEYS[2], false; if type(redis.pcall('ZCARD', KEYS[2])) == 'table' then if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) end; redis.call('HLEN', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('ZCARD', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); redis.call('HLEN', KEYS[11]); redis.call('XLEN', KEYS[12]); redis.call('HLEN', KEYS[13]); if #KEYS - 13 ~= #ARGV - 7 then return redis.error_reply('ERR rows: one key per ids') end; for i = 14, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
@@ -8316,24 +8311,19 @@ local function count(word, n)
 end
 emit('e', 'completed', 'j', ARGV[1], 'a', cur[1])
 count('completed', 1)
-local function policy_room()
-  if not active_tripped then
-    return -1
-  end
+local room = -1
+if active_tripped then
   if not policy_claims then
-    return 0
+    room = 0
+  else
+    local pol = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
+    if pol[1] then
+      room = 0
+    elseif tonumber(pol[2]) then
+      room = math.max(0, tonumber(pol[2]) - redis.call('ZCARD', active_at))
+    end
   end
-  local pol = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
-  if pol[1] then
-    return 0
-  end
-  local cap = tonumber(pol[2])
-  if not cap then
-    return -1
-  end
-  return math.max(0, cap - redis.call('ZCARD', active_at))
 end
-local room = policy_room()
 local deadline = now + lease
 local out = {}
 for i = 8, #ARGV do
@@ -8546,7 +8536,7 @@ const luaFailPolicy = `-- Code generated by emqgen. DO NOT EDIT.
 --   EMQSTALE fail job not active -- when the row is not active; nothing is recorded
 --   EMQPOLICY fail_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> scheduled, active -> dead
-local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('HLEN', KEYS[5]); redis.call('ZCARD', KEYS[6]); redis.call('ZCARD', KEYS[7]); redis.call('LLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); redis.call('XLEN', KEYS[11]); redis.call('HLEN', KEYS[12]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[1], false; if type(redis.pcall('ZCARD', KEYS[1])) == 'table' then if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('HLEN', KEYS[5]); redis.call('ZCARD', KEYS[6]); redis.call('ZCARD', KEYS[7]); redis.call('LLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); redis.call('XLEN', KEYS[11]); redis.call('HLEN', KEYS[12]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
@@ -8826,7 +8816,7 @@ const luaReapPolicyIDs = `-- Code generated by emqgen. DO NOT EDIT.
 -- Refusals:
 --   EMQPOLICY reap_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> pending, active -> dead
-local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('XLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); if #KEYS - 10 ~= #ARGV - 2 then return redis.error_reply('ERR rows: one key per ids') end; for i = 11, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local active_at, active_tripped = KEYS[1], false; if type(redis.pcall('ZCARD', KEYS[1])) == 'table' then if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('XLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); if #KEYS - 10 ~= #ARGV - 2 then return redis.error_reply('ERR rows: one key per ids') end; for i = 11, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
@@ -9042,7 +9032,7 @@ const luaExtendPolicy = `-- Code generated by emqgen. DO NOT EDIT.
 --   EMQSTALE extend job not active -- when the row is not active
 --   EMQPOLICY extend_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> active
-local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[1], false; if type(redis.pcall('ZCARD', KEYS[1])) == 'table' then if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) end; redis.call('HLEN', KEYS[3]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
@@ -9144,7 +9134,7 @@ const luaCancelPolicyIDs = `-- Code generated by emqgen. DO NOT EDIT.
 -- Refusals:
 --   EMQPOLICY cancel_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: pending -> none, scheduled -> none, active -> none
-local active_at, active_tripped = KEYS[3], false; local active_type = redis.call('TYPE', KEYS[3])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[4], true; redis.call('ZCARD', KEYS[4]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[2]); redis.call('HLEN', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('XLEN', KEYS[10]); if #KEYS - 11 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 12, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local active_at, active_tripped = KEYS[3], false; if type(redis.pcall('ZCARD', KEYS[3])) == 'table' then if redis.call('TYPE', KEYS[3])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[4], true; redis.call('ZCARD', KEYS[4]) end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[2]); redis.call('HLEN', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('XLEN', KEYS[10]); if #KEYS - 11 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 12, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[3]), '^(%d+) (%d+)$')
@@ -9334,7 +9324,7 @@ const luaAddDedupPolicy = `-- Code generated by emqgen. DO NOT EDIT.
 --   EMQKIND job id must be JOB-namespaced -- when any id is not of the work kind; nothing is written
 --   EMQPOLICY add_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: none -> pending, none -> scheduled, scheduled -> scheduled
-local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); if (#ARGV - 8) % 3 ~= 0 or #KEYS - 9 ~= (#ARGV - 8) / 3 then return redis.error_reply('ERR rows: one key per entry of (ids, payloads, dedup_keys)') end; for i = 10, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local active_at, active_tripped = KEYS[2], false; if type(redis.pcall('ZCARD', KEYS[2])) == 'table' then if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); if (#ARGV - 8) % 3 ~= 0 or #KEYS - 9 ~= (#ARGV - 8) / 3 then return redis.error_reply('ERR rows: one key per entry of (ids, payloads, dedup_keys)') end; for i = 10, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
@@ -9809,7 +9799,7 @@ const luaReplaceDedupPolicy = `-- Code generated by emqgen. DO NOT EDIT.
 --   EMQKIND job id must be JOB-namespaced -- when the id is not of the work kind; nothing is written
 --   EMQPOLICY replace_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: none -> pending, none -> scheduled, pending -> scheduled, scheduled -> pending, scheduled -> scheduled
-local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('XLEN', KEYS[10]); redis.call('HLEN', KEYS[11]); redis.call('HLEN', KEYS[12]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[2], false; if type(redis.pcall('ZCARD', KEYS[2])) == 'table' then if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('XLEN', KEYS[10]); redis.call('HLEN', KEYS[11]); redis.call('HLEN', KEYS[12]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
@@ -10276,7 +10266,7 @@ const luaDedupPolicyEntries = `-- Code generated by emqgen. DO NOT EDIT.
 --   [6] parked (string): the job parked behind an active holder (keep_last); empty when none
 -- Refusals:
 --   EMQPOLICY dedup_policy_entries policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
-local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[2], false; if type(redis.pcall('ZCARD', KEYS[2])) == 'table' then if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
@@ -10584,7 +10574,7 @@ const luaSweepDedupPolicy = `-- Code generated by emqgen. DO NOT EDIT.
 -- Refusals:
 --   EMQPOLICY sweep_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: scheduled -> scheduled
-local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[2], false; if type(redis.pcall('ZCARD', KEYS[2])) == 'table' then if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
@@ -10862,7 +10852,7 @@ const luaRetryPolicy = `-- Code generated by emqgen. DO NOT EDIT.
 --   EMQSTALE retry job not active -- when the row is not active
 --   EMQPOLICY retry_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> scheduled
-local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('LLEN', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('ZCARD', KEYS[7]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[1], false; if type(redis.pcall('ZCARD', KEYS[1])) == 'table' then if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('LLEN', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('ZCARD', KEYS[7]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
@@ -10974,7 +10964,7 @@ const luaBuryPolicy = `-- Code generated by emqgen. DO NOT EDIT.
 --   EMQSTALE bury job not active -- when the row is not active
 --   EMQPOLICY bury_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> dead
-local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('LLEN', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('ZCARD', KEYS[7]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[1], false; if type(redis.pcall('ZCARD', KEYS[1])) == 'table' then if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('LLEN', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('ZCARD', KEYS[7]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
@@ -11081,7 +11071,7 @@ const luaSetPolicy = `-- Code generated by emqgen. DO NOT EDIT.
 --   [3] requires (int): the minor the tripwire names; 0: the queue has no policy and no tripwire
 -- Refusals:
 --   EMQPOLICY set_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to claim or to settle, or cannot be read, whose policies this script cannot keep; nothing is written
-local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[2], false; if type(redis.pcall('ZCARD', KEYS[2])) == 'table' then if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
@@ -11244,7 +11234,7 @@ const luaQueuePolicy = `-- Code generated by emqgen. DO NOT EDIT.
 --   [2] concurrency (int): the cap on the jobs leased at once; 0: none
 --   [3] requires (int): the minor the tripwire names; 0: the queue has no policy and no tripwire
 --   [4] leased (int): the jobs leased (the active set, or the running set under the tripwire)
-local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[1], false; if type(redis.pcall('ZCARD', KEYS[1])) == 'table' then if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) end; redis.call('HLEN', KEYS[3]) -- each key's type, before any write
 local requires = 0
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')

@@ -61,7 +61,7 @@ class ScriptExec:
     argv: tuple[Arg, ...]
 
 
-BUNDLE_DIGEST: Final = "ccf772029e8ed8f267538f24b192ff0beae04fa8"
+BUNDLE_DIGEST: Final = "d46c1c521a720ee6b274be9c5d1dc1d5a65ea9fe"
 """Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each
 followed by a newline. The fence records it in the reserve per version.
 """
@@ -4838,7 +4838,7 @@ _LUA_CLAIM_POLICY_IDS: Final = """\
 -- Refusals:
 --   EMQPOLICY claim_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to claim, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: pending -> active
-local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]); if #KEYS - 5 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 6, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local active_at, active_tripped = KEYS[2], false; if type(redis.pcall('ZCARD', KEYS[2])) == 'table' then if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]); if #KEYS - 5 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 6, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
@@ -4856,24 +4856,19 @@ for i = 2, #ARGV do
     return redis.error_reply('ERR rows: a row is not its id\\'s')
   end
 end
-local function policy_room()
-  if not active_tripped then
-    return -1
-  end
+local room = -1
+if active_tripped then
   if not policy_claims then
-    return 0
+    room = 0
+  else
+    local pol = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
+    if pol[1] then
+      room = 0
+    elseif tonumber(pol[2]) then
+      room = math.max(0, tonumber(pol[2]) - redis.call('ZCARD', active_at))
+    end
   end
-  local pol = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
-  if pol[1] then
-    return 0
-  end
-  local cap = tonumber(pol[2])
-  if not cap then
-    return -1
-  end
-  return math.max(0, cap - redis.call('ZCARD', active_at))
 end
-local room = policy_room()
 if room == 0 then
   return {}
 end
@@ -4907,7 +4902,7 @@ return out
 
 SCRIPT_CLAIM_POLICY_IDS: Final = Script(
     name="claim_policy_ids",
-    sha1="ae25335384f8f64a771e59a2c4ff28b6298ba798",
+    sha1="86f4a7fa025355f891414de95d5f415920fb09ff",
     source=_LUA_CLAIM_POLICY_IDS,
     keys=("pending", "active", "running", "policy", "wake", "rows"),
     argv=("lease_ms", "ids"),
@@ -4962,7 +4957,7 @@ _LUA_COMPLETE_POLICY_IDS: Final = """\
 --   EMQSTALE complete job not active -- when the row is not active; nothing is kept or leased
 --   EMQPOLICY complete_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> none, pending -> active
-local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('ZCARD', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); redis.call('HLEN', KEYS[11]); redis.call('XLEN', KEYS[12]); redis.call('HLEN', KEYS[13]); if #KEYS - 13 ~= #ARGV - 7 then return redis.error_reply('ERR rows: one key per ids') end; for i = 14, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local active_at, active_tripped = KEYS[2], false; if type(redis.pcall('ZCARD', KEYS[2])) == 'table' then if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) end; redis.call('HLEN', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('ZCARD', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); redis.call('HLEN', KEYS[11]); redis.call('XLEN', KEYS[12]); redis.call('HLEN', KEYS[13]); if #KEYS - 13 ~= #ARGV - 7 then return redis.error_reply('ERR rows: one key per ids') end; for i = 14, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
@@ -5064,24 +5059,19 @@ local function count(word, n)
 end
 emit('e', 'completed', 'j', ARGV[1], 'a', cur[1])
 count('completed', 1)
-local function policy_room()
-  if not active_tripped then
-    return -1
-  end
+local room = -1
+if active_tripped then
   if not policy_claims then
-    return 0
+    room = 0
+  else
+    local pol = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
+    if pol[1] then
+      room = 0
+    elseif tonumber(pol[2]) then
+      room = math.max(0, tonumber(pol[2]) - redis.call('ZCARD', active_at))
+    end
   end
-  local pol = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
-  if pol[1] then
-    return 0
-  end
-  local cap = tonumber(pol[2])
-  if not cap then
-    return -1
-  end
-  return math.max(0, cap - redis.call('ZCARD', active_at))
 end
-local room = policy_room()
 local deadline = now + lease
 local out = {}
 for i = 8, #ARGV do
@@ -5115,7 +5105,7 @@ return out
 
 SCRIPT_COMPLETE_POLICY_IDS: Final = Script(
     name="complete_policy_ids",
-    sha1="58810a99ad90427868eb4a8440f86875750013ad",
+    sha1="6fe6ba6b3b78ccdc68dfab7dc69459effe6ddb41",
     source=_LUA_COMPLETE_POLICY_IDS,
     keys=(
         "row",
@@ -5201,7 +5191,7 @@ _LUA_FAIL_POLICY: Final = """\
 --   EMQSTALE fail job not active -- when the row is not active; nothing is recorded
 --   EMQPOLICY fail_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> scheduled, active -> dead
-local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('HLEN', KEYS[5]); redis.call('ZCARD', KEYS[6]); redis.call('ZCARD', KEYS[7]); redis.call('LLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); redis.call('XLEN', KEYS[11]); redis.call('HLEN', KEYS[12]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[1], false; if type(redis.pcall('ZCARD', KEYS[1])) == 'table' then if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('HLEN', KEYS[5]); redis.call('ZCARD', KEYS[6]); redis.call('ZCARD', KEYS[7]); redis.call('LLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); redis.call('XLEN', KEYS[11]); redis.call('HLEN', KEYS[12]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
@@ -5349,7 +5339,7 @@ return {outcome, run_at}
 
 SCRIPT_FAIL_POLICY: Final = Script(
     name="fail_policy",
-    sha1="68a4788ff588626ef9621f33d30af21a4d3f7ab2",
+    sha1="be58bbcf944bdcb17bdd0b39fb8e5bc12badeec4",
     source=_LUA_FAIL_POLICY,
     keys=(
         "active",
@@ -5440,7 +5430,7 @@ _LUA_REAP_POLICY_IDS: Final = """\
 -- Refusals:
 --   EMQPOLICY reap_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> pending, active -> dead
-local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('XLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); if #KEYS - 10 ~= #ARGV - 2 then return redis.error_reply('ERR rows: one key per ids') end; for i = 11, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local active_at, active_tripped = KEYS[1], false; if type(redis.pcall('ZCARD', KEYS[1])) == 'table' then if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('XLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); if #KEYS - 10 ~= #ARGV - 2 then return redis.error_reply('ERR rows: one key per ids') end; for i = 11, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
@@ -5568,7 +5558,7 @@ return moved
 
 SCRIPT_REAP_POLICY_IDS: Final = Script(
     name="reap_policy_ids",
-    sha1="05408c8ac46f5e8caf36aa0fe4afb8d1289b7886",
+    sha1="72f9d2d56c0151f111e4d4c126815affc5496021",
     source=_LUA_REAP_POLICY_IDS,
     keys=(
         "active",
@@ -5626,7 +5616,7 @@ _LUA_EXTEND_POLICY: Final = """\
 --   EMQSTALE extend job not active -- when the row is not active
 --   EMQPOLICY extend_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> active
-local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[1], false; if type(redis.pcall('ZCARD', KEYS[1])) == 'table' then if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) end; redis.call('HLEN', KEYS[3]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
@@ -5652,7 +5642,7 @@ return deadline
 
 SCRIPT_EXTEND_POLICY: Final = Script(
     name="extend_policy",
-    sha1="b20945c8608bd117476b0a2067106bfe4a1cb676",
+    sha1="b44e2b8da517c40ee8a9cb2ef5f7b7bb9eb5b15c",
     source=_LUA_EXTEND_POLICY,
     keys=("active", "running", "row"),
     argv=("id", "token", "lease_ms"),
@@ -5690,7 +5680,7 @@ _LUA_CANCEL_POLICY_IDS: Final = """\
 -- Refusals:
 --   EMQPOLICY cancel_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: pending -> none, scheduled -> none, active -> none
-local active_at, active_tripped = KEYS[3], false; local active_type = redis.call('TYPE', KEYS[3])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[4], true; redis.call('ZCARD', KEYS[4]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[2]); redis.call('HLEN', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('XLEN', KEYS[10]); if #KEYS - 11 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 12, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local active_at, active_tripped = KEYS[3], false; if type(redis.pcall('ZCARD', KEYS[3])) == 'table' then if redis.call('TYPE', KEYS[3])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[4], true; redis.call('ZCARD', KEYS[4]) end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[2]); redis.call('HLEN', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('XLEN', KEYS[10]); if #KEYS - 11 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 12, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[3]), '^(%d+) (%d+)$')
@@ -5743,7 +5733,7 @@ return out
 
 SCRIPT_CANCEL_POLICY_IDS: Final = Script(
     name="cancel_policy_ids",
-    sha1="d3f16cd53d87500b1df854bb4a5c9eee9d2ed463",
+    sha1="3e95ba50bfad708fd418bec24d9eca606cb6357e",
     source=_LUA_CANCEL_POLICY_IDS,
     keys=(
         "pending",
@@ -5820,7 +5810,7 @@ _LUA_ADD_DEDUP_POLICY: Final = """\
 --   EMQKIND job id must be JOB-namespaced -- when any id is not of the work kind; nothing is written
 --   EMQPOLICY add_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: none -> pending, none -> scheduled, scheduled -> scheduled
-local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); if (#ARGV - 8) % 3 ~= 0 or #KEYS - 9 ~= (#ARGV - 8) / 3 then return redis.error_reply('ERR rows: one key per entry of (ids, payloads, dedup_keys)') end; for i = 10, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local active_at, active_tripped = KEYS[2], false; if type(redis.pcall('ZCARD', KEYS[2])) == 'table' then if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); if (#ARGV - 8) % 3 ~= 0 or #KEYS - 9 ~= (#ARGV - 8) / 3 then return redis.error_reply('ERR rows: one key per entry of (ids, payloads, dedup_keys)') end; for i = 10, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
@@ -6117,7 +6107,7 @@ return out
 
 SCRIPT_ADD_DEDUP_POLICY: Final = Script(
     name="add_dedup_policy",
-    sha1="9e09bd5e7a10331b80bce09dbce467423ce95197",
+    sha1="f909ccd545adf1f9bcc371ad916776d995fd4f73",
     source=_LUA_ADD_DEDUP_POLICY,
     keys=(
         "pending",
@@ -6217,7 +6207,7 @@ _LUA_REPLACE_DEDUP_POLICY: Final = """\
 --   EMQKIND job id must be JOB-namespaced -- when the id is not of the work kind; nothing is written
 --   EMQPOLICY replace_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: none -> pending, none -> scheduled, pending -> scheduled, scheduled -> pending, scheduled -> scheduled
-local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('XLEN', KEYS[10]); redis.call('HLEN', KEYS[11]); redis.call('HLEN', KEYS[12]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[2], false; if type(redis.pcall('ZCARD', KEYS[2])) == 'table' then if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('XLEN', KEYS[10]); redis.call('HLEN', KEYS[11]); redis.call('HLEN', KEYS[12]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
@@ -6541,7 +6531,7 @@ return {'admitted', ARGV[10], run_at}
 
 SCRIPT_REPLACE_DEDUP_POLICY: Final = Script(
     name="replace_dedup_policy",
-    sha1="de937ae7fee9d74aedb2b0e23a15be5bc13255e2",
+    sha1="08e0d7baa6177b974ccca9dc7e0a3486aa8dc5ce",
     source=_LUA_REPLACE_DEDUP_POLICY,
     keys=(
         "pending",
@@ -6634,7 +6624,7 @@ _LUA_DEDUP_POLICY_ENTRIES: Final = """\
 --   [6] parked (string): the job parked behind an active holder (keep_last); empty when none
 -- Refusals:
 --   EMQPOLICY dedup_policy_entries policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
-local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[2], false; if type(redis.pcall('ZCARD', KEYS[2])) == 'table' then if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
@@ -6799,7 +6789,7 @@ return out
 
 SCRIPT_DEDUP_POLICY_ENTRIES: Final = Script(
     name="dedup_policy_entries",
-    sha1="353a5544851d80e2dcc5d3c98c12f7eb58974101",
+    sha1="3b5dab3425644f9787687eee134bffd688db06b8",
     source=_LUA_DEDUP_POLICY_ENTRIES,
     keys=("pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"),
     argv=("dedup_keys",),
@@ -6837,7 +6827,7 @@ _LUA_SWEEP_DEDUP_POLICY: Final = """\
 -- Refusals:
 --   EMQPOLICY sweep_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: scheduled -> scheduled
-local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[2], false; if type(redis.pcall('ZCARD', KEYS[2])) == 'table' then if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
@@ -7010,7 +7000,7 @@ return {page[1], dropped, released}
 
 SCRIPT_SWEEP_DEDUP_POLICY: Final = Script(
     name="sweep_dedup_policy",
-    sha1="ec8d7a2214fce5a0a672a206bbacf64cd34f70fa",
+    sha1="2538e5f5744ab15b86b27b4e886cd2df9be807ac",
     source=_LUA_SWEEP_DEDUP_POLICY,
     keys=("pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"),
     argv=("cursor", "count"),
@@ -7047,7 +7037,7 @@ _LUA_RETRY_POLICY: Final = """\
 --   EMQSTALE retry job not active -- when the row is not active
 --   EMQPOLICY retry_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> scheduled
-local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('LLEN', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('ZCARD', KEYS[7]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[1], false; if type(redis.pcall('ZCARD', KEYS[1])) == 'table' then if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('LLEN', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('ZCARD', KEYS[7]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
@@ -7078,7 +7068,7 @@ return run_at
 
 SCRIPT_RETRY_POLICY: Final = Script(
     name="retry_policy",
-    sha1="0ef4ca4dae67f5aa303a324d0a1f8e8aaadfaf95",
+    sha1="f992cf5ffc3d5bb6b68492c43b7325335d0d89d9",
     source=_LUA_RETRY_POLICY,
     keys=("active", "running", "policy", "pending", "wake", "row", "schedule"),
     argv=("id", "token", "delay_ms"),
@@ -7115,7 +7105,7 @@ _LUA_BURY_POLICY: Final = """\
 --   EMQSTALE bury job not active -- when the row is not active
 --   EMQPOLICY bury_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> dead
-local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('LLEN', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('ZCARD', KEYS[7]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[1], false; if type(redis.pcall('ZCARD', KEYS[1])) == 'table' then if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('LLEN', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('ZCARD', KEYS[7]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
@@ -7139,7 +7129,7 @@ return 1
 
 SCRIPT_BURY_POLICY: Final = Script(
     name="bury_policy",
-    sha1="4d656ce475ea29052997847d5229c2c618c34940",
+    sha1="00311e1612dda7ebf0c84a3775c75a95d90574c1",
     source=_LUA_BURY_POLICY,
     keys=("active", "running", "policy", "pending", "wake", "row", "dead"),
     argv=("id", "token"),
@@ -7173,7 +7163,7 @@ _LUA_SET_POLICY: Final = """\
 --   [3] requires (int): the minor the tripwire names; 0: the queue has no policy and no tripwire
 -- Refusals:
 --   EMQPOLICY set_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to claim or to settle, or cannot be read, whose policies this script cannot keep; nothing is written
-local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[2], false; if type(redis.pcall('ZCARD', KEYS[2])) == 'table' then if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]) -- each key's type, before any write
 local policy_claims = true
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
@@ -7246,7 +7236,7 @@ return {p, tonumber(after[2]) or 0, requires}
 
 SCRIPT_SET_POLICY: Final = Script(
     name="set_policy",
-    sha1="c1ce0d570d73a4192ac69bb7c9fd71628e7461e9",
+    sha1="0dc76b179c0dd0bd8489745a95a853317079b956",
     source=_LUA_SET_POLICY,
     keys=("pending", "active", "running", "policy", "wake"),
     argv=("paused", "concurrency"),
@@ -7279,7 +7269,7 @@ _LUA_QUEUE_POLICY: Final = """\
 --   [2] concurrency (int): the cap on the jobs leased at once; 0: none
 --   [3] requires (int): the minor the tripwire names; 0: the queue has no policy and no tripwire
 --   [4] leased (int): the jobs leased (the active set, or the running set under the tripwire)
-local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]) -- each key's type, before any write
+local active_at, active_tripped = KEYS[1], false; if type(redis.pcall('ZCARD', KEYS[1])) == 'table' then if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) end; redis.call('HLEN', KEYS[3]) -- each key's type, before any write
 local requires = 0
 if active_tripped then
   local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
@@ -7296,7 +7286,7 @@ return {p, tonumber(pol[2]) or 0, requires, redis.call('ZCARD', active_at)}
 
 SCRIPT_QUEUE_POLICY: Final = Script(
     name="queue_policy",
-    sha1="e5504a89df786eaf44d5f5a9106bb4c0b09db541",
+    sha1="ed7c124e3313ae6d81c7a683399c4fad8dbff8ea",
     source=_LUA_QUEUE_POLICY,
     keys=("active", "running", "policy"),
     argv=(),
