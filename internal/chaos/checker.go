@@ -33,7 +33,7 @@ local rt = redis.call('TYPE', KEYS[n + 1])['ok']
 if at == 'string' then sets[a] = KEYS[n + 1] end
 local out = {{at, rt, redis.call('HLEN', KEYS[n + 2])}}
 for i = n + 3, #KEYS do
-  local id = ARGV[i - n + 1]
+  local id = ARGV[i - n]
   local member = {}
   for s = 1, n do
     if redis.call('ZSCORE', sets[s], id) then member[s] = 1 else member[s] = 0 end
