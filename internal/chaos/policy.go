@@ -3,6 +3,7 @@ package chaos
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -303,6 +304,9 @@ func newTailer(pool *Pool, lease time.Duration) *tailer {
 func (t *tailer) read() error {
 	for _, proc := range t.pool.Procs() {
 		f, err := os.Open(proc.Records)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // a process just started, which has not opened its records yet
+		}
 		if err != nil {
 			return err
 		}
