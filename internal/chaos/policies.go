@@ -271,7 +271,7 @@ func (Policies) Run(ctx context.Context, cfg Config) (Result, error) {
 	load := fmt.Sprintf("%s jobs at ~%.0f/s; %d worker processes of this tree's Go SDK (%s) × %d; lease %v; handlers %v–%v, %.0f%% of first attempts fail",
 		thousands(int64(p.jobs)), p.rate, p.workers, wire.Version, w.Concurrency, w.Lease, w.HandlerMin, w.HandlerMax, 100*w.FailRate)
 	c := o.run
-	faults := fmt.Sprintf("%d policy cycles (%d set_policy calls: a cap of %d laying the tripwire, a pause on top, resume, the cap raised to %d, removed, a pause alone, resume); %d SIGKILLs of worker processes (each replaced); %d SIGSTOPs of a worker process for %v",
+	faults := fmt.Sprintf("%d policy cycles (%d policy changes: a cap of %d laying the tripwire, a pause on top, resume, the cap raised to %d, removed, a pause alone, resume); %d SIGKILLs of worker processes (each replaced); %d SIGSTOPs of a worker process for %v",
 		c.get("policy_cycles"), c.get("policy_changes"), pc.caps[0], pc.caps[1], c.get("kills"), c.get("freezes"), freeze)
 	res := o.result("claimer policies ("+wire.Version+": pause, concurrency cap)", load, faults)
 	if _, _, err := pr.judge(&res, nil); err != nil {
