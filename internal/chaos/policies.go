@@ -3,6 +3,8 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -109,7 +111,7 @@ func (pr *policyRun) cycles(ctx context.Context) error {
 				r.note("after %q no %s worker leased within %v: nothing was pending", ch.What, langName(lang), pr.pc.resumeLimit)
 				continue
 			}
-			r.violate("after %q (%s) no %s worker leased anything within %v, with %d jobs pending", ch.What, ch.To, langName(lang), pr.pc.resumeLimit, pending)
+			r.violate("after %q (%s) no %s worker leased anything within %v, with %d jobs pending%s", ch.What, ch.To, langName(lang), pr.pc.resumeLimit, pending, pr.stall(ctx, ch.After))
 		}
 		return nil
 	}
@@ -165,6 +167,45 @@ func (pr *policyRun) waitClaims(ctx context.Context, lang Lang, us int64, n int,
 		}
 		sleepCtx(ctx, 50*time.Millisecond)
 	}
+}
+
+// stall describes why claims may lease nothing: the leases past their
+// deadlines that no one reaped, and the holder of the queue's maintenance
+// lock (only its holder reaps).
+func (pr *policyRun) stall(ctx context.Context, since int64) string {
+	rc := pr.r.chk.Client()
+	k := pr.r.queue.Keys()
+	now, err := pr.ctl.serverMicros(ctx)
+	if err != nil {
+		return ""
+	}
+	key := k.Active
+	if t, err := rc.Do(ctx, rc.B().Type().Key(k.Active).Build()).ToString(); err == nil && t == wire.ActiveTripwireType {
+		key = k.Running
+	}
+	leased, _ := rc.Do(ctx, rc.B().Zcard().Key(key).Build()).AsInt64()
+	expired, _ := rc.Do(ctx, rc.B().Zcount().Key(key).Min("-inf").Max(strconv.FormatInt(now/1000-1000, 10)).Build()).AsInt64()
+	holder, _ := rc.Do(ctx, rc.B().Hget().Key(wire.KeyLocks).Field(wire.LockMaintenance(pr.r.queue.Name())).Build()).ToString()
+	refused := map[Lang]int{}
+	for _, lg := range pr.tail.tl.logs {
+		if lg.op == "reaping" && lg.class == wrongType && lg.us > since {
+			refused[lg.lang]++
+		}
+	}
+	why := ""
+	for _, l := range sortedLangs(refused) {
+		why += fmt.Sprintf("; %d reaps of %s workers refused on the tripwire since (the lock's holder is one)", refused[l], langName(l))
+	}
+	return fmt.Sprintf(" (%d leased, %d of them past their deadlines by more than a second: not reaped; the maintenance lock held by %q%s)", leased, expired, holder, why)
+}
+
+func sortedLangs(m map[Lang]int) []Lang {
+	var out []Lang
+	for l := range m {
+		out = append(out, l)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // pending reads how many jobs are pending.
@@ -223,9 +264,23 @@ func (pr *policyRun) judge(res *Result, old func(Lang) bool) (policyVerdict, *ti
 		}
 		c[fmt.Sprintf("logged_%s_%s_%s", side, lg.op, lg.class)]++
 	}
+	// A claim or a settle of this tree's that met the tripwire is a
+	// breach (the job would run again); a maintenance read that did
+	// (reaping, sweeping: the head read of the leased set races a change
+	// of layout) is counted, as the next tick does it again.
+	c["new_maintenance_tripwire"] = 0
 	for _, k := range sortedKeys(c) {
-		if n := c[k]; strings.HasPrefix(k, "logged_new_") && (strings.HasSuffix(k, "_"+wrongType) || strings.HasSuffix(k, "_"+wire.ClassPolicy)) && n > 0 {
-			res.Violations = append(res.Violations, fmt.Sprintf("this tree's workers logged %d failures %s: a call met the tripwire", n, strings.TrimPrefix(k, "logged_new_")))
+		what, ok := strings.CutPrefix(k, "logged_new_")
+		n := c[k]
+		if !ok || n == 0 || !strings.HasSuffix(what, "_"+wrongType) && !strings.HasSuffix(what, "_"+wire.ClassPolicy) {
+			continue
+		}
+		op, _, _ := strings.Cut(what, "_")
+		switch op {
+		case "claiming", "completing", "settling", "extending":
+			res.Violations = append(res.Violations, fmt.Sprintf("this tree's workers logged %d failures %s: a claim or a settle met the tripwire", n, what))
+		default:
+			c["new_maintenance_tripwire"] += n
 		}
 	}
 	for _, p := range v.Problems {
@@ -235,6 +290,15 @@ func (pr *policyRun) judge(res *Result, old func(Lang) bool) (policyVerdict, *ti
 		res.Violations = append(res.Violations, fmt.Sprintf("policy judge: %d more problems", v.more))
 	}
 	return v, &t.tl, nil
+}
+
+// maintenanceNote says how often this tree's maintenance met the
+// tripwire, when it did.
+func maintenanceNote(c map[string]int64) string {
+	if c["new_maintenance_tripwire"] == 0 {
+		return ""
+	}
+	return fmt.Sprintf("this tree's maintenance met the tripwire %d times (the head read of the leased set racing a change of layout: the read found the tripwire and its retry the classic layout, or the other way; the next tick reads again); ", c["new_maintenance_tripwire"])
 }
 
 // capFigures describes the caps' figures for the notes.
@@ -278,7 +342,7 @@ func (Policies) Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	n := res.Counts
-	res.Notes = fmt.Sprintf("%s leases judged (%s with a claim time); %s claimed while the queue had a policy, %s within a change's bracket; no lease claimed while paused (%d); %s; at most %d handlers ran at once (leases lost to the reaper included); the checker read %s batches in the classic layout and %s under the tripwire; ",
+	res.Notes = maintenanceNote(n) + fmt.Sprintf("%s leases judged (%s with a claim time); %s claimed while the queue had a policy, %s within a change's bracket; no lease claimed while paused (%d); %s; at most %d handlers ran at once (leases lost to the reaper included); the checker read %s batches in the classic layout and %s under the tripwire; ",
 		thousands(n["leases"]), thousands(n["timed_leases"]), thousands(n["claims_under_policy"]), thousands(n["claims_in_brackets"]), n["paused_claims"],
 		capFigures(n, pc.caps), n["handler_overlap_max"], thousands(n["checks_classic"]), thousands(n["checks_policy"])) + res.Notes
 	res.Details = fmt.Sprintf(`**Injected.** %d worker processes of this tree's Go SDK (emq.NewWorker, %d handlers each, lease %v) work one queue while two producers push %s jobs. A controller (set_policy, the generated call) changes the queue's policy in cycles: a cap of %d on a queue with no policy (the tripwire laid: the active set renamed to the running set), held until %d claims are recorded under it; a pause on top, held %v; resume, until a worker leased again; the cap raised to %d, held as before; the cap removed (the last policy: the classic layout back), until a worker leased again; a pause alone (the tripwire laid again), held; resume. Each change is bracketed by the server's TIME read before it was sent and after it was answered. Meanwhile worker processes are SIGKILLed (each replaced) and frozen with SIGSTOP for %v (past the lease), so that leases are lost and reaped under a pause and under a cap, and thawed handlers run beside the leases that replaced theirs.
