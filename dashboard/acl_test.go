@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -36,6 +37,7 @@ func aclDashboard(q string) []string {
 		"+ping", "+cluster|slots",
 		"+get", "+time", "+zcard", "+exists", "+zrange", "+zscore", "+hmget", "+hgetall", "+zcount", "+zlexcount",
 		"+evalsha_ro", "+eval_ro", "+hlen", "+hget", // a job's failure record (the failures script)
+		"+type", // the queue's policy (the queue_policy script, 2.7.0) and the layout it leaves the leased jobs in
 		"%R~" + wire.KeyVersion, "%R~" + mig, "%R~" + commonPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
 	}
 }
@@ -69,13 +71,76 @@ func newServer(t *testing.T, h http.Handler) *httptest.Server {
 	return hs
 }
 
-// aclDashboardActions adds what revive, purge and run-now write.
+// aclDashboardActions adds what revive, purge and run-now write, and
+// what pause, resume and the concurrency cap (echomq 2.7.0) read and
+// write (aclPolicyRules).
 func aclDashboardActions(q string) []string {
 	k, _ := wire.NewQueueKeys(q)
-	return append(aclDashboard(q),
+	return append(append(aclDashboard(q),
 		"+evalsha", "+eval", "+hset", "+zadd", "+zrem", "+llen", "+rpush", "+del", "+hdel",
-		"~"+k.Pending, "~"+k.Schedule, "~"+k.Dead, "~"+k.Wake, "~"+k.RowPrefix()+"*", "~"+k.Failures)
+		"~"+k.Pending, "~"+k.Schedule, "~"+k.Dead, "~"+k.Wake, "~"+k.RowPrefix()+"*", "~"+k.Failures),
+		aclPolicyRules(q)...)
 }
+
+// aclPolicyRules are the rules the policy actions add: the bundle record
+// the floor check reads (HKEYS), and the set_policy script's RENAME and
+// SET of the active key and the keys it declares.
+func aclPolicyRules(q string) []string {
+	k, _ := wire.NewQueueKeys(q)
+	return []string{"+hkeys", "%R~" + wire.KeyBundle, "+rename", "+set", "~" + k.Active, "~" + k.Running, "~" + k.Policy}
+}
+
+// policyFlow pauses queue orders, caps it, resumes it and removes the
+// cap through the dashboard's pages; it reports the first failure.
+func policyFlow(t *testing.T, base string) string {
+	t.Helper()
+	for _, step := range []struct{ action, n string }{{"pause", ""}, {"cap", "2"}, {"resume", ""}, {"cap", "0"}} {
+		query := ""
+		if step.n != "" {
+			query = "?n=" + step.n
+		}
+		code, body := get(t, base+"/queue/orders/policy/"+step.action+query)
+		if code != http.StatusOK {
+			return step.action + " (confirmation): " + http.StatusText(code) + ": " + errorText(body)
+		}
+		tok := csrfRE.FindStringSubmatch(body)
+		if tok == nil {
+			return step.action + ": the confirmation has no form"
+		}
+		resp, err := noRedirect.PostForm(base+"/queue/orders/policy/"+step.action, url.Values{"csrf": {tok[1]}, "n": {step.n}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = readAll(t, resp)
+		if resp.StatusCode != http.StatusSeeOther {
+			return step.action + ": " + http.StatusText(resp.StatusCode) + ": " + errorText(body)
+		}
+	}
+	return ""
+}
+
+// repairPolicy puts queue name back in the classic layout without a
+// policy, whatever a set_policy refused midway left.
+func repairPolicy(t *testing.T, w *world, name string) {
+	t.Helper()
+	q, _ := w.c.Queue(name)
+	k := q.Keys()
+	if typ, _ := w.srv.Do("TYPE", k.Active); typ == wire.ActiveTripwireType {
+		if _, err := w.srv.Do("DEL", k.Active); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := w.srv.Do("EXISTS", k.Running); n == "1" {
+		if _, err := w.srv.Do("RENAME", k.Running, k.Active); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.srv.Do("DEL", k.Policy); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // asUser is an observing client of srv logged in as user.
 func asUser(t *testing.T, srv *redistest.Server, user string) (*emq.Client, error) {
@@ -154,6 +219,27 @@ func TestDashboardACL(t *testing.T) {
 	if l := aclLog(t, w.srv); l != "" {
 		t.Fatalf("the dashboard's ACL: refusals logged:\n%s", l)
 	}
+	// The same on a paused and capped queue (echomq 2.7.0): its leased
+	// jobs in the running set, its active key the tripwire.
+	orders, _ := w.c.Queue("orders")
+	if _, err := orders.Pause(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orders.SetConcurrency(ctxT(t), 3); err != nil {
+		t.Fatal(err)
+	}
+	if msg := readFlow(t, w, c); msg != "" {
+		t.Fatalf("the dashboard's ACL on a paused queue: %s", msg)
+	}
+	if l := aclLog(t, w.srv); l != "" {
+		t.Fatalf("the dashboard's ACL on a paused queue: refusals logged:\n%s", l)
+	}
+	if _, err := orders.Resume(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orders.SetConcurrency(ctxT(t), 0); err != nil {
+		t.Fatal(err)
+	}
 	// Every rule is needed: without any one of them a page fails or the
 	// server logs a refusal.
 	for i, r := range rules {
@@ -211,11 +297,50 @@ func TestDashboardACL(t *testing.T) {
 			t.Errorf("%s as emq-dashboard-actions = %d", a.action, resp.StatusCode)
 		}
 	}
+	// Pause, cap, resume, uncap: nothing refused, and the policy as the
+	// last step left it.
+	if msg := policyFlow(t, rw.URL); msg != "" {
+		t.Errorf("the actions' ACL: %s", msg)
+	}
+	if p := policyOf(t, w, "orders"); p.Paused || p.Concurrency != 0 || p.Requires != 0 {
+		t.Errorf("after the policy flow the policy is %+v", p)
+	}
 	if l := aclLog(t, w.srv); l != "" {
 		t.Errorf("the actions' ACL: refusals logged:\n%s", l)
 	}
 	if msg := readFlow(t, w, ca); msg != "" {
 		t.Errorf("the actions' ACL cannot read: %s", msg)
+	}
+	// Every policy rule is needed: without any one, the flow fails (the
+	// pause, the first step, lays the tripwire), and the refused pause
+	// writes nothing: a key the user may not touch is refused before the
+	// script runs (logged), and set_policy checks every command it may run
+	// against the user's ACL before its first write (redis.acl_check_cmd,
+	// which logs nothing), so no policy record is left without its
+	// tripwire.
+	all := aclDashboardActions("orders")
+	for _, r := range aclPolicyRules("orders") {
+		less := slices.DeleteFunc(slices.Clone(all), func(x string) bool { return x == r })
+		if _, err := w.srv.Do(aclSetUser("emq-dashboard-actions-less", aclPassword, less)...); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.srv.Do("ACL", "LOG", "RESET"); err != nil {
+			t.Fatal(err)
+		}
+		c, err := asUser(t, w.srv, "emq-dashboard-actions-less")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := newServer(t, mustNew(t, dashboard.Options{Client: c, Queues: []string{"orders"}, Actions: true}))
+		msg := policyFlow(t, hs.URL)
+		c.Close()
+		if msg == "" {
+			t.Errorf("policy rule %s is not needed: the flow passed without it", r)
+		}
+		if p := policyOf(t, w, "orders"); p.Paused || p.Concurrency != 0 || p.Requires != 0 {
+			t.Errorf("without %s the refused pause wrote something: the policy is %+v", r, p)
+		}
+		repairPolicy(t, w, "orders")
 	}
 }
 

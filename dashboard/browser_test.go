@@ -33,9 +33,10 @@ func chromium(t *testing.T) string {
 }
 
 // TestBrowser drives the dashboard in a real headless Chromium against a
-// real redis-server: the overview, paging past the first page of a set, a
-// job page, a revive through its confirmation, and actions refused in a
-// read-only dashboard and without the CSRF token.
+// real redis-server: the overview, a queue paused, capped and resumed from
+// its page (echomq 2.7.0) with the overview's badges, paging past the
+// first page of a set, a job page, a revive through its confirmation, and
+// actions refused in a read-only dashboard and without the CSRF token.
 func TestBrowser(t *testing.T) {
 	exe := chromium(t)
 	w := seed(t, 60, 3)
@@ -105,6 +106,45 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("the overview in the browser lacks %s:\n%s", q, overview)
 		}
 	}
+	if n, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#queues .pill.paused, #queues .pill.cap").length`)); err != nil || n != 0 {
+		t.Errorf("the overview marks %d queues with a policy before any, %v", n, err)
+	}
+
+	// Queue policies (echomq 2.7.0): pause orders from its page, cap emails
+	// at 2 with the form; the overview marks both (and its screenshot
+	// shows them).
+	do("pause: the confirmation", chromedp.Navigate(rw.URL+"/queue/orders"), chromedp.WaitVisible(css("#policy")),
+		chromedp.Click(css("#pause")), chromedp.WaitVisible(css("#confirm")))
+	if warn := text("#tripwire"); !strings.Contains(warn, "tripwire") {
+		t.Errorf("the pause's confirmation warns %q", warn)
+	}
+	if p, _ := orders.Policy(ctx); p.Paused {
+		t.Fatalf("the pause's confirmation paused the queue")
+	}
+	do("pause", chromedp.Click(css("#confirm")), chromedp.WaitVisible(css("#flash")))
+	if state, flash := text("#policy-state"), text("#flash"); state != "paused" || !strings.HasPrefix(flash, "Paused") {
+		t.Errorf("after pause the queue page shows %q, %q", state, flash)
+	}
+	if p, err := orders.Policy(ctx); err != nil || !p.Paused {
+		t.Errorf("after pause in the browser the policy is %+v, %v", p, err)
+	}
+	do("cap emails", chromedp.Navigate(rw.URL+"/queue/emails"), chromedp.WaitVisible(css("#cap-form")),
+		chromedp.SetValue(css("#cap-n"), "2"), chromedp.Click(css("#set-cap")), chromedp.WaitVisible(css("#confirm")),
+		chromedp.Click(css("#confirm")), chromedp.WaitVisible(css("#flash")))
+	if c, flash := text("#policy-cap"), text("#flash"); c != "2" || flash != "Concurrency cap set to 2." {
+		t.Errorf("after the cap the queue page shows %q, %q", c, flash)
+	}
+	emails, _ := w.c.Queue("emails")
+	if p, err := emails.Policy(ctx); err != nil || p.Concurrency != 2 || p.Paused {
+		t.Errorf("after the cap in the browser emails' policy is %+v, %v", p, err)
+	}
+	do("the overview's badges", chromedp.Navigate(rw.URL+"/"), chromedp.WaitVisible(css("#queues")))
+	if b := text(`tr[data-queue="orders"] .pill.paused`); b != "paused" {
+		t.Errorf("orders' badge shows %q", b)
+	}
+	if b := text(`tr[data-queue="emails"] .pill.cap`); b != "cap 2" {
+		t.Errorf("emails' badge shows %q", b)
+	}
 	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
@@ -124,6 +164,21 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("overview screenshot: %s (%d bytes)", out, len(shot))
+
+	// Resume orders from its page: the badge is gone.
+	do("resume", chromedp.Navigate(rw.URL+"/queue/orders"), chromedp.WaitVisible(css("#policy")),
+		chromedp.Click(css("#resume")), chromedp.WaitVisible(css("#confirm")),
+		chromedp.Click(css("#confirm")), chromedp.WaitVisible(css("#flash")))
+	if state, flash := text("#policy-state"), text("#flash"); state != "running" || !strings.HasPrefix(flash, "Resumed") {
+		t.Errorf("after resume the queue page shows %q, %q", state, flash)
+	}
+	if p, err := orders.Policy(ctx); err != nil || p.Paused || p.Requires != 0 {
+		t.Errorf("after resume in the browser the policy is %+v, %v", p, err)
+	}
+	do("the overview after resume", chromedp.Navigate(rw.URL+"/"), chromedp.WaitVisible(css("#queues")))
+	if n, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll('tr[data-queue="orders"] .pill.paused').length`)); err != nil || n != 0 {
+		t.Errorf("after resume the overview still marks orders paused (%d, %v)", n, err)
+	}
 
 	// Browse orders' pending set past its first page, then open a job.
 	do("the pending set", chromedp.Click(css(`tr[data-queue="orders"] a[href$="/set/`+string(emq.SetPending)+`"]`)), chromedp.WaitVisible(css("#jobs")))

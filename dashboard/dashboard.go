@@ -16,8 +16,13 @@
 // job's last progress report and, once it is completed, its kept
 // completion record and result.
 //
+// From echomq 2.7.0 the overview marks a paused queue and a capped one,
+// and the queue page shows its policy: paused or running, its
+// concurrency cap and the jobs leased now.
+//
 // It is read-only unless Options.Actions is set; then a dead job can be
-// revived or purged and a scheduled job run now, each after a
+// revived or purged, a scheduled job run now, and a queue paused, resumed
+// or capped (emq.Queue.Pause, Resume, SetConcurrency), each after a
 // confirmation page whose form carries a CSRF token bound to that one
 // action. Authentication is the embedder's middleware (Options.Auth;
 // BasicAuth is one); payloads can be masked (Options.Mask). Pages are
@@ -61,7 +66,8 @@ type Options struct {
 	// scanned again (default 30s).
 	List      emq.ListOptions
 	ListEvery time.Duration
-	// Actions enables revive, purge and run-now. Off, the dashboard is
+	// Actions enables revive, purge and run-now, and (echomq 2.7.0) a
+	// queue's pause, resume and concurrency cap. Off, the dashboard is
 	// read-only: no form is shown and every action is refused with 403.
 	Actions bool
 	// Auth, when set, wraps every request: the embedder's authentication
@@ -172,6 +178,8 @@ func New(o Options) (*Dashboard, error) {
 	mux.HandleFunc("GET /queue/{queue}"+schedulersPath, d.schedulersPage)
 	mux.HandleFunc("GET /queue/{queue}/job/{id}", d.jobPage)
 	mux.HandleFunc("GET /queue/{queue}/job/{id}/{action}", d.confirmPage)
+	mux.HandleFunc("GET /queue/{queue}/policy/{action}", d.policyConfirmPage)
+	mux.Handle("POST /queue/{queue}/policy/{action}", http.NewCrossOriginProtection().Handler(http.HandlerFunc(d.policyAct)))
 	mux.Handle("POST /queue/{queue}/job/{id}/{action}", http.NewCrossOriginProtection().Handler(http.HandlerFunc(d.act)))
 	var h http.Handler = mux
 	if o.Auth != nil {
@@ -266,10 +274,15 @@ func parseID(s string) (emq.ID, error) {
 }
 
 // fail answers err: 400 for input refused before any command, 409 for a
-// write the keyspace's version refuses, 500 (logged) otherwise.
+// write the keyspace's version refuses or a queue's policy refuses (its
+// tripwire names a later minor, or the deployment records a client below
+// the tripwire's floor), 500 (logged) otherwise.
 func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var br badRequest
 	switch {
+	case errors.Is(err, emq.ErrTripwireFloor), errors.Is(err, emq.ErrPolicy):
+		// Checked before ErrArgument, which the floor's refusal matches too.
+		d.render(w, r, http.StatusConflict, "error", map[string]any{"Status": http.StatusConflict, "Message": err.Error()})
 	case errors.As(err, &br), errors.Is(err, emq.ErrQueueName), errors.Is(err, emq.ErrID), errors.Is(err, emq.ErrArgument):
 		d.render(w, r, http.StatusBadRequest, "error", map[string]any{"Status": http.StatusBadRequest, "Message": err.Error()})
 	case errors.As(err, new(*emq.KeyspaceError)):
@@ -331,6 +344,8 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 // many, and every action of a template costs.
 type queueRow struct {
 	Queue, Href  string
+	Paused       bool // the queue's policy (echomq 2.7.0)
+	Concurrency  int  // its concurrency cap, 0 for none
 	Sets         []setCell
 	Rung         bool
 	Migration    string
@@ -346,7 +361,7 @@ type setCell struct {
 
 func (d *Dashboard) queueRow(st emq.QueueStats) queueRow {
 	href := d.opt.Base + "/queue/" + st.Queue
-	row := queueRow{Queue: st.Queue, Href: href, Rung: st.Rung, Expired: st.ExpiredLeases, Due: st.DueScheduled, Spark: d.spark(st.Queue)}
+	row := queueRow{Queue: st.Queue, Href: href, Paused: st.Paused, Concurrency: st.Concurrency, Rung: st.Rung, Expired: st.ExpiredLeases, Due: st.DueScheduled, Spark: d.spark(st.Queue)}
 	for _, s := range emq.Sets() {
 		row.Sets = append(row.Sets, setCell{Href: href + "/set/" + string(s), N: st.Sizes[s]})
 	}
@@ -476,6 +491,7 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 	}
 	data := d.counters(r.Context(), q)
 	maps.Copy(data, d.schedulersCard(r.Context(), q))
+	maps.Copy(data, d.policyCard(r, q))
 	data["SchedulersPath"] = schedulersPath
 	maps.Copy(data, map[string]any{
 		"Stats":      st,

@@ -11,7 +11,7 @@ import (
 	"github.com/echomq/echomq/sdk/go/emq"
 )
 
-var pageNames = []string{"overview", "queue", "set", "job", "confirm", "bulk", "error", "search", "jobschedulers"}
+var pageNames = []string{"overview", "queue", "set", "job", "confirm", "bulk", "error", "search", "jobschedulers", "policyconfirm"}
 
 func (d *Dashboard) parseTemplates() error {
 	funcs := template.FuncMap{

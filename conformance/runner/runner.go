@@ -93,6 +93,14 @@ type Result struct {
 	// TraceExpected counts the steps at which the trace differs as the
 	// language's expected_trace_diffs list says it does.
 	TraceExpected int `json:"trace_expected,omitempty"`
+	// TesteeError is what went wrong with the testee's process rather
+	// than with a case: it exited, stopped reading, did not answer a
+	// request within the timeout or answered out of order (every case
+	// after that failed for that reason), or it did not exit cleanly when
+	// stopped at the end; nil when none of these happened. A result with
+	// one is not the outcome of the cases alone (the witness does not
+	// keep it).
+	TesteeError error `json:"-"`
 	// trace is the language's wire trace: "case step" → its script calls.
 	trace map[string][]string
 	// traceGaps are the cases in which the MONITOR feed was cut (a
@@ -646,9 +654,10 @@ func Run(ctx context.Context, opt Options) ([]*Result, error) {
 // fields, get's completed) equal words of the event vocabulary and, for
 // dead, a state. Of 2.6.0: "schedulers" (the scheduler ops' argument,
 // list_schedulers' and due_schedulers' result field) equals the
-// schedulers key type's name.
+// schedulers key type's name. Of 2.7.0: "policy" (the op reading a
+// queue's policy through the SDK) equals the policy key type's name.
 var ContractWords = []string{"payload", "state", "attempts", "bundle", "version", "row", "run_at_ms", "failures",
-	"results", "progress", "events", "counters", "completed", "failed", "retried", "dead", "schedulers"}
+	"results", "progress", "events", "counters", "completed", "failed", "retried", "dead", "schedulers", "policy"}
 
 // manifestFacts is what placeholders resolve from for p.
 func manifestFacts(p *model.Protocol) (*facts, error) {
@@ -812,6 +821,12 @@ func runLanguage(ctx context.Context, opt Options, l Language, suite *Suite, s *
 		}
 	}
 	stopErr := proc.stop()
+	switch {
+	case proc.dead != nil:
+		r.TesteeError = proc.dead
+	case stopErr != nil:
+		r.TesteeError = fmt.Errorf("the testee exited with %w", stopErr)
+	}
 	if mon != nil {
 		lines, err := mon.finish(ctx, s)
 		if err != nil {

@@ -26,7 +26,10 @@
 // talks to a server: the conformance runner (package runner, in this
 // process) drives the testee and checks the keyspace, on one redis-server
 // this package starts for every replay of a run; this package builds the
-// testee and reads the runner's results.
+// testee and reads the runner's results. Both are cached: the testee by
+// what it is built from (Build), the results of each scenario file's
+// replay by every input its outcome depends on (results.go), so that a
+// replay already run on the same inputs is a lookup.
 package witness
 
 import (
@@ -91,6 +94,13 @@ type Options struct {
 	// CacheDir holds built testees by what they are built from; default
 	// the user's cache dir (os.UserCacheDir)/emqgen/witness.
 	CacheDir string
+	// ResultCache is where the results of replays are kept by every
+	// input they depend on (results.go), so that a replay of inputs
+	// already replayed is a lookup: a directory, or "off" to run every
+	// replay. Default: the environment variable ResultCacheEnv
+	// (EMQ_WITNESS_CACHE, the same values), else CacheDir's results.
+	// There is none on a server of Addr.
+	ResultCache string
 	// Timeout bounds one request to the testee; default 30s.
 	Timeout time.Duration
 	// Log, when set, receives progress (builds, timings).
@@ -137,23 +147,43 @@ func Run(ctx context.Context, o Options) *compat.Witness {
 	if files, _ := filepath.Glob(filepath.Join(o.Baseline, "*.yaml")); len(files) == 0 {
 		return failedWith(compat.RemedyNoBase, "the baseline %s has no scenario files under %s", o.BaselineLabel, o.Baseline)
 	}
-	addr := o.Addr
-	if addr == "" {
-		srv, err := redistest.StartServer()
-		if err != nil {
-			return failedWith(compat.RemedyServer, "no redis-server could be started: %v", err)
+	// The results of replays already run on these inputs are looked up
+	// (results.go); the server is started for the first that is not.
+	rc := openResults(ctx, o.ResultCache, o.CacheDir, o.Addr)
+	var srv *redistest.Server
+	defer func() {
+		if srv != nil {
+			srv.Close()
 		}
-		defer srv.Close()
-		addr = srv.Addr()
-	} else {
+	}()
+	addr := o.Addr
+	server := func() (string, error) {
+		if addr != "" {
+			return addr, nil
+		}
+		s, err := redistest.StartServer()
+		if err != nil {
+			return "", &serverError{err}
+		}
+		srv, addr = s, s.Addr()
+		return addr, nil
+	}
+	if o.Addr != "" {
 		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 		if err != nil {
 			return failedWith(compat.RemedyServer, "no server at -addr %s: %v", addr, err)
 		}
 		c.Close()
+	} else if rc == nil {
+		if _, err := server(); err != nil {
+			return failedWith(compat.RemedyServer, "%v", err)
+		}
+	}
+	run := func(in replayInput, argv []string) (*result, string, error) {
+		return replayCached(ctx, o, rc, server, in, argv, logf)
 	}
 	started := time.Now()
-	bin, cached, err := Build(ctx, o.Root, o.New.Protocol, o.CacheDir)
+	bin, key, cached, err := build(ctx, o.Root, o.New.Protocol, o.CacheDir)
 	if err != nil {
 		return failedWith(compat.RemedyBuild, "building the Go testee on an SDK generated from %s: %v", o.New.File, err)
 	}
@@ -185,11 +215,15 @@ func Run(ctx context.Context, o Options) *compat.Witness {
 		}
 		for _, mode := range []string{"", WireMode} {
 			started = time.Now()
-			res, err := replay(ctx, o, addr, testee(bin, mode), o.New.File, rp.Dir, skip)
+			in := replayInput{kind: "new", testee: key, mode: mode, manifest: manifestOf(o.Root, o.New.File), dir: rp.Dir, skip: skip}
+			res, note, err := run(in, testee(bin, mode))
+			if se := (*serverError)(nil); errors.As(err, &se) {
+				return failedWith(compat.RemedyServer, "%v", err)
+			}
 			if err != nil {
 				return failed("%v", err)
 			}
-			logf("%s on the new bundle%s: PASS %d/%d (%.1fs)", rp.Label, mode, res.Passed, res.Total, time.Since(started).Seconds())
+			logf("%s on the new bundle%s: PASS %d/%d (%.1fs)%s", rp.Label, mode, res.Passed, res.Total, time.Since(started).Seconds(), note)
 			w.Cases += res.Total
 			w.Passed += res.Passed
 			for _, f := range res.Failures {
@@ -207,9 +241,28 @@ func Run(ctx context.Context, o Options) *compat.Witness {
 		}
 	}
 	if o.Additive && o.Old.Protocol != nil {
-		reverse(ctx, o, addr, w, logf)
+		if err := reverse(ctx, o, run, w, logf); err != nil {
+			return failedWith(compat.RemedyServer, "%v", err)
+		}
 	}
 	return w
+}
+
+// serverError is a redis-server that could not be started.
+type serverError struct{ err error }
+
+func (e *serverError) Error() string {
+	return fmt.Sprintf("no redis-server could be started: %v", e.err)
+}
+func (e *serverError) Unwrap() error { return e.err }
+
+// manifestOf is the manifest the runner resolves placeholders from: file,
+// or root's protocol.yaml when file is empty (runner.Options.Manifest).
+func manifestOf(root, file string) string {
+	if file == "" {
+		return filepath.Join(root, "protocol.yaml")
+	}
+	return file
 }
 
 // finding turns a baseline case failing on the new bundle into a finding
@@ -233,28 +286,34 @@ func finding(o Options, rp Replay, f failure, anchor compat.Location) compat.Fin
 }
 
 // reverse runs today's scenarios against the old bundle: a scenario the
-// old bundle fails is new behaviour, reported and never counted.
-func reverse(ctx context.Context, o Options, addr string, w *compat.Witness, logf func(string, ...any)) {
+// old bundle fails is new behaviour, reported and never counted. Its
+// error is a server that could not be started; what else stops it is a
+// note.
+func reverse(ctx context.Context, o Options, run func(replayInput, []string) (*result, string, error), w *compat.Witness, logf func(string, ...any)) error {
 	dir := filepath.Join(o.Root, "conformance", "scenarios")
 	if files, _ := filepath.Glob(filepath.Join(dir, "*.yaml")); len(files) == 0 {
 		w.Notes = append(w.Notes, fmt.Sprintf("today's scenarios (%s) are missing, so new behaviour was not told apart", dir))
-		return
+		return nil
 	}
 	started := time.Now()
-	bin, _, err := Build(ctx, o.Root, o.Old.Protocol, o.CacheDir)
+	bin, key, _, err := build(ctx, o.Root, o.Old.Protocol, o.CacheDir)
 	if err != nil {
 		w.Notes = append(w.Notes, fmt.Sprintf("today's SDK does not build against the old bundle (%v), so today's scenarios were not run against it", firstLine(err.Error())))
-		return
+		return nil
 	}
-	res, err := replay(ctx, o, addr, testee(bin, ""), o.Old.File, dir, nil)
+	res, note, err := run(replayInput{kind: "reverse", testee: key, manifest: manifestOf(o.Root, o.Old.File), dir: dir}, testee(bin, ""))
+	if se := (*serverError)(nil); errors.As(err, &se) {
+		return err
+	}
 	if err != nil {
 		w.Notes = append(w.Notes, fmt.Sprintf("today's scenarios could not run against the old bundle: %v", err))
-		return
+		return nil
 	}
-	logf("today's scenarios on the old bundle: PASS %d/%d (%.1fs)", res.Passed, res.Total, time.Since(started).Seconds())
+	logf("today's scenarios on the old bundle: PASS %d/%d (%.1fs)%s", res.Passed, res.Total, time.Since(started).Seconds(), note)
 	for _, f := range res.Failures {
 		w.NewBehaviour = append(w.NewBehaviour, f.String())
 	}
+	return nil
 }
 
 // failure is one failed case as the runner reports it.
@@ -279,24 +338,25 @@ func testee(bin, mode string) []string {
 	return []string{bin, mode}
 }
 
-// replay runs hello and the scenario files of dir (but those skip names)
-// against a built testee,
-// placeholders resolved from manifest, through the conformance runner (in
-// this process: package runner), on the server at addr.
-func replay(ctx context.Context, o Options, addr string, testee []string, manifest, dir string, skip map[string]bool) (*result, error) {
+// loadReplay reads the scenario files of dir but those skip names.
+func loadReplay(dir string, skip map[string]bool) ([]runner.ScenarioFile, error) {
 	sc, err := runner.LoadScenarios(dir)
 	if err != nil {
 		return nil, fmt.Errorf("the scenarios %s: %w", dir, err)
 	}
-	if len(skip) > 0 {
-		kept := sc[:0]
-		for _, f := range sc {
-			if !skip[f.Name] {
-				kept = append(kept, f)
-			}
+	kept := sc[:0]
+	for _, f := range sc {
+		if !skip[f.Name] {
+			kept = append(kept, f)
 		}
-		sc = kept
 	}
+	return kept, nil
+}
+
+// replay runs hello and the scenario files sc against a built testee,
+// placeholders resolved from manifest, through the conformance runner (in
+// this process: package runner), on the server at addr.
+func replay(ctx context.Context, o Options, addr string, testee []string, manifest string, sc []runner.ScenarioFile) (*result, error) {
 	rs, err := runner.Run(ctx, runner.Options{
 		Root: o.Root, Out: io.Discard, Timeout: o.Timeout, Manifest: manifest, Addr: addr,
 		Suite:   &runner.Suite{Scenarios: sc},
@@ -335,18 +395,26 @@ func DefaultCacheDir() (string, error) {
 // digest and a hash of every one of those files and the Go version, so a
 // second build of the same inputs is a lookup; cached reports that.
 func Build(ctx context.Context, root string, p *model.Protocol, cacheDir string) (bin string, cached bool, err error) {
+	bin, _, cached, err = build(ctx, root, p, cacheDir)
+	return bin, cached, err
+}
+
+// build is Build that also returns the testee's key: the bundle digest
+// and the digest of every source and the Go version, what the replay
+// results of the testee are kept under (results.go).
+func build(ctx context.Context, root string, p *model.Protocol, cacheDir string) (bin, key string, cached bool, err error) {
 	if cacheDir == "" {
 		if cacheDir, err = DefaultCacheDir(); err != nil {
-			return "", false, err
+			return "", "", false, err
 		}
 	}
 	srcs, err := sources(root, p)
 	if err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
 	gover, err := exec.CommandContext(ctx, "go", "env", "GOVERSION").Output()
 	if err != nil {
-		return "", false, fmt.Errorf("go env GOVERSION: %w (the witness builds the Go testee: install Go)", err)
+		return "", "", false, fmt.Errorf("go env GOVERSION: %w (the witness builds the Go testee: install Go)", err)
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "go %s\n", bytes.TrimSpace(gover))
@@ -361,16 +429,18 @@ func Build(ctx context.Context, root string, p *model.Protocol, cacheDir string)
 	}
 	b, err := bundle.Render(p)
 	if err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
-	dir := filepath.Join(cacheDir, short(b.Digest)+"-"+hex.EncodeToString(h.Sum(nil))[:16])
+	sum := hex.EncodeToString(h.Sum(nil))
+	key = b.Digest + "-" + sum
+	dir := filepath.Join(cacheDir, short(b.Digest)+"-"+sum[:16])
 	bin = filepath.Join(dir, "testee")
 	if st, err := os.Stat(bin); err == nil && st.Mode().IsRegular() {
 		// Used now: pruning (by age of use) keeps it while other checks,
 		// in this process or others sharing the cache, build theirs.
 		now := time.Now()
 		_ = os.Chtimes(dir, now, now)
-		return bin, true, nil
+		return bin, key, true, nil
 	}
 	// A build that failed to compile fails again on the same inputs (an
 	// older bundle's generated code under today's hand-written SDK, which
@@ -379,26 +449,26 @@ func Build(ctx context.Context, root string, p *model.Protocol, cacheDir string)
 	if out, err := os.ReadFile(filepath.Join(dir, failedFile)); err == nil {
 		now := time.Now()
 		_ = os.Chtimes(dir, now, now)
-		return "", true, fmt.Errorf("go build ./%s: %s", testeeDir, out)
+		return "", key, true, fmt.Errorf("go build ./%s: %s", testeeDir, out)
 	}
 	// A scratch tree of its own, so that concurrent builds of the same
 	// inputs (two checks, two test packages) never share one; the first
 	// binary renamed into place wins, and both are the same.
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
 	src, err := os.MkdirTemp(dir, "src-")
 	if err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
 	defer os.RemoveAll(src)
 	for _, path := range paths {
 		dst := filepath.Join(src, filepath.FromSlash(path))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return "", false, err
+			return "", "", false, err
 		}
 		if err := os.WriteFile(dst, srcs[path], 0o644); err != nil {
-			return "", false, err
+			return "", "", false, err
 		}
 	}
 	tmp := filepath.Join(src, "testee")
@@ -411,13 +481,13 @@ func Build(ctx context.Context, root string, p *model.Protocol, cacheDir string)
 		if compileError.Match(out) {
 			_ = os.WriteFile(filepath.Join(dir, failedFile), fmt.Appendf(nil, "%v (cached)\n%s", err, out), 0o644)
 		}
-		return "", false, fmt.Errorf("go build ./%s in %s: %w\n%s", testeeDir, src, err, out)
+		return "", key, false, fmt.Errorf("go build ./%s in %s: %w\n%s", testeeDir, src, err, out)
 	}
 	if err := os.Rename(tmp, bin); err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
 	prune(cacheDir, dir)
-	return bin, false, nil
+	return bin, key, false, nil
 }
 
 // failedFile keeps, beside where the testee would be, the compiler
@@ -446,6 +516,9 @@ func prune(cacheDir, fresh string) {
 	}
 	var es []entry
 	for _, e := range ents {
+		if e.Name() == resultsDir {
+			continue // the replay results: pruned by their own count (results.go)
+		}
 		if info, err := e.Info(); err == nil && e.IsDir() {
 			es = append(es, entry{filepath.Join(cacheDir, e.Name()), info.ModTime()})
 		}

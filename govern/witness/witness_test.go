@@ -93,6 +93,8 @@ func digestOf(t *testing.T, p *model.Protocol) string {
 // not counted. Here the "old" bundle lacks complete's stale check, which
 // the new one (today's) has: the baseline's scenarios pass on the new
 // bundle, and the stale-token scenarios are reported as new behaviour.
+// Its result cache is its own and empty: every replay (the baseline's in
+// both modes and the reverse run) runs against the server.
 func TestAdditiveReportsNewBehaviour(t *testing.T) {
 	rs, err := release.List(root)
 	if err != nil || len(rs) == 0 {
@@ -101,7 +103,7 @@ func TestAdditiveReportsNewBehaviour(t *testing.T) {
 	r := rs[len(rs)-1]
 	w := witness.Run(context.Background(), witness.Options{
 		Root: root, New: current(t), Old: deadFencing(t),
-		Baseline: r.WitnessScenarios(), BaselineLabel: r.Version.String(), Additive: true,
+		Baseline: r.WitnessScenarios(), BaselineLabel: r.Version.String(), Additive: true, ResultCache: t.TempDir(),
 	})
 	if w.Status != compat.WitnessRan || len(w.Findings) != 0 || w.Passed != w.Cases || w.Cases == 0 {
 		t.Fatalf("witness of today's manifest against %s: status %s (%s), %d/%d, findings %v", r.Version, w.Status, w.Reason, w.Passed, w.Cases, w.Findings)

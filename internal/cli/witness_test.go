@@ -12,6 +12,7 @@ import (
 
 	"github.com/echomq/echomq/govern/compat"
 	"github.com/echomq/echomq/govern/release"
+	"github.com/echomq/echomq/govern/witness"
 	"github.com/echomq/echomq/internal/cli"
 )
 
@@ -358,5 +359,56 @@ func TestCheckWitnessAgainstEveryRelease(t *testing.T) {
 				t.Errorf("check of the dead-fencing patch -base %s = %d; want a WITNESS_BEHAVIOUR_CHANGED failure\n%s%s", base, code, out, errs)
 			}
 		})
+	}
+}
+
+// The witness's replays are looked up when they ran already on the same
+// inputs (govern/witness's result cache): the second check of the dead
+// fencing patch replays nothing and prints the same report, byte for
+// byte, in every format; with EMQ_WITNESS_CACHE=off every replay runs
+// again and the report is still the same. The cache here is the test's
+// own, empty at first, so the first check proves the fresh replay (the
+// other tests may be served by the user's cache). Not parallel: the
+// environment is the process's, and the counts are.
+func TestCheckWitnessResultCache(t *testing.T) {
+	t.Setenv(witness.ResultCacheEnv, t.TempDir())
+	file := branch(t, bumped(t, "patch"), deadFencing(t))
+	check := func(format string) (out string, fresh, cached int64) {
+		t.Helper()
+		f0, c0 := witness.ReplayCounts()
+		code, out, errs := run(t, "check", "-root", "../..", "-manifest", file, "-format", format)
+		if code != cli.ExitFindings {
+			t.Fatalf("check -format %s of the dead fencing patch = %d; want %d\n%s%s", format, code, cli.ExitFindings, out, errs)
+		}
+		f1, c1 := witness.ReplayCounts()
+		return out, f1 - f0, c1 - c0
+	}
+	first, fresh, cached := check("text")
+	if fresh == 0 || cached != 0 {
+		t.Fatalf("the first check on an empty cache: %d fresh, %d cached replays", fresh, cached)
+	}
+	for _, want := range []string{"WITNESS_BEHAVIOUR_CHANGED scenarios/refusals/complete-token:", "at step 5 (complete)", "WITNESS_BEHAVIOUR_CHANGED scenarios/refusals/complete-token@wire:"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("the fresh replay does not say %q:\n%s", want, first)
+		}
+	}
+	firsts := map[string]string{"text": first}
+	for _, format := range compat.Formats {
+		out, f, c := check(format)
+		if f != 0 || c != fresh {
+			t.Errorf("check -format %s again: %d fresh, %d cached replays; want 0 and %d", format, f, c, fresh)
+		}
+		if want, ok := firsts[format]; ok && out != want {
+			t.Errorf("check -format %s from the cache differs from the fresh check:\n%s\nfresh:\n%s", format, out, want)
+		}
+		firsts[format] = out
+	}
+	t.Setenv(witness.ResultCacheEnv, "off")
+	out, f, c := check("text")
+	if f != fresh || c != 0 {
+		t.Errorf("check with %s=off: %d fresh, %d cached replays; want %d and 0", witness.ResultCacheEnv, f, c, fresh)
+	}
+	if out != first {
+		t.Errorf("check with %s=off differs from the first:\n%s\nfirst:\n%s", witness.ResultCacheEnv, out, first)
 	}
 }

@@ -706,6 +706,69 @@ func decoders() map[*wire.Script]decoder {
 			}
 			return d, err
 		},
+		// 2.7.0: the twins decode as their 2.6 scripts do.
+		wire.ScriptClaimPolicyIDs: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeClaimPolicyIDs(r)
+			d := decoded{records: [][]string{}}
+			for _, x := range v {
+				d.records = append(d.records, rec(x.ID, x.Token, x.Payload, x.DeadlineMS))
+			}
+			return d, err
+		},
+		wire.ScriptCompletePolicyIDs: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeCompletePolicyIDs(r)
+			d := decoded{records: [][]string{}}
+			for _, x := range v {
+				d.records = append(d.records, rec(x.ID, x.Token, x.Payload, x.DeadlineMS))
+			}
+			return d, err
+		},
+		wire.ScriptFailPolicy: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeFailPolicy(r)
+			return decoded{fields: [][]string{{string(v.Outcome), itoa(v.RunAtMS)}}, shape: "si"}, err
+		},
+		wire.ScriptReapPolicyIDs: intDecoder(wire.DecodeReapPolicyIDs),
+		wire.ScriptExtendPolicy:  intDecoder(wire.DecodeExtendPolicy),
+		wire.ScriptCancelPolicyIDs: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeCancelPolicyIDs(r)
+			d := decoded{fields: [][]string{}, shape: "s", repeated: true}
+			for _, x := range v {
+				d.fields = append(d.fields, []string{x.State})
+			}
+			return d, err
+		},
+		wire.ScriptAddDedupPolicy: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeAddDedupPolicy(r)
+			d := decoded{fields: [][]string{}, shape: "sdi", repeated: true}
+			for _, x := range v {
+				d.fields = append(d.fields, []string{string(x.Outcome), x.ID.String(), itoa(x.RunAtMS)})
+			}
+			return d, err
+		},
+		wire.ScriptReplaceDedupPolicy: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeReplaceDedupPolicy(r)
+			return decoded{fields: [][]string{{string(v.Outcome), v.ID.String(), itoa(v.RunAtMS)}}, shape: "sdi"}, err
+		},
+		wire.ScriptDedupPolicyEntries: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeDedupPolicyEntries(r)
+			d := decoded{fields: [][]string{}, shape: "ssiiss", repeated: true}
+			for _, x := range v {
+				d.fields = append(d.fields, []string{x.Holder, x.Mode, itoa(x.ExpiresMS), itoa(x.Held), x.State, x.Parked})
+			}
+			return d, err
+		},
+		wire.ScriptSweepDedupPolicy: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeSweepDedupPolicy(r)
+			return decoded{fields: [][]string{{v.Cursor, itoa(v.Dropped), itoa(v.Released)}}, shape: "sii"}, err
+		},
+		wire.ScriptSetPolicy: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeSetPolicy(r)
+			return decoded{fields: [][]string{{itoa(v.Paused), itoa(v.Concurrency), itoa(v.Requires)}}, shape: "iii"}, err
+		},
+		wire.ScriptQueuePolicy: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeQueuePolicy(r)
+			return decoded{fields: [][]string{{itoa(v.Paused), itoa(v.Concurrency), itoa(v.Requires), itoa(v.Leased)}}, shape: "iiii"}, err
+		},
 		wire.ScriptCompleteClaim: func(r rueidis.RedisResult) (decoded, error) {
 			v, err := wire.DecodeCompleteClaim(r)
 			d := decoded{records: [][]string{}}

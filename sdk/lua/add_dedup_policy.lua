@@ -30,14 +30,16 @@
 --   [3] run_at_ms (int): the admitted job's run-at in server milliseconds; 0 when it was admitted pending, parked or not admitted
 -- Refusals:
 --   EMQKIND job id must be JOB-namespaced -- when any id is not of the work kind; nothing is written
---   EMQPOLICY add_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY add_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: none -> pending, none -> scheduled, scheduled -> scheduled
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); if (#ARGV - 8) % 3 ~= 0 or #KEYS - 9 ~= (#ARGV - 8) / 3 then return redis.error_reply('ERR rows: one key per entry of (ids, payloads, dedup_keys)') end; for i = 10, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY add_dedup_policy policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local mode = ARGV[1]
 if not ({['until_done'] = true, ['throttle'] = true, ['debounce'] = true, ['keep_last'] = true})[mode] then

@@ -20,14 +20,16 @@
 -- Output: zero or more records [state]
 --   [1] state (string): the state the job was cancelled from (pending, scheduled or active); empty when it was in none of them (dead, gone, or an id given twice) and is left as it is
 -- Refusals:
---   EMQPOLICY cancel_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY cancel_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: pending -> none, scheduled -> none, active -> none
 local active_at, active_tripped = KEYS[3], false; local active_type = redis.call('TYPE', KEYS[3])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[4], true; redis.call('ZCARD', KEYS[4]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[2]); redis.call('HLEN', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('XLEN', KEYS[10]); if #KEYS - 11 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 12, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[3]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[3]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY cancel_policy_ids policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local events_max = tonumber(string.match(ARGV[1], '^%d+$'))
 if not events_max then

@@ -17,14 +17,16 @@
 --   [3] payload (bytes)
 --   [4] deadline_ms (int)
 -- Refusals:
---   EMQPOLICY claim_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY claim_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to claim, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: pending -> active
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]); if #KEYS - 5 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 6, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(claim_minor) > 7 then
     return redis.error_reply('EMQPOLICY claim_policy_ids policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local lease = tonumber(string.match(ARGV[1], '^%-?%d+$'))
 if not lease then
@@ -38,6 +40,9 @@ end
 local function policy_room()
   if not active_tripped then
     return -1
+  end
+  if not policy_claims then
+    return 0
   end
   local pol = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
   if pol[1] then

@@ -20,13 +20,15 @@
 --   [5] state (string): the state of the set holding the holder; empty when it is in none (completed, cancelled or purged)
 --   [6] parked (string): the job parked behind an active holder (keep_last); empty when none
 -- Refusals:
---   EMQPOLICY dedup_policy_entries policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY dedup_policy_entries policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]) -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY dedup_policy_entries policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

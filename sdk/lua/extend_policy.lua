@@ -13,14 +13,16 @@
 -- Refusals:
 --   EMQSTALE extend token mismatch -- when the row is gone or its attempts differ from the token
 --   EMQSTALE extend job not active -- when the row is not active
---   EMQPOLICY extend_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY extend_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> active
 local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]) -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[1]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY extend_policy policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local lease = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not lease then

@@ -33,14 +33,16 @@
 -- Refusals:
 --   EMQSTALE fail token mismatch -- when the row is gone or its attempts differ from the token; nothing is recorded
 --   EMQSTALE fail job not active -- when the row is not active; nothing is recorded
---   EMQPOLICY fail_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY fail_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> scheduled, active -> dead
 local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('HLEN', KEYS[5]); redis.call('ZCARD', KEYS[6]); redis.call('ZCARD', KEYS[7]); redis.call('LLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); redis.call('XLEN', KEYS[11]); redis.call('HLEN', KEYS[12]) -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[1]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY fail_policy policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local max_attempts = tonumber(string.match(ARGV[6], '^%d+$'))
 local base = tonumber(string.match(ARGV[8], '^%d+$'))

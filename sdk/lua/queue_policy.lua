@@ -14,7 +14,8 @@
 local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]) -- each key's type, before any write
 local requires = 0
 if active_tripped then
-  requires = tonumber(redis.call('GET', KEYS[1])) or 0
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
+  requires = math.max(tonumber(claim_minor) or 0, tonumber(settle_minor) or 0)
 end
 local pol = redis.call('HMGET', KEYS[3], 'paused', 'concurrency')
 local p = 0

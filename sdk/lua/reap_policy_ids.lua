@@ -19,14 +19,16 @@
 -- ARGV[3..] -> ids (id), zero or more: the ids to reap, earliest deadline first (the head of the active set)
 -- Output: int: how many expired leases moved (to pending, or to dead when attempts reached the job's or the worker's limit above 0), each recorded with the failure class lease_lost and no worker; an id not active, or whose lease has not expired, is left as it is
 -- Refusals:
---   EMQPOLICY reap_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY reap_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> pending, active -> dead
 local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('XLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); if #KEYS - 10 ~= #ARGV - 2 then return redis.error_reply('ERR rows: one key per ids') end; for i = 11, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[1]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY reap_policy_ids policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local max_attempts = tonumber(string.match(ARGV[1], '^%d+$'))
 local events_max = tonumber(string.match(ARGV[2], '^%d+$'))

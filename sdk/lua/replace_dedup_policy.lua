@@ -34,14 +34,16 @@
 --   [3] run_at_ms (int): the admitted job's run-at, or the replaced job's run-at after a debounce (0 when pending); 0 otherwise
 -- Refusals:
 --   EMQKIND job id must be JOB-namespaced -- when the id is not of the work kind; nothing is written
---   EMQPOLICY replace_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY replace_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: none -> pending, none -> scheduled, pending -> scheduled, scheduled -> pending, scheduled -> scheduled
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('XLEN', KEYS[10]); redis.call('HLEN', KEYS[11]); redis.call('HLEN', KEYS[12]) -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY replace_dedup_policy policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local mode = ARGV[1]
 if not ({['until_done'] = true, ['throttle'] = true, ['debounce'] = true, ['keep_last'] = true})[mode] then

@@ -18,14 +18,16 @@
 --   [2] dropped (int): how many entries were deleted (their holders are done, their hold expired, or they were unreadable)
 --   [3] released (int): how many parked jobs became due and their keys' holders
 -- Refusals:
---   EMQPOLICY sweep_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY sweep_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: scheduled -> scheduled
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]) -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY sweep_dedup_policy policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 if not string.match(ARGV[1], '^%d+$') then
   return redis.error_reply('ERR cursor is not a cursor')

@@ -77,6 +77,9 @@ func kindOf(err error) *errorObj {
 		return &errorObj{Kind: oe.kind, Message: err.Error()}
 	case errors.As(err, &ce):
 		return &errorObj{Kind: "wire", Class: ce.Class, Message: ce.Message}
+	case errors.Is(err, emq.ErrPolicy):
+		// An older script refused on a queue with a policy (emq.PolicyError).
+		return &errorObj{Kind: "wire", Class: wire.ClassPolicy, Message: err.Error()}
 	case errors.Is(err, emq.ErrID):
 		return &errorObj{Kind: "id", Message: err.Error()}
 	case errors.Is(err, emq.ErrQueueName):
@@ -336,6 +339,13 @@ func (t *testee) do(req request) (any, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if res, ok, err := t.policyOp(ctx, req); ok {
+		return res, err
+	}
+	if op, ok := twinOf[req.Op]; ok {
+		// The SDK call of the op a 2.7 twin twins runs the twin.
+		req.Op = op
+	}
 	switch req.Op {
 	case "hello":
 		v := "devel"

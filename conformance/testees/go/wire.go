@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -55,6 +56,11 @@ var wireOps = map[string]wireOp{
 	wire.ScriptReapFailedIDs.Name:    wireIDs,
 	wire.ScriptFailures.Name:         wireFailures,
 	wire.ScriptForgetFailures.Name:   wireIDs,
+	// echomq 2.7.0: the twins take their 2.6 scripts' arguments.
+	wire.ScriptClaimPolicyIDs.Name: wireIDs,
+	wire.ScriptExtendPolicy.Name:   wireSettle,
+	wire.ScriptRetryPolicy.Name:    wireSettle,
+	wire.ScriptBuryPolicy.Name:     wireSettle,
 }
 
 // wireFail runs the scripts that move an active job and record its failed
@@ -271,11 +277,11 @@ func wireSettle(t *testee, ctx context.Context, req request) (any, error) {
 		return nil, err
 	}
 	switch req.Op {
-	case wire.ScriptExtend.Name, wire.ScriptCompleteClaim.Name:
+	case wire.ScriptExtend.Name, wire.ScriptExtendPolicy.Name, wire.ScriptCompleteClaim.Name:
 		if a.LeaseMS < 1 {
 			return nil, argument("lease %d ms", a.LeaseMS)
 		}
-	case wire.ScriptRetry.Name:
+	case wire.ScriptRetry.Name, wire.ScriptRetryPolicy.Name:
 		if a.DelayMS < 0 {
 			return nil, argument("delay %d ms", a.DelayMS)
 		}
@@ -303,6 +309,13 @@ func wireSettle(t *testee, ctx context.Context, req request) (any, error) {
 			return nil, err
 		}
 		return map[string]any{"deadline_ms": d}, nil
+	case wire.ScriptExtendPolicy.Name:
+		c := wire.ExtendPolicyCall{Active: k.Active, Running: k.Running, Row: row, ID: id, Token: a.Token, LeaseMS: a.LeaseMS}
+		d, err := c.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"deadline_ms": d}, nil
 	case wire.ScriptRetry.Name:
 		c := wire.RetryCall{Active: k.Active, Row: row, Schedule: k.Schedule, ID: id, Token: a.Token, DelayMS: a.DelayMS}
 		at, err := c.Exec(ctx, rc)
@@ -310,6 +323,18 @@ func wireSettle(t *testee, ctx context.Context, req request) (any, error) {
 			return nil, err
 		}
 		return map[string]any{"run_at_ms": at}, nil
+	case wire.ScriptRetryPolicy.Name:
+		c := wire.RetryPolicyCall{Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Wake: k.Wake, Row: row, Schedule: k.Schedule,
+			ID: id, Token: a.Token, DelayMS: a.DelayMS}
+		at, err := c.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"run_at_ms": at}, nil
+	case wire.ScriptBuryPolicy.Name:
+		c := wire.BuryPolicyCall{Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Wake: k.Wake, Row: row, Dead: k.Dead, ID: id, Token: a.Token}
+		_, err = c.Exec(ctx, rc)
+		return map[string]any{}, err
 	}
 	c := wire.CompleteClaimCall{Row: row, Active: k.Active, Pending: k.Pending, Wake: k.Wake, ID: id, Token: a.Token, Prefix: k.RowPrefix(), LeaseMS: a.LeaseMS, Count: a.Count}
 	rs, err := c.Exec(ctx, rc)
@@ -491,7 +516,7 @@ func wireIDs(t *testee, ctx context.Context, req request) (any, error) {
 		}
 	}
 	switch req.Op {
-	case wire.ScriptClaimIDs.Name, wire.ScriptCompleteClaimIDs.Name:
+	case wire.ScriptClaimIDs.Name, wire.ScriptClaimPolicyIDs.Name, wire.ScriptCompleteClaimIDs.Name:
 		if a.LeaseMS < 1 {
 			return nil, argument("lease %d ms", a.LeaseMS)
 		}
@@ -502,7 +527,7 @@ func wireIDs(t *testee, ctx context.Context, req request) (any, error) {
 	}
 	if len(ids) == 0 && req.Op != wire.ScriptCompleteClaimIDs.Name {
 		switch req.Op {
-		case wire.ScriptClaimIDs.Name:
+		case wire.ScriptClaimIDs.Name, wire.ScriptClaimPolicyIDs.Name:
 			return map[string]any{"jobs": []any{}}, nil
 		case wire.ScriptForgetFailures.Name:
 			return map[string]any{"forgotten": 0}, nil
@@ -524,6 +549,13 @@ func wireIDs(t *testee, ctx context.Context, req request) (any, error) {
 			return nil, err
 		}
 		return wireJobs(rs, func(r wire.ClaimIDsReply) map[string]any { return job(r.ID, r.Token, r.Payload, r.DeadlineMS) }), nil
+	case wire.ScriptClaimPolicyIDs.Name:
+		c := wire.ClaimPolicyIDsCall{Pending: k.Pending, Active: k.Active, Running: k.Running, Policy: k.Policy, Wake: k.Wake, Rows: rows, LeaseMS: a.LeaseMS, IDs: ids}
+		rs, err := c.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		return wireJobs(rs, func(r wire.ClaimPolicyIDsReply) map[string]any { return job(r.ID, r.Token, r.Payload, r.DeadlineMS) }), nil
 	case wire.ScriptCompleteClaimIDs.Name:
 		c := wire.CompleteClaimIDsCall{Row: row, Active: k.Active, Pending: k.Pending, Wake: k.Wake, Rows: rows, ID: id, Token: a.Token, LeaseMS: a.LeaseMS, IDs: ids}
 		rs, err := c.Exec(ctx, rc)
@@ -578,7 +610,45 @@ func (t *testee) wireOp(req request) (any, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := f(t, ctx, req)
+	if err != nil {
+		err = t.wirePolicy(ctx, req, s, err)
+	}
 	return res, true, err
+}
+
+// wirePolicy answers a WRONGTYPE reply of a script older than 2.7 on a
+// queue whose active key holds the tripwire as the SDK does (the typed
+// policy error, EMQPOLICY in the contract), so that the wire mode's
+// replay of a scenario agrees with the idiomatic SDK's; any other error
+// is returned as it is.
+func (t *testee) wirePolicy(ctx context.Context, req request, s *wire.Script, err error) error {
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) || !strings.HasPrefix(re.Error(), "WRONGTYPE") {
+		return err
+	}
+	a, aerr := args[queueArgs](req)
+	if aerr != nil {
+		return err
+	}
+	k, kerr := wire.NewQueueKeys(a.Queue)
+	rc, rerr := t.rc()
+	if kerr != nil || rerr != nil {
+		return err
+	}
+	active := false // the script declares the queue's active key
+	for _, kt := range s.KeyTypes {
+		if key, ok := k.Key(kt); ok && key == k.Active {
+			active = true
+		}
+	}
+	if !active {
+		return err
+	}
+	typ, terr := rc.Do(ctx, rc.B().Type().Key(k.Active).Build()).ToString()
+	if terr != nil || typ != wire.ActiveTripwireType {
+		return err
+	}
+	return &emq.PolicyError{Queue: a.Queue, Script: s.Name, Use: "its 2.7 twin", Err: err}
 }
 
 // isReserve reports whether a script works on the reserve only (every key

@@ -20,6 +20,12 @@ func init() {
 		wire.ScriptDedupEntries.Name: wireDedupEntries,
 		wire.ScriptSweepDedup.Name:   wireSweepDedup,
 		wire.ScriptCancelIDs.Name:    wireCancelIDs,
+		// echomq 2.7.0: the twins take their 2.6 scripts' arguments.
+		wire.ScriptAddDedupPolicy.Name:     wireAddDedup,
+		wire.ScriptReplaceDedupPolicy.Name: wireReplaceDedup,
+		wire.ScriptDedupPolicyEntries.Name: wireDedupEntries,
+		wire.ScriptSweepDedupPolicy.Name:   wireSweepDedup,
+		wire.ScriptCancelPolicyIDs.Name:    wireCancelIDs,
 	})
 }
 
@@ -90,6 +96,22 @@ func wireAddDedup(t *testee, ctx context.Context, req request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if req.Op == wire.ScriptAddDedupPolicy.Name {
+		p := wire.AddDedupPolicyCall{Pending: c.Pending, Active: c.Active, Running: k.Running, Schedule: c.Schedule, Dead: c.Dead, Results: c.Results, Wake: c.Wake,
+			Options: c.Options, Dedup: c.Dedup, Rows: c.Rows, Mode: c.Mode, TTLMS: c.TTLMS, Hold: c.Hold, DelayMS: c.DelayMS, Attempts: c.Attempts,
+			Backoff: c.Backoff, BackoffMS: c.BackoffMS, BackoffMaxMS: c.BackoffMaxMS}
+		for _, e := range c.Entries {
+			p.Entries = append(p.Entries, wire.AddDedupPolicyEntry(e))
+		}
+		rs, err := p.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			results = append(results, wireDedupOut(r.Outcome, r.ID, r.RunAtMS))
+		}
+		return map[string]any{"results": results}, nil
+	}
 	rs, err := c.Exec(ctx, rc)
 	if err != nil {
 		return nil, err
@@ -143,6 +165,17 @@ func wireReplaceDedup(t *testee, ctx context.Context, req request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
+	if req.Op == wire.ScriptReplaceDedupPolicy.Name {
+		p := wire.ReplaceDedupPolicyCall{Pending: c.Pending, Active: c.Active, Running: k.Running, Schedule: c.Schedule, Dead: c.Dead, Results: c.Results, Wake: c.Wake,
+			Options: c.Options, Dedup: c.Dedup, Events: c.Events, Row: c.Row, TargetRow: c.TargetRow, Mode: c.Mode, TTLMS: c.TTLMS, Hold: c.Hold, DelayMS: c.DelayMS,
+			Attempts: c.Attempts, Backoff: c.Backoff, BackoffMS: c.BackoffMS, BackoffMaxMS: c.BackoffMaxMS, EventsMax: c.EventsMax,
+			ID: c.ID, Payload: c.Payload, DedupKey: c.DedupKey, Target: c.Target}
+		r, err := p.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		return wireDedupOut(r.Outcome, r.ID, r.RunAtMS), nil
+	}
 	r, err := c.Exec(ctx, rc)
 	if err != nil {
 		return nil, err
@@ -171,6 +204,17 @@ func wireDedupEntries(t *testee, ctx context.Context, req request) (any, error) 
 	rc, err := t.rc()
 	if err != nil {
 		return nil, err
+	}
+	if req.Op == wire.ScriptDedupPolicyEntries.Name {
+		p := wire.DedupPolicyEntriesCall{Pending: k.Pending, Active: k.Active, Running: k.Running, Schedule: k.Schedule, Dead: k.Dead, Results: k.Results, Wake: k.Wake, Dedup: k.Dedup, DedupKeys: a.Keys}
+		rs, err := p.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			out = append(out, map[string]any{"holder": r.Holder, "mode": r.Mode, "expires_ms": r.ExpiresMS, "held": r.Held != 0, "state": r.State, "parked": r.Parked})
+		}
+		return map[string]any{"entries": out}, nil
 	}
 	rs, err := c.Exec(ctx, rc)
 	if err != nil {
@@ -206,6 +250,14 @@ func wireSweepDedup(t *testee, ctx context.Context, req request) (any, error) {
 	rc, err := t.rc()
 	if err != nil {
 		return nil, err
+	}
+	if req.Op == wire.ScriptSweepDedupPolicy.Name {
+		p := wire.SweepDedupPolicyCall{Pending: k.Pending, Active: k.Active, Running: k.Running, Schedule: k.Schedule, Dead: k.Dead, Results: k.Results, Wake: k.Wake, Dedup: k.Dedup, Cursor: a.Cursor, Count: a.Count}
+		r, err := p.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"cursor": r.Cursor, "dropped": r.Dropped, "released": r.Released}, nil
 	}
 	r, err := c.Exec(ctx, rc)
 	if err != nil {
@@ -244,6 +296,18 @@ func wireCancelIDs(t *testee, ctx context.Context, req request) (any, error) {
 	rc, err := t.rc()
 	if err != nil {
 		return nil, err
+	}
+	if req.Op == wire.ScriptCancelPolicyIDs.Name {
+		p := wire.CancelPolicyIDsCall{Pending: k.Pending, Schedule: k.Schedule, Active: k.Active, Running: k.Running, Policy: k.Policy, Wake: k.Wake,
+			Failures: k.Failures, Progress: k.Progress, Options: k.Options, Events: k.Events, Cancel: k.Cancel, Rows: rows, EventsMax: a.EventsMax, IDs: ids}
+		rs, err := p.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			out = append(out, map[string]any{"state": r.State})
+		}
+		return map[string]any{"results": out}, nil
 	}
 	rs, err := c.Exec(ctx, rc)
 	if err != nil {

@@ -23,6 +23,10 @@ func init() {
 		wire.ScriptForgetIDs.Name:              wireRecordedIDs,
 		wire.ScriptProgress.Name:               wireProgress,
 		wire.ScriptReviveRecorded.Name:         wireProgress,
+		// echomq 2.7.0: the twins take their 2.4 scripts' arguments.
+		wire.ScriptCompletePolicyIDs.Name: wireCompleteResult,
+		wire.ScriptFailPolicy.Name:        wireFailPolicy,
+		wire.ScriptReapPolicyIDs.Name:     wireRecordedIDs,
 	})
 }
 
@@ -140,6 +144,18 @@ func wireCompleteResult(t *testee, ctx context.Context, req request) (any, error
 	c := wire.CompleteResultClaimIDsCall{Row: row, Active: k.Active, Pending: k.Pending, Wake: k.Wake, Results: k.Results, ResultTimes: k.ResultTimes,
 		Progress: k.Progress, Failures: k.Failures, Options: k.Options, Events: k.Events, Counters: k.Counters, Rows: rows,
 		ID: id, Token: a.Token, LeaseMS: a.LeaseMS, Result: rueidis.BinaryString(result), Keep: a.Keep, KeepAgeMS: a.KeepAgeMS, EventsMax: a.EventsMax, IDs: ids}
+	if req.Op == wire.ScriptCompletePolicyIDs.Name {
+		p := wire.CompletePolicyIDsCall{Row: row, Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Wake: k.Wake, Results: k.Results,
+			ResultTimes: k.ResultTimes, Progress: k.Progress, Failures: k.Failures, Options: k.Options, Events: k.Events, Counters: k.Counters, Rows: rows,
+			ID: id, Token: a.Token, LeaseMS: a.LeaseMS, Result: c.Result, Keep: a.Keep, KeepAgeMS: a.KeepAgeMS, EventsMax: a.EventsMax, IDs: ids}
+		rs, err := p.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		return wireJobs(rs, func(r wire.CompletePolicyIDsReply) map[string]any {
+			return wireJob(r.ID, r.Token, r.Payload, r.DeadlineMS)
+		}), nil
+	}
 	rs, err := c.Exec(ctx, rc)
 	if err != nil {
 		return nil, err
@@ -189,6 +205,16 @@ func wireFailPolicy(t *testee, ctx context.Context, req request) (any, error) {
 	c := wire.FailCall{Active: k.Active, Row: row, Schedule: k.Schedule, Dead: k.Dead, Wake: k.Wake, Failures: k.Failures, Options: k.Options,
 		Events: k.Events, Counters: k.Counters, ID: id, Token: a.Token, Class: wire.FailureClass(a.Class), Worker: a.Worker, Error: a.Error,
 		MaxAttempts: a.MaxAttempts, Backoff: b, BackoffMS: a.BackoffMS, BackoffMaxMS: a.BackoffMaxMS, Jitter: a.Jitter, Bury: bury, EventsMax: a.EventsMax}
+	if req.Op == wire.ScriptFailPolicy.Name {
+		p := wire.FailPolicyCall{Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Row: row, Schedule: k.Schedule, Dead: k.Dead, Wake: k.Wake,
+			Failures: k.Failures, Options: k.Options, Events: k.Events, Counters: k.Counters, ID: id, Token: a.Token, Class: c.Class, Worker: a.Worker, Error: a.Error,
+			MaxAttempts: a.MaxAttempts, Backoff: b, BackoffMS: a.BackoffMS, BackoffMaxMS: a.BackoffMaxMS, Jitter: a.Jitter, Bury: bury, EventsMax: a.EventsMax}
+		r, err := p.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"outcome": string(r.Outcome), "run_at_ms": r.RunAtMS}, nil
+	}
 	r, err := c.Exec(ctx, rc)
 	if err != nil {
 		return nil, err
@@ -230,7 +256,11 @@ func wireRecordedIDs(t *testee, ctx context.Context, req request) (any, error) {
 		return nil, err
 	}
 	var n int64
-	if forget {
+	if req.Op == wire.ScriptReapPolicyIDs.Name {
+		c := wire.ReapPolicyIDsCall{Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Dead: k.Dead, Wake: k.Wake, Failures: k.Failures,
+			Options: k.Options, Events: k.Events, Counters: k.Counters, Rows: rows, MaxAttempts: a.MaxAttempts, EventsMax: a.EventsMax, IDs: ids}
+		n, err = c.Exec(ctx, rc)
+	} else if forget {
 		c := wire.ForgetIDsCall{Failures: k.Failures, Progress: k.Progress, Options: k.Options, Rows: rows, IDs: ids}
 		n, err = c.Exec(ctx, rc)
 	} else {

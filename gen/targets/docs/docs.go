@@ -191,6 +191,21 @@ func funcs(p *model.Protocol, shas map[string]string) template.FuncMap {
 		"cell":        func(s string) string { return cell(text(s)) },
 		"life":        func(d *model.Deprecation) string { return note(deprecationNote(d)) },
 		"duty":        func(duty, def string) string { return note(dutyNote(duty, def)) },
+		// tripwire says a key type's other layout, or nothing.
+		"tripwire": func(t model.KeyType) string {
+			if t.Tripwire == nil {
+				return ""
+			}
+			w := t.Tripwire
+			return note(fmt.Sprintf("**Tripwire:** a %s at the key, its members at `%s`, refused before any write by every script from %s on. %s", w.Redis, w.MovesTo, w.Floor, w.Summary))
+		},
+		// behind names the tripwire a policy's key type stands behind.
+		"behind": func(t model.KeyType) string {
+			if t.Behind == "" {
+				return ""
+			}
+			return note(fmt.Sprintf("Behind the tripwire of `%s`.", t.Behind))
+		},
 		"quote":       strconv.Quote,
 		"join":        strings.Join,
 		"codes":       codes,
@@ -545,6 +560,10 @@ func dutyNote(duty, def string) string {
 		return ""
 	case duty == model.DutyEveryWriter:
 		return "**Every writer maintains it.**"
+	case duty == model.DutyEveryClaimer:
+		return "**Every claimer and completer honours it**, on the queues behind the tripwire it names."
+	case duty == model.DutyEveryCompleter:
+		return "**Every completer honours it**, on the queues behind the tripwire it names."
 	}
 	return "**A hint:** writers may skip it and no reader relies on it."
 }

@@ -42,9 +42,11 @@ func aclOperator(k wire.QueueKeys) []string {
 		"+evalsha_ro", "+eval_ro", // show and browse read failure records with the read-only failures script (2.3.0)
 		"+xlen", "+xrange", // events reads the events stream with the read-only events script (2.4.0)
 		"+hexists", "+spublish", "+xadd", // dedup judges a key held while a result is kept; cancel tells the lease holder and reports (2.5.0)
+		"+type", // the 2.7.0 scripts and the SDK's reads of the leased set find the queue's layout (the tripwire at active)
 		"%R~" + wire.KeyVersion, "%R~" + aclPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
 		"~" + k.Pending, "~" + k.Dead, "~" + k.Wake, "~" + k.RowPrefix() + "*", "~" + k.Failures,
 		"~" + k.Schedule, "~" + k.Active, "~" + k.Progress, "~" + k.Options, "~" + k.Events, "~" + k.Cancel, "&" + k.Cancel, // what cancel writes
+		"~" + k.Running, "~" + k.Policy, // cancel_policy_ids declares them (2.7.0)
 	}
 }
 
@@ -60,7 +62,8 @@ func aclProber(t testing.TB) []string {
 		"+zscore", "+zrange", "+llen", "+rpush", // and the 2.3.0 steps' promote and reap_failed_ids
 		"+hmget", "+xadd", "+xlen", "+xrange", // and the 2.4.0 steps' settles, their events and the events read
 		"+hscan", "+spublish", // and the 2.5.0 steps' sweep_dedup (its walk) and cancel_ids (its publication)
-		"+zcount", // and the 2.6.0 steps' due_schedulers (how many schedulers are due)
+		"+zcount",                  // and the 2.6.0 steps' due_schedulers (how many schedulers are due)
+		"+set", "+command|getkeys", // and the 2.7.0 steps: set_policy lays the tripwire, a step plants a later minor's (its keys asked of the server)
 		"&" + aclScratch(t, func(q string) (string, error) {
 			k, err := wire.NewQueueKeys(q)
 			return k.Cancel, err
@@ -81,7 +84,7 @@ func aclProberFence(t testing.TB) []string {
 	rules := slices.DeleteFunc(aclProber(t), func(r string) bool {
 		return r == "%R~"+wire.KeyVersion || r == "%R~"+wire.KeyBundle
 	})
-	return append(rules, "+set", "+hsetnx", "+strlen", "+select", "+dbsize", "+dump", "~"+wire.KeyVersion, "~"+wire.KeyBundle)
+	return append(rules, "+hsetnx", "+strlen", "+select", "+dbsize", "+dump", "~"+wire.KeyVersion, "~"+wire.KeyBundle)
 }
 
 // aclScratch is what every scratch queue's key of key shares: the common

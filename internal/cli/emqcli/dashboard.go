@@ -47,7 +47,7 @@ func runDashboard(e *env, args []string) int {
 	var c conn
 	c.flags(fs.FlagSet)
 	listen := fs.String("listen", "127.0.0.1:8080", "the address to serve HTTP on")
-	actions := fs.Bool("actions", false, "enable revive, purge and run-now (read-only without)")
+	actions := fs.Bool("actions", false, "enable revive, purge, run-now and a queue's pause, resume and concurrency cap (read-only without)")
 	user := fs.String("auth-user", "", "require HTTP basic authentication as this user (the password from $"+DashboardPasswordEnv+")")
 	queues := fs.String("queues", "", "show only these queues, comma-separated (default: every queue found by SCAN)")
 	mask := fs.Bool("mask", false, "hide every payload")

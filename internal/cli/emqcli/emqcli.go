@@ -1,6 +1,6 @@
 // Package emqcli is the command line of emq, the operator's tool for live
-// EchoMQ keyspaces: inspect (queues, sizes, browse, show, revive, purge), probe,
-// and dashboard (the web dashboard of the dashboard module).
+// EchoMQ keyspaces: inspect (queues, sizes, browse, show, revive, purge), policy
+// (pause, resume, concurrency), probe, and dashboard (the web dashboard of the dashboard module).
 // Everything it knows of the protocol comes from the public Go SDK
 // (sdk/go/emq): keys, ids, scripts, pages and cursors, the version verdict
 // and the probes; it imports neither the generator nor its model. Its flag
@@ -56,6 +56,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"dashboard": {"serve the web dashboard of a live keyspace (read-only unless -actions)", runDashboard},
 		"inspect":   {"list the queues of a live keyspace, read one (sizes, browse, show) and revive or purge its dead jobs", runInspect},
+		policyWord:  {"read a queue's policy, or pause, resume or cap its concurrency", runPolicy},
 		"probe":     {"run every probe of the protocol against a live server and print the transcript", runProbe},
 	}
 }

@@ -42,7 +42,9 @@ error.`, runInspectQueues},
 		"sizes": {"-queue Q [-format text|json]", "the size of every set of a queue, and whether its doorbell is rung",
 			`Prints the size of every set of queue Q (ZCARD), in the SDK's order with its
 key, and whether the queue's doorbell is rung (the marker idle workers wait
-for is there). Read-only. Exit 0, or 2 on bad input or an error.`, runInspectSizes},
+for is there). A queue with a policy (echomq 2.7.0: emq policy) also shows
+it, paused and its concurrency cap, and its leased jobs are in the running
+set, whose key the active row names. Read-only. Exit 0, or 2 on bad input or an error.`, runInspectSizes},
 		wire.ScriptEvents.Name:   {"-queue Q [-after C] [-n N] [-follow] [-format text|json]", "a queue's events, oldest first, or -follow them as they come", eventsHelp, runInspectEvents},
 		wire.ScriptCounters.Name: {"-queue Q [-minutes N] [-format text|json]", "the settle counters of a queue: totals and the last minutes", countersHelp, runInspectCounters},
 		"browse": {"-queue Q -set S [-n N] [-cursor C] [-format text|json]", "a page of a set, newest first",
@@ -359,20 +361,36 @@ func runInspectSizes(e *env, sub inspectSub, name string, args []string) int {
 		e.errorf("%v", err)
 		return ExitUsage
 	}
+	pol, err := s.q.Policy(s.ctx)
+	if err != nil {
+		e.errorf("%v", err)
+		return ExitUsage
+	}
 	keys := s.q.Keys()
+	// Under a policy (echomq 2.7.0) the leased jobs are in the running set.
+	setKey := func(st emq.Set) string {
+		if st == emq.SetActive && pol.Requires > 0 {
+			return keys.Running
+		}
+		return keys.Set(st)
+	}
 	if *f.format == "json" {
 		var sets []map[string]any
 		for _, st := range emq.Sets() {
-			sets = append(sets, map[string]any{"set": st, wire.FieldState: st.State(), "key": keys.Set(st), "size": sizes[st]})
+			sets = append(sets, map[string]any{"set": st, wire.FieldState: st.State(), "key": setKey(st), "size": sizes[st]})
 		}
-		writeJSON(e.stdout, map[string]any{"queue": s.q.Name(), "sets": sets, "doorbell": map[string]any{"key": keys.Wake, "rung": rung}})
+		out := map[string]any{"queue": s.q.Name(), "sets": sets, "doorbell": map[string]any{"key": keys.Wake, "rung": rung}}
+		if pol.Requires > 0 {
+			out[policyWord] = policyJSON(pol)
+		}
+		writeJSON(e.stdout, out)
 		return ExitOK
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "SET\t%s\tSIZE\tKEY\n", strings.ToUpper(wire.FieldState))
 	var total int64
 	for _, st := range emq.Sets() {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", st, st.State(), sizes[st], keys.Set(st))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", st, st.State(), sizes[st], setKey(st))
 		total += sizes[st]
 	}
 	fmt.Fprintf(tw, "total\t\t%d\n", total)
@@ -381,6 +399,9 @@ func runInspectSizes(e *env, sub inspectSub, name string, args []string) int {
 		fmt.Fprintf(e.stdout, "doorbell: rung (%s holds the marker)\n", keys.Wake)
 	} else {
 		fmt.Fprintf(e.stdout, "doorbell: not rung (%s is empty)\n", keys.Wake)
+	}
+	if pol.Requires > 0 {
+		fmt.Fprintf(e.stdout, "policy: %s\n", policyText(pol))
 	}
 	return ExitOK
 }

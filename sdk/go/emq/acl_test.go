@@ -58,8 +58,8 @@ func aclProducer(k wire.QueueKeys) []string {
 // holder from every set and the completion records, so they name those in
 // KEYS, and script keys need read and write.
 func aclDedupProducer(k wire.QueueKeys) []string {
-	return append(aclProducer(k), "+zscore", "+hexists", "+zrange", "+zrem", "+xadd", "+xlen", "+evalsha_ro", "+eval_ro",
-		"~"+k.Active, "~"+k.Schedule, "~"+k.Dead, "~"+k.Results, "~"+k.Options, "~"+k.Dedup, "~"+k.Events)
+	return append(aclProducer(k), "+zscore", "+hexists", "+zrange", "+zrem", "+xadd", "+xlen", "+evalsha_ro", "+eval_ro", "+type",
+		"~"+k.Active, "~"+k.Running, "~"+k.Schedule, "~"+k.Dead, "~"+k.Results, "~"+k.Options, "~"+k.Dedup, "~"+k.Events)
 }
 
 // aclScheduler runs the job schedulers of the queue of k (echomq 2.6.0):
@@ -79,7 +79,7 @@ func aclScheduler(k wire.QueueKeys) []string {
 // listens on the queue's cancel channel.
 func aclWorker(k wire.QueueKeys) []string {
 	return append(aclConnect(), "+blpop", "+exists", "+del", "+hincrby", "+hmget", "+hscan", "+llen", "+rpush",
-		"+zadd", "+zcard", "+zrange", "+zrem", "+zscore", "+xadd", "+xlen", "+hexists", "+ssubscribe",
+		"+zadd", "+zcard", "+zrange", "+zrem", "+zscore", "+xadd", "+xlen", "+hexists", "+ssubscribe", "+type",
 		"~"+aclQueuePattern(k), "&"+k.Cancel)
 }
 

@@ -70,7 +70,7 @@ func (q *Queue) CompleteClaim(ctx context.Context, id ID, token int64, lease tim
 	args := append([]string{id.String(), strconv.FormatInt(token, 10), strconv.FormatInt(ms(lease), 10)}, members...)
 	rs, err := wire.DecodeCompleteClaimIDs(wire.ScriptCompleteClaimIDs.Lua().Exec(ctx, q.c.rc, keys, args))
 	if err != nil {
-		return nil, err
+		return nil, q.legacy(ctx, err, wire.ScriptCompleteClaimIDs, "CompleteResult")
 	}
 	q.c.metrics.Add(Completed, q.Name(), 1)
 	jobs := make([]Job, len(rs))

@@ -2,9 +2,14 @@ package emq
 
 import (
 	"context"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // TRYAGAIN backoff: the first wait, and the longest.
@@ -38,10 +43,106 @@ func (c tryAgainClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.R
 	cmd.Pin()
 	for wait := tryAgainFirst; ; wait = min(2*wait, tryAgainMax) {
 		r := c.Client.Do(ctx, cmd)
+		if isTryAgain(r) {
+			r = c.twinsOriginal(ctx, cmd, r)
+		}
 		if !isTryAgain(r) || !pause(ctx, wait) {
 			return r
 		}
 	}
+}
+
+// twinsOriginal runs, for cmd, a call of a 2.7 twin the cluster answered
+// r (TRYAGAIN), the call of the 2.6 script the twin serves instead, and
+// returns its reply when it ran; otherwise r.
+//
+// A twin declares the queue's running set (and policy), which a queue in
+// the classic layout does not have: while the queue's slot migrates, a
+// multi-key call with a key on neither node is answered TRYAGAIN until the
+// migration ends, where the 2.6 script, whose keys are all on one node,
+// runs. In the classic layout the 2.6 script is the twin's exact
+// behaviour (a queue without a policy); in the policy layout it fails
+// WRONGTYPE on the tripwire before any write, and the twin is retried.
+func (c tryAgainClient) twinsOriginal(ctx context.Context, cmd rueidis.Completed, r rueidis.RedisResult) rueidis.RedisResult {
+	alt, ok := originalCall(c.Client, cmd)
+	if !ok {
+		return r
+	}
+	a := c.Client.Do(ctx, alt)
+	if wrongType(a.Error()) || isTryAgain(a) {
+		return r
+	}
+	return a
+}
+
+// twinOf is the 2.6 script each 2.7 twin serves in the classic layout,
+// with the same ARGV and reply.
+var twinOf = map[*wire.Script]*wire.Script{
+	wire.ScriptClaimPolicyIDs:     wire.ScriptClaimIDs,
+	wire.ScriptCompletePolicyIDs:  wire.ScriptCompleteResultClaimIDs,
+	wire.ScriptFailPolicy:         wire.ScriptFail,
+	wire.ScriptReapPolicyIDs:      wire.ScriptReapRecordedIDs,
+	wire.ScriptExtendPolicy:       wire.ScriptExtend,
+	wire.ScriptCancelPolicyIDs:    wire.ScriptCancelIDs,
+	wire.ScriptAddDedupPolicy:     wire.ScriptAddDedup,
+	wire.ScriptReplaceDedupPolicy: wire.ScriptReplaceDedup,
+	wire.ScriptDedupPolicyEntries: wire.ScriptDedupEntries,
+	wire.ScriptSweepDedupPolicy:   wire.ScriptSweepDedup,
+}
+
+// twinBySHA and twinBySource find a twin from its EVALSHA or EVAL.
+var twinBySHA, twinBySource = func() (map[string]*wire.Script, map[string]*wire.Script) {
+	sha, src := map[string]*wire.Script{}, map[string]*wire.Script{}
+	for t := range twinOf {
+		sha[t.SHA1], src[t.Source] = t, t
+	}
+	return sha, src
+}()
+
+// originalCall is the EVAL (EVAL_RO for a read-only call) of the 2.6
+// script of the twin cmd calls, with the twin's keys of the same names and
+// its ARGV; ok is false when cmd calls no twin. The twin's last KEYS name
+// (a repeated group of rows, or one key) is the 2.6 script's last, and
+// takes every key from there on.
+func originalCall(rc rueidis.Client, cmd rueidis.Completed) (rueidis.Completed, bool) {
+	words := cmd.Commands()
+	if len(words) < 3 {
+		return rueidis.Completed{}, false
+	}
+	var twin *wire.Script
+	eval := ""
+	switch strings.ToUpper(words[0]) {
+	case "EVALSHA":
+		twin, eval = twinBySHA[words[1]], "EVAL"
+	case "EVALSHA_RO":
+		twin, eval = twinBySHA[words[1]], "EVAL_RO"
+	case "EVAL":
+		twin, eval = twinBySource[words[1]], "EVAL"
+	case "EVAL_RO":
+		twin, eval = twinBySource[words[1]], "EVAL_RO"
+	}
+	n, err := strconv.Atoi(words[2])
+	if twin == nil || err != nil || n < 0 || 3+n > len(words) {
+		return rueidis.Completed{}, false
+	}
+	keys, args := words[3:3+n], words[3+n:]
+	old := twinOf[twin]
+	var oldKeys []string
+	for i, name := range old.Keys {
+		j := slices.Index(twin.Keys, name)
+		if j < 0 {
+			return rueidis.Completed{}, false
+		}
+		if i == len(old.Keys)-1 && j == len(twin.Keys)-1 {
+			oldKeys = append(oldKeys, keys[min(j, len(keys)):]...)
+			continue
+		}
+		if j >= len(keys) {
+			return rueidis.Completed{}, false
+		}
+		oldKeys = append(oldKeys, keys[j])
+	}
+	return rc.B().Arbitrary(eval).Args(old.Source, strconv.Itoa(len(oldKeys))).Keys(oldKeys...).Args(args...).Build(), true
 }
 
 // DoMulti sends multi, then again those of its commands the cluster
@@ -55,6 +156,9 @@ func (c tryAgainClient) DoMulti(ctx context.Context, multi ...rueidis.Completed)
 		var again []int
 		for i, r := range out {
 			if isTryAgain(r) {
+				out[i] = c.twinsOriginal(ctx, multi[i], r)
+			}
+			if isTryAgain(out[i]) {
 				again = append(again, i)
 			}
 		}

@@ -35,9 +35,9 @@ type pushReq struct {
 	mode  pushMode
 	state atomic.Int32 // reqWaiting, then reqTaken (by a batch) or reqAbandoned (by its caller)
 	done  chan struct{}
-	ok    bool               // set before done is closed
-	rec   wire.AddDedupReply // with mode.dedup, set before done is closed
-	err   error              // set before done is closed
+	ok    bool                     // set before done is closed
+	rec   wire.AddDedupPolicyReply // with mode.dedup, set before done is closed
+	err   error                    // set before done is closed
 }
 
 // pushMode is how a push is sent: with dedup set, in add_dedup calls
@@ -84,10 +84,10 @@ func (p *pusher) push(ctx context.Context, job pushJob, mode pushMode) (bool, er
 // pushDedup queues job for an add_dedup call under o with other
 // admissions of equal o, and waits for its record (deferred included: the
 // caller resolves it) or the end of ctx.
-func (p *pusher) pushDedup(ctx context.Context, job dedupJob, o admitOptions) (wire.AddDedupReply, error) {
+func (p *pusher) pushDedup(ctx context.Context, job dedupJob, o admitOptions) (wire.AddDedupPolicyReply, error) {
 	r := &pushReq{ctx: ctx, job: job.pushJob, key: job.key, mode: pushMode{dedup: true, opts: o}, done: make(chan struct{})}
 	if !p.await(r) {
-		return wire.AddDedupReply{}, ctx.Err()
+		return wire.AddDedupPolicyReply{}, ctx.Err()
 	}
 	return r.rec, r.err
 }

@@ -19,8 +19,8 @@ import (
 
 // Head returns up to n ids at the head of set s, in rank order: for
 // pending the oldest first (FIFO), for schedule the earliest run-at
-// first, for active the earliest lease deadline first, for dead the
-// oldest first. These are the ids ClaimIDs, PromoteIDs and ReapIDs take.
+// first, for active the earliest lease deadline first (the running set's,
+// under a queue's policy), for dead the oldest first. These are the ids ClaimIDs, PromoteIDs and ReapIDs take.
 // An unknown set or an n under 1 is refused with ErrArgument before
 // anything is sent; a member that is not a well-formed id (a foreign
 // writer's) is an error wrapping ErrID.
@@ -44,7 +44,7 @@ func (q *Queue) headOnce(ctx context.Context, s Set, n int) ([]ID, error) {
 	if err := q.c.ensureRead(ctx); err != nil {
 		return nil, err
 	}
-	members, err := q.c.rc.Do(ctx, q.headCmd(key, n)).AsStrSlice()
+	members, err := q.doSet(ctx, s, func(key string) rueidis.Completed { return q.headCmd(key, n) }).AsStrSlice()
 	if err != nil {
 		return nil, errorf("emq: head of %s: %w", s, err)
 	}
@@ -79,7 +79,9 @@ func (q *Queue) rowsOf(ids []ID) ([]string, error) {
 }
 
 // ClaimIDs leases, for lease, exactly those of ids that are still pending,
-// in the order given, in one claim_ids call that declares every row it
+// in the order given, in one claim_policy_ids call (claim_ids in either
+// layout: on a paused queue it leases nothing, under a concurrency cap at
+// most the room left) that declares every row it
 // touches, and returns them; an id no longer pending (another claimer took
 // it, or it was never queued) is skipped, and an id without a row is
 // dropped from the pending set. It rings the queue's doorbell again when
@@ -101,7 +103,7 @@ func (q *Queue) ClaimIDs(ctx context.Context, lease time.Duration, ids []ID) (_ 
 	if err := q.c.ensure(ctx); err != nil {
 		return nil, err
 	}
-	call := wire.ClaimIDsCall{Pending: q.keys.Pending, Active: q.keys.Active, Wake: q.keys.Wake, Rows: rows, LeaseMS: ms(lease), IDs: ids}
+	call := wire.ClaimPolicyIDsCall{Pending: q.keys.Pending, Active: q.keys.Active, Running: q.keys.Running, Policy: q.keys.Policy, Wake: q.keys.Wake, Rows: rows, LeaseMS: ms(lease), IDs: ids}
 	rs, err := call.Exec(ctx, q.c.rc)
 	if err != nil {
 		return nil, err
@@ -118,7 +120,9 @@ func (q *Queue) ClaimIDs(ctx context.Context, lease time.Duration, ids []ID) (_ 
 // same complete_claim_ids call, leases for lease those of ids that are
 // still pending, as ClaimIDs does (no ids: complete only). A stale token
 // is refused with ErrStale and nothing is leased. A malformed id or a
-// lease under a millisecond is refused before anything is sent.
+// lease under a millisecond is refused before anything is sent. On a queue
+// with a policy (echomq 2.7.0) the 2.2 script is refused: a *PolicyError
+// matching ErrPolicy says to use CompleteResult, which serves both layouts.
 func (q *Queue) CompleteClaimIDs(ctx context.Context, id ID, token int64, lease time.Duration, ids []ID) (_ []Job, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if err := positive("lease", lease); err != nil {
@@ -139,7 +143,7 @@ func (q *Queue) CompleteClaimIDs(ctx context.Context, id ID, token int64, lease 
 		Rows: rows, ID: id, Token: token, LeaseMS: ms(lease), IDs: ids}
 	rs, err := call.Exec(ctx, q.c.rc)
 	if err != nil {
-		return nil, err
+		return nil, q.legacy(ctx, err, wire.ScriptCompleteClaimIDs, "CompleteResult")
 	}
 	q.c.metrics.Add(Completed, q.Name(), 1)
 	jobs := make([]Job, len(rs))
@@ -180,6 +184,8 @@ func (q *Queue) PromoteIDs(ctx context.Context, ids []ID) (_ int, err error) {
 // moved; an id not active, or whose lease holds, is left as it is. Read
 // the ids with Head(ctx, SetActive, n). A negative maxAttempts or a
 // malformed id is refused before anything is sent; no ids sends nothing.
+// On a queue with a policy (echomq 2.7.0) the 2.2 script is refused: a
+// *PolicyError matching ErrPolicy says to use ReapRecordedIDs.
 func (q *Queue) ReapIDs(ctx context.Context, ids []ID, maxAttempts int) (_ int, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if maxAttempts < 0 {
@@ -197,7 +203,7 @@ func (q *Queue) ReapIDs(ctx context.Context, ids []ID, maxAttempts int) (_ int, 
 	}
 	call := wire.ReapIDsCall{Active: q.keys.Active, Pending: q.keys.Pending, Dead: q.keys.Dead, Wake: q.keys.Wake, Rows: rows, MaxAttempts: int64(maxAttempts), IDs: ids}
 	n, err := call.Exec(ctx, q.c.rc)
-	return int(n), err
+	return int(n), q.legacy(ctx, err, wire.ScriptReapIDs, "ReapRecordedIDs")
 }
 
 // PushMany admits jobs in one push_many call that declares every row it
@@ -271,17 +277,18 @@ func (q *Queue) rawRows(members []string) []string {
 	return rows
 }
 
-// claimIDsExec is the claim_ids call of raw members.
+// claimIDsExec is the claim_policy_ids call of raw members.
 func (q *Queue) claimIDsExec(lease time.Duration, members []string) rueidis.LuaExec {
-	keys := append([]string{q.keys.Pending, q.keys.Active, q.keys.Wake}, q.rawRows(members)...)
-	args := append([]string{strconv.FormatInt(ms(lease), 10)}, members...)
-	return rueidis.LuaExec{Keys: keys, Args: args}
+	call := wire.ClaimPolicyIDsCall{Pending: q.keys.Pending, Active: q.keys.Active, Running: q.keys.Running, Policy: q.keys.Policy, Wake: q.keys.Wake,
+		Rows: q.rawRows(members), LeaseMS: ms(lease)}
+	return rueidis.LuaExec{Keys: call.Keys(), Args: append(call.Args(), members...)}
 }
 
 // claimHead leases up to n jobs at the head of pending with claim_ids: it
 // reads up to n head ids and claims them, and reads again, up to
 // headRetries times, when every id it read was taken (or was an orphan)
-// while pending is not empty.
+// while pending is not empty, unless the queue's policy held the claim
+// back (paused, or at its concurrency cap).
 func (q *Queue) claimHead(ctx context.Context, lease time.Duration, n int) ([]Job, error) {
 	for try := 0; try < headRetries; try++ {
 		members, err := q.c.rc.Do(ctx, q.headCmd(q.keys.Pending, n)).AsStrSlice()
@@ -292,11 +299,14 @@ func (q *Queue) claimHead(ctx context.Context, lease time.Duration, n int) ([]Jo
 			return nil, nil
 		}
 		x := q.claimIDsExec(lease, members)
-		rs, err := wire.DecodeClaimIDs(wire.ScriptClaimIDs.Lua().Exec(ctx, q.c.rc, x.Keys, x.Args))
+		rs, err := wire.DecodeClaimPolicyIDs(wire.ScriptClaimPolicyIDs.Lua().Exec(ctx, q.c.rc, x.Keys, x.Args))
 		if err != nil {
 			return nil, err
 		}
 		if len(rs) == 0 {
+			if try == 0 && q.held(ctx) {
+				return nil, nil // paused or at its cap: reading again would lease nothing either
+			}
 			continue
 		}
 		jobs := make([]Job, len(rs))

@@ -431,9 +431,10 @@ func TestWorkerTouchesOnlyDeclaredKeys(t *testing.T) {
 	// 2.4.0: failures are settled by fail (retried or buried, with their
 	// records), expired leases reaped with reap_recorded_ids, completions
 	// made with complete_result_claim_ids (which forgets a record itself),
-	// and the sweep forgets orphans with forget_ids.
-	for _, s := range []*wire.Script{wire.ScriptClaimIDs, wire.ScriptCompleteResultClaimIDs, wire.ScriptPromoteIDs, wire.ScriptReapRecordedIDs,
-		wire.ScriptExtend, wire.ScriptFail, wire.ScriptForgetIDs, wire.ScriptLock} {
+	// and the sweep forgets orphans with forget_ids; 2.7.0: each through
+	// its twin, which serves a queue with a policy as well.
+	for _, s := range []*wire.Script{wire.ScriptClaimPolicyIDs, wire.ScriptCompletePolicyIDs, wire.ScriptPromoteIDs, wire.ScriptReapPolicyIDs,
+		wire.ScriptExtendPolicy, wire.ScriptFailPolicy, wire.ScriptForgetIDs, wire.ScriptLock} {
 		if seen[s.Name] == 0 {
 			t.Errorf("the run never called %s: the test does not exercise the path that uses it", s.Name)
 		}

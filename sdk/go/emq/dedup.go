@@ -255,9 +255,9 @@ func (q *Queue) pushDedupOne(ctx context.Context, o admitOptions, job dedupJob) 
 
 // addDedupOnce admits jobs under o in exactly one add_dedup call, resent
 // across a reconnect, and returns its records as they are.
-func (q *Queue) addDedupOnce(ctx context.Context, o admitOptions, jobs []dedupJob) ([]wire.AddDedupReply, error) {
+func (q *Queue) addDedupOnce(ctx context.Context, o admitOptions, jobs []dedupJob) ([]wire.AddDedupPolicyReply, error) {
 	call := q.addDedupCall(o, jobs)
-	var rs []wire.AddDedupReply
+	var rs []wire.AddDedupPolicyReply
 	err := q.c.idempotent(ctx, func(ctx context.Context) error {
 		if err := q.c.ensure(ctx); err != nil {
 			return err
@@ -265,7 +265,7 @@ func (q *Queue) addDedupOnce(ctx context.Context, o admitOptions, jobs []dedupJo
 		var err error
 		rs, err = call.Exec(ctx, q.c.rc)
 		if err == nil && len(rs) != len(jobs) {
-			err = errorf("emq: %s: %d records for %d jobs", wire.ScriptAddDedup.Name, len(rs), len(jobs))
+			err = errorf("emq: %s: %d records for %d jobs", wire.ScriptAddDedupPolicy.Name, len(rs), len(jobs))
 		}
 		return err
 	})
@@ -278,7 +278,7 @@ func (q *Queue) addDedupOnce(ctx context.Context, o admitOptions, jobs []dedupJo
 // written) is replaced by one call per job, so that each gets its own
 // answer; err is a failure of the call itself (transport, fence), for
 // every job.
-func (q *Queue) addDedupEach(ctx context.Context, o admitOptions, jobs []dedupJob) (recs []wire.AddDedupReply, errs []error, err error) {
+func (q *Queue) addDedupEach(ctx context.Context, o admitOptions, jobs []dedupJob) (recs []wire.AddDedupPolicyReply, errs []error, err error) {
 	recs, err = q.addDedupOnce(ctx, o, jobs)
 	errs = make([]error, len(jobs))
 	switch {
@@ -287,7 +287,7 @@ func (q *Queue) addDedupEach(ctx context.Context, o admitOptions, jobs []dedupJo
 	case len(jobs) == 1 || transient(err) || ctx.Err() != nil:
 		return nil, nil, err
 	}
-	recs = make([]wire.AddDedupReply, len(jobs))
+	recs = make([]wire.AddDedupPolicyReply, len(jobs))
 	for i := range jobs {
 		rs, err := q.addDedupOnce(ctx, o, jobs[i:i+1])
 		if err != nil {
@@ -308,15 +308,15 @@ func dedupResultOf(outcome Admission, id ID, runAtMS int64) DedupResult {
 }
 
 // addDedupCall is the add_dedup call of jobs with o.
-func (q *Queue) addDedupCall(o admitOptions, jobs []dedupJob) wire.AddDedupCall {
+func (q *Queue) addDedupCall(o admitOptions, jobs []dedupJob) wire.AddDedupPolicyCall {
 	k := q.keys
-	call := wire.AddDedupCall{Pending: k.Pending, Active: k.Active, Schedule: k.Schedule, Dead: k.Dead, Results: k.Results, Wake: k.Wake,
-		Options: k.Options, Dedup: k.Dedup, Rows: make([]string, len(jobs)), Entries: make([]wire.AddDedupEntry, len(jobs)),
+	call := wire.AddDedupPolicyCall{Pending: k.Pending, Active: k.Active, Running: k.Running, Schedule: k.Schedule, Dead: k.Dead, Results: k.Results, Wake: k.Wake,
+		Options: k.Options, Dedup: k.Dedup, Rows: make([]string, len(jobs)), Entries: make([]wire.AddDedupPolicyEntry, len(jobs)),
 		Mode: o.dedup.mode(), TTLMS: o.dedup.ttlMS(), Hold: o.dedup.hold(), DelayMS: ms(o.delay), Attempts: int64(o.attempts),
 		Backoff: o.backoff.kind(), BackoffMS: ms(o.backoff.Delay), BackoffMaxMS: ms(o.backoff.Max)}
 	for i, j := range jobs {
 		call.Rows[i] = j.row
-		call.Entries[i] = wire.AddDedupEntry{ID: j.id, Payload: j.payload, DedupKey: j.key}
+		call.Entries[i] = wire.AddDedupPolicyEntry{ID: j.id, Payload: j.payload, DedupKey: j.key}
 	}
 	return call
 }
@@ -340,7 +340,7 @@ func (q *Queue) resolveDedup(ctx context.Context, o admitOptions, job dedupJob, 
 
 // replaceDedup is one replace_dedup call of job naming target, resent
 // across a reconnect.
-func (q *Queue) replaceDedup(ctx context.Context, o admitOptions, job dedupJob, target ID) (r wire.ReplaceDedupReply, err error) {
+func (q *Queue) replaceDedup(ctx context.Context, o admitOptions, job dedupJob, target ID) (r wire.ReplaceDedupPolicyReply, err error) {
 	targetRow, err := q.keys.Row(target)
 	if err != nil {
 		return r, err
@@ -353,7 +353,7 @@ func (q *Queue) replaceDedup(ctx context.Context, o admitOptions, job dedupJob, 
 		events = 0
 	}
 	k := q.keys
-	call := wire.ReplaceDedupCall{Pending: k.Pending, Active: k.Active, Schedule: k.Schedule, Dead: k.Dead, Results: k.Results, Wake: k.Wake,
+	call := wire.ReplaceDedupPolicyCall{Pending: k.Pending, Active: k.Active, Running: k.Running, Schedule: k.Schedule, Dead: k.Dead, Results: k.Results, Wake: k.Wake,
 		Options: k.Options, Dedup: k.Dedup, Events: k.Events, Row: job.row, TargetRow: targetRow,
 		Mode: o.dedup.mode(), TTLMS: o.dedup.ttlMS(), Hold: o.dedup.hold(), DelayMS: ms(o.delay), Attempts: int64(o.attempts),
 		Backoff: o.backoff.kind(), BackoffMS: ms(o.backoff.Delay), BackoffMaxMS: ms(o.backoff.Max), EventsMax: events,
@@ -452,7 +452,7 @@ func (q *Queue) AddDedup(ctx context.Context, jobs []NewJob, opts ...PushOption)
 			return err
 		}
 		if len(rs) != len(jobs) {
-			return errorf("emq: %s: %d records for %d jobs", wire.ScriptAddDedup.Name, len(rs), len(jobs))
+			return errorf("emq: %s: %d records for %d jobs", wire.ScriptAddDedupPolicy.Name, len(rs), len(jobs))
 		}
 		out = make([]DedupResult, len(rs))
 		for i, r := range rs {
@@ -506,19 +506,19 @@ func (q *Queue) DedupEntries(ctx context.Context, keys ...string) (entries []Ded
 		return nil, nil
 	}
 	k := q.keys
-	call := wire.DedupEntriesCall{Pending: k.Pending, Active: k.Active, Schedule: k.Schedule, Dead: k.Dead, Results: k.Results, Wake: k.Wake,
+	call := wire.DedupPolicyEntriesCall{Pending: k.Pending, Active: k.Active, Running: k.Running, Schedule: k.Schedule, Dead: k.Dead, Results: k.Results, Wake: k.Wake,
 		Dedup: k.Dedup, DedupKeys: keys}
 	err = q.c.idempotent(ctx, func(ctx context.Context) error {
 		if err := q.c.ensureRead(ctx); err != nil {
 			return err
 		}
-		res := q.c.execScriptsRO(ctx, []*wire.Script{wire.ScriptDedupEntries}, []rueidis.LuaExec{call.LuaExec()})
-		recs, err := wire.DecodeDedupEntries(res[0])
+		res := q.c.execScriptsRO(ctx, []*wire.Script{wire.ScriptDedupPolicyEntries}, []rueidis.LuaExec{call.LuaExec()})
+		recs, err := wire.DecodeDedupPolicyEntries(res[0])
 		if err != nil {
 			return err
 		}
 		if len(recs) != len(keys) {
-			return errorf("emq: %s: %d records for %d keys", wire.ScriptDedupEntries.Name, len(recs), len(keys))
+			return errorf("emq: %s: %d records for %d keys", wire.ScriptDedupPolicyEntries.Name, len(recs), len(keys))
 		}
 		got := make([]DedupEntry, len(recs))
 		for i, r := range recs {
@@ -528,12 +528,12 @@ func (q *Queue) DedupEntries(ctx context.Context, keys ...string) (entries []Ded
 			}
 			if r.Holder != "" {
 				if e.Holder, err = ParseID(r.Holder); err != nil {
-					return errorf("emq: %s: key %d: holder: %w", wire.ScriptDedupEntries.Name, i, err)
+					return errorf("emq: %s: key %d: holder: %w", wire.ScriptDedupPolicyEntries.Name, i, err)
 				}
 			}
 			if r.Parked != "" {
 				if e.Parked, err = ParseID(r.Parked); err != nil {
-					return errorf("emq: %s: key %d: parked: %w", wire.ScriptDedupEntries.Name, i, err)
+					return errorf("emq: %s: key %d: parked: %w", wire.ScriptDedupPolicyEntries.Name, i, err)
 				}
 			}
 			got[i] = e
@@ -577,7 +577,7 @@ func (q *Queue) SweepDedup(ctx context.Context, cursor string, count int) (_ Ded
 		return DedupSweep{}, err
 	}
 	k := q.keys
-	call := wire.SweepDedupCall{Pending: k.Pending, Active: k.Active, Schedule: k.Schedule, Dead: k.Dead, Results: k.Results, Wake: k.Wake,
+	call := wire.SweepDedupPolicyCall{Pending: k.Pending, Active: k.Active, Running: k.Running, Schedule: k.Schedule, Dead: k.Dead, Results: k.Results, Wake: k.Wake,
 		Dedup: k.Dedup, Cursor: cursor, Count: int64(count)}
 	r, err := call.Exec(ctx, q.c.rc)
 	if err != nil {
@@ -619,14 +619,14 @@ func (q *Queue) CancelIDs(ctx context.Context, ids []ID, eventsMax int) (_ []Sta
 		return nil, err
 	}
 	k := q.keys
-	call := wire.CancelIDsCall{Pending: k.Pending, Schedule: k.Schedule, Active: k.Active, Failures: k.Failures, Progress: k.Progress,
+	call := wire.CancelPolicyIDsCall{Pending: k.Pending, Schedule: k.Schedule, Active: k.Active, Running: k.Running, Policy: k.Policy, Wake: k.Wake, Failures: k.Failures, Progress: k.Progress,
 		Options: k.Options, Events: k.Events, Cancel: k.Cancel, Rows: rows, EventsMax: int64(eventsMax), IDs: ids}
 	rs, err := call.Exec(ctx, q.c.rc)
 	if err != nil {
 		return nil, err
 	}
 	if len(rs) != len(ids) {
-		return nil, errorf("emq: %s: %d records for %d ids", wire.ScriptCancelIDs.Name, len(rs), len(ids))
+		return nil, errorf("emq: %s: %d records for %d ids", wire.ScriptCancelPolicyIDs.Name, len(rs), len(ids))
 	}
 	out := make([]State, len(rs))
 	for i, r := range rs {

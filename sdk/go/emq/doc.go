@@ -131,6 +131,26 @@
 // never sent twice once written: after a lost connection it fails with
 // ErrConnection and the caller decides (see ErrConnection).
 //
+// # Pausing and capping a queue
+//
+// [Queue.Pause], [Queue.Resume] and [Queue.SetConcurrency] set a queue's
+// policy (echomq 2.7.0), which every worker of every client honours from
+// its next claim; [Queue.Policy] reads it ([QueuePolicy]). A queue's first
+// policy lays a tripwire at its active key: its leased jobs move to the
+// running set and every client older than 2.7 is refused on the queue
+// (WRONGTYPE, nothing written). The calls this package makes of the 2.6
+// claim, settle, cancel and dedup scripts run their 2.7 twins, which serve
+// both layouts (ClaimIDs runs claim_policy_ids, CompleteResult
+// complete_policy_ids, Fail fail_policy, ReapRecordedIDs
+// reap_policy_ids, Extend extend_policy, CancelIDs cancel_policy_ids, the
+// dedup calls add_dedup_policy, replace_dedup_policy,
+// dedup_policy_entries and sweep_dedup_policy); the older token-level
+// calls (Claim, Complete, Retry, Bury, Reap, CompleteClaim,
+// CompleteClaimIDs, ReapIDs, RetryFailed, BuryFailed, ReapFailedIDs) keep
+// their scripts and fail on a queue with a policy with a *PolicyError
+// (ErrPolicy) naming the call to use. Inspection reads the running set
+// for the active set of such a queue.
+//
 // # Errors
 //
 // Every refusal of a script is a *ClassError whose wire class has a

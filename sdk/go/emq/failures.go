@@ -77,7 +77,7 @@ func (q *Queue) RetryFailed(ctx context.Context, id ID, token int64, delay time.
 	call := wire.RetryFailedCall{Active: q.keys.Active, Row: row, Schedule: q.keys.Schedule, Failures: q.keys.Failures, ID: id, Token: token, DelayMS: ms(delay), Class: f.Class, Worker: f.Worker, Error: f.Message}
 	at, err := call.Exec(ctx, q.c.rc)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, q.legacy(ctx, err, wire.ScriptRetryFailed, "Fail")
 	}
 	return time.UnixMilli(at), nil
 }
@@ -98,7 +98,7 @@ func (q *Queue) BuryFailed(ctx context.Context, id ID, token int64, f Failure) (
 	}
 	call := wire.BuryFailedCall{Active: q.keys.Active, Row: row, Dead: q.keys.Dead, Failures: q.keys.Failures, ID: id, Token: token, Class: f.Class, Worker: f.Worker, Error: f.Message}
 	_, err = call.Exec(ctx, q.c.rc)
-	return err
+	return q.legacy(ctx, err, wire.ScriptBuryFailed, "Fail with FailOptions.Bury")
 }
 
 // Failures reads a job's recorded failed attempts, oldest first (at most
@@ -232,5 +232,5 @@ func (q *Queue) ReapFailedIDs(ctx context.Context, ids []ID, maxAttempts int) (_
 	}
 	call := wire.ReapFailedIDsCall{Active: q.keys.Active, Pending: q.keys.Pending, Dead: q.keys.Dead, Wake: q.keys.Wake, Failures: q.keys.Failures, Rows: rows, MaxAttempts: int64(maxAttempts), IDs: ids}
 	n, err := call.Exec(ctx, q.c.rc)
-	return int(n), err
+	return int(n), q.legacy(ctx, err, wire.ScriptReapFailedIDs, "ReapRecordedIDs")
 }

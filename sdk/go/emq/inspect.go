@@ -94,7 +94,11 @@ func (q *Queue) getOnce(ctx context.Context, id ID) (JobInfo, bool, error) {
 	info := JobInfo{ID: id}
 	scores := make([]float64, len(sets))
 	for i, s := range sets {
-		sc, err := res[i+1].AsFloat64()
+		r := res[i+1]
+		if key, retry := q.c.leasedKey(ctx, q.keys, s, r.Error()); retry {
+			r = rc.Do(ctx, rc.B().Zscore().Key(key).Member(id.String()).Build())
+		}
+		sc, err := r.AsFloat64()
 		if _, isRedis := rueidis.IsRedisErr(err); isRedis || rueidis.IsRedisNil(err) {
 			continue // not a member, or not a set at all (a foreign key)
 		}
@@ -239,49 +243,13 @@ func (q *Queue) page(ctx context.Context, s Set, after Cursor, n int) ([]ID, []f
 	if err := q.c.ensureRead(ctx); err != nil {
 		return nil, nil, "", err
 	}
-	rc := q.c.rc
-	var members []string
-	var scores []float64
-	if s.Lex() {
-		// Every score is zero: members sort by their bytes, which for ids is
-		// mint order.
-		max := "+"
-		if cursor != "" {
-			max = "(" + cursor
-		}
-		got, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min(max).Max("-").Bylex().Rev().Limit(0, int64(n)).Build()).AsStrSlice()
-		if err != nil {
-			return nil, nil, "", errorf("emq: page of %s: %w", s, err)
-		}
-		members = got
-		scores = make([]float64, len(got))
-	} else {
-		// Members sort by score, then by their bytes; the cursor is the last
-		// one shown: its score and id. The next page is the members of that
-		// score below the id, then the members of lower scores.
-		rest := "+inf"
-		if cursor != "" {
-			sc, id, _ := strings.Cut(cursor, "/")
-			same, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min(sc).Max(sc).Byscore().Rev().Withscores().Build()).AsZScores()
-			if err != nil {
-				return nil, nil, "", errorf("emq: page of %s: %w", s, err)
-			}
-			for _, z := range same {
-				if z.Member < id && len(members) < n {
-					members, scores = append(members, z.Member), append(scores, z.Score)
-				}
-			}
-			rest = "(" + sc
-		}
-		if len(members) < n {
-			zs, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min(rest).Max("-inf").Byscore().Rev().Limit(0, int64(n-len(members))).Withscores().Build()).AsZScores()
-			if err != nil {
-				return nil, nil, "", errorf("emq: page of %s: %w", s, err)
-			}
-			for _, z := range zs {
-				members, scores = append(members, z.Member), append(scores, z.Score)
-			}
-		}
+	members, scores, err := q.pageIn(ctx, s, key, cursor, n)
+	if k, retry := q.c.leasedKey(ctx, q.keys, s, err); retry {
+		key = k
+		members, scores, err = q.pageIn(ctx, s, key, cursor, n)
+	}
+	if err != nil {
+		return nil, nil, "", errorf("emq: page of %s: %w", s, err)
 	}
 	ids := make([]ID, 0, len(members))
 	for _, m := range members {
@@ -298,7 +266,54 @@ func (q *Queue) page(ctx context.Context, s Set, after Cursor, n int) ([]ID, []f
 	if s.Lex() {
 		return ids, scores, Cursor(ids[last].String()), nil
 	}
-	return ids, scores, Cursor(strconv.FormatInt(int64(scores[last]), 10) + "/" + ids[last].String()), nil
+	return ids, scores, Cursor(strconv.FormatFloat(scores[last], 'f', -1, 64) + "/" + ids[last].String()), nil
+}
+
+// pageIn reads one page of the set at key: its members and their scores.
+func (q *Queue) pageIn(ctx context.Context, s Set, key, cursor string, n int) (members []string, scores []float64, err error) {
+	rc := q.c.rc
+	if s.Lex() {
+		// Every score is zero: members sort by their bytes, which for ids is
+		// mint order.
+		max := "+"
+		if cursor != "" {
+			max = "(" + cursor
+		}
+		got, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min(max).Max("-").Bylex().Rev().Limit(0, int64(n)).Build()).AsStrSlice()
+		if err != nil {
+			return nil, nil, err
+		}
+		members = got
+		scores = make([]float64, len(got))
+	} else {
+		// Members sort by score, then by their bytes; the cursor is the last
+		// one shown: its score and id. The next page is the members of that
+		// score below the id, then the members of lower scores.
+		rest := "+inf"
+		if cursor != "" {
+			sc, id, _ := strings.Cut(cursor, "/")
+			same, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min(sc).Max(sc).Byscore().Rev().Withscores().Build()).AsZScores()
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, z := range same {
+				if z.Member < id && len(members) < n {
+					members, scores = append(members, z.Member), append(scores, z.Score)
+				}
+			}
+			rest = "(" + sc
+		}
+		if len(members) < n {
+			zs, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min(rest).Max("-inf").Byscore().Rev().Limit(0, int64(n-len(members))).Withscores().Build()).AsZScores()
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, z := range zs {
+				members, scores = append(members, z.Member), append(scores, z.Score)
+			}
+		}
+	}
+	return members, scores, nil
 }
 
 // ServerTime reads the server's clock (TIME), by which lease deadlines and

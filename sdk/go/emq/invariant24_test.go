@@ -320,9 +320,9 @@ func (v *invariant) completeResult() {
 	t0 := v.now()
 	got, err := v.q.CompleteResult(v.ctx, id, tok, lease, ids, c)
 	t1 := v.now()
-	v.count(wire.ScriptCompleteResultClaimIDs.Name, err == nil)
+	v.count(wire.ScriptCompletePolicyIDs.Name, err == nil)
 	if !v.current(id, tok) {
-		v.wantStale(err, wire.ScriptCompleteResultClaimIDs.Name)
+		v.wantStale(err, wire.ScriptCompletePolicyIDs.Name)
 		if got != nil {
 			v.fail("the refused complete_result_claim_ids leased %+v", got)
 		}
@@ -368,7 +368,7 @@ func (v *invariant) completeResult() {
 			v.fail("the completion of %v kept %v; the retention keeps it: %v", id, kept, in)
 		}
 	}
-	v.leasedIDs(wire.ScriptCompleteResultClaimIDs.Name, got, ids, lease, t0, t1)
+	v.leasedIDs(wire.ScriptCompletePolicyIDs.Name, got, ids, lease, t0, t1)
 }
 
 // failDelay is the delay fail applies for an attempt by backoff b and the
@@ -401,9 +401,9 @@ func (v *invariant) failPolicy() {
 	t0 := v.now()
 	outcome, at, err := v.q.Fail(v.ctx, id, tok, f, o)
 	t1 := v.now()
-	v.count(wire.ScriptFail.Name, err == nil)
+	v.count(wire.ScriptFailPolicy.Name, err == nil)
 	if !v.current(id, tok) {
-		v.wantStale(err, wire.ScriptFail.Name)
+		v.wantStale(err, wire.ScriptFailPolicy.Name)
 		return
 	}
 	if err != nil {
@@ -457,8 +457,8 @@ func (v *invariant) reapRecordedIDs() {
 	if err != nil {
 		v.fail("ReapRecordedIDs(%v): %v", ids, err)
 	}
-	v.count(wire.ScriptReapRecordedIDs.Name, n > 0)
-	for _, id := range v.movedIDs(wire.ScriptReapRecordedIDs.Name, n, ids, emq.StateActive, t0, t1) {
+	v.count(wire.ScriptReapPolicyIDs.Name, n > 0)
+	for _, id := range v.movedIDs(wire.ScriptReapPolicyIDs.Name, n, ids, emq.StateActive, t0, t1) {
 		j := v.model.jobs[id]
 		v.record(id, emq.FailedAttempt{Attempt: j.attempts, At: time.UnixMilli(-(t0 + t1)), Class: emq.FailureClassLeaseLost})
 		limit := int64(maxAttempts)

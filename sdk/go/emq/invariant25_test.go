@@ -64,7 +64,7 @@ func (v *invariant) addDedup() {
 		if got != nil || !errors.Is(err, emq.ErrKind) {
 			v.fail("AddDedup with a foreign kind = %v, %v; want EMQKIND", got, err)
 		}
-		v.count(wire.ScriptAddDedup.Name, false)
+		v.count(wire.ScriptAddDedupPolicy.Name, false)
 		return
 	}
 	if err != nil || len(got) != 1 {
@@ -86,7 +86,7 @@ func (v *invariant) addDedup() {
 		v.model.dedup[key] = id
 		v.model.wake = true
 	}
-	v.count(wire.ScriptAddDedup.Name, want.Outcome == emq.AdmissionAdmitted)
+	v.count(wire.ScriptAddDedupPolicy.Name, want.Outcome == emq.AdmissionAdmitted)
 }
 
 // replaceDedup admits under debounce: a waiting holder takes the payload
@@ -128,7 +128,7 @@ func (v *invariant) replaceDedup() {
 	if got != want {
 		v.fail("ReplaceDedup(%v, %q, %v) = %+v; the model says %+v", id, key, target, got, want)
 	}
-	v.count(wire.ScriptReplaceDedup.Name, want.Outcome == emq.AdmissionReplaced || want.Outcome == emq.AdmissionAdmitted)
+	v.count(wire.ScriptReplaceDedupPolicy.Name, want.Outcome == emq.AdmissionReplaced || want.Outcome == emq.AdmissionAdmitted)
 }
 
 func (v *invariant) dedupEntries() {
@@ -149,7 +149,7 @@ func (v *invariant) dedupEntries() {
 	if held && got[0].State != v.model.jobs[h].state {
 		v.fail("DedupEntries(%q) says the holder is %s; the model says %s", key, got[0].State, v.model.jobs[h].state)
 	}
-	v.count(wire.ScriptDedupEntries.Name, held)
+	v.count(wire.ScriptDedupPolicyEntries.Name, held)
 }
 
 // sweepDedup walks the whole (small) hash in one page: the entries whose
@@ -170,7 +170,7 @@ func (v *invariant) sweepDedup() {
 	if got.Cursor != "0" || got.Dropped != dropped || got.Released != 0 {
 		v.fail("SweepDedup = %+v; the model drops %d in one page", got, dropped)
 	}
-	v.count(wire.ScriptSweepDedup.Name, dropped > 0)
+	v.count(wire.ScriptSweepDedupPolicy.Name, dropped > 0)
 }
 
 // cancelIDs cancels a few ids of any state: the pending, scheduled and
@@ -203,5 +203,5 @@ func (v *invariant) cancelIDs() {
 			v.fail("CancelIDs(%v): %v was cancelled from %q; the model says %q", ids, id, got[i], want)
 		}
 	}
-	v.count(wire.ScriptCancelIDs.Name, n > 0)
+	v.count(wire.ScriptCancelPolicyIDs.Name, n > 0)
 }

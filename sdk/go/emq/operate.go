@@ -175,13 +175,12 @@ func (q *Queue) Oldest(ctx context.Context, s Set) (id ID, ok bool, err error) {
 		return ID{}, false, err
 	}
 	rc := q.c.rc
-	var cmd rueidis.Completed
-	if s.Lex() {
-		cmd = rc.B().Zrange().Key(key).Min("-").Max("+").Bylex().Limit(0, 1).Build()
-	} else {
-		cmd = rc.B().Zrange().Key(key).Min("0").Max("0").Build()
-	}
-	got, err := rc.Do(ctx, cmd).AsStrSlice()
+	got, err := q.doSet(ctx, s, func(key string) rueidis.Completed {
+		if s.Lex() {
+			return rc.B().Zrange().Key(key).Min("-").Max("+").Bylex().Limit(0, 1).Build()
+		}
+		return rc.B().Zrange().Key(key).Min("0").Max("0").Build()
+	}).AsStrSlice()
 	if err != nil {
 		return ID{}, false, errorf("emq: oldest of %s: %w", s, err)
 	}
@@ -211,7 +210,9 @@ func (q *Queue) Due(ctx context.Context, s Set, at time.Time) (_ int64, err erro
 		return 0, err
 	}
 	rc := q.c.rc
-	n, err := rc.Do(ctx, rc.B().Zcount().Key(key).Min("-inf").Max(strconv.FormatInt(at.UnixMilli(), 10)).Build()).AsInt64()
+	n, err := q.doSet(ctx, s, func(key string) rueidis.Completed {
+		return rc.B().Zcount().Key(key).Min("-inf").Max(strconv.FormatInt(at.UnixMilli(), 10)).Build()
+	}).AsInt64()
 	if err != nil {
 		return 0, errorf("emq: due in %s: %w", s, err)
 	}
@@ -334,6 +335,12 @@ type QueueStats struct {
 	// ExpiredLeases and DueScheduled are Due of the active and the
 	// schedule sets at At.
 	ExpiredLeases, DueScheduled int64
+	// Paused and Concurrency are the queue's policy (echomq 2.7.0; see
+	// Queue.Policy): claims lease nothing while it is paused, and at most
+	// Concurrency of its jobs are leased at once (0: no cap). Under a
+	// policy, Sizes[SetActive] counts the running set.
+	Paused      bool
+	Concurrency int
 	// At is the server's clock when the stats were read.
 	At time.Time
 }
@@ -384,9 +391,12 @@ func (c *Client) Stats(ctx context.Context, names []string) (_ []QueueStats, err
 	}
 	at := strconv.FormatInt(now.UnixMilli(), 10)
 	rc, sets := c.rc, Sets()
-	per := len(sets) + 5
+	per := len(sets) + 6
 	cmds := make(rueidis.Commands, 0, per*len(names))
+	pols := make([]rueidis.LuaExec, len(names))
 	for i, k := range keys {
+		pc := wire.QueuePolicyCall{Active: k.Active, Running: k.Running, Policy: k.Policy}
+		pols[i] = pc.LuaExec()
 		for _, s := range sets {
 			cmds = append(cmds, rc.B().Zcard().Key(k.Set(s)).Build())
 		}
@@ -395,14 +405,24 @@ func (c *Client) Stats(ctx context.Context, names []string) (_ []QueueStats, err
 			rc.B().Hgetall().Key(migration[i]).Build(),
 			rc.B().Zrange().Key(k.Pending).Min("-").Max("+").Bylex().Limit(0, 1).Build(),
 			rc.B().Zcount().Key(k.Active).Min("-inf").Max(at).Build(),
-			rc.B().Zcount().Key(k.Schedule).Min("-inf").Max(at).Build())
+			rc.B().Zcount().Key(k.Schedule).Min("-inf").Max(at).Build(),
+			c.evalshaRO(wire.ScriptQueuePolicy, pols[i]))
 	}
 	res := rc.DoMulti(ctx, cmds...)
 	out := make([]QueueStats, len(names))
 	for i, n := range names {
 		r := res[i*per : (i+1)*per]
 		st := QueueStats{Queue: n, Sizes: make(map[Set]int64, len(sets)), At: now}
+		pol := c.againRO(ctx, []*wire.Script{wire.ScriptQueuePolicy}, pols[i:i+1], r[per-1:])[0]
+		p, err := wire.DecodeQueuePolicy(pol)
+		if err != nil {
+			return nil, errorf("emq: stats of %s: the policy: %w", n, err)
+		}
+		st.Paused, st.Concurrency = p.Paused == 1, int(p.Concurrency)
 		for j, s := range sets {
+			if key, retry := c.leasedKey(ctx, keys[i], s, r[j].Error()); retry {
+				r[j] = rc.Do(ctx, rc.B().Zcard().Key(key).Build())
+			}
 			if st.Sizes[s], err = r[j].AsInt64(); err != nil {
 				return nil, errorf("emq: stats of %s: the size of %s: %w", n, s, err)
 			}
@@ -424,6 +444,9 @@ func (c *Client) Stats(ctx context.Context, names []string) (_ []QueueStats, err
 			if st.OldestPending, err = ParseID(oldest[0]); err != nil {
 				return nil, errorf("emq: stats of %s: %s holds %q, which is not an id: %w", n, keys[i].Pending, oldest[0], err)
 			}
+		}
+		if key, retry := c.leasedKey(ctx, keys[i], SetActive, r[3].Error()); retry {
+			r[3] = rc.Do(ctx, rc.B().Zcount().Key(key).Min("-inf").Max(at).Build())
 		}
 		if st.ExpiredLeases, err = r[3].AsInt64(); err != nil {
 			return nil, errorf("emq: stats of %s: expired leases: %w", n, err)

@@ -3,7 +3,6 @@ package emq
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -408,11 +407,11 @@ func (q *Queue) CompleteResult(ctx context.Context, id ID, token int64, lease ti
 	return jobs, nil
 }
 
-// completeResultCall is the complete_result_claim_ids call of a
-// completion.
-func (q *Queue) completeResultCall(row string, id ID, token int64, lease time.Duration, rows []string, next []ID, c Completion) wire.CompleteResultClaimIDsCall {
+// completeResultCall is the complete_policy_ids call of a completion
+// (complete_result_claim_ids in either layout).
+func (q *Queue) completeResultCall(row string, id ID, token int64, lease time.Duration, rows []string, next []ID, c Completion) wire.CompletePolicyIDsCall {
 	k := q.keys
-	return wire.CompleteResultClaimIDsCall{Row: row, Active: k.Active, Pending: k.Pending, Wake: k.Wake, Results: k.Results, ResultTimes: k.ResultTimes,
+	return wire.CompletePolicyIDsCall{Row: row, Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Wake: k.Wake, Results: k.Results, ResultTimes: k.ResultTimes,
 		Progress: k.Progress, Failures: k.Failures, Options: k.Options, Events: k.Events, Counters: k.Counters, Rows: rows,
 		ID: id, Token: token, LeaseMS: ms(lease), Result: rueidis.BinaryString(c.Result), Keep: int64(c.Keep.Count), KeepAgeMS: ms(c.Keep.Age),
 		EventsMax: int64(c.EventsMax), IDs: next}
@@ -474,7 +473,7 @@ func (q *Queue) Fail(ctx context.Context, id ID, token int64, f Failure, o FailO
 	if o.Bury {
 		bury = 1
 	}
-	call := wire.FailCall{Active: k.Active, Row: row, Schedule: k.Schedule, Dead: k.Dead, Wake: k.Wake, Failures: k.Failures, Options: k.Options,
+	call := wire.FailPolicyCall{Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Row: row, Schedule: k.Schedule, Dead: k.Dead, Wake: k.Wake, Failures: k.Failures, Options: k.Options,
 		Events: k.Events, Counters: k.Counters, ID: id, Token: token, Class: f.Class, Worker: f.Worker, Error: f.Message,
 		MaxAttempts: int64(o.MaxAttempts), Backoff: o.Backoff.kind(), BackoffMS: ms(o.Backoff.Delay), BackoffMaxMS: ms(o.Backoff.Max),
 		Jitter: int64(o.Jitter), Bury: bury, EventsMax: int64(o.EventsMax)}
@@ -512,24 +511,26 @@ func (q *Queue) ReapRecordedIDs(ctx context.Context, ids []ID, maxAttempts, even
 		return 0, err
 	}
 	k := q.keys
-	call := wire.ReapRecordedIDsCall{Active: k.Active, Pending: k.Pending, Dead: k.Dead, Wake: k.Wake, Failures: k.Failures, Options: k.Options,
+	call := wire.ReapPolicyIDsCall{Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Dead: k.Dead, Wake: k.Wake, Failures: k.Failures, Options: k.Options,
 		Events: k.Events, Counters: k.Counters, Rows: rows, MaxAttempts: int64(maxAttempts), EventsMax: int64(eventsMax), IDs: ids}
 	n, err := call.Exec(ctx, q.c.rc)
 	return int(n), err
 }
 
 // reapRecordedHead reaps the expired leases among the first limit ids of
-// the active set with reap_recorded_ids and returns how many moved and
-// how many ids it read.
+// the leased set (the active set, or the running set of a queue in the
+// policy layout) with reap_policy_ids and returns how many moved and how
+// many ids it read.
 func (q *Queue) reapRecordedHead(ctx context.Context, limit, maxAttempts int, eventsMax int64) (moved, read int, err error) {
-	members, err := q.c.rc.Do(ctx, q.headCmd(q.keys.Active, limit)).AsStrSlice()
+	members, err := q.doSet(ctx, SetActive, func(key string) rueidis.Completed { return q.headCmd(key, limit) }).AsStrSlice()
 	if err != nil || len(members) == 0 {
 		return 0, 0, err
 	}
 	k := q.keys
-	keys := append([]string{k.Active, k.Pending, k.Dead, k.Wake, k.Failures, k.Options, k.Events, k.Counters}, q.rawRows(members)...)
-	args := append([]string{strconv.Itoa(maxAttempts), strconv.FormatInt(eventsMax, 10)}, members...)
-	n, err := wire.DecodeReapRecordedIDs(wire.ScriptReapRecordedIDs.Lua().Exec(ctx, q.c.rc, keys, args))
+	call := wire.ReapPolicyIDsCall{Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Dead: k.Dead, Wake: k.Wake,
+		Failures: k.Failures, Options: k.Options, Events: k.Events, Counters: k.Counters, Rows: q.rawRows(members),
+		MaxAttempts: int64(maxAttempts), EventsMax: eventsMax}
+	n, err := wire.DecodeReapPolicyIDs(wire.ScriptReapPolicyIDs.Lua().Exec(ctx, q.c.rc, call.Keys(), append(call.Args(), members...)))
 	return int(n), len(members), err
 }
 

@@ -171,18 +171,20 @@ type scriptExec struct {
 }
 
 func claimIDsJob(arr []rueidis.RedisMessage) (Job, error) {
-	r, err := wire.DecodeClaimIDsRecord(arr)
+	r, err := wire.DecodeClaimPolicyIDsRecord(arr)
 	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
 }
 
 // claim leases up to n jobs of the pool's ids with claim_ids, reading the
 // head first when the pool is empty, and again (up to headRetries times)
-// when every id it tried was taken while pending is not empty.
+// when every id it tried was taken while pending is not empty; it returns
+// none at once when the queue's policy holds claims back (Queue.held).
 func (p *declaredPop) claim(ctx context.Context, n int) ([]Job, error) {
 	q := p.w.q
 	if err := q.c.ensure(ctx); err != nil {
 		return nil, err
 	}
+	checked := false
 	for try := 0; try < headRetries; try++ {
 		ids, read := p.pool.take(n, false)
 		if len(ids) == 0 {
@@ -205,11 +207,22 @@ func (p *declaredPop) claim(ctx context.Context, n int) ([]Job, error) {
 			continue
 		}
 		x := q.claimIDsExec(p.w.opt.Lease, ids)
-		r, head := p.call(ctx, wire.ScriptClaimIDs, x.Keys, x.Args, read)
-		jobs, err := p.w.records(ctx, r, wire.ScriptClaimIDs.Name, claimIDsJob)
+		r, head := p.call(ctx, wire.ScriptClaimPolicyIDs, x.Keys, x.Args, read)
+		jobs, err := p.w.records(ctx, r, wire.ScriptClaimPolicyIDs.Name, claimIDsJob)
 		p.pool.done(ids, err == nil && len(jobs) < len(ids), head, read)
 		if err != nil || len(jobs) > 0 {
 			return jobs, err
+		}
+		if !checked {
+			// Nothing leased of ids that were pending: taken by other
+			// workers, or held back by the queue's policy (paused, or at
+			// its concurrency cap), when the claimer waits on the doorbell
+			// as on an empty queue: resume and the room a settle frees
+			// ring it.
+			checked = true
+			if q.held(ctx) {
+				return nil, nil
+			}
 		}
 	}
 	return nil, nil
@@ -232,14 +245,14 @@ func (p *declaredPop) completeClaim(ctx context.Context, job Job, next int, resu
 	row, _ := q.keys.Row(job.ID)
 	c := Completion{Result: result, Keep: p.w.opt.KeepResults, EventsMax: int(p.w.eventsMax)}
 	call := q.completeResultCall(row, job.ID, job.Token, p.w.opt.Lease, q.rawRows(ids), nil, c)
-	r, head := p.call(ctx, wire.ScriptCompleteResultClaimIDs, call.Keys(), append(call.Args(), ids...), read)
-	jobs, err := p.w.records(ctx, r, wire.ScriptCompleteResultClaimIDs.Name, completeResultJob)
+	r, head := p.call(ctx, wire.ScriptCompletePolicyIDs, call.Keys(), append(call.Args(), ids...), read)
+	jobs, err := p.w.records(ctx, r, wire.ScriptCompletePolicyIDs.Name, completeResultJob)
 	p.pool.done(ids, err == nil && len(jobs) < len(ids), head, read)
 	return jobs, err
 }
 
 func completeResultJob(arr []rueidis.RedisMessage) (Job, error) {
-	r, err := wire.DecodeCompleteResultClaimIDsRecord(arr)
+	r, err := wire.DecodeCompletePolicyIDsRecord(arr)
 	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
 }
 

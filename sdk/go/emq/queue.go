@@ -160,14 +160,15 @@ func (q *Queue) Claim(ctx context.Context, lease time.Duration) (job Job, ok boo
 	call := wire.ClaimCall{Pending: q.keys.Pending, Active: q.keys.Active, Prefix: q.keys.RowPrefix(), LeaseMS: ms(lease)}
 	r, ok, err := call.Exec(ctx, q.c.rc)
 	if err != nil || !ok {
-		return Job{}, false, err
+		return Job{}, false, q.legacy(ctx, err, wire.ScriptClaim, "ClaimMany")
 	}
 	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, true, nil
 }
 
 // Extend pushes the lease of an active job to now+lease and returns the new
-// deadline. A token that is not the row's, or a job no longer active, is
-// refused with ErrStale.
+// deadline, in one extend_policy call (extend in either layout). A token
+// that is not the row's, or a job no longer active, is refused with
+// ErrStale.
 func (q *Queue) Extend(ctx context.Context, id ID, token int64, lease time.Duration) (_ time.Time, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if err := positive("lease", lease); err != nil {
@@ -177,7 +178,7 @@ func (q *Queue) Extend(ctx context.Context, id ID, token int64, lease time.Durat
 	if err != nil {
 		return time.Time{}, err
 	}
-	call := wire.ExtendCall{Active: q.keys.Active, Row: row, ID: id, Token: token, LeaseMS: ms(lease)}
+	call := wire.ExtendPolicyCall{Active: q.keys.Active, Running: q.keys.Running, Row: row, ID: id, Token: token, LeaseMS: ms(lease)}
 	d, err := call.Exec(ctx, q.c.rc)
 	if err != nil {
 		return time.Time{}, err
@@ -196,12 +197,13 @@ func (q *Queue) Complete(ctx context.Context, id ID, token int64) (err error) {
 	}
 	call := wire.CompleteCall{Active: q.keys.Active, Row: row, ID: id, Token: token}
 	_, err = call.Exec(ctx, q.c.rc)
-	return err
+	return q.legacy(ctx, err, wire.ScriptComplete, "CompleteResult")
 }
 
 // Retry hands an active job back to run again after delay (it is
-// scheduled, and Promote makes it pending) and returns its run-at. A stale
-// token is refused with ErrStale.
+// scheduled, and Promote makes it pending) and returns its run-at, on a
+// queue with a policy too (retry_policy, echomq 2.7.0). A stale token is
+// refused with ErrStale.
 func (q *Queue) Retry(ctx context.Context, id ID, token int64, delay time.Duration) (_ time.Time, err error) {
 	defer q.c.afterFailure(ctx, &err)
 	if delay < 0 {
@@ -211,7 +213,9 @@ func (q *Queue) Retry(ctx context.Context, id ID, token int64, delay time.Durati
 	if err != nil {
 		return time.Time{}, err
 	}
-	call := wire.RetryCall{Active: q.keys.Active, Row: row, Schedule: q.keys.Schedule, ID: id, Token: token, DelayMS: ms(delay)}
+	k := q.keys
+	call := wire.RetryPolicyCall{Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Wake: k.Wake, Row: row, Schedule: k.Schedule,
+		ID: id, Token: token, DelayMS: ms(delay)}
 	at, err := call.Exec(ctx, q.c.rc)
 	if err != nil {
 		return time.Time{}, err
@@ -219,15 +223,16 @@ func (q *Queue) Retry(ctx context.Context, id ID, token int64, delay time.Durati
 	return time.UnixMilli(at), nil
 }
 
-// Bury moves an active job to the dead set. A stale token is refused with
-// ErrStale.
+// Bury moves an active job to the dead set, on a queue with a policy too
+// (bury_policy, echomq 2.7.0). A stale token is refused with ErrStale.
 func (q *Queue) Bury(ctx context.Context, id ID, token int64) (err error) {
 	defer q.c.afterFailure(ctx, &err)
 	row, err := q.row(ctx, id)
 	if err != nil {
 		return err
 	}
-	call := wire.BuryCall{Active: q.keys.Active, Row: row, Dead: q.keys.Dead, ID: id, Token: token}
+	k := q.keys
+	call := wire.BuryPolicyCall{Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Wake: k.Wake, Row: row, Dead: k.Dead, ID: id, Token: token}
 	_, err = call.Exec(ctx, q.c.rc)
 	return err
 }
@@ -279,7 +284,7 @@ func (q *Queue) Reap(ctx context.Context, limit, maxAttempts int) (_ int, err er
 	}
 	call := wire.ReapCall{Active: q.keys.Active, Pending: q.keys.Pending, Dead: q.keys.Dead, Prefix: q.keys.RowPrefix(), Limit: int64(limit), MaxAttempts: int64(maxAttempts)}
 	n, err := call.Exec(ctx, q.c.rc)
-	return int(n), err
+	return int(n), q.legacy(ctx, err, wire.ScriptReap, "ReapRecordedIDs")
 }
 
 // Revive moves a dead job back to pending, keeping its attempts, and rings
@@ -331,13 +336,12 @@ func (q *Queue) browseOnce(ctx context.Context, s Set, n int) ([]ID, error) {
 	if err := q.c.ensureRead(ctx); err != nil {
 		return nil, err
 	}
-	var cmd rueidis.Completed
-	if s.Lex() {
-		cmd = q.c.rc.B().Zrange().Key(key).Min("+").Max("-").Bylex().Rev().Limit(0, int64(n)).Build()
-	} else {
-		cmd = q.c.rc.B().Zrange().Key(key).Min("+inf").Max("-inf").Byscore().Rev().Limit(0, int64(n)).Build()
-	}
-	members, err := q.c.rc.Do(ctx, cmd).AsStrSlice()
+	members, err := q.doSet(ctx, s, func(key string) rueidis.Completed {
+		if s.Lex() {
+			return q.c.rc.B().Zrange().Key(key).Min("+").Max("-").Bylex().Rev().Limit(0, int64(n)).Build()
+		}
+		return q.c.rc.B().Zrange().Key(key).Min("+inf").Max("-inf").Byscore().Rev().Limit(0, int64(n)).Build()
+	}).AsStrSlice()
 	if err != nil {
 		return nil, errorf("emq: browse %s: %w", s, err)
 	}
@@ -370,7 +374,7 @@ func (q *Queue) sizeOnce(ctx context.Context, s Set) (int64, error) {
 	if err := q.c.ensureRead(ctx); err != nil {
 		return 0, err
 	}
-	n, err := q.c.rc.Do(ctx, q.c.rc.B().Zcard().Key(key).Build()).AsInt64()
+	n, err := q.doSet(ctx, s, func(key string) rueidis.Completed { return q.c.rc.B().Zcard().Key(key).Build() }).AsInt64()
 	if err != nil {
 		return 0, errorf("emq: size of %s: %w", s, err)
 	}
@@ -403,6 +407,9 @@ func (q *Queue) sizesOnce(ctx context.Context) (map[Set]int64, error) {
 	}
 	out := make(map[Set]int64, len(sets))
 	for i, r := range q.c.rc.DoMulti(ctx, cmds...) {
+		if key, retry := q.c.leasedKey(ctx, q.keys, sets[i], r.Error()); retry {
+			r = q.c.rc.Do(ctx, q.c.rc.B().Zcard().Key(key).Build())
+		}
 		n, err := r.AsInt64()
 		if err != nil {
 			return nil, errorf("emq: size of %s: %w", sets[i], err)

@@ -66,6 +66,11 @@ func TestREADMEDedupAndCancel(t *testing.T) { runREADMESection(t, "Deduplication
 // what the runner fired.
 func TestREADMESchedulers(t *testing.T) { runREADMESection(t, "Schedulers") }
 
+// The README's "Pausing a queue and capping concurrency" program (echomq
+// 2.7.0) runs as written, like the quickstart: nothing is claimed while
+// the queue is paused, and no more than its cap once it resumes.
+func TestREADMEPolicy(t *testing.T) { runREADMESection(t, "Pausing a queue and capping concurrency") }
+
 // The README's "Results, progress and retries" program (echomq 2.4.0) runs
 // as written, like the quickstart, and prints the attempts the README
 // shows.

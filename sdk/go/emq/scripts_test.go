@@ -1301,6 +1301,19 @@ func TestScriptBundleDigest(t *testing.T) {
 		wire.ScriptListSchedulers:   &wire.ListSchedulersCall{},
 		wire.ScriptDueSchedulers:    &wire.DueSchedulersCall{},
 		wire.ScriptFireSchedulers:   &wire.FireSchedulersCall{Rows: []string{""}, Entries: []wire.FireSchedulersEntry{{}}},
+		// 2.7.0.
+		wire.ScriptClaimPolicyIDs:     &wire.ClaimPolicyIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
+		wire.ScriptCompletePolicyIDs:  &wire.CompletePolicyIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
+		wire.ScriptFailPolicy:         &wire.FailPolicyCall{},
+		wire.ScriptReapPolicyIDs:      &wire.ReapPolicyIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
+		wire.ScriptExtendPolicy:       &wire.ExtendPolicyCall{},
+		wire.ScriptCancelPolicyIDs:    &wire.CancelPolicyIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
+		wire.ScriptAddDedupPolicy:     &wire.AddDedupPolicyCall{Rows: []string{""}, Entries: []wire.AddDedupPolicyEntry{{}}},
+		wire.ScriptReplaceDedupPolicy: &wire.ReplaceDedupPolicyCall{},
+		wire.ScriptDedupPolicyEntries: &wire.DedupPolicyEntriesCall{DedupKeys: []string{""}},
+		wire.ScriptSweepDedupPolicy:   &wire.SweepDedupPolicyCall{},
+		wire.ScriptSetPolicy:          &wire.SetPolicyCall{},
+		wire.ScriptQueuePolicy:        &wire.QueuePolicyCall{},
 	} {
 		arity[s] = [2]int{len(call.Keys()), len(call.Args())}
 	}

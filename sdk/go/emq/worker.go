@@ -491,23 +491,26 @@ func (w *Worker) buryRaw(ctx context.Context, arr []rueidis.RedisMessage, why er
 		w.log.Error("emq: a leased record cannot be read; it will be reaped", "err", why)
 		return
 	}
-	s := wire.ScriptBury
-	keys := make([]string, len(s.Keys))
-	for i, kt := range s.KeyTypes {
-		if k, ok := w.q.keys.Key(kt); ok {
-			keys[i] = k
-		} else {
-			keys[i] = w.q.keys.RowPrefix() + raw
+	// rawCall is s's call with the raw id in its id and row slots.
+	rawCall := func(s *wire.Script, args []string) rueidis.RedisResult {
+		keys := make([]string, len(s.Keys))
+		for i, kt := range s.KeyTypes {
+			if k, ok := w.q.keys.Key(kt); ok {
+				keys[i] = k
+			} else {
+				keys[i] = w.q.keys.RowPrefix() + raw
+			}
 		}
-	}
-	call := wire.BuryCall{Token: token}
-	args := call.Args()
-	for i, at := range s.ArgTypes {
-		if at == "id" {
-			args[i] = raw
+		for i, at := range s.ArgTypes {
+			if at == "id" {
+				args[i] = raw
+			}
 		}
+		return s.Lua().Exec(ctx, w.q.c.rc, keys, args)
 	}
-	if _, err := wire.DecodeBury(s.Lua().Exec(ctx, w.q.c.rc, keys, args)); err != nil {
+	bury := wire.BuryPolicyCall{Token: token}
+	_, err := wire.DecodeBuryPolicy(rawCall(wire.ScriptBuryPolicy, bury.Args()))
+	if err != nil {
 		w.log.Error("emq: burying an undecodable job failed", "id", raw, "err", err)
 		return
 	}
@@ -692,15 +695,15 @@ func (w *Worker) extender(stop <-chan struct{}) {
 				continue
 			}
 			row, _ := w.q.keys.Row(fl.job.ID)
-			call := wire.ExtendCall{Active: w.q.keys.Active, Row: row, ID: fl.job.ID, Token: fl.job.Token, LeaseMS: ms(w.opt.Lease)}
+			call := wire.ExtendPolicyCall{Active: w.q.keys.Active, Running: w.q.keys.Running, Row: row, ID: fl.job.ID, Token: fl.job.Token, LeaseMS: ms(w.opt.Lease)}
 			due, execs = append(due, fl), append(execs, call.LuaExec())
 		}
 		if len(due) == 0 {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), every)
-		for i, r := range w.q.c.execMany(ctx, wire.ScriptExtend, execs) {
-			deadline, err := wire.DecodeExtend(r)
+		for i, r := range w.q.c.execMany(ctx, wire.ScriptExtendPolicy, execs) {
+			deadline, err := wire.DecodeExtendPolicy(r)
 			switch {
 			case err == nil:
 				due[i].deadline.Store(deadline)

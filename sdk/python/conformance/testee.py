@@ -25,12 +25,29 @@ from typing import Any, NoReturn, cast
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import echomq
+from echomq._gen import scripts as wire
 
 Obj = dict[str, Any]
 
 # The 2.0 calls the 2.2.0 calls replaced (claim, promote, reap, complete_claim) are deprecated;
 # this program calls them deliberately (the frozen 2.0 behaviour is what it exercises).
 warnings.filterwarnings("ignore", message=r"emq: .* is deprecated", category=DeprecationWarning)
+
+TWINS = {
+    "claim_policy_ids": "claim_ids",
+    "complete_policy_ids": "complete_result_claim_ids",
+    "fail_policy": "fail",
+    "reap_policy_ids": "reap_recorded_ids",
+    "extend_policy": "extend",
+    "cancel_policy_ids": "cancel_ids",
+    "add_dedup_policy": "add_dedup",
+    "replace_dedup_policy": "replace_dedup",
+    "dedup_policy_entries": "dedup_entries",
+    "sweep_dedup_policy": "sweep_dedup",
+}
+"""The op of each 2.7 twin (echomq 2.7.0) and the op of its 2.6 script, whose args and result it
+takes: the SDK's call of that op runs the twin (the SDK calls the twins only), so both ops are the
+one call."""
 
 OP_TIMEOUT_S = 30.0
 """How long one op may take before the testee answers it with an error."""
@@ -211,6 +228,16 @@ def scheduler_out(r: echomq.SchedulerInfo | None) -> Obj:
     )
 
 
+def policy_out(p: echomq.QueuePolicy) -> Obj:
+    """The contract's policy record of the SDK's QueuePolicy."""
+    return {
+        "paused": 1 if p.paused else 0,
+        "concurrency": p.concurrency,
+        "requires": p.requires,
+        "leased": p.leased,
+    }
+
+
 def job_out(j: echomq.Job) -> Obj:
     return payload_out({"id": j.id, "token": j.token, "deadline_ms": j.deadline_ms}, j.payload)
 
@@ -301,6 +328,7 @@ class Testee:
         return cast(echomq.Dedup, text(a, "mode"))
 
     async def do(self, op: str, a: Obj) -> Obj:
+        op = TWINS.get(op, op)
         if op == "hello":
             return {
                 "language": "python",
@@ -403,10 +431,10 @@ class Testee:
         if op == "extend":
             q, id = self.queue_id(a)
             return {"deadline_ms": await q.extend(id, num(a, "token"), num(a, "lease_ms"))}
-        if op == "retry":
+        if op in ("retry", "retry_policy"):
             q, id = self.queue_id(a)
             return {"run_at_ms": await q.retry(id, num(a, "token"), num(a, "delay_ms"))}
-        if op == "bury":
+        if op in ("bury", "bury_policy"):
             q, id = self.queue_id(a)
             await q.bury(id, num(a, "token"))
             return {}
@@ -673,6 +701,50 @@ class Testee:
             return {"moved": await self.queue(a).promote(num(a, "limit"))}
         if op == "reap":
             return {"moved": await self.queue(a).reap(num(a, "limit"), num(a, "max_attempts"))}
+        if op == "set_policy":
+            # set_policy and queue_policy are script ops: their generated calls, as the Go
+            # testee's (the SDK's policy calls are the ops pause, resume, set_concurrency, policy)
+            q = self.queue(a)
+            paused, cap = num(a, "paused"), num(a, "concurrency")
+            if not -1 <= paused <= 1 or cap < -1:
+                raise OpError("argument", f"paused {paused}, concurrency {cap}")
+            k = q.keys
+            sp = await wire.SetPolicyCall(
+                pending=k.pending,
+                active=k.active,
+                running=k.running,
+                policy=k.policy,
+                wake=k.wake,
+                paused=paused,
+                concurrency=cap,
+            ).run(self.connected().redis)
+            # the script's reply as it is (paused 1 or 0), as conformance/scenarios/policy.yaml says
+            return {
+                "paused": sp.paused,
+                "concurrency": sp.concurrency,
+                "requires": sp.requires,
+            }
+        if op == "queue_policy":
+            k = self.queue(a).keys
+            qp = await wire.QueuePolicyCall(
+                active=k.active, running=k.running, policy=k.policy
+            ).run(self.connected().redis)
+            return {
+                "paused": qp.paused,
+                "concurrency": qp.concurrency,
+                "requires": qp.requires,
+                "leased": qp.leased,
+            }
+        if op == "policy":
+            return policy_out(await self.queue(a).policy())
+        if op == "pause":
+            return policy_out(await self.queue(a).pause(force=a.get("force") is True))
+        if op == "resume":
+            return policy_out(await self.queue(a).resume())
+        if op == "set_concurrency":
+            q = self.queue(a)
+            force = a.get("force") is True
+            return policy_out(await q.set_concurrency(num(a, "concurrency"), force=force))
         if op == "ring":
             return {"rung": await self.queue(a).ring()}
         if op == "sizes":

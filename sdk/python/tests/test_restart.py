@@ -56,7 +56,10 @@ async def test_restart_to_a_fresh_keyspace_is_claimed_again(
 async def test_a_claim_in_transport_failure_is_a_retryable_connection_error(
     aof_server: Server,
 ) -> None:
-    c = await echomq.connect(aof_server.url, node_lease_ms=120_000, socket_timeout=2)
+    # offline_wait_ms: a call that cannot reach the server waits that long for it (0.2 s here).
+    c = await echomq.connect(
+        aof_server.url, node_lease_ms=120_000, socket_timeout=2, offline_wait_ms=200
+    )
     try:
         q = c.queue("down")
         assert await q.push(c.mint(), b"")
@@ -66,7 +69,7 @@ async def test_a_claim_in_transport_failure_is_a_retryable_connection_error(
         assert ei.value.retryable and ei.value.code == "ECONNECTION"
         assert isinstance(ei.value, ConnectionError), "a builtin ConnectionError too"
         assert ei.value.fence is None
-        # Idempotent calls give up within their bounded resends while the server is down.
+        # Idempotent calls give up at their deadline too while the server is down.
         with pytest.raises(echomq.ConnectionError):
             async with asyncio.timeout(10):
                 await q.push(c.mint(), b"")

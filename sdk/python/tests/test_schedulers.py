@@ -460,3 +460,101 @@ async def test_the_runner_is_cancelled_cleanly_and_stops_on_its_event(
         await q.run_schedulers(poll=0)
     with pytest.raises(ArgumentError):
         await q.run_schedulers(count=1001)
+
+
+async def test_the_runner_calls_on_fire_with_each_rounds_runs_and_survives_its_errors(
+    client: echomq.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    """on_fire (Go's OnFire, TypeScript's onFired) gets the runs of each round that fired, after
+    their firing (each run's job exists); a callback that raises is logged and the runner goes
+    on to fire the next round; an async callback is awaited."""
+    q = client.queue("onfire")
+    now = await server_ms(client)
+    await q.upsert_scheduler("a", every_ms=HOUR, start_ms=now - 1000, template="a {slot}")
+    seen: list[list[echomq.FiredRun]] = []
+    existed: list[bool] = []
+    fired = asyncio.Event()
+
+    async def on_fire(runs: list[echomq.FiredRun]) -> None:
+        seen.append(runs)
+        for r in runs:
+            existed.append(await q.get(r.id) is not None)
+        fired.set()
+        if len(seen) == 1:
+            raise RuntimeError("the callback broke")
+
+    caplog.set_level(logging.ERROR)
+    stop = asyncio.Event()
+    task = asyncio.create_task(q.run_schedulers(poll=0.01, stop=stop, on_fire=on_fire))
+    try:
+        async with asyncio.timeout(15):
+            await fired.wait()
+        assert [[r.scheduler for r in runs] for runs in seen] == [["a"]]
+        assert existed == [True], "called after the firing: the run's job exists"
+        fired.clear()
+        # the error was logged and the runner goes on: a second scheduler fires in a later round
+        await q.upsert_scheduler("b", every_ms=HOUR, start_ms=now - 500)
+        async with asyncio.timeout(15):
+            await fired.wait()
+        assert [[r.scheduler for r in runs] for runs in seen] == [["a"], ["b"]]
+        assert not task.done()
+        broke = [r for r in caplog.records if "on_fire" in r.getMessage()]
+        assert len(broke) == 1 and broke[0].exc_info is not None
+        assert "the callback broke" in str(broke[0].exc_info[1])
+    finally:
+        stop.set()
+        async with asyncio.timeout(5):
+            await task
+    # a plain function too; never called for a round that fired nothing
+    plain: list[str] = []
+    await q.upsert_scheduler("c", every_ms=HOUR, start_ms=now - 100)
+    stop = asyncio.Event()
+
+    def on_plain(runs: list[echomq.FiredRun]) -> None:
+        plain.extend(r.scheduler for r in runs)
+        stop.set()
+
+    async with asyncio.timeout(15):
+        await q.run_schedulers(poll=0.01, stop=stop, on_fire=on_plain)
+    assert plain == ["c"]
+    with pytest.raises(ArgumentError):
+        await q.run_schedulers(on_fire="not callable")  # type: ignore[arg-type]
+
+
+async def test_a_typed_queue_upserts_a_scheduler_with_its_value_encoded(
+    client: echomq.Client,
+) -> None:
+    """TypedQueue.upsert_scheduler (TypeScript's upsertScheduler): the template is the value's
+    encoding, its placeholders filled in by the firing, and the run decodes as the queue's
+    type; a value the codec refuses raises a CodecError before anything is sent."""
+    q = client.queue("typed-sched", codec=echomq.JSONCodec(dict[str, str]))
+    now = await server_ms(client)
+    up = await q.upsert_scheduler(
+        "report", {"what": "report", "slot": "{slot}"}, every_ms=HOUR, start_ms=now - 1000
+    )
+    assert up.created
+    (rec,) = await q.raw.schedulers(["report"])
+    assert rec is not None and rec.template == b'{"what":"report","slot":"{slot}"}'
+    (run,) = await q.raw.fire_due()
+    info = await q.get(run.id)
+    assert info is not None and info.value == {"what": "report", "slot": str(run.slot_ms)}
+    with pytest.raises(echomq.CodecError):
+        await q.upsert_scheduler("bad", object(), every_ms=HOUR)  # type: ignore[arg-type]
+    assert await q.raw.schedulers(["bad"]) == [None]
+
+
+async def test_a_typed_queue_pushes_with_a_dedup_key(client: echomq.Client) -> None:
+    """TypedQueue.push(dedup=...) is Queue.push's deduplicated push with the value encoded: it
+    returns the DedupResult, and a replacement takes the new value."""
+    q = client.queue("typed-dedup", codec=echomq.JSONCodec(dict[str, int]))
+    a, b = client.mint(), client.mint()
+    r = await q.push(a, {"n": 1}, dedup=echomq.DedupKey("k"))
+    assert r.outcome == echomq.ADMISSION_ADMITTED and r.id == a
+    r = await q.push(b, {"n": 2}, dedup=echomq.DedupKey("k"))
+    assert r.outcome == echomq.ADMISSION_DUPLICATE and r.id == a
+    r = await q.push(b, {"n": 3}, dedup=echomq.DedupKey("k", echomq.DEDUP_DEBOUNCE))
+    assert r.outcome == echomq.ADMISSION_REPLACED and r.id == a
+    info = await q.get(a)
+    assert info is not None and info.value == {"n": 3}
+    assert await q.get(b) is None
+    assert await q.push(b, {"n": 4}) is True, "without dedup: a plain push, a bool"

@@ -289,3 +289,38 @@ export class DedupContentionError extends Error {
     this.tries = tries;
   }
 }
+
+/**
+ * A pause or a concurrency cap (echomq 2.7.0) refused before anything was
+ * sent to set it: it would lay the queue's tripwire, and the reserve's
+ * bundle record names a release below the tripwire's floor
+ * (ACTIVE_TRIPWIRE_FLOOR) among the versions whose clients have fenced on
+ * this deployment. Such a release's scripts write before they read the
+ * active key, so the tripwire cannot refuse them safely. It is an
+ * ArgumentError; PolicyOptions.force lays the tripwire anyway: only when
+ * no such client is left.
+ */
+export class PolicyFloorError extends ArgumentError {
+  /** The queue whose policy was refused. */
+  readonly queue: string;
+  /** The recorded versions below the floor. */
+  readonly versions: readonly string[];
+  /** The tripwire's floor. */
+  readonly floor: string;
+
+  constructor(queue: string, versions: readonly string[], floor: string) {
+    super(
+      "queue " +
+        queue +
+        ": the bundle record names " +
+        versions.join(", ") +
+        ", below the tripwire floor " +
+        floor +
+        ": a client of such a release would write past the tripwire (force only when no such client is left)",
+    );
+    this.name = "PolicyFloorError";
+    this.queue = queue;
+    this.versions = versions;
+    this.floor = floor;
+  }
+}

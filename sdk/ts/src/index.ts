@@ -11,6 +11,7 @@
 export {
   IdError,
   KindError,
+  PolicyError,
   QueueNameError,
   ReplyError,
   StaleError,
@@ -67,8 +68,10 @@ export {
   LeaseLostError,
   NoNodeError,
   PayloadTooLargeError,
+  PolicyFloorError,
   ShutdownError,
 } from "./errors.js";
+export { type PolicyOptions, type QueuePolicy } from "./policy.js";
 export {
   COUNTERS,
   Tally,

@@ -2,6 +2,27 @@
 // names a script.
 
 import {
+  ACTIVE_TRIPWIRE_FLOOR,
+  ACTIVE_TRIPWIRE_TYPE,
+  KEY_BUNDLE,
+  PolicyError,
+  SCRIPT_BURY_FAILED,
+  SCRIPT_CLAIM,
+  SCRIPT_CLAIM_POLICY_IDS,
+  SCRIPT_COMPLETE,
+  SCRIPT_COMPLETE_CLAIM_IDS,
+  SCRIPT_COMPLETE_POLICY_IDS,
+  SCRIPT_FAIL_POLICY,
+  SCRIPT_REAP,
+  SCRIPT_REAP_FAILED_IDS,
+  SCRIPT_REAP_IDS,
+  SCRIPT_REAP_POLICY_IDS,
+  SCRIPT_RETRY_FAILED,
+  setPolicyExec,
+  decodeSetPolicy,
+  queuePolicyExec,
+  decodeQueuePolicy,
+  type Script,
   FIELD_PAYLOAD,
   FIELD_STATE,
   FIELD_TOKEN,
@@ -12,19 +33,20 @@ import {
   ENQUEUE_ENQUEUED,
   ENQUEUE_AT_ENQUEUED,
   SETS,
+  SET_ACTIVE,
   isSetName,
   isState,
   isDedup,
   parseId,
   pushExec,
-  runBury,
+  runBuryPolicy,
   runClaim,
-  runClaimIds,
+  runClaimPolicyIds,
   runCompleteClaimIds,
   runComplete,
   runEnqueue,
   runEnqueueAt,
-  runExtend,
+  runExtendPolicy,
   runPromote,
   runPromoteIds,
   runReap,
@@ -37,17 +59,17 @@ import {
   purgeExec,
   decodePurge,
   runReapIds,
-  runRetry,
+  runRetryPolicy,
   runReviveRecorded,
   REVIVE_RECORDED_REVIVED,
   addManyExec,
   decodeAddMany,
-  completeResultClaimIdsExec,
-  decodeCompleteResultClaimIdsRecord,
-  failExec,
-  decodeFail,
-  reapRecordedIdsExec,
-  decodeReapRecordedIds,
+  completePolicyIdsExec,
+  decodeCompletePolicyIdsRecord,
+  failPolicyExec,
+  decodeFailPolicy,
+  reapPolicyIdsExec,
+  decodeReapPolicyIds,
   progressExec,
   decodeProgress,
   outputExec,
@@ -58,16 +80,16 @@ import {
   decodeEvents,
   forgetIdsExec,
   decodeForgetIds,
-  addDedupExec,
-  decodeAddDedup,
-  replaceDedupExec,
-  decodeReplaceDedup,
-  dedupEntriesExec,
-  decodeDedupEntries,
-  sweepDedupExec,
-  decodeSweepDedup,
-  cancelIdsExec,
-  decodeCancelIds,
+  addDedupPolicyExec,
+  decodeAddDedupPolicy,
+  replaceDedupPolicyExec,
+  decodeReplaceDedupPolicy,
+  dedupPolicyEntriesExec,
+  decodeDedupPolicyEntries,
+  sweepDedupPolicyExec,
+  decodeSweepDedupPolicy,
+  cancelPolicyIdsExec,
+  decodeCancelPolicyIds,
   upsertSchedulerExec,
   decodeUpsertScheduler,
   removeSchedulersExec,
@@ -107,10 +129,17 @@ import {
   ConnectionError,
   DedupContentionError,
   FenceError,
+  PolicyFloorError,
   RESEND_ATTEMPTS,
   isWaited,
   locate,
 } from "./errors.js";
+import {
+  belowFloor,
+  queuePolicyOf,
+  type PolicyOptions,
+  type QueuePolicy,
+} from "./policy.js";
 import {
   checkCall,
   resendPause,
@@ -455,6 +484,22 @@ const maxWarned = 4096;
 /** How many push coalescers a client keeps before it drops the idle ones of job options. */
 const maxPushers = 64;
 
+/** The 2.7 calls a legacy call's PolicyError names: they serve a queue with a policy (echomq 2.7.0). */
+const INSTEAD_CLAIM =
+  "claimMany or claimIds (" + SCRIPT_CLAIM_POLICY_IDS.name + ")";
+const INSTEAD_COMPLETE =
+  "completeResultClaimIds (" + SCRIPT_COMPLETE_POLICY_IDS.name + ")";
+const INSTEAD_FAIL = "fail (" + SCRIPT_FAIL_POLICY.name + ")";
+const INSTEAD_REAP =
+  "reapRecordedIds or reapExpiredRecorded (" +
+  SCRIPT_REAP_POLICY_IDS.name +
+  ")";
+
+/** Whether err is a WRONGTYPE error reply. */
+function isWrongType(err: unknown): boolean {
+  return err instanceof ReplyError && err.message.startsWith("WRONGTYPE");
+}
+
 /** A handle on one queue of a fenced keyspace. */
 export class Queue {
   /** The client the queue belongs to. */
@@ -471,6 +516,82 @@ export class Queue {
   /** The queue's name. */
   get name(): string {
     return this.keys.queue;
+  }
+
+  /** The redis type of the queue's active key: ACTIVE_TRIPWIRE_TYPE in the policy layout (echomq 2.7.0). */
+  async #activeType(opts: CallOptions | undefined): Promise<string> {
+    return str(
+      await this.client.runnerFor(opts).send(["TYPE", this.keys.active]),
+    );
+  }
+
+  /**
+   * Runs f on the key of set s, and for active, on the running set when
+   * f failed WRONGTYPE because the queue has a policy (echomq 2.7.0, the
+   * policy layout: the active key holds the tripwire, a TYPE of it tells).
+   * The classic layout costs what it did: f's commands alone.
+   */
+  async #onSet<T>(
+    s: string,
+    opts: CallOptions | undefined,
+    f: (key: string) => Promise<T>,
+  ): Promise<T> {
+    const key = this.#setKey(s);
+    try {
+      return await f(key);
+    } catch (err) {
+      if (
+        key !== this.keys.active ||
+        !isWrongType(err) ||
+        (await this.#activeType(opts)) !== ACTIVE_TRIPWIRE_TYPE
+      ) {
+        throw err;
+      }
+    }
+    return f(this.keys.running);
+  }
+
+  /**
+   * Runs a call of a script older than 2.7 that declares the active key
+   * (a deprecated token-level call): on a queue with a policy it fails
+   * WRONGTYPE before any write, which is turned into a PolicyError naming
+   * the queue and the 2.7 call to use instead, once a TYPE of the active
+   * key confirmed the tripwire is the cause. Any other error is thrown as
+   * it is.
+   */
+  async #legacy<T>(
+    script: Script,
+    instead: string,
+    opts: CallOptions | undefined,
+    call: (r: ReturnType<Client["runnerFor"]>) => Promise<T>,
+  ): Promise<T> {
+    try {
+      return await call(this.client.runnerFor(opts));
+    } catch (err) {
+      if (!isWrongType(err)) {
+        throw err;
+      }
+      let t: string;
+      try {
+        t = await this.#activeType(opts);
+      } catch {
+        throw err;
+      }
+      if (t !== ACTIVE_TRIPWIRE_TYPE) {
+        throw err;
+      }
+      const e = new PolicyError(
+        "queue " +
+          this.name +
+          " has a policy (a pause or a concurrency cap), which " +
+          script.name +
+          " cannot honour; use " +
+          instead,
+        script.name,
+      );
+      Object.defineProperty(e, "cause", { value: err, configurable: true });
+      throw e;
+    }
   }
 
   #counted(n: number): void {
@@ -640,6 +761,7 @@ export class Queue {
     return {
       pending: k.pending,
       active: k.active,
+      running: k.running,
       schedule: k.schedule,
       dead: k.dead,
       results: k.results,
@@ -650,7 +772,8 @@ export class Queue {
   }
 
   /**
-   * Admits jobs in one add_dedup call (echomq 2.5.0), each with its own
+   * Admits jobs in one add_dedup call (echomq 2.5.0; its twin
+   * add_dedup_policy since 2.7.0, for a queue in either layout), each with its own
    * deduplication key (NewJob.dedupKey; none admits it as addMany does)
    * under opts.dedup's policy and opts' job options, and resolves per job
    * in order what the call did, as DedupResult says, or
@@ -712,7 +835,7 @@ export class Queue {
     if (jobs.length === 0) {
       return undefined;
     }
-    return addDedupExec({
+    return addDedupPolicyExec({
       ...this.#dedupKeys(),
       rows,
       ...d,
@@ -722,7 +845,7 @@ export class Queue {
   }
 
   #addDedupReply(reply: unknown, n: number): DedupResult[] {
-    const recs = decodeAddDedup(reply);
+    const recs = decodeAddDedupPolicy(reply);
     if (recs.length !== n) {
       throw new Error(
         "emq: add_dedup answered " +
@@ -741,6 +864,7 @@ export class Queue {
 
   /**
    * Admits one job under a deduplication key in one replace_dedup call
+   * (replace_dedup_policy since 2.7.0, in either layout)
    * (echomq 2.5.0), declaring the row of target, the job it expects to
    * replace (addDedup's deferred id; the job's own id when it expects
    * none): Admission.replaced when it replaced target, deferred naming
@@ -763,7 +887,7 @@ export class Queue {
       if (!this.client.isFenced) {
         await this.client.ensure(opts);
       }
-      const r = decodeReplaceDedup(
+      const r = decodeReplaceDedupPolicy(
         await runScript(this.client.runnerFor(opts), x),
       );
       this.#counted(admittedNew(r.outcome) ? 1 : 0);
@@ -788,7 +912,7 @@ export class Queue {
     }
     const eventsMax = opts.eventsMaxLen ?? this.client.eventsMaxLen;
     checkCount("events max length", eventsMax);
-    return replaceDedupExec({
+    return replaceDedupPolicyExec({
       ...this.#dedupKeys(),
       events: this.keys.events,
       row,
@@ -1404,12 +1528,12 @@ export class Queue {
    */
   async head(s: SetName, n: number, opts?: CallOptions): Promise<string[]> {
     return this.client.resend(async () => {
-      const key = this.#setKey(s);
+      this.#setKey(s);
       positiveInt("head size", n);
       if (!this.client.isFenced) {
         await this.client.ensure(opts);
       }
-      const ids = await this.peek(key, n, opts);
+      const ids = await this.#onSet(s, opts, (key) => this.peek(key, n, opts));
       for (const id of ids) {
         parseId(id);
       }
@@ -1471,12 +1595,14 @@ export class Queue {
     positiveInt("lease", leaseMs);
     checkCall(opts);
     await this.client.ensure(opts);
-    const j = await runClaim(this.client.runnerFor(opts), {
-      pending: this.keys.pending,
-      active: this.keys.active,
-      prefix: this.keys.rowPrefix,
-      leaseMs,
-    });
+    const j = await this.#legacy(SCRIPT_CLAIM, INSTEAD_CLAIM, opts, (r) =>
+      runClaim(r, {
+        pending: this.keys.pending,
+        active: this.keys.active,
+        prefix: this.keys.rowPrefix,
+        leaseMs,
+      }),
+    );
     return j === null ? null : printable("Job", j);
   }
 
@@ -1484,7 +1610,7 @@ export class Queue {
    * Leases up to count of the oldest pending jobs for leaseMs at once,
    * oldest first; empty when nothing is pending. It rings the doorbell again
    * when jobs remain. It reads the head of the pending set (ZRANGE), then
-   * claims exactly those ids with claim_ids, which declares every key it
+   * claims exactly those ids with claimIds, which declares every key it
    * touches; when another claimer took every id read in between it reads
    * the head again, up to PEEK_ATTEMPTS times.
    */
@@ -1511,7 +1637,10 @@ export class Queue {
 
   /**
    * Leases exactly the given ids that are still pending, for leaseMs, in
-   * the order given (claim_ids); ids no longer pending are skipped. It
+   * the order given (claim_ids; since 2.7.0 its twin claim_policy_ids,
+   * which honours the queue's policy: nothing while it is paused, at most
+   * its concurrency cap less the jobs leased); ids no longer pending are
+   * skipped. It
    * rings the doorbell again when jobs remain. Malformed ids throw an
    * IdError before anything is sent; no ids sends nothing. Never resent: a
    * lease may have been granted.
@@ -1531,9 +1660,11 @@ export class Queue {
       await this.client.ensure(opts);
     }
     return jobs(
-      await runClaimIds(this.client.runnerFor(opts), {
+      await runClaimPolicyIds(this.client.runnerFor(opts), {
         pending: this.keys.pending,
         active: this.keys.active,
+        running: this.keys.running,
+        policy: this.keys.policy,
         wake: this.keys.wake,
         rows,
         leaseMs,
@@ -1596,23 +1727,29 @@ export class Queue {
       await this.client.ensure(opts);
     }
     return jobs(
-      await runCompleteClaimIds(this.client.runnerFor(opts), {
-        row,
-        active: this.keys.active,
-        pending: this.keys.pending,
-        wake: this.keys.wake,
-        rows,
-        id,
-        token,
-        leaseMs,
-        ids,
-      }),
+      await this.#legacy(
+        SCRIPT_COMPLETE_CLAIM_IDS,
+        INSTEAD_COMPLETE,
+        opts,
+        (r) =>
+          runCompleteClaimIds(r, {
+            row,
+            active: this.keys.active,
+            pending: this.keys.pending,
+            wake: this.keys.wake,
+            rows,
+            id,
+            token,
+            leaseMs,
+            ids,
+          }),
+      ),
     );
   }
 
   /**
    * Pushes the lease of an active job to now + leaseMs and resolves the new
-   * deadline; a token that is not the row's, or a job no longer active, is
+   * deadline (extend_policy, echomq 2.7.0: in either layout); a token that is not the row's, or a job no longer active, is
    * refused with a StaleError.
    */
   async extend(
@@ -1625,8 +1762,9 @@ export class Queue {
     positiveInt("lease", leaseMs);
     checkCall(opts);
     await this.client.ensure(opts);
-    return runExtend(this.client.runnerFor(opts), {
+    return runExtendPolicy(this.client.runnerFor(opts), {
       active: this.keys.active,
+      running: this.keys.running,
       row,
       id,
       token,
@@ -1642,18 +1780,21 @@ export class Queue {
     const row = this.keys.row(id);
     checkCall(opts);
     await this.client.ensure(opts);
-    await runComplete(this.client.runnerFor(opts), {
-      active: this.keys.active,
-      row,
-      id,
-      token,
-    });
+    await this.#legacy(SCRIPT_COMPLETE, INSTEAD_COMPLETE, opts, (r) =>
+      runComplete(r, {
+        active: this.keys.active,
+        row,
+        id,
+        token,
+      }),
+    );
   }
 
   /**
    * Hands an active job back to run again after delayMs (it is scheduled,
    * and promote makes it pending) and resolves its run-at. A stale token is
-   * refused with a StaleError.
+   * refused with a StaleError. It runs retry_policy (retry in either
+   * layout, echomq 2.7.0): a worker hands jobs back with it at shutdown.
    */
   async retry(
     id: string,
@@ -1665,8 +1806,12 @@ export class Queue {
     nonNegativeInt("delay", delayMs);
     checkCall(opts);
     await this.client.ensure(opts);
-    return runRetry(this.client.runnerFor(opts), {
+    return runRetryPolicy(this.client.runnerFor(opts), {
       active: this.keys.active,
+      running: this.keys.running,
+      policy: this.keys.policy,
+      pending: this.keys.pending,
+      wake: this.keys.wake,
       row,
       schedule: this.keys.schedule,
       id,
@@ -1675,13 +1820,20 @@ export class Queue {
     });
   }
 
-  /** Moves an active job to the dead set; a stale token is refused with a StaleError. */
+  /**
+   * Moves an active job to the dead set; a stale token is refused with a
+   * StaleError. It runs bury_policy (bury in either layout, echomq 2.7.0).
+   */
   async bury(id: string, token: number, opts?: CallOptions): Promise<void> {
     const row = this.keys.row(id);
     checkCall(opts);
     await this.client.ensure(opts);
-    await runBury(this.client.runnerFor(opts), {
+    await runBuryPolicy(this.client.runnerFor(opts), {
       active: this.keys.active,
+      running: this.keys.running,
+      policy: this.keys.policy,
+      pending: this.keys.pending,
+      wake: this.keys.wake,
       row,
       dead: this.keys.dead,
       id,
@@ -1710,18 +1862,20 @@ export class Queue {
     checkFailure(failure);
     checkCall(opts);
     await this.client.ensure(opts);
-    return runRetryFailed(this.client.runnerFor(opts), {
-      active: this.keys.active,
-      row,
-      schedule: this.keys.schedule,
-      failures: this.keys.failures,
-      id,
-      token,
-      delayMs,
-      class: failure.class,
-      worker: failure.worker ?? defaultWorkerName(),
-      error: failure.message,
-    });
+    return this.#legacy(SCRIPT_RETRY_FAILED, INSTEAD_FAIL, opts, (r) =>
+      runRetryFailed(r, {
+        active: this.keys.active,
+        row,
+        schedule: this.keys.schedule,
+        failures: this.keys.failures,
+        id,
+        token,
+        delayMs,
+        class: failure.class,
+        worker: failure.worker ?? defaultWorkerName(),
+        error: failure.message,
+      }),
+    );
   }
 
   /**
@@ -1741,17 +1895,19 @@ export class Queue {
     checkFailure(failure);
     checkCall(opts);
     await this.client.ensure(opts);
-    await runBuryFailed(this.client.runnerFor(opts), {
-      active: this.keys.active,
-      row,
-      dead: this.keys.dead,
-      failures: this.keys.failures,
-      id,
-      token,
-      class: failure.class,
-      worker: failure.worker ?? defaultWorkerName(),
-      error: failure.message,
-    });
+    await this.#legacy(SCRIPT_BURY_FAILED, INSTEAD_FAIL, opts, (r) =>
+      runBuryFailed(r, {
+        active: this.keys.active,
+        row,
+        dead: this.keys.dead,
+        failures: this.keys.failures,
+        id,
+        token,
+        class: failure.class,
+        worker: failure.worker ?? defaultWorkerName(),
+        error: failure.message,
+      }),
+    );
   }
 
   /**
@@ -1818,16 +1974,18 @@ export class Queue {
     }
     checkCall(opts);
     await this.client.ensure(opts);
-    return runReapFailedIds(this.client.runnerFor(opts), {
-      active: this.keys.active,
-      pending: this.keys.pending,
-      dead: this.keys.dead,
-      wake: this.keys.wake,
-      failures: this.keys.failures,
-      rows,
-      maxAttempts,
-      ids,
-    });
+    return this.#legacy(SCRIPT_REAP_FAILED_IDS, INSTEAD_REAP, opts, (r) =>
+      runReapFailedIds(r, {
+        active: this.keys.active,
+        pending: this.keys.pending,
+        dead: this.keys.dead,
+        wake: this.keys.wake,
+        failures: this.keys.failures,
+        rows,
+        maxAttempts,
+        ids,
+      }),
+    );
   }
 
   /**
@@ -1845,7 +2003,9 @@ export class Queue {
     checkCall(opts);
     await this.client.ensure(opts);
     for (let n = 1; ; n++) {
-      const { ids } = await this.#due(this.keys.active, limit, opts);
+      const { ids } = await this.#onSet(SET_ACTIVE, opts, (key) =>
+        this.#due(key, limit, opts),
+      );
       if (ids.length === 0) {
         return 0;
       }
@@ -1948,14 +2108,16 @@ export class Queue {
     nonNegativeInt("max attempts", maxAttempts);
     checkCall(opts);
     await this.client.ensure(opts);
-    return runReap(this.client.runnerFor(opts), {
-      active: this.keys.active,
-      pending: this.keys.pending,
-      dead: this.keys.dead,
-      prefix: this.keys.rowPrefix,
-      limit,
-      maxAttempts,
-    });
+    return this.#legacy(SCRIPT_REAP, INSTEAD_REAP, opts, (r) =>
+      runReap(r, {
+        active: this.keys.active,
+        pending: this.keys.pending,
+        dead: this.keys.dead,
+        prefix: this.keys.rowPrefix,
+        limit,
+        maxAttempts,
+      }),
+    );
   }
 
   /**
@@ -1977,7 +2139,9 @@ export class Queue {
     checkCall(opts);
     await this.client.ensure(opts);
     for (let n = 1; ; n++) {
-      const { ids } = await this.#due(this.keys.active, limit, opts);
+      const { ids } = await this.#onSet(SET_ACTIVE, opts, (key) =>
+        this.#due(key, limit, opts),
+      );
       if (ids.length === 0) {
         return 0;
       }
@@ -2007,21 +2171,25 @@ export class Queue {
     }
     checkCall(opts);
     await this.client.ensure(opts);
-    return runReapIds(this.client.runnerFor(opts), {
-      active: this.keys.active,
-      pending: this.keys.pending,
-      dead: this.keys.dead,
-      wake: this.keys.wake,
-      rows,
-      maxAttempts,
-      ids,
-    });
+    return this.#legacy(SCRIPT_REAP_IDS, INSTEAD_REAP, opts, (r) =>
+      runReapIds(r, {
+        active: this.keys.active,
+        pending: this.keys.pending,
+        dead: this.keys.dead,
+        wake: this.keys.wake,
+        rows,
+        maxAttempts,
+        ids,
+      }),
+    );
   }
 
   /**
    * Retires an active job like completeClaimIds, then leases exactly the
    * given ids that are still pending, for leaseMs, in one call
-   * (complete_result_claim_ids, echomq 2.4.0). The job's failure record,
+   * (complete_result_claim_ids, echomq 2.4.0; since 2.7.0 its twin
+   * complete_policy_ids, which leases the next ids as claimIds does). The
+   * job's failure record,
    * progress and retry policy are deleted with its row; a completion record
    * (its time, attempt and opts.result) is kept when opts.keep.count > 0,
    * the queue keeping at most that many, none older than opts.keep.ageMs;
@@ -2048,9 +2216,11 @@ export class Queue {
     checkCount("events max length", eventsMax);
     const result = outputBytes(opts?.result);
     checkOutputSize("result", result, RESULT_MAX_BYTES);
-    const x = completeResultClaimIdsExec({
+    const x = completePolicyIdsExec({
       row,
       active: this.keys.active,
+      running: this.keys.running,
+      policy: this.keys.policy,
       pending: this.keys.pending,
       wake: this.keys.wake,
       results: this.keys.results,
@@ -2076,14 +2246,13 @@ export class Queue {
     }
     const reply = await runScript(this.client.runnerFor(opts), x);
     return jobs(
-      (Array.isArray(reply) ? reply : []).map(
-        decodeCompleteResultClaimIdsRecord,
-      ),
+      (Array.isArray(reply) ? reply : []).map(decodeCompletePolicyIdsRecord),
     );
   }
 
   /**
-   * Settles a failed attempt of an active job (fail, echomq 2.4.0): by the
+   * Settles a failed attempt of an active job (fail, echomq 2.4.0; since
+   * 2.7.0 its twin fail_policy, in either layout): by the
    * job's own retry policy when its producer gave one (JobOptions), else by
    * opts (maxAttempts, backoff, jitter), it is scheduled to run again
    * (outcome Event.retried, at runAtMs) or buried (Event.dead); opts.bury
@@ -2113,8 +2282,11 @@ export class Queue {
     }
     const eventsMax = opts?.eventsMaxLen ?? this.client.eventsMaxLen;
     checkCount("events max length", eventsMax);
-    const x = failExec({
+    const x = failPolicyExec({
       active: this.keys.active,
+      running: this.keys.running,
+      policy: this.keys.policy,
+      pending: this.keys.pending,
       row,
       schedule: this.keys.schedule,
       dead: this.keys.dead,
@@ -2136,12 +2308,13 @@ export class Queue {
     });
     checkCall(opts);
     await this.client.ensure(opts);
-    return decodeFail(await runScript(this.client.runnerFor(opts), x));
+    return decodeFailPolicy(await runScript(this.client.runnerFor(opts), x));
   }
 
   /**
    * Takes back the given expired leases as reapFailedIds does
-   * (reap_recorded_ids, echomq 2.4.0), burying a job at its own attempts
+   * (reap_recorded_ids, echomq 2.4.0; since 2.7.0 its twin
+   * reap_policy_ids, in either layout), burying a job at its own attempts
    * when its producer gave it some, else at maxAttempts (> 0); each is
    * reported (failed, then retried or dead events, opts.eventsMaxLen) and
    * counted. Resolves how many moved. A negative maxAttempts throws an
@@ -2160,8 +2333,10 @@ export class Queue {
     if (ids.length === 0) {
       return 0;
     }
-    const x = reapRecordedIdsExec({
+    const x = reapPolicyIdsExec({
       active: this.keys.active,
+      running: this.keys.running,
+      policy: this.keys.policy,
       pending: this.keys.pending,
       dead: this.keys.dead,
       wake: this.keys.wake,
@@ -2176,9 +2351,7 @@ export class Queue {
     });
     checkCall(opts);
     await this.client.ensure(opts);
-    return decodeReapRecordedIds(
-      await runScript(this.client.runnerFor(opts), x),
-    );
+    return decodeReapPolicyIds(await runScript(this.client.runnerFor(opts), x));
   }
 
   /**
@@ -2195,7 +2368,9 @@ export class Queue {
     checkCall(opts);
     await this.client.ensure(opts);
     for (let n = 1; ; n++) {
-      const { ids } = await this.#due(this.keys.active, limit, opts);
+      const { ids } = await this.#onSet(SET_ACTIVE, opts, (key) =>
+        this.#due(key, limit, opts),
+      );
       if (ids.length === 0) {
         return 0;
       }
@@ -2364,7 +2539,8 @@ export class Queue {
 
   /**
    * Reads the entries of the given deduplication keys (echomq 2.5.0, one
-   * read-only dedup_entries call), each judged as an admission would judge
+   * read-only dedup_entries call; dedup_policy_entries since 2.7.0), each
+   * judged as an admission would judge
    * it now: its holder, mode, expiry, whether it holds the key, the
    * holder's state and the job parked behind it. A key without an entry
    * reads holder "" and held false. Read-only, it is resent across
@@ -2381,9 +2557,10 @@ export class Queue {
     }
     return this.client.resend(async () => {
       const k = this.keys;
-      const x = dedupEntriesExec({
+      const x = dedupPolicyEntriesExec({
         pending: k.pending,
         active: k.active,
+        running: k.running,
         schedule: k.schedule,
         dead: k.dead,
         results: k.results,
@@ -2392,7 +2569,7 @@ export class Queue {
         dedupKeys,
       });
       await this.client.ensure(opts);
-      return decodeDedupEntries(
+      return decodeDedupPolicyEntries(
         await runScriptRO(this.client.runnerFor(opts), x),
       ).map((e) => ({
         holder: e.holder,
@@ -2407,7 +2584,8 @@ export class Queue {
 
   /**
    * Walks one page of the queue's deduplication entries (echomq 2.5.0,
-   * sweep_dedup): each parked job whose holder is done becomes due (and
+   * sweep_dedup; sweep_dedup_policy since 2.7.0): each parked job whose
+   * holder is done becomes due (and
    * its key's holder), each entry that no longer holds its key is deleted.
    * cursor is "0" to start, then the page's cursor until it is "0" again;
    * count (1..DEDUP_SWEEP_MAX) is the page's size hint. The worker's
@@ -2427,9 +2605,10 @@ export class Queue {
     }
     checkCall(opts);
     const k = this.keys;
-    const x = sweepDedupExec({
+    const x = sweepDedupPolicyExec({
       pending: k.pending,
       active: k.active,
+      running: k.running,
       schedule: k.schedule,
       dead: k.dead,
       results: k.results,
@@ -2441,7 +2620,9 @@ export class Queue {
     if (!this.client.isFenced) {
       await this.client.ensure(opts);
     }
-    return decodeSweepDedup(await runScript(this.client.runnerFor(opts), x));
+    return decodeSweepDedupPolicy(
+      await runScript(this.client.runnerFor(opts), x),
+    );
   }
 
   /** Walks every page of the deduplication entries with sweepDedup (count per page) and resolves the totals. */
@@ -2463,7 +2644,8 @@ export class Queue {
 
   /**
    * Cancels the given jobs that are pending, scheduled or active, in one
-   * cancel_ids call (echomq 2.5.0): each one's row, failure record,
+   * cancel_ids call (echomq 2.5.0; cancel_policy_ids since 2.7.0, in
+   * either layout): each one's row, failure record,
    * progress and retry policy are deleted, a cancelled event is written
    * (opts.eventsMaxLen, default the client's) and an active job's lease
    * holder is told on the queue's cancel channel, so that a 2.5 worker
@@ -2485,10 +2667,13 @@ export class Queue {
       return [];
     }
     const k = this.keys;
-    const x = cancelIdsExec({
+    const x = cancelPolicyIdsExec({
       pending: k.pending,
       schedule: k.schedule,
       active: k.active,
+      running: k.running,
+      policy: k.policy,
+      wake: k.wake,
       failures: k.failures,
       progress: k.progress,
       options: k.options,
@@ -2501,12 +2686,12 @@ export class Queue {
     if (!this.client.isFenced) {
       await this.client.ensure(opts);
     }
-    return decodeCancelIds(await runScript(this.client.runnerFor(opts), x)).map(
-      (r) => {
-        const state = isState(r.state) ? r.state : "";
-        return { cancelled: state !== "", state };
-      },
-    );
+    return decodeCancelPolicyIds(
+      await runScript(this.client.runnerFor(opts), x),
+    ).map((r) => {
+      const state = isState(r.state) ? r.state : "";
+      return { cancelled: state !== "", state };
+    });
   }
 
   /**
@@ -2538,6 +2723,146 @@ export class Queue {
       }
     });
     return out;
+  }
+
+  /**
+   * Pauses the queue (echomq 2.7.0, set_policy): claims lease nothing
+   * until resume, while producers keep enqueueing and the jobs already
+   * leased run on and settle. The queue's first policy lays its tripwire,
+   * so that a client older than 2.7 is refused on it (WRONGTYPE, before
+   * any write) instead of claiming past the pause. Before laying it, the
+   * reserve's bundle record is read: a release below ACTIVE_TRIPWIRE_FLOOR
+   * recorded there refuses the call with a PolicyFloorError (an
+   * ArgumentError) and nothing is written, unless opts.force (only when
+   * no such client is left).
+   * Resolves the policy after the call. Idempotent: resent across
+   * reconnects within opts.
+   */
+  async pause(opts?: PolicyOptions): Promise<QueuePolicy> {
+    return this.#setPolicy(1, -1, opts);
+  }
+
+  /**
+   * Resumes a paused queue (echomq 2.7.0, set_policy), ringing the
+   * doorbell when jobs are pending so that idle workers claim at once; the
+   * queue's last policy cleared returns it to the classic layout (its
+   * tripwire lifted). Resolves the policy after the call; resumed as it
+   * was when it was not paused. Resent across reconnects within opts.
+   */
+  async resume(opts?: CallOptions): Promise<QueuePolicy> {
+    return this.#setPolicy(0, -1, opts);
+  }
+
+  /**
+   * Caps how many of the queue's jobs are leased at once, across every
+   * worker and client (echomq 2.7.0, set_policy): a claim leases at most
+   * the cap less the jobs leased. n > 0 sets the cap (laying the tripwire
+   * on a queue with no policy, after the bundle check pause makes), 0
+   * removes it; raising or removing it rings the doorbell. A negative or
+   * fractional n throws an ArgumentError before anything is sent. Resolves
+   * the policy after the call. Resent across reconnects within opts.
+   */
+  async setConcurrency(n: number, opts?: PolicyOptions): Promise<QueuePolicy> {
+    nonNegativeInt("concurrency", n);
+    return this.#setPolicy(-1, n, opts);
+  }
+
+  /**
+   * Reads the queue's policy (echomq 2.7.0, one read-only queue_policy
+   * call): whether it is paused, its concurrency cap, the minor its
+   * tripwire names and how many jobs are leased, in either layout.
+   * Read-only, it is resent across reconnects within opts.
+   */
+  async policy(opts?: CallOptions): Promise<QueuePolicy> {
+    checkCall(opts);
+    return this.client.resend(async () => {
+      await this.client.ensure(opts);
+      return queuePolicyOf(
+        decodeQueuePolicy(
+          await runScriptRO(
+            this.client.runnerFor(opts),
+            this.#queuePolicyExec(),
+          ),
+        ),
+      );
+    }, opts);
+  }
+
+  #queuePolicyExec(): ScriptExec {
+    return queuePolicyExec({
+      active: this.keys.active,
+      running: this.keys.running,
+      policy: this.keys.policy,
+    });
+  }
+
+  /**
+   * One set_policy call (paused and concurrency as it takes them, -1 for
+   * keep) and, in the same round trip, the queue_policy read of the policy
+   * it left. A call that may lay the tripwire (a pause, or a cap) checks
+   * the bundle record first, unless forced, when the queue has none.
+   */
+  async #setPolicy(
+    paused: number,
+    concurrency: number,
+    opts: PolicyOptions | undefined,
+  ): Promise<QueuePolicy> {
+    const x = setPolicyExec({
+      pending: this.keys.pending,
+      active: this.keys.active,
+      running: this.keys.running,
+      policy: this.keys.policy,
+      wake: this.keys.wake,
+      paused,
+      concurrency,
+    });
+    const q = this.#queuePolicyExec();
+    checkCall(opts);
+    const lays = paused === 1 || concurrency > 0;
+    return this.client.resend(async () => {
+      await this.client.ensure(opts);
+      const r = this.client.runnerFor(opts);
+      if (lays && opts?.force !== true) {
+        await this.#checkFloor(r);
+      }
+      const [set, read] = await runScripts(r, [x, q]);
+      if (!set!.ok) {
+        throw set!.error;
+      }
+      decodeSetPolicy(set!.value);
+      if (!read!.ok) {
+        throw read!.error;
+      }
+      return queuePolicyOf(decodeQueuePolicy(read!.value));
+    }, opts);
+  }
+
+  /**
+   * Refuses with a PolicyFloorError a call that would lay the tripwire
+   * while the reserve's bundle record names a release below
+   * ACTIVE_TRIPWIRE_FLOOR: the active key's type and the record's fields
+   * (the versions whose clients fenced here) in one round trip; a queue
+   * whose tripwire is already laid is not checked.
+   */
+  async #checkFloor(r: ReturnType<Client["runnerFor"]>): Promise<void> {
+    const [t, b] = await r.sendMany([
+      ["TYPE", this.keys.active],
+      ["HKEYS", KEY_BUNDLE],
+    ]);
+    if (!t!.ok) {
+      throw t!.error;
+    }
+    if (str(t!.value) === ACTIVE_TRIPWIRE_TYPE) {
+      return;
+    }
+    if (!b!.ok) {
+      throw b!.error;
+    }
+    const fields = (Array.isArray(b!.value) ? b!.value : []).map(str);
+    const low = belowFloor(fields, ACTIVE_TRIPWIRE_FLOOR);
+    if (low.length > 0) {
+      throw new PolicyFloorError(this.name, low, ACTIVE_TRIPWIRE_FLOOR);
+    }
   }
 
   /** The planner's state of this handle: parsed cron expressions, and the records it warned about. */
@@ -3010,9 +3335,11 @@ export class Queue {
   /** How many ids set s holds. */
   async size(s: SetName, opts?: CallOptions): Promise<number> {
     return this.client.resend(async () => {
-      const key = this.#setKey(s);
+      this.#setKey(s);
       await this.client.ensure(opts);
-      return Number(await this.client.runnerFor(opts).send(["ZCARD", key]));
+      return this.#onSet(s, opts, async (key) =>
+        Number(await this.client.runnerFor(opts).send(["ZCARD", key])),
+      );
     }, opts);
   }
 
@@ -3029,12 +3356,23 @@ export class Queue {
   async sizes(opts?: CallOptions): Promise<Record<SetName, number>> {
     return this.client.resend(async () => {
       await this.client.ensure(opts);
+      // The running set and the active key's type too (echomq 2.7.0):
+      // while the queue has a policy, its leased jobs are in the running
+      // set and the active key holds the tripwire.
       const res = await this.client
         .runnerFor(opts)
-        .sendMany(SETS.map((s) => ["ZCARD", this.keys.set(s)]));
+        .sendMany([
+          ...SETS.map((s) => ["ZCARD", this.keys.set(s)]),
+          ["ZCARD", this.keys.running],
+          ["TYPE", this.keys.active],
+        ]);
+      const running = res[SETS.length]!;
+      const type = res[SETS.length + 1]!;
+      const tripped = type.ok && str(type.value) === ACTIVE_TRIPWIRE_TYPE;
       const out = {} as Record<SetName, number>;
       SETS.forEach((s, i) => {
-        const r = res[i]!;
+        const r =
+          tripped && this.keys.set(s) === this.keys.active ? running : res[i]!;
         if (!r.ok) {
           throw r.error;
         }
@@ -3086,6 +3424,9 @@ export class Queue {
           ...fx.argv,
         ],
         roCommand(ox, false),
+        // the running set's score (echomq 2.7.0): an active job's lease
+        // deadline while the queue has a policy
+        ["ZSCORE", this.keys.running, id],
       ];
       const res = await r.sendMany(cmds);
       const or = res[SETS.length + 2]!;
@@ -3138,6 +3479,15 @@ export class Queue {
           atMs = Number(str(r.value));
         }
       });
+      const rs = res[SETS.length + 3]!;
+      if (
+        atMs === undefined &&
+        set === SET_ACTIVE &&
+        rs.ok &&
+        rs.value !== null
+      ) {
+        atMs = Number(str(rs.value));
+      }
       const fr = res[SETS.length + 1]!;
       let reply: unknown;
       if (fr.ok) {
@@ -3360,7 +3710,7 @@ export class Queue {
     opts?: CallOptions,
   ): Promise<Page> {
     return this.client.resend(async () => {
-      const key = this.#setKey(s);
+      this.#setKey(s);
       positiveInt("page size", n);
       const lex = setIsLex(s);
       let curScore = "";
@@ -3383,76 +3733,92 @@ export class Queue {
         }
       }
       await this.client.ensure(opts);
-      const a = this.client.runnerFor(opts);
-      const ids: string[] = [];
-      const scores: string[] = [];
-      if (lex) {
-        const max = after === "" ? "+" : "(" + curId;
-        const got = (await a.send([
+      return this.#onSet(s, opts, (key) =>
+        this.#pageOf(key, s, after, curScore, curId, n, opts),
+      );
+    }, opts);
+  }
+
+  /** One page of the set at key (set s), as page reads it. */
+  async #pageOf(
+    key: string,
+    s: SetName,
+    after: string,
+    curScore: string,
+    curId: string,
+    n: number,
+    opts: CallOptions | undefined,
+  ): Promise<Page> {
+    const lex = setIsLex(s);
+    const a = this.client.runnerFor(opts);
+    const ids: string[] = [];
+    const scores: string[] = [];
+    if (lex) {
+      const max = after === "" ? "+" : "(" + curId;
+      const got = (await a.send([
+        "ZRANGE",
+        key,
+        max,
+        "-",
+        "BYLEX",
+        "REV",
+        "LIMIT",
+        "0",
+        String(n),
+      ])) as unknown[];
+      for (const m of got) {
+        ids.push(str(m));
+      }
+    } else {
+      let rest = "+inf";
+      if (after !== "") {
+        const same = (await a.send([
           "ZRANGE",
           key,
-          max,
-          "-",
-          "BYLEX",
+          curScore,
+          curScore,
+          "BYSCORE",
+          "REV",
+          "WITHSCORES",
+        ])) as unknown[];
+        for (let i = 0; i + 1 < same.length && ids.length < n; i += 2) {
+          const m = str(same[i]);
+          if (m < curId) {
+            ids.push(m);
+            scores.push(str(same[i + 1]));
+          }
+        }
+        rest = "(" + curScore;
+      }
+      if (ids.length < n) {
+        const zs = (await a.send([
+          "ZRANGE",
+          key,
+          rest,
+          "-inf",
+          "BYSCORE",
           "REV",
           "LIMIT",
           "0",
-          String(n),
+          String(n - ids.length),
+          "WITHSCORES",
         ])) as unknown[];
-        for (const m of got) {
-          ids.push(str(m));
-        }
-      } else {
-        let rest = "+inf";
-        if (after !== "") {
-          const same = (await a.send([
-            "ZRANGE",
-            key,
-            curScore,
-            curScore,
-            "BYSCORE",
-            "REV",
-            "WITHSCORES",
-          ])) as unknown[];
-          for (let i = 0; i + 1 < same.length && ids.length < n; i += 2) {
-            const m = str(same[i]);
-            if (m < curId) {
-              ids.push(m);
-              scores.push(str(same[i + 1]));
-            }
-          }
-          rest = "(" + curScore;
-        }
-        if (ids.length < n) {
-          const zs = (await a.send([
-            "ZRANGE",
-            key,
-            rest,
-            "-inf",
-            "BYSCORE",
-            "REV",
-            "LIMIT",
-            "0",
-            String(n - ids.length),
-            "WITHSCORES",
-          ])) as unknown[];
-          for (let i = 0; i + 1 < zs.length; i += 2) {
-            ids.push(str(zs[i]));
-            scores.push(str(zs[i + 1]));
-          }
+        for (let i = 0; i + 1 < zs.length; i += 2) {
+          ids.push(str(zs[i]));
+          scores.push(str(zs[i + 1]));
         }
       }
-      for (const id of ids) {
-        parseId(id);
-      }
-      if (ids.length < n) {
-        return { ids, next: "" };
-      }
-      const last = ids.length - 1;
-      const next = lex
-        ? ids[last]!
-        : String(Math.trunc(Number(scores[last]))) + "/" + ids[last]!;
-      return { ids, next };
-    }, opts);
+    }
+    for (const id of ids) {
+      parseId(id);
+    }
+    if (ids.length < n) {
+      return { ids, next: "" };
+    }
+    const last = ids.length - 1;
+    const next = lex
+      ? ids[last]!
+      : String(Math.trunc(Number(scores[last]))) + "/" + ids[last]!;
+    return { ids, next };
   }
 }

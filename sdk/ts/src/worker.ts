@@ -6,17 +6,17 @@ import {
   KEY_LOCKS,
   LOCK_HELD,
   ReplyError,
-  SCRIPT_BURY,
-  SCRIPT_CLAIM_IDS,
+  SCRIPT_BURY_POLICY,
   StaleError,
   Backoff,
   Event,
-  decodeBury,
-  decodeClaimIdsRecord,
-  decodeCompleteResultClaimIdsRecord,
-  completeResultClaimIdsExec,
-  extendExec,
-  decodeExtend,
+  decodeBuryPolicy,
+  claimPolicyIdsExec,
+  decodeClaimPolicyIdsRecord,
+  decodeCompletePolicyIdsRecord,
+  completePolicyIdsExec,
+  extendPolicyExec,
+  decodeExtendPolicy,
   decodeForgetFailures,
   FailureClass,
   lockMaintenance,
@@ -258,7 +258,7 @@ const maintenanceBatch = 1000;
 /** How many fields of each record hash (failures, options, progress) one maintenance tick's sweep scans (HSCAN COUNT). */
 const sweepCount = 100;
 
-/** The most pages of the deduplication entries one maintenance tick walks (sweep_dedup, sweepCount entries a page). */
+/** The most pages of the deduplication entries one maintenance tick walks (sweep_dedup_policy, sweepCount entries a page). */
 const dedupPages = 10;
 
 /**
@@ -380,7 +380,6 @@ export class Worker {
    */
   readonly #poolSize: number;
   readonly #peekCmd: readonly string[];
-  readonly #lease: string;
   #idle: number;
   #wake: (() => void) | undefined;
   #draining = false;
@@ -466,7 +465,6 @@ export class Worker {
       randomInt(2 ** 32).toString(16);
     this.#idle = concurrency;
     this.#poolSize = Math.max(16, 4 * this.#opt.batch);
-    this.#lease = String(leaseMs);
     this.#every = Math.max(1, Math.floor(leaseMs / 3));
     this.#peekCmd = [
       "ZRANGE",
@@ -752,9 +750,13 @@ export class Worker {
   }
 
   /**
-   * Claims up to n jobs with claim_ids: the ids from the head pool, read
-   * again (a ZRANGE of its own) when the pool is empty; read again, up to
-   * PEEK_ATTEMPTS times, when another claimer took every id.
+   * Claims up to n jobs with claim_policy_ids (claim_ids in either
+   * layout, echomq 2.7.0): the ids from the head pool, read again (a
+   * ZRANGE of its own) when the pool is empty; read again, up to
+   * PEEK_ATTEMPTS times, when another claimer took every id. While the
+   * queue is paused or at its concurrency cap it leases nothing, and the
+   * claimer waits on the doorbell as when the queue is empty: resume, a
+   * raised cap and a settle that frees room under the cap ring it.
    */
   async #claim(n: number): Promise<Job[]> {
     const c = this.queue.client;
@@ -778,35 +780,65 @@ export class Worker {
       } finally {
         this.#pool.done(ids);
       }
-      const jobs = await this.#records(got.reply, decodeClaimIdsRecord);
+      const jobs = await this.#records(got.reply, decodeClaimPolicyIdsRecord);
       if (jobs.length < ids.length && !got.refilled) {
         this.#pool.clear(); // another claimer took some: read the head again
       }
       if (jobs.length > 0 || attempt >= PEEK_ATTEMPTS) {
         return jobs;
       }
+      if (await this.#held()) {
+        return []; // paused, or at its cap: wait on the doorbell
+      }
     }
   }
 
   /**
-   * The claim_ids call of ids as read from the server: built without
-   * parsing them, so that an id a foreign writer planted is leased and
-   * then buried by #records instead of stalling the head.
+   * Whether the queue's policy (echomq 2.7.0) holds claims back now: it is
+   * paused, or its concurrency cap is reached. Read after a claim leased
+   * none of the pending ids it named, so that the claimer waits on the
+   * doorbell at once instead of reading the head again; false when the
+   * read fails.
+   */
+  async #held(): Promise<boolean> {
+    try {
+      const p = await this.queue.policy(this.#claimOpts);
+      return p.paused || (p.concurrency > 0 && p.leased >= p.concurrency);
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * The claim_policy_ids call of ids as read from the server: built
+   * without parsing them, so that an id a foreign writer planted is leased
+   * and then buried by #records instead of stalling the head.
    */
   #claimExec(ids: readonly string[]): ScriptExec {
     const k = this.queue.keys;
-    const keys = [k.pending, k.active, k.wake];
-    const argv = [this.#lease];
+    const x = claimPolicyIdsExec({
+      pending: k.pending,
+      active: k.active,
+      running: k.running,
+      policy: k.policy,
+      wake: k.wake,
+      rows: [],
+      leaseMs: this.#opt.leaseMs,
+      ids: [],
+    });
+    const keys = [...x.keys];
+    const argv = [...x.argv];
     for (const id of ids) {
       keys.push(k.rowPrefix + id);
       argv.push(id);
     }
-    return { script: SCRIPT_CLAIM_IDS, keys, argv };
+    return { script: x.script, keys, argv };
   }
 
   /**
-   * The complete_result_claim_ids call of job (whose id was parsed when it
-   * was leased) with its result, leasing ids next, as #claimExec.
+   * The complete_policy_ids call (complete_result_claim_ids in either
+   * layout, echomq 2.7.0) of job (whose id was parsed when it was leased)
+   * with its result, leasing ids next, as #claimExec.
    */
   #completeExec(
     job: Job,
@@ -814,9 +846,11 @@ export class Worker {
     ids: readonly string[],
   ): ScriptExec {
     const k = this.queue.keys;
-    const x = completeResultClaimIdsExec({
+    const x = completePolicyIdsExec({
       row: k.rowPrefix + job.id,
       active: k.active,
+      running: k.running,
+      policy: k.policy,
       pending: k.pending,
       wake: k.wake,
       results: k.results,
@@ -963,15 +997,15 @@ export class Worker {
     }
     const rawId = Buffer.isBuffer(raw) ? raw.toString() : String(raw);
     const k = this.queue.keys;
-    const keys = SCRIPT_BURY.keyTypes.map(
+    const keys = SCRIPT_BURY_POLICY.keyTypes.map(
       (t) => k.key(t) ?? k.rowPrefix + rawId,
     );
-    const argv = SCRIPT_BURY.argTypes.map((t) =>
+    const argv = SCRIPT_BURY_POLICY.argTypes.map((t) =>
       t === "id" ? rawId : String(token),
     );
-    const x: ScriptExec = { script: SCRIPT_BURY, keys, argv };
+    const x: ScriptExec = { script: SCRIPT_BURY_POLICY, keys, argv };
     try {
-      decodeBury(await runScript(this.queue.client.runner, x));
+      decodeBuryPolicy(await runScript(this.queue.client.runner, x));
       this.#m.add("buried", this.queue.name, 1);
       this.#log.error("emq: buried a job that cannot be decoded", {
         id: rawId,
@@ -1083,7 +1117,8 @@ export class Worker {
   }
 
   /**
-   * Completes a job with complete_result_claim_ids, keeping its result as
+   * Completes a job with complete_policy_ids (complete_result_claim_ids
+   * in either layout, echomq 2.7.0), keeping its result as
    * keepResults says, leasing the next id of the head pool in the same call
    * (none while draining): one call per job in the steady state. The
    * script deletes the job's failure record, progress and policy with its
@@ -1126,7 +1161,7 @@ export class Worker {
       this.#m.add("completed", q, 1);
       const next = await this.#records(
         got.reply,
-        decodeCompleteResultClaimIdsRecord,
+        decodeCompletePolicyIdsRecord,
       );
       if (next.length < ids.length && !got.refilled) {
         this.#pool.clear();
@@ -1148,7 +1183,7 @@ export class Worker {
   }
 
   /**
-   * Settles a failed attempt with fail (echomq 2.4.0): the server applies
+   * Settles a failed attempt with Queue.fail (fail_policy, echomq 2.7.0): the server applies
    * the job's own policy when its producer gave one, else the worker's
    * (maxAttempts, backoff, a jitter drawn here); a final error buries it.
    */
@@ -1263,8 +1298,9 @@ export class Worker {
       }
       due.push(fl);
       xs.push(
-        extendExec({
+        extendPolicyExec({
           active: k.active,
+          running: k.running,
           row: k.row(fl.job.id),
           id: fl.job.id,
           token: fl.job.token,
@@ -1287,7 +1323,7 @@ export class Worker {
       const fl = due[i]!;
       if (r.ok) {
         try {
-          fl.deadlineMs = decodeExtend(r.value);
+          fl.deadlineMs = decodeExtendPolicy(r.value);
         } catch (err) {
           this.#log.warn("emq: extending a lease failed", { err });
         }
@@ -1488,7 +1524,7 @@ export class Worker {
       this.#log.warn("emq: reaping expired leases failed", { err });
     }
     if (total > 0) {
-      // reap_recorded_ids rang the doorbell when any went back to pending.
+      // reap_policy_ids rang the doorbell when any went back to pending.
       this.#m.add("reaped", this.queue.name, total);
     }
   }

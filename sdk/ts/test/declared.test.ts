@@ -123,16 +123,17 @@ test("a worker pushing, claiming, completing, retrying, burying, extending, prom
     const names = new Set(used);
     for (const want of [
       wire.SCRIPT_PUSH_MANY,
-      wire.SCRIPT_CLAIM_IDS,
+      wire.SCRIPT_CLAIM_POLICY_IDS,
       // 2.4.0: a completion keeps its result by the worker's retention
       // and deletes the job's records; a failed attempt is settled by fail
       // (retried or buried, with its record), a lost lease reaped with its
-      // record, and orphaned records swept by maintenance with forget_ids.
-      wire.SCRIPT_COMPLETE_RESULT_CLAIM_IDS,
-      wire.SCRIPT_FAIL,
-      wire.SCRIPT_EXTEND,
+      // record, and orphaned records swept by maintenance with forget_ids;
+      // 2.7.0: each through its twin that serves both layouts.
+      wire.SCRIPT_COMPLETE_POLICY_IDS,
+      wire.SCRIPT_FAIL_POLICY,
+      wire.SCRIPT_EXTEND_POLICY,
       wire.SCRIPT_PROMOTE_IDS,
-      wire.SCRIPT_REAP_RECORDED_IDS,
+      wire.SCRIPT_REAP_POLICY_IDS,
       wire.SCRIPT_FORGET_IDS,
     ]) {
       assert.ok(names.has(want.name), want.name + " was called: " + [...names]);
@@ -189,8 +190,8 @@ test("a steady drain costs one script call per job: claims come from the head po
   const used = m.scriptCalls(wire.SCRIPTS);
   const claims = used.filter(
     (s) =>
-      s === wire.SCRIPT_CLAIM_IDS.name ||
-      s === wire.SCRIPT_COMPLETE_CLAIM_IDS.name,
+      s === wire.SCRIPT_CLAIM_POLICY_IDS.name ||
+      s === wire.SCRIPT_COMPLETE_POLICY_IDS.name,
   ).length;
   assert.ok(
     claims <= n * 1.05 + 10,

@@ -364,10 +364,10 @@ emq.connect({ url: process.env.REDIS_URL }).then(async (c) => {
   assert.match(plain, /pending 1/);
 });
 
-test("the README's blocks run verbatim against a real server: the quickstart, the worker stopped by SIGTERM, why a job failed, results and events, deduplication and cancellation, schedulers, the wire layer from its subpath, the CommonJS snippet", async () => {
+test("the README's blocks run verbatim against a real server: the quickstart, the worker stopped by SIGTERM, why a job failed, results and events, deduplication and cancellation, schedulers, pausing and capping a queue, the wire layer from its subpath, the CommonJS snippet", async () => {
   const ts = readmeBlocks("ts");
   const js = readmeBlocks("js");
-  assert.equal(ts.length, 7, "the README's ts blocks");
+  assert.equal(ts.length, 8, "the README's ts blocks");
   assert.equal(js.length, 1, "the README's js blocks");
   const dir = esmProject();
   writeFileSync(join(dir, "block.cjs"), js[0]!);
@@ -453,9 +453,19 @@ test("the README's blocks run verbatim against a real server: the quickstart, th
   assert.match(sched, /^ran beat \d{13}$/m);
   assert.match(sched, /^heartbeat runs 1$/m);
 
+  // Pausing and capping a queue (echomq 2.7): nothing runs while it is
+  // paused, at most 2 handlers at once under the cap, and clearing the
+  // last policy leaves none.
+  await srv.cmd("FLUSHALL");
+  const policy = run(process.execPath, [join("dist", "block6.js")], dir, env);
+  assert.match(policy, /^paused true$/m);
+  assert.match(policy, /^cap 2 paused false$/m);
+  assert.match(policy, /^within the cap true$/m);
+  assert.match(policy, /^requires 0$/m);
+
   // The wire layer, imported from its subpath.
   await srv.cmd("FLUSHALL");
-  const wire = run(process.execPath, [join("dist", "block6.js")], dir, env);
+  const wire = run(process.execPath, [join("dist", "block7.js")], dir, env);
   assert.match(wire, /^protocol \d+\.\d+\.\d+ pending 1$/m);
 
   await srv.cmd("FLUSHALL");

@@ -13,9 +13,9 @@ import (
 const (
 	// ClassKind is the class word of refusals issued by enqueue, enqueue_at, push, push_many, add_many, add_dedup, replace_dedup, fire_schedulers, add_dedup_policy, replace_dedup_policy: The id in the job position is not of the work kind.
 	ClassKind = "EMQKIND"
-	// ClassStale is the class word of refusals issued by extend, complete, retry, bury, complete_claim, complete_claim_ids, retry_failed, bury_failed, complete_result_claim_ids, fail, progress, complete_policy_ids, fail_policy, extend_policy: A transition on an active job presented a token that is not the row's attempts, or the job is no longer active.
+	// ClassStale is the class word of refusals issued by extend, complete, retry, bury, complete_claim, complete_claim_ids, retry_failed, bury_failed, complete_result_claim_ids, fail, progress, complete_policy_ids, fail_policy, extend_policy, retry_policy, bury_policy: A transition on an active job presented a token that is not the row's attempts, or the job is no longer active.
 	ClassStale = "EMQSTALE"
-	// ClassPolicy is the class word of refusals issued by claim_policy_ids, complete_policy_ids, fail_policy, reap_policy_ids, extend_policy, cancel_policy_ids, add_dedup_policy, replace_dedup_policy, dedup_policy_entries, sweep_dedup_policy, set_policy: (2.7.0) The queue's tripwire names a later minor than the script's: the queue has a policy this script cannot honour, so it writes nothing.
+	// ClassPolicy is the class word of refusals issued by claim_policy_ids, complete_policy_ids, fail_policy, reap_policy_ids, extend_policy, cancel_policy_ids, add_dedup_policy, replace_dedup_policy, dedup_policy_entries, sweep_dedup_policy, retry_policy, bury_policy, set_policy: (2.7.0) The queue's tripwire names a later minor than the script's: the queue has a policy this script cannot honour, so it writes nothing.
 	ClassPolicy = "EMQPOLICY"
 )
 

@@ -1580,11 +1580,11 @@ func Probes() []probe.Probe {
 				Value: "-1",
 			}},
 		}, {
-			Check:   "the active key holds the tripwire",
+			Check:   "the active key holds the tripwire, minor 7 to claim and to settle",
 			Command: []string{"GET", "${key:active}"},
 			Expect: probe.Expect{
 				Kind:   "string",
-				String: "7",
+				String: "7 7",
 			},
 		}, {
 			Check: "queue_policy reads the queue paused",
@@ -1889,8 +1889,52 @@ func Probes() []probe.Probe {
 				Value: "100",
 			}},
 		}, {
-			Check:   "a tripwire that names a later minor refuses the 2.7 claim",
-			Command: []string{"SET", "${key:active}", "99"},
+			Check: "the cap's room, freed, leases the job the admissions left waiting",
+			Expect: probe.Expect{
+				Element: "id",
+				Kind:    "string",
+				String:  "${job}",
+			},
+			Save:   "r",
+			Script: "claim_policy_ids",
+			With: []probe.Arg{{
+				Name:  "lease_ms",
+				Value: "30000",
+			}, {
+				Name:  "ids",
+				Value: "${job}",
+			}},
+		}, {
+			Check:  "retry_policy hands it back to the schedule",
+			Expect: probe.Expect{Kind: "positive"},
+			Script: "retry_policy",
+			With: []probe.Arg{{
+				Name:  "id",
+				Value: "${job}",
+			}, {
+				Name:  "token",
+				Value: "${r.token}",
+			}, {
+				Name:  "delay_ms",
+				Value: "60000",
+			}},
+		}, {
+			Check: "bury_policy refuses the token it no longer holds",
+			Expect: probe.Expect{
+				Kind:   "error",
+				String: "EMQSTALE",
+			},
+			Script: "bury_policy",
+			With: []probe.Arg{{
+				Name:  "id",
+				Value: "${job}",
+			}, {
+				Name:  "token",
+				Value: "${r.token}",
+			}},
+		}, {
+			Check:   "a tripwire that names a later minor to claim refuses the 2.7 claim",
+			Command: []string{"SET", "${key:active}", "99 7"},
 			Expect: probe.Expect{
 				Kind:   "string",
 				String: "OK",
@@ -1928,7 +1972,7 @@ func Probes() []probe.Probe {
 			Command: []string{"GET", "${key:active}"},
 			Expect: probe.Expect{
 				Kind:   "string",
-				String: "99",
+				String: "99 7",
 			},
 		}},
 		Summary: "A queue with a policy is claimed from only by the scripts that honour it; a tripwire that names a later minor refuses them too.",

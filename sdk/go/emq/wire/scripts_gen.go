@@ -51,7 +51,7 @@ func newScript(name, sha1, source string, keys, argv, keyTypes, argTypes, replyE
 }
 
 // BundleDigest identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version.
-const BundleDigest = "11cf44fc35c735af4295fb4dd508d03c7454b022"
+const BundleDigest = "ccf772029e8ed8f267538f24b192ff0beae04fa8"
 
 // The bundle.
 var (
@@ -156,29 +156,33 @@ var (
 	// ScriptFireSchedulers is the fire_schedulers script: (2.6.0) Fire job schedulers' slots as planned by the caller, each entry compared and set against its scheduler's next slot, creating each entry's run as a job and ringing the doorbell once.
 	ScriptFireSchedulers = newScript("fire_schedulers", "d7d8553ec183eec392fcd63eb0bfac3ec931cd9e", luaFireSchedulers, []string{"schedulers", "scheduler_next", "pending", "schedule", "wake", "rows"}, []string{"ids", "schedulers", "expects", "nexts", "slots", "untils"}, []string{"schedulers", "scheduler_next", "pending", "schedule", "wake", "row"}, []string{"id", "string", "int", "int", "int", "int"}, []string{"outcome"})
 	// ScriptClaimPolicyIDs is the claim_policy_ids script: (2.7.0) claim_ids in either layout: under the queue's policy (the tripwire at active) it leases into the running set and honours the policy: nothing while the queue is paused, and at most the concurrency cap less the jobs leased; ring the doorbell again when jobs remain.
-	ScriptClaimPolicyIDs = newScript("claim_policy_ids", "2b2bc1945874bcb2a1c91a00953bb7a87149f02b", luaClaimPolicyIDs, []string{"pending", "active", "running", "policy", "wake", "rows"}, []string{"lease_ms", "ids"}, []string{"pending", "active", "running", "policy", "wake", "row"}, []string{"int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
-	// ScriptCompletePolicyIDs is the complete_policy_ids script: (2.7.0) complete_result_claim_ids in either layout: the completion is the same, and the next ids are leased as claim_policy_ids leases them (nothing while the queue is paused, at most the cap less the jobs leased).
-	ScriptCompletePolicyIDs = newScript("complete_policy_ids", "4a6daa7be36f9eaa20d212e8de6d2228bef5e0ea", luaCompletePolicyIDs, []string{"row", "active", "running", "policy", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "rows"}, []string{"id", "token", "lease_ms", "result", "keep", "keep_age_ms", "events_max", "ids"}, []string{"row", "active", "running", "policy", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "row"}, []string{"id", "token", "int", "bytes", "int", "int", "int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
+	ScriptClaimPolicyIDs = newScript("claim_policy_ids", "ae25335384f8f64a771e59a2c4ff28b6298ba798", luaClaimPolicyIDs, []string{"pending", "active", "running", "policy", "wake", "rows"}, []string{"lease_ms", "ids"}, []string{"pending", "active", "running", "policy", "wake", "row"}, []string{"int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
+	// ScriptCompletePolicyIDs is the complete_policy_ids script: (2.7.0) complete_result_claim_ids in either layout: the completion is the same, and the next ids are leased as claim_policy_ids leases them (nothing while the queue is paused or its claims need a later minor than 7, at most the cap less the jobs leased); under a cap, a completion that leases nothing rings the doorbell when jobs are pending, so that a claimer the cap held back takes the room.
+	ScriptCompletePolicyIDs = newScript("complete_policy_ids", "58810a99ad90427868eb4a8440f86875750013ad", luaCompletePolicyIDs, []string{"row", "active", "running", "policy", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "rows"}, []string{"id", "token", "lease_ms", "result", "keep", "keep_age_ms", "events_max", "ids"}, []string{"row", "active", "running", "policy", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "row"}, []string{"id", "token", "int", "bytes", "int", "int", "int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
 	// ScriptFailPolicy is the fail_policy script: (2.7.0) fail in either layout; under a concurrency cap, the lease it frees rings the doorbell when jobs are pending, so that an idle claimer takes the room.
-	ScriptFailPolicy = newScript("fail_policy", "8db7f4fe17bf3446b34e27ea85d1427dea7bb77c", luaFailPolicy, []string{"active", "running", "policy", "pending", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "class", "worker", "error", "max_attempts", "backoff", "backoff_ms", "backoff_max_ms", "jitter", "bury", "events_max"}, []string{"active", "running", "policy", "pending", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "string", "string", "bytes", "int", "string", "int", "int", "int", "int", "int"}, []string{"outcome", "run_at_ms"})
+	ScriptFailPolicy = newScript("fail_policy", "68a4788ff588626ef9621f33d30af21a4d3f7ab2", luaFailPolicy, []string{"active", "running", "policy", "pending", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "class", "worker", "error", "max_attempts", "backoff", "backoff_ms", "backoff_max_ms", "jitter", "bury", "events_max"}, []string{"active", "running", "policy", "pending", "row", "schedule", "dead", "wake", "failures", "options", "events", "counters"}, []string{"id", "token", "string", "string", "bytes", "int", "string", "int", "int", "int", "int", "int"}, []string{"outcome", "run_at_ms"})
 	// ScriptReapPolicyIDs is the reap_policy_ids script: (2.7.0) reap_recorded_ids in either layout: it takes back the expired leases of the running set under a policy; under a concurrency cap, the leases it frees ring the doorbell when jobs are pending.
-	ScriptReapPolicyIDs = newScript("reap_policy_ids", "62718a221e5701e1c93fa6f293dcb3d641ec7ccf", luaReapPolicyIDs, []string{"active", "running", "policy", "pending", "dead", "wake", "failures", "options", "events", "counters", "rows"}, []string{"max_attempts", "events_max", "ids"}, []string{"active", "running", "policy", "pending", "dead", "wake", "failures", "options", "events", "counters", "row"}, []string{"int", "int", "id"}, []string{})
+	ScriptReapPolicyIDs = newScript("reap_policy_ids", "05408c8ac46f5e8caf36aa0fe4afb8d1289b7886", luaReapPolicyIDs, []string{"active", "running", "policy", "pending", "dead", "wake", "failures", "options", "events", "counters", "rows"}, []string{"max_attempts", "events_max", "ids"}, []string{"active", "running", "policy", "pending", "dead", "wake", "failures", "options", "events", "counters", "row"}, []string{"int", "int", "id"}, []string{})
 	// ScriptExtendPolicy is the extend_policy script: (2.7.0) extend in either layout.
-	ScriptExtendPolicy = newScript("extend_policy", "dea131aba3618f0fe62d1d5a4839552ac3a8b98d", luaExtendPolicy, []string{"active", "running", "row"}, []string{"id", "token", "lease_ms"}, []string{"active", "running", "row"}, []string{"id", "token", "int"}, []string{})
+	ScriptExtendPolicy = newScript("extend_policy", "b20945c8608bd117476b0a2067106bfe4a1cb676", luaExtendPolicy, []string{"active", "running", "row"}, []string{"id", "token", "lease_ms"}, []string{"active", "running", "row"}, []string{"id", "token", "int"}, []string{})
 	// ScriptCancelPolicyIDs is the cancel_policy_ids script: (2.7.0) cancel_ids in either layout: a leased job is cancelled out of the running set under a policy; under a concurrency cap, the leases it frees ring the doorbell when jobs are pending.
-	ScriptCancelPolicyIDs = newScript("cancel_policy_ids", "049ce76e2d9e92ed979f359f9b335819a08c1220", luaCancelPolicyIDs, []string{"pending", "schedule", "active", "running", "policy", "wake", "failures", "progress", "options", "events", "cancel", "rows"}, []string{"events_max", "ids"}, []string{"pending", "schedule", "active", "running", "policy", "wake", "failures", "progress", "options", "events", "cancel", "row"}, []string{"int", "id"}, []string{"state"})
+	ScriptCancelPolicyIDs = newScript("cancel_policy_ids", "d3f16cd53d87500b1df854bb4a5c9eee9d2ed463", luaCancelPolicyIDs, []string{"pending", "schedule", "active", "running", "policy", "wake", "failures", "progress", "options", "events", "cancel", "rows"}, []string{"events_max", "ids"}, []string{"pending", "schedule", "active", "running", "policy", "wake", "failures", "progress", "options", "events", "cancel", "row"}, []string{"int", "id"}, []string{"state"})
 	// ScriptAddDedupPolicy is the add_dedup_policy script: (2.7.0) add_dedup in either layout: a holder leased under a policy is in the running set, and holds its key there.
-	ScriptAddDedupPolicy = newScript("add_dedup_policy", "a6a15b4a94127533cfd84b5a87b01a47c0571cf4", luaAddDedupPolicy, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "options", "dedup", "rows"}, []string{"mode", "ttl_ms", "hold", "delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "ids", "payloads", "dedup_keys"}, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "options", "dedup", "row"}, []string{"string", "int", "int", "int", "int", "string", "int", "int", "id", "bytes", "bytes"}, []string{"outcome", "id", "run_at_ms"})
+	ScriptAddDedupPolicy = newScript("add_dedup_policy", "9e09bd5e7a10331b80bce09dbce467423ce95197", luaAddDedupPolicy, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "options", "dedup", "rows"}, []string{"mode", "ttl_ms", "hold", "delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "ids", "payloads", "dedup_keys"}, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "options", "dedup", "row"}, []string{"string", "int", "int", "int", "int", "string", "int", "int", "id", "bytes", "bytes"}, []string{"outcome", "id", "run_at_ms"})
 	// ScriptReplaceDedupPolicy is the replace_dedup_policy script: (2.7.0) replace_dedup in either layout: a holder leased under a policy is in the running set, and holds its key there.
-	ScriptReplaceDedupPolicy = newScript("replace_dedup_policy", "db8c090d50a9403deb3c4c0a0a19602af4ee88c3", luaReplaceDedupPolicy, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "options", "dedup", "events", "row", "target_row"}, []string{"mode", "ttl_ms", "hold", "delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "events_max", "id", "payload", "dedup_key", "target"}, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "options", "dedup", "events", "row", "row"}, []string{"string", "int", "int", "int", "int", "string", "int", "int", "int", "id", "bytes", "bytes", "id"}, []string{"outcome", "id", "run_at_ms"})
+	ScriptReplaceDedupPolicy = newScript("replace_dedup_policy", "de937ae7fee9d74aedb2b0e23a15be5bc13255e2", luaReplaceDedupPolicy, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "options", "dedup", "events", "row", "target_row"}, []string{"mode", "ttl_ms", "hold", "delay_ms", "attempts", "backoff", "backoff_ms", "backoff_max_ms", "events_max", "id", "payload", "dedup_key", "target"}, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "options", "dedup", "events", "row", "row"}, []string{"string", "int", "int", "int", "int", "string", "int", "int", "int", "id", "bytes", "bytes", "id"}, []string{"outcome", "id", "run_at_ms"})
 	// ScriptDedupPolicyEntries is the dedup_policy_entries script: (2.7.0) dedup_entries in either layout: a holder leased under a policy is in the running set, and holds its key there.
-	ScriptDedupPolicyEntries = newScript("dedup_policy_entries", "457308d0cf6042bb36ea3b37150c8a079fd6ad77", luaDedupPolicyEntries, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"}, []string{"dedup_keys"}, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"}, []string{"bytes"}, []string{"holder", "mode", "expires_ms", "held", "state", "parked"})
+	ScriptDedupPolicyEntries = newScript("dedup_policy_entries", "353a5544851d80e2dcc5d3c98c12f7eb58974101", luaDedupPolicyEntries, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"}, []string{"dedup_keys"}, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"}, []string{"bytes"}, []string{"holder", "mode", "expires_ms", "held", "state", "parked"})
 	// ScriptSweepDedupPolicy is the sweep_dedup_policy script: (2.7.0) sweep_dedup in either layout: a holder leased under a policy is in the running set, and holds its key there.
-	ScriptSweepDedupPolicy = newScript("sweep_dedup_policy", "d4a13853ceaa58febc760caaf3bbb5d6bb824cba", luaSweepDedupPolicy, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"}, []string{"cursor", "count"}, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"}, []string{"string", "int"}, []string{"cursor", "dropped", "released"})
-	// ScriptSetPolicy is the set_policy script: (2.7.0) Set or clear a queue's policies (pause, concurrency cap) and lay or lift its tripwire with them, in one call: when the queue's first policy is set, its active set is renamed to the running set and the active key takes the tripwire (the string 7), so that every script older than 2.7 fails WRONGTYPE on the queue; when its last policy is cleared, the running set is renamed back and the tripwire removed. Resuming, or raising or removing the cap, rings the doorbell when jobs are pending.
-	ScriptSetPolicy = newScript("set_policy", "fb73e39ecd7dbb6e5e78263a27e1bddc70bbf220", luaSetPolicy, []string{"pending", "active", "running", "policy", "wake"}, []string{"paused", "concurrency"}, []string{"pending", "active", "running", "policy", "wake"}, []string{"int", "int"}, []string{"paused", "concurrency", "requires"})
+	ScriptSweepDedupPolicy = newScript("sweep_dedup_policy", "ec8d7a2214fce5a0a672a206bbacf64cd34f70fa", luaSweepDedupPolicy, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"}, []string{"cursor", "count"}, []string{"pending", "active", "running", "schedule", "dead", "results", "wake", "dedup"}, []string{"string", "int"}, []string{"cursor", "dropped", "released"})
+	// ScriptRetryPolicy is the retry_policy script: (2.7.0) retry in either layout (a worker hands a job back, as at shutdown); under a concurrency cap, the lease it frees rings the doorbell when jobs are pending.
+	ScriptRetryPolicy = newScript("retry_policy", "0ef4ca4dae67f5aa303a324d0a1f8e8aaadfaf95", luaRetryPolicy, []string{"active", "running", "policy", "pending", "wake", "row", "schedule"}, []string{"id", "token", "delay_ms"}, []string{"active", "running", "policy", "pending", "wake", "row", "schedule"}, []string{"id", "token", "int"}, []string{})
+	// ScriptBuryPolicy is the bury_policy script: (2.7.0) bury in either layout; under a concurrency cap, the lease it frees rings the doorbell when jobs are pending.
+	ScriptBuryPolicy = newScript("bury_policy", "4d656ce475ea29052997847d5229c2c618c34940", luaBuryPolicy, []string{"active", "running", "policy", "pending", "wake", "row", "dead"}, []string{"id", "token"}, []string{"active", "running", "policy", "pending", "wake", "row", "dead"}, []string{"id", "token"}, []string{})
+	// ScriptSetPolicy is the set_policy script: (2.7.0) Set or clear a queue's policies (pause, concurrency cap) and lay or lift its tripwire with them, in one call: when the queue's first policy is set, its active set is renamed to the running set and the active key takes the tripwire (the string 7 7), so that every script older than 2.7 fails WRONGTYPE on the queue; when its last policy is cleared, the running set is renamed back and the tripwire removed. Resuming, or raising or removing the cap, rings the doorbell when jobs are pending.
+	ScriptSetPolicy = newScript("set_policy", "c1ce0d570d73a4192ac69bb7c9fd71628e7461e9", luaSetPolicy, []string{"pending", "active", "running", "policy", "wake"}, []string{"paused", "concurrency"}, []string{"pending", "active", "running", "policy", "wake"}, []string{"int", "int"}, []string{"paused", "concurrency", "requires"})
 	// ScriptQueuePolicy is the queue_policy script: (2.7.0) Read a queue's policies, the minor its tripwire names and how many of its jobs are leased, in either layout.
-	ScriptQueuePolicy = newScript("queue_policy", "5d3984af3e26541fe2e4cfcdb8a2371a52214126", luaQueuePolicy, []string{"active", "running", "policy"}, []string{}, []string{"active", "running", "policy"}, []string{}, []string{"paused", "concurrency", "requires", "leased"})
+	ScriptQueuePolicy = newScript("queue_policy", "e5504a89df786eaf44d5f5a9106bb4c0b09db541", luaQueuePolicy, []string{"active", "running", "policy"}, []string{}, []string{"active", "running", "policy"}, []string{}, []string{"paused", "concurrency", "requires", "leased"})
 )
 
 // ScriptNamed returns the script named name, or nil.
@@ -304,6 +308,10 @@ func ScriptNamed(name string) *Script {
 		return ScriptDedupPolicyEntries
 	case "sweep_dedup_policy":
 		return ScriptSweepDedupPolicy
+	case "retry_policy":
+		return ScriptRetryPolicy
+	case "bury_policy":
+		return ScriptBuryPolicy
 	case "set_policy":
 		return ScriptSetPolicy
 	case "queue_policy":
@@ -314,7 +322,7 @@ func ScriptNamed(name string) *Script {
 
 // Scripts returns the bundle in manifest order.
 func Scripts() []*Script {
-	return []*Script{ScriptEnqueue, ScriptEnqueueAt, ScriptClaim, ScriptExtend, ScriptComplete, ScriptRetry, ScriptBury, ScriptPromote, ScriptReap, ScriptRevive, ScriptFence, ScriptLock, ScriptUnlock, ScriptPush, ScriptClaimMany, ScriptCompleteClaim, ScriptRing, ScriptPurge, ScriptPushMany, ScriptClaimIDs, ScriptCompleteClaimIDs, ScriptPromoteIDs, ScriptReapIDs, ScriptRetryFailed, ScriptBuryFailed, ScriptReapFailedIDs, ScriptFailures, ScriptForgetFailures, ScriptAddMany, ScriptCompleteResultClaimIDs, ScriptFail, ScriptReapRecordedIDs, ScriptProgress, ScriptReviveRecorded, ScriptOutput, ScriptCounters, ScriptEvents, ScriptForgetIDs, ScriptAddDedup, ScriptReplaceDedup, ScriptDedupEntries, ScriptSweepDedup, ScriptCancelIDs, ScriptUpsertScheduler, ScriptRemoveSchedulers, ScriptPauseSchedulers, ScriptSchedulerEntries, ScriptListSchedulers, ScriptDueSchedulers, ScriptFireSchedulers, ScriptClaimPolicyIDs, ScriptCompletePolicyIDs, ScriptFailPolicy, ScriptReapPolicyIDs, ScriptExtendPolicy, ScriptCancelPolicyIDs, ScriptAddDedupPolicy, ScriptReplaceDedupPolicy, ScriptDedupPolicyEntries, ScriptSweepDedupPolicy, ScriptSetPolicy, ScriptQueuePolicy}
+	return []*Script{ScriptEnqueue, ScriptEnqueueAt, ScriptClaim, ScriptExtend, ScriptComplete, ScriptRetry, ScriptBury, ScriptPromote, ScriptReap, ScriptRevive, ScriptFence, ScriptLock, ScriptUnlock, ScriptPush, ScriptClaimMany, ScriptCompleteClaim, ScriptRing, ScriptPurge, ScriptPushMany, ScriptClaimIDs, ScriptCompleteClaimIDs, ScriptPromoteIDs, ScriptReapIDs, ScriptRetryFailed, ScriptBuryFailed, ScriptReapFailedIDs, ScriptFailures, ScriptForgetFailures, ScriptAddMany, ScriptCompleteResultClaimIDs, ScriptFail, ScriptReapRecordedIDs, ScriptProgress, ScriptReviveRecorded, ScriptOutput, ScriptCounters, ScriptEvents, ScriptForgetIDs, ScriptAddDedup, ScriptReplaceDedup, ScriptDedupEntries, ScriptSweepDedup, ScriptCancelIDs, ScriptUpsertScheduler, ScriptRemoveSchedulers, ScriptPauseSchedulers, ScriptSchedulerEntries, ScriptListSchedulers, ScriptDueSchedulers, ScriptFireSchedulers, ScriptClaimPolicyIDs, ScriptCompletePolicyIDs, ScriptFailPolicy, ScriptReapPolicyIDs, ScriptExtendPolicy, ScriptCancelPolicyIDs, ScriptAddDedupPolicy, ScriptReplaceDedupPolicy, ScriptDedupPolicyEntries, ScriptSweepDedupPolicy, ScriptRetryPolicy, ScriptBuryPolicy, ScriptSetPolicy, ScriptQueuePolicy}
 }
 
 // replyString reads a string reply element; nil reads as the empty string.
@@ -7986,14 +7994,16 @@ const luaClaimPolicyIDs = `-- Code generated by emqgen. DO NOT EDIT.
 --   [3] payload (bytes)
 --   [4] deadline_ms (int)
 -- Refusals:
---   EMQPOLICY claim_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY claim_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to claim, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: pending -> active
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]); if #KEYS - 5 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 6, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(claim_minor) > 7 then
     return redis.error_reply('EMQPOLICY claim_policy_ids policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local lease = tonumber(string.match(ARGV[1], '^%-?%d+$'))
 if not lease then
@@ -8007,6 +8017,9 @@ end
 local function policy_room()
   if not active_tripped then
     return -1
+  end
+  if not policy_claims then
+    return 0
   end
   local pol = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
   if pol[1] then
@@ -8064,7 +8077,7 @@ return out
 //	  [2] token (int)
 //	  [3] payload (bytes)
 //	  [4] deadline_ms (int)
-//	Refusal: EMQPOLICY claim_policy_ids policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+//	Refusal: EMQPOLICY claim_policy_ids policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7 to claim, or cannot be read, whose policies this script cannot honour; nothing is written
 //	Transitions: pending -> active
 type ClaimPolicyIDsCall struct {
 	Pending string   // KEYS[1]: emq:{<queue>}:pending
@@ -8167,7 +8180,7 @@ func (c *ClaimPolicyIDsCall) Exec(ctx context.Context, client rueidis.Client) ([
 const luaCompletePolicyIDs = `-- Code generated by emqgen. DO NOT EDIT.
 -- Source: protocol.yaml, script complete_policy_ids. Regenerate with: go run ./cmd/emqgen gen
 --
--- complete_policy_ids: (2.7.0) complete_result_claim_ids in either layout: the completion is the same, and the next ids are leased as claim_policy_ids leases them (nothing while the queue is paused, at most the cap less the jobs leased).
+-- complete_policy_ids: (2.7.0) complete_result_claim_ids in either layout: the completion is the same, and the next ids are leased as claim_policy_ids leases them (nothing while the queue is paused or its claims need a later minor than 7, at most the cap less the jobs leased); under a cap, a completion that leases nothing rings the doorbell when jobs are pending, so that a claimer the cap held back takes the room.
 --
 -- KEYS[1] -> row: emq:{<queue>}:job:<id>
 -- KEYS[2] -> active: emq:{<queue>}:active
@@ -8199,14 +8212,16 @@ const luaCompletePolicyIDs = `-- Code generated by emqgen. DO NOT EDIT.
 -- Refusals:
 --   EMQSTALE complete token mismatch -- when the row is gone or its attempts differ from the token; nothing is kept or leased
 --   EMQSTALE complete job not active -- when the row is not active; nothing is kept or leased
---   EMQPOLICY complete_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY complete_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> none, pending -> active
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('ZCARD', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); redis.call('HLEN', KEYS[11]); redis.call('XLEN', KEYS[12]); redis.call('HLEN', KEYS[13]); if #KEYS - 13 ~= #ARGV - 7 then return redis.error_reply('ERR rows: one key per ids') end; for i = 14, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY complete_policy_ids policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local lease = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not lease then
@@ -8305,6 +8320,9 @@ local function policy_room()
   if not active_tripped then
     return -1
   end
+  if not policy_claims then
+    return 0
+  end
   local pol = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
   if pol[1] then
     return 0
@@ -8338,10 +8356,15 @@ end
 if #out > 0 and rung == 0 and redis.call('ZCARD', KEYS[5]) > 0 then
   redis.call('RPUSH', KEYS[6], '1')
 end
+if #out == 0 then
+if active_tripped and redis.call('HEXISTS', KEYS[4], 'concurrency') == 1 and redis.call('LLEN', KEYS[6]) == 0 and redis.call('ZCARD', KEYS[5]) > 0 then
+  redis.call('RPUSH', KEYS[6], '1')
+end
+end
 return out
 `
 
-// CompletePolicyIDsCall runs the complete_policy_ids script: (2.7.0) complete_result_claim_ids in either layout: the completion is the same, and the next ids are leased as claim_policy_ids leases them (nothing while the queue is paused, at most the cap less the jobs leased).
+// CompletePolicyIDsCall runs the complete_policy_ids script: (2.7.0) complete_result_claim_ids in either layout: the completion is the same, and the next ids are leased as claim_policy_ids leases them (nothing while the queue is paused or its claims need a later minor than 7, at most the cap less the jobs leased); under a cap, a completion that leases nothing rings the doorbell when jobs are pending, so that a claimer the cap held back takes the room.
 //
 //	KEYS[1] -> Row: emq:{<queue>}:job:<id>
 //	KEYS[2] -> Active: emq:{<queue>}:active
@@ -8372,7 +8395,7 @@ return out
 //	  [4] deadline_ms (int)
 //	Refusal: EMQSTALE complete token mismatch (ErrStale), when the row is gone or its attempts differ from the token; nothing is kept or leased
 //	Refusal: EMQSTALE complete job not active (ErrStale), when the row is not active; nothing is kept or leased
-//	Refusal: EMQPOLICY complete_policy_ids policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+//	Refusal: EMQPOLICY complete_policy_ids policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 //	Transitions: active -> none, pending -> active
 type CompletePolicyIDsCall struct {
 	Row         string   // KEYS[1]: emq:{<queue>}:job:<id>
@@ -8521,14 +8544,16 @@ const luaFailPolicy = `-- Code generated by emqgen. DO NOT EDIT.
 -- Refusals:
 --   EMQSTALE fail token mismatch -- when the row is gone or its attempts differ from the token; nothing is recorded
 --   EMQSTALE fail job not active -- when the row is not active; nothing is recorded
---   EMQPOLICY fail_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY fail_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> scheduled, active -> dead
 local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('HLEN', KEYS[5]); redis.call('ZCARD', KEYS[6]); redis.call('ZCARD', KEYS[7]); redis.call('LLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); redis.call('XLEN', KEYS[11]); redis.call('HLEN', KEYS[12]) -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[1]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY fail_policy policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local max_attempts = tonumber(string.match(ARGV[6], '^%d+$'))
 local base = tonumber(string.match(ARGV[8], '^%d+$'))
@@ -8697,7 +8722,7 @@ return {outcome, run_at}
 //	  [2] run_at_ms (int): the run-at of the next attempt in server milliseconds; 0 when dead
 //	Refusal: EMQSTALE fail token mismatch (ErrStale), when the row is gone or its attempts differ from the token; nothing is recorded
 //	Refusal: EMQSTALE fail job not active (ErrStale), when the row is not active; nothing is recorded
-//	Refusal: EMQPOLICY fail_policy policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+//	Refusal: EMQPOLICY fail_policy policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 //	Transitions: active -> scheduled, active -> dead
 type FailPolicyCall struct {
 	Active       string       // KEYS[1]: emq:{<queue>}:active
@@ -8799,14 +8824,16 @@ const luaReapPolicyIDs = `-- Code generated by emqgen. DO NOT EDIT.
 -- ARGV[3..] -> ids (id), zero or more: the ids to reap, earliest deadline first (the head of the active set)
 -- Output: int: how many expired leases moved (to pending, or to dead when attempts reached the job's or the worker's limit above 0), each recorded with the failure class lease_lost and no worker; an id not active, or whose lease has not expired, is left as it is
 -- Refusals:
---   EMQPOLICY reap_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY reap_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> pending, active -> dead
 local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('XLEN', KEYS[9]); redis.call('HLEN', KEYS[10]); if #KEYS - 10 ~= #ARGV - 2 then return redis.error_reply('ERR rows: one key per ids') end; for i = 11, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[1]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY reap_policy_ids policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local max_attempts = tonumber(string.match(ARGV[1], '^%d+$'))
 local events_max = tonumber(string.match(ARGV[2], '^%d+$'))
@@ -8941,7 +8968,7 @@ return moved
 //	ARGV[2] -> EventsMax (int): the events stream's approximate bound; 0 writes no event
 //	ARGV[3..] -> IDs (id), zero or more: the ids to reap, earliest deadline first (the head of the active set)
 //	Output: int: how many expired leases moved (to pending, or to dead when attempts reached the job's or the worker's limit above 0), each recorded with the failure class lease_lost and no worker; an id not active, or whose lease has not expired, is left as it is
-//	Refusal: EMQPOLICY reap_policy_ids policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+//	Refusal: EMQPOLICY reap_policy_ids policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 //	Transitions: active -> pending, active -> dead
 type ReapPolicyIDsCall struct {
 	Active      string   // KEYS[1]: emq:{<queue>}:active
@@ -9013,14 +9040,16 @@ const luaExtendPolicy = `-- Code generated by emqgen. DO NOT EDIT.
 -- Refusals:
 --   EMQSTALE extend token mismatch -- when the row is gone or its attempts differ from the token
 --   EMQSTALE extend job not active -- when the row is not active
---   EMQPOLICY extend_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY extend_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: active -> active
 local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]) -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[1]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY extend_policy policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local lease = tonumber(string.match(ARGV[3], '^%-?%d+$'))
 if not lease then
@@ -9047,7 +9076,7 @@ return deadline
 //	Output: int: the new lease deadline in server milliseconds
 //	Refusal: EMQSTALE extend token mismatch (ErrStale), when the row is gone or its attempts differ from the token
 //	Refusal: EMQSTALE extend job not active (ErrStale), when the row is not active
-//	Refusal: EMQPOLICY extend_policy policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+//	Refusal: EMQPOLICY extend_policy policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 //	Transitions: active -> active
 type ExtendPolicyCall struct {
 	Active  string // KEYS[1]: emq:{<queue>}:active
@@ -9113,14 +9142,16 @@ const luaCancelPolicyIDs = `-- Code generated by emqgen. DO NOT EDIT.
 -- Output: zero or more records [state]
 --   [1] state (string): the state the job was cancelled from (pending, scheduled or active); empty when it was in none of them (dead, gone, or an id given twice) and is left as it is
 -- Refusals:
---   EMQPOLICY cancel_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY cancel_policy_ids policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: pending -> none, scheduled -> none, active -> none
 local active_at, active_tripped = KEYS[3], false; local active_type = redis.call('TYPE', KEYS[3])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[4], true; redis.call('ZCARD', KEYS[4]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[2]); redis.call('HLEN', KEYS[5]); redis.call('LLEN', KEYS[6]); redis.call('HLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('XLEN', KEYS[10]); if #KEYS - 11 ~= #ARGV - 1 then return redis.error_reply('ERR rows: one key per ids') end; for i = 12, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[3]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[3]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY cancel_policy_ids policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local events_max = tonumber(string.match(ARGV[1], '^%d+$'))
 if not events_max then
@@ -9181,7 +9212,7 @@ return out
 //	ARGV[2..] -> IDs (id), zero or more: the jobs to cancel
 //	Output: zero or more records [state]
 //	  [1] state (string): the state the job was cancelled from (pending, scheduled or active); empty when it was in none of them (dead, gone, or an id given twice) and is left as it is
-//	Refusal: EMQPOLICY cancel_policy_ids policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+//	Refusal: EMQPOLICY cancel_policy_ids policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 //	Transitions: pending -> none, scheduled -> none, active -> none
 type CancelPolicyIDsCall struct {
 	Pending   string   // KEYS[1]: emq:{<queue>}:pending
@@ -9301,14 +9332,16 @@ const luaAddDedupPolicy = `-- Code generated by emqgen. DO NOT EDIT.
 --   [3] run_at_ms (int): the admitted job's run-at in server milliseconds; 0 when it was admitted pending, parked or not admitted
 -- Refusals:
 --   EMQKIND job id must be JOB-namespaced -- when any id is not of the work kind; nothing is written
---   EMQPOLICY add_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY add_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: none -> pending, none -> scheduled, scheduled -> scheduled
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); if (#ARGV - 8) % 3 ~= 0 or #KEYS - 9 ~= (#ARGV - 8) / 3 then return redis.error_reply('ERR rows: one key per entry of (ids, payloads, dedup_keys)') end; for i = 10, #KEYS do redis.call('HLEN', KEYS[i]) end -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY add_dedup_policy policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local mode = ARGV[1]
 if not ({['until_done'] = true, ['throttle'] = true, ['debounce'] = true, ['keep_last'] = true})[mode] then
@@ -9630,7 +9663,7 @@ type AddDedupPolicyEntry struct {
 //	  [2] id (id): the admitted or parked job's id; the holder's (or the job's own, when its row exists) for a duplicate; the job to replace for a deferred one
 //	  [3] run_at_ms (int): the admitted job's run-at in server milliseconds; 0 when it was admitted pending, parked or not admitted
 //	Refusal: EMQKIND job id must be JOB-namespaced (ErrKind), when any id is not of the work kind; nothing is written
-//	Refusal: EMQPOLICY add_dedup_policy policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+//	Refusal: EMQPOLICY add_dedup_policy policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 //	Transitions: none -> pending, none -> scheduled, scheduled -> scheduled
 type AddDedupPolicyCall struct {
 	Pending      string                // KEYS[1]: emq:{<queue>}:pending
@@ -9774,14 +9807,16 @@ const luaReplaceDedupPolicy = `-- Code generated by emqgen. DO NOT EDIT.
 --   [3] run_at_ms (int): the admitted job's run-at, or the replaced job's run-at after a debounce (0 when pending); 0 otherwise
 -- Refusals:
 --   EMQKIND job id must be JOB-namespaced -- when the id is not of the work kind; nothing is written
---   EMQPOLICY replace_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY replace_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: none -> pending, none -> scheduled, pending -> scheduled, scheduled -> pending, scheduled -> scheduled
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]); redis.call('HLEN', KEYS[9]); redis.call('XLEN', KEYS[10]); redis.call('HLEN', KEYS[11]); redis.call('HLEN', KEYS[12]) -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY replace_dedup_policy policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local mode = ARGV[1]
 if not ({['until_done'] = true, ['throttle'] = true, ['debounce'] = true, ['keep_last'] = true})[mode] then
@@ -10127,7 +10162,7 @@ return {'admitted', ARGV[10], run_at}
 //	  [2] id (id): as add_dedup's; the replaced job's for a replacement
 //	  [3] run_at_ms (int): the admitted job's run-at, or the replaced job's run-at after a debounce (0 when pending); 0 otherwise
 //	Refusal: EMQKIND job id must be JOB-namespaced (ErrKind), when the id is not of the work kind; nothing is written
-//	Refusal: EMQPOLICY replace_dedup_policy policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+//	Refusal: EMQPOLICY replace_dedup_policy policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 //	Transitions: none -> pending, none -> scheduled, pending -> scheduled, scheduled -> pending, scheduled -> scheduled
 type ReplaceDedupPolicyCall struct {
 	Pending      string  // KEYS[1]: emq:{<queue>}:pending
@@ -10240,13 +10275,15 @@ const luaDedupPolicyEntries = `-- Code generated by emqgen. DO NOT EDIT.
 --   [5] state (string): the state of the set holding the holder; empty when it is in none (completed, cancelled or purged)
 --   [6] parked (string): the job parked behind an active holder (keep_last); empty when none
 -- Refusals:
---   EMQPOLICY dedup_policy_entries policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY dedup_policy_entries policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]) -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY dedup_policy_entries policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -10419,7 +10456,7 @@ return out
 //	  [4] held (int): 1 when an admission now would meet the holder, 0 when it would take the key
 //	  [5] state (string): the state of the set holding the holder; empty when it is in none (completed, cancelled or purged)
 //	  [6] parked (string): the job parked behind an active holder (keep_last); empty when none
-//	Refusal: EMQPOLICY dedup_policy_entries policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+//	Refusal: EMQPOLICY dedup_policy_entries policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 type DedupPolicyEntriesCall struct {
 	Pending   string   // KEYS[1]: emq:{<queue>}:pending
 	Active    string   // KEYS[2]: emq:{<queue>}:active
@@ -10545,14 +10582,16 @@ const luaSweepDedupPolicy = `-- Code generated by emqgen. DO NOT EDIT.
 --   [2] dropped (int): how many entries were deleted (their holders are done, their hold expired, or they were unreadable)
 --   [3] released (int): how many parked jobs became due and their keys' holders
 -- Refusals:
---   EMQPOLICY sweep_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+--   EMQPOLICY sweep_dedup_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 -- Transitions: scheduled -> scheduled
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('ZCARD', KEYS[4]); redis.call('ZCARD', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('LLEN', KEYS[7]); redis.call('HLEN', KEYS[8]) -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY sweep_dedup_policy policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 if not string.match(ARGV[1], '^%d+$') then
   return redis.error_reply('ERR cursor is not a cursor')
@@ -10731,7 +10770,7 @@ return {page[1], dropped, released}
 //	  [1] cursor (string): the cursor of the next page; 0 when the walk is done
 //	  [2] dropped (int): how many entries were deleted (their holders are done, their hold expired, or they were unreadable)
 //	  [3] released (int): how many parked jobs became due and their keys' holders
-//	Refusal: EMQPOLICY sweep_dedup_policy policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7, whose policies this script cannot honour; nothing is written
+//	Refusal: EMQPOLICY sweep_dedup_policy policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
 //	Transitions: scheduled -> scheduled
 type SweepDedupPolicyCall struct {
 	Pending  string // KEYS[1]: emq:{<queue>}:pending
@@ -10801,11 +10840,233 @@ func (c *SweepDedupPolicyCall) Exec(ctx context.Context, client rueidis.Client) 
 	return DecodeSweepDedupPolicy(ScriptSweepDedupPolicy.lua.Exec(ctx, client, c.Keys(), c.Args()))
 }
 
+// luaRetryPolicy is sdk/lua/retry_policy.lua.
+const luaRetryPolicy = `-- Code generated by emqgen. DO NOT EDIT.
+-- Source: protocol.yaml, script retry_policy. Regenerate with: go run ./cmd/emqgen gen
+--
+-- retry_policy: (2.7.0) retry in either layout (a worker hands a job back, as at shutdown); under a concurrency cap, the lease it frees rings the doorbell when jobs are pending.
+--
+-- KEYS[1] -> active: emq:{<queue>}:active
+-- KEYS[2] -> running: emq:{<queue>}:running
+-- KEYS[3] -> policy: emq:{<queue>}:policy
+-- KEYS[4] -> pending: emq:{<queue>}:pending
+-- KEYS[5] -> wake: emq:{<queue>}:wake
+-- KEYS[6] -> row: emq:{<queue>}:job:<id>
+-- KEYS[7] -> schedule: emq:{<queue>}:schedule
+-- ARGV[1] -> id (id)
+-- ARGV[2] -> token (token)
+-- ARGV[3] -> delay_ms (int)
+-- Output: int: the run-at in server milliseconds
+-- Refusals:
+--   EMQSTALE retry token mismatch -- when the row is gone or its attempts differ from the token
+--   EMQSTALE retry job not active -- when the row is not active
+--   EMQPOLICY retry_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
+-- Transitions: active -> scheduled
+local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('LLEN', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('ZCARD', KEYS[7]) -- each key's type, before any write
+local policy_claims = true
+if active_tripped then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
+    return redis.error_reply('EMQPOLICY retry_policy policy needs a later minor')
+  end
+  policy_claims = tonumber(claim_minor) <= 7
+end
+local delay = tonumber(string.match(ARGV[3], '^%-?%d+$'))
+if not delay then
+  return redis.error_reply('ERR delay_ms is not an integer')
+end
+local att = redis.call('HGET', KEYS[6], 'attempts')
+if att ~= ARGV[2] then return redis.error_reply('EMQSTALE retry token mismatch') end
+if redis.call('HGET', KEYS[6], 'state') ~= 'active' then return redis.error_reply('EMQSTALE retry job not active') end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local run_at = now + delay
+redis.call('HSET', KEYS[6], 'state', 'scheduled')
+redis.call('ZREM', active_at, ARGV[1])
+redis.call('ZADD', KEYS[7], run_at, ARGV[1])
+if active_tripped and redis.call('HEXISTS', KEYS[3], 'concurrency') == 1 and redis.call('LLEN', KEYS[5]) == 0 and redis.call('ZCARD', KEYS[4]) > 0 then
+  redis.call('RPUSH', KEYS[5], '1')
+end
+return run_at
+`
+
+// RetryPolicyCall runs the retry_policy script: (2.7.0) retry in either layout (a worker hands a job back, as at shutdown); under a concurrency cap, the lease it frees rings the doorbell when jobs are pending.
+//
+//	KEYS[1] -> Active: emq:{<queue>}:active
+//	KEYS[2] -> Running: emq:{<queue>}:running
+//	KEYS[3] -> Policy: emq:{<queue>}:policy
+//	KEYS[4] -> Pending: emq:{<queue>}:pending
+//	KEYS[5] -> Wake: emq:{<queue>}:wake
+//	KEYS[6] -> Row: emq:{<queue>}:job:<id>
+//	KEYS[7] -> Schedule: emq:{<queue>}:schedule
+//	ARGV[1] -> ID (id)
+//	ARGV[2] -> Token (token)
+//	ARGV[3] -> DelayMS (int)
+//	Output: int: the run-at in server milliseconds
+//	Refusal: EMQSTALE retry token mismatch (ErrStale), when the row is gone or its attempts differ from the token
+//	Refusal: EMQSTALE retry job not active (ErrStale), when the row is not active
+//	Refusal: EMQPOLICY retry_policy policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
+//	Transitions: active -> scheduled
+type RetryPolicyCall struct {
+	Active   string // KEYS[1]: emq:{<queue>}:active
+	Running  string // KEYS[2]: emq:{<queue>}:running
+	Policy   string // KEYS[3]: emq:{<queue>}:policy
+	Pending  string // KEYS[4]: emq:{<queue>}:pending
+	Wake     string // KEYS[5]: emq:{<queue>}:wake
+	Row      string // KEYS[6]: emq:{<queue>}:job:<id>
+	Schedule string // KEYS[7]: emq:{<queue>}:schedule
+	ID       ID     // ARGV[1]: id
+	Token    int64  // ARGV[2]: token
+	DelayMS  int64  // ARGV[3]: delay_ms
+}
+
+// Keys returns the call's KEYS in order.
+func (c *RetryPolicyCall) Keys() []string {
+	return []string{c.Active, c.Running, c.Policy, c.Pending, c.Wake, c.Row, c.Schedule}
+}
+
+// Args returns the call's ARGV in order.
+func (c *RetryPolicyCall) Args() []string {
+	return []string{c.ID.String(), strconv.FormatInt(c.Token, 10), strconv.FormatInt(c.DelayMS, 10)}
+}
+
+// LuaExec returns the call for ScriptRetryPolicy.Lua().ExecMulti, to pipeline many calls.
+func (c *RetryPolicyCall) LuaExec() rueidis.LuaExec {
+	return rueidis.LuaExec{
+		Args: c.Args(),
+		Keys: c.Keys(),
+	}
+}
+
+// DecodeRetryPolicy decodes a reply of the retry_policy script. A refusal is a *ClassError matching ErrStale or ErrPolicy.
+func DecodeRetryPolicy(r rueidis.RedisResult) (int64, error) {
+	v, err := r.AsInt64()
+	if err != nil {
+		return v, ScriptError("retry_policy", err)
+	}
+	return v, nil
+}
+
+// Exec runs the call on client and decodes its reply with DecodeRetryPolicy.
+func (c *RetryPolicyCall) Exec(ctx context.Context, client rueidis.Client) (int64, error) {
+	return DecodeRetryPolicy(ScriptRetryPolicy.lua.Exec(ctx, client, c.Keys(), c.Args()))
+}
+
+// luaBuryPolicy is sdk/lua/bury_policy.lua.
+const luaBuryPolicy = `-- Code generated by emqgen. DO NOT EDIT.
+-- Source: protocol.yaml, script bury_policy. Regenerate with: go run ./cmd/emqgen gen
+--
+-- bury_policy: (2.7.0) bury in either layout; under a concurrency cap, the lease it frees rings the doorbell when jobs are pending.
+--
+-- KEYS[1] -> active: emq:{<queue>}:active
+-- KEYS[2] -> running: emq:{<queue>}:running
+-- KEYS[3] -> policy: emq:{<queue>}:policy
+-- KEYS[4] -> pending: emq:{<queue>}:pending
+-- KEYS[5] -> wake: emq:{<queue>}:wake
+-- KEYS[6] -> row: emq:{<queue>}:job:<id>
+-- KEYS[7] -> dead: emq:{<queue>}:dead
+-- ARGV[1] -> id (id)
+-- ARGV[2] -> token (token)
+-- Output: int
+--   1 buried
+-- Refusals:
+--   EMQSTALE bury token mismatch -- when the row is gone or its attempts differ from the token
+--   EMQSTALE bury job not active -- when the row is not active
+--   EMQPOLICY bury_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
+-- Transitions: active -> dead
+local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]); redis.call('ZCARD', KEYS[4]); redis.call('LLEN', KEYS[5]); redis.call('HLEN', KEYS[6]); redis.call('ZCARD', KEYS[7]) -- each key's type, before any write
+local policy_claims = true
+if active_tripped then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(settle_minor) > 7 then
+    return redis.error_reply('EMQPOLICY bury_policy policy needs a later minor')
+  end
+  policy_claims = tonumber(claim_minor) <= 7
+end
+local att = redis.call('HGET', KEYS[6], 'attempts')
+if att ~= ARGV[2] then return redis.error_reply('EMQSTALE bury token mismatch') end
+if redis.call('HGET', KEYS[6], 'state') ~= 'active' then return redis.error_reply('EMQSTALE bury job not active') end
+redis.call('HSET', KEYS[6], 'state', 'dead')
+redis.call('ZREM', active_at, ARGV[1])
+redis.call('ZADD', KEYS[7], 0, ARGV[1])
+if active_tripped and redis.call('HEXISTS', KEYS[3], 'concurrency') == 1 and redis.call('LLEN', KEYS[5]) == 0 and redis.call('ZCARD', KEYS[4]) > 0 then
+  redis.call('RPUSH', KEYS[5], '1')
+end
+return 1
+`
+
+// BuryPolicyCall runs the bury_policy script: (2.7.0) bury in either layout; under a concurrency cap, the lease it frees rings the doorbell when jobs are pending.
+//
+//	KEYS[1] -> Active: emq:{<queue>}:active
+//	KEYS[2] -> Running: emq:{<queue>}:running
+//	KEYS[3] -> Policy: emq:{<queue>}:policy
+//	KEYS[4] -> Pending: emq:{<queue>}:pending
+//	KEYS[5] -> Wake: emq:{<queue>}:wake
+//	KEYS[6] -> Row: emq:{<queue>}:job:<id>
+//	KEYS[7] -> Dead: emq:{<queue>}:dead
+//	ARGV[1] -> ID (id)
+//	ARGV[2] -> Token (token)
+//	Output: int
+//	  1 buried
+//	Refusal: EMQSTALE bury token mismatch (ErrStale), when the row is gone or its attempts differ from the token
+//	Refusal: EMQSTALE bury job not active (ErrStale), when the row is not active
+//	Refusal: EMQPOLICY bury_policy policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7 to settle, or cannot be read, whose policies this script cannot honour; nothing is written
+//	Transitions: active -> dead
+type BuryPolicyCall struct {
+	Active  string // KEYS[1]: emq:{<queue>}:active
+	Running string // KEYS[2]: emq:{<queue>}:running
+	Policy  string // KEYS[3]: emq:{<queue>}:policy
+	Pending string // KEYS[4]: emq:{<queue>}:pending
+	Wake    string // KEYS[5]: emq:{<queue>}:wake
+	Row     string // KEYS[6]: emq:{<queue>}:job:<id>
+	Dead    string // KEYS[7]: emq:{<queue>}:dead
+	ID      ID     // ARGV[1]: id
+	Token   int64  // ARGV[2]: token
+}
+
+// Keys returns the call's KEYS in order.
+func (c *BuryPolicyCall) Keys() []string {
+	return []string{c.Active, c.Running, c.Policy, c.Pending, c.Wake, c.Row, c.Dead}
+}
+
+// Args returns the call's ARGV in order.
+func (c *BuryPolicyCall) Args() []string {
+	return []string{c.ID.String(), strconv.FormatInt(c.Token, 10)}
+}
+
+// LuaExec returns the call for ScriptBuryPolicy.Lua().ExecMulti, to pipeline many calls.
+func (c *BuryPolicyCall) LuaExec() rueidis.LuaExec {
+	return rueidis.LuaExec{
+		Args: c.Args(),
+		Keys: c.Keys(),
+	}
+}
+
+// The replies of the bury_policy script.
+const (
+	// BuryPolicyBuried is the bury_policy reply 1.
+	BuryPolicyBuried int64 = 1
+)
+
+// DecodeBuryPolicy decodes a reply of the bury_policy script. A refusal is a *ClassError matching ErrStale or ErrPolicy.
+func DecodeBuryPolicy(r rueidis.RedisResult) (int64, error) {
+	v, err := r.AsInt64()
+	if err != nil {
+		return v, ScriptError("bury_policy", err)
+	}
+	return v, nil
+}
+
+// Exec runs the call on client and decodes its reply with DecodeBuryPolicy.
+func (c *BuryPolicyCall) Exec(ctx context.Context, client rueidis.Client) (int64, error) {
+	return DecodeBuryPolicy(ScriptBuryPolicy.lua.Exec(ctx, client, c.Keys(), c.Args()))
+}
+
 // luaSetPolicy is sdk/lua/set_policy.lua.
 const luaSetPolicy = `-- Code generated by emqgen. DO NOT EDIT.
 -- Source: protocol.yaml, script set_policy. Regenerate with: go run ./cmd/emqgen gen
 --
--- set_policy: (2.7.0) Set or clear a queue's policies (pause, concurrency cap) and lay or lift its tripwire with them, in one call: when the queue's first policy is set, its active set is renamed to the running set and the active key takes the tripwire (the string 7), so that every script older than 2.7 fails WRONGTYPE on the queue; when its last policy is cleared, the running set is renamed back and the tripwire removed. Resuming, or raising or removing the cap, rings the doorbell when jobs are pending.
+-- set_policy: (2.7.0) Set or clear a queue's policies (pause, concurrency cap) and lay or lift its tripwire with them, in one call: when the queue's first policy is set, its active set is renamed to the running set and the active key takes the tripwire (the string 7 7), so that every script older than 2.7 fails WRONGTYPE on the queue; when its last policy is cleared, the running set is renamed back and the tripwire removed. Resuming, or raising or removing the cap, rings the doorbell when jobs are pending.
 --
 -- KEYS[1] -> pending: emq:{<queue>}:pending
 -- KEYS[2] -> active: emq:{<queue>}:active
@@ -10819,13 +11080,15 @@ const luaSetPolicy = `-- Code generated by emqgen. DO NOT EDIT.
 --   [2] concurrency (int): the cap on the jobs leased at once; 0: none
 --   [3] requires (int): the minor the tripwire names; 0: the queue has no policy and no tripwire
 -- Refusals:
---   EMQPOLICY set_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7, whose policies this script cannot keep; nothing is written
+--   EMQPOLICY set_policy policy needs a later minor -- when the queue's tripwire names a later minor than 7 to claim or to settle, or cannot be read, whose policies this script cannot keep; nothing is written
 local active_at, active_tripped = KEYS[2], false; local active_type = redis.call('TYPE', KEYS[2])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[3], true; redis.call('ZCARD', KEYS[3]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('ZCARD', KEYS[1]); redis.call('HLEN', KEYS[4]); redis.call('LLEN', KEYS[5]) -- each key's type, before any write
+local policy_claims = true
 if active_tripped then
-  local need = tonumber(redis.call('GET', KEYS[2]))
-  if not need or need > 7 then
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[2]), '^(%d+) (%d+)$')
+  if not claim_minor or tonumber(claim_minor) > 7 or tonumber(settle_minor) > 7 then
     return redis.error_reply('EMQPOLICY set_policy policy needs a later minor')
   end
+  policy_claims = tonumber(claim_minor) <= 7
 end
 local paused = tonumber(string.match(ARGV[1], '^%-?%d+$'))
 local cap = tonumber(string.match(ARGV[2], '^%-?%d+$'))
@@ -10837,6 +11100,17 @@ if not cap or cap < -1 then
 end
 if not active_tripped and redis.call('EXISTS', KEYS[3]) == 1 then
   return redis.error_reply('ERR running holds jobs while the queue has no tripwire')
+end
+-- A script refused a command halfway keeps what it wrote before: every
+-- command this call may run is checked against the user's ACL first.
+for _, c in ipairs({
+  {'HSET', KEYS[4], 'paused', '1'}, {'HDEL', KEYS[4], 'paused'},
+  {'RENAME', KEYS[2], KEYS[3]}, {'RENAME', KEYS[3], KEYS[2]},
+  {'SET', KEYS[2], '7 7'}, {'DEL', KEYS[2]}, {'RPUSH', KEYS[5], '1'},
+}) do
+  if not redis.acl_check_cmd(unpack(c)) then
+    return redis.error_reply('ERR set_policy: this user may not run ' .. c[1] .. ' on the queue\'s keys, and set_policy writes nothing without it')
+  end
 end
 local before = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
 if paused == 1 then
@@ -10857,7 +11131,7 @@ if after[1] or after[2] then
     if redis.call('EXISTS', KEYS[2]) == 1 then
       redis.call('RENAME', KEYS[2], KEYS[3])
     end
-    redis.call('SET', KEYS[2], '7')
+    redis.call('SET', KEYS[2], '7 7')
   end
 elseif active_tripped then
   redis.call('DEL', KEYS[2])
@@ -10877,7 +11151,7 @@ end
 return {p, tonumber(after[2]) or 0, requires}
 `
 
-// SetPolicyCall runs the set_policy script: (2.7.0) Set or clear a queue's policies (pause, concurrency cap) and lay or lift its tripwire with them, in one call: when the queue's first policy is set, its active set is renamed to the running set and the active key takes the tripwire (the string 7), so that every script older than 2.7 fails WRONGTYPE on the queue; when its last policy is cleared, the running set is renamed back and the tripwire removed. Resuming, or raising or removing the cap, rings the doorbell when jobs are pending.
+// SetPolicyCall runs the set_policy script: (2.7.0) Set or clear a queue's policies (pause, concurrency cap) and lay or lift its tripwire with them, in one call: when the queue's first policy is set, its active set is renamed to the running set and the active key takes the tripwire (the string 7 7), so that every script older than 2.7 fails WRONGTYPE on the queue; when its last policy is cleared, the running set is renamed back and the tripwire removed. Resuming, or raising or removing the cap, rings the doorbell when jobs are pending.
 //
 //	KEYS[1] -> Pending: emq:{<queue>}:pending
 //	KEYS[2] -> Active: emq:{<queue>}:active
@@ -10890,7 +11164,7 @@ return {p, tonumber(after[2]) or 0, requires}
 //	  [1] paused (int): 1 while the queue is paused
 //	  [2] concurrency (int): the cap on the jobs leased at once; 0: none
 //	  [3] requires (int): the minor the tripwire names; 0: the queue has no policy and no tripwire
-//	Refusal: EMQPOLICY set_policy policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7, whose policies this script cannot keep; nothing is written
+//	Refusal: EMQPOLICY set_policy policy needs a later minor (ErrPolicy), when the queue's tripwire names a later minor than 7 to claim or to settle, or cannot be read, whose policies this script cannot keep; nothing is written
 type SetPolicyCall struct {
 	Pending     string // KEYS[1]: emq:{<queue>}:pending
 	Active      string // KEYS[2]: emq:{<queue>}:active
@@ -10973,7 +11247,8 @@ const luaQueuePolicy = `-- Code generated by emqgen. DO NOT EDIT.
 local active_at, active_tripped = KEYS[1], false; local active_type = redis.call('TYPE', KEYS[1])['ok']; if active_type == 'string' then active_at, active_tripped = KEYS[2], true; redis.call('ZCARD', KEYS[2]) elseif active_type ~= 'zset' and active_type ~= 'none' then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end; redis.call('HLEN', KEYS[3]) -- each key's type, before any write
 local requires = 0
 if active_tripped then
-  requires = tonumber(redis.call('GET', KEYS[1])) or 0
+  local claim_minor, settle_minor = string.match(redis.call('GET', KEYS[1]), '^(%d+) (%d+)$')
+  requires = math.max(tonumber(claim_minor) or 0, tonumber(settle_minor) or 0)
 end
 local pol = redis.call('HMGET', KEYS[3], 'paused', 'concurrency')
 local p = 0

@@ -14,6 +14,8 @@ echomq 2.5.0 adds deduplication by a caller's key (``push(id, p, dedup=DedupKey(
 of a job cancelled while it runs); echomq 2.6.0 adds job schedulers (``upsert_scheduler`` with a
 cron expression in a time zone, ``Cron``, or an interval; ``run_schedulers`` fires them from any
 number of processes, each slot once; ``schedulers``, ``list_schedulers``, ``next_runs``);
+echomq 2.7.0 adds queue policies (``pause``, ``resume``, ``set_concurrency``, ``policy``: a
+pause and a concurrency cap across every worker, behind a tripwire older clients fail on);
 ``run_probes(client)`` checks a live server against the
 manifest. Protocol facts (key grammar, states, wire classes, the script bundle) come from the
 generated layer, ``echomq._gen``, which ``go run ./cmd/emqgen gen`` writes from protocol.yaml.
@@ -55,6 +57,7 @@ from .errors import (
     ArgumentTypeError,
     BundleError,
     ConnectionError,
+    ConnectionWaitError,
     EmqConnectionError,
     EmqError,
     FenceError,
@@ -78,6 +81,7 @@ from .outputs import (
     Retention,
     SettleCounts,
 )
+from .policy import ACTIVE_TRIPWIRE_FLOOR, PolicyFloorError, QueuePolicy
 from .probe import ProbeResult, ProbeTranscript, run_probes
 from .queue import (
     PEEK_ATTEMPTS,
@@ -121,6 +125,7 @@ __version__ = "0.1.0"
 """The SDK's own version (pyproject.toml's), apart from the wire VERSION it speaks."""
 
 __all__ = [
+    "ACTIVE_TRIPWIRE_FLOOR",
     "BACKFILL_MAX",
     "BUNDLE_DIGEST",
     "CANCELLED",
@@ -153,6 +158,7 @@ __all__ = [
     "CodecError",
     "Completion",
     "ConnectionError",
+    "ConnectionWaitError",
     "Counter",
     "Counters",
     "Cron",
@@ -191,12 +197,14 @@ __all__ = [
     "PermanentError",
     "PlanEntry",
     "PlanRecord",
+    "PolicyFloorError",
     "ProbeResult",
     "ProbeTranscript",
     "Queue",
     "QueueEvent",
     "QueueKeys",
     "QueueNameError",
+    "QueuePolicy",
     "Retention",
     "Schedule",
     "SchedulerInfo",

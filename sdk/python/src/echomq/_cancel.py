@@ -19,6 +19,8 @@ import functools
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
+from .errors import ConnectionWaitError
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -44,7 +46,9 @@ async def honoured(aw: Awaitable[R]) -> R:
     except asyncio.CancelledError:
         raise
     except Exception as err:
-        if cancelling() > before:
+        # A call whose wait for the connection the caller's asyncio.timeout ended raises its
+        # ConnectionWaitError in the cancellation's stead (the Timeout takes it back as it exits).
+        if cancelling() > before and not (isinstance(err, ConnectionWaitError) and err.timed_out):
             raise asyncio.CancelledError() from err
         raise
     check_cancelled(before)

@@ -41,12 +41,13 @@ from typing import Any, ClassVar, cast
 from urllib.parse import unquote, urlsplit
 
 from redis.asyncio.cluster import ClusterNode, ClusterPipeline, RedisCluster
-from redis.asyncio.connection import AbstractConnection, DefaultParser
+from redis.asyncio.connection import AbstractConnection, Connection, DefaultParser
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import (
     AskError,
     ClusterDownError,
+    ClusterError,
     MovedError,
     NoScriptError,
     RedisClusterException,
@@ -55,12 +56,13 @@ from redis.exceptions import (
 )
 from redis.maint_notifications import MaintNotificationsConfig
 
+from ._deadline import CALL_BOUND, Bound
 from ._gen.keys import KEY_BUNDLE, KEY_VERSION
 from ._gen.protocol import VERSION, VERSION_RECORD
 from ._gen.scripts import BUNDLE_DIGEST, FenceCall, script_error
 from ._session import check_version_record
-from ._transport import TRANSPORT_ERRORS, TryAgainError
-from .errors import BundleError, ConnectionError, FenceError
+from ._transport import TRANSPORT_ERRORS, TryAgainError, UnsentError, unsent_connection_class
+from .errors import BundleError, ConnectionError, ConnectionWaitError, FenceError
 
 __all__ = ["DEFAULT_TRY_AGAIN_MS", "ClusterRedis", "cluster_redis", "first_fence"]
 
@@ -175,8 +177,13 @@ class ClusterRedis(RedisCluster):
         # RedisCluster.__init__ with a copy of the options: they get them too.
         extra: dict[str, Any] = {"redis_connect_func": self._on_connect, "parser_class": _Parser}
         self.connection_kwargs.update(extra)
+        # A node connection that cannot be opened fails its command before anything was
+        # written (an UnsentError): the call waits for the node within its deadline.
+        cls = unsent_connection_class(self.connection_kwargs.get("connection_class", Connection))
+        self.connection_kwargs["connection_class"] = cls
         for n in [*self.startup_nodes, *self.nodes_manager.startup_nodes.values()]:
             n.connection_kwargs.update(extra)
+            n.connection_class = cls
 
     # ------------------------------------------------------------ the fence
 
@@ -208,6 +215,16 @@ class ClusterRedis(RedisCluster):
                 t.add_done_callback(lambda f: f.cancelled() or f.exception())
                 self._fencing = t
             await asyncio.shield(t)
+
+    async def _ensure_unsent(self) -> None:
+        """_ensure before a command: a fence that failed in transport is the failure of a
+        command that was never sent (an UnsentError), whatever became of the fence script."""
+        try:
+            await self._ensure()
+        except UnsentError:
+            raise
+        except TRANSPORT_ERRORS as err:
+            raise UnsentError(f"the version fence before the command failed: {err}") from err
 
     async def _fence(self, g: int) -> None:
         try:
@@ -253,7 +270,7 @@ class ClusterRedis(RedisCluster):
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         """Fences first when needed (see ensure), then sends the command as RedisCluster does,
         again while the cluster answers TRYAGAIN (up to try_again_ms)."""
-        await self._ensure()
+        await self._ensure_unsent()
         if args and isinstance(args[0], bytes) and "target_nodes" not in kwargs:
             return await self._send_raw(*args, **kwargs)
         return await self._send(*args, **kwargs)
@@ -278,31 +295,63 @@ class ClusterRedis(RedisCluster):
         finally:
             _IN_COMMAND.reset(token)
 
+    def _until(self) -> tuple[float, Bound | None]:
+        """When a command sent now stops being resent after TRYAGAIN (a slot split by a
+        migration) or a run of redirections, in loop time: at the deadline of the SDK call it is
+        part of (the caller's asyncio.timeout, else the client's offline_wait, from the call's
+        start: one deadline for all the call's commands and resends), else try_again_ms from
+        now (a command of the caller's own through the client's redis)."""
+        b = CALL_BOUND.get()
+        if b is not None:
+            return b.until(), b
+        return asyncio.get_running_loop().time() + self.try_again_ms / 1000, None
+
     async def _send_again(self, *args: Any, **kwargs: Any) -> Any:
-        deadline = time.monotonic() + self.try_again_ms / 1000
+        until: float | None = None
+        bound: Bound | None = None
         n = 0
         while True:
             try:
                 return await super().execute_command(*args, **kwargs)
-            except _TryAgain as err:
-                # The slot is split by a migration and the command's keys are on both sides:
-                # nothing ran. The next MIGRATE batch, or the slot's settling, lets it through.
-                if args in _LEAVE_TRY_AGAIN.get():
-                    raise  # the caller does without it (_Pipeline.leave_try_again)
-                now = time.monotonic()
-                if self._closing or now >= deadline:
-                    ce = ConnectionError(
-                        f"the cluster answered TRYAGAIN for {self.try_again_ms} ms (a slot split "
-                        f"by a migration): {err}"
-                    )
-                    raise ce from err
-                await asyncio.sleep(min(_try_again_pause(n), deadline - now))
-                n += 1
             except _CLUSTER_STATE_ERRORS as err:
                 # CLUSTERDOWN (a primary failed, no replica took over yet), a slot unserved:
                 # decided before the command ran, and the layout may change under the client.
                 self._refence()
                 raise ConnectionError(f"the cluster is not serving the slot: {err}") from err
+            except (_TryAgain, ClusterError) as err:
+                if isinstance(err, ClusterError) and "TTL exhausted" not in str(err):
+                    raise
+                # TRYAGAIN: the slot is split by a migration and the command's keys are on
+                # both sides: nothing ran; the next MIGRATE batch, or the slot's settling, lets
+                # it through. TTL exhausted: redis-py followed MOVED and ASK answers 16 times
+                # without an answer of the command's (the slots moving meanwhile): nothing ran
+                # either. Each is resent after a backoff, until the call's deadline.
+                if isinstance(err, _TryAgain) and args in _LEAVE_TRY_AGAIN.get():
+                    raise  # the caller does without it (_Pipeline.leave_try_again)
+                if until is None:
+                    until, bound = self._until()
+                loop = asyncio.get_running_loop()
+                now = loop.time()
+                if self._closing or now >= until:
+                    what = (
+                        "TRYAGAIN (a slot split by a migration)"
+                        if isinstance(err, _TryAgain)
+                        else "redirections (MOVED, ASK) without an end"
+                    )
+                    if bound is not None:
+                        waited = now - bound.start
+                        ce: ConnectionError = ConnectionWaitError(
+                            f"the cluster answered {what} until the call's deadline (waited "
+                            f"{waited:.3f} s): {err}",
+                            waited,
+                        )
+                    else:
+                        ce = ConnectionError(
+                            f"the cluster answered {what} for {self.try_again_ms} ms: {err}"
+                        )
+                    raise ce from err
+                await asyncio.sleep(min(_try_again_pause(n), until - now))
+                n += 1
             except RedisClusterException as err:
                 # The cluster could not be discovered again (no startup node answers).
                 self._refence()
@@ -382,7 +431,7 @@ class _Pipeline(ClusterPipeline):
         leave, self._leave = self._leave, set()
         c = self._emq
         try:
-            await c._ensure()
+            await c._ensure_unsent()
         except BaseException:
             await self.reset()  # type: ignore[no-untyped-call]
             raise

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from ._deadline import CALL_BOUND, Bound, latest
 from ._gen.protocol import BACKOFF_INHERIT, Backoff
 from ._gen.scripts import (
     PUSH_ENQUEUED,
@@ -31,7 +32,7 @@ from ._gen.scripts import (
     ScriptExec,
     run_scripts,
 )
-from ._transport import TRANSPORT_ERRORS, as_connection_error, transient
+from ._transport import TRANSPORT_ERRORS, as_connection_error, transient, unsent
 from .errors import RESEND_ATTEMPTS, BundleError, FenceError
 from .metrics import Counter
 
@@ -138,7 +139,11 @@ def _pause(attempt: int) -> float:
 
 
 async def push_jobs(
-    q: Queue, jobs: Sequence[PushJob], max_batch: int, opts: AddOptions | None = None
+    q: Queue,
+    jobs: Sequence[PushJob],
+    max_batch: int,
+    opts: AddOptions | None = None,
+    bound: Bound | None = None,
 ) -> list[BatchResult]:
     """Admits jobs in push_many calls (add_many calls with opts) of up to max_batch jobs,
     pipelined, and returns per job
@@ -146,20 +151,39 @@ async def push_jobs(
     failed with (a transport failure as a ConnectionError). A call push_many refuses (any error
     reply) is replaced at once by one push call per job (nothing of the refused call was written).
     Calls that failed in transport are resent, whole, on a fresh fenced connection, up to
-    RESEND_ATTEMPTS attempts. A FenceError or BundleError met before anything was written is
-    raised.
+    RESEND_ATTEMPTS attempts; calls that were never sent (the server out of reach: see
+    _transport.unsent) are sent again once the connection is back, within bound (the deadline
+    of the call, or of the longest-waiting caller of a coalesced batch; then each job's error is
+    a ConnectionWaitError), and no resend starts past it. A FenceError or BundleError met before
+    anything was written is raised.
     """
+    # The cluster's TRYAGAIN resends of these calls stop at the same deadline.
+    token = CALL_BOUND.set(bound) if bound is not None else None
+    try:
+        return await _push_jobs(q, jobs, max_batch, opts, bound)
+    finally:
+        if token is not None:
+            CALL_BOUND.reset(token)
+
+
+async def _push_jobs(
+    q: Queue,
+    jobs: Sequence[PushJob],
+    max_batch: int,
+    opts: AddOptions | None,
+    bound: Bound | None,
+) -> list[BatchResult]:
     from .queue import BatchResult
 
     out: list[BatchResult] = [BatchResult(enqueued=False) for _ in jobs]
     todo = _chunks(jobs, max_batch)
     settled = 0
-    for attempt in range(RESEND_ATTEMPTS):
-        if not todo:
-            break
-        if attempt > 0:
-            await asyncio.sleep(_pause(attempt))
+    failed = 0  # rounds that failed in transport after something may have been written
+    waits = 0  # rounds whose failures were all of calls never sent
+    while todo:
         again: list[tuple[int, int]] = []
+        last: BaseException | None = None
+        written = False
         rnd = todo
         while rnd:
             try:
@@ -174,6 +198,8 @@ async def push_jobs(
                     for i in range(lo, hi):
                         out[i] = BatchResult(enqueued=False, error=ce)
                 again.extend(rnd)
+                last = err
+                written = written or not unsent(err)
                 break
             split: list[tuple[int, int]] = []
             for (lo, hi), r in zip(rnd, res, strict=True):
@@ -183,6 +209,8 @@ async def push_jobs(
                         for i in range(lo, hi):
                             out[i] = BatchResult(enqueued=False, error=ce)
                         again.append((lo, hi))
+                        last = r
+                        written = written or not unsent(r)
                     elif hi - lo == 1:
                         out[lo] = BatchResult(enqueued=False, error=r)
                         settled += 1
@@ -211,6 +239,29 @@ async def push_jobs(
                 settled += hi - lo
             rnd = split
         todo = again
+        if not todo or last is None:
+            break
+        if bound is not None and not written:
+            # Nothing of the round reached a server: wait for the connection, within bound.
+            waits += 1
+            if waits == 1:
+                q.client.logger.debug(
+                    "emq: the call was not sent (the server is out of reach); it waits for the "
+                    "connection (%.3f s left): %s",
+                    bound.left(),
+                    last,
+                )
+            if not await bound.wait_turn(waits):
+                ce = bound.gave_up(last)
+                for lo, hi in todo:
+                    for i in range(lo, hi):
+                        out[i] = BatchResult(enqueued=False, error=ce)
+                break
+            continue
+        failed += 1
+        if failed >= RESEND_ATTEMPTS or (bound is not None and bound.left() <= 0):
+            break
+        await asyncio.sleep(_pause(failed))
     q.client.metrics.add(Counter.ENQUEUED, q.name, sum(1 for x in out if x.enqueued))
     return out
 
@@ -218,11 +269,13 @@ async def push_jobs(
 class _Req:
     """One caller's push waiting in a Pusher."""
 
-    __slots__ = ("fut", "job")
+    __slots__ = ("bound", "fut", "job")
 
-    def __init__(self, job: PushJob, fut: asyncio.Future[BatchResult]) -> None:
+    def __init__(self, job: PushJob, fut: asyncio.Future[BatchResult], bound: Bound) -> None:
         self.job = job
         self.fut = fut
+        self.bound = bound
+        """The caller's deadline (its task and start), read by the batch should it not be sent."""
 
 
 class Pusher:
@@ -248,7 +301,7 @@ class Pusher:
         cancelled before its batch is sent is left out of it; one cancelled after that may or may
         not have had its job admitted."""
         loop = asyncio.get_running_loop()
-        r = _Req(job, loop.create_future())
+        r = _Req(job, loop.create_future(), self.q.client._bound())
         self.wait.append(r)
         if self.flying == 0 or len(self.wait) >= self.max_batch:
             self._start()
@@ -293,7 +346,13 @@ class Pusher:
         while batch:
             self.batches += 1
             try:
-                res = await push_jobs(self.q, [r.job for r in batch], self.max_batch, self.opts)
+                res = await push_jobs(
+                    self.q,
+                    [r.job for r in batch],
+                    self.max_batch,
+                    self.opts,
+                    latest([r.bound for r in batch]),
+                )
             except BaseException as err:
                 for r in batch:
                     if not r.fut.done():

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import NoScriptError
 
+from ._deadline import Bound
 from ._gen.keys import KEY_BUNDLE, KEY_VERSION
 from ._gen.protocol import (
     VERSION,
@@ -33,7 +34,7 @@ from ._gen.protocol import (
     VERSION_RECORD_PREFIX,
 )
 from ._gen.scripts import BUNDLE_DIGEST, FenceCall
-from ._transport import TRANSPORT_ERRORS, as_connection_error
+from ._transport import TRANSPORT_ERRORS, as_connection_error, unsent
 from .errors import RESEND_ATTEMPTS, BundleError, ConnectionError, FenceError
 
 T = TypeVar("T")
@@ -110,21 +111,38 @@ def _resend_pause(n: int) -> float:
     return d / 2 + random.random() * (d / 2)
 
 
-async def resend(logger: logging.Logger, attempt: Callable[[], Awaitable[T]]) -> T:
+async def resend(
+    logger: logging.Logger, attempt: Callable[[], Awaitable[T]], bound: Bound | None = None
+) -> T:
     """Runs attempt, one attempt of an idempotent call (which checks its arguments before it
-    sends anything), again while it fails in transport: up to RESEND_ATTEMPTS attempts, the
-    first resend at once and then after a doubling, jittered pause (10 ms up to 500 ms; about a
-    second in all). Each resend goes out on a connection the pool opens and fences afresh, so a
-    keyspace that came back foreign refuses it with a FenceError and nothing is written. Bound
-    the whole with ``asyncio.timeout``. The last error is raised, a transport failure as a
-    ConnectionError."""
+    sends anything), again while it fails in transport. An attempt that was never sent (see
+    _transport.unsent) is made again once the connection is back, within bound (the call's
+    deadline: see _deadline; past it a ConnectionWaitError). One that may have been written is
+    resent up to RESEND_ATTEMPTS attempts in all, the first resend at once and then after a
+    doubling, jittered pause (10 ms up to 500 ms; about a second), and never past bound. Each
+    resend goes out on a connection the pool opens and fences afresh, so a keyspace that came
+    back foreign refuses it with a FenceError and nothing is written. The last error is raised,
+    a transport failure as a ConnectionError."""
     n = 0
+    waits = 0
     while True:
         try:
             return await attempt()
         except TRANSPORT_ERRORS as err:
+            if bound is not None and unsent(err):
+                waits += 1
+                if waits == 1:
+                    logger.debug(
+                        "emq: the call was not sent (the server is out of reach); it waits for "
+                        "the connection (%.3f s left): %s",
+                        bound.left(),
+                        err,
+                    )
+                if not await bound.wait_turn_or_time_out(waits, err):
+                    raise bound.gave_up(err) from err
+                continue
             n += 1
-            if n >= RESEND_ATTEMPTS:
+            if n >= RESEND_ATTEMPTS or (bound is not None and bound.left() <= 0):
                 raise as_connection_error(err) from None
             logger.debug(
                 "emq: an idempotent call failed in transport; resending it (attempt %d): %s",
@@ -137,18 +155,36 @@ async def resend(logger: logging.Logger, attempt: Callable[[], Awaitable[T]]) ->
 async def once(
     attempt: Callable[[], Awaitable[T]],
     refence: Callable[[], Awaitable[FenceError | BundleError | None]],
+    bound: Bound | None = None,
+    logger: logging.Logger | None = None,
 ) -> T:
-    """Runs attempt, one attempt of a call that is never resent (it may or may not have run when
-    the connection failed). A transport failure raises a ConnectionError, after refence (which
-    opens and fences a fresh connection at once) ran, so that a keyspace that came back foreign
-    is reported by this very call (the ConnectionError's ``fence``)."""
-    try:
-        return await attempt()
-    except TRANSPORT_ERRORS as err:
-        ce = as_connection_error(err)
-        if isinstance(ce, ConnectionError):
-            ce.fence = await refence()
-        raise ce from None
+    """Runs attempt, one attempt of a call that is never resent once it may have run. An
+    attempt that was never sent (see _transport.unsent) is made again once the connection is
+    back, within bound (past it a ConnectionWaitError): nothing of it ran. Any other transport
+    failure raises a ConnectionError, after refence (which opens and fences a fresh connection
+    at once) ran, so that a keyspace that came back foreign is reported by this very call (the
+    ConnectionError's ``fence``)."""
+    waits = 0
+    while True:
+        try:
+            return await attempt()
+        except TRANSPORT_ERRORS as err:
+            if bound is not None and unsent(err):
+                waits += 1
+                if waits == 1 and logger is not None:
+                    logger.debug(
+                        "emq: the call was not sent (the server is out of reach); it waits for "
+                        "the connection (%.3f s left): %s",
+                        bound.left(),
+                        err,
+                    )
+                if not await bound.wait_turn_or_time_out(waits, err):
+                    raise bound.gave_up(err) from err
+                continue
+            ce = as_connection_error(err)
+            if isinstance(ce, ConnectionError):
+                ce.fence = await refence()
+            raise ce from None
 
 
 async def fence_on(conn: AbstractConnection) -> Any:

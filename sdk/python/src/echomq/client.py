@@ -26,7 +26,8 @@ from redis.exceptions import ResponseError
 from redis.maint_notifications import MaintNotificationsConfig
 
 from ._cancel import cancelling, check_cancelled, honour_cancel
-from ._cluster import DEFAULT_TRY_AGAIN_MS, cluster_redis, first_fence
+from ._cluster import DEFAULT_TRY_AGAIN_MS, ClusterRedis, cluster_redis, first_fence
+from ._deadline import CALL_BOUND, Bound
 from ._duration import Duration, duration_ms
 from ._gen.ids import MAX_NODE, IdGenerator
 from ._gen.keys import KEY_LOCKS, lock_node
@@ -53,7 +54,7 @@ from ._session import (
     once,
     resend,
 )
-from ._transport import TRANSPORT_ERRORS, as_connection_error
+from ._transport import TRANSPORT_ERRORS, as_connection_error, unsent_connection_class
 from .codec import Codec, TypedQueue
 from .errors import (
     ArgumentError,
@@ -69,6 +70,7 @@ from .queue import PAYLOAD_PARAM, PAYLOAD_TYPES, Queue
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD",
+    "DEFAULT_OFFLINE_WAIT_MS",
     "Client",
     "Verdict",
     "check_version_record",
@@ -82,6 +84,10 @@ T = TypeVar("T")
 
 DEFAULT_MAX_PAYLOAD: Final = 512 * 1024 * 1024
 """Redis's default proto-max-bulk-len, the payload cap when the server's cannot be read."""
+
+DEFAULT_OFFLINE_WAIT_MS: Final = 5000
+"""How long a call that was never sent waits for the connection by default, in milliseconds
+(connect's offline_wait_ms; TypeScript's offlineWaitMs default)."""
 
 _SAFE_POLICIES: Final = frozenset(
     {"noeviction", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"}
@@ -104,6 +110,8 @@ async def connect(
     push_linger: Duration | None = None,
     cluster: bool = False,
     events_max: int = DEFAULT_EVENTS_MAX,
+    offline_wait_ms: int = DEFAULT_OFFLINE_WAIT_MS,
+    offline_wait: Duration | None = None,
     **redis_options: Any,
 ) -> Client:
     """Opens a client and fences the keyspace.
@@ -131,6 +139,18 @@ async def connect(
     client's calls that write it (Queue.revive, fail, report_progress, ...; its workers' default):
     DEFAULT_EVENTS_MAX; 0 writes no events.
 
+    ``offline_wait_ms`` (or ``offline_wait`` in seconds or a timedelta) is how long a call
+    that was never sent waits for the connection when the caller gives it no deadline: a call
+    made while the server is out of reach (the connection refused, the server restarting or
+    loading its dataset) is sent once the connection is back and fenced, whatever the call is
+    (claim and complete too: nothing of it ran). The caller's ``asyncio.timeout`` around the
+    call bounds that wait instead, shorter or longer. Past the deadline the call raises a
+    ConnectionWaitError (a ConnectionError and a TimeoutError). Default
+    DEFAULT_OFFLINE_WAIT_MS (5 s, TypeScript's offlineWaitMs); 0 fails such a call at once.
+    The whole call shares that deadline: its resends after a failure in transport, and on a
+    cluster its TRYAGAIN resends, stop at it. connect itself does not wait: a server out of
+    reach at connect raises a ConnectionError.
+
     ``cluster=True`` opens the client on a Redis Cluster discovered from the node at ``url``:
     ``connect_cluster([url], ...)`` (see there; it takes several startup nodes).
     """
@@ -138,6 +158,8 @@ async def connect(
         node_lease_ms = duration_ms("node_lease", node_lease)
     if push_linger is not None:
         push_linger_ms = duration_ms("push_linger", push_linger, allow_zero=True)
+    if offline_wait is not None:
+        offline_wait_ms = duration_ms("offline_wait", offline_wait, allow_zero=True)
     if cluster:
         return await connect_cluster(
             [url],
@@ -150,6 +172,7 @@ async def connect(
             push_max_batch=push_max_batch,
             metrics=metrics,
             events_max=events_max,
+            offline_wait_ms=offline_wait_ms,
             **redis_options,
         )
     for k in ("decode_responses", "retry", "redis_connect_func", "connection_pool"):
@@ -164,6 +187,7 @@ async def connect(
         push_max_batch=push_max_batch,
         metrics=metrics,
         events_max=events_max,
+        offline_wait_ms=offline_wait_ms,
     )
     # redis-py 8 skips its check of a pooled connection's state before a command ("has the
     # server closed it?") while maintenance notifications are enabled, which they are by default
@@ -178,6 +202,10 @@ async def connect(
         redis_connect_func=c._on_connect,
         **redis_options,
     )
+    # A connection that cannot be opened fails its command before anything was written: the
+    # pool's connections say so (an UnsentError), and the call waits for the server.
+    pool = c.redis.connection_pool
+    pool.connection_class = unsent_connection_class(pool.connection_class)
 
     async def first() -> None:
         await c.redis.ping()  # opens the first connection: the fence runs on it
@@ -198,6 +226,8 @@ async def connect_cluster(
     metrics: Metrics | None = None,
     try_again_ms: int = DEFAULT_TRY_AGAIN_MS,
     events_max: int = DEFAULT_EVENTS_MAX,
+    offline_wait_ms: int = DEFAULT_OFFLINE_WAIT_MS,
+    offline_wait: Duration | None = None,
     **redis_options: Any,
 ) -> Client:
     """Opens a client on a Redis Cluster and fences the keyspace, as connect() does on one server.
@@ -207,14 +237,21 @@ async def connect_cluster(
     discovery survives a node that is down. The fence and the node lease run on the node serving
     the reserve's slot; each queue's calls on the node serving the queue's. The keyspace is fenced
     again before the first command after a node connection opened or a call failed in transport.
-    A command the cluster answers TRYAGAIN (a slot split by a migration) is resent for up to
-    ``try_again_ms``, then raises a ConnectionError. ``redis_options`` go to
+    A command the cluster answers TRYAGAIN (a slot split by a migration: nothing ran), or that
+    meets MOVED and ASK answers for longer than redis-py follows them, is resent after a backoff
+    (2 ms doubling up to 50 ms) until the deadline of the call it is part of: the caller's
+    ``asyncio.timeout``, else ``offline_wait`` from the call's start (see connect), one deadline
+    for every command and resend of the call. Then it raises a ConnectionWaitError (a
+    ConnectionError). ``try_again_ms`` bounds it instead for the commands of your own sent
+    through ``client.redis`` (default DEFAULT_TRY_AGAIN_MS). ``redis_options`` go to
     ``redis.asyncio.cluster.RedisCluster`` (password, ssl options, socket_timeout,
     max_connections, ...), except that the client always reads bytes and never lets redis-py
     resend a command after a failure of transport. The other options are connect()'s.
 
     Returns a Client whose ``redis`` is a ClusterRedis.
     """
+    if offline_wait is not None:
+        offline_wait_ms = duration_ms("offline_wait", offline_wait, allow_zero=True)
     c = Client(
         logger=logger or log,
         node_lease_ms=node_lease_ms,
@@ -224,6 +261,7 @@ async def connect_cluster(
         push_max_batch=push_max_batch,
         metrics=metrics,
         events_max=events_max,
+        offline_wait_ms=offline_wait_ms,
     )
     rc = cluster_redis(
         startup_nodes,
@@ -288,7 +326,15 @@ class Client:
         push_max_batch: int = DEFAULT_PUSH_MAX_BATCH,
         metrics: Metrics | None = None,
         events_max: int = DEFAULT_EVENTS_MAX,
+        offline_wait_ms: int = DEFAULT_OFFLINE_WAIT_MS,
     ) -> None:
+        if isinstance(offline_wait_ms, bool) or not isinstance(offline_wait_ms, int | float):
+            raise ArgumentTypeError("offline_wait_ms", "an int of milliseconds", offline_wait_ms)
+        if offline_wait_ms < 0:
+            raise ArgumentError(f"offline wait {offline_wait_ms!r} ms is negative")
+        self.offline_wait_s = offline_wait_ms / 1000
+        """How long a call that was never sent waits for the connection, in seconds, when the
+        caller gives it no deadline (connect's offline_wait)."""
         if isinstance(events_max, bool) or not isinstance(events_max, int):
             raise ArgumentTypeError("events_max", "an int", events_max)
         if events_max < 0:
@@ -377,18 +423,36 @@ class Client:
 
     # ------------------------------------------------------------ calls
 
+    def _bound(self) -> Bound:
+        """The deadline of a call starting now (see _deadline): the caller's asyncio.timeout, else
+        offline_wait from now; the call under way's when this one is part of it."""
+        b = CALL_BOUND.get()
+        return b if b is not None else Bound(self.offline_wait_s)
+
     @honour_cancel
     async def _resend(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        """Runs attempt, one attempt of an idempotent call, again while it fails in transport
-        (see _session.resend)."""
-        return await resend(self.logger, attempt)
+        """Runs attempt, one attempt of an idempotent call, again while it fails in transport,
+        within the call's deadline (see _session.resend)."""
+        b = self._bound()
+        token = CALL_BOUND.set(b)
+        try:
+            return await resend(self.logger, attempt, b)
+        finally:
+            CALL_BOUND.reset(token)
 
     @honour_cancel
     async def _once(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        """Runs attempt, one attempt of a call that is never resent; a transport failure raises a
-        ConnectionError, and the client then opens and fences a fresh connection at once, so that
-        a keyspace that came back foreign is reported by this very call (see _session.once)."""
-        return await once(attempt, self._refence)
+        """Runs attempt, one attempt of a call that is never resent once it may have run (one that
+        was never sent waits for the connection within the call's deadline); a transport failure
+        raises a ConnectionError, and the client then opens and fences a fresh connection at once,
+        so that a keyspace that came back foreign is reported by this very call (see
+        _session.once)."""
+        b = self._bound()
+        token = CALL_BOUND.set(b)
+        try:
+            return await once(attempt, self._refence, b, self.logger)
+        finally:
+            CALL_BOUND.reset(token)
 
     async def _refence(self) -> FenceError | BundleError | None:
         # Other pooled connections may be stale too: each fails at once, until one is replaced.
@@ -452,25 +516,52 @@ class Client:
 
     async def _read_server_config(self) -> None:
         """Reads what the server's configuration means for jobs: a policy that may evict keys
-        without a TTL is warned about, and the payload cap is lowered to proto-max-bulk-len."""
-        try:
-            m: Any = await self.redis.config_get("maxmemory-policy", "proto-max-bulk-len")
-        except ResponseError as err:
-            self.logger.debug("emq: cannot read the server's configuration: %s", err)
-            return
-        policy = m.get(b"maxmemory-policy", b"").decode()
-        if policy and policy not in _SAFE_POLICIES:
-            self.logger.warning(
-                "emq: the server may evict keys without a TTL, and so lose jobs; set "
-                "maxmemory-policy to noeviction (it is %s)",
-                policy,
-            )
-        try:
-            bulk = int(m.get(b"proto-max-bulk-len", b"0"))
-        except ValueError:
-            bulk = 0
-        if 0 < bulk < self._max_payload:
-            self._max_payload = bulk
+        without a TTL is warned about, and the payload cap is lowered to proto-max-bulk-len. On
+        a cluster it is read from every node the client discovered, primaries and replicas
+        (CONFIG GET answers for the node it is sent to, and each node has its own): a node with
+        an evicting policy is warned about by name (a replica's matters once it is promoted),
+        and the cap is the lowest node's, since a job may land on any primary (a queue's slot
+        moves) and be replicated to any replica. A node that joins the cluster later is not
+        read."""
+        rc = self.redis
+        if isinstance(rc, ClusterRedis):
+            nodes: list[Any] = list(rc.get_nodes())
+        else:
+            nodes = [None]
+        for node in nodes:
+            try:
+                if node is None:
+                    m: Any = await rc.config_get("maxmemory-policy", "proto-max-bulk-len")
+                else:
+                    m = await rc.config_get(
+                        "maxmemory-policy", "proto-max-bulk-len", target_nodes=node
+                    )
+            except ResponseError as err:
+                self.logger.debug("emq: cannot read the server's configuration: %s", err)
+                continue
+            where = "" if node is None else f" on node {node.name}"
+            # Bytes from one server; text from a cluster node (redis-py's cluster client
+            # decodes CONFIG GET's reply itself).
+            got = {
+                (k.decode() if isinstance(k, bytes) else str(k)): (
+                    v.decode() if isinstance(v, bytes) else str(v)
+                )
+                for k, v in dict(m).items()
+            }
+            policy = got.get("maxmemory-policy", "")
+            if policy and policy not in _SAFE_POLICIES:
+                self.logger.warning(
+                    "emq: the server may evict keys without a TTL, and so lose jobs; set "
+                    "maxmemory-policy to noeviction (it is %s%s)",
+                    policy,
+                    where,
+                )
+            try:
+                bulk = int(got.get("proto-max-bulk-len", "0"))
+            except ValueError:
+                bulk = 0
+            if 0 < bulk < self._max_payload:
+                self._max_payload = bulk
 
     def _fix_node(self, node: int) -> None:
         self._gen = IdGenerator(node)

@@ -20,11 +20,14 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, overloa
 from ._cancel import honour_cancel
 from ._deprecation import deprecated
 from ._duration import Duration
-from ._gen.protocol import SetName
+from ._gen.protocol import Missed, SetName
+from .dedup import DedupKey, DedupResult
 from .errors import ArgumentTypeError
 from .failures import FailedAttempt
 from .outputs import BackoffPolicy
+from .policy import QueuePolicy
 from .queue import BatchResult, Job, JobInfo, NewJob, Page, Queue, failures_repr, ms_repr
+from .schedulers import DEFAULT_MISSED, UpsertResult
 
 if TYPE_CHECKING:
     import datetime
@@ -283,6 +286,30 @@ class TypedQueue(Generic[T]):
             value=self.codec.decode(job.payload),
         )
 
+    @overload
+    async def push(
+        self,
+        id: str,
+        value: T,
+        *,
+        delay: Duration | None = None,
+        attempts: int | None = None,
+        backoff: BackoffPolicy | None = None,
+        dedup: None = None,
+        events_max: int | None = None,
+    ) -> bool: ...
+    @overload
+    async def push(
+        self,
+        id: str,
+        value: T,
+        *,
+        delay: Duration | None = None,
+        attempts: int | None = None,
+        backoff: BackoffPolicy | None = None,
+        dedup: DedupKey,
+        events_max: int | None = None,
+    ) -> DedupResult: ...
     @honour_cancel
     async def push(
         self,
@@ -292,10 +319,64 @@ class TypedQueue(Generic[T]):
         delay: Duration | None = None,
         attempts: int | None = None,
         backoff: BackoffPolicy | None = None,
-    ) -> bool:
-        """Queue.push with the value encoded (and its options: delay, attempts, backoff)."""
+        dedup: DedupKey | None = None,
+        events_max: int | None = None,
+    ) -> bool | DedupResult:
+        """Queue.push with the value encoded (and its options: delay, attempts, backoff). With
+        ``dedup`` (a DedupKey, echomq 2.5.0) it is Queue.push's deduplicated push: the job is
+        admitted under the key, a replacement takes the encoded value as its payload, and it
+        returns the DedupResult (``events_max`` as there). A value the codec refuses raises a
+        CodecError and nothing is sent."""
+        payload = self.encode(value)
+        if dedup is not None:
+            return await self.raw.push(
+                id,
+                payload,
+                delay=delay,
+                attempts=attempts,
+                backoff=backoff,
+                dedup=dedup,
+                events_max=events_max,
+            )
         return await self.raw.push(
-            id, self.encode(value), delay=delay, attempts=attempts, backoff=backoff
+            id, payload, delay=delay, attempts=attempts, backoff=backoff, events_max=events_max
+        )
+
+    @honour_cancel
+    async def upsert_scheduler(
+        self,
+        scheduler: str,
+        value: T,
+        *,
+        cron: str | None = None,
+        tz: str = "",
+        every: Duration | None = None,
+        every_ms: int | None = None,
+        start: datetime.datetime | None = None,
+        start_ms: int | None = None,
+        missed: Missed = DEFAULT_MISSED,
+        backfill: int = 0,
+        grace: Duration | None = None,
+        grace_ms: int | None = None,
+    ) -> UpsertResult:
+        """Queue.upsert_scheduler (echomq 2.6.0) whose runs' payload is value encoded: its
+        encoding is the template, in which each firing replaces ``{scheduler}``, ``{slot}`` and
+        ``{until}`` (so a JSON codec's value may carry them in its strings), and the runs decode
+        as values of the queue's type. A value the codec refuses raises a CodecError and nothing
+        is sent; the rest is Queue.upsert_scheduler's (TypeScript's TypedQueue.upsertScheduler)."""
+        return await self.raw.upsert_scheduler(
+            scheduler,
+            cron=cron,
+            tz=tz,
+            every=every,
+            every_ms=every_ms,
+            start=start,
+            start_ms=start_ms,
+            missed=missed,
+            backfill=backfill,
+            grace=grace,
+            grace_ms=grace_ms,
+            template=self.encode(value),
         )
 
     @honour_cancel
@@ -418,3 +499,23 @@ class TypedQueue(Generic[T]):
     async def purge(self, id: str) -> bool:
         """Queue.purge."""
         return await self.raw.purge(id)
+
+    @honour_cancel
+    async def pause(self, *, force: bool = False) -> QueuePolicy:
+        """Queue.pause (echomq 2.7.0)."""
+        return await self.raw.pause(force=force)
+
+    @honour_cancel
+    async def resume(self) -> QueuePolicy:
+        """Queue.resume (echomq 2.7.0)."""
+        return await self.raw.resume()
+
+    @honour_cancel
+    async def set_concurrency(self, concurrency: int, *, force: bool = False) -> QueuePolicy:
+        """Queue.set_concurrency (echomq 2.7.0)."""
+        return await self.raw.set_concurrency(concurrency, force=force)
+
+    @honour_cancel
+    async def policy(self) -> QueuePolicy:
+        """Queue.policy (echomq 2.7.0)."""
+        return await self.raw.policy()

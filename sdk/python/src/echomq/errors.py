@@ -23,6 +23,7 @@ __all__ = [
     "ArgumentTypeError",
     "BundleError",
     "ConnectionError",
+    "ConnectionWaitError",
     "EmqConnectionError",
     "EmqError",
     "FenceError",
@@ -141,6 +142,28 @@ class EmqConnectionError(ConnectionError):
     """The ConnectionError the SDK raises, under a name that does not shadow the builtin
     ``ConnectionError`` (``from echomq import EmqConnectionError``). ``echomq.ConnectionError`` is
     its base and names the same failures: ``except echomq.ConnectionError`` catches it still."""
+
+
+class ConnectionWaitError(EmqConnectionError, builtins.TimeoutError):
+    """A call that was never sent: the server could not be reached (the connection was refused,
+    the server was restarting, or still loading its dataset) and was not back within the call's
+    deadline, which the call waited out. Nothing of the call ran, whatever the call is (claim and
+    complete too), so it may be made again.
+
+    The deadline is the caller's ``asyncio.timeout`` around the call when there is one (the call
+    gives up a hair before it, so that it is this error the caller sees rather than the bare
+    TimeoutError of ``asyncio.timeout``; on a loop late by more than that hair it may be that
+    one), else the client's ``offline_wait`` from the call's start (see connect). It is a
+    ConnectionError (``code`` ECONNECTION, retryable) and a builtin TimeoutError;
+    ``__cause__`` is the last failure to send the call."""
+
+    def __init__(self, message: str, waited_s: float) -> None:
+        super().__init__(message)
+        self.waited_s = waited_s
+        """How long the call waited for the connection, in seconds."""
+        self.timed_out = False
+        """Whether the caller's asyncio.timeout expired during the wait (the error then stands
+        for the TimeoutError asyncio.timeout would raise)."""
 
 
 class NoNodeError(EmqError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import datetime
+import inspect
 import logging
 import math
 import re
@@ -12,15 +13,16 @@ import secrets
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar, overload
 
+from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, ResponseError
 
 from ._cancel import honour_cancel, honoured
 from ._deprecation import deprecated
 from ._duration import Duration, duration_ms, pick_ms
 from ._gen.ids import parse_id
-from ._gen.keys import QueueKeys
+from ._gen.keys import ACTIVE_TRIPWIRE_TYPE, KEY_BUNDLE, QueueKeys
 from ._gen.protocol import (
     ADMISSION_DEFERRED,
     BACKOFF_FIXED,
@@ -31,6 +33,7 @@ from ._gen.protocol import (
     FIELD_TOKEN,
     FIRING_ADVANCED,
     FIRING_FIRED,
+    SET_ACTIVE,
     SET_PENDING,
     SETS,
     Dedup,
@@ -49,27 +52,27 @@ from ._gen.scripts import (
     PURGE_PURGED,
     PUSH_ENQUEUED,
     REVIVE_RECORDED_REVIVED,
-    AddDedupCall,
-    AddDedupEntry,
+    AddDedupPolicyCall,
+    AddDedupPolicyEntry,
     AddManyCall,
-    BuryCall,
     BuryFailedCall,
-    CancelIdsCall,
+    BuryPolicyCall,
+    CancelPolicyIdsCall,
     ClaimCall,
-    ClaimIdsCall,
+    ClaimPolicyIdsCall,
     CompleteCall,
     CompleteClaimIdsCall,
-    CompleteResultClaimIdsCall,
+    CompletePolicyIdsCall,
     CountersCall,
-    DedupEntriesCall,
+    DedupPolicyEntriesCall,
     DueSchedulersCall,
     DueSchedulersReply,
     EnqueueAtCall,
     EnqueueCall,
     EventsCall,
     EventsReply,
-    ExtendCall,
-    FailCall,
+    ExtendPolicyCall,
+    FailPolicyCall,
     FailuresCall,
     FireSchedulersCall,
     FireSchedulersEntry,
@@ -87,21 +90,24 @@ from ._gen.scripts import (
     PushCall,
     PushManyCall,
     PushManyEntry,
+    QueuePolicyCall,
     ReapCall,
     ReapFailedIdsCall,
     ReapIdsCall,
-    ReapRecordedIdsCall,
+    ReapPolicyIdsCall,
     RemoveSchedulersCall,
-    ReplaceDedupCall,
+    ReplaceDedupPolicyCall,
     ReplyShapeError,
-    RetryCall,
     RetryFailedCall,
+    RetryPolicyCall,
     ReviveRecordedCall,
     RingCall,
     SchedulerEntriesCall,
     SchedulerEntriesReply,
+    Script,
     ScriptExec,
-    SweepDedupCall,
+    SetPolicyCall,
+    SweepDedupPolicyCall,
     UpsertSchedulerCall,
     pipe_script,
     run_script,
@@ -143,6 +149,13 @@ from .outputs import (
     SettleCounts,
     encode_value,
 )
+from .policy import (
+    PolicyFloorError,
+    QueuePolicy,
+    below_floor,
+    is_wrongtype,
+    legacy_policy_error,
+)
 from .schedulers import (
     DEFAULT_GRACE_MS,
     DEFAULT_MISSED,
@@ -174,6 +187,18 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class _LegacyCall(Protocol[T_co]):
+    """A generated call of a script older than 2.7 that declares the active key."""
+
+    SCRIPT: ClassVar[Script]
+
+    def run(self, r: Redis) -> Awaitable[T_co]: ...
+
 
 Payload = bytes | str
 """A job's payload as given: bytes, or text (sent as UTF-8)."""
@@ -457,7 +482,17 @@ def _jobs(rs: Sequence[Any]) -> list[Job]:
 
 
 class Queue:
-    """A handle on one queue of a fenced keyspace. Use ``client.queue(name)``."""
+    """A handle on one queue of a fenced keyspace. Use ``client.queue(name)``.
+
+    echomq 2.7.0: claim_ids (and claim_many), complete_result_claim_ids, fail,
+    reap_recorded_ids, extend, cancel_ids, add_dedup, replace_dedup, dedup_entries and
+    sweep_dedup (and the calls made of them: push with a DedupKey, cancel_key, the Worker) run
+    the 2.7 twins of their scripts, which serve a queue in either layout and honour its policy
+    (pause, set_concurrency). The calls of older scripts that lease or settle (claim, complete,
+    complete_claim_ids, retry, bury, retry_failed, bury_failed, reap_ids, reap_failed_ids, reap)
+    raise a PolicyError on a queue with a policy, which their scripts cannot honour: the server
+    refused them before any write. Inspection (size, sizes, head, browse, page, get) reads the
+    leased jobs in either layout."""
 
     def __init__(self, client: Client, name: str) -> None:
         """A malformed name raises a QueueNameError before anything is sent."""
@@ -483,6 +518,49 @@ class Queue:
         if not isinstance(id, str):
             raise ArgumentTypeError("id", "a str (an id from client.mint())", id)
         return self.keys.row(id)
+
+    async def _tripped_now(self) -> bool:
+        """Whether the queue's active key holds the tripwire of a policy (echomq 2.7.0: its leased
+        jobs are in the running set): one TYPE, not resent (for inside an attempt)."""
+        t = await self.client.redis.type(self.keys.active)
+        return _text(t) == ACTIVE_TRIPWIRE_TYPE
+
+    async def _tripped(self) -> bool:
+        """_tripped_now, resent across a reconnect."""
+        return await self.client._resend(self._tripped_now)
+
+    async def _legacy(self, script: str, use: str, call: Callable[[], Awaitable[T]]) -> T:
+        """call, a call of a script older than 2.7 that declares the active key; its WRONGTYPE
+        refusal raises a PolicyError naming the queue and the 2.7 call to use when the queue's
+        active key holds the tripwire of a policy (nothing was written: the script reads every
+        key before it writes). Any other WRONGTYPE is raised as it is."""
+        try:
+            return await call()
+        except ResponseError as err:
+            if not is_wrongtype(err) or not await self._tripped():
+                raise
+            raise legacy_policy_error(self.name, script, use) from err
+
+    async def _once_legacy(self, call: _LegacyCall[T], use: str) -> T:
+        """call, run once (never resent), as _legacy: a call of a script older than 2.7 that
+        cannot honour a policy; use names the call to make instead."""
+        r = self.client.redis
+        return await self._legacy(
+            call.SCRIPT.name, use, lambda: self.client._once(lambda: call.run(r))
+        )
+
+    async def _leased(self, key: str, read: Callable[[str], Awaitable[T]]) -> T:
+        """read(key), a read of one of the queue's sets; when key is the active set's and the
+        queue has a policy (WRONGTYPE on the tripwire, echomq 2.7.0), read(running): the leased
+        jobs are there. For inside an attempt: nothing is resent."""
+        if key != self.keys.active:
+            return await read(key)
+        try:
+            return await read(key)
+        except ResponseError as err:
+            if not is_wrongtype(err) or not await self._tripped_now():
+                raise
+        return await read(self.keys.running)
 
     def _counted(self, enqueued: bool) -> bool:
         """Counts an admitted job in the client's metrics; returns enqueued."""
@@ -648,9 +726,10 @@ class Queue:
         """The replace_dedup call of job under key, expecting to replace target."""
         k = self.keys
         mode, ttl_ms, hold = policy
-        return ReplaceDedupCall(
+        return ReplaceDedupPolicyCall(
             pending=k.pending,
             active=k.active,
+            running=k.running,
             schedule=k.schedule,
             dead=k.dead,
             results=k.results,
@@ -685,9 +764,10 @@ class Queue:
         """The add_dedup call of jobs under keys (b"": none)."""
         k = self.keys
         mode, ttl_ms, hold = policy
-        return AddDedupCall(
+        return AddDedupPolicyCall(
             pending=k.pending,
             active=k.active,
+            running=k.running,
             schedule=k.schedule,
             dead=k.dead,
             results=k.results,
@@ -704,7 +784,7 @@ class Queue:
             backoff_ms=opts.backoff_ms,
             backoff_max_ms=opts.backoff_max_ms,
             entries=[
-                AddDedupEntry(id=j.id, payload=j.payload, dedup_key=key)
+                AddDedupPolicyEntry(id=j.id, payload=j.payload, dedup_key=key)
                 for j, key in zip(jobs, keys, strict=True)
             ],
         ).exec()
@@ -725,7 +805,7 @@ class Queue:
             x = self._replace_exec(job, key, target, policy, opts, events_max)
 
             async def attempt(x: ScriptExec = x) -> DedupResult:
-                r = ReplaceDedupCall.decode(await _run(c, x))
+                r = ReplaceDedupPolicyCall.decode(await _run(c, x))
                 return DedupResult(outcome=r.outcome, id=r.id, run_at_ms=r.run_at_ms or None)
 
             res = await c._resend(attempt)
@@ -769,13 +849,13 @@ class Queue:
                 x = self._add_dedup_exec([pj[i] for i in part], keys, policy, opts)
 
                 async def attempt(x: ScriptExec = x) -> list[Any]:
-                    return AddDedupCall.decode(await _run(c, x))
+                    return AddDedupPolicyCall.decode(await _run(c, x))
 
                 try:
                     recs = await c._resend(attempt)
                     if len(recs) != len(part):
                         raise ValueError(
-                            f"emq: {AddDedupCall.SCRIPT.name}: {len(recs)} records for "
+                            f"emq: {AddDedupPolicyCall.SCRIPT.name}: {len(recs)} records for "
                             f"{len(part)} jobs"
                         )
                 except Exception as err:
@@ -839,7 +919,7 @@ class Queue:
         dedups = [j.dedup for j in jobs]
         if any(d is not None for d in dedups):
             return await self._push_batch_dedup(pj, dedups, opts or AddOptions())
-        return await push_jobs(self, pj, self.client.push_max_batch, opts)
+        return await push_jobs(self, pj, self.client.push_max_batch, opts, self.client._bound())
 
     @honour_cancel
     async def push_many(self, jobs: Sequence[NewJob]) -> list[bool]:
@@ -961,7 +1041,7 @@ class Queue:
             prefix=self.keys.row_prefix,
             lease_ms=lease_ms,
         )
-        r = await self.client._once(lambda: call.run(self.client.redis))
+        r = await self._once_legacy(call, "claim_many (claim_policy_ids)")
         if r is None:
             return None
         return Job(id=r.id, token=r.token, payload=r.payload, deadline_ms=r.deadline_ms)
@@ -974,8 +1054,11 @@ class Queue:
         key = self._set_key(s)
         _positive("count", n)
 
+        r = self.client.redis
+
         async def attempt() -> list[str]:
-            return [_text(m) for m in await self.client.redis.zrange(key, 0, n - 1)]
+            got = await self._leased(key, lambda k: r.zrange(k, 0, n - 1))
+            return [_text(m) for m in got]
 
         return await self.client._resend(attempt)
 
@@ -983,11 +1066,18 @@ class Queue:
         """The ids among the first n of the scored set at key whose score has come on the server's
         clock (ZRANGE with scores and TIME in one round trip)."""
 
-        async def attempt() -> list[str]:
+        async def read(k: str) -> list[Any]:
             async with self.client.redis.pipeline(transaction=False) as pipe:
-                pipe.zrange(key, 0, n - 1, withscores=True)
+                pipe.zrange(k, 0, n - 1, withscores=True)
                 pipe.time()
-                res: list[Any] = await pipe.execute()
+                res: list[Any] = await pipe.execute(raise_on_error=False)
+            for v in res:
+                if isinstance(v, BaseException):
+                    raise v  # as the server said it (WRONGTYPE on the tripwire: see _leased)
+            return res
+
+        async def attempt() -> list[str]:
+            res = await self._leased(key, read)
             sec, usec = res[1]
             now = int(sec) * 1000 + int(usec) // 1000
             return [_text(m) for m, sc in res[0] if float(sc) <= now]
@@ -1042,7 +1132,9 @@ class Queue:
     ) -> list[Job]:
         """Leases exactly the given ids that are still pending, for lease_ms (or ``lease``), in
         the order given
-        (claim_ids, which declares every key it touches); ids no longer pending are skipped. It
+        (claim_policy_ids, echomq 2.7.0: claim_ids in either layout, leasing nothing while the
+        queue is paused and at most its cap less the jobs leased; it declares every key it
+        touches); ids no longer pending are skipped. It
         rings the doorbell again when jobs remain. Malformed ids raise an IdError before anything
         is sent; no ids send nothing. Never resent: a lease may have been granted."""
         lease_ms = pick_ms("lease_ms", lease_ms, "lease", lease)
@@ -1050,9 +1142,11 @@ class Queue:
         rows = [self._row(i) for i in _ids(ids)]
         if not rows:
             return []
-        call = ClaimIdsCall(
+        call = ClaimPolicyIdsCall(
             pending=self.keys.pending,
             active=self.keys.active,
+            running=self.keys.running,
+            policy=self.keys.policy,
             wake=self.keys.wake,
             rows=rows,
             lease_ms=lease_ms,
@@ -1137,7 +1231,9 @@ class Queue:
             lease_ms=lease_ms,
             ids=list(ids),
         )
-        return _jobs(await self.client._once(lambda: call.run(self.client.redis)))
+        return _jobs(
+            await self._once_legacy(call, "complete_result_claim_ids (complete_policy_ids)")
+        )
 
     @overload
     async def extend(self, id: str, token: int, lease_ms: int) -> int: ...
@@ -1160,7 +1256,14 @@ class Queue:
         _int("token", token)
         lease_ms = pick_ms("lease_ms", lease_ms, "lease", lease)
         _positive("lease", lease_ms)
-        call = ExtendCall(active=self.keys.active, row=row, id=id, token=token, lease_ms=lease_ms)
+        call = ExtendPolicyCall(
+            active=self.keys.active,
+            running=self.keys.running,
+            row=row,
+            id=id,
+            token=token,
+            lease_ms=lease_ms,
+        )
         return await self.client._once(lambda: call.run(self.client.redis))
 
     @honour_cancel
@@ -1170,7 +1273,7 @@ class Queue:
         row = self._row(id)
         _int("token", token)
         call = CompleteCall(active=self.keys.active, row=row, id=id, token=token)
-        await self.client._once(lambda: call.run(self.client.redis))
+        await self._once_legacy(call, "complete_result_claim_ids (complete_policy_ids)")
 
     @overload
     async def retry(self, id: str, token: int, delay_ms: int) -> int: ...
@@ -1187,16 +1290,22 @@ class Queue:
         delay: Duration | None = None,
     ) -> int:
         """Hands an active job back to run again after delay_ms (or ``delay``: seconds or a
-        timedelta; it is scheduled, and promote makes it pending) and returns its run-at. A stale
-        token is refused with the wire error of its class."""
+        timedelta; it is scheduled, and promote makes it pending) and returns its run-at, on a queue
+        with a policy too (retry_policy, echomq 2.7.0). A stale token is refused with the wire error
+        of its class."""
         row = self._row(id)
         _int("token", token)
         delay_ms = pick_ms("delay_ms", delay_ms, "delay", delay, allow_zero=True)
         _non_negative("delay", delay_ms)
-        call = RetryCall(
-            active=self.keys.active,
+        k = self.keys
+        call = RetryPolicyCall(
+            active=k.active,
+            running=k.running,
+            policy=k.policy,
+            pending=k.pending,
+            wake=k.wake,
             row=row,
-            schedule=self.keys.schedule,
+            schedule=k.schedule,
             id=id,
             token=token,
             delay_ms=delay_ms,
@@ -1205,11 +1314,22 @@ class Queue:
 
     @honour_cancel
     async def bury(self, id: str, token: int) -> None:
-        """Moves an active job to the dead set; a stale token is refused with the wire error of its
-        class."""
+        """Moves an active job to the dead set, on a queue with a policy too (bury_policy, echomq
+        2.7.0); a stale token is refused with the wire error of its class."""
         row = self._row(id)
         _int("token", token)
-        call = BuryCall(active=self.keys.active, row=row, dead=self.keys.dead, id=id, token=token)
+        k = self.keys
+        call = BuryPolicyCall(
+            active=k.active,
+            running=k.running,
+            policy=k.policy,
+            pending=k.pending,
+            wake=k.wake,
+            row=row,
+            dead=k.dead,
+            id=id,
+            token=token,
+        )
         await self.client._once(lambda: call.run(self.client.redis))
 
     @honour_cancel
@@ -1252,7 +1372,7 @@ class Queue:
             worker=f.worker or "",
             error=f.message,
         )
-        return await self.client._once(lambda: call.run(self.client.redis))
+        return await self._once_legacy(call, "fail (fail_policy)")
 
     @honour_cancel
     async def bury_failed(self, id: str, token: int, failure: Failure) -> None:
@@ -1274,7 +1394,7 @@ class Queue:
             worker=f.worker or "",
             error=f.message,
         )
-        await self.client._once(lambda: call.run(self.client.redis))
+        await self._once_legacy(call, "fail with bury=True (fail_policy)")
 
     @honour_cancel
     async def failures(self, id: str) -> list[FailedAttempt]:
@@ -1324,7 +1444,7 @@ class Queue:
             max_attempts=max_attempts,
             ids=ids,
         )
-        return await self.client._once(lambda: call.run(self.client.redis))
+        return await self._once_legacy(call, "reap_recorded_ids (reap_policy_ids)")
 
     # ------------------------------------------------------------ echomq 2.4.0
 
@@ -1428,9 +1548,11 @@ class Queue:
         if len(res) > RESULT_MAX_BYTES:
             raise ArgumentError(f"the result's {len(res)} bytes are over {RESULT_MAX_BYTES}")
         k = self.keys
-        call = CompleteResultClaimIdsCall(
+        call = CompletePolicyIdsCall(
             row=row,
             active=k.active,
+            running=k.running,
+            policy=k.policy,
             pending=k.pending,
             wake=k.wake,
             results=k.results,
@@ -1488,8 +1610,11 @@ class Queue:
         if jitter > JITTER_MAX:
             raise ArgumentError(f"jitter {jitter!r} is over {JITTER_MAX}")
         k = self.keys
-        call = FailCall(
+        call = FailPolicyCall(
             active=k.active,
+            running=k.running,
+            policy=k.policy,
+            pending=k.pending,
             row=row,
             schedule=k.schedule,
             dead=k.dead,
@@ -1532,8 +1657,10 @@ class Queue:
         if not rows:
             return 0
         k = self.keys
-        call = ReapRecordedIdsCall(
+        call = ReapPolicyIdsCall(
             active=k.active,
+            running=k.running,
+            policy=k.policy,
             pending=k.pending,
             dead=k.dead,
             wake=k.wake,
@@ -1734,7 +1861,7 @@ class Queue:
         async def attempt() -> list[DedupResult]:
             return [
                 DedupResult(outcome=r.outcome, id=r.id, run_at_ms=r.run_at_ms or None)
-                for r in AddDedupCall.decode(await _run(c, x))
+                for r in AddDedupPolicyCall.decode(await _run(c, x))
             ]
 
         out = await c._resend(attempt)
@@ -1776,7 +1903,7 @@ class Queue:
         c = self.client
 
         async def attempt() -> DedupResult:
-            r = ReplaceDedupCall.decode(await _run(c, x))
+            r = ReplaceDedupPolicyCall.decode(await _run(c, x))
             return DedupResult(outcome=r.outcome, id=r.id, run_at_ms=r.run_at_ms or None)
 
         res = await c._resend(attempt)
@@ -1796,9 +1923,10 @@ class Queue:
         if not kb:
             return []
         k = self.keys
-        x = DedupEntriesCall(
+        x = DedupPolicyEntriesCall(
             pending=k.pending,
             active=k.active,
+            running=k.running,
             schedule=k.schedule,
             dead=k.dead,
             results=k.results,
@@ -1817,7 +1945,7 @@ class Queue:
                     state=r.state,
                     parked=r.parked,
                 )
-                for r in DedupEntriesCall.decode(await _run_ro(self.client, x))
+                for r in DedupPolicyEntriesCall.decode(await _run_ro(self.client, x))
             ]
 
         return await self.client._resend(attempt)
@@ -1835,9 +1963,10 @@ class Queue:
         if not isinstance(cursor, str) or not cursor.isdigit():
             raise ArgumentError(f"cursor {cursor!r} is not a sweep cursor")
         k = self.keys
-        call = SweepDedupCall(
+        call = SweepDedupPolicyCall(
             pending=k.pending,
             active=k.active,
+            running=k.running,
             schedule=k.schedule,
             dead=k.dead,
             results=k.results,
@@ -1871,10 +2000,13 @@ class Queue:
         if not rows:
             return []
         k = self.keys
-        call = CancelIdsCall(
+        call = CancelPolicyIdsCall(
             pending=k.pending,
             schedule=k.schedule,
             active=k.active,
+            running=k.running,
+            policy=k.policy,
+            wake=k.wake,
             failures=k.failures,
             progress=k.progress,
             options=k.options,
@@ -1923,6 +2055,132 @@ class Queue:
             failures=k.failures, progress=k.progress, options=k.options, rows=rows, ids=ids
         )
         return await self.client._resend(lambda: call.run(self.client.redis))
+
+    # ------------------------------------------------------------ echomq 2.7.0
+
+    async def _check_floor(self) -> None:
+        """Refuses, with a PolicyFloorError, to lay the queue's tripwire on a deployment whose
+        bundle record (the fields of the reserve's bundle hash: the versions whose clients
+        fenced it) names a release below ACTIVE_TRIPWIRE_FLOOR, whose scripts write before they
+        read the active key: its clients would not be refused by the tripwire."""
+        r = self.client.redis
+
+        async def attempt() -> list[str]:
+            return [_text(f) for f in await r.hkeys(KEY_BUNDLE)]
+
+        low = below_floor(await self.client._resend(attempt))
+        if low:
+            raise PolicyFloorError(self.name, low)
+
+    @honour_cancel
+    async def set_policy(
+        self,
+        *,
+        paused: bool | None = None,
+        concurrency: int | None = None,
+        force: bool = False,
+    ) -> QueuePolicy:
+        """Sets the queue's policies in one set_policy call (echomq 2.7.0) and returns the policy
+        after it: ``paused`` True pauses the queue (claims lease nothing; producers keep
+        enqueueing), False resumes it, None leaves it; ``concurrency`` n > 0 caps the queue's
+        jobs leased at once across every worker, 0 removes the cap, None leaves it.
+
+        The queue's first policy lays its tripwire: the leased jobs move to the running set and
+        the active key takes the string of the least minor that honours a policy, so that every
+        client older than 2.7 fails on the queue (WRONGTYPE: its call refused before any write)
+        instead of ignoring the policy; clearing the last policy lifts it. Before a call that may
+        lay it (a pause or a cap on a queue with no policy) the deployment's bundle record is
+        read, and a version recorded there below ACTIVE_TRIPWIRE_FLOOR refuses the call with a
+        PolicyFloorError: such a client writes before it reads the active key. ``force=True``
+        skips that check: only when no such client is left. A resume, or a raised or removed
+        cap, rings the doorbell when jobs are pending. A queue whose tripwire names a later minor
+        than this client's is refused with a PolicyError, and nothing is written. Bad arguments
+        raise an ArgumentError before anything is sent. Resent across a reconnect."""
+        if paused is not None and not isinstance(paused, bool):
+            raise ArgumentTypeError("paused", "a bool or None", paused)
+        if concurrency is not None:
+            _non_negative("concurrency", concurrency)
+        if not isinstance(force, bool):
+            raise ArgumentTypeError("force", "a bool", force)
+        p = -1 if paused is None else int(paused)
+        n = -1 if concurrency is None else concurrency
+        if not force and (p == 1 or n > 0) and not await self._tripped():
+            await self._check_floor()  # the call may lay the tripwire: the queue has none
+        k = self.keys
+        xs = [
+            SetPolicyCall(
+                pending=k.pending,
+                active=k.active,
+                running=k.running,
+                policy=k.policy,
+                wake=k.wake,
+                paused=p,
+                concurrency=n,
+            ).exec(),
+            QueuePolicyCall(active=k.active, running=k.running, policy=k.policy).exec(),
+        ]
+        r = self.client.redis
+
+        async def attempt() -> QueuePolicy:
+            res = await run_scripts(r, xs)
+            for v in res:
+                if isinstance(v, BaseException):
+                    raise v
+            sp = SetPolicyCall.decode(res[0])
+            return QueuePolicy(
+                paused=sp.paused == 1,
+                concurrency=sp.concurrency,
+                requires=sp.requires,
+                leased=QueuePolicyCall.decode(res[1]).leased,
+            )
+
+        return await self.client._resend(attempt)
+
+    @honour_cancel
+    async def pause(self, *, force: bool = False) -> QueuePolicy:
+        """Pauses the queue (echomq 2.7.0): from the next claim on, no worker of any client
+        leases a job of it (running jobs finish and settle); producers keep enqueueing. Returns
+        the policy after the call. A queue with no policy before gets its tripwire, and the
+        deployment's bundle record is checked first (``force``: see set_policy, only when no
+        client older than ACTIVE_TRIPWIRE_FLOOR is left)."""
+        return await self.set_policy(paused=True, force=force)
+
+    @honour_cancel
+    async def resume(self) -> QueuePolicy:
+        """Resumes a paused queue (echomq 2.7.0) and rings its doorbell when jobs are pending, so
+        that idle workers claim within milliseconds; returns the policy after the call. With no
+        cap left either, the queue is back in the classic layout (no tripwire)."""
+        return await self.set_policy(paused=False)
+
+    @honour_cancel
+    async def set_concurrency(self, concurrency: int, *, force: bool = False) -> QueuePolicy:
+        """Caps the queue's jobs leased at once at concurrency, across every worker of every
+        client (echomq 2.7.0); 0 removes the cap. Returns the policy after the call. A claim
+        leases at most the cap less the jobs leased; a raised or removed cap rings the doorbell.
+        A cap on a queue with no policy lays its tripwire, the bundle record checked first
+        (``force``: see set_policy). A negative concurrency raises an ArgumentError before
+        anything is sent."""
+        _non_negative("concurrency", concurrency)
+        return await self.set_policy(concurrency=concurrency, force=force)
+
+    @honour_cancel
+    async def policy(self) -> QueuePolicy:
+        """Reads the queue's policy (echomq 2.7.0) in one read-only call: paused, the cap (0:
+        none), the minor its tripwire names (0: no policy) and how many of its jobs are leased,
+        in either layout. Resent across a reconnect."""
+        k = self.keys
+        x = QueuePolicyCall(active=k.active, running=k.running, policy=k.policy).exec()
+
+        async def attempt() -> QueuePolicy:
+            qp = QueuePolicyCall.decode(await _run_ro(self.client, x))
+            return QueuePolicy(
+                paused=qp.paused == 1,
+                concurrency=qp.concurrency,
+                requires=qp.requires,
+                leased=qp.leased,
+            )
+
+        return await self.client._resend(attempt)
 
     # ------------------------------------------------------------ echomq 2.6.0
 
@@ -2266,22 +2524,33 @@ class Queue:
         horizon_ms: int | None = None,
         count: int = DUE_PAGE,
         stop: asyncio.Event | None = None,
+        on_fire: Callable[[list[FiredRun]], object] | None = None,
     ) -> None:
         """The scheduler loop of this queue (echomq 2.6.0): fire_due, then a wait of poll
         (default 0.25 s), until the task is cancelled (CancelledError, as asyncio does) or stop
         is set (then it returns). Run it in as many processes as you like: each slot fires once.
         An error is logged and the round tried again after a growing pause (up to 5 s); the
-        loop never ends by itself. Bad arguments raise an ArgumentError at once."""
+        loop never ends by itself. Bad arguments raise an ArgumentError at once.
+
+        ``on_fire``, when given, is called after each round that fired runs, with them (the
+        FiredRuns fire_due returned, in firing order), from the runner's task: a plain function,
+        or an async one, which is awaited before the next round. An exception it raises is
+        logged (the client's logger, with its traceback) and the runner goes on; it is never
+        called with an empty list (Go's SchedulerOptions.OnFire, TypeScript's onFired)."""
         pause = duration_ms("poll", poll) / 1000
         hz = pick_ms("horizon_ms", horizon_ms, "horizon", horizon, 0, allow_zero=True)
         _non_negative("horizon", hz)
         self._page_count(count)
+        if on_fire is not None and not callable(on_fire):
+            raise ArgumentTypeError("on_fire", "a callable or None", on_fire)
         failures = 0
         while stop is None or not stop.is_set():
             wait = pause
             try:
-                await self.fire_due(horizon_ms=hz, count=count)
+                fired = await self.fire_due(horizon_ms=hz, count=count)
                 failures = 0
+                if fired and on_fire is not None:
+                    await self._on_fire(on_fire, fired)
             except Exception as err:
                 failures += 1
                 wait = min(SCHEDULER_RETRY_MAX_S, pause * 2 ** min(failures, 16))
@@ -2299,6 +2568,25 @@ class Queue:
                 await asyncio.wait_for(stop.wait(), wait)
             except TimeoutError:
                 pass
+
+    async def _on_fire(
+        self, on_fire: Callable[[list[FiredRun]], object], runs: list[FiredRun]
+    ) -> None:
+        """Calls run_schedulers' on_fire with the runs of a round (awaiting what it returns when
+        that is awaitable); an exception of its is logged, never raised."""
+        try:
+            out = on_fire(runs)
+            if inspect.isawaitable(out):
+                await out
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self.client.logger.exception(
+                "emq: the on_fire callback of queue %s's scheduler runner raised (%d runs fired); "
+                "the runner goes on",
+                self.name,
+                len(runs),
+            )
 
     @deprecated("promote_due")
     @honour_cancel
@@ -2339,7 +2627,7 @@ class Queue:
             limit=limit,
             max_attempts=max_attempts,
         )
-        return await self.client._once(lambda: call.run(self.client.redis))
+        return await self._once_legacy(call, "reap_recorded_ids (reap_policy_ids)")
 
     @honour_cancel
     async def promote_due(self, limit: int = 1000) -> int:
@@ -2426,7 +2714,7 @@ class Queue:
             max_attempts=max_attempts,
             ids=list(ids),
         )
-        return await self.client._once(lambda: call.run(self.client.redis))
+        return await self._once_legacy(call, "reap_recorded_ids (reap_policy_ids)")
 
     @honour_cancel
     async def ring(self) -> bool:
@@ -2486,8 +2774,10 @@ class Queue:
         """How many ids set s holds."""
         key = self._set_key(s)
 
+        r = self.client.redis
+
         async def attempt() -> int:
-            return int(await self.client.redis.zcard(key))
+            return int(await self._leased(key, r.zcard))
 
         return await self.client._resend(attempt)
 
@@ -2501,12 +2791,22 @@ class Queue:
     async def sizes(self) -> dict[SetName, int]:
         """The size of every set, read in one round trip."""
 
+        r = self.client.redis
+
         async def attempt() -> dict[SetName, int]:
-            async with self.client.redis.pipeline(transaction=False) as pipe:
+            async with r.pipeline(transaction=False) as pipe:
                 for s in SETS:
                     pipe.zcard(self.keys.set(s))
-                res = await pipe.execute()
-            return {s: int(n) for s, n in zip(SETS, res, strict=True)}
+                res = await pipe.execute(raise_on_error=False)
+            out: dict[SetName, int] = {}
+            for s, n in zip(SETS, res, strict=True):
+                if s == SET_ACTIVE and is_wrongtype(n):
+                    # the policy layout (echomq 2.7.0): the leased jobs are in the running set
+                    n = await self._leased(self.keys.active, r.zcard)
+                if isinstance(n, BaseException):
+                    raise n
+                out[s] = int(n)
+            return out
 
         return await self.client._resend(attempt)
 
@@ -2557,7 +2857,12 @@ class Queue:
                 if leave is not None:
                     leave()
                 res = await pipe.execute(raise_on_error=False)
-            for v in res[:-2]:
+            scores = list(res[1 : 1 + len(SETS)])
+            at = SETS.index(SET_ACTIVE)
+            if is_wrongtype(scores[at]) and await self._tripped_now():
+                # the policy layout (echomq 2.7.0): a leased job's deadline is in the running set
+                scores[at] = await r.zscore(k.running, id)
+            for v in (res[0], *scores):
                 if isinstance(v, BaseException):
                     raise v
             h: dict[bytes, bytes] = res[0]
@@ -2596,7 +2901,7 @@ class Queue:
                 raise ValueError(f"emq: get {id}: the row's token is not an integer")
             at_ms: int | None = None
             home = state_set(state)
-            for s, score in zip(SETS, res[1 : 1 + len(SETS)], strict=True):
+            for s, score in zip(SETS, scores, strict=True):
                 if s == home and not set_is_lex(s) and score is not None:
                     at_ms = int(score)
             info = JobInfo(
@@ -2639,7 +2944,7 @@ class Queue:
                 raise ArgumentError(f"cursor {after!r}") from None
         r = self.client.redis
 
-        async def attempt() -> Page:
+        async def read(key: str) -> Page:
             ids: list[str] = []
             scores: list[float] = []
             if lex:
@@ -2680,6 +2985,9 @@ class Queue:
                 return Page(ids=ids, next="")
             nxt = ids[-1] if lex else f"{int(scores[-1])}/{ids[-1]}"
             return Page(ids=ids, next=nxt)
+
+        async def attempt() -> Page:
+            return await self._leased(key, read)
 
         return await self.client._resend(attempt)
 

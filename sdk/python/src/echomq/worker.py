@@ -16,6 +16,12 @@ the job's own retry policy when its push gave one, else the worker's), reaps wit
 reap_recorded_ids, sweeps the failure records, retry policies and progress reports whose rows are
 gone with forget_ids, and reports what it does on the queue's events stream. An idle worker
 sleeps until the schedule's earliest job is due (or the doorbell rings) and promotes it itself.
+
+The 2.7 worker (echomq 2.7.0) claims, completes, fails, reaps and extends with the 2.7 twins of
+those scripts (claim_policy_ids, complete_policy_ids, fail_policy, reap_policy_ids,
+extend_policy), which serve a queue in either layout and honour its policy (Queue.pause,
+Queue.set_concurrency): a claim that leases nothing because the queue is paused or at its cap
+waits on the doorbell as on an empty queue, and a resume or a freed lease rings it.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from redis.asyncio import Redis
 from redis.exceptions import AskError, MovedError, NoScriptError, TryAgainError
 
 from ._cancel import check_cancelled
+from ._deadline import giving_up_on
 from ._duration import Duration, pick_ms
 from ._gen.errors import StaleError
 from ._gen.ids import parse_id
@@ -55,14 +62,13 @@ from ._gen.protocol import (
 )
 from ._gen.scripts import (
     LOCK_HELD,
-    SCRIPT_BURY,
-    SCRIPT_CLAIM_IDS,
-    SCRIPT_COMPLETE_RESULT_CLAIM_IDS,
-    BuryCall,
-    ClaimIdsReply,
-    CompleteClaimIdsReply,
-    CompleteResultClaimIdsReply,
-    ExtendCall,
+    SCRIPT_BURY_POLICY,
+    SCRIPT_CLAIM_POLICY_IDS,
+    SCRIPT_COMPLETE_POLICY_IDS,
+    BuryPolicyCall,
+    ClaimPolicyIdsReply,
+    CompletePolicyIdsReply,
+    ExtendPolicyCall,
     LockCall,
     ScriptExec,
     UnlockCall,
@@ -735,7 +741,7 @@ class Worker:
             if self._finished is not None and self._finished.is_set()
             else "stopping"
             if self._draining
-            else "running"
+            else "working"
             if self._started
             else "new"
         )
@@ -874,9 +880,11 @@ class Worker:
             failed = False
             try:
                 # Not cut short by stop(): a lease the server granted must reach a runner, or it
-                # would sit out its lease.
-                async with asyncio.timeout(OP_TIMEOUT_S):
-                    jobs = await self._claim(n)
+                # would sit out its lease. A claim that was never sent (the server out of reach)
+                # stops waiting for the connection at stop(), though: nothing of it ran.
+                with giving_up_on(self._stop):
+                    async with asyncio.timeout(OP_TIMEOUT_S):
+                        jobs = await self._claim(n)
             except asyncio.CancelledError:
                 raise
             except Exception as err:
@@ -937,7 +945,8 @@ class Worker:
         wait_ms = self.wait_ms
         due_in: int | None = None
         try:
-            due_in = await self._due_in_ms()
+            with giving_up_on(self._stop):  # a read never sent: stop() ends its wait
+                due_in = await self._due_in_ms()
         except asyncio.CancelledError:
             raise
         except Exception as e:
@@ -1021,9 +1030,10 @@ class Worker:
     # ------------------------------------------------------------ claiming
 
     async def _claim(self, n: int) -> list[Job]:
-        """Claims up to n jobs with claim_ids: the ids from the head pool, read again (a ZRANGE of
-        its own) when the pool is empty; read again, up to PEEK_ATTEMPTS times, when another
-        claimer took every id."""
+        """Claims up to n jobs with claim_policy_ids: the ids from the head pool, read again (a
+        ZRANGE of its own) when the pool is empty; read again, up to PEEK_ATTEMPTS times, when
+        another claimer took every id, unless the first claim leased nothing because the queue's
+        policy holds claims back (echomq 2.7.0: paused, or at its cap): then none at once."""
         for attempt in range(1, PEEK_ATTEMPTS + 1):
             if self._pool.size == 0:
                 await self._peek()
@@ -1034,12 +1044,22 @@ class Worker:
                 reply, refilled = await self._call(self._claim_exec(ids), refill=True)
             finally:
                 self._pool.done(ids)
-            jobs = await self._records(reply, ClaimIdsReply.decode)
+            jobs = await self._records(reply, ClaimPolicyIdsReply.decode)
             if len(jobs) < len(ids) and not refilled:
                 self._pool.clear()  # another claimer took some: read the head again
             if jobs or attempt >= PEEK_ATTEMPTS:
                 return jobs
+            if attempt == 1 and await self._held_back():
+                return []  # paused, or at its cap: wait on the doorbell as on an empty queue
         return []
+
+    async def _held_back(self) -> bool:
+        """Whether the queue's policy leases nothing now (echomq 2.7.0): it is paused, or as many
+        of its jobs are leased as its cap allows. A claim that leased nothing asks, so that the
+        claimer waits on the doorbell (which a resume or a freed lease rings) instead of reading
+        the head again."""
+        p = await self.queue.policy()
+        return p.paused or 0 < p.concurrency <= p.leased
 
     async def _peek(self) -> None:
         """Fills the pool with the ids at the head of the pending set, oldest first, as read (not
@@ -1058,24 +1078,35 @@ class Worker:
             self._pool.end_read(t)
 
     def _claim_exec(self, ids: Sequence[str]) -> ScriptExec:
-        """The claim_ids call of ids as read from the server."""
+        """The claim_policy_ids call of ids as read from the server (echomq 2.7.0: claim_ids in
+        either layout, honouring the queue's policy)."""
         k = self.queue.keys
         return ScriptExec(
-            script=SCRIPT_CLAIM_IDS,
-            keys=(k.pending, k.active, k.wake, *(k.row_prefix + i for i in ids)),
+            script=SCRIPT_CLAIM_POLICY_IDS,
+            keys=(
+                k.pending,
+                k.active,
+                k.running,
+                k.policy,
+                k.wake,
+                *(k.row_prefix + i for i in ids),
+            ),
             argv=(self.lease_ms, *ids),
         )
 
     def _complete_exec(self, job: Job, ids: Sequence[str], result: bytes = b"") -> ScriptExec:
-        """The complete_result_claim_ids call of job (its id parsed when it was leased) leasing
-        ids as read from the server (not parsed: a planted one is leased and buried)."""
+        """The complete_policy_ids call of job (its id parsed when it was leased) leasing ids as
+        read from the server (not parsed: a planted one is leased and buried); echomq 2.7.0:
+        complete_result_claim_ids in either layout, leasing as the queue's policy allows."""
         k = self.queue.keys
         keep = self.keep_results
         return ScriptExec(
-            script=SCRIPT_COMPLETE_RESULT_CLAIM_IDS,
+            script=SCRIPT_COMPLETE_POLICY_IDS,
             keys=(
                 k.row(job.id),
                 k.active,
+                k.running,
+                k.policy,
                 k.pending,
                 k.wake,
                 k.results,
@@ -1161,7 +1192,7 @@ class Worker:
     async def _records(
         self,
         reply: Any,
-        dec: Callable[[Any], ClaimIdsReply | CompleteClaimIdsReply | CompleteResultClaimIdsReply],
+        dec: Callable[[Any], ClaimPolicyIdsReply | CompletePolicyIdsReply],
     ) -> list[Job]:
         """Decodes a reply of leased jobs one record at a time: a record that cannot be decoded
         (an id a foreign writer planted) is buried, not left to stall the queue."""
@@ -1184,9 +1215,9 @@ class Worker:
             return
         raw, token = _text(rec[0]), rec[1]
         k = self.queue.keys
-        s = BuryCall.SCRIPT
+        s = BuryPolicyCall.SCRIPT
         x = ScriptExec(
-            script=SCRIPT_BURY,
+            script=SCRIPT_BURY_POLICY,
             keys=tuple(k.key(t) or k.row_prefix + raw for t in s.key_types),
             argv=tuple(token if t == "token" else raw for t in s.arg_types),
         )
@@ -1365,7 +1396,7 @@ class Worker:
         finally:
             self._pool.done(ids)
         self.metrics.add(Counter.COMPLETED, q, 1)
-        nxt = await self._records(reply, CompleteResultClaimIdsReply.decode)
+        nxt = await self._records(reply, CompletePolicyIdsReply.decode)
         if len(nxt) < len(ids) and not refilled:
             self._pool.clear()
         return nxt[0] if nxt else None
@@ -1497,8 +1528,9 @@ class Worker:
                 continue
             due.append(fl)
             xs.append(
-                ExtendCall(
+                ExtendPolicyCall(
                     active=k.active,
+                    running=k.running,
                     row=k.row(fl.job.id),
                     id=fl.job.id,
                     token=fl.job.token,
@@ -1524,7 +1556,7 @@ class Worker:
                 )
             else:
                 try:
-                    fl.deadline_ms = ExtendCall.decode(v)
+                    fl.deadline_ms = ExtendPolicyCall.decode(v)
                 except Exception as err:
                     self.log.warning("emq: extending the lease of %s: %s", fl.job.id, err)
 
@@ -1667,7 +1699,8 @@ class Worker:
         total = 0
         try:
             while True:
-                n = await self.queue.promote_due(MAINTENANCE_BATCH)
+                with giving_up_on(self._stop):  # a promote never sent: stop() ends its wait
+                    n = await self.queue.promote_due(MAINTENANCE_BATCH)
                 total += n
                 if n < MAINTENANCE_BATCH:
                     break

@@ -59,6 +59,35 @@ function kindOf(err: unknown): ErrorObj {
   return { kind: "other", message };
 }
 
+/** The op of each 2.7 twin's op: the 2.6 script's, whose SDK call runs the twin (echomq 2.7.0). */
+const TWIN_OF = new Map<string, string>([
+  [wire.SCRIPT_CLAIM_POLICY_IDS.name, wire.SCRIPT_CLAIM_IDS.name],
+  [
+    wire.SCRIPT_COMPLETE_POLICY_IDS.name,
+    wire.SCRIPT_COMPLETE_RESULT_CLAIM_IDS.name,
+  ],
+  [wire.SCRIPT_FAIL_POLICY.name, wire.SCRIPT_FAIL.name],
+  [wire.SCRIPT_REAP_POLICY_IDS.name, wire.SCRIPT_REAP_RECORDED_IDS.name],
+  [wire.SCRIPT_EXTEND_POLICY.name, wire.SCRIPT_EXTEND.name],
+  [wire.SCRIPT_CANCEL_POLICY_IDS.name, wire.SCRIPT_CANCEL_IDS.name],
+  [wire.SCRIPT_ADD_DEDUP_POLICY.name, wire.SCRIPT_ADD_DEDUP.name],
+  [wire.SCRIPT_REPLACE_DEDUP_POLICY.name, wire.SCRIPT_REPLACE_DEDUP.name],
+  [wire.SCRIPT_DEDUP_POLICY_ENTRIES.name, wire.SCRIPT_DEDUP_ENTRIES.name],
+  [wire.SCRIPT_SWEEP_DEDUP_POLICY.name, wire.SCRIPT_SWEEP_DEDUP.name],
+  [wire.SCRIPT_RETRY_POLICY.name, wire.SCRIPT_RETRY.name],
+  [wire.SCRIPT_BURY_POLICY.name, wire.SCRIPT_BURY.name],
+]);
+
+/** A queue's policy as the ops pause, resume, set_concurrency and policy answer it: paused 1 or 0, as queue_policy does. */
+function policyOut(p: emq.QueuePolicy): Obj {
+  return {
+    paused: p.paused ? 1 : 0,
+    concurrency: p.concurrency,
+    requires: p.requires,
+    leased: p.leased,
+  };
+}
+
 const quiet: emq.Logger = {
   debug() {},
   info() {},
@@ -301,6 +330,12 @@ class Testee {
   }
 
   async do(op: string, a: Obj): Promise<Obj> {
+    // A 2.7 twin's op runs the SDK call of the op it twins, which runs the
+    // twin (echomq 2.7.0): the same args, the same result.
+    const twinned = TWIN_OF.get(op);
+    if (twinned !== undefined) {
+      return this.do(twinned, a);
+    }
     switch (op) {
       case "hello":
         return {
@@ -717,6 +752,67 @@ class Testee {
       }
       case "ring":
         return { rung: await this.#queue(a).ring() };
+      case wire.SCRIPT_SET_POLICY.name: {
+        // The op "set_policy": one call of the script (echomq 2.7.0), its
+        // integers as given; the SDK's own calls are pause, resume and
+        // setConcurrency.
+        const q = this.#queue(a);
+        const paused = num(a, "paused");
+        const concurrency = num(a, "concurrency");
+        if (![-1, 0, 1].includes(paused) || concurrency < -1) {
+          throw new OpError(
+            "argument",
+            "paused " + paused + ", concurrency " + concurrency,
+          );
+        }
+        const c = this.#connected();
+        await c.ensure();
+        const r = await wire.runSetPolicy(c.runner, {
+          pending: q.keys.pending,
+          active: q.keys.active,
+          running: q.keys.running,
+          policy: q.keys.policy,
+          wake: q.keys.wake,
+          paused,
+          concurrency,
+        });
+        return {
+          paused: r.paused,
+          concurrency: r.concurrency,
+          requires: r.requires,
+        };
+      }
+      case wire.SCRIPT_QUEUE_POLICY.name: {
+        // The op "queue_policy": one call of the script (echomq 2.7.0).
+        const q = this.#queue(a);
+        const c = this.#connected();
+        await c.ensure();
+        const r = await wire.runQueuePolicy(c.runner, {
+          active: q.keys.active,
+          running: q.keys.running,
+          policy: q.keys.policy,
+        });
+        return {
+          paused: r.paused,
+          concurrency: r.concurrency,
+          requires: r.requires,
+          leased: r.leased,
+        };
+      }
+      case "pause":
+        return policyOut(
+          await this.#queue(a).pause({ force: a["force"] === true }),
+        );
+      case "resume":
+        return policyOut(await this.#queue(a).resume());
+      case "set_concurrency":
+        return policyOut(
+          await this.#queue(a).setConcurrency(num(a, "concurrency"), {
+            force: a["force"] === true,
+          }),
+        );
+      case "policy":
+        return policyOut(await this.#queue(a).policy());
       case "sizes":
         return { sizes: await this.#queue(a).sizes() };
       case "browse": {

@@ -932,9 +932,10 @@ export const PROBES: readonly Probe[] = [
         expect: { kind: "int", element: "requires", int: 7 },
       },
       {
-        check: "the active key holds the tripwire",
+        check:
+          "the active key holds the tripwire, minor 7 to claim and to settle",
         command: ["GET", "${key:active}"],
-        expect: { kind: "string", string: "7" },
+        expect: { kind: "string", string: "7 7" },
       },
       {
         check: "queue_policy reads the queue paused",
@@ -1093,8 +1094,39 @@ export const PROBES: readonly Probe[] = [
         expect: { kind: "int", element: "dropped", int: 0 },
       },
       {
-        check: "a tripwire that names a later minor refuses the 2.7 claim",
-        command: ["SET", "${key:active}", "99"],
+        check:
+          "the cap's room, freed, leases the job the admissions left waiting",
+        script: "claim_policy_ids",
+        args: [
+          ["lease_ms", "30000"],
+          ["ids", "${job}"],
+        ],
+        save: "r",
+        expect: { kind: "string", element: "id", string: "${job}" },
+      },
+      {
+        check: "retry_policy hands it back to the schedule",
+        script: "retry_policy",
+        args: [
+          ["id", "${job}"],
+          ["token", "${r.token}"],
+          ["delay_ms", "60000"],
+        ],
+        expect: { kind: "positive" },
+      },
+      {
+        check: "bury_policy refuses the token it no longer holds",
+        script: "bury_policy",
+        args: [
+          ["id", "${job}"],
+          ["token", "${r.token}"],
+        ],
+        expect: { kind: "error", string: "EMQSTALE" },
+      },
+      {
+        check:
+          "a tripwire that names a later minor to claim refuses the 2.7 claim",
+        command: ["SET", "${key:active}", "99 7"],
         expect: { kind: "string", string: "OK" },
       },
       {
@@ -1118,7 +1150,7 @@ export const PROBES: readonly Probe[] = [
       {
         check: "the refusal left the tripwire as it was",
         command: ["GET", "${key:active}"],
-        expect: { kind: "string", string: "99" },
+        expect: { kind: "string", string: "99 7" },
       },
     ],
   },

@@ -13,15 +13,16 @@ job position is not of the work kind.
 CLASS_STALE: Final = "EMQSTALE"
 """The class word of refusals issued by extend, complete, retry, bury, complete_claim,
 complete_claim_ids, retry_failed, bury_failed, complete_result_claim_ids, fail, progress,
-complete_policy_ids, fail_policy, extend_policy: A transition on an active job presented a token
-that is not the row's attempts, or the job is no longer active.
+complete_policy_ids, fail_policy, extend_policy, retry_policy, bury_policy: A transition on an
+active job presented a token that is not the row's attempts, or the job is no longer active.
 """
 
 CLASS_POLICY: Final = "EMQPOLICY"
 """The class word of refusals issued by claim_policy_ids, complete_policy_ids, fail_policy,
 reap_policy_ids, extend_policy, cancel_policy_ids, add_dedup_policy, replace_dedup_policy,
-dedup_policy_entries, sweep_dedup_policy, set_policy: (2.7.0) The queue's tripwire names a later
-minor than the script's: the queue has a policy this script cannot honour, so it writes nothing.
+dedup_policy_entries, sweep_dedup_policy, retry_policy, bury_policy, set_policy: (2.7.0) The
+queue's tripwire names a later minor than the script's: the queue has a policy this script cannot
+honour, so it writes nothing.
 """
 
 CLASSES: Final = (

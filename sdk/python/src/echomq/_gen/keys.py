@@ -16,16 +16,18 @@ MAX_QUEUE_LENGTH: Final = 64
 ACTIVE_TRIPWIRE_TYPE: Final = "string"
 """The redis type of the value left at a queue's active key in its other layout, where its
 members live at the running key: (2.7.0) The policy layout: while a queue has a policy (a record
-in its policy hash), its leased jobs live in the running set and this key holds a string, the
-least minor of this major that a client must speak to claim or settle there (7: a pause or a
-concurrency cap). Every script of a release from 2.1.1 on that declares this key reads it with
-ZCARD before any write, so a client of an older minor, which cannot honour the policy, fails
-WRONGTYPE on the queue and changes nothing: refused, never silently wrong. A 2.0.0 or 2.1.0
-script writes before it reads this key, which is why set_policy's callers refuse a deployment
-whose bundle record names such a release. A 2.7 script that declares both keys serves both
-layouts, and refuses with EMQPOLICY a queue whose tripwire names a later minor than its own.
-set_policy lays the tripwire when a queue's first policy is set (the active set renamed to the
-running set) and lifts it when the last one is cleared.
+in its policy hash), its leased jobs live in the running set and this key holds a string: the
+least minor of this major that a client must speak to claim there, one space, the least minor to
+settle there (7 7: a pause or a concurrency cap; a later policy that binds only claimers, such as
+a rate limit, raises the first alone, so that 2.7 workers still settle the jobs they hold). Every
+script of a release from 2.1.1 on that declares this key reads it with ZCARD before any write, so
+a client of an older minor, which cannot honour the policy, fails WRONGTYPE on the queue and
+changes nothing: refused, never silently wrong. A 2.0.0 or 2.1.0 script writes before it reads
+this key, which is why set_policy's callers refuse a deployment whose bundle record names such a
+release. A 2.7 script that declares both keys serves both layouts, and refuses with EMQPOLICY a
+queue whose tripwire names a later minor than its own. set_policy lays the tripwire when a
+queue's first policy is set (the active set renamed to the running set) and lifts it when the
+last one is cleared.
 """
 
 ACTIVE_TRIPWIRE_FLOOR: Final = "2.1.1"

@@ -868,8 +868,8 @@ PROBES: Final = (
                 args=(("paused", "1"), ("concurrency", "-1")),
             ),
             ProbeStep(
-                check="the active key holds the tripwire",
-                expect=ProbeExpect(kind="string", string="7"),
+                check="the active key holds the tripwire, minor 7 to claim and to settle",
+                expect=ProbeExpect(kind="string", string="7 7"),
                 command=("GET", "${key:active}"),
             ),
             ProbeStep(
@@ -1005,9 +1005,28 @@ PROBES: Final = (
                 args=(("cursor", "0"), ("count", "100")),
             ),
             ProbeStep(
-                check="a tripwire that names a later minor refuses the 2.7 claim",
+                check="the cap's room, freed, leases the job the admissions left waiting",
+                expect=ProbeExpect(kind="string", element="id", string="${job}"),
+                script="claim_policy_ids",
+                args=(("lease_ms", "30000"), ("ids", "${job}")),
+                save="r",
+            ),
+            ProbeStep(
+                check="retry_policy hands it back to the schedule",
+                expect=ProbeExpect(kind="positive"),
+                script="retry_policy",
+                args=(("id", "${job}"), ("token", "${r.token}"), ("delay_ms", "60000")),
+            ),
+            ProbeStep(
+                check="bury_policy refuses the token it no longer holds",
+                expect=ProbeExpect(kind="error", string="EMQSTALE"),
+                script="bury_policy",
+                args=(("id", "${job}"), ("token", "${r.token}")),
+            ),
+            ProbeStep(
+                check="a tripwire that names a later minor to claim refuses the 2.7 claim",
                 expect=ProbeExpect(kind="string", string="OK"),
-                command=("SET", "${key:active}", "99"),
+                command=("SET", "${key:active}", "99 7"),
             ),
             ProbeStep(
                 check="claim_policy_ids refuses it with EMQPOLICY",
@@ -1023,7 +1042,7 @@ PROBES: Final = (
             ),
             ProbeStep(
                 check="the refusal left the tripwire as it was",
-                expect=ProbeExpect(kind="string", string="99"),
+                expect=ProbeExpect(kind="string", string="99 7"),
                 command=("GET", "${key:active}"),
             ),
         ),
