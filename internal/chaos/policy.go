@@ -14,12 +14,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/echomq/echomq/sdk/go/emq"
 	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // This file is what the policies and mixed26policy scenarios share: the
 // controller that sets a queue's policies (echomq 2.7.0: a pause, a
-// concurrency cap) and keeps, for each change, the server's time before it
+// concurrency cap, through the Go SDK's Queue.Pause, Resume and
+// SetConcurrency) and keeps, for each change, the server's time before it
 // was sent and after it was answered; a reader of the worker records'
 // timeline (records.go: the S lines' lease deadlines, the t= words); and
 // the judge that holds the leases to the policies in force.
@@ -125,23 +127,31 @@ func (c *policyCtl) serverMicros(ctx context.Context) (int64, error) {
 	return s*1_000_000 + us, nil
 }
 
-// setPolicy is one set_policy call (paused: 1, 0, -1 keep; concurrency:
-// n > 0, 0 none, -1 keep), through the SDK's generated call, answering the
-// policy it left and the minor its tripwire names.
+// setPolicy is one change through the Go SDK's policy calls (Queue.Pause,
+// Resume, SetConcurrency: paused 1 or 0, or concurrency n >= 0 with
+// paused -1), answering the policy it left and the minor its tripwire
+// names.
 func (c *policyCtl) setPolicy(ctx context.Context, paused, concurrency int64) (policyState, int64, error) {
-	k := c.r.queue.Keys()
-	call := wire.SetPolicyCall{Pending: k.Pending, Active: k.Active, Running: k.Running, Policy: k.Policy, Wake: k.Wake,
-		Paused: paused, Concurrency: concurrency}
-	rep, err := call.Exec(ctx, c.r.chk.Client())
+	q := c.r.queue
+	var p emq.QueuePolicy
+	var err error
+	switch {
+	case paused == 1:
+		p, err = q.Pause(ctx)
+	case paused == 0:
+		p, err = q.Resume(ctx)
+	default:
+		p, err = q.SetConcurrency(ctx, int(concurrency))
+	}
 	if err != nil {
 		return policyState{}, 0, err
 	}
-	return policyState{Paused: rep.Paused == 1, Cap: rep.Concurrency}, rep.Requires, nil
+	return policyState{Paused: p.Paused, Cap: int64(p.Concurrency)}, int64(p.Requires), nil
 }
 
 // apply makes one change and keeps it; what the server answered must be
-// what was asked, and the tripwire must name this tree's minor exactly
-// while the queue has a policy.
+// what was asked, and the tripwire must name a minor (at most this tree's)
+// exactly while the queue has a policy.
 func (c *policyCtl) apply(ctx context.Context, what string, paused, concurrency int64) error {
 	before, err := c.serverMicros(ctx)
 	if err != nil {
@@ -170,8 +180,10 @@ func (c *policyCtl) apply(ctx context.Context, what string, paused, concurrency 
 	if to != want {
 		c.r.violate("set_policy (%s) left the queue %s; want %s", what, to, want)
 	}
-	if minor := thisMinor(); to.any() && requires != minor || !to.any() && requires != 0 {
-		c.r.violate("set_policy (%s) left the queue %s with a tripwire naming minor %d; want %d", what, to, requires, map[bool]int64{true: minor}[to.any()])
+	// The tripwire names the least minor that honours the policy: one of
+	// this tree's at most, while the queue has one; none without.
+	if minor := thisMinor(); to.any() && (requires <= 0 || requires > minor) || !to.any() && requires != 0 {
+		c.r.violate("the policy change (%s) left the queue %s with a tripwire naming minor %d; want 1..%d with a policy, 0 without", what, to, requires, minor)
 	}
 	c.r.count("policy_changes", 1)
 	c.r.logf("policy: %s -> %s", what, to)
@@ -221,8 +233,8 @@ func (c *policyCtl) last() policyChange {
 	return c.changes[len(c.changes)-1]
 }
 
-// thisMinor is the minor of this tree's protocol version: the minor the
-// tripwire names.
+// thisMinor is the minor of this tree's protocol version: the most a
+// tripwire this tree lays may name.
 func thisMinor() int64 {
 	parts := strings.Split(wire.Version, ".")
 	if len(parts) < 2 {
