@@ -26,7 +26,13 @@
 // from git history (internal/chaos/testdata/oldfleet against the 2.2.1
 // commit's sdk/go): it needs a clone with history (not shallow) and go on
 // PATH, and caches the program under the user's cache directory
-// ($EMQCHAOS_CACHE overrides it).
+// ($EMQCHAOS_CACHE overrides it); so are the old sides of mixed23,
+// mixed24, mixed25 and mixed26policy (the 2.3.0, 2.4.0, 2.5.0 and 2.6.1
+// releases). The policies scenario (this tree's Go workers while a
+// controller pauses, resumes and caps the queue) and mixed26policy (2.6.1
+// workers beside them, refused on the queue's tripwire) judge each lease's
+// claim time against the policy in force; `go run ./cmd/emqchaos -long
+// -only policies,mixed26policy` runs their long variants.
 package main
 
 import (

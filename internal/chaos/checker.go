@@ -16,17 +16,27 @@ import (
 )
 
 // checkScript reads, atomically, the row of each id and which of the
-// queue's sets hold it. KEYS: the queue's n sets, then the rows; ARGV[1]:
-// n; ARGV[2..]: the ids of the rows, in order. It answers, per id, the
-// row's HGETALL and a 0/1 membership per set.
+// queue's sets hold it, in either layout (echomq 2.7.0): while the queue
+// has a policy its active key holds the tripwire, a string, and the leased
+// jobs are in the running set, which then stands for the active set.
+// KEYS: the queue's n sets, the running set, the policy hash, then the
+// rows; ARGV[1]: n; ARGV[2]: the index of the active set among the sets
+// (from 1); ARGV[3..]: the ids of the rows, in order. It answers first the
+// layout — the types of the active and running keys and the policy hash's
+// length — then, per id, the row's HGETALL and a 0/1 membership per set.
 var checkScript = rueidis.NewLuaScript(`
-local n = tonumber(ARGV[1])
-local out = {}
-for i = n + 1, #KEYS do
-  local id = ARGV[i - n + 1]
+local n, a = tonumber(ARGV[1]), tonumber(ARGV[2])
+local sets = {}
+for s = 1, n do sets[s] = KEYS[s] end
+local at = redis.call('TYPE', KEYS[a])['ok']
+local rt = redis.call('TYPE', KEYS[n + 1])['ok']
+if at == 'string' then sets[a] = KEYS[n + 1] end
+local out = {{at, rt, redis.call('HLEN', KEYS[n + 2])}}
+for i = n + 3, #KEYS do
+  local id = ARGV[i - n]
   local member = {}
   for s = 1, n do
-    if redis.call('ZSCORE', KEYS[s], id) then member[s] = 1 else member[s] = 0 end
+    if redis.call('ZSCORE', sets[s], id) then member[s] = 1 else member[s] = 0 end
   end
   out[#out + 1] = {redis.call('HGETALL', KEYS[i]), member}
 end
@@ -61,6 +71,9 @@ type Checker struct {
 	checked    int64
 	errs       int64
 	lastErr    error
+	// classicChecks and policyChecks count the check batches read in each
+	// layout.
+	classicChecks, policyChecks int64
 }
 
 // NewChecker connects a checker to the server (or cluster nodes) at addrs
@@ -174,9 +187,13 @@ func (c *Checker) ids(ctx context.Context, q wire.QueueKeys) ([]string, error) {
 		}
 	}
 	for _, s := range wire.Sets() {
+		key, err := c.setKey(ctx, q, s)
+		if err != nil {
+			return nil, err
+		}
 		var cursor uint64
 		for {
-			e, err := c.rc.Do(ctx, c.rc.B().Zscan().Key(q.Set(s)).Cursor(cursor).Count(500).Build()).AsScanEntry()
+			e, err := c.rc.Do(ctx, c.rc.B().Zscan().Key(key).Cursor(cursor).Count(500).Build()).AsScanEntry()
 			if err != nil {
 				return nil, fmt.Errorf("chaos: checker: ZSCAN %s: %w", s, err)
 			}
@@ -199,12 +216,17 @@ func (c *Checker) ids(ctx context.Context, q wire.QueueKeys) ([]string, error) {
 // check reads ids atomically and judges what it read.
 func (c *Checker) check(ctx context.Context, q wire.QueueKeys, ids []string) error {
 	sets := wire.Sets()
-	keys := make([]string, 0, len(sets)+len(ids))
-	for _, s := range sets {
+	keys := make([]string, 0, len(sets)+2+len(ids))
+	active := 0
+	for i, s := range sets {
 		keys = append(keys, q.Set(s))
+		if s == emq.SetActive {
+			active = i + 1
+		}
 	}
-	args := make([]string, 0, 1+len(ids))
-	args = append(args, strconv.Itoa(len(sets)))
+	keys = append(keys, q.Running, q.Policy)
+	args := make([]string, 0, 2+len(ids))
+	args = append(args, strconv.Itoa(len(sets)), strconv.Itoa(active))
 	for _, id := range ids {
 		keys = append(keys, q.RowPrefix()+id)
 		args = append(args, id)
@@ -213,10 +235,18 @@ func (c *Checker) check(ctx context.Context, q wire.QueueKeys, ids []string) err
 	if err != nil {
 		return fmt.Errorf("chaos: checker: the check script: %w", err)
 	}
-	if len(items) != len(ids) {
-		return fmt.Errorf("chaos: checker: %d answers for %d ids", len(items), len(ids))
+	if len(items) != 1+len(ids) {
+		return fmt.Errorf("chaos: checker: %d answers for %d ids", len(items)-1, len(ids))
 	}
-	for i, it := range items {
+	layout, err := items[0].ToArray()
+	if err != nil || len(layout) != 3 {
+		return fmt.Errorf("chaos: checker: the layout: %v", err)
+	}
+	at, _ := layout[0].ToString()
+	rt, _ := layout[1].ToString()
+	policies, _ := layout[2].AsInt64()
+	c.judgeLayout(q.Queue(), at, rt, policies)
+	for i, it := range items[1:] {
 		pair, err := it.ToArray()
 		if err != nil || len(pair) != 2 {
 			return fmt.Errorf("chaos: checker: answer %d: %v", i, err)
@@ -239,6 +269,60 @@ func (c *Checker) check(ctx context.Context, q wire.QueueKeys, ids []string) err
 		c.judge(q.Queue(), ids[i], len(flat)/2, row, in)
 	}
 	return nil
+}
+
+// judgeLayout checks a queue's layout, read atomically: the classic one
+// (the active key a set or absent, no running set, no policy) or the
+// policy layout (the active key the tripwire, a string, and a policy
+// record; the running set, when there are leased jobs). It counts the
+// checks made in each layout.
+func (c *Checker) judgeLayout(queue, active, running string, policies int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case active == wire.ActiveTripwireType:
+		c.policyChecks++
+		if policies == 0 {
+			c.violate(queue, "-", "the active key holds the tripwire, yet the queue has no policy record")
+		}
+		if running != "zset" && running != "none" {
+			c.violate(queue, "-", fmt.Sprintf("the running key is a %s under the tripwire", running))
+		}
+	case active == "zset" || active == "none":
+		c.classicChecks++
+		if policies != 0 {
+			c.violate(queue, "-", fmt.Sprintf("the queue has a policy record (%d fields), yet its active key is a %s, not the tripwire", policies, active))
+		}
+		if running != "none" {
+			c.violate(queue, "-", fmt.Sprintf("the running key is a %s in the classic layout", running))
+		}
+	default:
+		c.violate(queue, "-", fmt.Sprintf("the active key is a %s", active))
+	}
+}
+
+// setKey returns the key of set s of q, reading the layout for the
+// active set: under the tripwire its members are in the running set.
+func (c *Checker) setKey(ctx context.Context, q wire.QueueKeys, s emq.Set) (string, error) {
+	if s != emq.SetActive {
+		return q.Set(s), nil
+	}
+	t, err := c.rc.Do(ctx, c.rc.B().Type().Key(q.Active).Build()).ToString()
+	if err != nil {
+		return "", fmt.Errorf("chaos: checker: TYPE of the active key: %w", err)
+	}
+	if t == wire.ActiveTripwireType {
+		return q.Running, nil
+	}
+	return q.Active, nil
+}
+
+// Layouts returns how many batches the checker read in the classic layout
+// and in the policy layout.
+func (c *Checker) Layouts() (classic, policy int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.classicChecks, c.policyChecks
 }
 
 // judge checks one id's row and memberships, read atomically.
@@ -341,7 +425,11 @@ func (c *Checker) Final(ctx context.Context) (map[string]emq.Set, error) {
 	out := map[string]emq.Set{}
 	for _, q := range c.queues {
 		for _, s := range wire.Sets() {
-			ids, err := c.rc.Do(ctx, c.rc.B().Zrange().Key(q.Set(s)).Min("0").Max("-1").Build()).AsStrSlice()
+			key, err := c.setKey(ctx, q, s)
+			if err != nil {
+				return nil, err
+			}
+			ids, err := c.rc.Do(ctx, c.rc.B().Zrange().Key(key).Min("0").Max("-1").Build()).AsStrSlice()
 			if err != nil {
 				return nil, fmt.Errorf("chaos: reading set %s: %w", s, err)
 			}

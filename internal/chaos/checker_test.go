@@ -113,3 +113,69 @@ func TestCheckerDetects(t *testing.T) {
 		t.Errorf("stats: %d passes, %d checks", passes, checked)
 	}
 }
+
+// TestCheckerPolicyLayout: under the tripwire (set_policy's pause) the
+// checker reads the leased jobs in the running set — a sound active job
+// raises nothing, its membership is read there, Final names its set — and
+// it reports a layout that is neither: a running set in the classic
+// layout, a tripwire without a policy record.
+func TestCheckerPolicyLayout(t *testing.T) {
+	srv := redistest.Start(t)
+	keys, err := wire.NewQueueKeys("chkpol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	do := func(args ...string) {
+		t.Helper()
+		if err := rc.Do(ctx, rc.B().Arbitrary(args...).Build()).Error(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	do("HSET", keys.RowPrefix()+"HELD", wire.FieldState, string(emq.StateActive), wire.FieldToken, "1", wire.FieldPayload, "p")
+	do("ZADD", keys.Set(emq.SetActive), "0", "HELD")
+	pause := wire.SetPolicyCall{Pending: keys.Pending, Active: keys.Active, Running: keys.Running, Policy: keys.Policy, Wake: keys.Wake, Paused: 1, Concurrency: -1}
+	if _, err := pause.Exec(ctx, rc); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewChecker([]string{srv.Addr()}, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Pass(ctx); err != nil {
+		t.Fatalf("a pass under the tripwire: %v", err)
+	}
+	if v := c.Violations(); len(v) != 0 {
+		t.Errorf("violations under a sound tripwire: %q", v)
+	}
+	if classic, policy := c.Layouts(); classic != 0 || policy == 0 {
+		t.Errorf("layouts read: %d classic, %d policy; want the policy layout only", classic, policy)
+	}
+	if final, err := c.Final(ctx); err != nil || final["HELD"] != emq.SetActive {
+		t.Errorf("Final under the tripwire: %v, %v; want HELD in %s", final, err, emq.SetActive)
+	}
+	// A tripwire without a policy record, then a running set beside a
+	// classic active set.
+	do("DEL", keys.Policy)
+	if err := c.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	do("DEL", keys.Active)
+	do("ZADD", keys.Active, "0", "HELD")
+	if err := c.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(c.Violations(), "\n")
+	for _, want := range []string{"holds the tripwire, yet the queue has no policy record", "the running key is a zset in the classic layout"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no violation %q in:\n%s", want, got)
+		}
+	}
+}

@@ -383,7 +383,7 @@ func (r *run) producers(ctx context.Context, addrs []string) ([]*Producer, error
 		}
 		switch lang {
 		case LangGo:
-		case LangTS, LangPy, LangOld, LangPrev, LangPrev24, LangPrev25:
+		case LangTS, LangPy, LangOld, LangPrev, LangPrev24, LangPrev25, LangPrev26:
 			d, err := r.driver(ctx, lang, addrs)
 			if err != nil {
 				return nil, err

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A worker process keeps its records in an append-only file, one line per
@@ -26,7 +27,23 @@ const (
 	recReaped      = 'P' // P <n>: maintenance took back n expired leases
 	recOther       = 'U' // U <counter> <n>: a settle count no handler can be named for
 	recTally       = 'Q' // Q <counter>=<n> ...: the process's totals, at a clean exit
+	recLogged      = 'W' // W <op> <class>: the SDK logged a warning or an error (op: the word after "emq: ", class: WRONGTYPE, the class word of a refusal, or other)
 )
+
+// The Go worker processes (this tree's and the old side's, testdata/oldfleet)
+// end their S, E, settle and W lines with words of the form key=value:
+// t=<unix µs> the line's wall time (the host's clock, which is also
+// redis-server's: every process of a run is on one host), and, on S lines,
+// d=<unix ms> the lease's deadline as the claim answered it (its claim
+// script's TIME plus the lease). Readers that know nothing of them ignore
+// them; the TypeScript and Python worker processes write none.
+const (
+	wordTime     = "t="
+	wordDeadline = "d="
+)
+
+// stamp is the t= word of now.
+func stamp() string { return wordTime + strconv.FormatInt(time.Now().UnixMicro(), 10) }
 
 // recorder appends records to a file with one write(2) per record.
 type recorder struct {
@@ -96,6 +113,9 @@ type Ledger struct {
 	// counter; Malformed counts lines that did not parse.
 	Other     map[string]int64
 	Malformed int
+	// Logged counts the warnings and errors the worker processes' SDKs
+	// logged (W lines), by "<op> <class>".
+	Logged map[string]int64
 	// Cancelled maps each job cancel_ids cancelled to the state it was
 	// cancelled from, as the run's canceller recorded it.
 	Cancelled map[string]string
@@ -103,7 +123,7 @@ type Ledger struct {
 
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger {
-	return &Ledger{Jobs: map[string]map[int64]*Lease{}, Tally: map[string]int64{}, Other: map[string]int64{}, Cancelled: map[string]string{}}
+	return &Ledger{Jobs: map[string]map[int64]*Lease{}, Tally: map[string]int64{}, Other: map[string]int64{}, Cancelled: map[string]string{}, Logged: map[string]int64{}}
 }
 
 func (l *Ledger) lease(id string, token int64) *Lease {
@@ -163,6 +183,13 @@ func (l *Ledger) Add(line string) {
 		return
 	case recLeaseLost:
 		l.LeaseLost++
+		return
+	case recLogged:
+		if len(w) < 3 {
+			l.Malformed++
+			return
+		}
+		l.Logged[w[1]+" "+w[2]]++
 		return
 	case recReaped:
 		if len(w) != 2 {

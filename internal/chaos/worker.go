@@ -21,6 +21,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // workerEnv names the environment variable that makes a process a worker
@@ -214,14 +215,14 @@ func (a *attribution) wrap(h emq.Handler) emq.Handler {
 		g := goid()
 		cur := &current{id: j.ID.String(), token: j.Token}
 		a.cur.Store(g, cur)
-		a.rec.job(recStart, cur.id, cur.token, "")
+		a.rec.job(recStart, cur.id, cur.token, wordDeadline+strconv.FormatInt(j.Deadline.UnixMilli(), 10)+" "+stamp())
 		err := h(ctx, j)
 		cur.ended, cur.ok = true, err == nil
 		word := "ok"
 		if err != nil {
 			word = "err"
 		}
-		a.rec.job(recEnd, cur.id, cur.token, word)
+		a.rec.job(recEnd, cur.id, cur.token, word+" "+stamp())
 		return err
 	}
 }
@@ -243,9 +244,56 @@ func (a *attribution) settle(kind byte) bool {
 	if kind == recStaleDone && !cur.ok {
 		kind = recStaleSettle // the handler failed: the refused transition was a retry or a bury
 	}
-	a.rec.job(kind, cur.id, cur.token, "")
+	a.rec.job(kind, cur.id, cur.token, stamp())
 	return true
 }
+
+// logged records a warning or an error the SDK logged (a W line): the
+// word after "emq: " of its message, and the class of its err attribute:
+// WRONGTYPE (a script met a key of another type: on a queue with a policy,
+// its tripwire), a refusal's class word, or other.
+func (a *attribution) logged(r slog.Record) {
+	a.rec.text(recLogged, logOp(r.Message), logClass(r), stamp())
+}
+
+// logOp is the first word after "emq: " of a log message, or "other".
+func logOp(msg string) string {
+	rest, ok := strings.CutPrefix(msg, "emq: ")
+	if w := strings.Fields(rest); ok && len(w) > 0 {
+		if op := strings.Trim(w[0], ",;:."); op != "" {
+			return op
+		}
+	}
+	return "other"
+}
+
+// logClass is the class of a log record's err attribute: WRONGTYPE, the
+// class word of a refusal the SDK names (wire.Classes), or other.
+func logClass(r slog.Record) string {
+	class := "other"
+	r.Attrs(func(at slog.Attr) bool {
+		if at.Key != "err" {
+			return true
+		}
+		text := at.Value.String()
+		switch {
+		case strings.Contains(text, wrongType):
+			class = wrongType
+		default:
+			for _, c := range wire.Classes() {
+				if strings.Contains(text, c) {
+					class = c
+				}
+			}
+		}
+		return false
+	})
+	return class
+}
+
+// wrongType starts the server's reply to a command on a key of another
+// type (Redis's own word, not the protocol's).
+const wrongType = "WRONGTYPE"
 
 // Add counts for the process's totals and records the settle outcomes.
 func (a *attribution) Add(c emq.Counter, queue string, n int64) {
@@ -295,6 +343,9 @@ func (h *attribHandler) Enabled(ctx context.Context, l slog.Level) bool {
 func (h *attribHandler) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelError {
 		h.att.settle(recFailed)
+	}
+	if r.Level >= slog.LevelWarn {
+		h.att.logged(r)
 	}
 	if !h.next.Enabled(ctx, r.Level) {
 		return nil

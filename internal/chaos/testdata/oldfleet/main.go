@@ -74,7 +74,11 @@ const (
 	recReaped      = 'P'
 	recOther       = 'U'
 	recTally       = 'Q'
+	recLogged      = 'W'
 )
+
+// stamp is the harness's t= word (records.go): the wall time, unix µs.
+func stamp() string { return "t=" + strconv.FormatInt(time.Now().UnixMicro(), 10) }
 
 func main() {
 	if len(os.Args) != 2 {
@@ -237,14 +241,14 @@ func (a *attribution) wrap(h emq.Handler) emq.Handler {
 		g := goid()
 		cur := &current{id: j.ID.String(), token: j.Token}
 		a.cur.Store(g, cur)
-		a.rec.job(recStart, cur.id, cur.token, "")
+		a.rec.job(recStart, cur.id, cur.token, "d="+strconv.FormatInt(j.Deadline.UnixMilli(), 10)+" "+stamp())
 		err := h(ctx, j)
 		cur.ended, cur.ok = true, err == nil
 		word := "ok"
 		if err != nil {
 			word = "err"
 		}
-		a.rec.job(recEnd, cur.id, cur.token, word)
+		a.rec.job(recEnd, cur.id, cur.token, word+" "+stamp())
 		return err
 	}
 }
@@ -264,8 +268,32 @@ func (a *attribution) settle(kind byte) bool {
 	if kind == recStaleDone && !cur.ok {
 		kind = recStaleSettle
 	}
-	a.rec.job(kind, cur.id, cur.token, "")
+	a.rec.job(kind, cur.id, cur.token, stamp())
 	return true
+}
+
+// logged records a warning or an error the SDK logged, as the harness's
+// worker does (worker.go): W <op> <class> t=<µs>, op the word after
+// "emq: " of the message, class WRONGTYPE when the err attribute says so
+// (on a queue with a policy: the tripwire met), else other.
+func (a *attribution) logged(r slog.Record) {
+	op := "other"
+	if rest, ok := strings.CutPrefix(r.Message, "emq: "); ok {
+		if w := strings.Fields(rest); len(w) > 0 && strings.Trim(w[0], ",;:.") != "" {
+			op = strings.Trim(w[0], ",;:.")
+		}
+	}
+	class := "other"
+	r.Attrs(func(at slog.Attr) bool {
+		if at.Key == "err" {
+			if strings.Contains(at.Value.String(), "WRONGTYPE") {
+				class = "WRONGTYPE"
+			}
+			return false
+		}
+		return true
+	})
+	a.rec.text(recLogged, op, class, stamp())
 }
 
 func (a *attribution) Add(c emq.Counter, queue string, n int64) {
@@ -308,6 +336,9 @@ func (h *attribHandler) Enabled(ctx context.Context, l slog.Level) bool {
 func (h *attribHandler) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelError {
 		h.att.settle(recFailed)
+	}
+	if r.Level >= slog.LevelWarn {
+		h.att.logged(r)
 	}
 	if !h.next.Enabled(ctx, r.Level) {
 		return nil
