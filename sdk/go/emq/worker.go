@@ -748,8 +748,9 @@ func (w *Worker) handBack() {
 
 // maintain promotes due jobs and reaps expired leases every Maintenance,
 // while this worker holds the queue's maintenance lock, so that one worker
-// per queue does it; and every tick, lock or not, it sweeps a slice of the
-// queue's orphaned failure records (sweepOrphans).
+// per queue does it (on a queue with a policy it reaps without the lock
+// too); and every tick, lock or not, it sweeps a slice of the queue's
+// orphaned failure records (sweepOrphans).
 func (w *Worker) maintain(stop <-chan struct{}) {
 	every := w.opt.Maintenance
 	name := wire.LockMaintenance(w.q.Name())
@@ -772,11 +773,20 @@ func (w *Worker) maintain(stop <-chan struct{}) {
 		call := wire.LockCall{Locks: wire.KeyLocks, Name: name, Owner: w.owner, TTLMS: (3 * every).Milliseconds()}
 		d, err := call.Exec(ctx, w.q.c.rc)
 		held = err == nil && d != wire.LockHeld
-		if held {
+		switch {
+		case held:
 			w.promote(ctx)
 			w.reap(ctx)
-		} else if err != nil {
+		case err != nil:
 			w.log.Warn("emq: taking the maintenance lock failed", "err", err)
+		case w.q.c.tripped(ctx, w.q.keys):
+			// Under a queue's policy the lock's holder may be a worker
+			// older than 2.7, whose reaps fail on the tripwire while it
+			// renews the lock: every 2.7 worker reaps then, lock or not
+			// (reap_policy_ids takes back only leases still expired, so
+			// reapers side by side are safe), lest expired leases fill a
+			// capped queue until the policy is cleared.
+			w.reap(ctx)
 		}
 		// Every worker sweeps, whoever holds the lock: a 2.2 worker
 		// holding it never sweeps, and the orphans are its clients'.
