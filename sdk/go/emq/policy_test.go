@@ -3,6 +3,7 @@ package emq_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -493,5 +494,51 @@ func TestHandBackAndBuryOnAPausedQueue(t *testing.T) {
 		if info, ok, err := q.Get(ctx, leased[i].ID); err != nil || !ok || info.State != want {
 			t.Errorf("job %d: %+v, %v, %v; want %s", i, info, ok, err, want)
 		}
+	}
+}
+
+// A worker reaps a queue with a policy without the maintenance lock: its
+// holder may be a worker older than 2.7, whose reaps fail on the tripwire
+// while it renews the lock (internal/chaos mixed26policy). Here the lock is
+// another owner's for the whole test, a lease has expired under a cap of
+// one, and the worker still takes it back and runs the job.
+func TestWorkerReapsAPolicyQueueWithoutTheLock(t *testing.T) {
+	ctx := ctxT(t)
+	c, q, ids := policyEnv(t, "stranded", 1)
+	if _, err := q.ClaimMany(ctx, time.Millisecond, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.SetConcurrency(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	far := time.Now().Add(time.Hour).UnixMilli()
+	if _, err := do(t, c, "HSET", wire.KeyLocks, wire.LockMaintenance(q.Name()), fmt.Sprintf("a-2.6-worker %d", far)).AsInt64(); err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan emq.Job, 1)
+	w, err := emq.NewWorker(q, func(_ context.Context, j emq.Job) error {
+		select {
+		case ran <- j:
+		default:
+		}
+		return nil
+	}, emq.WorkerOptions{Maintenance: 20 * time.Millisecond, Wait: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	wctx, stop := context.WithCancel(ctx)
+	go func() { done <- w.Run(wctx) }()
+	defer func() { stop(); <-done }()
+	select {
+	case j := <-ran:
+		if j.ID != ids[0] || j.Token != 2 {
+			t.Errorf("ran %s with token %d; want %s, taken back and leased again (token 2)", j.ID, j.Token, ids[0])
+		}
+	case <-ctx.Done():
+		t.Fatal("the expired lease was never taken back while another owner held the maintenance lock")
+	}
+	if owner, _ := do(t, c, "HGET", wire.KeyLocks, wire.LockMaintenance(q.Name())).ToString(); !strings.HasPrefix(owner, "a-2.6-worker ") {
+		t.Errorf("the maintenance lock is %q; want it still the other owner's", owner)
 	}
 }

@@ -1413,7 +1413,7 @@ export class Worker {
     }
   }
 
-  /** Promotes and reaps while holding the queue's maintenance lock; resolves whether it is held. */
+  /** Promotes and reaps while holding the queue's maintenance lock (and reaps without it on a queue with a policy); resolves whether it is held. */
   async #maintainLocked(): Promise<boolean> {
     try {
       const d = await runLock(this.queue.client.runner, {
@@ -1423,6 +1423,7 @@ export class Worker {
         ttlMs: 3 * this.#opt.maintenanceMs,
       });
       if (d === LOCK_HELD) {
+        await this.#reapUnderPolicy();
         return false;
       }
     } catch (err) {
@@ -1432,6 +1433,26 @@ export class Worker {
     await this.#promote();
     await this.#reap();
     return true;
+  }
+
+  /**
+   * Reaps without the maintenance lock when the queue has a policy
+   * (echomq 2.7.0): the lock's holder may be a worker older than 2.7,
+   * whose reaps fail on the tripwire while it renews the lock, which would
+   * leave expired leases filling a capped queue until the policy is
+   * cleared. reap_policy_ids takes back only leases still expired, so
+   * reapers side by side are safe.
+   */
+  async #reapUnderPolicy(): Promise<void> {
+    try {
+      if ((await this.queue.policy()).requires === 0) {
+        return;
+      }
+    } catch (err) {
+      this.#log.warn("emq: reading the queue's policy failed", { err });
+      return;
+    }
+    await this.#reap();
   }
 
   /**

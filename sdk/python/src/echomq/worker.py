@@ -1657,7 +1657,8 @@ class Worker:
 
     async def _maintainer(self, held: asyncio.Event) -> None:
         """Promotes due jobs and reaps expired leases every maintenance_ms while this worker holds
-        the queue's maintenance lock, so that one worker per queue does it; sweeps a slice of the
+        the queue's maintenance lock, so that one worker per queue does it (on a queue with a
+        policy it reaps without the lock too); sweeps a slice of the
         failure records every tick whoever holds the lock (a 2.2 worker holding it never sweeps,
         and a sweep is safe to repeat)."""
         every_ms = self.maintenance_ms
@@ -1676,12 +1677,29 @@ class Worker:
                 continue
             if d == LOCK_HELD:
                 held.clear()
+                await self._reap_under_policy()
                 await self._sweep()
                 continue
             held.set()
             await self._promote()
             await self._reap()
             await self._sweep()
+
+    async def _reap_under_policy(self) -> None:
+        """Reaps without the maintenance lock when the queue has a policy (echomq 2.7.0): the
+        lock's holder may be a worker older than 2.7, whose reaps fail on the tripwire while it
+        renews the lock, which would leave expired leases filling a capped queue until the policy
+        is cleared. reap_policy_ids takes back only leases still expired, so reapers side by side
+        are safe."""
+        try:
+            if (await self.queue.policy()).requires == 0:
+                return
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            self.log.warning("emq: reading the queue's policy failed: %s", err)
+            return
+        await self._reap()
 
     async def _unlock(self) -> None:
         c = self.queue.client
