@@ -111,7 +111,10 @@ func TestDeclaredKeys(t *testing.T) {
 		// scheduler's next slot (1) and leave it there, so that every entry
 		// whose run row is absent fires.
 		"every_ms": "0", "start_ms": "0", "backfill": "0", "grace_ms": "60000", "paused": "1", "offset": "0", "horizon_ms": "0", "spread": "0",
-		"expects": "1", "nexts": "1", "slots": "1", "untils": "1"}
+		"expects": "1", "nexts": "1", "slots": "1", "untils": "1",
+		// 2.7.0: a pause and a cap (set_policy lays the tripwire, after every
+		// older script in manifest order).
+		"concurrency": "3"}
 	// strs are the string arguments that need a value other than "x" (or
 	// than their vocabulary's first word): an events page from the start,
 	// a worker's backoff (inherit is a job's word only), the scheduler

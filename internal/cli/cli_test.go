@@ -66,7 +66,7 @@ func TestValidate(t *testing.T) {
 			t.Errorf("under %q: the caret line %q is not under column %d", lines[i], lines[i+2], col)
 		}
 	}
-	if !strings.Contains(errs, `"EMQGONE", which is not declared (declared: EMQKIND, EMQSTALE)`) || !strings.Contains(errs, `"two" is not a version`) {
+	if !strings.Contains(errs, `"EMQGONE", which is not declared (declared: EMQKIND, EMQSTALE, EMQPOLICY)`) || !strings.Contains(errs, `"two" is not a version`) {
 		t.Errorf("messages do not say what is wrong:\n%s", errs)
 	}
 }

@@ -487,6 +487,8 @@ func TestCheckWaivers(t *testing.T) {
 // same version with exactly the findings of main's manifest itself.
 func TestReorderRequiresNothing(t *testing.T) {
 	t.Parallel()
+	const extendToken = "      - {id: token, class: EMQSTALE, message: extend token mismatch, when: the row is gone or its attempts differ from the token}\n"
+	const extendState = "      - {id: state, class: EMQSTALE, message: extend job not active, when: the row is not active}\n"
 	swap := func(a, b string) func(string) string {
 		return replaceOnce(t, a+b, b+a)
 	}
@@ -501,8 +503,10 @@ func TestReorderRequiresNothing(t *testing.T) {
 		"transitions":  replaceOnce(t, reapReply+"      - {from: active, to: pending}\n      - {from: active, to: dead}\n", reapReply+"      - {from: active, to: dead}\n      - {from: active, to: pending}\n"),
 		"reply values": swap("        - {value: 1, name: released}\n", "        - {value: 0, name: not_owner, summary: the lock is free or held by another owner}\n"),
 		"states":       swap("    - {name: pending, set: pending, summary: Waiting to be claimed.}\n", "    - {name: active, set: active, summary: Leased to one worker until its deadline.}\n"),
-		"refusals": swap("      - {id: token, class: EMQSTALE, message: extend token mismatch, when: the row is gone or its attempts differ from the token}\n",
-			"      - {id: state, class: EMQSTALE, message: extend job not active, when: the row is not active}\n"),
+		// extend's refusals (extend_policy repeats them before its own
+		// EMQPOLICY, so the transitions that follow extend's tell them
+		// apart).
+		"refusals": replaceOnce(t, extendToken+extendState+"    transitions:\n", extendState+extendToken+"    transitions:\n"),
 	} {
 		// The reordered manifest's findings are exactly main's own.
 		code, out, errs := run(t, "check", "-root", "../..", "-manifest", onMain(t, edit), "-format", "json")

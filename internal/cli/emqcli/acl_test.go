@@ -63,7 +63,7 @@ func aclProber(t testing.TB) []string {
 		"+hmget", "+xadd", "+xlen", "+xrange", // and the 2.4.0 steps' settles, their events and the events read
 		"+hscan", "+spublish", // and the 2.5.0 steps' sweep_dedup (its walk) and cancel_ids (its publication)
 		"+zcount",                  // and the 2.6.0 steps' due_schedulers (how many schedulers are due)
-		"+set", "+command|getkeys", // and the 2.7.0 steps: set_policy lays the tripwire, a step plants a later minor's (its keys asked of the server)
+		"+set", "+rename", "+command|getkeys", // and the 2.7.0 steps: set_policy lays the tripwire (its ACL check asks for every command it may run: +rename), a step plants a later minor's (its keys asked of the server)
 		"&" + aclScratch(t, func(q string) (string, error) {
 			k, err := wire.NewQueueKeys(q)
 			return k.Cancel, err
@@ -174,6 +174,11 @@ func operatorFlow(t *testing.T, s *seeded, user []string) []string {
 		if _, err := s.srv.Do(cmd...); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The queue has a policy (a cap that never binds): the operator's
+	// reads find its leased jobs under the tripwire (+type, +get).
+	if _, err := s.q.SetConcurrency(ctxP(t), 1000); err != nil {
+		t.Fatal(err)
 	}
 	var wrong []string
 	step := func(want int, sub string, args ...string) string {

@@ -338,6 +338,11 @@ func dedupProducerFlow(ctx context.Context, s *aclServer, opt emq.Options, queue
 	if err != nil {
 		return err
 	}
+	// The queue has a policy (a cap that never binds): the dedup scripts
+	// find the tripwire (+type, +get).
+	if _, err := aq.SetConcurrency(ctx, 1000); err != nil {
+		return fmt.Errorf("the default user's SetConcurrency: %w", err)
+	}
 	ids := make([]emq.ID, 4)
 	for i := range ids {
 		if ids[i], err = c.Mint(emq.WorkKind); err != nil {
@@ -371,7 +376,7 @@ func dedupProducerFlow(ctx context.Context, s *aclServer, opt emq.Options, queue
 	if err != nil || len(js) != 1 {
 		return fmt.Errorf("the default user's ClaimIDs = %v, %v", js, err)
 	}
-	if err := aq.Complete(ctx, js[0].ID, js[0].Token); err != nil {
+	if _, err := aq.CompleteResult(ctx, js[0].ID, js[0].Token, time.Minute, nil, emq.Completion{}); err != nil {
 		return err
 	}
 	es, err := q.DedupEntries(ctx, "d", "r")
@@ -497,6 +502,12 @@ func workerFlow(ctx context.Context, s *aclServer, opt emq.Options, queue string
 	if err != nil {
 		return err
 	}
+	// The queue has a policy (a cap that never binds): the worker's rules
+	// hold in the policy layout, where its scripts find the tripwire
+	// (+type, +get) and lease into the running set.
+	if _, err := aq.SetConcurrency(ctx, 1000); err != nil {
+		return fmt.Errorf("the default user's SetConcurrency: %w", err)
+	}
 	if feed == nil {
 		feed = func(ctx context.Context, jobs []emq.NewJob) error {
 			_, err := aq.PushBatch(ctx, jobs)
@@ -514,8 +525,8 @@ func workerFlow(ctx context.Context, s *aclServer, opt emq.Options, queue string
 	if _, err := aq.Push(ctx, reaped.ID, reaped.Payload); err != nil {
 		return err
 	}
-	if j, ok, err := aq.Claim(ctx, 100*time.Millisecond); err != nil || !ok || j.ID != reaped.ID {
-		return fmt.Errorf("the default user's Claim = %v, %v, %v", j, ok, err)
+	if js, err := aq.ClaimMany(ctx, 100*time.Millisecond, 1); err != nil || len(js) != 1 || js[0].ID != reaped.ID {
+		return fmt.Errorf("the default user's ClaimMany = %v, %v", js, err)
 	}
 
 	var mu sync.Mutex

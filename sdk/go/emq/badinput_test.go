@@ -437,11 +437,11 @@ func TestBadInputWrongType(t *testing.T) {
 			return err
 		}},
 		{"Complete", []*wire.Script{wire.ScriptComplete}, nil, func(ctx context.Context) error { return q.Complete(ctx, active.ID, active.Token) }},
-		{"Retry", []*wire.Script{wire.ScriptRetry}, nil, func(ctx context.Context) error {
+		{"Retry", []*wire.Script{wire.ScriptRetryPolicy}, nil, func(ctx context.Context) error {
 			_, err := q.Retry(ctx, active.ID, active.Token, time.Second)
 			return err
 		}},
-		{"Bury", []*wire.Script{wire.ScriptBury}, nil, func(ctx context.Context) error { return q.Bury(ctx, active.ID, active.Token) }},
+		{"Bury", []*wire.Script{wire.ScriptBuryPolicy}, nil, func(ctx context.Context) error { return q.Bury(ctx, active.ID, active.Token) }},
 		{"Promote", []*wire.Script{wire.ScriptPromote}, nil, func(ctx context.Context) error { _, err := q.Promote(ctx, 10); return err }},
 		{"Reap", []*wire.Script{wire.ScriptReap}, nil, func(ctx context.Context) error { _, err := q.Reap(ctx, 10, 0); return err }},
 		{"Reap(bury)", []*wire.Script{wire.ScriptReap}, nil, func(ctx context.Context) error { _, err := q.Reap(ctx, 10, 1); return err }},

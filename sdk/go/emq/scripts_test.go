@@ -1312,6 +1312,8 @@ func TestScriptBundleDigest(t *testing.T) {
 		wire.ScriptReplaceDedupPolicy: &wire.ReplaceDedupPolicyCall{},
 		wire.ScriptDedupPolicyEntries: &wire.DedupPolicyEntriesCall{DedupKeys: []string{""}},
 		wire.ScriptSweepDedupPolicy:   &wire.SweepDedupPolicyCall{},
+		wire.ScriptRetryPolicy:        &wire.RetryPolicyCall{},
+		wire.ScriptBuryPolicy:         &wire.BuryPolicyCall{},
 		wire.ScriptSetPolicy:          &wire.SetPolicyCall{},
 		wire.ScriptQueuePolicy:        &wire.QueuePolicyCall{},
 	} {

@@ -43,6 +43,11 @@ import {
   SCRIPT_RETRY,
   SCRIPT_RETRY_FAILED,
   SCRIPT_BURY_FAILED,
+  SCRIPT_COMPLETE_POLICY_IDS,
+  SCRIPT_EXTEND_POLICY,
+  SCRIPT_FAIL_POLICY,
+  SCRIPT_RETRY_POLICY,
+  SCRIPT_BURY_POLICY,
   decodeFail,
   type Script,
 } from "../src/gen/index.js";
@@ -99,7 +104,22 @@ const settles = new Map<Script, { ok: string; stale: string }>([
   [SCRIPT_BURY_FAILED, { ok: "B", stale: "Y" }],
   // fail (2.4.0) retries or buries, as its reply's outcome says (#settled).
   [SCRIPT_FAIL, { ok: "T", stale: "Y" }],
+  // The 2.7 twins the SDK runs (echomq 2.7.0), as the scripts they twin.
+  [SCRIPT_COMPLETE_POLICY_IDS, { ok: "C", stale: "Z" }],
+  [SCRIPT_RETRY_POLICY, { ok: "T", stale: "Y" }],
+  [SCRIPT_BURY_POLICY, { ok: "B", stale: "Y" }],
+  [SCRIPT_FAIL_POLICY, { ok: "T", stale: "Y" }],
 ]);
+
+/** Whether a script extends a lease (extend, or its 2.7 twin). */
+function extends_(s: Script): boolean {
+  return s === SCRIPT_EXTEND || s === SCRIPT_EXTEND_POLICY;
+}
+
+/** Whether a script settles a failed attempt by its reply's outcome (fail, or its 2.7 twin). */
+function fails(s: Script): boolean {
+  return s === SCRIPT_FAIL || s === SCRIPT_FAIL_POLICY;
+}
 
 const bySha = new Map(SCRIPTS.map((s) => [s.sha1, s]));
 const bySource = new Map(SCRIPTS.map((s) => [s.source, s]));
@@ -120,10 +140,7 @@ function transition(
       : verb === "EVAL"
         ? bySource.get(body)
         : undefined;
-  if (
-    script === undefined ||
-    (!settles.has(script) && script !== SCRIPT_EXTEND)
-  ) {
+  if (script === undefined || (!settles.has(script) && !extends_(script))) {
     return undefined;
   }
   const argv = args.slice(3 + Number(text(args[2])));
@@ -159,7 +176,7 @@ export class RecordingAdapter implements RedisAdapter {
         return; // the call is sent again with EVAL
       }
       if (s.error.message.split(" ")[0] === CLASS_STALE) {
-        if (t.script === SCRIPT_EXTEND) {
+        if (extends_(t.script)) {
           this.#rec.line("L");
         } else {
           this.#rec.line(settles.get(t.script)!.stale, t.id, t.token);
@@ -167,12 +184,12 @@ export class RecordingAdapter implements RedisAdapter {
         return;
       }
     }
-    if (t.script === SCRIPT_EXTEND) {
+    if (extends_(t.script)) {
       return;
     }
     const o = settles.get(t.script)!;
     let ok = o.ok;
-    if (s.ok && t.script === SCRIPT_FAIL) {
+    if (s.ok && fails(t.script)) {
       try {
         if (decodeFail(s.value).outcome === Event.dead) {
           ok = "B";
