@@ -62,7 +62,7 @@ func aclProber(t testing.TB) []string {
 		"+zscore", "+zrange", "+llen", "+rpush", // and the 2.3.0 steps' promote and reap_failed_ids
 		"+hmget", "+xadd", "+xlen", "+xrange", // and the 2.4.0 steps' settles, their events and the events read
 		"+hscan", "+spublish", // and the 2.5.0 steps' sweep_dedup (its walk) and cancel_ids (its publication)
-		"+zcount",                  // and the 2.6.0 steps' due_schedulers (how many schedulers are due)
+		"+zcount",                             // and the 2.6.0 steps' due_schedulers (how many schedulers are due)
 		"+set", "+rename", "+command|getkeys", // and the 2.7.0 steps: set_policy lays the tripwire (its ACL check asks for every command it may run: +rename), a step plants a later minor's (its keys asked of the server)
 		"&" + aclScratch(t, func(q string) (string, error) {
 			k, err := wire.NewQueueKeys(q)
