@@ -729,6 +729,8 @@ func decoders() map[*wire.Script]decoder {
 		},
 		wire.ScriptReapPolicyIDs: intDecoder(wire.DecodeReapPolicyIDs),
 		wire.ScriptExtendPolicy:  intDecoder(wire.DecodeExtendPolicy),
+		wire.ScriptRetryPolicy:   intDecoder(wire.DecodeRetryPolicy),
+		wire.ScriptBuryPolicy:    intDecoder(wire.DecodeBuryPolicy),
 		wire.ScriptCancelPolicyIDs: func(r rueidis.RedisResult) (decoded, error) {
 			v, err := wire.DecodeCancelPolicyIDs(r)
 			d := decoded{fields: [][]string{}, shape: "s", repeated: true}
