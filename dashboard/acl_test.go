@@ -348,6 +348,11 @@ func TestDashboardACL(t *testing.T) {
 		if msg == "" {
 			t.Errorf("policy rule %s is not needed: the flow passed without it", r)
 		}
+		// The server logs the refusal, except set_policy's own check of the
+		// commands it may run (acl_check_cmd logs nothing).
+		if r != "+rename" && r != "+set" && aclLog(t, w.srv) == "" {
+			t.Errorf("without policy rule %s nothing was logged", r)
+		}
 		if p := policyOf(t, w, "orders"); p.Paused || p.Concurrency != 0 || p.Requires != 0 {
 			t.Errorf("without %s the refused pause wrote something: the policy is %+v", r, p)
 		}

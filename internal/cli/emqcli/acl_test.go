@@ -170,6 +170,13 @@ func aclCursor(out string) string {
 // otherwise than with every right.
 func operatorFlow(t *testing.T, s *seeded, user []string) []string {
 	t.Helper()
+	return operatorFlowIn(t, s, user, true)
+}
+
+// operatorFlowIn is operatorFlow with the queue in the policy layout, or
+// in the classic layout when policy is false.
+func operatorFlowIn(t *testing.T, s *seeded, user []string, policy bool) []string {
+	t.Helper()
 	for _, cmd := range [][]string{{"SCRIPT", "FLUSH"}, {"DEL", s.q.Keys().Wake}} {
 		if _, err := s.srv.Do(cmd...); err != nil {
 			t.Fatal(err)
@@ -177,8 +184,10 @@ func operatorFlow(t *testing.T, s *seeded, user []string) []string {
 	}
 	// The queue has a policy (a cap that never binds): the operator's
 	// reads find its leased jobs under the tripwire (+type, +get).
-	if _, err := s.q.SetConcurrency(ctxP(t), 1000); err != nil {
-		t.Fatal(err)
+	if policy {
+		if _, err := s.q.SetConcurrency(ctxP(t), 1000); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var wrong []string
 	step := func(want int, sub string, args ...string) string {
@@ -259,6 +268,15 @@ func TestInspectACL(t *testing.T) {
 		code, out, errs = inspectRun(t, s.srv, "sizes", "-queue", "orders", "-user", "emq-operator", "-password", "wrong")
 		if code != emqcli.ExitUsage || out != "" || !strings.Contains(errs, "WRONGPASS") {
 			t.Errorf("a wrong password = %d\n%s%s", code, out, errs)
+		}
+	})
+	t.Run("all, the classic layout", func(t *testing.T) {
+		s := seed(t)
+		if wrong := operatorFlowIn(t, s, aclUser(t, s.srv, "emq-operator", rules), false); len(wrong) > 0 {
+			t.Fatalf("as the operator:\n%s", strings.Join(wrong, "\n"))
+		}
+		if d := aclDenials(t, s.srv); len(d) > 0 {
+			t.Fatalf("refused: %q", d)
 		}
 	})
 	for i, rule := range rules {

@@ -338,10 +338,8 @@ func dedupProducerFlow(ctx context.Context, s *aclServer, opt emq.Options, queue
 	if err != nil {
 		return err
 	}
-	// The queue has a policy (a cap that never binds): the dedup scripts
-	// find the tripwire (+type, +get).
-	if _, err := aq.SetConcurrency(ctx, 1000); err != nil {
-		return fmt.Errorf("the default user's SetConcurrency: %w", err)
+	if err := policyLayout(ctx, aq); err != nil {
+		return err
 	}
 	ids := make([]emq.ID, 4)
 	for i := range ids {
@@ -502,11 +500,8 @@ func workerFlow(ctx context.Context, s *aclServer, opt emq.Options, queue string
 	if err != nil {
 		return err
 	}
-	// The queue has a policy (a cap that never binds): the worker's rules
-	// hold in the policy layout, where its scripts find the tripwire
-	// (+type, +get) and lease into the running set.
-	if _, err := aq.SetConcurrency(ctx, 1000); err != nil {
-		return fmt.Errorf("the default user's SetConcurrency: %w", err)
+	if err := policyLayout(ctx, aq); err != nil {
+		return err
 	}
 	if feed == nil {
 		feed = func(ctx context.Context, jobs []emq.NewJob) error {
@@ -862,6 +857,17 @@ func TestACLEveryRuleIsNeeded(t *testing.T) {
 				t.Parallel()
 				s := newACLServer(t, nil)
 				if err := role.flow(aclCtx(t), s, s.user(t, "u", role.rules)); err != nil {
+					t.Fatal(err)
+				}
+				if d := s.denials(t); len(d) > 0 {
+					t.Fatalf("refused: %q", d)
+				}
+			})
+			t.Run("all, the classic layout", func(t *testing.T) {
+				t.Parallel()
+				s := newACLServer(t, nil)
+				ctx := context.WithValue(aclCtx(t), classicLayout{}, true)
+				if err := role.flow(ctx, s, s.user(t, "u", role.rules)); err != nil {
 					t.Fatal(err)
 				}
 				if d := s.denials(t); len(d) > 0 {
@@ -1237,4 +1243,22 @@ func TestACLDocumented(t *testing.T) {
 			t.Errorf("docs/security.md does not show the %s line:\n%s", name, line)
 		}
 	}
+}
+
+// classicLayout marks a flow's context: its queue keeps the classic
+// layout (no policy), where the roles' rules must hold too.
+type classicLayout struct{}
+
+// policyLayout gives the flow's queue a policy (a cap that never binds),
+// unless ctx asks for the classic layout: the roles' rules hold in the
+// policy layout, where the scripts find the tripwire (+type, +get) and
+// lease into the running set.
+func policyLayout(ctx context.Context, aq *emq.Queue) error {
+	if ctx.Value(classicLayout{}) != nil {
+		return nil
+	}
+	if _, err := aq.SetConcurrency(ctx, 1000); err != nil {
+		return fmt.Errorf("the default user's SetConcurrency: %w", err)
+	}
+	return nil
 }
