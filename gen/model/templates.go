@@ -69,6 +69,17 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 			_, _, j, ok := tripwired(p, s, name)
 			return ok && j > 0
 		},
+		// declares holds in a script that declares a key of the named
+		// key type, so that a snippet shared by scripts of several minors
+		// renders for each what it honours (policy_gate's minor).
+		"declares": func(typ string) bool {
+			for _, k := range s.Keys {
+				if k.Type == typ {
+					return true
+				}
+			}
+			return false
+		},
 		// keys_from is the Lua index of the first key of a repeated
 		// group: KEYS[{{keys_from "rows"}} + i - 1] is the row of the
 		// i-th id of the repeated argument group.
