@@ -52,6 +52,10 @@ type plan struct {
 	// producers are done (r.loadDone) and it injected what it must; it
 	// must leave the server and the workers running.
 	faults func(ctx context.Context, r *run) error
+	// before, when set, runs once the worker processes started and before
+	// the producers push anything: a scenario's setup of the queue (a
+	// policy the whole load runs under, say). An error ends the run.
+	before func(ctx context.Context, r *run) error
 	// afterDrain, when set, runs once the queue drained, while the worker
 	// processes still run (their maintenance too) and before they are
 	// stopped: a scenario's own end-of-run checks. An error ends the run.
@@ -260,6 +264,11 @@ func execute(ctx context.Context, cfg Config, p *plan) (*outcome, error) {
 	}
 	if err := r.pool.Start(p.workers); err != nil {
 		return nil, err
+	}
+	if p.before != nil {
+		if err := p.before(ctx, r); err != nil {
+			return nil, fmt.Errorf("chaos: %s: before the load: %w", p.name, err)
+		}
 	}
 	prods, err := r.producers(ctx, addrs)
 	if err != nil {
