@@ -103,7 +103,8 @@ func (q *Queue) ClaimIDs(ctx context.Context, lease time.Duration, ids []ID) (_ 
 	if err := q.c.ensure(ctx); err != nil {
 		return nil, err
 	}
-	call := wire.ClaimPolicyIDsCall{Pending: q.keys.Pending, Active: q.keys.Active, Running: q.keys.Running, Policy: q.keys.Policy, Wake: q.keys.Wake, Rows: rows, LeaseMS: ms(lease), IDs: ids}
+	call := wire.ClaimRateIDsCall{Pending: q.keys.Pending, Active: q.keys.Active, Running: q.keys.Running, Policy: q.keys.Policy, Starts: q.keys.Starts, Wake: q.keys.Wake,
+		Rows: rows, LeaseMS: ms(lease), IDs: ids}
 	rs, err := call.Exec(ctx, q.c.rc)
 	if err != nil {
 		return nil, err
@@ -277,9 +278,9 @@ func (q *Queue) rawRows(members []string) []string {
 	return rows
 }
 
-// claimIDsExec is the claim_policy_ids call of raw members.
+// claimIDsExec is the claim_rate_ids call of raw members.
 func (q *Queue) claimIDsExec(lease time.Duration, members []string) rueidis.LuaExec {
-	call := wire.ClaimPolicyIDsCall{Pending: q.keys.Pending, Active: q.keys.Active, Running: q.keys.Running, Policy: q.keys.Policy, Wake: q.keys.Wake,
+	call := wire.ClaimRateIDsCall{Pending: q.keys.Pending, Active: q.keys.Active, Running: q.keys.Running, Policy: q.keys.Policy, Starts: q.keys.Starts, Wake: q.keys.Wake,
 		Rows: q.rawRows(members), LeaseMS: ms(lease)}
 	return rueidis.LuaExec{Keys: call.Keys(), Args: append(call.Args(), members...)}
 }
@@ -299,13 +300,15 @@ func (q *Queue) claimHead(ctx context.Context, lease time.Duration, n int) ([]Jo
 			return nil, nil
 		}
 		x := q.claimIDsExec(lease, members)
-		rs, err := wire.DecodeClaimPolicyIDs(wire.ScriptClaimPolicyIDs.Lua().Exec(ctx, q.c.rc, x.Keys, x.Args))
+		rs, err := wire.DecodeClaimRateIDs(wire.ScriptClaimRateIDs.Lua().Exec(ctx, q.c.rc, x.Keys, x.Args))
 		if err != nil {
 			return nil, err
 		}
 		if len(rs) == 0 {
-			if try == 0 && q.held(ctx) {
-				return nil, nil // paused or at its cap: reading again would lease nothing either
+			if try == 0 {
+				if held, _ := q.held(ctx); held {
+					return nil, nil // paused, at its cap or its rate limit: reading again would lease nothing either
+				}
 			}
 			continue
 		}
