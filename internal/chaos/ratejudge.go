@@ -224,7 +224,7 @@ func (w *rateWatch) sample(ctx context.Context, log bool) {
 		w.mu.Unlock()
 		return
 	}
-	us, err := microsOf(parts[0])
+	us, err := microsOf(&parts[0])
 	if err != nil {
 		return
 	}
