@@ -17,6 +17,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -252,7 +253,7 @@ func execute(ctx context.Context, cfg Config, p *plan) (*outcome, error) {
 	defer func() { stopChk(); chkDone.Wait() }()
 
 	wcfg := p.worker
-	wcfg.Addrs, wcfg.Queue, wcfg.Seed = addrs, queueName, r.seed
+	wcfg.Addrs, wcfg.Queue, wcfg.Seed, wcfg.Classes = addrs, queueName, r.seed, wire.Classes()
 	if r.pool, err = NewPool(wcfg, filepath.Join(r.dir, "workers"), r.logf); err != nil {
 		return nil, err
 	}
@@ -392,7 +393,7 @@ func (r *run) producers(ctx context.Context, addrs []string) ([]*Producer, error
 		}
 		switch lang {
 		case LangGo:
-		case LangTS, LangPy, LangOld, LangPrev, LangPrev24, LangPrev25, LangPrev26:
+		case LangTS, LangPy, LangOld, LangPrev, LangPrev24, LangPrev25, LangPrev26, LangPrev27:
 			d, err := r.driver(ctx, lang, addrs)
 			if err != nil {
 				return nil, err

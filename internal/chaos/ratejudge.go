@@ -444,7 +444,9 @@ func judgeRates(tl *timeline, changes []rateChange, samples []pendingSample, log
 				v.problem("%s: the old side (%s, process %d) leased it at %d ms, while the queue had a rate limit (%s)", s.key, s.l.lang, s.l.proc, s.ms, seg.lim)
 			}
 			if s.l != nil && v.LogCovered {
-				if _, ok := log[s.key]; !ok && s.ms*1000+seg.lim.Period.Microseconds() <= lastPoll {
+				// A start was in the log a period at least, unless the
+				// limit was removed first (its log deleted with it).
+				if _, ok := log[s.key]; !ok && s.ms*1000+seg.lim.Period.Microseconds() <= min(lastPoll, seg.to) {
 					v.LogMissing++
 					v.problem("%s: leased at %d ms under a rate limit (%s), yet the starts log never held it", s.key, s.ms, seg.lim)
 				}
