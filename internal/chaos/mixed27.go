@@ -55,7 +55,7 @@ type rateCycle struct {
 
 func mixed27Plan(cfg Config) (*plan, rateCycle) {
 	p := &plan{
-		name: "mixed27rate", jobs: 600, rate: 250, producers: 2, batch: 10, workers: 4,
+		name: "mixed27rate", jobs: 900, rate: 250, producers: 2, batch: 10, workers: 4,
 		worker: WorkerConfig{Concurrency: 16, Lease: time.Second, Maintenance: 200 * time.Millisecond,
 			HandlerMin: 40 * time.Millisecond, HandlerMax: 200 * time.Millisecond, FailRate: 0.05, AlwaysFail: 0.02,
 			MaxAttempts: 3, Backoff: 50 * time.Millisecond},

@@ -281,9 +281,11 @@ type rateVerdict struct {
 	Leases, Timed int64 // leases recorded; of them with a claim time
 	// Unrecorded leases: tokens a job's records lack (its holder killed
 	// before its handler began); FromLog of them found in the starts log,
-	// Unseen not (a violation when the watcher read the log often enough:
-	// an attempt spent with no start).
-	Unrecorded, FromLog, Unseen int64
+	// Unseen not; UnseenUnder of those surely leased under a limit (the
+	// job's recorded leases before and after it were), which is a
+	// violation when the watcher read the log often enough: an attempt
+	// spent with no start logged.
+	Unrecorded, FromLog, Unseen, UnseenUnder int64
 	// LogMatched recorded starts the starts log holds at their claim's
 	// millisecond; LogMismatched at another (violations); LogMissing
 	// recorded starts under the limit the log never showed although the
@@ -371,9 +373,11 @@ func judgeRates(tl *timeline, changes []rateChange, samples []pendingSample, log
 	}
 	var starts []rateStart
 	tokens := map[string][]int64{}
+	byID := map[string][]*leaseRec{}
 	for _, l := range tl.leases {
 		v.Leases++
 		tokens[l.id] = append(tokens[l.id], l.token)
+		byID[l.id] = append(byID[l.id], l)
 		if l.claimMS < 0 {
 			continue
 		}
@@ -389,16 +393,32 @@ func judgeRates(tl *timeline, changes []rateChange, samples []pendingSample, log
 			}
 		}
 	}
-	// The tokens a job's records lack.
+	// The tokens a job's records lack. One that is in no log was leased
+	// surely under a limit when the job's recorded leases around it were
+	// (before the job's first recorded lease: the run's first lease).
+	first := int64(math.MaxInt64)
+	for _, l := range tl.leases {
+		if l.claimMS >= 0 {
+			first = min(first, l.claimMS)
+		}
+	}
+	sameSeg := func(lo, hi int64) bool {
+		for _, seg := range segs {
+			if lo*1000 > seg.from && (hi+1)*1000 <= seg.to {
+				return true
+			}
+		}
+		return false
+	}
 	for _, id := range slices.Sorted(maps.Keys(tokens)) {
 		toks := tokens[id]
 		slices.Sort(toks)
-		have := map[int64]bool{}
-		for _, t := range toks {
-			have[t] = true
+		claimed := map[int64]int64{}
+		for _, l := range byID[id] {
+			claimed[l.token] = l.claimMS
 		}
 		for t := int64(1); t < toks[len(toks)-1]; t++ {
-			if have[t] {
+			if _, ok := claimed[t]; ok {
 				continue
 			}
 			v.Unrecorded++
@@ -409,6 +429,19 @@ func judgeRates(tl *timeline, changes []rateChange, samples []pendingSample, log
 				continue
 			}
 			v.Unseen++
+			lo, hi := first-1, int64(-1)
+			for u, ms := range claimed {
+				if u < t && ms >= 0 {
+					lo = max(lo, ms)
+				}
+				if u > t && ms >= 0 && (hi < 0 || ms < hi) {
+					hi = ms
+				}
+			}
+			if hi >= 0 && sameSeg(lo, hi) {
+				v.UnseenUnder++
+				v.problem("%s: an attempt of the job with no lease recorded and no start logged, between leases at %d and %d ms under a limit", key, lo, hi)
+			}
 		}
 	}
 	sort.Slice(starts, func(i, j int) bool {
@@ -513,7 +546,7 @@ func (v *rateVerdict) saturated(seg rateSeg, under []rateStart, samples []pendin
 // violations; c are res's counts.
 func (v *rateVerdict) judge(res *Result) {
 	c := res.Counts
-	c["leases"], c["timed_leases"], c["unrecorded_leases"], c["unrecorded_from_log"], c["unrecorded_unseen"] = v.Leases, v.Timed, v.Unrecorded, v.FromLog, v.Unseen
+	c["leases"], c["timed_leases"], c["unrecorded_leases"], c["unrecorded_from_log"], c["unrecorded_unseen"], c["unrecorded_unseen_under_limit"] = v.Leases, v.Timed, v.Unrecorded, v.FromLog, v.Unseen, v.UnseenUnder
 	c["starts_log_matched"], c["starts_log_mismatched"], c["starts_log_missing"], c["starts_log_max_gap_ms"] = v.LogMatched, v.LogMismatched, v.LogMissing, v.LogMaxGapMS
 	c["starts_under_limit"], c["starts_in_brackets"], c["window_max"], c["window_breaches"] = v.UnderLimit, v.InBrackets, v.WindowMax, v.WindowBreaches
 	c["saturated_starts"], c["saturated_ms"], c["saturated_spans"], c["saturated_over_pace"] = v.SatStarts, v.SatUS/1000, v.SatSpans, v.SatOver
@@ -527,8 +560,8 @@ func (v *rateVerdict) judge(res *Result) {
 	if v.LogMismatched > 0 || v.LogMissing > 0 {
 		res.Violations = append(res.Violations, fmt.Sprintf("the starts log disagrees with the leases: %d recorded at another millisecond, %d under the limit never in it", v.LogMismatched, v.LogMissing))
 	}
-	if v.Unseen > 0 && v.LogCovered {
-		res.Violations = append(res.Violations, fmt.Sprintf("%d attempts of jobs were spent with no lease recorded and no start logged (the watcher read the starts log at least once a period): a job failed or leased past the limit", v.Unseen))
+	if v.UnseenUnder > 0 && v.LogCovered {
+		res.Violations = append(res.Violations, fmt.Sprintf("%d attempts of jobs were spent under a limit with no lease recorded and no start logged (the watcher read the starts log at least once a period): a job failed or leased past the limit", v.UnseenUnder))
 	}
 	if v.OldUnderLimit > 0 {
 		res.Violations = append(res.Violations, fmt.Sprintf("the old side leased %d jobs while the queue had a rate limit", v.OldUnderLimit))
@@ -581,8 +614,8 @@ func rateFigures(v rateVerdict, lim rateLimit) string {
 	if !v.LogCovered {
 		cover = fmt.Sprintf("the watcher once went %d ms without reading the starts log (longer than the period: leases it missed are not judged)", v.LogMaxGapMS)
 	}
-	return fmt.Sprintf("%s leases judged (%s started under the limit, %s within a change's bracket); %s leases whose holder died before its handler began (tokens the records lack), %s of them found in the starts log, %s not; %s recorded starts agree with the starts log's millisecond, %d disagree; %s; at most %d starts in any window of %v (the limit %d); over %d saturated spans (%.1f s, jobs pending at every sample) %s starts: %.2f per second against the limit's %.2f (%.2f%%)",
-		thousands(v.Leases), thousands(v.UnderLimit), thousands(v.InBrackets), thousands(v.Unrecorded), thousands(v.FromLog), thousands(v.Unseen),
+	return fmt.Sprintf("%s leases judged (%s started under the limit, %s within a change's bracket); %s leases whose holder died before its handler began (tokens the records lack), %s of them found in the starts log, %s not (%s of those surely under a limit); %s recorded starts agree with the starts log's millisecond, %d disagree; %s; at most %d starts in any window of %v (the limit %d); over %d saturated spans (%.1f s, jobs pending at every sample) %s starts: %.2f per second against the limit's %.2f (%.2f%%)",
+		thousands(v.Leases), thousands(v.UnderLimit), thousands(v.InBrackets), thousands(v.Unrecorded), thousands(v.FromLog), thousands(v.Unseen), thousands(v.UnseenUnder),
 		thousands(v.LogMatched), v.LogMismatched, cover, v.WindowMax, lim.Period, lim.N, v.SatSpans, float64(v.SatUS)/1e6, thousands(v.SatStarts),
 		v.satRate(), lim.perSecond(), 100*v.satRate()/lim.perSecond())
 }

@@ -106,8 +106,14 @@ func TestJudgeRates(t *testing.T) {
 		log["A:2"] = base + 250 // A's second lease: its holder died before the S line
 		log["C:1"] = base + 701 // another millisecond than C's record
 		v := judgeRates(&timeline{leases: ls}, changes, nil, log, polls, nil)
-		if v.Unrecorded != 2 || v.FromLog != 1 || v.Unseen != 1 || v.LogMismatched != 1 || v.UnderLimit != 6 || !v.LogCovered {
-			t.Errorf("verdict %+v; want 2 unrecorded (A:2 from the log, B:2 unseen), 1 mismatch (C), 6 under the limit", v)
+		if v.Unrecorded != 2 || v.FromLog != 1 || v.Unseen != 1 || v.UnseenUnder != 1 || v.LogMismatched != 1 || v.UnderLimit != 6 || !v.LogCovered {
+			t.Errorf("verdict %+v; want 2 unrecorded (A:2 from the log, B:2 unseen under the limit), 1 mismatch (C), 6 under the limit", v)
+		}
+		// B's second lease between a lease before the limit and one under
+		// it: not surely under the limit.
+		ls[2] = lr("B", 1, -50, LangGo)
+		if v := judgeRates(&timeline{leases: ls}, changes, nil, log, polls, nil); v.Unseen != 1 || v.UnseenUnder != 0 {
+			t.Errorf("verdict %+v; want B:2 unseen, not surely under the limit", v)
 		}
 		polls := []int64{us(10), us(500)} // a gap of a period and more
 		if v := judgeRates(&timeline{leases: ls}, changes, nil, log, polls, nil); v.LogCovered {
