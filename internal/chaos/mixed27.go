@@ -274,18 +274,11 @@ func (MixedRate) Run(ctx context.Context, cfg Config) (Result, error) {
 		prev, strings.Join(refused, ", "), thousands(v.OldUnderLimit), thousands(n["old_held_at_set"]), thousands(n["old_settled_under_limit"]),
 		n["resumed_"+old], n["rate_cycles"], n["probe_refusals"], n["probe_accepted"],
 		thousands(cross[string(LangGo)+"_to_"+old]), thousands(cross[old+"_to_"+string(LangGo)])) + rateFigures(v, rcy.limit) + "; " + res.Notes
-	res.Details = fmt.Sprintf(`**Injected.** %d worker processes work one queue: worker processes of this tree's Go SDK and of the Go SDK of the frozen %s release (built from git history, as in mixed26policy), in turn, %d handlers each (lease %v), while a producer of each side pushes %s jobs. A controller (the Go SDK's Queue.SetRateLimit) sets a rate limit of %s whenever a %s worker holds a lease (its handler running), holds it %v, and removes it, in cycles; each change is bracketed by the server's TIME. Worker processes of each side are SIGKILLed (each replaced by one of its side), from the first limit on%s. Before the load, deterministic probes on a queue of their own with this tree's renderings of the %s scripts (their SHA-1s are the frozen release's bundle record's): a job leased by claim_policy_ids in the classic layout; a rate limit set; then claim_policy_ids and set_policy, each refused with EMQPOLICY, the queue's keys (every key's type and DUMP) unchanged by them; then complete_policy_ids of the held lease, offering the other pending job: the completion accepted, nothing leased.
+	res.Details = fmt.Sprintf(`**Injected.** %d worker processes work one queue: worker processes of this tree's Go SDK and of the Go SDK of the frozen %s release (built from git history, as in mixed26policy), in turn, %d handlers each (lease %v), while a producer of each side pushes %s jobs. A controller (the Go SDK's Queue.SetRateLimit) sets a rate limit of %s whenever a %s worker holds a lease (its handler running), holds it %v, and removes it, in cycles; each change is bracketed by the server's TIME. From the first limit on, every 0.3–0.7 s a worker process is SIGKILLed (each replaced by one of its side) or, one fault in four, frozen with SIGSTOP for %v, the sides in turn. Before the load, deterministic probes on a queue of their own with this tree's renderings of the %s scripts (their SHA-1s are the frozen release's bundle record's): a job leased by claim_policy_ids in the classic layout; a rate limit set; then claim_policy_ids and set_policy, each refused with EMQPOLICY, the queue's keys (every key's type and DUMP) unchanged by them; then complete_policy_ids of the held lease, offering the other pending job: the completion accepted, nothing leased.
 
 **Checked.** The probes as said. The load: every worker process records each lease's claim millisecond (from its deadline) and its handler's and settle's times; a watcher reads the queue's starts log and pending set as in the rates scenario. While the queue surely had a limit the %s side leased nothing (its claims are refused with EMQPOLICY: the failures it logged are counted by what it was doing, and none of them may be a settle's or a maintenance call's), and the leases it held when a limit was set were settled under it (accepted); after each removal it leased again. The new side's starts (and the leases only the starts log saw) are judged as in the rates scenario: no window of %v held more than %d starts, none faster than the pace. Every acknowledged job finished exactly once, none lost; this tree's workers logged no claim or settle refused.
-%s`, p.workers, prev, w.Concurrency, w.Lease, thousands(int64(p.jobs)), rcy.limit, prev, rcy.hold, freezeWords(rcy.minFreezes, freeze), prev, prev, rcy.limit.Period, rcy.limit.N, o.problems())
+%s`, p.workers, prev, w.Concurrency, w.Lease, thousands(int64(p.jobs)), rcy.limit, prev, rcy.hold, freeze, prev, prev, rcy.limit.Period, rcy.limit.N, o.problems())
 	return res, nil
-}
-
-func freezeWords(n int64, d time.Duration) string {
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf(", and frozen with SIGSTOP for %v", d)
 }
 
 // rateProbes runs the deterministic probes on rateProbeQueue with this

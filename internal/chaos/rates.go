@@ -130,11 +130,11 @@ func watchEvery(lim rateLimit) (time.Duration, int) {
 func (Rates) Run(ctx context.Context, cfg Config) (Result, error) {
 	p, rs := ratesPlan(cfg)
 	freeze := 2*p.worker.Lease + 500*time.Millisecond
+	every, logEvery := watchEvery(rs.limit)
 	ctl := &rateCtl{}
 	var watch *rateWatch
 	p.before = func(ctx context.Context, r *run) error {
 		ctl.r = r
-		every, logEvery := watchEvery(rs.limit)
 		watch = watchRates(r, every, logEvery)
 		return ctl.set(ctx, rs.limit)
 	}
@@ -181,10 +181,10 @@ func (Rates) Run(ctx context.Context, cfg Config) (Result, error) {
 		res.Violations = append(res.Violations, fmt.Sprintf("%d jobs were buried: a job the limit held back was failed (no handler fails every attempt here)", n["buried"]))
 	}
 	res.Notes = maintenanceNote(n) + rateFigures(v, rs.limit) + fmt.Sprintf(" (the scenario's tolerance: %.0f%% below it); %s jobs buried (none may be: only first attempts fail); ", 100*rs.tolerance, thousands(n["buried"])) + res.Notes
-	res.Details = fmt.Sprintf(`**Injected.** A rate limit of %s is set on the queue (the Go SDK's Queue.SetRateLimit: the tripwire names 2.8, so every older claim is refused) before anything is pushed; then two producers push %s jobs at once and %d worker processes of this tree's Go SDK (emq.NewWorker, %d handlers each, lease %v) work the queue, so that the limit, not the load, paces the run. Worker processes are SIGKILLed (each replaced) and frozen with SIGSTOP for %v (past the lease), so that leases are lost, reaped and leased again under the limit, and thawed handlers settle late.
+	res.Details = fmt.Sprintf(`**Injected.** A rate limit of %s is set on the queue (the Go SDK's Queue.SetRateLimit: the tripwire names 2.8, so every older claim is refused) before anything is pushed; then two producers push %s jobs at once and %d worker processes of this tree's Go SDK (emq.NewWorker, %d handlers each, lease %v) work the queue, so that the limit, not the load, paces the run. Every 0.3–0.7 s a worker process is SIGKILLed (a replacement starts at once) or, one fault in four, frozen with SIGSTOP for %v (past the lease), so that leases are lost, reaped and leased again under the limit, and thawed handlers settle late.
 
-**Checked.** Every worker process records each lease's claim millisecond (its deadline less the lease: the server's TIME in the claim script) and its handler's and settle's times; a watcher reads, in one MULTI with the server's TIME, the pending set's size every %v and the queue's starts log at least four times a period. A job's tokens are its leases in order, so the tokens its records lack are leases whose holder died before its handler began: those are taken from the starts log. No window of %v held more than %d starts; every recorded start the log saw it at the same millisecond; over the spans in which jobs were pending at every sample the jobs started at the limit's pace — never faster than one per %v (with the pace's tolerance of two), and within %.0f%% below it; no attempt of a job was spent without a start, nothing was buried, and no claim or settle of the workers was refused. Every acknowledged job finished exactly once, none lost.
-%s`, rs.limit, thousands(int64(p.jobs)), p.workers, w.Concurrency, w.Lease, freeze, 25*time.Millisecond, rs.limit.Period, rs.limit.N,
+**Checked.** Every worker process records each lease's claim millisecond (its deadline less the lease: the server's TIME in the claim script) and its handler's and settle's times; a watcher reads, in one MULTI with the server's TIME, the pending set's size every %v and the queue's starts log at least four times a period. A job's tokens are its leases in order, so the tokens its records lack are leases whose holder died before its handler began: those are taken from the starts log. No window of %v held more than %d starts; every recorded start the log held was there at its claim's millisecond; over the spans in which jobs were pending at every sample the jobs started at the limit's pace — never faster than one per %v (with the pace's tolerance of two), and within %.0f%% below it; no attempt of a job was spent without a start, nothing was buried, and no claim or settle of the workers was refused. Every acknowledged job finished exactly once, none lost.
+%s`, rs.limit, thousands(int64(p.jobs)), p.workers, w.Concurrency, w.Lease, freeze, every, rs.limit.Period, rs.limit.N,
 		rs.limit.Period/time.Duration(rs.limit.N), 100*rs.tolerance, o.problems())
 	return res, nil
 }
