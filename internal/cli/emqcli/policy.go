@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/echomq/echomq/sdk/go/emq"
 	"github.com/echomq/echomq/sdk/go/emq/wire"
@@ -17,18 +18,23 @@ var policyWord = func() string {
 	return k.Policy[strings.LastIndexByte(k.Policy, ':')+1:]
 }()
 
-const policySynopsis = "[-format text|json] [-force] QUEUE [pause | resume | concurrency N]"
+const policySynopsis = "[-format text|json] [-force] QUEUE [pause | resume | concurrency N | rate N PERIOD]"
 
 const policyHelp = `Reads the policy of queue QUEUE (echomq 2.7.0: the SDK's Queue.Policy):
-whether it is paused, its concurrency cap, the minor its tripwire names and
-how many of its jobs are leased. With an action it changes the policy first
-and prints it after:
+whether it is paused, its concurrency cap, its rate limit (2.8.0), the
+minor its tripwire names and how many of its jobs are leased. With an
+action it changes the policy first and prints it after:
 
   pause          claims lease nothing (producers keep enqueueing; the jobs
                  leased run to their end)            (Queue.Pause)
   resume         claims lease again; the doorbell is rung (Queue.Resume)
   concurrency N  at most N of the queue's jobs leased at once, across every
                  worker; 0 removes the cap           (Queue.SetConcurrency)
+  rate N PERIOD  at most N of the queue's jobs started in any window of
+                 PERIOD (a duration such as 1s or 500ms, whole
+                 milliseconds), across every worker, paced; the jobs held
+                 back stay pending; rate 0 removes the limit
+                 (Queue.SetRateLimit)
 
 A queue's first policy lays its tripwire: its leased jobs move to the
 running set and every client older than 2.7 is refused on the queue
@@ -60,7 +66,7 @@ func runPolicy(e *env, args []string) int {
 		return ExitUsage
 	}
 	f.queue = &pos[0]
-	action, n := "", 0
+	action, n, per := "", 0, time.Duration(0)
 	switch rest := pos[1:]; {
 	case len(rest) == 0:
 	case len(rest) == 1 && (rest[0] == "pause" || rest[0] == "resume"):
@@ -72,8 +78,21 @@ func runPolicy(e *env, args []string) int {
 			return ExitUsage
 		}
 		action, n = rest[0], v
+	case (len(rest) == 2 || len(rest) == 3) && rest[0] == "rate":
+		v, err := strconv.Atoi(rest[1])
+		if err != nil || v < 0 || v > 0 && len(rest) != 3 {
+			e.errorf("policy: rate %q: give 0 (no limit) or a positive number and a period; nothing was sent", strings.Join(rest[1:], " "))
+			return ExitUsage
+		}
+		if len(rest) == 3 {
+			if per, err = time.ParseDuration(rest[2]); err != nil {
+				e.errorf("policy: rate period %q: give a duration such as 1s or 500ms; nothing was sent", rest[2])
+				return ExitUsage
+			}
+		}
+		action, n = rest[0], v
 	default:
-		e.errorf("policy: %q: give pause, resume or concurrency N; nothing was sent", strings.Join(rest, " "))
+		e.errorf("policy: %q: give pause, resume, concurrency N or rate N PERIOD; nothing was sent", strings.Join(rest, " "))
 		return ExitUsage
 	}
 	s, code := open(e, f, action != "", nil)
@@ -94,6 +113,8 @@ func runPolicy(e *env, args []string) int {
 		p, err = s.q.Resume(s.ctx)
 	case "concurrency":
 		p, err = s.q.SetConcurrency(s.ctx, n, opts...)
+	case "rate":
+		p, err = s.q.SetRateLimit(s.ctx, n, per, opts...)
 	default:
 		p, err = s.q.Policy(s.ctx)
 	}
@@ -112,7 +133,8 @@ func runPolicy(e *env, args []string) int {
 // policyJSON is a queue's policy as the json outputs carry it, keyed by
 // the policy vocabulary's words.
 func policyJSON(p emq.QueuePolicy) map[string]any {
-	return map[string]any{string(emq.PolicyPaused): p.Paused, string(emq.PolicyConcurrency): p.Concurrency, "requires": p.Requires, "leased": p.Leased}
+	return map[string]any{string(emq.PolicyPaused): p.Paused, string(emq.PolicyConcurrency): p.Concurrency, "requires": p.Requires, "leased": p.Leased,
+		string(emq.PolicyRateLimit): p.RateLimit, "rate_period_ms": p.RatePeriod.Milliseconds(), "admit_in_ms": p.AdmitIn.Milliseconds()}
 }
 
 // policyText is a queue's policy in a line: what holds its claims, and how
@@ -124,6 +146,13 @@ func policyText(p emq.QueuePolicy) string {
 	}
 	if p.Concurrency > 0 {
 		parts = append(parts, fmt.Sprintf("%s %d", emq.PolicyConcurrency, p.Concurrency))
+	}
+	if p.RateLimit > 0 {
+		next := "now"
+		if p.AdmitIn > 0 {
+			next = "in " + p.AdmitIn.String()
+		}
+		parts = append(parts, fmt.Sprintf("rate limit %d per %v (next start %s)", p.RateLimit, p.RatePeriod, next))
 	}
 	if len(parts) == 0 {
 		return fmt.Sprintf("no policy; %d leased", p.Leased)

@@ -122,3 +122,47 @@ func TestPolicyRefusesMalformedInput(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyRate: emq policy sets and removes a queue's rate limit as the
+// SDK's SetRateLimit does (echomq 2.8.0), shows it in both formats and in
+// inspect sizes, and refuses a bad limit before anything is sent.
+func TestPolicyRate(t *testing.T) {
+	srv := redistest.Start(t)
+	c := connect(t, srv)
+	ctx := ctxP(t)
+	q, err := c.Queue("orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := policyRun(t, srv, "orders", "rate", "20", "1s"); code != emqcli.ExitOK || !strings.Contains(out, "rate limit 20 per 1s (next start now); 0 leased (the tripwire names minor 8)") || errs != "" {
+		t.Errorf("policy orders rate 20 1s = %d\n%s%s", code, out, errs)
+	}
+	if p, err := q.Policy(ctx); err != nil || p.RateLimit != 20 || p.RatePeriod != time.Second {
+		t.Errorf("the SDK's Policy after emq policy rate = %+v, %v", p, err)
+	}
+	code, out, errs := policyRun(t, srv, "-format", "json", "orders")
+	var got struct {
+		Queue  string
+		Policy map[string]any
+	}
+	if err := json.Unmarshal([]byte(out), &got); code != emqcli.ExitOK || err != nil || errs != "" {
+		t.Fatalf("policy -format json orders = %d, %v\n%s%s", code, err, out, errs)
+	}
+	if p := got.Policy; p[string(emq.PolicyRateLimit)] != float64(20) || p["rate_period_ms"] != float64(1000) || p["requires"] != float64(8) || p["admit_in_ms"] != float64(0) {
+		t.Errorf("policy json = %+v", got)
+	}
+	if code, out, _ := inspectRun(t, srv, "sizes", "-queue", "orders"); code != emqcli.ExitOK || !strings.Contains(out, "policy: rate limit 20 per 1s") {
+		t.Errorf("inspect sizes of a rate-limited queue = %d\n%s", code, out)
+	}
+	for _, bad := range [][]string{{"rate"}, {"rate", "5"}, {"rate", "-1", "1s"}, {"rate", "x", "1s"}, {"rate", "5", "soon"}, {"rate", "5", "1500us"}, {"rate", "2000000", "1s"}} {
+		if code, _, errs := policyRun(t, srv, append([]string{"orders"}, bad...)...); code != emqcli.ExitUsage || errs == "" {
+			t.Errorf("policy orders %v = %d, %q; want a usage error", bad, code, errs)
+		}
+	}
+	if p, err := q.Policy(ctx); err != nil || p.RateLimit != 20 {
+		t.Errorf("the refused rates changed the limit: %+v, %v", p, err)
+	}
+	if code, out, _ := policyRun(t, srv, "orders", "rate", "0"); code != emqcli.ExitOK || out != "queue orders: no policy; 0 leased\n" {
+		t.Errorf("policy orders rate 0 = %d\n%s", code, out)
+	}
+}
