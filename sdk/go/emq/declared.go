@@ -79,9 +79,10 @@ func (q *Queue) rowsOf(ids []ID) ([]string, error) {
 }
 
 // ClaimIDs leases, for lease, exactly those of ids that are still pending,
-// in the order given, in one claim_policy_ids call (claim_ids in either
+// in the order given, in one claim_rate_ids call (claim_ids in either
 // layout: on a paused queue it leases nothing, under a concurrency cap at
-// most the room left) that declares every row it
+// most the room left, under a rate limit only the starts it admits now)
+// that declares every row it
 // touches, and returns them; an id no longer pending (another claimer took
 // it, or it was never queued) is skipped, and an id without a row is
 // dropped from the pending set. It rings the queue's doorbell again when
