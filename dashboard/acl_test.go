@@ -83,11 +83,12 @@ func aclDashboardActions(q string) []string {
 }
 
 // aclPolicyRules are the rules the policy actions add: the bundle record
-// the floor check reads (HKEYS), and the set_policy script's RENAME and
-// SET of the active key and the keys it declares.
+// the floor check reads (HKEYS), and the configure_policy script's RENAME
+// and SET of the active key and the keys it declares (the starts log of a
+// rate limit, echomq 2.8.0, among them).
 func aclPolicyRules(q string) []string {
 	k, _ := wire.NewQueueKeys(q)
-	return []string{"+hkeys", "%R~" + wire.KeyBundle, "+rename", "+set", "~" + k.Active, "~" + k.Running, "~" + k.Policy}
+	return []string{"+hkeys", "%R~" + wire.KeyBundle, "+rename", "+set", "~" + k.Active, "~" + k.Running, "~" + k.Policy, "~" + k.Starts}
 }
 
 // policyFlow pauses queue orders, caps it, resumes it and removes the

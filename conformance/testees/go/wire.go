@@ -61,6 +61,8 @@ var wireOps = map[string]wireOp{
 	wire.ScriptExtendPolicy.Name:   wireSettle,
 	wire.ScriptRetryPolicy.Name:    wireSettle,
 	wire.ScriptBuryPolicy.Name:     wireSettle,
+	// echomq 2.8.0: claim_policy_ids that honours a rate limit.
+	wire.ScriptClaimRateIDs.Name: wireIDs,
 }
 
 // wireFail runs the scripts that move an active job and record its failed
@@ -516,7 +518,7 @@ func wireIDs(t *testee, ctx context.Context, req request) (any, error) {
 		}
 	}
 	switch req.Op {
-	case wire.ScriptClaimIDs.Name, wire.ScriptClaimPolicyIDs.Name, wire.ScriptCompleteClaimIDs.Name:
+	case wire.ScriptClaimIDs.Name, wire.ScriptClaimPolicyIDs.Name, wire.ScriptClaimRateIDs.Name, wire.ScriptCompleteClaimIDs.Name:
 		if a.LeaseMS < 1 {
 			return nil, argument("lease %d ms", a.LeaseMS)
 		}
@@ -527,7 +529,7 @@ func wireIDs(t *testee, ctx context.Context, req request) (any, error) {
 	}
 	if len(ids) == 0 && req.Op != wire.ScriptCompleteClaimIDs.Name {
 		switch req.Op {
-		case wire.ScriptClaimIDs.Name, wire.ScriptClaimPolicyIDs.Name:
+		case wire.ScriptClaimIDs.Name, wire.ScriptClaimPolicyIDs.Name, wire.ScriptClaimRateIDs.Name:
 			return map[string]any{"jobs": []any{}}, nil
 		case wire.ScriptForgetFailures.Name:
 			return map[string]any{"forgotten": 0}, nil
@@ -556,6 +558,13 @@ func wireIDs(t *testee, ctx context.Context, req request) (any, error) {
 			return nil, err
 		}
 		return wireJobs(rs, func(r wire.ClaimPolicyIDsReply) map[string]any { return job(r.ID, r.Token, r.Payload, r.DeadlineMS) }), nil
+	case wire.ScriptClaimRateIDs.Name:
+		c := wire.ClaimRateIDsCall{Pending: k.Pending, Active: k.Active, Running: k.Running, Policy: k.Policy, Starts: k.Starts, Wake: k.Wake, Rows: rows, LeaseMS: a.LeaseMS, IDs: ids}
+		rs, err := c.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		return wireJobs(rs, func(r wire.ClaimRateIDsReply) map[string]any { return job(r.ID, r.Token, r.Payload, r.DeadlineMS) }), nil
 	case wire.ScriptCompleteClaimIDs.Name:
 		c := wire.CompleteClaimIDsCall{Row: row, Active: k.Active, Pending: k.Pending, Wake: k.Wake, Rows: rows, ID: id, Token: a.Token, LeaseMS: a.LeaseMS, IDs: ids}
 		rs, err := c.Exec(ctx, rc)

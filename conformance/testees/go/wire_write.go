@@ -27,6 +27,8 @@ func init() {
 		wire.ScriptCompletePolicyIDs.Name: wireCompleteResult,
 		wire.ScriptFailPolicy.Name:        wireFailPolicy,
 		wire.ScriptReapPolicyIDs.Name:     wireRecordedIDs,
+		// echomq 2.8.0: complete_policy_ids that honours a rate limit.
+		wire.ScriptCompleteRateIDs.Name: wireCompleteResult,
 	})
 }
 
@@ -144,6 +146,18 @@ func wireCompleteResult(t *testee, ctx context.Context, req request) (any, error
 	c := wire.CompleteResultClaimIDsCall{Row: row, Active: k.Active, Pending: k.Pending, Wake: k.Wake, Results: k.Results, ResultTimes: k.ResultTimes,
 		Progress: k.Progress, Failures: k.Failures, Options: k.Options, Events: k.Events, Counters: k.Counters, Rows: rows,
 		ID: id, Token: a.Token, LeaseMS: a.LeaseMS, Result: rueidis.BinaryString(result), Keep: a.Keep, KeepAgeMS: a.KeepAgeMS, EventsMax: a.EventsMax, IDs: ids}
+	if req.Op == wire.ScriptCompleteRateIDs.Name {
+		p := wire.CompleteRateIDsCall{Row: row, Active: k.Active, Running: k.Running, Policy: k.Policy, Starts: k.Starts, Pending: k.Pending, Wake: k.Wake, Results: k.Results,
+			ResultTimes: k.ResultTimes, Progress: k.Progress, Failures: k.Failures, Options: k.Options, Events: k.Events, Counters: k.Counters, Rows: rows,
+			ID: id, Token: a.Token, LeaseMS: a.LeaseMS, Result: c.Result, Keep: a.Keep, KeepAgeMS: a.KeepAgeMS, EventsMax: a.EventsMax, IDs: ids}
+		rs, err := p.Exec(ctx, rc)
+		if err != nil {
+			return nil, err
+		}
+		return wireJobs(rs, func(r wire.CompleteRateIDsReply) map[string]any {
+			return wireJob(r.ID, r.Token, r.Payload, r.DeadlineMS)
+		}), nil
+	}
 	if req.Op == wire.ScriptCompletePolicyIDs.Name {
 		p := wire.CompletePolicyIDsCall{Row: row, Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Wake: k.Wake, Results: k.Results,
 			ResultTimes: k.ResultTimes, Progress: k.Progress, Failures: k.Failures, Options: k.Options, Events: k.Events, Counters: k.Counters, Rows: rows,

@@ -80,6 +80,7 @@ func aclScheduler(k wire.QueueKeys) []string {
 func aclWorker(k wire.QueueKeys) []string {
 	return append(aclConnect(), "+blpop", "+exists", "+del", "+hincrby", "+hmget", "+hscan", "+llen", "+rpush",
 		"+zadd", "+zcard", "+zrange", "+zrem", "+zscore", "+xadd", "+xlen", "+hexists", "+ssubscribe", "+type",
+		"+zremrangebyscore", "+zcount", "+zrangebyscore", // a rate limit's starts log (2.8.0)
 		"~"+aclQueuePattern(k), "&"+k.Cancel)
 }
 
@@ -502,6 +503,15 @@ func workerFlow(ctx context.Context, s *aclServer, opt emq.Options, queue string
 	}
 	if err := policyLayout(ctx, aq); err != nil {
 		return err
+	}
+	if ctx.Value(classicLayout{}) == nil {
+		// A rate limit (2.8.0) that binds at every start: the claims and
+		// completions that lease keep its starts log (ZREMRANGEBYSCORE),
+		// and the claim the full log holds back asks read_policy how long
+		// until the next start (ZCOUNT, ZRANGEBYSCORE).
+		if _, err := aq.SetRateLimit(ctx, 1, 100*time.Millisecond); err != nil {
+			return fmt.Errorf("the default user's SetRateLimit: %w", err)
+		}
 	}
 	if feed == nil {
 		feed = func(ctx context.Context, jobs []emq.NewJob) error {

@@ -75,9 +75,13 @@ func (c tryAgainClient) twinsOriginal(ctx context.Context, cmd rueidis.Completed
 	return a
 }
 
-// twinOf is the 2.6 script each 2.7 twin serves in the classic layout,
-// with the same ARGV and reply.
+// twinOf is the 2.6 script each 2.7 twin (and each 2.8 claimer that
+// honours a rate limit: claim_rate_ids, complete_rate_ids) serves in the
+// classic layout, with the same ARGV and reply: a queue without a policy
+// has no rate limit either.
 var twinOf = map[*wire.Script]*wire.Script{
+	wire.ScriptClaimRateIDs:       wire.ScriptClaimIDs,
+	wire.ScriptCompleteRateIDs:    wire.ScriptCompleteResultClaimIDs,
 	wire.ScriptClaimPolicyIDs:     wire.ScriptClaimIDs,
 	wire.ScriptCompletePolicyIDs:  wire.ScriptCompleteResultClaimIDs,
 	wire.ScriptFailPolicy:         wire.ScriptFail,

@@ -79,9 +79,10 @@ func (q *Queue) rowsOf(ids []ID) ([]string, error) {
 }
 
 // ClaimIDs leases, for lease, exactly those of ids that are still pending,
-// in the order given, in one claim_policy_ids call (claim_ids in either
+// in the order given, in one claim_rate_ids call (claim_ids in either
 // layout: on a paused queue it leases nothing, under a concurrency cap at
-// most the room left) that declares every row it
+// most the room left, under a rate limit only the starts it admits now)
+// that declares every row it
 // touches, and returns them; an id no longer pending (another claimer took
 // it, or it was never queued) is skipped, and an id without a row is
 // dropped from the pending set. It rings the queue's doorbell again when
@@ -103,7 +104,8 @@ func (q *Queue) ClaimIDs(ctx context.Context, lease time.Duration, ids []ID) (_ 
 	if err := q.c.ensure(ctx); err != nil {
 		return nil, err
 	}
-	call := wire.ClaimPolicyIDsCall{Pending: q.keys.Pending, Active: q.keys.Active, Running: q.keys.Running, Policy: q.keys.Policy, Wake: q.keys.Wake, Rows: rows, LeaseMS: ms(lease), IDs: ids}
+	call := wire.ClaimRateIDsCall{Pending: q.keys.Pending, Active: q.keys.Active, Running: q.keys.Running, Policy: q.keys.Policy, Starts: q.keys.Starts, Wake: q.keys.Wake,
+		Rows: rows, LeaseMS: ms(lease), IDs: ids}
 	rs, err := call.Exec(ctx, q.c.rc)
 	if err != nil {
 		return nil, err
@@ -277,9 +279,9 @@ func (q *Queue) rawRows(members []string) []string {
 	return rows
 }
 
-// claimIDsExec is the claim_policy_ids call of raw members.
+// claimIDsExec is the claim_rate_ids call of raw members.
 func (q *Queue) claimIDsExec(lease time.Duration, members []string) rueidis.LuaExec {
-	call := wire.ClaimPolicyIDsCall{Pending: q.keys.Pending, Active: q.keys.Active, Running: q.keys.Running, Policy: q.keys.Policy, Wake: q.keys.Wake,
+	call := wire.ClaimRateIDsCall{Pending: q.keys.Pending, Active: q.keys.Active, Running: q.keys.Running, Policy: q.keys.Policy, Starts: q.keys.Starts, Wake: q.keys.Wake,
 		Rows: q.rawRows(members), LeaseMS: ms(lease)}
 	return rueidis.LuaExec{Keys: call.Keys(), Args: append(call.Args(), members...)}
 }
@@ -299,13 +301,15 @@ func (q *Queue) claimHead(ctx context.Context, lease time.Duration, n int) ([]Jo
 			return nil, nil
 		}
 		x := q.claimIDsExec(lease, members)
-		rs, err := wire.DecodeClaimPolicyIDs(wire.ScriptClaimPolicyIDs.Lua().Exec(ctx, q.c.rc, x.Keys, x.Args))
+		rs, err := wire.DecodeClaimRateIDs(wire.ScriptClaimRateIDs.Lua().Exec(ctx, q.c.rc, x.Keys, x.Args))
 		if err != nil {
 			return nil, err
 		}
 		if len(rs) == 0 {
-			if try == 0 && q.held(ctx) {
-				return nil, nil // paused or at its cap: reading again would lease nothing either
+			if try == 0 {
+				if held, _ := q.held(ctx); held {
+					return nil, nil // paused, at its cap or its rate limit: reading again would lease nothing either
+				}
 			}
 			continue
 		}

@@ -432,8 +432,9 @@ func TestWorkerTouchesOnlyDeclaredKeys(t *testing.T) {
 	// records), expired leases reaped with reap_recorded_ids, completions
 	// made with complete_result_claim_ids (which forgets a record itself),
 	// and the sweep forgets orphans with forget_ids; 2.7.0: each through
-	// its twin, which serves a queue with a policy as well.
-	for _, s := range []*wire.Script{wire.ScriptClaimPolicyIDs, wire.ScriptCompletePolicyIDs, wire.ScriptPromoteIDs, wire.ScriptReapPolicyIDs,
+	// its twin, which serves a queue with a policy as well (2.8.0: claims
+	// and completions through the twins that honour a rate limit too).
+	for _, s := range []*wire.Script{wire.ScriptClaimRateIDs, wire.ScriptCompleteRateIDs, wire.ScriptPromoteIDs, wire.ScriptReapPolicyIDs,
 		wire.ScriptExtendPolicy, wire.ScriptFailPolicy, wire.ScriptForgetIDs, wire.ScriptLock} {
 		if seen[s.Name] == 0 {
 			t.Errorf("the run never called %s: the test does not exercise the path that uses it", s.Name)

@@ -131,17 +131,20 @@
 // never sent twice once written: after a lost connection it fails with
 // ErrConnection and the caller decides (see ErrConnection).
 //
-// # Pausing and capping a queue
+// # Pausing, capping and rate limiting a queue
 //
 // [Queue.Pause], [Queue.Resume] and [Queue.SetConcurrency] set a queue's
-// policy (echomq 2.7.0), which every worker of every client honours from
-// its next claim; [Queue.Policy] reads it ([QueuePolicy]). A queue's first
-// policy lays a tripwire at its active key: its leased jobs move to the
-// running set and every client older than 2.7 is refused on the queue
-// (WRONGTYPE, nothing written). The calls this package makes of the 2.6
-// claim, settle, cancel and dedup scripts run their 2.7 twins, which serve
-// both layouts (ClaimIDs runs claim_policy_ids, CompleteResult
-// complete_policy_ids, Fail fail_policy, ReapRecordedIDs
+// policy (echomq 2.7.0), and [Queue.SetRateLimit] its rate limit (2.8.0:
+// at most n of its jobs started in any window of a period, paced), which
+// every worker of every client honours from its next claim; [Queue.Policy]
+// reads it ([QueuePolicy]). A queue's first policy lays a tripwire at its
+// active key: its leased jobs move to the running set and every client
+// older than 2.7 is refused on the queue (WRONGTYPE, nothing written);
+// while it has a rate limit, a 2.7 client's claims are refused too
+// (ErrPolicy) while its settles go through. The calls this package makes
+// of the 2.6 claim, settle, cancel and dedup scripts run their twins,
+// which serve both layouts (ClaimIDs runs claim_rate_ids, CompleteResult
+// complete_rate_ids, which honour a rate limit too, Fail fail_policy, ReapRecordedIDs
 // reap_policy_ids, Extend extend_policy, CancelIDs cancel_policy_ids, the
 // dedup calls add_dedup_policy, replace_dedup_policy,
 // dedup_policy_entries and sweep_dedup_policy); the older token-level

@@ -74,3 +74,32 @@ func ExampleForceTripwire() {
 	// false
 	// true <nil>
 }
+
+// SetRateLimit limits the jobs started in any window of the period, across
+// every worker; the jobs it holds back stay pending, and 0 removes it.
+func ExampleQueue_SetRateLimit() {
+	ctx := context.Background()
+	c, q := exampleQueue(ctx, "example-rate")
+	defer c.Close()
+	for range 3 {
+		id, _ := c.Mint(emq.WorkKind)
+		if _, err := q.Push(ctx, id, []byte("send")); err != nil {
+			log.Fatal(err)
+		}
+	}
+	p, err := q.SetRateLimit(ctx, 2, time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(p.RateLimit, p.RatePeriod, p.Requires)
+	jobs, _ := q.ClaimMany(ctx, time.Minute, 3)
+	pending, _ := q.Size(ctx, emq.SetPending)
+	p, _ = q.Policy(ctx)
+	fmt.Println(len(jobs), pending, p.AdmitIn > 0)
+	p, _ = q.SetRateLimit(ctx, 0, 0)
+	fmt.Println(p.RateLimit, p.Requires)
+	// Output:
+	// 2 1m0s 8
+	// 2 1 true
+	// 0 0
+}

@@ -320,9 +320,9 @@ func (v *invariant) completeResult() {
 	t0 := v.now()
 	got, err := v.q.CompleteResult(v.ctx, id, tok, lease, ids, c)
 	t1 := v.now()
-	v.count(wire.ScriptCompletePolicyIDs.Name, err == nil)
+	v.count(wire.ScriptCompleteRateIDs.Name, err == nil)
 	if !v.current(id, tok) {
-		v.wantStale(err, wire.ScriptCompletePolicyIDs.Name)
+		v.wantStale(err, wire.ScriptCompleteRateIDs.Name)
 		if got != nil {
 			v.fail("the refused complete_result_claim_ids leased %+v", got)
 		}
@@ -368,7 +368,7 @@ func (v *invariant) completeResult() {
 			v.fail("the completion of %v kept %v; the retention keeps it: %v", id, kept, in)
 		}
 	}
-	v.leasedIDs(wire.ScriptCompletePolicyIDs.Name, got, ids, lease, t0, t1)
+	v.leasedIDs(wire.ScriptCompleteRateIDs.Name, got, ids, lease, t0, t1)
 }
 
 // failDelay is the delay fail applies for an attempt by backoff b and the

@@ -222,7 +222,7 @@ func TestInvariant(t *testing.T) {
 		{"answer the doorbell", 4, v.answer},
 		{wire.ScriptPurge.Name, 2, v.purge},
 		{wire.ScriptPushMany.Name, 6, v.pushMany},
-		{wire.ScriptClaimPolicyIDs.Name, 7, v.claimIDs},
+		{wire.ScriptClaimRateIDs.Name, 7, v.claimIDs},
 		{wire.ScriptCompleteClaimIDs.Name, 7, v.completeClaimIDs},
 		{wire.ScriptPromoteIDs.Name, 6, v.promoteIDs},
 		{wire.ScriptReapIDs.Name, 6, v.reapIDs},
@@ -232,7 +232,7 @@ func TestInvariant(t *testing.T) {
 		{wire.ScriptFailures.Name, 5, v.failures},
 		{wire.ScriptForgetFailures.Name, 4, v.forgetFailures},
 		{wire.ScriptAddMany.Name, 7, v.addMany},
-		{wire.ScriptCompletePolicyIDs.Name, 7, v.completeResult},
+		{wire.ScriptCompleteRateIDs.Name, 7, v.completeResult},
 		{wire.ScriptFailPolicy.Name, 7, v.failPolicy},
 		{wire.ScriptReapPolicyIDs.Name, 6, v.reapRecordedIDs},
 		{wire.ScriptProgress.Name, 5, v.reportProgress},
@@ -254,7 +254,7 @@ func TestInvariant(t *testing.T) {
 		{wire.ScriptDueSchedulers.Name, 3, v.dueSchedulers},
 		{wire.ScriptFireSchedulers.Name, 7, v.fireSchedulers},
 		{"racing fire", 2, v.raceFire},
-		{wire.ScriptSetPolicy.Name, 4, v.policyCycle},
+		{wire.ScriptConfigurePolicy.Name, 4, v.policyCycle},
 		{"sleep", 1, func() { v.note("sleep 2ms"); time.Sleep(2 * time.Millisecond) }},
 	}
 	total := 0
@@ -1249,8 +1249,8 @@ func (v *invariant) claimIDs() {
 	if err != nil {
 		v.fail("ClaimIDs(%v): %v", ids, err)
 	}
-	v.count(wire.ScriptClaimPolicyIDs.Name, len(got) > 0)
-	v.leasedIDs(wire.ScriptClaimPolicyIDs.Name, got, ids, lease, t0, t1)
+	v.count(wire.ScriptClaimRateIDs.Name, len(got) > 0)
+	v.leasedIDs(wire.ScriptClaimRateIDs.Name, got, ids, lease, t0, t1)
 }
 
 func (v *invariant) completeClaimIDs() {

@@ -341,6 +341,12 @@ type QueueStats struct {
 	// policy, Sizes[SetActive] counts the running set.
 	Paused      bool
 	Concurrency int
+	// RateLimit and RatePeriod are the queue's rate limit (echomq 2.8.0;
+	// see Queue.SetRateLimit): at most RateLimit of its jobs started in
+	// any window of RatePeriod (0, 0: no limit); AdmitIn is how long until
+	// the limit admits the next start (0: now, or no limit).
+	RateLimit           int
+	RatePeriod, AdmitIn time.Duration
 	// At is the server's clock when the stats were read.
 	At time.Time
 }
@@ -395,7 +401,7 @@ func (c *Client) Stats(ctx context.Context, names []string) (_ []QueueStats, err
 	cmds := make(rueidis.Commands, 0, per*len(names))
 	pols := make([]rueidis.LuaExec, len(names))
 	for i, k := range keys {
-		pc := wire.QueuePolicyCall{Active: k.Active, Running: k.Running, Policy: k.Policy}
+		pc := wire.ReadPolicyCall{Active: k.Active, Running: k.Running, Policy: k.Policy, Starts: k.Starts}
 		pols[i] = pc.LuaExec()
 		for _, s := range sets {
 			cmds = append(cmds, rc.B().Zcard().Key(k.Set(s)).Build())
@@ -406,19 +412,20 @@ func (c *Client) Stats(ctx context.Context, names []string) (_ []QueueStats, err
 			rc.B().Zrange().Key(k.Pending).Min("-").Max("+").Bylex().Limit(0, 1).Build(),
 			rc.B().Zcount().Key(k.Active).Min("-inf").Max(at).Build(),
 			rc.B().Zcount().Key(k.Schedule).Min("-inf").Max(at).Build(),
-			c.evalshaRO(wire.ScriptQueuePolicy, pols[i]))
+			c.evalshaRO(wire.ScriptReadPolicy, pols[i]))
 	}
 	res := rc.DoMulti(ctx, cmds...)
 	out := make([]QueueStats, len(names))
 	for i, n := range names {
 		r := res[i*per : (i+1)*per]
 		st := QueueStats{Queue: n, Sizes: make(map[Set]int64, len(sets)), At: now}
-		pol := c.againRO(ctx, []*wire.Script{wire.ScriptQueuePolicy}, pols[i:i+1], r[per-1:])[0]
-		p, err := wire.DecodeQueuePolicy(pol)
+		pol := c.againRO(ctx, []*wire.Script{wire.ScriptReadPolicy}, pols[i:i+1], r[per-1:])[0]
+		rp, err := wire.DecodeReadPolicy(pol)
 		if err != nil {
 			return nil, errorf("emq: stats of %s: the policy: %w", n, err)
 		}
-		st.Paused, st.Concurrency = p.Paused == 1, int(p.Concurrency)
+		p := policyOf(rp)
+		st.Paused, st.Concurrency, st.RateLimit, st.RatePeriod, st.AdmitIn = p.Paused, p.Concurrency, p.RateLimit, p.RatePeriod, p.AdmitIn
 		for j, s := range sets {
 			if key, retry := c.leasedKey(ctx, keys[i], s, r[j].Error()); retry {
 				r[j] = rc.Do(ctx, rc.B().Zcard().Key(key).Build())

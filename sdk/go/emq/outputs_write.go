@@ -407,11 +407,12 @@ func (q *Queue) CompleteResult(ctx context.Context, id ID, token int64, lease ti
 	return jobs, nil
 }
 
-// completeResultCall is the complete_policy_ids call of a completion
-// (complete_result_claim_ids in either layout).
-func (q *Queue) completeResultCall(row string, id ID, token int64, lease time.Duration, rows []string, next []ID, c Completion) wire.CompletePolicyIDsCall {
+// completeResultCall is the complete_rate_ids call of a completion
+// (complete_result_claim_ids in either layout, whose next leases honour
+// the queue's policies, its rate limit included).
+func (q *Queue) completeResultCall(row string, id ID, token int64, lease time.Duration, rows []string, next []ID, c Completion) wire.CompleteRateIDsCall {
 	k := q.keys
-	return wire.CompletePolicyIDsCall{Row: row, Active: k.Active, Running: k.Running, Policy: k.Policy, Pending: k.Pending, Wake: k.Wake, Results: k.Results, ResultTimes: k.ResultTimes,
+	return wire.CompleteRateIDsCall{Row: row, Active: k.Active, Running: k.Running, Policy: k.Policy, Starts: k.Starts, Pending: k.Pending, Wake: k.Wake, Results: k.Results, ResultTimes: k.ResultTimes,
 		Progress: k.Progress, Failures: k.Failures, Options: k.Options, Events: k.Events, Counters: k.Counters, Rows: rows,
 		ID: id, Token: token, LeaseMS: ms(lease), Result: rueidis.BinaryString(c.Result), Keep: int64(c.Keep.Count), KeepAgeMS: ms(c.Keep.Age),
 		EventsMax: int64(c.EventsMax), IDs: next}

@@ -14,8 +14,11 @@ import (
 // own is declaredPop; each of its methods rings the doorbell itself when
 // it leaves jobs pending that a worker should wake for.
 type popper interface {
-	// claim leases up to n pending jobs.
-	claim(ctx context.Context, n int) ([]Job, error)
+	// claim leases up to n pending jobs. When it leases none because the
+	// queue's rate limit admits no start now (echomq 2.8.0), admit is how
+	// long until it does: the claimer waits on the doorbell that long at
+	// most, rather than its whole Wait.
+	claim(ctx context.Context, n int) (jobs []Job, admit time.Duration, err error)
 	// completeClaim completes job and leases up to next pending jobs in
 	// the same call (next 0: complete only).
 	completeClaim(ctx context.Context, job Job, next int, result []byte) ([]Job, error)
@@ -27,7 +30,9 @@ type popper interface {
 
 // declaredPop runs a worker on the 2.2.0 scripts that touch only the keys
 // they declare: claim_ids, complete_result_claim_ids (complete_claim_ids
-// before 2.4.0), promote_ids and reap_recorded_ids.
+// before 2.4.0), promote_ids and reap_recorded_ids, each through its twin
+// that serves a queue with a policy (2.7.0: reap_policy_ids; 2.8.0, which
+// honour a rate limit too: claim_rate_ids and complete_rate_ids).
 // It keeps a pool of the ids at the head of pending, refilled by a ZRANGE
 // sent in the same round trip as a claiming call (one pipelined DoMulti),
 // so that the steady state stays one script call per job: each call takes
@@ -171,18 +176,20 @@ type scriptExec struct {
 }
 
 func claimIDsJob(arr []rueidis.RedisMessage) (Job, error) {
-	r, err := wire.DecodeClaimPolicyIDsRecord(arr)
+	r, err := wire.DecodeClaimRateIDsRecord(arr)
 	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
 }
 
-// claim leases up to n jobs of the pool's ids with claim_ids, reading the
-// head first when the pool is empty, and again (up to headRetries times)
-// when every id it tried was taken while pending is not empty; it returns
-// none at once when the queue's policy holds claims back (Queue.held).
-func (p *declaredPop) claim(ctx context.Context, n int) ([]Job, error) {
+// claim leases up to n jobs of the pool's ids with claim_rate_ids (claim_ids
+// in either layout, under every policy), reading the head first when the
+// pool is empty, and again (up to headRetries times) when every id it
+// tried was taken while pending is not empty; it returns none at once when
+// the queue's policy holds claims back (Queue.held), with how long until
+// its rate limit admits a start when that is what holds them.
+func (p *declaredPop) claim(ctx context.Context, n int) ([]Job, time.Duration, error) {
 	q := p.w.q
 	if err := q.c.ensure(ctx); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	checked := false
 	for try := 0; try < headRetries; try++ {
@@ -195,40 +202,42 @@ func (p *declaredPop) claim(ctx context.Context, n int) ([]Job, error) {
 			head, err := q.c.rc.Do(ctx, p.headRead()).AsStrSlice()
 			if err != nil {
 				p.pool.done(nil, false, nil, true)
-				return nil, err
+				return nil, 0, err
 			}
 			if head == nil {
 				head = []string{}
 			}
 			p.pool.done(nil, false, head, true)
 			if len(head) == 0 {
-				return nil, nil
+				return nil, 0, nil
 			}
 			continue
 		}
 		x := q.claimIDsExec(p.w.opt.Lease, ids)
-		r, head := p.call(ctx, wire.ScriptClaimPolicyIDs, x.Keys, x.Args, read)
-		jobs, err := p.w.records(ctx, r, wire.ScriptClaimPolicyIDs.Name, claimIDsJob)
+		r, head := p.call(ctx, wire.ScriptClaimRateIDs, x.Keys, x.Args, read)
+		jobs, err := p.w.records(ctx, r, wire.ScriptClaimRateIDs.Name, claimIDsJob)
 		p.pool.done(ids, err == nil && len(jobs) < len(ids), head, read)
 		if err != nil || len(jobs) > 0 {
-			return jobs, err
+			return jobs, 0, err
 		}
 		if !checked {
 			// Nothing leased of ids that were pending: taken by other
-			// workers, or held back by the queue's policy (paused, or at
-			// its concurrency cap), when the claimer waits on the doorbell
-			// as on an empty queue: resume and the room a settle frees
-			// ring it.
+			// workers, or held back by the queue's policy (paused, at its
+			// concurrency cap, or its rate limit admitting no start now),
+			// when the claimer waits on the doorbell as on an empty queue
+			// (for a rate limit, until it admits a start): resume, the
+			// room a settle frees and a changed limit ring it.
 			checked = true
-			if q.held(ctx) {
-				return nil, nil
+			if held, admit := q.held(ctx); held {
+				return nil, admit, nil
 			}
 		}
 	}
-	return nil, nil
+	return nil, 0, nil
 }
 
-// completeClaim completes job with complete_result_claim_ids, keeping
+// completeClaim completes job with complete_rate_ids (complete_result_claim_ids
+// in either layout, its next leases under every policy), keeping
 // result as the worker's KeepResults says, leasing up to next ids of the
 // pool in the same call. The script deletes the job's failure record,
 // progress report and retry policy itself.
@@ -245,14 +254,14 @@ func (p *declaredPop) completeClaim(ctx context.Context, job Job, next int, resu
 	row, _ := q.keys.Row(job.ID)
 	c := Completion{Result: result, Keep: p.w.opt.KeepResults, EventsMax: int(p.w.eventsMax)}
 	call := q.completeResultCall(row, job.ID, job.Token, p.w.opt.Lease, q.rawRows(ids), nil, c)
-	r, head := p.call(ctx, wire.ScriptCompletePolicyIDs, call.Keys(), append(call.Args(), ids...), read)
-	jobs, err := p.w.records(ctx, r, wire.ScriptCompletePolicyIDs.Name, completeResultJob)
+	r, head := p.call(ctx, wire.ScriptCompleteRateIDs, call.Keys(), append(call.Args(), ids...), read)
+	jobs, err := p.w.records(ctx, r, wire.ScriptCompleteRateIDs.Name, completeResultJob)
 	p.pool.done(ids, err == nil && len(jobs) < len(ids), head, read)
 	return jobs, err
 }
 
 func completeResultJob(arr []rueidis.RedisMessage) (Job, error) {
-	r, err := wire.DecodeCompletePolicyIDsRecord(arr)
+	r, err := wire.DecodeCompleteRateIDsRecord(arr)
 	return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
 }
 

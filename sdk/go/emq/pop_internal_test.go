@@ -23,16 +23,17 @@ import (
 // after maintenance that those scripts do not do themselves.
 type legacyPop struct{ w *Worker }
 
-func (p legacyPop) claim(ctx context.Context, n int) ([]Job, error) {
+func (p legacyPop) claim(ctx context.Context, n int) ([]Job, time.Duration, error) {
 	q := p.w.q
 	if err := q.c.ensure(ctx); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	call := wire.ClaimManyCall{Pending: q.keys.Pending, Active: q.keys.Active, Wake: q.keys.Wake, Prefix: q.keys.RowPrefix(), LeaseMS: ms(p.w.opt.Lease), Count: int64(n)}
-	return p.w.records(ctx, wire.ScriptClaimMany.Lua().Exec(ctx, q.c.rc, call.Keys(), call.Args()), wire.ScriptClaimMany.Name, func(arr []rueidis.RedisMessage) (Job, error) {
+	jobs, err := p.w.records(ctx, wire.ScriptClaimMany.Lua().Exec(ctx, q.c.rc, call.Keys(), call.Args()), wire.ScriptClaimMany.Name, func(arr []rueidis.RedisMessage) (Job, error) {
 		r, err := wire.DecodeClaimManyRecord(arr)
 		return Job{ID: r.ID, Token: r.Token, Payload: []byte(r.Payload), Deadline: time.UnixMilli(r.DeadlineMS)}, err
 	})
+	return jobs, 0, err
 }
 
 func (p legacyPop) completeClaim(ctx context.Context, job Job, next int, _ []byte) ([]Job, error) {

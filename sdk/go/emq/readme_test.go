@@ -68,7 +68,8 @@ func TestREADMESchedulers(t *testing.T) { runREADMESection(t, "Schedulers") }
 
 // The README's "Pausing a queue and capping concurrency" program (echomq
 // 2.7.0) runs as written, like the quickstart: nothing is claimed while
-// the queue is paused, and no more than its cap once it resumes.
+// the queue is paused, and no more than its cap once it resumes; under a
+// rate limit (2.8.0), no more starts than it admits now.
 func TestREADMEPolicy(t *testing.T) { runREADMESection(t, "Pausing a queue and capping concurrency") }
 
 // The README's "Results, progress and retries" program (echomq 2.4.0) runs

@@ -1316,6 +1316,11 @@ func TestScriptBundleDigest(t *testing.T) {
 		wire.ScriptBuryPolicy:         &wire.BuryPolicyCall{},
 		wire.ScriptSetPolicy:          &wire.SetPolicyCall{},
 		wire.ScriptQueuePolicy:        &wire.QueuePolicyCall{},
+		// 2.8.0.
+		wire.ScriptClaimRateIDs:    &wire.ClaimRateIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
+		wire.ScriptCompleteRateIDs: &wire.CompleteRateIDsCall{Rows: []string{""}, IDs: []wire.ID{{}}},
+		wire.ScriptConfigurePolicy: &wire.ConfigurePolicyCall{},
+		wire.ScriptReadPolicy:      &wire.ReadPolicyCall{},
 	} {
 		arity[s] = [2]int{len(call.Keys()), len(call.Args())}
 	}

@@ -415,7 +415,7 @@ func (w *Worker) claimer(ctx context.Context) {
 		// The claim itself is not cancelled with ctx: a lease the server
 		// granted must reach a runner, or it would sit out its lease.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
-		jobs, err := w.claim(cctx, n)
+		jobs, admit, err := w.claim(cctx, n)
 		cancel()
 		for _, j := range jobs {
 			w.jobs <- j
@@ -426,13 +426,21 @@ func (w *Worker) claimer(ctx context.Context) {
 		switch {
 		case ctx.Err() != nil:
 			return
+		case errors.Is(err, ErrPolicy):
+			// The queue's tripwire names a later minor to claim (a policy
+			// this client cannot honour): the worker leases nothing there
+			// and keeps settling the jobs it holds, asking again after a
+			// growing pause, until the policy is lifted or it is stopped.
+			w.log.Warn("emq: the queue's policy needs a later client to claim; retrying", "queue", w.q.Name(), "err", err, "in", pause)
+			sleep(ctx, pause)
+			pause = min(pause*2, 5*time.Second)
 		case err != nil:
 			w.log.Warn("emq: claiming failed; retrying", "err", err, "in", pause)
 			sleep(ctx, pause)
 			pause = min(pause*2, 5*time.Second)
 		case len(jobs) == 0:
 			pause = 50 * time.Millisecond
-			w.waitBell(ctx)
+			w.waitBell(ctx, admit)
 		default:
 			pause = 50 * time.Millisecond
 		}
@@ -448,8 +456,9 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// claim leases up to n jobs.
-func (w *Worker) claim(ctx context.Context, n int) ([]Job, error) {
+// claim leases up to n jobs; admit is how long until the queue's rate
+// limit admits a start when it held the claim back.
+func (w *Worker) claim(ctx context.Context, n int) ([]Job, time.Duration, error) {
 	return w.pop.claim(ctx, n)
 }
 

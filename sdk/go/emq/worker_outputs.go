@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 )
 
 // The worker's side of echomq 2.4.0 beyond its settlements (worker.go):
@@ -61,27 +63,49 @@ func ReportProgress(ctx context.Context, progress []byte) error {
 // already passed is promoted at once. add_many and fail ring the doorbell
 // when they schedule a new earliest job, so that a sleeper wakes and
 // arms its timer again for that one.
-func (w *Worker) waitBell(ctx context.Context) {
+//
+// A claim its queue's rate limit held back (echomq 2.8.0) waits at most
+// admit, until the limit admits the next start: a timer rings the
+// doorbell then, for the same reason, unless the doorbell rang first (a
+// resume, a raised cap or limit, or a start another worker leased with
+// jobs left). One ring wakes one blocked claimer, so that the workers
+// held back by the limit claim again about once per start each, never in
+// a loop.
+func (w *Worker) waitBell(ctx context.Context, admit time.Duration) {
 	rc := w.q.c.rc
-	var timer *time.Timer
-	if d, ok := w.untilHead(ctx); ok && d < w.opt.Wait {
+	wait := w.opt.Wait
+	var timers []*time.Timer
+	if admit > 0 && admit < wait {
+		wait = admit
+		timers = append(timers, time.AfterFunc(admit, func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+			defer cancel()
+			ring := wire.RingCall{Wake: w.q.keys.Wake}
+			if _, err := ring.Exec(rctx, rc); err != nil {
+				w.log.Debug("emq: ringing the doorbell for the rate limit's next start failed", "err", err)
+			}
+		}))
+	}
+	defer func() {
+		for _, t := range timers {
+			t.Stop()
+		}
+	}()
+	if d, ok := w.untilHead(ctx); ok && d < wait {
 		if d <= 0 {
 			w.promote(ctx)
 			return
 		}
-		timer = time.AfterFunc(d, func() {
+		timers = append(timers, time.AfterFunc(d, func() {
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 			defer cancel()
 			w.promote(pctx)
-		})
+		}))
 	}
-	err := rc.Do(ctx, rc.B().Blpop().Key(w.q.keys.Wake).Timeout(w.opt.Wait.Seconds()).Build()).Error()
-	if timer != nil {
-		timer.Stop()
-	}
+	err := rc.Do(ctx, rc.B().Blpop().Key(w.q.keys.Wake).Timeout(wait.Seconds()).Build()).Error()
 	if err != nil && !rueidis.IsRedisNil(err) && ctx.Err() == nil {
 		w.log.Debug("emq: waiting on the doorbell failed", "err", err)
-		sleep(ctx, min(w.opt.Wait, 100*time.Millisecond))
+		sleep(ctx, min(wait, 100*time.Millisecond))
 	}
 }
 
