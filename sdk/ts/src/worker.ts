@@ -879,8 +879,9 @@ export class Worker {
 
   /**
    * The complete_rate_ids call (complete_result_claim_ids in either
-   * layout, honouring the queue's policies, echomq 2.8.0) of job (whose id was parsed when it was leased)
-   * with its result, leasing ids next, as #claimExec.
+   * layout, honouring the queue's policies, echomq 2.8.0) of job (whose
+   * id was parsed when it was leased) with its result, leasing ids next,
+   * as #claimExec.
    */
   #completeExec(
     job: Job,
@@ -1160,12 +1161,13 @@ export class Worker {
   }
 
   /**
-   * Completes a job with complete_rate_ids (complete_result_claim_ids
-   * in either layout, honouring the queue's policies, echomq 2.8.0), keeping its result as
-   * keepResults says, leasing the next id of the head pool in the same call
-   * (none while draining): one call per job in the steady state. The
-   * script deletes the job's failure record, progress and policy with its
-   * row. A result over RESULT_MAX_BYTES fails the job for good instead.
+   * Completes a job with complete_rate_ids (complete_result_claim_ids in
+   * either layout, honouring the queue's policies, echomq 2.8.0), keeping
+   * its result as keepResults says, leasing the next id of the head pool
+   * in the same call (none while draining): one call per job in the steady
+   * state. The script deletes the job's failure record, progress and
+   * policy with its row. A result over RESULT_MAX_BYTES fails the job for
+   * good instead.
    */
   async #complete(job: Job, value: unknown): Promise<Job | undefined> {
     const q = this.queue.name;
