@@ -73,3 +73,40 @@ func TestSnippetRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestSnippetRendersEachMinorsGate: a snippet shared by scripts of two
+// minors renders for each what it honours through {{declares "<type>"}}:
+// policy_gate compares the tripwire with 7 in a 2.7 twin and with 8 in a
+// 2.8 script, which declares the starts log; and the rate limit's reads
+// appear only in the scripts that declare it.
+func TestSnippetRendersEachMinorsGate(t *testing.T) {
+	p, err := Parse("protocol.yaml", []byte(lifecycleManifest(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		script, minor string
+		rate          bool
+	}{
+		{"claim_policy_ids", "7", false},
+		{"complete_policy_ids", "7", false},
+		{"set_policy", "7", false},
+		{"claim_rate_ids", "8", true},
+		{"complete_rate_ids", "8", true},
+		{"configure_policy", "8", false},
+	} {
+		s, ok := p.Script(c.script)
+		if !ok {
+			t.Fatalf("no script %q", c.script)
+		}
+		if want := "policy_claims = tonumber(claim_minor) <= " + c.minor + "\n"; !strings.Contains(s.Body, want) {
+			t.Errorf("%s: body lacks %q:\n%s", c.script, want, s.Body)
+		}
+		if other := map[string]string{"7": "8", "8": "7"}[c.minor]; strings.Contains(s.Body, "> "+other+" then") || strings.Contains(s.Body, "<= "+other+"\n") {
+			t.Errorf("%s: body compares the tripwire with minor %s too:\n%s", c.script, other, s.Body)
+		}
+		if got := strings.Contains(s.Body, "local by_pace"); got != c.rate {
+			t.Errorf("%s: reads the rate limit's pace: %v, want %v", c.script, got, c.rate)
+		}
+	}
+}

@@ -58,12 +58,13 @@ if active_tripped and room ~= 0 then
   if n and per then
     rate = true
     local rt = redis.call('TIME')
-    rate_now = tonumber(rt[1]) * 1000 + math.floor(tonumber(rt[2]) / 1000)
+    local clock = tonumber(rt[1]) * 1000 + tonumber(rt[2]) / 1000
+    rate_now = math.floor(clock)
     rate_gap = per / n
-    rate_tat = math.max(tonumber(lim[3]) or rate_now, rate_now)
+    rate_tat = math.max(tonumber(lim[3]) or clock, clock)
     redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', rate_now - per)
     local by_log = n - redis.call('ZCARD', KEYS[5])
-    local by_pace = math.floor((rate_now - rate_tat) / rate_gap) + 2
+    local by_pace = math.floor((clock - rate_tat + math.max(rate_gap, per / 100)) / rate_gap + 1e-9) + 1
     local r_room = math.max(0, math.min(by_log, by_pace))
     if room < 0 or r_room < room then
       room = r_room

@@ -29,9 +29,10 @@ end
 local n, per, admit = tonumber(pol[3]), tonumber(pol[4]), 0
 if active_tripped and n and per then
   local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local clock = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  local now = math.floor(clock)
   local gap = per / n
-  admit = math.max(0, (tonumber(pol[5]) or now) - gap - now)
+  admit = math.max(0, (tonumber(pol[5]) or clock) - math.max(gap, per / 100) - clock)
   local since = '(' .. (now - per)
   local c = redis.call('ZCOUNT', KEYS[4], since, '+inf')
   if c >= n then

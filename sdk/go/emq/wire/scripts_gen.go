@@ -51,7 +51,7 @@ func newScript(name, sha1, source string, keys, argv, keyTypes, argTypes, replyE
 }
 
 // BundleDigest identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each followed by a newline. The fence records it in the reserve per version.
-const BundleDigest = "ed928be832dd83d3fa1e9507b26d39c0e5d6ef59"
+const BundleDigest = "aa296d39b71d6fa6edb8f7fad0fc478ac3b21a0f"
 
 // The bundle.
 var (
@@ -184,13 +184,13 @@ var (
 	// ScriptQueuePolicy is the queue_policy script: (2.7.0) Read a queue's policies, the minor its tripwire names and how many of its jobs are leased, in either layout.
 	ScriptQueuePolicy = newScript("queue_policy", "ed7c124e3313ae6d81c7a683399c4fad8dbff8ea", luaQueuePolicy, []string{"active", "running", "policy"}, []string{}, []string{"active", "running", "policy"}, []string{}, []string{"paused", "concurrency", "requires", "leased"})
 	// ScriptClaimRateIDs is the claim_rate_ids script: (2.8.0) claim_policy_ids that honours a rate limit too: under the queue's policy it leases nothing while the queue is paused, at most the concurrency cap less the jobs leased, and, under a rate limit, only the starts the limit's pace and its log admit now (see policy_room); a job the limit holds back stays pending. Rings the doorbell again when jobs remain.
-	ScriptClaimRateIDs = newScript("claim_rate_ids", "9c3c67a7f0e8047fd8bb8abbd62b6ac79d841414", luaClaimRateIDs, []string{"pending", "active", "running", "policy", "starts", "wake", "rows"}, []string{"lease_ms", "ids"}, []string{"pending", "active", "running", "policy", "starts", "wake", "row"}, []string{"int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
+	ScriptClaimRateIDs = newScript("claim_rate_ids", "a585bc4eb4299d8e932a474dff72453601b72e1e", luaClaimRateIDs, []string{"pending", "active", "running", "policy", "starts", "wake", "rows"}, []string{"lease_ms", "ids"}, []string{"pending", "active", "running", "policy", "starts", "wake", "row"}, []string{"int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
 	// ScriptCompleteRateIDs is the complete_rate_ids script: (2.8.0) complete_policy_ids whose next leases honour a rate limit too, as claim_rate_ids leases them; the completion is the same.
-	ScriptCompleteRateIDs = newScript("complete_rate_ids", "8516473c5ae7c92709b3c3f5fcd88a32307f929b", luaCompleteRateIDs, []string{"row", "active", "running", "policy", "starts", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "rows"}, []string{"id", "token", "lease_ms", "result", "keep", "keep_age_ms", "events_max", "ids"}, []string{"row", "active", "running", "policy", "starts", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "row"}, []string{"id", "token", "int", "bytes", "int", "int", "int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
-	// ScriptConfigurePolicy is the configure_policy script: (2.8.0) set_policy with a rate limit: set or clear a queue's pause, concurrency cap and rate limit, and lay, move or lift its tripwire with them, in one call. A rate limit counts the jobs started (leased) across every worker: at most rate_limit starts in any window of rate_period milliseconds (the starts log), paced by a GCRA (one start every rate_period / rate_limit milliseconds, with one interval's tolerance), so starts are spread over the period and never burst at a window's edge; a job the limit holds back stays pending, never failed. While the queue has a rate limit the tripwire is 8 7 (a 2.7 claim is refused with EMQPOLICY, a 2.7 settle still completes), else 7 7 while it has another policy; when its last policy is cleared the tripwire is lifted, and the starts log is deleted with the limit. A changed limit or period restarts the pace and keeps the log. Resuming, raising or removing the cap, and setting, changing or removing the limit ring the doorbell when jobs are pending.
-	ScriptConfigurePolicy = newScript("configure_policy", "22862f1a98fc48bb5a33c747e86c3e5cdf650aa4", luaConfigurePolicy, []string{"pending", "active", "running", "policy", "starts", "wake"}, []string{"paused", "concurrency", "rate_limit", "rate_period_ms"}, []string{"pending", "active", "running", "policy", "starts", "wake"}, []string{"int", "int", "int", "int"}, []string{"paused", "concurrency", "rate_limit", "rate_period_ms", "requires"})
+	ScriptCompleteRateIDs = newScript("complete_rate_ids", "926adaca4dee04988537db2b55bf8dc7d658c14d", luaCompleteRateIDs, []string{"row", "active", "running", "policy", "starts", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "rows"}, []string{"id", "token", "lease_ms", "result", "keep", "keep_age_ms", "events_max", "ids"}, []string{"row", "active", "running", "policy", "starts", "pending", "wake", "results", "result_times", "progress", "failures", "options", "events", "counters", "row"}, []string{"id", "token", "int", "bytes", "int", "int", "int", "id"}, []string{"id", "token", "payload", "deadline_ms"})
+	// ScriptConfigurePolicy is the configure_policy script: (2.8.0) set_policy with a rate limit: set or clear a queue's pause, concurrency cap and rate limit, and lay, move or lift its tripwire with them, in one call. A rate limit counts the jobs started (leased) across every worker: at most rate_limit starts in any window of rate_period milliseconds (the starts log), paced by a GCRA (one start every rate_period / rate_limit milliseconds, with a tolerance of one interval or a hundredth of the period, whichever is longer), so starts are spread over the period and never burst at a window's edge; a job the limit holds back stays pending, never failed. While the queue has a rate limit the tripwire is 8 7 (a 2.7 claim is refused with EMQPOLICY, a 2.7 settle still completes), else 7 7 while it has another policy; when its last policy is cleared the tripwire is lifted, and the starts log is deleted with the limit. A changed limit or period restarts the pace and keeps the log. Resuming, raising or removing the cap, and setting, changing or removing the limit ring the doorbell when jobs are pending.
+	ScriptConfigurePolicy = newScript("configure_policy", "97fd2108fe5d18cd558ab09bb8abd3619a59bd84", luaConfigurePolicy, []string{"pending", "active", "running", "policy", "starts", "wake"}, []string{"paused", "concurrency", "rate_limit", "rate_period_ms"}, []string{"pending", "active", "running", "policy", "starts", "wake"}, []string{"int", "int", "int", "int"}, []string{"paused", "concurrency", "rate_limit", "rate_period_ms", "requires"})
 	// ScriptReadPolicy is the read_policy script: (2.8.0) queue_policy with the rate limit: read a queue's policies, the minor its tripwire names, how many of its jobs are leased, and how long until its rate limit admits the next start, in either layout. A worker whose claim leased nothing while jobs were pending waits that long (or for the doorbell) before it claims again.
-	ScriptReadPolicy = newScript("read_policy", "e930c2d49cf98d9fe5e7855490082a5440e48b53", luaReadPolicy, []string{"active", "running", "policy", "starts"}, []string{}, []string{"active", "running", "policy", "starts"}, []string{}, []string{"paused", "concurrency", "requires", "leased", "rate_limit", "rate_period_ms", "admit_in_ms"})
+	ScriptReadPolicy = newScript("read_policy", "ea6f87e3aaf16eb71edeaf82ff550d1657d810b2", luaReadPolicy, []string{"active", "running", "policy", "starts"}, []string{}, []string{"active", "running", "policy", "starts"}, []string{}, []string{"paused", "concurrency", "requires", "leased", "rate_limit", "rate_period_ms", "admit_in_ms"})
 )
 
 // ScriptNamed returns the script named name, or nil.
@@ -11401,12 +11401,13 @@ if active_tripped and room ~= 0 then
   if n and per then
     rate = true
     local rt = redis.call('TIME')
-    rate_now = tonumber(rt[1]) * 1000 + math.floor(tonumber(rt[2]) / 1000)
+    local clock = tonumber(rt[1]) * 1000 + tonumber(rt[2]) / 1000
+    rate_now = math.floor(clock)
     rate_gap = per / n
-    rate_tat = math.max(tonumber(lim[3]) or rate_now, rate_now)
+    rate_tat = math.max(tonumber(lim[3]) or clock, clock)
     redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', rate_now - per)
     local by_log = n - redis.call('ZCARD', KEYS[5])
-    local by_pace = math.floor((rate_now - rate_tat) / rate_gap) + 2
+    local by_pace = math.floor((clock - rate_tat + math.max(rate_gap, per / 100)) / rate_gap + 1e-9) + 1
     local r_room = math.max(0, math.min(by_log, by_pace))
     if room < 0 or r_room < room then
       room = r_room
@@ -11729,12 +11730,13 @@ if active_tripped and room ~= 0 then
   if n and per then
     rate = true
     local rt = redis.call('TIME')
-    rate_now = tonumber(rt[1]) * 1000 + math.floor(tonumber(rt[2]) / 1000)
+    local clock = tonumber(rt[1]) * 1000 + tonumber(rt[2]) / 1000
+    rate_now = math.floor(clock)
     rate_gap = per / n
-    rate_tat = math.max(tonumber(lim[3]) or rate_now, rate_now)
+    rate_tat = math.max(tonumber(lim[3]) or clock, clock)
     redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', rate_now - per)
     local by_log = n - redis.call('ZCARD', KEYS[5])
-    local by_pace = math.floor((rate_now - rate_tat) / rate_gap) + 2
+    local by_pace = math.floor((clock - rate_tat + math.max(rate_gap, per / 100)) / rate_gap + 1e-9) + 1
     local r_room = math.max(0, math.min(by_log, by_pace))
     if room < 0 or r_room < room then
       room = r_room
@@ -11930,7 +11932,7 @@ func (c *CompleteRateIDsCall) Exec(ctx context.Context, client rueidis.Client) (
 const luaConfigurePolicy = `-- Code generated by emqgen. DO NOT EDIT.
 -- Source: protocol.yaml, script configure_policy. Regenerate with: go run ./cmd/emqgen gen
 --
--- configure_policy: (2.8.0) set_policy with a rate limit: set or clear a queue's pause, concurrency cap and rate limit, and lay, move or lift its tripwire with them, in one call. A rate limit counts the jobs started (leased) across every worker: at most rate_limit starts in any window of rate_period milliseconds (the starts log), paced by a GCRA (one start every rate_period / rate_limit milliseconds, with one interval's tolerance), so starts are spread over the period and never burst at a window's edge; a job the limit holds back stays pending, never failed. While the queue has a rate limit the tripwire is 8 7 (a 2.7 claim is refused with EMQPOLICY, a 2.7 settle still completes), else 7 7 while it has another policy; when its last policy is cleared the tripwire is lifted, and the starts log is deleted with the limit. A changed limit or period restarts the pace and keeps the log. Resuming, raising or removing the cap, and setting, changing or removing the limit ring the doorbell when jobs are pending.
+-- configure_policy: (2.8.0) set_policy with a rate limit: set or clear a queue's pause, concurrency cap and rate limit, and lay, move or lift its tripwire with them, in one call. A rate limit counts the jobs started (leased) across every worker: at most rate_limit starts in any window of rate_period milliseconds (the starts log), paced by a GCRA (one start every rate_period / rate_limit milliseconds, with a tolerance of one interval or a hundredth of the period, whichever is longer), so starts are spread over the period and never burst at a window's edge; a job the limit holds back stays pending, never failed. While the queue has a rate limit the tripwire is 8 7 (a 2.7 claim is refused with EMQPOLICY, a 2.7 settle still completes), else 7 7 while it has another policy; when its last policy is cleared the tripwire is lifted, and the starts log is deleted with the limit. A changed limit or period restarts the pace and keeps the log. Resuming, raising or removing the cap, and setting, changing or removing the limit ring the doorbell when jobs are pending.
 --
 -- KEYS[1] -> pending: emq:{<queue>}:pending
 -- KEYS[2] -> active: emq:{<queue>}:active
@@ -12042,7 +12044,7 @@ end
 return {p, tonumber(after[2]) or 0, tonumber(after[3]) or 0, tonumber(after[4]) or 0, requires}
 `
 
-// ConfigurePolicyCall runs the configure_policy script: (2.8.0) set_policy with a rate limit: set or clear a queue's pause, concurrency cap and rate limit, and lay, move or lift its tripwire with them, in one call. A rate limit counts the jobs started (leased) across every worker: at most rate_limit starts in any window of rate_period milliseconds (the starts log), paced by a GCRA (one start every rate_period / rate_limit milliseconds, with one interval's tolerance), so starts are spread over the period and never burst at a window's edge; a job the limit holds back stays pending, never failed. While the queue has a rate limit the tripwire is 8 7 (a 2.7 claim is refused with EMQPOLICY, a 2.7 settle still completes), else 7 7 while it has another policy; when its last policy is cleared the tripwire is lifted, and the starts log is deleted with the limit. A changed limit or period restarts the pace and keeps the log. Resuming, raising or removing the cap, and setting, changing or removing the limit ring the doorbell when jobs are pending.
+// ConfigurePolicyCall runs the configure_policy script: (2.8.0) set_policy with a rate limit: set or clear a queue's pause, concurrency cap and rate limit, and lay, move or lift its tripwire with them, in one call. A rate limit counts the jobs started (leased) across every worker: at most rate_limit starts in any window of rate_period milliseconds (the starts log), paced by a GCRA (one start every rate_period / rate_limit milliseconds, with a tolerance of one interval or a hundredth of the period, whichever is longer), so starts are spread over the period and never burst at a window's edge; a job the limit holds back stays pending, never failed. While the queue has a rate limit the tripwire is 8 7 (a 2.7 claim is refused with EMQPOLICY, a 2.7 settle still completes), else 7 7 while it has another policy; when its last policy is cleared the tripwire is lifted, and the starts log is deleted with the limit. A changed limit or period restarts the pace and keeps the log. Resuming, raising or removing the cap, and setting, changing or removing the limit ring the doorbell when jobs are pending.
 //
 //	KEYS[1] -> Pending: emq:{<queue>}:pending
 //	KEYS[2] -> Active: emq:{<queue>}:active
@@ -12171,9 +12173,10 @@ end
 local n, per, admit = tonumber(pol[3]), tonumber(pol[4]), 0
 if active_tripped and n and per then
   local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local clock = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  local now = math.floor(clock)
   local gap = per / n
-  admit = math.max(0, (tonumber(pol[5]) or now) - gap - now)
+  admit = math.max(0, (tonumber(pol[5]) or clock) - math.max(gap, per / 100) - clock)
   local since = '(' .. (now - per)
   local c = redis.call('ZCOUNT', KEYS[4], since, '+inf')
   if c >= n then
