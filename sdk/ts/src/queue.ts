@@ -2777,9 +2777,9 @@ export class Queue {
    * Limits how many of the queue's jobs start (are leased) per period,
    * across every worker and client (echomq 2.8.0, configure_policy): at
    * most limit starts in any window of periodMs milliseconds, paced by the
-   * server (one start every periodMs / limit ms, with one interval's
-   * tolerance), so that starts spread over the period instead of bursting
-   * at its edge. A job the limit holds back stays pending, never failed;
+   * server (one start every periodMs / limit ms, with a tolerance of one
+   * interval or a hundredth of the period, whichever is longer), so that
+   * starts spread over the period instead of bursting at its edge. A job the limit holds back stays pending, never failed;
    * a worker whose claim it held waits until the limit admits the next
    * start, or for the doorbell. limit 0 removes the limit (periodMs is not
    * read then). A changed limit or period restarts the pace; setting,
