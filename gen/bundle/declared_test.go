@@ -114,7 +114,7 @@ func TestDeclaredKeys(t *testing.T) {
 		"expects": "1", "nexts": "1", "slots": "1", "untils": "1",
 		// 2.7.0: a pause and a cap (set_policy lays the tripwire, after every
 		// older script in manifest order).
-		"concurrency": "3"}
+		"concurrency": "3", "rate_limit": "5", "rate_period_ms": "1000"}
 	// strs are the string arguments that need a value other than "x" (or
 	// than their vocabulary's first word): an events page from the start,
 	// a worker's backoff (inherit is a job's word only), the scheduler

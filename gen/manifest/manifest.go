@@ -366,6 +366,12 @@ type Arg struct {
 	// Vocabulary names the vocabulary whose words the argument takes
 	// (type string only).
 	Vocabulary *Str `yaml:"vocabulary"`
+	// Min and Max bound an int argument's values (both inclusive): the
+	// body refuses a value outside them ({{min "name"}}, {{max "name"}}),
+	// and every SDK refuses it before any command is sent, with the
+	// bounds the generator emits.
+	Min Int `yaml:"min"`
+	Max Int `yaml:"max"`
 }
 
 // Element is one element of an array reply's record.

@@ -155,3 +155,18 @@ func ordinal(n int) string {
 	}
 	return fmt.Sprintf("%dth", n)
 }
+
+// TypeText is the argument's type as the generated docs name it, with its
+// bounds when the manifest gives them: "int", "int, -1 to 1000000",
+// "int, at least 0".
+func (a Arg) TypeText() string {
+	switch {
+	case a.Min != nil && a.Max != nil:
+		return fmt.Sprintf("%s, %d to %d", a.Type, *a.Min, *a.Max)
+	case a.Min != nil:
+		return fmt.Sprintf("%s, at least %d", a.Type, *a.Min)
+	case a.Max != nil:
+		return fmt.Sprintf("%s, at most %d", a.Type, *a.Max)
+	}
+	return a.Type
+}

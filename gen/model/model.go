@@ -380,6 +380,9 @@ type Arg struct {
 	// Vocabulary names the vocabulary whose words the argument or
 	// element carries, or is empty.
 	Vocabulary string
+	// Min and Max bound an int argument's values, both inclusive, when
+	// the manifest gives them (nil: unbounded on that side).
+	Min, Max *int64
 }
 
 // Reply is the shape of a script's reply.

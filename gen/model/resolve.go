@@ -790,7 +790,26 @@ func (r *resolver) scripts() {
 				r.errf(a.Repeated.Pos, "script %q argument %q: a prefix is one value and cannot be repeated", in.Name.V, a.Name.V)
 			}
 			voc := r.vocabularyRef(fmt.Sprintf("script %q argument %q", in.Name.V, a.Name.V), a.Vocabulary, a.Type.V, "string")
-			s.Argv = append(s.Argv, Arg{Name: a.Name.V, Type: a.Type.V, Summary: a.Summary.V, Repeated: a.Repeated.V, Vocabulary: voc})
+			arg := Arg{Name: a.Name.V, Type: a.Type.V, Summary: a.Summary.V, Repeated: a.Repeated.V, Vocabulary: voc}
+			for _, b := range []struct {
+				v   manifest.Int
+				dst **int64
+				key string
+			}{{a.Min, &arg.Min, "min"}, {a.Max, &arg.Max, "max"}} {
+				if !b.v.Set {
+					continue
+				}
+				if a.Type.V != "int" {
+					r.errf(b.v.Pos, "script %q argument %q: %s bounds an int argument; this one is of type %q", in.Name.V, a.Name.V, b.key, a.Type.V)
+					continue
+				}
+				v := b.v.V
+				*b.dst = &v
+			}
+			if arg.Min != nil && arg.Max != nil && *arg.Min > *arg.Max {
+				r.errf(a.Max.Pos, "script %q argument %q: max %d is below min %d", in.Name.V, a.Name.V, *arg.Max, *arg.Min)
+			}
+			s.Argv = append(s.Argv, arg)
 		}
 		misplaced := false // a repeated argument before a single one, reported once
 		for i, a := range in.Argv {

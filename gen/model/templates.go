@@ -103,6 +103,11 @@ func renderBody(p *Protocol, s *Script, body manifest.Str, errs *manifest.Errors
 			}
 			return fail("arg", name, "{{arg %q}}: script %q has no argument %q (argv: %s)", name, s.Name, name, argNames(s))
 		},
+		// min and max are an int argument's bounds as Lua numbers, so a
+		// body refuses a value outside the bounds the SDKs check:
+		// {{min "concurrency"}}, {{max "rate_limit"}}.
+		"min": func(name string) string { return bound(s, name, "min", fail) },
+		"max": func(name string) string { return bound(s, name, "max", fail) },
 		// args_from is the Lua index of the first value of a repeated
 		// argument group: ARGV[{{args_from "ids"}} + i - 1] is its i-th.
 		"args_from": func(name string) string {
@@ -518,4 +523,21 @@ func tripwired(p *Protocol, s *Script, name string) (KeyType, int, int, bool) {
 		}
 	}
 	return t, i, 0, true
+}
+
+// bound is {{min "name"}} or {{max "name"}}: the bound of script s's int
+// argument, or a problem when the argument or its bound is missing.
+func bound(s *Script, name, which string, fail func(fn, name, format string, args ...any) string) string {
+	a, i := s.Arg(name)
+	if i == 0 {
+		return fail(which, name, "{{%s %q}}: script %q has no argument %q (argv: %s)", which, name, s.Name, name, argNames(s))
+	}
+	b := a.Min
+	if which == "max" {
+		b = a.Max
+	}
+	if b == nil {
+		return fail(which, name, "{{%s %q}}: argument %q of script %q declares no %s", which, name, name, s.Name, which)
+	}
+	return strconv.FormatInt(*b, 10)
 }

@@ -354,6 +354,10 @@ type Arg struct {
 	// Vocabulary names the vocabulary whose words the slot carries, or
 	// is empty.
 	Vocabulary string `json:"vocabulary"`
+	// Min and Max bound an int argument's values, both inclusive, when
+	// the manifest gives them (null: unbounded on that side).
+	Min *int64 `json:"min"`
+	Max *int64 `json:"max"`
 }
 
 // Reply is the shape of a script's reply. Nil, when not empty, says what
@@ -624,7 +628,7 @@ func probe(p model.Probe) Probe {
 func args(in []model.Arg) []Arg {
 	out := []Arg{}
 	for _, a := range in {
-		out = append(out, Arg{Name: a.Name, Type: a.Type, Summary: a.Summary, Repeated: a.Repeated, Vocabulary: a.Vocabulary})
+		out = append(out, Arg{Name: a.Name, Type: a.Type, Summary: a.Summary, Repeated: a.Repeated, Vocabulary: a.Vocabulary, Min: a.Min, Max: a.Max})
 	}
 	return out
 }

@@ -11,8 +11,8 @@
 -- KEYS[6] -> wake: emq:{<queue>}:wake
 -- ARGV[1] -> paused (int): 1 pauses the queue, 0 resumes it, -1 leaves it as it is
 -- ARGV[2] -> concurrency (int): a positive cap on the jobs leased at once, 0 removes the cap, -1 leaves it as it is
--- ARGV[3] -> rate_limit (int): the starts allowed per period (1 to 1000000), 0 removes the limit, -1 leaves it as it is
--- ARGV[4] -> rate_period_ms (int): the limit's period in milliseconds (1 to 86400000) when rate_limit is positive; ignored otherwise
+-- ARGV[3] -> rate_limit (int): the starts allowed per period (a positive integer), 0 removes the limit, -1 leaves it as it is
+-- ARGV[4] -> rate_period_ms (int): the limit's period in milliseconds, at least 1 when rate_limit is positive; ignored otherwise
 -- Output: [paused, concurrency, rate_limit, rate_period_ms, requires]
 --   [1] paused (int): 1 while the queue is paused
 --   [2] concurrency (int): the cap on the jobs leased at once; 0: none
@@ -43,8 +43,8 @@ end
 if not limit or limit < -1 or limit > 1000000 then
   return redis.error_reply('ERR rate_limit is not -1, 0 or a positive integer up to 1000000')
 end
-if limit > 0 and (not period or period < 1 or period > 86400000) then
-  return redis.error_reply('ERR rate_period_ms is not a period in milliseconds (1 to 86400000)')
+if not period or period < 0 or period > 86400000 or (limit > 0 and period < 1) then
+  return redis.error_reply('ERR rate_period_ms is not a period in milliseconds (1 to 86400000, or 0 without a limit)')
 end
 if not active_tripped and redis.call('EXISTS', KEYS[3]) == 1 then
   return redis.error_reply('ERR running holds jobs while the queue has no tripwire')

@@ -1316,6 +1316,15 @@ def scripts_file(req: dict[str, Any]) -> str:
                 s.seq("    ", f"{f}=(", [lit(v) for v in vals], "),")
         s.line(")")
         s.doc("", f"The {sc['name']} script: {sc['summary']}")
+        # An int argument's bounds, which the script refuses a value
+        # outside of and a caller checks before it sends anything.
+        for a in sc["argv"]:
+            for key, word in (("min", "least"), ("max", "greatest")):
+                if a.get(key) is None:
+                    continue
+                s.blank()
+                s.line(f"{n}_{const(a['name'])}_{key.upper()}: Final = {a[key]}")
+                s.doc("", f"The {word} {a['name']} {sc['name']} admits (the script refuses any other before it writes).")
     s.blank(2)
     s.seq("", "SCRIPTS: Final = (", [f"SCRIPT_{const(bs['name'])}" for bs in b["scripts"]], ")")
     s.doc("", "The bundle, in manifest order.")

@@ -177,7 +177,7 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 		lines = append(lines, fmt.Sprintf("\t%s -> %s%s: %s", s.KeySlot(i), keyFields[i], countText(s.KeyCount(i)), p.KeyShape(k)))
 	}
 	for i, a := range s.Argv {
-		line := fmt.Sprintf("\t%s -> %s (%s)%s", s.ArgSlot(i), argFields[i], a.Type, countText(s.ArgCount(i)))
+		line := fmt.Sprintf("\t%s -> %s (%s)%s", s.ArgSlot(i), argFields[i], a.TypeText(), countText(s.ArgCount(i)))
 		if a.Summary != "" {
 			line += ": " + a.Summary
 		}
@@ -217,6 +217,22 @@ func scriptCall(f *jen.File, p *model.Protocol, s model.Script, r bundle.Script)
 	}
 	f.Type().Id(call).Struct(fields...)
 	f.Line()
+	// An int argument's bounds, which the script refuses a value outside
+	// of and a caller checks before it sends anything.
+	for i, a := range s.Argv {
+		for _, b := range []struct {
+			v          *int64
+			suffix, is string
+		}{{a.Min, "Min", "least"}, {a.Max, "Max", "greatest"}} {
+			if b.v == nil {
+				continue
+			}
+			id := name + argFields[i] + b.suffix
+			comment(f, fmt.Sprintf("%s is the %s %s %s admits (the script refuses any other before it writes).", id, b.is, a.Name, s.Name))
+			f.Const().Id(id).Op("=").Lit(int(*b.v))
+			f.Line()
+		}
+	}
 
 	var keyVals, argVals []jen.Code
 	for i, k := range keyFields {

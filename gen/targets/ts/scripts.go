@@ -2,6 +2,7 @@ package ts
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/echomq/echomq/gen/bundle"
@@ -339,7 +340,7 @@ func scriptCall(s *src, p *model.Protocol, sc model.Script) {
 		lines = append(lines, fmt.Sprintf("- %s -> %s%s: %s", sc.KeySlot(i), keyFields[i], countText(sc.KeyCount(i)), p.KeyShape(k)))
 	}
 	for i, a := range sc.Argv {
-		line := fmt.Sprintf("- %s -> %s (%s)%s", sc.ArgSlot(i), argFields[i], a.Type, countText(sc.ArgCount(i)))
+		line := fmt.Sprintf("- %s -> %s (%s)%s", sc.ArgSlot(i), argFields[i], a.TypeText(), countText(sc.ArgCount(i)))
 		if a.Summary != "" {
 			line += ": " + a.Summary
 		}
@@ -387,7 +388,7 @@ func scriptCall(s *src, p *model.Protocol, sc model.Script) {
 				}
 				continue
 			}
-			text := fmt.Sprintf("%s: %s (%s)%s", sc.ArgSlot(i), a.Name, a.Type, countText(sc.ArgCount(i)))
+			text := fmt.Sprintf("%s: %s (%s)%s", sc.ArgSlot(i), a.Name, a.TypeText(), countText(sc.ArgCount(i)))
 			if a.Summary != "" {
 				text += ": " + a.Summary
 			}
@@ -399,6 +400,21 @@ func scriptCall(s *src, p *model.Protocol, sc model.Script) {
 			s.line("  readonly " + argFields[i] + ": " + argTS(a) + ";")
 		}
 		s.line("}")
+	}
+	// An int argument's bounds, which the script refuses a value outside
+	// of and a caller checks before it sends anything.
+	for _, a := range sc.Argv {
+		for _, b := range []struct {
+			v          *int64
+			suffix, is string
+		}{{a.Min, "_MIN", "least"}, {a.Max, "_MAX", "greatest"}} {
+			if b.v == nil {
+				continue
+			}
+			s.blank()
+			s.doc("", fmt.Sprintf("The %s %s %s admits (the script refuses any other before it writes).", b.is, a.Name, sc.Name))
+			s.line("export const " + cname + "_" + constName(a.Name) + b.suffix + " = " + strconv.FormatInt(*b.v, 10) + ";")
+		}
 	}
 
 	// Exec.

@@ -61,7 +61,7 @@ class ScriptExec:
     argv: tuple[Arg, ...]
 
 
-BUNDLE_DIGEST: Final = "aa296d39b71d6fa6edb8f7fad0fc478ac3b21a0f"
+BUNDLE_DIGEST: Final = "57be42654af9551d40f513683676f3d343b9546e"
 """Identifies this bundle: the hex SHA-1 of the scripts' hex SHA-1s, in manifest order, each
 followed by a newline. The fence records it in the reserve per version.
 """
@@ -7712,8 +7712,8 @@ _LUA_CONFIGURE_POLICY: Final = """\
 -- KEYS[6] -> wake: emq:{<queue>}:wake
 -- ARGV[1] -> paused (int): 1 pauses the queue, 0 resumes it, -1 leaves it as it is
 -- ARGV[2] -> concurrency (int): a positive cap on the jobs leased at once, 0 removes the cap, -1 leaves it as it is
--- ARGV[3] -> rate_limit (int): the starts allowed per period (1 to 1000000), 0 removes the limit, -1 leaves it as it is
--- ARGV[4] -> rate_period_ms (int): the limit's period in milliseconds (1 to 86400000) when rate_limit is positive; ignored otherwise
+-- ARGV[3] -> rate_limit (int): the starts allowed per period (a positive integer), 0 removes the limit, -1 leaves it as it is
+-- ARGV[4] -> rate_period_ms (int): the limit's period in milliseconds, at least 1 when rate_limit is positive; ignored otherwise
 -- Output: [paused, concurrency, rate_limit, rate_period_ms, requires]
 --   [1] paused (int): 1 while the queue is paused
 --   [2] concurrency (int): the cap on the jobs leased at once; 0: none
@@ -7744,8 +7744,8 @@ end
 if not limit or limit < -1 or limit > 1000000 then
   return redis.error_reply('ERR rate_limit is not -1, 0 or a positive integer up to 1000000')
 end
-if limit > 0 and (not period or period < 1 or period > 86400000) then
-  return redis.error_reply('ERR rate_period_ms is not a period in milliseconds (1 to 86400000)')
+if not period or period < 0 or period > 86400000 or (limit > 0 and period < 1) then
+  return redis.error_reply('ERR rate_period_ms is not a period in milliseconds (1 to 86400000, or 0 without a limit)')
 end
 if not active_tripped and redis.call('EXISTS', KEYS[3]) == 1 then
   return redis.error_reply('ERR running holds jobs while the queue has no tripwire')
@@ -7817,7 +7817,7 @@ return {p, tonumber(after[2]) or 0, tonumber(after[3]) or 0, tonumber(after[4]) 
 
 SCRIPT_CONFIGURE_POLICY: Final = Script(
     name="configure_policy",
-    sha1="97fd2108fe5d18cd558ab09bb8abd3619a59bd84",
+    sha1="91d24d0d0e5ac91e45093d1facd0d468f7b71b63",
     source=_LUA_CONFIGURE_POLICY,
     keys=("pending", "active", "running", "policy", "starts", "wake"),
     argv=("paused", "concurrency", "rate_limit", "rate_period_ms"),
@@ -7839,6 +7839,33 @@ the tripwire is 8 7 (a 2.7 claim is refused with EMQPOLICY, a 2.7 settle still c
 starts log is deleted with the limit. A changed limit or period restarts the pace and keeps the
 log. Resuming, raising or removing the cap, and setting, changing or removing the limit ring the
 doorbell when jobs are pending.
+"""
+
+CONFIGURE_POLICY_PAUSED_MIN: Final = -1
+"""The least paused configure_policy admits (the script refuses any other before it writes)."""
+
+CONFIGURE_POLICY_PAUSED_MAX: Final = 1
+"""The greatest paused configure_policy admits (the script refuses any other before it writes)."""
+
+CONFIGURE_POLICY_CONCURRENCY_MIN: Final = -1
+"""The least concurrency configure_policy admits (the script refuses any other before it writes)."""
+
+CONFIGURE_POLICY_RATE_LIMIT_MIN: Final = -1
+"""The least rate_limit configure_policy admits (the script refuses any other before it writes)."""
+
+CONFIGURE_POLICY_RATE_LIMIT_MAX: Final = 1000000
+"""The greatest rate_limit configure_policy admits (the script refuses any other before it
+writes).
+"""
+
+CONFIGURE_POLICY_RATE_PERIOD_MS_MIN: Final = 0
+"""The least rate_period_ms configure_policy admits (the script refuses any other before it
+writes).
+"""
+
+CONFIGURE_POLICY_RATE_PERIOD_MS_MAX: Final = 86400000
+"""The greatest rate_period_ms configure_policy admits (the script refuses any other before it
+writes).
 """
 
 
@@ -14366,8 +14393,8 @@ class ConfigurePolicyCall:
     - KEYS[6] -> wake: emq:{<queue>}:wake
     - ARGV[1] -> paused (int): 1 pauses the queue, 0 resumes it, -1 leaves it as it is
     - ARGV[2] -> concurrency (int): a positive cap on the jobs leased at once, 0 removes the cap, -1 leaves it as it is
-    - ARGV[3] -> rate_limit (int): the starts allowed per period (1 to 1000000), 0 removes the limit, -1 leaves it as it is
-    - ARGV[4] -> rate_period_ms (int): the limit's period in milliseconds (1 to 86400000) when rate_limit is positive; ignored otherwise
+    - ARGV[3] -> rate_limit (int): the starts allowed per period (a positive integer), 0 removes the limit, -1 leaves it as it is
+    - ARGV[4] -> rate_period_ms (int): the limit's period in milliseconds, at least 1 when rate_limit is positive; ignored otherwise
     - Output: [paused, concurrency, rate_limit, rate_period_ms, requires]
     - [1] paused (int): 1 while the queue is paused
     - [2] concurrency (int): the cap on the jobs leased at once; 0: none
@@ -14399,11 +14426,11 @@ class ConfigurePolicyCall:
     -1 leaves it as it is
     """
     rate_limit: int
-    """ARGV[3]: rate_limit (int): the starts allowed per period (1 to 1000000), 0 removes the
-    limit, -1 leaves it as it is
+    """ARGV[3]: rate_limit (int): the starts allowed per period (a positive integer), 0 removes
+    the limit, -1 leaves it as it is
     """
     rate_period_ms: int
-    """ARGV[4]: rate_period_ms (int): the limit's period in milliseconds (1 to 86400000) when
+    """ARGV[4]: rate_period_ms (int): the limit's period in milliseconds, at least 1 when
     rate_limit is positive; ignored otherwise
     """
 
