@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/echomq/echomq/dashboard"
 	"github.com/echomq/echomq/sdk/go/emq"
@@ -77,7 +79,7 @@ func TestPolicyView(t *testing.T) {
 		t.Fatalf("GET /queue/orders = %d\n%s", code, body)
 	}
 	for _, want := range []string{`id="policy-state"><span class="pill paused">paused<`, `id="policy-cap">none<`, `id="policy-leased">2 / <span class="mute">no cap`,
-		`id="policy-tripwire">` + release() + ` and later clients only`} {
+		`id="policy-tripwire">` + releaseOf(policyOf(t, w, "orders").Requires) + ` and later clients only`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the paused queue's page lacks %q", want)
 		}
@@ -92,8 +94,23 @@ func TestPolicyView(t *testing.T) {
 		}
 	}
 	_, body = get(t, hs.URL+"/queue/reports.v2")
-	if !strings.Contains(body, `id="policy-state"><span class="pill on">running<`) || !strings.Contains(body, `id="policy-tripwire">none`) {
+	if !strings.Contains(body, `id="policy-state"><span class="pill on">running<`) || !strings.Contains(body, `id="policy-tripwire">none`) || !strings.Contains(body, `id="policy-rate">none<`) {
 		t.Errorf("the page of a queue without a policy:\n%s", body)
+	}
+	// A rate limit (echomq 2.8.0), spent: the page shows it and how long
+	// until its next start.
+	if _, err := emails.SetRateLimit(ctx, 1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if js, err := emails.ClaimMany(ctx, time.Minute, 2); err != nil || len(js) != 1 {
+		t.Fatalf("ClaimMany under one start an hour = %v, %v", js, err)
+	}
+	_, body = get(t, hs.URL+"/queue/emails")
+	if want := `id="policy-rate">1 started per 1h0m0s · next start in `; !strings.Contains(body, want) {
+		t.Errorf("the rate-limited queue's page lacks %q:\n%s", want, body)
+	}
+	if want := `id="policy-tripwire">` + releaseOf(policyOf(t, w, "emails").Requires) + ` and later`; !strings.Contains(body, want) {
+		t.Errorf("the rate-limited queue's page lacks %q", want)
 	}
 
 	// The paused queue's leased jobs: their set's page and a job's page,
@@ -110,6 +127,13 @@ func TestPolicyView(t *testing.T) {
 }
 
 // release is the SDK's major.minor, what a tripwire it lays names.
+// releaseOf names minor m of the SDK's major: the release a tripwire
+// naming m lets through (a pause's is 2.7, whatever the SDK's minor).
+func releaseOf(m int) string {
+	major, _, _ := strings.Cut(emq.Version, ".")
+	return major + "." + strconv.Itoa(m)
+}
+
 func release() string {
 	parts := strings.SplitN(emq.Version, ".", 3)
 	return parts[0] + "." + parts[1]
