@@ -458,7 +458,7 @@ func TestProbeACL(t *testing.T) {
 		"+evalsha", "+eval", "+command|info", "+select", "+dbsize", "+dump", "+set", "+hset",
 		// what the scripts call
 		"+time", "+zadd", "+zpopmin", "+zrem", "+zrange", "+zscore", "+hincrby", "+hsetnx", "+strlen", "+hlen", "+zcard", "+llen", "+rpush",
-		"+hmget", "+xadd", "+xlen", "+xrange", "+hscan", "+spublish", "+zcount", "+rename", "+command|getkeys", "allchannels"}
+		"+hmget", "+xadd", "+xlen", "+xrange", "+hscan", "+spublish", "+zcount", "+rename", "+command|getkeys", "+zremrangebyscore", "+zrangebyscore", "allchannels"}
 	if _, err := srv.Do(acl...); err != nil {
 		t.Fatal(err)
 	}
