@@ -87,8 +87,8 @@ func aclDashboardActions(q string) []string {
 
 // aclPolicyRules are the rules the policy actions add: the bundle record
 // the floor check reads (HKEYS), and the configure_policy script's RENAME
-// and SET of the active key and the keys it declares (2.8.0: the starts
-// log too).
+// and SET of the active key and the keys it declares (the starts log of a
+// rate limit, echomq 2.8.0, among them).
 func aclPolicyRules(q string) []string {
 	k, _ := wire.NewQueueKeys(q)
 	return []string{"+hkeys", "%R~" + wire.KeyBundle, "+rename", "+set", "~" + k.Active, "~" + k.Running, "~" + k.Policy, "~" + k.Starts}
@@ -361,7 +361,7 @@ func TestDashboardACL(t *testing.T) {
 	// Every policy rule is needed: without any one, the flow fails (the
 	// pause, the first step, lays the tripwire), and the refused pause
 	// writes nothing: a key the user may not touch is refused before the
-	// script runs (logged), and configure_policy checks every command it may run
+	// script runs (logged), and set_policy checks every command it may run
 	// against the user's ACL before its first write (redis.acl_check_cmd,
 	// which logs nothing), so no policy record is left without its
 	// tripwire.
@@ -384,7 +384,7 @@ func TestDashboardACL(t *testing.T) {
 		if msg == "" {
 			t.Errorf("policy rule %s is not needed: the flow passed without it", r)
 		}
-		// The server logs the refusal, except configure_policy's own check of the
+		// The server logs the refusal, except set_policy's own check of the
 		// commands it may run (acl_check_cmd logs nothing).
 		if r != "+rename" && r != "+set" && aclLog(t, w.srv) == "" {
 			t.Errorf("without policy rule %s nothing was logged", r)

@@ -34,7 +34,8 @@ func chromium(t *testing.T) string {
 
 // TestBrowser drives the dashboard in a real headless Chromium against a
 // real redis-server: the overview, a queue paused, capped and resumed from
-// its page (echomq 2.7.0) with the overview's badges, paging past the
+// its page (echomq 2.7.0) and rate-limited (2.8.0) with the overview's
+// badges, paging past the
 // first page of a set, a job page, a revive through its confirmation, and
 // actions refused in a read-only dashboard and without the CSRF token.
 func TestBrowser(t *testing.T) {
@@ -111,8 +112,8 @@ func TestBrowser(t *testing.T) {
 	}
 
 	// Queue policies (echomq 2.7.0): pause orders from its page, cap emails
-	// at 2 with the form; the overview marks both (and its screenshot
-	// shows them).
+	// at 2 with the form, and limit it to 30 starts a second (2.8.0); the
+	// overview marks both (and its screenshot shows them).
 	do("pause: the confirmation", chromedp.Navigate(rw.URL+"/queue/orders"), chromedp.WaitVisible(css("#policy")),
 		chromedp.Click(css("#pause")), chromedp.WaitVisible(css("#confirm")))
 	if warn := text("#tripwire"); !strings.Contains(warn, "tripwire") {
@@ -138,12 +139,28 @@ func TestBrowser(t *testing.T) {
 	if p, err := emails.Policy(ctx); err != nil || p.Concurrency != 2 || p.Paused {
 		t.Errorf("after the cap in the browser emails' policy is %+v, %v", p, err)
 	}
+	// A rate limit (echomq 2.8.0) on emails with the form: 30 per second.
+	do("rate-limit emails", chromedp.Navigate(rw.URL+"/queue/emails"), chromedp.WaitVisible(css("#rate-form")),
+		chromedp.SetValue(css("#rate-n"), "30"), chromedp.SetValue(css("#rate-per"), "1000"), chromedp.Click(css("#set-rate")), chromedp.WaitVisible(css("#confirm")))
+	if b := text("#confirm"); b != "Set the limit to 30 per 1s" {
+		t.Errorf("the rate limit's confirmation button says %q", b)
+	}
+	do("rate-limit emails: confirm", chromedp.Click(css("#confirm")), chromedp.WaitVisible(css("#flash")))
+	if rl, admit, flash := text("#policy-rate"), text("#policy-admit"), text("#flash"); rl != "30 per 1s" || admit != "admitted now" || flash != "Rate limit set to 30 per 1s." {
+		t.Errorf("after the rate limit the queue page shows %q, %q, %q", rl, admit, flash)
+	}
+	if p, err := emails.Policy(ctx); err != nil || p.RateLimit != 30 || p.RatePeriod != time.Second || p.Concurrency != 2 {
+		t.Errorf("after the rate limit in the browser emails' policy is %+v, %v", p, err)
+	}
 	do("the overview's badges", chromedp.Navigate(rw.URL+"/"), chromedp.WaitVisible(css("#queues")))
 	if b := text(`tr[data-queue="orders"] .pill.paused`); b != "paused" {
 		t.Errorf("orders' badge shows %q", b)
 	}
 	if b := text(`tr[data-queue="emails"] .pill.cap`); b != "cap 2" {
 		t.Errorf("emails' badge shows %q", b)
+	}
+	if b := text(`tr[data-queue="emails"] .pill.rate`); b != "rate 30/1s" {
+		t.Errorf("emails' rate badge shows %q", b)
 	}
 	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	if err != nil {

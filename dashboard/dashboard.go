@@ -18,11 +18,13 @@
 //
 // From echomq 2.7.0 the overview marks a paused queue and a capped one,
 // and the queue page shows its policy: paused or running, its
-// concurrency cap and the jobs leased now.
+// concurrency cap and the jobs leased now; from 2.8.0 also its rate limit
+// (marked on the overview too) and when the limit admits the next start.
 //
 // It is read-only unless Options.Actions is set; then a dead job can be
-// revived or purged, a scheduled job run now, and a queue paused, resumed
-// or capped (emq.Queue.Pause, Resume, SetConcurrency), each after a
+// revived or purged, a scheduled job run now, and a queue paused, resumed,
+// capped or rate-limited (emq.Queue.Pause, Resume, SetConcurrency,
+// SetRateLimit), each after a
 // confirmation page whose form carries a CSRF token bound to that one
 // action. Authentication is the embedder's middleware (Options.Auth;
 // BasicAuth is one); payloads can be masked (Options.Mask). Pages are
@@ -346,6 +348,8 @@ type queueRow struct {
 	Queue, Href  string
 	Paused       bool // the queue's policy (echomq 2.7.0)
 	Concurrency  int  // its concurrency cap, 0 for none
+	RateLimit    int  // its rate limit (echomq 2.8.0), 0 for none, and its period
+	RatePeriod   time.Duration
 	Sets         []setCell
 	Rung         bool
 	Migration    string
@@ -361,7 +365,7 @@ type setCell struct {
 
 func (d *Dashboard) queueRow(st emq.QueueStats) queueRow {
 	href := d.opt.Base + "/queue/" + st.Queue
-	row := queueRow{Queue: st.Queue, Href: href, Paused: st.Paused, Concurrency: st.Concurrency, Rung: st.Rung, Expired: st.ExpiredLeases, Due: st.DueScheduled, Spark: d.spark(st.Queue)}
+	row := queueRow{Queue: st.Queue, Href: href, Paused: st.Paused, Concurrency: st.Concurrency, RateLimit: st.RateLimit, RatePeriod: st.RatePeriod, Rung: st.Rung, Expired: st.ExpiredLeases, Due: st.DueScheduled, Spark: d.spark(st.Queue)}
 	for _, s := range emq.Sets() {
 		row.Sets = append(row.Sets, setCell{Href: href + "/set/" + string(s), N: st.Sizes[s]})
 	}

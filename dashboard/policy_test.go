@@ -79,7 +79,7 @@ func TestPolicyView(t *testing.T) {
 		t.Fatalf("GET /queue/orders = %d\n%s", code, body)
 	}
 	for _, want := range []string{`id="policy-state"><span class="pill paused">paused<`, `id="policy-cap">none<`, `id="policy-leased">2 / <span class="mute">no cap`,
-		`id="policy-tripwire">` + releaseOf(policyOf(t, w, "orders").Requires) + ` and later clients only`} {
+		`id="policy-tripwire">` + minorRelease(policyOf(t, w, "orders").Requires) + ` and later clients only`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the paused queue's page lacks %q", want)
 		}
@@ -94,23 +94,8 @@ func TestPolicyView(t *testing.T) {
 		}
 	}
 	_, body = get(t, hs.URL+"/queue/reports.v2")
-	if !strings.Contains(body, `id="policy-state"><span class="pill on">running<`) || !strings.Contains(body, `id="policy-tripwire">none`) || !strings.Contains(body, `id="policy-rate">none<`) {
+	if !strings.Contains(body, `id="policy-state"><span class="pill on">running<`) || !strings.Contains(body, `id="policy-tripwire">none`) {
 		t.Errorf("the page of a queue without a policy:\n%s", body)
-	}
-	// A rate limit (echomq 2.8.0), spent: the page shows it and how long
-	// until its next start.
-	if _, err := emails.SetRateLimit(ctx, 1, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if js, err := emails.ClaimMany(ctx, time.Minute, 2); err != nil || len(js) != 1 {
-		t.Fatalf("ClaimMany under one start an hour = %v, %v", js, err)
-	}
-	_, body = get(t, hs.URL+"/queue/emails")
-	if want := `id="policy-rate">1 started per 1h0m0s · next start in `; !strings.Contains(body, want) {
-		t.Errorf("the rate-limited queue's page lacks %q:\n%s", want, body)
-	}
-	if want := `id="policy-tripwire">` + releaseOf(policyOf(t, w, "emails").Requires) + ` and later`; !strings.Contains(body, want) {
-		t.Errorf("the rate-limited queue's page lacks %q", want)
 	}
 
 	// The paused queue's leased jobs: their set's page and a job's page,
@@ -126,17 +111,16 @@ func TestPolicyView(t *testing.T) {
 	}
 }
 
-// release is the SDK's major.minor, what a tripwire it lays names.
-// releaseOf names minor m of the SDK's major: the release a tripwire
-// naming m lets through (a pause's is 2.7, whatever the SDK's minor).
-func releaseOf(m int) string {
-	major, _, _ := strings.Cut(emq.Version, ".")
-	return major + "." + strconv.Itoa(m)
-}
-
+// release is the SDK's major.minor, what a rate limit's tripwire names.
 func release() string {
 	parts := strings.SplitN(emq.Version, ".", 3)
 	return parts[0] + "." + parts[1]
+}
+
+// minorRelease is minor m of the SDK's major ("2.7" for 7).
+func minorRelease(m int) string {
+	major, _, _ := strings.Cut(emq.Version, ".")
+	return major + "." + strconv.Itoa(m)
 }
 
 // policyToken opens a policy action's confirmation (query: ?n=K for a cap)
@@ -184,7 +168,9 @@ func TestPolicyActions(t *testing.T) {
 	}
 	u := rw.URL + "/queue/orders/policy/pause"
 	tok, body := policyToken(t, rw.URL, "orders", "pause", "")
-	if !strings.Contains(body, `id="tripwire"`) || !strings.Contains(body, "older than "+release()) {
+	// A pause lays the tripwire that lets 2.7 clients through (the release
+	// before the SDK's).
+	if !strings.Contains(body, `id="tripwire"`) || !strings.Contains(body, "older than "+minorRelease(sdkMinor()-1)+" is refused on this queue") {
 		t.Errorf("the first policy's confirmation does not warn of the tripwire:\n%s", body)
 	}
 	// The confirmation writes nothing.
@@ -376,6 +362,12 @@ func TestPolicyRefusals(t *testing.T) {
 	}
 }
 
+// sdkMinor is the SDK's minor (8 for 2.8.0).
+func sdkMinor() int {
+	n, _ := strconv.Atoi(strings.SplitN(emq.Version, ".", 3)[1])
+	return n
+}
+
 // readAll reads and closes resp's body.
 func readAll(t *testing.T, resp *http.Response) string {
 	t.Helper()
@@ -385,4 +377,127 @@ func readAll(t *testing.T, resp *http.Response) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestPolicyRate: the rate limit (echomq 2.8.0) through its confirmation
+// and POST, read back through the SDK: the queue page and the overview
+// show it (the limit, its period, when the next start is admitted), the
+// token is bound to the value, a limit on a paused queue warns that the
+// tripwire moves, removing it is the classic layout back; refused
+// read-only; a bad limit or period refused before any command.
+func TestPolicyRate(t *testing.T) {
+	w := seed(t, 3, 1)
+	ctx := ctxT(t)
+
+	_, ro := serve(t, w.srv, dashboard.Options{})
+	if code, _ := get(t, ro.URL+"/queue/orders/policy/rate?n=20&per=500"); code != http.StatusForbidden {
+		t.Errorf("read-only confirmation of a rate limit = %d, want 403", code)
+	}
+	if resp := post(t, ro.URL+"/queue/orders/policy/rate", url.Values{"csrf": {"anything"}, "n": {"20"}, "per": {"500"}}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("read-only rate limit = %d, want 403", resp.StatusCode)
+	}
+	if _, body := get(t, ro.URL+"/queue/orders"); !strings.Contains(body, `id="policy-rate">none<`) || !strings.Contains(body, `id="policy-admit"><span class="mute">no limit`) || strings.Contains(body, `id="rate-form"`) {
+		t.Errorf("the read-only page of a queue without a rate limit:\n%s", body)
+	}
+
+	_, rw := serve(t, w.srv, dashboard.Options{Actions: true})
+	if _, body := get(t, rw.URL+"/queue/orders"); !strings.Contains(body, `id="rate-form"`) || !strings.Contains(body, `id="rate-per" min="1"`) {
+		t.Errorf("the queue page does not offer the rate form:\n%s", body)
+	}
+	rateURL := rw.URL + "/queue/orders/policy/rate"
+	tok, body := policyToken(t, rw.URL, "orders", "rate", "?n=20&per=500")
+	if !strings.Contains(body, "to 20 per 500ms?") || !strings.Contains(body, `name="per" value="500"`) || !strings.Contains(body, `id="tripwire"`) || !strings.Contains(body, "older than "+release()+" is refused a claim") {
+		t.Errorf("the first rate limit's confirmation:\n%s", body)
+	}
+	if p := policyOf(t, w, "orders"); p.RateLimit != 0 {
+		t.Fatalf("the confirmation set the limit: %+v", p)
+	}
+	for name, form := range map[string]url.Values{
+		"another period": {"csrf": {tok}, "n": {"20"}, "per": {"600"}}, "another limit": {"csrf": {tok}, "n": {"21"}, "per": {"500"}}, "no token": {"n": {"20"}, "per": {"500"}},
+	} {
+		if resp := post(t, rateURL, form); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("rate limit with %s = %d, want 403", name, resp.StatusCode)
+		}
+	}
+	resp := post(t, rateURL, url.Values{"csrf": {tok}, "n": {"20"}, "per": {"500"}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/queue/orders?changed=rate&n=20&per=500" {
+		t.Fatalf("rate limit = %d %s, want 303 to the queue page", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if p := policyOf(t, w, "orders"); p.RateLimit != 20 || p.RatePeriod != 500*time.Millisecond || p.Requires != sdkMinor() || p.Paused || p.Concurrency != 0 {
+		t.Errorf("after the rate limit the policy is %+v", p)
+	}
+	_, body = get(t, rw.URL+resp.Header.Get("Location"))
+	for _, want := range []string{`id="flash">Rate limit set to 20 per 500ms.`, `id="policy-rate">20 per 500ms<`, `id="policy-admit">admitted now<`,
+		`<span class="pill rate">rate 20/500ms</span></h1>`, `id="rate-n" min="0" max="1000000" step="1" required value="20"`, `id="rate-per" min="1" max="86400000" step="1" required value="500"`,
+		`id="policy-tripwire">` + release() + ` and later clients only`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the queue page after the rate limit lacks %q", want)
+		}
+	}
+	if _, body := get(t, rw.URL+"/"); !strings.Contains(overviewRows(body)["orders"], `class="pill rate"`) || !strings.Contains(overviewRows(body)["orders"], ">rate 20/500ms</span>") {
+		t.Errorf("the overview's rate-limited orders row:\n%s", overviewRows(body)["orders"])
+	}
+	if _, body := get(t, rateURL+"?n=20&per=500"); !strings.Contains(body, `id="noop"`) || !strings.Contains(body, "already limited to 20 per 500ms") || strings.Contains(body, `name="csrf"`) {
+		t.Errorf("the confirmation of the limit in force:\n%s", body)
+	}
+
+	// One start an hour, one lease taken: the next start is an hour off.
+	orders, _ := w.c.Queue("orders")
+	if _, err := orders.SetRateLimit(ctx, 1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if js, err := orders.ClaimIDs(ctx, time.Minute, w.ids["orders"][emq.StatePending]); err != nil || len(js) != 1 {
+		t.Fatalf("a claim under a limit of 1 per hour leased %d (%v); want 1", len(js), err)
+	}
+	if _, body := get(t, rw.URL+"/queue/orders"); !strings.Contains(body, `id="policy-rate">1 per 1h0m0s<`) || !strings.Contains(body, `id="policy-admit">admitted in 59m`) {
+		t.Errorf("the queue page with the next start an hour off:\n%s", body)
+	}
+
+	// A limit on a paused queue moves its tripwire: 2.7 claimers are
+	// refused from then on.
+	emails, _ := w.c.Queue("emails")
+	if _, err := emails.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := policyToken(t, rw.URL, "emails", "rate", "?n=5&per=1000"); !strings.Contains(body, `id="tripwire-moves"`) || strings.Contains(body, `id="tripwire"`) {
+		t.Errorf("the confirmation of a rate limit on a paused queue:\n%s", body)
+	}
+
+	// Removing it: n 0, no period; the classic layout is back.
+	tok0, body := policyToken(t, rw.URL, "orders", "rate", "?n=0")
+	if !strings.Contains(body, "Remove the rate limit of queue") || !strings.Contains(body, `id="confirm">Remove the limit<`) {
+		t.Errorf("the confirmation of removing the limit:\n%s", body)
+	}
+	resp = post(t, rateURL, url.Values{"csrf": {tok0}, "n": {"0"}, "per": {""}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("removing the limit = %d, want 303", resp.StatusCode)
+	}
+	if p := policyOf(t, w, "orders"); p.RateLimit != 0 || p.RatePeriod != 0 || p.Requires != 0 {
+		t.Errorf("after removing the limit the policy is %+v", p)
+	}
+	if typ, err := w.srv.Do("TYPE", orders.Keys().Active); err != nil || typ != "zset" {
+		t.Errorf("after the last policy the active key is a %q (%v)", typ, err)
+	}
+	if _, body := get(t, rw.URL+resp.Header.Get("Location")); !strings.Contains(body, `id="flash">Rate limit removed.`) || !strings.Contains(body, `id="policy-rate">none<`) {
+		t.Errorf("the queue page after removing the limit:\n%s", body)
+	}
+
+	// Bad limits and periods: 400 before any command.
+	tok2, _ := policyToken(t, rw.URL, "orders", "rate", "?n=2&per=100")
+	for _, q := range []url.Values{
+		{"n": {"-1"}, "per": {"100"}}, {"n": {"x"}, "per": {"100"}}, {"n": {""}, "per": {"100"}}, {"n": {"1000001"}, "per": {"100"}}, {"n": {"+5"}, "per": {"100"}},
+		{"n": {"5"}, "per": {"0"}}, {"n": {"5"}, "per": {"-1"}}, {"n": {"5"}, "per": {"x"}}, {"n": {"5"}, "per": {""}}, {"n": {"5"}, "per": {"86400001"}}, {"n": {"5"}, "per": {"1.5"}}, {"n": {"5"}, "per": {"+100"}},
+	} {
+		before := commands(t, w.srv)
+		if code, body := get(t, rateURL+"?"+q.Encode()); code != http.StatusBadRequest {
+			t.Errorf("the confirmation of rate %v = %d, want 400\n%s", q, code, body)
+		}
+		q.Set("csrf", tok2)
+		if resp := post(t, rateURL, q); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("rate %v = %d, want 400", q, resp.StatusCode)
+		}
+		if after := commands(t, w.srv); after != before {
+			t.Errorf("rate %v sent %d commands", q, after-before)
+		}
+	}
 }

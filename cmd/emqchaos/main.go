@@ -27,12 +27,17 @@
 // commit's sdk/go): it needs a clone with history (not shallow) and go on
 // PATH, and caches the program under the user's cache directory
 // ($EMQCHAOS_CACHE overrides it); so are the old sides of mixed23,
-// mixed24, mixed25 and mixed26policy (the 2.3.0, 2.4.0, 2.5.0 and 2.6.1
-// releases). The policies scenario (this tree's Go workers while a
-// controller pauses, resumes and caps the queue) and mixed26policy (2.6.1
-// workers beside them, refused on the queue's tripwire) judge each lease's
-// claim time against the policy in force; `go run ./cmd/emqchaos -long
-// -only policies,mixed26policy` runs their long variants.
+// mixed24, mixed25, mixed26policy and mixed27rate (the 2.3.0, 2.4.0, 2.5.0,
+// 2.6.1 and 2.7.0 releases). The policies scenario (this tree's Go workers
+// while a controller pauses, resumes and caps the queue) and mixed26policy
+// (2.6.1 workers beside them, refused on the queue's tripwire) judge each
+// lease's claim time against the policy in force; `go run ./cmd/emqchaos
+// -long -only policies,mixed26policy` runs their long variants. The rates
+// scenario (this tree's Go workers on a queue with a rate limit) and
+// mixed27rate (2.7.0 workers beside them while a limit is set and removed:
+// their claims refused, their settles accepted) judge every window of the
+// limit's period and the saturated start rate; `go run ./cmd/emqchaos
+// -long -only rates,mixed27rate` runs their long variants.
 package main
 
 import (

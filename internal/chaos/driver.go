@@ -79,7 +79,7 @@ func driverCommand(lang Lang) (*exec.Cmd, error) {
 			return nil, err
 		}
 		return exec.Command(python, script), nil
-	case LangOld, LangPrev, LangPrev24, LangPrev25, LangPrev26:
+	case LangOld, LangPrev, LangPrev24, LangPrev25, LangPrev26, LangPrev27:
 		bin, err := oldFleetBinary(lang)
 		if err != nil {
 			return nil, err

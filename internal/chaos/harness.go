@@ -17,6 +17,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/echomq/echomq/sdk/go/emq"
+	"github.com/echomq/echomq/sdk/go/emq/wire"
 	"github.com/echomq/echomq/sdk/go/redistest"
 )
 
@@ -52,6 +53,10 @@ type plan struct {
 	// producers are done (r.loadDone) and it injected what it must; it
 	// must leave the server and the workers running.
 	faults func(ctx context.Context, r *run) error
+	// before, when set, runs once the worker processes started and before
+	// the producers push anything: a scenario's setup of the queue (a
+	// policy the whole load runs under, say). An error ends the run.
+	before func(ctx context.Context, r *run) error
 	// afterDrain, when set, runs once the queue drained, while the worker
 	// processes still run (their maintenance too) and before they are
 	// stopped: a scenario's own end-of-run checks. An error ends the run.
@@ -248,7 +253,7 @@ func execute(ctx context.Context, cfg Config, p *plan) (*outcome, error) {
 	defer func() { stopChk(); chkDone.Wait() }()
 
 	wcfg := p.worker
-	wcfg.Addrs, wcfg.Queue, wcfg.Seed = addrs, queueName, r.seed
+	wcfg.Addrs, wcfg.Queue, wcfg.Seed, wcfg.Classes = addrs, queueName, r.seed, wire.Classes()
 	if r.pool, err = NewPool(wcfg, filepath.Join(r.dir, "workers"), r.logf); err != nil {
 		return nil, err
 	}
@@ -260,6 +265,11 @@ func execute(ctx context.Context, cfg Config, p *plan) (*outcome, error) {
 	}
 	if err := r.pool.Start(p.workers); err != nil {
 		return nil, err
+	}
+	if p.before != nil {
+		if err := p.before(ctx, r); err != nil {
+			return nil, fmt.Errorf("chaos: %s: before the load: %w", p.name, err)
+		}
 	}
 	prods, err := r.producers(ctx, addrs)
 	if err != nil {
@@ -383,7 +393,7 @@ func (r *run) producers(ctx context.Context, addrs []string) ([]*Producer, error
 		}
 		switch lang {
 		case LangGo:
-		case LangTS, LangPy, LangOld, LangPrev, LangPrev24, LangPrev25, LangPrev26:
+		case LangTS, LangPy, LangOld, LangPrev, LangPrev24, LangPrev25, LangPrev26, LangPrev27:
 			d, err := r.driver(ctx, lang, addrs)
 			if err != nil {
 				return nil, err

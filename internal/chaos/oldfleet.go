@@ -41,12 +41,17 @@ const LangPrev25 Lang = "go250"
 // built the same way from the same program.
 const LangPrev26 Lang = "go261"
 
+// LangPrev27 is the Go SDK of the frozen 2.7.0 release, the release before
+// this tree's minor (2.8.0): the old side of the mixed27rate scenario,
+// built the same way from the same program.
+const LangPrev27 Lang = "go270"
+
 // oldRelease is the frozen release the old side of the mixed scenario is
 // built from: the commit that added its golden record is the release's tree.
 const oldRelease = "2.2.1"
 
 // oldReleases are the frozen releases old-side languages are built from.
-var oldReleases = map[Lang]string{LangOld: oldRelease, LangPrev: "2.3.0", LangPrev24: "2.4.0", LangPrev25: "2.5.0", LangPrev26: "2.6.1"}
+var oldReleases = map[Lang]string{LangOld: oldRelease, LangPrev: "2.3.0", LangPrev24: "2.4.0", LangPrev25: "2.5.0", LangPrev26: "2.6.1", LangPrev27: "2.7.0"}
 
 // isOld says whether lang is an old side built from a frozen release.
 func isOld(lang Lang) bool {

@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// TestOldFleetBuilds builds every old side (the 2.2.1 to 2.6.1 releases'
+// TestOldFleetBuilds builds every old side (the 2.2.1 to 2.7.0 releases'
 // Go SDKs from git history, with testdata/oldfleet) and checks that each
 // program runs.
 func TestOldFleetBuilds(t *testing.T) {
-	for _, lang := range []Lang{LangOld, LangPrev, LangPrev24, LangPrev25, LangPrev26} {
+	for _, lang := range []Lang{LangOld, LangPrev, LangPrev24, LangPrev25, LangPrev26, LangPrev27} {
 		bin, err := oldFleetBinary(lang)
 		if err != nil {
 			t.Fatal(err)

@@ -96,7 +96,7 @@ func (p *Pool) SetLangs(langs ...Lang) error {
 			if _, _, err := pyProgram("worker"); err != nil {
 				return err
 			}
-		case LangOld, LangPrev, LangPrev24, LangPrev25, LangPrev26:
+		case LangOld, LangPrev, LangPrev24, LangPrev25, LangPrev26, LangPrev27:
 			if _, err := oldFleetBinary(l); err != nil {
 				return err
 			}
@@ -134,7 +134,7 @@ func (p *Pool) command(lang Lang) (*exec.Cmd, error) {
 			return nil, err
 		}
 		return exec.Command(python, script), nil
-	case LangOld, LangPrev, LangPrev24, LangPrev25, LangPrev26:
+	case LangOld, LangPrev, LangPrev24, LangPrev25, LangPrev26, LangPrev27:
 		bin, err := oldFleetBinary(lang)
 		if err != nil {
 			return nil, err

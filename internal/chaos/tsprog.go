@@ -27,7 +27,7 @@ func langName(l Lang) string {
 		return "TypeScript"
 	case LangPy:
 		return "Python"
-	case LangOld, LangPrev, LangPrev24, LangPrev25, LangPrev26:
+	case LangOld, LangPrev, LangPrev24, LangPrev25, LangPrev26, LangPrev27:
 		return "Go " + oldReleases[l]
 	}
 	return string(l)

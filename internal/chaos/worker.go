@@ -46,7 +46,11 @@ type WorkerConfig struct {
 	ConnWriteTimeout time.Duration // rueidis ConnWriteTimeout (0: its default)
 	ShutdownTimeout  time.Duration // the worker's graceful shutdown budget (0: 5s)
 	Records          string        // the record file
-	Seed             uint64        // the handler's random durations
+	// Classes are the class words of the refusals this tree's manifest
+	// names (wire.Classes): the old side's program (testdata/oldfleet),
+	// whose release may know fewer, names a logged error's class by them.
+	Classes []string `json:",omitempty"`
+	Seed    uint64   // the handler's random durations
 }
 
 // IsWorker reports whether this process was started by the harness as a

@@ -66,7 +66,7 @@ func aclProber(t testing.TB) []string {
 		"+hscan", "+spublish", // and the 2.5.0 steps' sweep_dedup (its walk) and cancel_ids (its publication)
 		"+zcount",                             // and the 2.6.0 steps' due_schedulers (how many schedulers are due)
 		"+set", "+rename", "+command|getkeys", // and the 2.7.0 steps: set_policy lays the tripwire (its ACL check asks for every command it may run: +rename), a step plants a later minor's (its keys asked of the server)
-		"+zremrangebyscore", "+zrangebyscore", // and the 2.8.0 steps: claim_rate_ids keeps the starts log, read_policy finds the full log's oldest start
+		"+zremrangebyscore", "+zrangebyscore", // and the 2.8.0 steps: the rate limit's claims drop the starts a period old, read_policy reads a full log's oldest start
 		"&" + aclScratch(t, func(q string) (string, error) {
 			k, err := wire.NewQueueKeys(q)
 			return k.Cancel, err

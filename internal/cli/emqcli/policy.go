@@ -18,23 +18,28 @@ var policyWord = func() string {
 	return k.Policy[strings.LastIndexByte(k.Policy, ':')+1:]
 }()
 
-const policySynopsis = "[-format text|json] [-force] QUEUE [pause | resume | concurrency N | rate N PERIOD]"
+const policySynopsis = "[-format text|json] [-force] QUEUE [pause | resume | concurrency N | rate N/PERIOD | rate off]"
 
 const policyHelp = `Reads the policy of queue QUEUE (echomq 2.7.0: the SDK's Queue.Policy):
-whether it is paused, its concurrency cap, its rate limit (2.8.0), the
-minor its tripwire names and how many of its jobs are leased. With an
-action it changes the policy first and prints it after:
+whether it is paused, its concurrency cap, its rate limit and how long until
+the limit admits the next start (2.8.0), the minor its tripwire names and
+how many of its jobs are leased. With an action it changes the policy first
+and prints it after:
 
   pause          claims lease nothing (producers keep enqueueing; the jobs
                  leased run to their end)            (Queue.Pause)
   resume         claims lease again; the doorbell is rung (Queue.Resume)
   concurrency N  at most N of the queue's jobs leased at once, across every
                  worker; 0 removes the cap           (Queue.SetConcurrency)
-  rate N PERIOD  at most N of the queue's jobs started in any window of
-                 PERIOD (a duration such as 1s or 500ms, whole
-                 milliseconds), across every worker, paced; the jobs held
-                 back stay pending; rate 0 removes the limit
-                 (Queue.SetRateLimit)
+  rate N/PERIOD  at most N of the queue's jobs started (leased) in any
+                 window of PERIOD, across every worker, paced one every
+                 PERIOD/N; a job the limit holds back stays pending. N is
+                 1 to 1000000; PERIOD a duration (500ms, 1s, 1m; a bare
+                 unit is one of it: 100/s) of whole milliseconds, up to
+                 24h. While a queue has a rate limit, the claims of every
+                 2.7 client are refused there (its settles still go
+                 through)                            (Queue.SetRateLimit)
+  rate off       removes the rate limit (rate 0 too) (Queue.SetRateLimit)
 
 A queue's first policy lays its tripwire: its leased jobs move to the
 running set and every client older than 2.7 is refused on the queue
@@ -78,21 +83,15 @@ func runPolicy(e *env, args []string) int {
 			return ExitUsage
 		}
 		action, n = rest[0], v
-	case (len(rest) == 2 || len(rest) == 3) && rest[0] == "rate":
-		v, err := strconv.Atoi(rest[1])
-		if err != nil || v < 0 || v > 0 && len(rest) != 3 {
-			e.errorf("policy: rate %q: give 0 (no limit) or a positive number and a period; nothing was sent", strings.Join(rest[1:], " "))
+	case len(rest) == 2 && rest[0] == "rate":
+		v, p, err := parseRate(rest[1])
+		if err != nil {
+			e.errorf("policy: rate %q: %v; nothing was sent", rest[1], err)
 			return ExitUsage
 		}
-		if len(rest) == 3 {
-			if per, err = time.ParseDuration(rest[2]); err != nil {
-				e.errorf("policy: rate period %q: give a duration such as 1s or 500ms; nothing was sent", rest[2])
-				return ExitUsage
-			}
-		}
-		action, n = rest[0], v
+		action, n, per = rest[0], v, p
 	default:
-		e.errorf("policy: %q: give pause, resume, concurrency N or rate N PERIOD; nothing was sent", strings.Join(rest, " "))
+		e.errorf("policy: %q: give pause, resume, concurrency N or rate N/PERIOD (rate off); nothing was sent", strings.Join(rest, " "))
 		return ExitUsage
 	}
 	s, code := open(e, f, action != "", nil)
@@ -130,11 +129,53 @@ func runPolicy(e *env, args []string) int {
 	return ExitOK
 }
 
-// policyJSON is a queue's policy as the json outputs carry it, keyed by
-// the policy vocabulary's words.
+// Rate limit bounds (the configure_policy script's, as Queue.SetRateLimit
+// checks them).
+const (
+	maxRateLimit  = 1000000
+	maxRatePeriod = 24 * time.Hour
+)
+
+// parseRate reads a rate action's argument: N/PERIOD (PERIOD a Go
+// duration, or a bare unit for one of it: 100/s), or off (or 0) for none
+// (n 0).
+func parseRate(v string) (n int, per time.Duration, err error) {
+	if v == "off" || v == "0" {
+		return 0, 0, nil
+	}
+	ns, ps, ok := strings.Cut(v, "/")
+	if !ok {
+		return 0, 0, fmt.Errorf("give N/PERIOD (100/1s, 50/500ms) or off")
+	}
+	n, err = strconv.Atoi(ns)
+	if err != nil || n < 1 || n > maxRateLimit || ns[0] == '+' {
+		return 0, 0, fmt.Errorf("the limit %q: give a whole number from 1 to %d (off removes the limit)", ns, maxRateLimit)
+	}
+	d := ps
+	if d != "" && (d[0] < '0' || d[0] > '9') {
+		d = "1" + d // a bare unit: one of it
+	}
+	per, err = time.ParseDuration(d)
+	if err != nil || per < time.Millisecond || per > maxRatePeriod || per%time.Millisecond != 0 {
+		return 0, 0, fmt.Errorf("the period %q: give a duration of whole milliseconds from 1ms to %v (500ms, 1s, 1m)", ps, maxRatePeriod)
+	}
+	return n, per, nil
+}
+
+// policyJSON is a queue's policy as the json outputs carry it: the
+// fields of the read_policy script's reply, named as the manifest names
+// them (paused, concurrency, requires, leased, rate_limit, rate_period_ms,
+// admit_in_ms; the durations in milliseconds).
 func policyJSON(p emq.QueuePolicy) map[string]any {
-	return map[string]any{string(emq.PolicyPaused): p.Paused, string(emq.PolicyConcurrency): p.Concurrency, "requires": p.Requires, "leased": p.Leased,
-		string(emq.PolicyRateLimit): p.RateLimit, "rate_period_ms": p.RatePeriod.Milliseconds(), "admit_in_ms": p.AdmitIn.Milliseconds()}
+	values := []any{p.Paused, p.Concurrency, p.Requires, p.Leased, p.RateLimit, p.RatePeriod.Milliseconds(), p.AdmitIn.Milliseconds()}
+	names := wire.ScriptReadPolicy.ReplyElements()
+	out := make(map[string]any, len(values))
+	for i, v := range values {
+		if i < len(names) {
+			out[names[i]] = v
+		}
+	}
+	return out
 }
 
 // policyText is a queue's policy in a line: what holds its claims, and how
@@ -148,11 +189,11 @@ func policyText(p emq.QueuePolicy) string {
 		parts = append(parts, fmt.Sprintf("%s %d", emq.PolicyConcurrency, p.Concurrency))
 	}
 	if p.RateLimit > 0 {
-		next := "now"
+		admit := "admits a start now"
 		if p.AdmitIn > 0 {
-			next = "in " + p.AdmitIn.String()
+			admit = "admits the next start in " + p.AdmitIn.String()
 		}
-		parts = append(parts, fmt.Sprintf("rate limit %d per %v (next start %s)", p.RateLimit, p.RatePeriod, next))
+		parts = append(parts, fmt.Sprintf("rate %d/%v (%s)", p.RateLimit, p.RatePeriod, admit))
 	}
 	if len(parts) == 0 {
 		return fmt.Sprintf("no policy; %d leased", p.Leased)

@@ -95,8 +95,8 @@ func TestPolicy(t *testing.T) {
 	}
 }
 
-// TestPolicyRefusesMalformedInput: a malformed queue, action or count
-// exits 2 and sends nothing.
+// TestPolicyRefusesMalformedInput: a malformed queue, action, count or
+// rate limit exits 2 and sends nothing.
 func TestPolicyRefusesMalformedInput(t *testing.T) {
 	srv := redistest.Start(t)
 	if _, err := srv.Do("CONFIG", "RESETSTAT"); err != nil {
@@ -109,6 +109,19 @@ func TestPolicyRefusesMalformedInput(t *testing.T) {
 		{"orders", "concurrency", "-1"},
 		{"orders", "concurrency", "many"},
 		{"orders", "pause", "now"},
+		{"orders", "rate"},
+		{"orders", "rate", "100"},
+		{"orders", "rate", "0/1s"},
+		{"orders", "rate", "-1/1s"},
+		{"orders", "rate", "+5/1s"},
+		{"orders", "rate", "1000001/1s"},
+		{"orders", "rate", "10/0s"},
+		{"orders", "rate", "10/1500us"},
+		{"orders", "rate", "10/25h"},
+		{"orders", "rate", "10/soon"},
+		{"orders", "rate", "10/"},
+		{"orders", "rate", "on"},
+		{"orders", "rate", "10/1s", "now"},
 		{},
 	} {
 		code, out, errs := policyRun(t, srv, args...)
@@ -123,9 +136,10 @@ func TestPolicyRefusesMalformedInput(t *testing.T) {
 	}
 }
 
-// TestPolicyRate: emq policy sets and removes a queue's rate limit as the
-// SDK's SetRateLimit does (echomq 2.8.0), shows it in both formats and in
-// inspect sizes, and refuses a bad limit before anything is sent.
+// TestPolicyRate: emq policy sets, shows and removes a rate limit as the
+// SDK's Queue.SetRateLimit does (a bare unit is one of it), keeps it across
+// a pause, prints how long until it admits the next start, and inspect
+// sizes shows it.
 func TestPolicyRate(t *testing.T) {
 	srv := redistest.Start(t)
 	c := connect(t, srv)
@@ -134,11 +148,32 @@ func TestPolicyRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errs := policyRun(t, srv, "orders", "rate", "20", "1s"); code != emqcli.ExitOK || !strings.Contains(out, "rate limit 20 per 1s (next start now); 0 leased (the tripwire names minor 8)") || errs != "" {
-		t.Errorf("policy orders rate 20 1s = %d\n%s%s", code, out, errs)
+	var ids []emq.ID
+	for range 3 {
+		id, _ := c.Mint(emq.WorkKind)
+		if _, err := q.Push(ctx, id, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
 	}
-	if p, err := q.Policy(ctx); err != nil || p.RateLimit != 20 || p.RatePeriod != time.Second {
-		t.Errorf("the SDK's Policy after emq policy rate = %+v, %v", p, err)
+	if code, out, errs := policyRun(t, srv, "orders", "rate", "100/1s"); code != emqcli.ExitOK || out != "queue orders: rate 100/1s (admits a start now); 0 leased (the tripwire names minor 8)\n" || errs != "" {
+		t.Errorf("policy orders rate 100/1s = %d\n%s%s", code, out, errs)
+	}
+	if p, err := q.Policy(ctx); err != nil || p.RateLimit != 100 || p.RatePeriod != time.Second || p.Requires != 8 {
+		t.Errorf("the SDK's Policy after emq policy rate 100/1s = %+v, %v", p, err)
+	}
+	if code, out, _ := policyRun(t, srv, "orders", "pause"); code != emqcli.ExitOK || !strings.Contains(out, "paused, rate 100/1s") {
+		t.Errorf("policy orders pause on a rate-limited queue = %d\n%s", code, out)
+	}
+	if code, out, _ := policyRun(t, srv, "orders", "resume"); code != emqcli.ExitOK || !strings.HasPrefix(out, "queue orders: rate 100/1s") {
+		t.Errorf("policy orders resume = %d\n%s", code, out)
+	}
+	// One start admitted per hour: after one lease the next is an hour off.
+	if code, out, _ := policyRun(t, srv, "orders", "rate", "1/h"); code != emqcli.ExitOK || !strings.Contains(out, "rate 1/1h0m0s") {
+		t.Errorf("policy orders rate 1/h = %d\n%s", code, out)
+	}
+	if js, err := q.ClaimIDs(ctx, time.Minute, ids); err != nil || len(js) != 1 {
+		t.Fatalf("a claim of 3 under a limit of 1 per hour leased %d (%v); want 1", len(js), err)
 	}
 	code, out, errs := policyRun(t, srv, "-format", "json", "orders")
 	var got struct {
@@ -148,21 +183,34 @@ func TestPolicyRate(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); code != emqcli.ExitOK || err != nil || errs != "" {
 		t.Fatalf("policy -format json orders = %d, %v\n%s%s", code, err, out, errs)
 	}
-	if p := got.Policy; p[string(emq.PolicyRateLimit)] != float64(20) || p["rate_period_ms"] != float64(1000) || p["requires"] != float64(8) || p["admit_in_ms"] != float64(0) {
-		t.Errorf("policy json = %+v", got)
+	admit, _ := got.Policy["admit_in_ms"].(float64)
+	if p := got.Policy; p[string(emq.PolicyRateLimit)] != float64(1) || p[string(emq.PolicyRatePeriod)+"_ms"] != float64(time.Hour.Milliseconds()) || admit < float64(59*time.Minute.Milliseconds()) || admit > float64(time.Hour.Milliseconds()) || p["leased"] != float64(1) || p["requires"] != float64(8) {
+		t.Errorf("policy json = %+v; want rate_limit 1, rate_period_ms 3600000, admit_in_ms about an hour, 1 leased", got)
 	}
-	if code, out, _ := inspectRun(t, srv, "sizes", "-queue", "orders"); code != emqcli.ExitOK || !strings.Contains(out, "policy: rate limit 20 per 1s") {
-		t.Errorf("inspect sizes of a rate-limited queue = %d\n%s", code, out)
+	if code, out, _ := policyRun(t, srv, "orders"); code != emqcli.ExitOK || !strings.Contains(out, "rate 1/1h0m0s (admits the next start in 59m") {
+		t.Errorf("policy orders with the next start an hour off = %d\n%s", code, out)
 	}
-	for _, bad := range [][]string{{"rate"}, {"rate", "5"}, {"rate", "-1", "1s"}, {"rate", "x", "1s"}, {"rate", "5", "soon"}, {"rate", "5", "1500us"}, {"rate", "2000000", "1s"}} {
-		if code, _, errs := policyRun(t, srv, append([]string{"orders"}, bad...)...); code != emqcli.ExitUsage || errs == "" {
-			t.Errorf("policy orders %v = %d, %q; want a usage error", bad, code, errs)
-		}
+	if code, out, errs := inspectRun(t, srv, "sizes", "-queue", "orders"); code != emqcli.ExitOK || errs != "" || !strings.Contains(out, "policy: rate 1/1h0m0s (admits the next start in ") {
+		t.Errorf("inspect sizes of a rate-limited queue = %d\n%s%s", code, out, errs)
 	}
-	if p, err := q.Policy(ctx); err != nil || p.RateLimit != 20 {
-		t.Errorf("the refused rates changed the limit: %+v, %v", p, err)
+	if code, out, _ := policyRun(t, srv, "orders", "rate", "off"); code != emqcli.ExitOK || out != "queue orders: no policy; 1 leased\n" {
+		t.Errorf("policy orders rate off = %d\n%s", code, out)
 	}
-	if code, out, _ := policyRun(t, srv, "orders", "rate", "0"); code != emqcli.ExitOK || out != "queue orders: no policy; 0 leased\n" {
+	if p, err := q.Policy(ctx); err != nil || p.RateLimit != 0 || p.Requires != 0 {
+		t.Errorf("the SDK's Policy after emq policy rate off = %+v, %v", p, err)
+	}
+	// rate 0 removes it too; -force lays the tripwire past a recorded old
+	// release, as for a pause.
+	if _, err := srv.Do("HSET", wire.KeyBundle, "2.0.0", strings.Repeat("0", 40)); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := policyRun(t, srv, "orders", "rate", "5/s"); code != emqcli.ExitUsage || out != "" || !strings.Contains(errs, "2.0.0") {
+		t.Errorf("policy orders rate 5/s with a 2.0.0 client recorded = %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := policyRun(t, srv, "-force", "orders", "rate", "5/s"); code != emqcli.ExitOK || !strings.Contains(out, "rate 5/1s") {
+		t.Errorf("policy -force orders rate 5/s = %d\n%s%s", code, out, errs)
+	}
+	if code, out, _ := policyRun(t, srv, "orders", "rate", "0"); code != emqcli.ExitOK || !strings.Contains(out, "no policy") {
 		t.Errorf("policy orders rate 0 = %d\n%s", code, out)
 	}
 }

@@ -34,8 +34,8 @@ Obj = dict[str, Any]
 warnings.filterwarnings("ignore", message=r"emq: .* is deprecated", category=DeprecationWarning)
 
 TWINS = {
-    "claim_policy_ids": "claim_ids",
-    "complete_policy_ids": "complete_result_claim_ids",
+    "claim_rate_ids": "claim_ids",
+    "complete_rate_ids": "complete_result_claim_ids",
     "fail_policy": "fail",
     "reap_policy_ids": "reap_recorded_ids",
     "extend_policy": "extend",
@@ -47,7 +47,9 @@ TWINS = {
 }
 """The op of each 2.7 twin (echomq 2.7.0) and the op of its 2.6 script, whose args and result it
 takes: the SDK's call of that op runs the twin (the SDK calls the twins only), so both ops are the
-one call."""
+one call. From 2.8.0 the SDK claims with claim_rate_ids and completes with complete_rate_ids, the
+twins of claim_policy_ids and complete_policy_ids: those two 2.7 ops run their scripts' generated
+calls (the SDK no longer calls them), after the checks of the SDK call they twin."""
 
 OP_TIMEOUT_S = 30.0
 """How long one op may take before the testee answers it with an error."""
@@ -229,12 +231,16 @@ def scheduler_out(r: echomq.SchedulerInfo | None) -> Obj:
 
 
 def policy_out(p: echomq.QueuePolicy) -> Obj:
-    """The contract's policy record of the SDK's QueuePolicy."""
+    """The contract's policy record of the SDK's QueuePolicy (echomq 2.8.0: with the rate
+    limit), paused 1 or 0 as conformance/scenarios/policy.yaml has it."""
     return {
         "paused": 1 if p.paused else 0,
         "concurrency": p.concurrency,
         "requires": p.requires,
         "leased": p.leased,
+        "rate_limit": p.rate_limit,
+        "rate_period_ms": p.rate_period_ms,
+        "admit_in_ms": p.admit_in_ms,
     }
 
 
@@ -735,6 +741,119 @@ class Testee:
                 "requires": qp.requires,
                 "leased": qp.leased,
             }
+        if op == "claim_policy_ids":
+            # the 2.7 claim (echomq 2.8.0: the SDK claims with claim_rate_ids), after claim_ids'
+            # checks: its generated call
+            q = self.queue(a)
+            ids, lease = self.ids(a), num(a, "lease_ms")
+            if lease < 1:
+                raise OpError("argument", f"lease {lease} is not a positive integer")
+            if not ids:
+                return {"jobs": []}
+            k = q.keys
+            cp = await wire.ClaimPolicyIdsCall(
+                pending=k.pending,
+                active=k.active,
+                running=k.running,
+                policy=k.policy,
+                wake=k.wake,
+                rows=[k.row(i) for i in ids],
+                lease_ms=lease,
+                ids=ids,
+            ).run(self.connected().redis)
+            return {
+                "jobs": [job_out(echomq.Job(r.id, r.token, r.payload, r.deadline_ms)) for r in cp]
+            }
+        if op == "complete_policy_ids":
+            # the 2.7 completion (echomq 2.8.0: the SDK completes with complete_rate_ids), after
+            # complete_result_claim_ids' checks: its generated call
+            q, id = self.queue_id(a)
+            ids, lease = self.ids(a), num(a, "lease_ms")
+            keep, age, em = num(a, "keep"), num(a, "keep_age_ms"), num(a, "events_max")
+            result = bytes_in(a, "result")
+            if lease < 1 or keep < 0 or age < 0 or em < 0:
+                raise OpError(
+                    "argument", f"lease {lease}, keep {keep}, keep_age_ms {age}, events_max {em}"
+                )
+            if len(result) > echomq.RESULT_MAX_BYTES:
+                raise OpError("argument", f"the result's {len(result)} bytes are over the cap")
+            k = q.keys
+            cc = await wire.CompletePolicyIdsCall(
+                row=k.row(id),
+                active=k.active,
+                running=k.running,
+                policy=k.policy,
+                pending=k.pending,
+                wake=k.wake,
+                results=k.results,
+                result_times=k.result_times,
+                progress=k.progress,
+                failures=k.failures,
+                options=k.options,
+                events=k.events,
+                counters=k.counters,
+                rows=[k.row(i) for i in ids],
+                id=id,
+                token=num(a, "token"),
+                lease_ms=lease,
+                result=result,
+                keep=keep,
+                keep_age_ms=age,
+                events_max=em,
+                ids=ids,
+            ).run(self.connected().redis)
+            return {
+                "jobs": [job_out(echomq.Job(r.id, r.token, r.payload, r.deadline_ms)) for r in cc]
+            }
+        if op == "configure_policy":
+            # configure_policy and read_policy (echomq 2.8.0) are script ops, as set_policy and
+            # queue_policy: their generated calls; the script's reply as it is (ints)
+            q = self.queue(a)
+            paused, cap = num(a, "paused"), num(a, "concurrency")
+            rate, per = num(a, "rate_limit"), num(a, "rate_period_ms")
+            if not -1 <= paused <= 1 or cap < -1 or rate < -1:
+                raise OpError("argument", f"paused {paused}, concurrency {cap}, rate_limit {rate}")
+            k = q.keys
+            cp2 = await wire.ConfigurePolicyCall(
+                pending=k.pending,
+                active=k.active,
+                running=k.running,
+                policy=k.policy,
+                starts=k.starts,
+                wake=k.wake,
+                paused=paused,
+                concurrency=cap,
+                rate_limit=rate,
+                rate_period_ms=per,
+            ).run(self.connected().redis)
+            return {
+                "paused": cp2.paused,
+                "concurrency": cp2.concurrency,
+                "rate_limit": cp2.rate_limit,
+                "rate_period_ms": cp2.rate_period_ms,
+                "requires": cp2.requires,
+            }
+        if op == "read_policy":
+            k = self.queue(a).keys
+            rp = await wire.ReadPolicyCall(
+                active=k.active, running=k.running, policy=k.policy, starts=k.starts
+            ).run(self.connected().redis)
+            return {
+                "paused": rp.paused,
+                "concurrency": rp.concurrency,
+                "requires": rp.requires,
+                "leased": rp.leased,
+                "rate_limit": rp.rate_limit,
+                "rate_period_ms": rp.rate_period_ms,
+                "admit_in_ms": rp.admit_in_ms,
+            }
+        if op == "set_rate_limit":
+            q = self.queue(a)
+            force = a.get("force") is True
+            limit, per = num(a, "rate_limit"), num(a, "rate_period_ms")
+            if limit == 0 and per == 0:  # removes the limit: no period
+                return policy_out(await q.set_rate_limit(0, force=force))
+            return policy_out(await q.set_rate_limit(limit, per, force=force))
         if op == "policy":
             return policy_out(await self.queue(a).policy())
         if op == "pause":

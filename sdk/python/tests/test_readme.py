@@ -54,7 +54,7 @@ async def test_the_readme_has_the_blocks_this_test_runs() -> None:
     bs = blocks()
     assert len(bs) == 7, (
         "the quickstart, bytes and errors, why a job failed, results and events, schedulers, "
-        "pausing and capping, and jobs.py"
+        "pausing, capping and limiting the rate, and jobs.py"
     )
     assert "asyncio.run(main())" in bs[0] and "JSONCodec" in bs[0]
     assert "info.failures" in bs[2] and "info.died_at" in bs[2]
@@ -62,6 +62,7 @@ async def test_the_readme_has_the_blocks_this_test_runs() -> None:
     assert "upsert_scheduler" in bs[4] and "run_schedulers(on_fire=" in bs[4]
     assert "next_runs" in bs[4]
     assert "q.pause()" in bs[5] and "set_concurrency(2)" in bs[5] and "q.resume()" in bs[5]
+    assert "set_rate_limit(5, period=0.1)" in bs[5] and "set_rate_limit(0)" in bs[5]
     assert bs[6].startswith("# jobs.py\n")
     text = README.read_text()
     assert "pip install ./sdk/python" in text
@@ -112,12 +113,17 @@ async def test_every_readme_python_block_runs(server: Server, tmp_path: Path) ->
             assert sorted(lines[3:5]) == ["fired hourly-sync", "ran sync hourly-sync"], out
             assert lines[5:] == ["runs: 1 next in 60 min"], out
         if n == 5:
+            none = "rate_limit=0, rate_period_ms=0, admit_in_ms=0"
             assert out.splitlines() == [
-                "QueuePolicy(paused=True, concurrency=0, requires=7, leased=0)",
-                "QueuePolicy(paused=True, concurrency=2, requires=7, leased=0)",
+                f"QueuePolicy(paused=True, concurrency=0, requires=7, leased=0, {none})",
+                f"QueuePolicy(paused=True, concurrency=2, requires=7, leased=0, {none})",
                 "pending while paused: 4",
                 "never more than 2 at once: True",
-                "QueuePolicy(paused=False, concurrency=0, requires=0, leased=0)",
+                f"QueuePolicy(paused=False, concurrency=0, requires=0, leased=0, {none})",
+                "QueuePolicy(paused=False, concurrency=0, requires=8, leased=0, rate_limit=5, "
+                "rate_period_ms=100, admit_in_ms=0)",
+                "at most 5 in any 100 ms: True",
+                f"QueuePolicy(paused=False, concurrency=0, requires=0, leased=0, {none})",
             ], out
 
 

@@ -355,10 +355,11 @@ async def test_the_worker_runs_only_scripts_that_declare_their_keys(server: Serv
         used = set(seen)
         assert not used & FROZEN_POPS, f"frozen pop scripts ran: {used & FROZEN_POPS}"
         # 2.4.0: the worker settles, reaps and sweeps with the 2.4 scripts; 2.7.0: with the 2.7
-        # twins of those that declare the active key, which serve either layout
+        # twins of those that declare the active key, which serve either layout; 2.8.0: it claims
+        # and completes with their 2.8 twins, which honour a rate limit too
         for name in (
-            "claim_policy_ids",
-            "complete_policy_ids",
+            "claim_rate_ids",
+            "complete_rate_ids",
             "promote_ids",
             "reap_policy_ids",
             "fail_policy",
@@ -382,6 +383,9 @@ async def test_the_worker_runs_only_scripts_that_declare_their_keys(server: Serv
             "reap_recorded_ids",
             "fail",
             "extend",
+            # 2.8.0: their 2.8 twins run instead
+            "claim_policy_ids",
+            "complete_policy_ids",
         ):
             assert seen[name] == 0, f"{name} ran instead of its later variant: {dict(seen)}"
         assert not any(n.startswith("?") for n in used), dict(seen)
@@ -391,8 +395,8 @@ async def test_the_worker_runs_only_scripts_that_declare_their_keys(server: Serv
 
 
 async def test_steady_state_is_one_script_call_per_job(server: Server) -> None:
-    """With a backlog, complete_policy_ids leases the next head id in the completion's own call:
-    the claim calls (claim_policy_ids) are far fewer than the jobs."""
+    """With a backlog, complete_rate_ids leases the next head id in the completion's own call:
+    the claim calls (claim_rate_ids) are far fewer than the jobs."""
     c = await connect(server)
     try:
         q = c.queue("steady")
@@ -409,8 +413,8 @@ async def test_steady_state_is_one_script_call_per_job(server: Server) -> None:
                 await eventually(lambda: len(done) == len(ids), what="the backlog drained")
         assert sorted(done) == sorted(ids)
         # One call per job, plus the EVAL of the first calls the server answered NOSCRIPT.
-        assert len(ids) <= seen["complete_policy_ids"] <= len(ids) + 4, dict(seen)
-        assert seen["claim_policy_ids"] <= 10, dict(seen)
+        assert len(ids) <= seen["complete_rate_ids"] <= len(ids) + 4, dict(seen)
+        assert seen["claim_rate_ids"] <= 10, dict(seen)
         # the completion deletes the failure record itself (2.4.0): nothing is sent to forget one
         assert seen["forget_failures"] == 0 and seen["forget_ids"] == 0, dict(seen)
         assert seen["ZRANGE"] <= len(ids) / 4, f"refills read several jobs each: {dict(seen)}"

@@ -57,6 +57,7 @@ type workerConfig struct {
 	ShutdownTimeout  time.Duration
 	Records          string
 	Seed             uint64
+	Classes          []string // the harness's class words (its wire.Classes): a logged error's class
 }
 
 // The record kinds of the harness (records.go).
@@ -146,7 +147,7 @@ func runWorker(cfg workerConfig) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	att := &attribution{rec: rec, tally: &emq.Tally{}}
+	att := &attribution{rec: rec, tally: &emq.Tally{}, classes: cfg.Classes}
 	logger := slog.New(&attribHandler{next: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}), att: att})
 	opt := emq.Options{
 		Redis:   rueidis.ClientOption{InitAddress: cfg.Addrs, DisableCache: true, ConnWriteTimeout: cfg.ConnWriteTimeout},
@@ -223,9 +224,10 @@ func runWorker(cfg workerConfig) error {
 // (worker.go): the 2.2.1 worker settles on the goroutine that ran the
 // handler.
 type attribution struct {
-	rec   *recorder
-	tally *emq.Tally
-	cur   sync.Map // goroutine id -> *current
+	rec     *recorder
+	tally   *emq.Tally
+	classes []string // the harness's class words
+	cur     sync.Map // goroutine id -> *current
 }
 
 type current struct {
@@ -275,7 +277,8 @@ func (a *attribution) settle(kind byte) bool {
 // logged records a warning or an error the SDK logged, as the harness's
 // worker does (worker.go): W <op> <class> t=<µs>, op the word after
 // "emq: " of the message, class WRONGTYPE when the err attribute says so
-// (on a queue with a policy: the tripwire met), else other.
+// (on a queue with a policy: the tripwire met), else the harness's class
+// word it names (a refusal's class: EMQPOLICY, say), else other.
 func (a *attribution) logged(r slog.Record) {
 	op := "other"
 	if rest, ok := strings.CutPrefix(r.Message, "emq: "); ok {
@@ -286,8 +289,15 @@ func (a *attribution) logged(r slog.Record) {
 	class := "other"
 	r.Attrs(func(at slog.Attr) bool {
 		if at.Key == "err" {
-			if strings.Contains(at.Value.String(), "WRONGTYPE") {
+			text := at.Value.String()
+			if strings.Contains(text, "WRONGTYPE") {
 				class = "WRONGTYPE"
+				return false
+			}
+			for _, c := range a.classes {
+				if strings.Contains(text, c) {
+					class = c
+				}
 			}
 			return false
 		}

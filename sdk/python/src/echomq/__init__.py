@@ -16,9 +16,11 @@ cron expression in a time zone, ``Cron``, or an interval; ``run_schedulers`` fir
 number of processes, each slot once; ``schedulers``, ``list_schedulers``, ``next_runs``);
 echomq 2.7.0 adds queue policies (``pause``, ``resume``, ``set_concurrency``, ``policy``: a
 pause and a concurrency cap across every worker, behind a tripwire older clients fail on);
-``run_probes(client)`` checks a live server against the
-manifest. Protocol facts (key grammar, states, wire classes, the script bundle) come from the
-generated layer, ``echomq._gen``, which ``go run ./cmd/emqgen gen`` writes from protocol.yaml.
+echomq 2.8.0 adds rate limits (``set_rate_limit``: at most so many starts in any window of a
+period, across every worker, paced; a held-back job stays pending); ``run_probes(client)``
+checks a live server against the manifest. Protocol facts (key grammar, states, wire classes,
+the script bundle) come from the generated layer, ``echomq._gen``, which
+``go run ./cmd/emqgen gen`` writes from protocol.yaml.
 """
 
 from ._cluster import DEFAULT_TRY_AGAIN_MS, ClusterRedis
@@ -81,7 +83,13 @@ from .outputs import (
     Retention,
     SettleCounts,
 )
-from .policy import ACTIVE_TRIPWIRE_FLOOR, PolicyFloorError, QueuePolicy
+from .policy import (
+    ACTIVE_TRIPWIRE_FLOOR,
+    RATE_LIMIT_MAX,
+    RATE_PERIOD_MAX_MS,
+    PolicyFloorError,
+    QueuePolicy,
+)
 from .probe import ProbeResult, ProbeTranscript, run_probes
 from .queue import (
     PEEK_ATTEMPTS,
@@ -140,6 +148,8 @@ __all__ = [
     "PLAN_CAP",
     "PROGRESS_MAX_BYTES",
     "PROTOCOL",
+    "RATE_LIMIT_MAX",
+    "RATE_PERIOD_MAX_MS",
     "REPLACE_ATTEMPTS",
     "RESULT_MAX_BYTES",
     "SHUTDOWN",

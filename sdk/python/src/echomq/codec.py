@@ -516,6 +516,18 @@ class TypedQueue(Generic[T]):
         return await self.raw.set_concurrency(concurrency, force=force)
 
     @honour_cancel
+    async def set_rate_limit(
+        self,
+        limit: int,
+        period_ms: int | datetime.timedelta | None = None,
+        *,
+        period: Duration | None = None,
+        force: bool = False,
+    ) -> QueuePolicy:
+        """Queue.set_rate_limit (echomq 2.8.0)."""
+        return await self.raw._set_rate_limit(limit, period_ms, period, force)
+
+    @honour_cancel
     async def policy(self) -> QueuePolicy:
         """Queue.policy (echomq 2.7.0)."""
         return await self.raw.policy()

@@ -13,14 +13,14 @@ import secrets
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, TypeVar, overload
 
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, ResponseError
 
 from ._cancel import honour_cancel, honoured
 from ._deprecation import deprecated
-from ._duration import Duration, duration_ms, pick_ms
+from ._duration import Duration, duration_ms, ms_int, pick_ms
 from ._gen.ids import parse_id
 from ._gen.keys import ACTIVE_TRIPWIRE_TYPE, KEY_BUNDLE, QueueKeys
 from ._gen.protocol import (
@@ -59,10 +59,11 @@ from ._gen.scripts import (
     BuryPolicyCall,
     CancelPolicyIdsCall,
     ClaimCall,
-    ClaimPolicyIdsCall,
+    ClaimRateIdsCall,
     CompleteCall,
     CompleteClaimIdsCall,
-    CompletePolicyIdsCall,
+    CompleteRateIdsCall,
+    ConfigurePolicyCall,
     CountersCall,
     DedupPolicyEntriesCall,
     DueSchedulersCall,
@@ -90,7 +91,8 @@ from ._gen.scripts import (
     PushCall,
     PushManyCall,
     PushManyEntry,
-    QueuePolicyCall,
+    ReadPolicyCall,
+    ReadPolicyReply,
     ReapCall,
     ReapFailedIdsCall,
     ReapIdsCall,
@@ -106,7 +108,6 @@ from ._gen.scripts import (
     SchedulerEntriesReply,
     Script,
     ScriptExec,
-    SetPolicyCall,
     SweepDedupPolicyCall,
     UpsertSchedulerCall,
     pipe_script,
@@ -150,6 +151,8 @@ from .outputs import (
     encode_value,
 )
 from .policy import (
+    RATE_LIMIT_MAX,
+    RATE_PERIOD_MAX_MS,
     PolicyFloorError,
     QueuePolicy,
     below_floor,
@@ -477,6 +480,56 @@ def _text(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
+def _check_force(force: object) -> None:
+    if not isinstance(force, bool):
+        raise ArgumentTypeError("force", "a bool", force)
+
+
+def _rate_period_ms(period_ms: object, period: object) -> int | None:
+    """A rate limit's period as whole milliseconds (echomq 2.8.0), given as period_ms (an int of
+    milliseconds or a timedelta) or period (seconds or a timedelta); None when neither is given.
+    Both given is a TypeError; a value of another type an ArgumentTypeError; a period that is
+    not a whole number of milliseconds, or is outside 1 ms..RATE_PERIOD_MAX_MS, an
+    ArgumentError."""
+    if period_ms is not None and period is not None:
+        raise TypeError("emq: give period_ms (milliseconds) or period (seconds), not both")
+    what, v = ("period", period) if period is not None else ("period_ms", period_ms)
+    if v is None:
+        return None
+    if isinstance(v, datetime.timedelta):
+        us = v // datetime.timedelta(microseconds=1)
+        if us % 1000 != 0:
+            raise ArgumentError(f"{what} {v!r} is not a whole number of milliseconds")
+        ms = us // 1000
+    elif what == "period_ms":
+        ms = ms_int(what, v)
+    elif isinstance(v, int | float) and not isinstance(v, bool):
+        f = float(v) * 1000
+        if not math.isfinite(f) or abs(f - round(f)) > 1e-6:
+            raise ArgumentError(f"{what} {v!r} is not a whole number of milliseconds")
+        ms = round(f)
+    else:
+        raise ArgumentTypeError(what, "seconds (an int or a float) or a datetime.timedelta", v)
+    if not 1 <= ms <= RATE_PERIOD_MAX_MS:
+        raise ArgumentError(
+            f"{what} {v!r} is not a rate limit's period (1 ms to {RATE_PERIOD_MAX_MS} ms)"
+        )
+    return ms
+
+
+def _queue_policy(rp: ReadPolicyReply) -> QueuePolicy:
+    """The QueuePolicy of a read_policy reply (echomq 2.8.0)."""
+    return QueuePolicy(
+        paused=rp.paused == 1,
+        concurrency=rp.concurrency,
+        requires=rp.requires,
+        leased=rp.leased,
+        rate_limit=rp.rate_limit,
+        rate_period_ms=rp.rate_period_ms,
+        admit_in_ms=rp.admit_in_ms,
+    )
+
+
 def _jobs(rs: Sequence[Any]) -> list[Job]:
     return [Job(id=r.id, token=r.token, payload=r.payload, deadline_ms=r.deadline_ms) for r in rs]
 
@@ -492,7 +545,11 @@ class Queue:
     complete_claim_ids, retry, bury, retry_failed, bury_failed, reap_ids, reap_failed_ids, reap)
     raise a PolicyError on a queue with a policy, which their scripts cannot honour: the server
     refused them before any write. Inspection (size, sizes, head, browse, page, get) reads the
-    leased jobs in either layout."""
+    leased jobs in either layout.
+
+    echomq 2.8.0: claim_ids (and claim_many, the Worker) run claim_rate_ids and
+    complete_result_claim_ids runs complete_rate_ids, which honour the queue's rate limit
+    (set_rate_limit) too; the policy setters run configure_policy and policy() read_policy."""
 
     def __init__(self, client: Client, name: str) -> None:
         """A malformed name raises a QueueNameError before anything is sent."""
@@ -1041,7 +1098,7 @@ class Queue:
             prefix=self.keys.row_prefix,
             lease_ms=lease_ms,
         )
-        r = await self._once_legacy(call, "claim_many (claim_policy_ids)")
+        r = await self._once_legacy(call, "claim_many (claim_rate_ids)")
         if r is None:
             return None
         return Job(id=r.id, token=r.token, payload=r.payload, deadline_ms=r.deadline_ms)
@@ -1132,8 +1189,9 @@ class Queue:
     ) -> list[Job]:
         """Leases exactly the given ids that are still pending, for lease_ms (or ``lease``), in
         the order given
-        (claim_policy_ids, echomq 2.7.0: claim_ids in either layout, leasing nothing while the
-        queue is paused and at most its cap less the jobs leased; it declares every key it
+        (claim_rate_ids, echomq 2.8.0: claim_ids in either layout, leasing nothing while the
+        queue is paused, at most its cap less the jobs leased, and under a rate limit only the
+        starts the limit admits now, the rest staying pending; it declares every key it
         touches); ids no longer pending are skipped. It
         rings the doorbell again when jobs remain. Malformed ids raise an IdError before anything
         is sent; no ids send nothing. Never resent: a lease may have been granted."""
@@ -1142,11 +1200,12 @@ class Queue:
         rows = [self._row(i) for i in _ids(ids)]
         if not rows:
             return []
-        call = ClaimPolicyIdsCall(
+        call = ClaimRateIdsCall(
             pending=self.keys.pending,
             active=self.keys.active,
             running=self.keys.running,
             policy=self.keys.policy,
+            starts=self.keys.starts,
             wake=self.keys.wake,
             rows=rows,
             lease_ms=lease_ms,
@@ -1231,9 +1290,7 @@ class Queue:
             lease_ms=lease_ms,
             ids=list(ids),
         )
-        return _jobs(
-            await self._once_legacy(call, "complete_result_claim_ids (complete_policy_ids)")
-        )
+        return _jobs(await self._once_legacy(call, "complete_result_claim_ids (complete_rate_ids)"))
 
     @overload
     async def extend(self, id: str, token: int, lease_ms: int) -> int: ...
@@ -1273,7 +1330,7 @@ class Queue:
         row = self._row(id)
         _int("token", token)
         call = CompleteCall(active=self.keys.active, row=row, id=id, token=token)
-        await self._once_legacy(call, "complete_result_claim_ids (complete_policy_ids)")
+        await self._once_legacy(call, "complete_result_claim_ids (complete_rate_ids)")
 
     @overload
     async def retry(self, id: str, token: int, delay_ms: int) -> int: ...
@@ -1534,7 +1591,8 @@ class Queue:
         when ``keep`` (a Retention; default None: keep none) says so: the queue then keeps at
         most keep.count records, none older than keep.age_ms; Queue.output and Queue.lookup read
         it once the row is gone. A stale token is refused with a StaleError, and nothing is kept
-        or leased. Never resent."""
+        or leased. The ids are leased as claim_ids leases them (complete_rate_ids, echomq 2.8.0:
+        in either layout, as the queue's policy and rate limit allow). Never resent."""
         row = self._row(id)
         _int("token", token)
         lease_ms = pick_ms("lease_ms", lease_ms, "lease", lease)
@@ -1548,11 +1606,12 @@ class Queue:
         if len(res) > RESULT_MAX_BYTES:
             raise ArgumentError(f"the result's {len(res)} bytes are over {RESULT_MAX_BYTES}")
         k = self.keys
-        call = CompletePolicyIdsCall(
+        call = CompleteRateIdsCall(
             row=row,
             active=k.active,
             running=k.running,
             policy=k.policy,
+            starts=k.starts,
             pending=k.pending,
             wake=k.wake,
             results=k.results,
@@ -2072,52 +2131,31 @@ class Queue:
         if low:
             raise PolicyFloorError(self.name, low)
 
-    @honour_cancel
-    async def set_policy(
-        self,
-        *,
-        paused: bool | None = None,
-        concurrency: int | None = None,
-        force: bool = False,
+    async def _configure(
+        self, paused: int, concurrency: int, rate_limit: int, rate_period_ms: int, force: bool
     ) -> QueuePolicy:
-        """Sets the queue's policies in one set_policy call (echomq 2.7.0) and returns the policy
-        after it: ``paused`` True pauses the queue (claims lease nothing; producers keep
-        enqueueing), False resumes it, None leaves it; ``concurrency`` n > 0 caps the queue's
-        jobs leased at once across every worker, 0 removes the cap, None leaves it.
-
-        The queue's first policy lays its tripwire: the leased jobs move to the running set and
-        the active key takes the string of the least minor that honours a policy, so that every
-        client older than 2.7 fails on the queue (WRONGTYPE: its call refused before any write)
-        instead of ignoring the policy; clearing the last policy lifts it. Before a call that may
-        lay it (a pause or a cap on a queue with no policy) the deployment's bundle record is
-        read, and a version recorded there below ACTIVE_TRIPWIRE_FLOOR refuses the call with a
-        PolicyFloorError: such a client writes before it reads the active key. ``force=True``
-        skips that check: only when no such client is left. A resume, or a raised or removed
-        cap, rings the doorbell when jobs are pending. A queue whose tripwire names a later minor
-        than this client's is refused with a PolicyError, and nothing is written. Bad arguments
-        raise an ArgumentError before anything is sent. Resent across a reconnect."""
-        if paused is not None and not isinstance(paused, bool):
-            raise ArgumentTypeError("paused", "a bool or None", paused)
-        if concurrency is not None:
-            _non_negative("concurrency", concurrency)
-        if not isinstance(force, bool):
-            raise ArgumentTypeError("force", "a bool", force)
-        p = -1 if paused is None else int(paused)
-        n = -1 if concurrency is None else concurrency
-        if not force and (p == 1 or n > 0) and not await self._tripped():
-            await self._check_floor()  # the call may lay the tripwire: the queue has none
+        """One configure_policy call (echomq 2.8.0) with its checked ARGV (-1 keeps a policy as
+        it is), and read_policy in the same round trip: the policy after the call. The bundle
+        record is read first when the call may lay the tripwire (a pause, a cap or a rate limit
+        on a queue with no policy), unless force."""
+        if not force and (paused == 1 or concurrency > 0 or rate_limit > 0):
+            if not await self._tripped():
+                await self._check_floor()  # the call may lay the tripwire: the queue has none
         k = self.keys
         xs = [
-            SetPolicyCall(
+            ConfigurePolicyCall(
                 pending=k.pending,
                 active=k.active,
                 running=k.running,
                 policy=k.policy,
+                starts=k.starts,
                 wake=k.wake,
-                paused=p,
-                concurrency=n,
+                paused=paused,
+                concurrency=concurrency,
+                rate_limit=rate_limit,
+                rate_period_ms=rate_period_ms,
             ).exec(),
-            QueuePolicyCall(active=k.active, running=k.running, policy=k.policy).exec(),
+            self._read_policy_exec(),
         ]
         r = self.client.redis
 
@@ -2126,30 +2164,80 @@ class Queue:
             for v in res:
                 if isinstance(v, BaseException):
                     raise v
-            sp = SetPolicyCall.decode(res[0])
-            return QueuePolicy(
-                paused=sp.paused == 1,
-                concurrency=sp.concurrency,
-                requires=sp.requires,
-                leased=QueuePolicyCall.decode(res[1]).leased,
-            )
+            cp = ConfigurePolicyCall.decode(res[0])
+            got = _queue_policy(ReadPolicyCall.decode(res[1]))
+            want = (cp.paused == 1, cp.concurrency, cp.requires, cp.rate_limit, cp.rate_period_ms)
+            if want != (
+                got.paused,
+                got.concurrency,
+                got.requires,
+                got.rate_limit,
+                got.rate_period_ms,
+            ):
+                # The read ran before the call (the server answered the call NOSCRIPT and it was
+                # sent again, as EVAL, after the read), or another client changed the policy in
+                # between: read it again.
+                got = _queue_policy(ReadPolicyCall.decode(await _run_ro(self.client, xs[1])))
+            return got
 
         return await self.client._resend(attempt)
+
+    def _read_policy_exec(self) -> ScriptExec:
+        k = self.keys
+        return ReadPolicyCall(
+            active=k.active, running=k.running, policy=k.policy, starts=k.starts
+        ).exec()
+
+    @honour_cancel
+    async def set_policy(
+        self,
+        *,
+        paused: bool | None = None,
+        concurrency: int | None = None,
+        force: bool = False,
+    ) -> QueuePolicy:
+        """Sets the queue's pause and concurrency cap in one call (echomq 2.7.0; from 2.8.0 the
+        configure_policy script, which keeps the queue's rate limit as it is) and returns the
+        policy after it: ``paused`` True pauses the queue (claims lease nothing; producers keep
+        enqueueing), False resumes it, None leaves it; ``concurrency`` n > 0 caps the queue's
+        jobs leased at once across every worker, 0 removes the cap, None leaves it.
+
+        The queue's first policy lays its tripwire: the leased jobs move to the running set and
+        the active key takes the string of the least minors that honour its policies, so that
+        every client older than 2.7 fails on the queue (WRONGTYPE: its call refused before any
+        write) instead of ignoring the policy; clearing the last policy lifts it. Before a call
+        that may lay it (a pause or a cap on a queue with no policy) the deployment's bundle
+        record is read, and a version recorded there below ACTIVE_TRIPWIRE_FLOOR refuses the
+        call with a PolicyFloorError: such a client writes before it reads the active key.
+        ``force=True`` skips that check: only when no such client is left. A resume, or a raised
+        or removed cap, rings the doorbell when jobs are pending. A queue whose tripwire names a
+        later minor than this client's is refused with a PolicyError, and nothing is written.
+        Bad arguments raise an ArgumentError before anything is sent. Resent across a
+        reconnect."""
+        if paused is not None and not isinstance(paused, bool):
+            raise ArgumentTypeError("paused", "a bool or None", paused)
+        if concurrency is not None:
+            _non_negative("concurrency", concurrency)
+        _check_force(force)
+        p = -1 if paused is None else int(paused)
+        n = -1 if concurrency is None else concurrency
+        return await self._configure(p, n, -1, 0, force)
 
     @honour_cancel
     async def pause(self, *, force: bool = False) -> QueuePolicy:
         """Pauses the queue (echomq 2.7.0): from the next claim on, no worker of any client
         leases a job of it (running jobs finish and settle); producers keep enqueueing. Returns
-        the policy after the call. A queue with no policy before gets its tripwire, and the
-        deployment's bundle record is checked first (``force``: see set_policy, only when no
-        client older than ACTIVE_TRIPWIRE_FLOOR is left)."""
+        the policy after the call; a rate limit stays as it is. A queue with no policy before
+        gets its tripwire, and the deployment's bundle record is checked first (``force``: see
+        set_policy, only when no client older than ACTIVE_TRIPWIRE_FLOOR is left)."""
         return await self.set_policy(paused=True, force=force)
 
     @honour_cancel
     async def resume(self) -> QueuePolicy:
         """Resumes a paused queue (echomq 2.7.0) and rings its doorbell when jobs are pending, so
-        that idle workers claim within milliseconds; returns the policy after the call. With no
-        cap left either, the queue is back in the classic layout (no tripwire)."""
+        that idle workers claim within milliseconds; returns the policy after the call. A rate
+        limit stays as it is. With no cap and no rate limit left either, the queue is back in the
+        classic layout (no tripwire)."""
         return await self.set_policy(paused=False)
 
     @honour_cancel
@@ -2163,22 +2251,69 @@ class Queue:
         _non_negative("concurrency", concurrency)
         return await self.set_policy(concurrency=concurrency, force=force)
 
+    @overload
+    async def set_rate_limit(
+        self, limit: int, period_ms: int | datetime.timedelta, *, force: bool = ...
+    ) -> QueuePolicy: ...
+    @overload
+    async def set_rate_limit(
+        self, limit: int, *, period: Duration, force: bool = ...
+    ) -> QueuePolicy: ...
+    @overload
+    async def set_rate_limit(self, limit: Literal[0], *, force: bool = ...) -> QueuePolicy: ...
+
+    @honour_cancel
+    async def set_rate_limit(
+        self,
+        limit: int,
+        period_ms: int | datetime.timedelta | None = None,
+        *,
+        period: Duration | None = None,
+        force: bool = False,
+    ) -> QueuePolicy:
+        """Limits how many of the queue's jobs are started (leased) across every worker of every
+        client (echomq 2.8.0, the configure_policy script): at most ``limit`` starts in any window
+        of ``period_ms`` milliseconds (or ``period``: seconds or a timedelta), paced one start
+        every period / limit, so that starts spread over the period instead of bursting at a
+        window's edge. A job the limit holds back stays pending (never failed; its attempts
+        unchanged), and an idle worker waits until the limit admits the next start (or the
+        doorbell rings) instead of polling. ``limit`` 0 removes the limit (the period may then
+        be omitted); a changed limit or period restarts the pace. The pause and the cap stay as
+        they are. Returns the policy after the call.
+
+        While the queue has a rate limit its tripwire refuses the claims of 2.7 clients (they
+        cannot honour it; their settles still go through), and Queue.set_policy of a 2.7 client
+        is refused too. A rate limit on a queue with no policy lays the tripwire, the bundle
+        record checked first (``force``: see set_policy, only when no client older than
+        ACTIVE_TRIPWIRE_FLOOR is left). A limit outside 0..RATE_LIMIT_MAX, or a period that is
+        not a whole number of milliseconds from 1 ms to RATE_PERIOD_MAX_MS (a day), raises an
+        ArgumentError before anything is sent. Resent across a reconnect."""
+        return await self._set_rate_limit(limit, period_ms, period, force)
+
+    async def _set_rate_limit(
+        self, limit: int, period_ms: object, period: object, force: object
+    ) -> QueuePolicy:
+        """set_rate_limit, unchecked types aside (TypedQueue.set_rate_limit calls it)."""
+        _non_negative("limit", limit)
+        if limit > RATE_LIMIT_MAX:
+            raise ArgumentError(f"limit {limit!r} is over {RATE_LIMIT_MAX}")
+        per = _rate_period_ms(period_ms, period)
+        if per is None and limit > 0:
+            raise ArgumentError(f"a rate limit of {limit} needs its period (period_ms or period)")
+        _check_force(force)
+        assert isinstance(force, bool)
+        return await self._configure(-1, -1, limit, per or 0, force)
+
     @honour_cancel
     async def policy(self) -> QueuePolicy:
-        """Reads the queue's policy (echomq 2.7.0) in one read-only call: paused, the cap (0:
-        none), the minor its tripwire names (0: no policy) and how many of its jobs are leased,
-        in either layout. Resent across a reconnect."""
-        k = self.keys
-        x = QueuePolicyCall(active=k.active, running=k.running, policy=k.policy).exec()
+        """Reads the queue's policy (echomq 2.7.0; from 2.8.0 the read_policy script) in one
+        read-only call: paused, the cap (0: none), the minor its tripwire names (0: no policy),
+        how many of its jobs are leased, in either layout, and the rate limit with the
+        milliseconds until it admits the next start. Resent across a reconnect."""
+        x = self._read_policy_exec()
 
         async def attempt() -> QueuePolicy:
-            qp = QueuePolicyCall.decode(await _run_ro(self.client, x))
-            return QueuePolicy(
-                paused=qp.paused == 1,
-                concurrency=qp.concurrency,
-                requires=qp.requires,
-                leased=qp.leased,
-            )
+            return _queue_policy(ReadPolicyCall.decode(await _run_ro(self.client, x)))
 
         return await self.client._resend(attempt)
 

@@ -22,6 +22,13 @@ those scripts (claim_policy_ids, complete_policy_ids, fail_policy, reap_policy_i
 extend_policy), which serve a queue in either layout and honour its policy (Queue.pause,
 Queue.set_concurrency): a claim that leases nothing because the queue is paused or at its cap
 waits on the doorbell as on an empty queue, and a resume or a freed lease rings it.
+
+The 2.8 worker (echomq 2.8.0) claims with claim_rate_ids and completes with complete_rate_ids,
+which honour the queue's rate limit too (Queue.set_rate_limit): a claim that offered pending ids
+and leased none reads the queue's policy (read_policy), and when the limit holds its starts back
+the worker waits on the doorbell until the limit admits the next one (admit_in_ms, at most
+wait_ms), so that a resume or a raised limit still wakes it early; every claim again is paced by
+the limit or by the doorbell, never a busy loop.
 """
 
 from __future__ import annotations
@@ -63,11 +70,11 @@ from ._gen.protocol import (
 from ._gen.scripts import (
     LOCK_HELD,
     SCRIPT_BURY_POLICY,
-    SCRIPT_CLAIM_POLICY_IDS,
-    SCRIPT_COMPLETE_POLICY_IDS,
+    SCRIPT_CLAIM_RATE_IDS,
+    SCRIPT_COMPLETE_RATE_IDS,
     BuryPolicyCall,
-    ClaimPolicyIdsReply,
-    CompletePolicyIdsReply,
+    ClaimRateIdsReply,
+    CompleteRateIdsReply,
     ExtendPolicyCall,
     LockCall,
     ScriptExec,
@@ -729,6 +736,10 @@ class Worker:
         self._stop: asyncio.Event | None = None
         self._wake: asyncio.Event | None = None
         self._bell: Redis | None = None
+        self._admit_ms: int | None = None
+        """When the last claim leased nothing because the queue's rate limit held it back
+        (echomq 2.8.0): the milliseconds until the limit admits a start, which bound the next
+        wait on the doorbell; None otherwise."""
         self._finished: asyncio.Event | None = None
         self._holding: dict[str, _Inflight] = {}
         """The jobs this worker holds, by id, from the start of their handler to their settle."""
@@ -900,7 +911,7 @@ class Worker:
                 pause = min(pause * 2, 5.0)
             elif not jobs:
                 pause = 0.05
-                await self._wait_bell()
+                await self._wait_bell(self._admit_ms)
             else:
                 pause = 0.05
 
@@ -931,16 +942,20 @@ class Worker:
 
         return await c._resend(attempt)
 
-    async def _wait_bell(self) -> None:
+    async def _wait_bell(self, admit_ms: int | None = None) -> None:
         """Blocks on the queue's doorbell for up to wait_ms, or until stop(), or until the
         schedule's earliest job is due (echomq 2.4.0): then it promotes the due jobs itself
         (promote_ids, safe to race with other workers' and the maintenance's), so that a delayed
         job starts within milliseconds of its run-at. A push or a failure that schedules a new
-        earliest job rings the doorbell, and the next wait is measured again.
+        earliest job rings the doorbell, and the next wait is measured again. admit_ms (echomq
+        2.8.0: the queue's rate limit held the last claim back) bounds the wait too: the limit
+        admits a start then.
 
         The run-at is kept by a timer of this loop (a blocking pop's own timeout is only as
         precise as the server's clock tick, 100 ms by default): when it fires first, the worker
-        promotes, which rings the doorbell its pop is waiting on."""
+        promotes, which rings the doorbell its pop is waiting on. The rate limit's admission is
+        kept likewise: when it comes first, the worker rings the doorbell itself (ring), which
+        ends its pop (or another idle worker's, which claims then)."""
         assert self._stop is not None and self._bell is not None
         wait_ms = self.wait_ms
         due_in: int | None = None
@@ -960,6 +975,10 @@ class Worker:
         timed = due_in is not None and due_in < wait_ms
         if due_in is not None and timed:
             wait_ms = due_in
+        # the rate limit admits a start before the run-at and wait_ms: ring then, not promote
+        paced = admit_ms is not None and 0 < admit_ms < wait_ms
+        if admit_ms is not None and paced:
+            wait_ms, timed = admit_ms, True
         wait_s = wait_ms / 1000
         bell = asyncio.ensure_future(self._bell.blpop([self.queue.keys.wake], timeout=wait_s))
         stop = asyncio.ensure_future(self._stop.wait())
@@ -971,9 +990,10 @@ class Worker:
                 return_when=asyncio.FIRST_COMPLETED,
             )
             if timed and not done:
-                # The run-at came before the pop's timeout: promote, which rings the bell.
+                # The run-at (or the admission) came before the pop's timeout: promote, which
+                # rings the bell (or ring it).
                 promoted = True
-                await self._promote()
+                await (self._ring() if paced else self._promote())
                 done, _ = await asyncio.wait(
                     {bell, stop}, timeout=wait_s + 1.0, return_when=asyncio.FIRST_COMPLETED
                 )
@@ -987,8 +1007,18 @@ class Worker:
                 self.log.debug("emq: waiting on the doorbell failed: %s", failed)
                 await self._sleep(min(wait_s, 0.1))
             elif failed is None and bell.result() is None and timed and not promoted:
-                if not self._stop.is_set():
+                if not self._stop.is_set() and not paced:
                     await self._promote()  # the pop ended at the earliest job's run-at
+
+    async def _ring(self) -> None:
+        """Rings the queue's doorbell (the ring script) at the time the queue's rate limit admits
+        a start (echomq 2.8.0); a failure is logged, and the pop ends at its own timeout."""
+        try:
+            await self.queue.ring()
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            self.log.debug("emq: ringing the doorbell failed: %s", err)
 
     def _start(self, job: Job) -> None:
         self._idle -= 1
@@ -1030,10 +1060,12 @@ class Worker:
     # ------------------------------------------------------------ claiming
 
     async def _claim(self, n: int) -> list[Job]:
-        """Claims up to n jobs with claim_policy_ids: the ids from the head pool, read again (a
+        """Claims up to n jobs with claim_rate_ids: the ids from the head pool, read again (a
         ZRANGE of its own) when the pool is empty; read again, up to PEEK_ATTEMPTS times, when
         another claimer took every id, unless the first claim leased nothing because the queue's
-        policy holds claims back (echomq 2.7.0: paused, or at its cap): then none at once."""
+        policy holds claims back (echomq 2.7.0: paused, or at its cap; 2.8.0: its rate limit,
+        which also sets _admit_ms): then none at once."""
+        self._admit_ms = None
         for attempt in range(1, PEEK_ATTEMPTS + 1):
             if self._pool.size == 0:
                 await self._peek()
@@ -1044,22 +1076,31 @@ class Worker:
                 reply, refilled = await self._call(self._claim_exec(ids), refill=True)
             finally:
                 self._pool.done(ids)
-            jobs = await self._records(reply, ClaimPolicyIdsReply.decode)
+            jobs = await self._records(reply, ClaimRateIdsReply.decode)
             if len(jobs) < len(ids) and not refilled:
                 self._pool.clear()  # another claimer took some: read the head again
             if jobs or attempt >= PEEK_ATTEMPTS:
                 return jobs
-            if attempt == 1 and await self._held_back():
-                return []  # paused, or at its cap: wait on the doorbell as on an empty queue
+            if attempt == 1:
+                held = await self._held_back()
+                if held is not None:
+                    # paused, at its cap or held by its rate limit: wait on the doorbell as on an
+                    # empty queue (under the rate limit until it admits a start)
+                    self._admit_ms = held or None
+                    return []
         return []
 
-    async def _held_back(self) -> bool:
-        """Whether the queue's policy leases nothing now (echomq 2.7.0): it is paused, or as many
-        of its jobs are leased as its cap allows. A claim that leased nothing asks, so that the
-        claimer waits on the doorbell (which a resume or a freed lease rings) instead of reading
-        the head again."""
+    async def _held_back(self) -> int | None:
+        """Whether the queue's policy leases nothing now, read with read_policy (echomq 2.8.0):
+        0 when it is paused or as many of its jobs are leased as its cap allows (echomq 2.7.0),
+        the milliseconds until it admits a start when its rate limit holds the starts back, None
+        when nothing holds them (another claimer took the ids). A claim that offered ids and
+        leased nothing asks, so that the claimer waits on the doorbell (which a resume, a freed
+        lease or a changed limit rings) instead of reading the head again."""
         p = await self.queue.policy()
-        return p.paused or 0 < p.concurrency <= p.leased
+        if p.paused or 0 < p.concurrency <= p.leased:
+            return 0
+        return p.admit_in_ms if p.admit_in_ms > 0 else None
 
     async def _peek(self) -> None:
         """Fills the pool with the ids at the head of the pending set, oldest first, as read (not
@@ -1078,16 +1119,17 @@ class Worker:
             self._pool.end_read(t)
 
     def _claim_exec(self, ids: Sequence[str]) -> ScriptExec:
-        """The claim_policy_ids call of ids as read from the server (echomq 2.7.0: claim_ids in
-        either layout, honouring the queue's policy)."""
+        """The claim_rate_ids call of ids as read from the server (echomq 2.8.0: claim_ids in
+        either layout, honouring the queue's policy and rate limit)."""
         k = self.queue.keys
         return ScriptExec(
-            script=SCRIPT_CLAIM_POLICY_IDS,
+            script=SCRIPT_CLAIM_RATE_IDS,
             keys=(
                 k.pending,
                 k.active,
                 k.running,
                 k.policy,
+                k.starts,
                 k.wake,
                 *(k.row_prefix + i for i in ids),
             ),
@@ -1095,18 +1137,20 @@ class Worker:
         )
 
     def _complete_exec(self, job: Job, ids: Sequence[str], result: bytes = b"") -> ScriptExec:
-        """The complete_policy_ids call of job (its id parsed when it was leased) leasing ids as
-        read from the server (not parsed: a planted one is leased and buried); echomq 2.7.0:
-        complete_result_claim_ids in either layout, leasing as the queue's policy allows."""
+        """The complete_rate_ids call of job (its id parsed when it was leased) leasing ids as
+        read from the server (not parsed: a planted one is leased and buried); echomq 2.8.0:
+        complete_result_claim_ids in either layout, leasing as the queue's policy and rate limit
+        allow."""
         k = self.queue.keys
         keep = self.keep_results
         return ScriptExec(
-            script=SCRIPT_COMPLETE_POLICY_IDS,
+            script=SCRIPT_COMPLETE_RATE_IDS,
             keys=(
                 k.row(job.id),
                 k.active,
                 k.running,
                 k.policy,
+                k.starts,
                 k.pending,
                 k.wake,
                 k.results,
@@ -1192,7 +1236,7 @@ class Worker:
     async def _records(
         self,
         reply: Any,
-        dec: Callable[[Any], ClaimPolicyIdsReply | CompletePolicyIdsReply],
+        dec: Callable[[Any], ClaimRateIdsReply | CompleteRateIdsReply],
     ) -> list[Job]:
         """Decodes a reply of leased jobs one record at a time: a record that cannot be decoded
         (an id a foreign writer planted) is buried, not left to stall the queue."""
@@ -1396,7 +1440,7 @@ class Worker:
         finally:
             self._pool.done(ids)
         self.metrics.add(Counter.COMPLETED, q, 1)
-        nxt = await self._records(reply, CompletePolicyIdsReply.decode)
+        nxt = await self._records(reply, CompleteRateIdsReply.decode)
         if len(nxt) < len(ids) and not refilled:
             self._pool.clear()
         return nxt[0] if nxt else None
