@@ -71,7 +71,12 @@ export {
   PolicyFloorError,
   ShutdownError,
 } from "./errors.js";
-export { type PolicyOptions, type QueuePolicy } from "./policy.js";
+export {
+  RATE_LIMIT_MAX,
+  RATE_PERIOD_MAX_MS,
+  type PolicyOptions,
+  type QueuePolicy,
+} from "./policy.js";
 export {
   COUNTERS,
   Tally,

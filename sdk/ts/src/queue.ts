@@ -8,20 +8,20 @@ import {
   PolicyError,
   SCRIPT_BURY_FAILED,
   SCRIPT_CLAIM,
-  SCRIPT_CLAIM_POLICY_IDS,
+  SCRIPT_CLAIM_RATE_IDS,
   SCRIPT_COMPLETE,
   SCRIPT_COMPLETE_CLAIM_IDS,
-  SCRIPT_COMPLETE_POLICY_IDS,
+  SCRIPT_COMPLETE_RATE_IDS,
   SCRIPT_FAIL_POLICY,
   SCRIPT_REAP,
   SCRIPT_REAP_FAILED_IDS,
   SCRIPT_REAP_IDS,
   SCRIPT_REAP_POLICY_IDS,
   SCRIPT_RETRY_FAILED,
-  setPolicyExec,
-  decodeSetPolicy,
-  queuePolicyExec,
-  decodeQueuePolicy,
+  configurePolicyExec,
+  decodeConfigurePolicy,
+  readPolicyExec,
+  decodeReadPolicy,
   type Script,
   FIELD_PAYLOAD,
   FIELD_STATE,
@@ -41,7 +41,7 @@ import {
   pushExec,
   runBuryPolicy,
   runClaim,
-  runClaimPolicyIds,
+  runClaimRateIds,
   runCompleteClaimIds,
   runComplete,
   runEnqueue,
@@ -64,8 +64,8 @@ import {
   REVIVE_RECORDED_REVIVED,
   addManyExec,
   decodeAddMany,
-  completePolicyIdsExec,
-  decodeCompletePolicyIdsRecord,
+  completeRateIdsExec,
+  decodeCompleteRateIdsRecord,
   failPolicyExec,
   decodeFailPolicy,
   reapPolicyIdsExec,
@@ -136,6 +136,7 @@ import {
 } from "./errors.js";
 import {
   belowFloor,
+  checkRateLimit,
   queuePolicyOf,
   type PolicyOptions,
   type QueuePolicy,
@@ -484,11 +485,11 @@ const maxWarned = 4096;
 /** How many push coalescers a client keeps before it drops the idle ones of job options. */
 const maxPushers = 64;
 
-/** The 2.7 calls a legacy call's PolicyError names: they serve a queue with a policy (echomq 2.7.0). */
+/** The calls a legacy call's PolicyError names: they serve a queue with a policy (echomq 2.7.0; the claims honour a rate limit since 2.8.0). */
 const INSTEAD_CLAIM =
-  "claimMany or claimIds (" + SCRIPT_CLAIM_POLICY_IDS.name + ")";
+  "claimMany or claimIds (" + SCRIPT_CLAIM_RATE_IDS.name + ")";
 const INSTEAD_COMPLETE =
-  "completeResultClaimIds (" + SCRIPT_COMPLETE_POLICY_IDS.name + ")";
+  "completeResultClaimIds (" + SCRIPT_COMPLETE_RATE_IDS.name + ")";
 const INSTEAD_FAIL = "fail (" + SCRIPT_FAIL_POLICY.name + ")";
 const INSTEAD_REAP =
   "reapRecordedIds or reapExpiredRecorded (" +
@@ -583,7 +584,7 @@ export class Queue {
       const e = new PolicyError(
         "queue " +
           this.name +
-          " has a policy (a pause or a concurrency cap), which " +
+          " has a policy (paused, a concurrency cap or a rate limit), which " +
           script.name +
           " cannot honour; use " +
           instead,
@@ -1637,10 +1638,11 @@ export class Queue {
 
   /**
    * Leases exactly the given ids that are still pending, for leaseMs, in
-   * the order given (claim_ids; since 2.7.0 its twin claim_policy_ids,
-   * which honours the queue's policy: nothing while it is paused, at most
-   * its concurrency cap less the jobs leased); ids no longer pending are
-   * skipped. It
+   * the order given (claim_ids; since 2.7.0 a twin that honours the
+   * queue's policy, since 2.8.0 claim_rate_ids: nothing while it is paused,
+   * at most its concurrency cap less the jobs leased, and under a rate
+   * limit only the starts it admits now, the rest left pending); ids no
+   * longer pending are skipped. It
    * rings the doorbell again when jobs remain. Malformed ids throw an
    * IdError before anything is sent; no ids sends nothing. Never resent: a
    * lease may have been granted.
@@ -1660,11 +1662,12 @@ export class Queue {
       await this.client.ensure(opts);
     }
     return jobs(
-      await runClaimPolicyIds(this.client.runnerFor(opts), {
+      await runClaimRateIds(this.client.runnerFor(opts), {
         pending: this.keys.pending,
         active: this.keys.active,
         running: this.keys.running,
         policy: this.keys.policy,
+        starts: this.keys.starts,
         wake: this.keys.wake,
         rows,
         leaseMs,
@@ -2187,8 +2190,8 @@ export class Queue {
   /**
    * Retires an active job like completeClaimIds, then leases exactly the
    * given ids that are still pending, for leaseMs, in one call
-   * (complete_result_claim_ids, echomq 2.4.0; since 2.7.0 its twin
-   * complete_policy_ids, which leases the next ids as claimIds does). The
+   * (complete_result_claim_ids, echomq 2.4.0; since 2.8.0 its twin
+   * complete_rate_ids, which leases the next ids as claimIds does). The
    * job's failure record,
    * progress and retry policy are deleted with its row; a completion record
    * (its time, attempt and opts.result) is kept when opts.keep.count > 0,
@@ -2216,11 +2219,12 @@ export class Queue {
     checkCount("events max length", eventsMax);
     const result = outputBytes(opts?.result);
     checkOutputSize("result", result, RESULT_MAX_BYTES);
-    const x = completePolicyIdsExec({
+    const x = completeRateIdsExec({
       row,
       active: this.keys.active,
       running: this.keys.running,
       policy: this.keys.policy,
+      starts: this.keys.starts,
       pending: this.keys.pending,
       wake: this.keys.wake,
       results: this.keys.results,
@@ -2246,7 +2250,7 @@ export class Queue {
     }
     const reply = await runScript(this.client.runnerFor(opts), x);
     return jobs(
-      (Array.isArray(reply) ? reply : []).map(decodeCompletePolicyIdsRecord),
+      (Array.isArray(reply) ? reply : []).map(decodeCompleteRateIdsRecord),
     );
   }
 
@@ -2726,50 +2730,82 @@ export class Queue {
   }
 
   /**
-   * Pauses the queue (echomq 2.7.0, set_policy): claims lease nothing
-   * until resume, while producers keep enqueueing and the jobs already
-   * leased run on and settle. The queue's first policy lays its tripwire,
-   * so that a client older than 2.7 is refused on it (WRONGTYPE, before
-   * any write) instead of claiming past the pause. Before laying it, the
-   * reserve's bundle record is read: a release below ACTIVE_TRIPWIRE_FLOOR
-   * recorded there refuses the call with a PolicyFloorError (an
-   * ArgumentError) and nothing is written, unless opts.force (only when
-   * no such client is left).
+   * Pauses the queue (echomq 2.7.0; configure_policy since 2.8.0): claims
+   * lease nothing until resume, while producers keep enqueueing and the
+   * jobs already leased run on and settle; a rate limit or cap is kept. The
+   * queue's first policy lays its tripwire, so that a client older than
+   * 2.7 is refused on it (WRONGTYPE, before any write) instead of claiming
+   * past the pause. Before laying it, the reserve's bundle record is read:
+   * a release below ACTIVE_TRIPWIRE_FLOOR recorded there refuses the call
+   * with a PolicyFloorError (an ArgumentError) and nothing is written,
+   * unless opts.force (only when no such client is left).
    * Resolves the policy after the call. Idempotent: resent across
    * reconnects within opts.
    */
   async pause(opts?: PolicyOptions): Promise<QueuePolicy> {
-    return this.#setPolicy(1, -1, opts);
+    return this.#configure(1, -1, -1, 0, opts);
   }
 
   /**
-   * Resumes a paused queue (echomq 2.7.0, set_policy), ringing the
-   * doorbell when jobs are pending so that idle workers claim at once; the
-   * queue's last policy cleared returns it to the classic layout (its
-   * tripwire lifted). Resolves the policy after the call; resumed as it
-   * was when it was not paused. Resent across reconnects within opts.
+   * Resumes a paused queue (echomq 2.7.0; configure_policy since 2.8.0),
+   * ringing the doorbell when jobs are pending so that idle workers claim
+   * at once; a rate limit or cap is kept. The queue's last policy cleared
+   * returns it to the classic layout (its tripwire lifted). Resolves the
+   * policy after the call; resumed as it was when it was not paused.
+   * Resent across reconnects within opts.
    */
   async resume(opts?: CallOptions): Promise<QueuePolicy> {
-    return this.#setPolicy(0, -1, opts);
+    return this.#configure(0, -1, -1, 0, opts);
   }
 
   /**
    * Caps how many of the queue's jobs are leased at once, across every
-   * worker and client (echomq 2.7.0, set_policy): a claim leases at most
-   * the cap less the jobs leased. n > 0 sets the cap (laying the tripwire
-   * on a queue with no policy, after the bundle check pause makes), 0
-   * removes it; raising or removing it rings the doorbell. A negative or
-   * fractional n throws an ArgumentError before anything is sent. Resolves
-   * the policy after the call. Resent across reconnects within opts.
+   * worker and client (echomq 2.7.0; configure_policy since 2.8.0): a
+   * claim leases at most the cap less the jobs leased. n > 0 sets the cap
+   * (laying the tripwire on a queue with no policy, after the bundle check
+   * pause makes), 0 removes it; raising or removing it rings the doorbell.
+   * A pause or rate limit is kept. A negative or fractional n throws an
+   * ArgumentError before anything is sent. Resolves the policy after the
+   * call. Resent across reconnects within opts.
    */
   async setConcurrency(n: number, opts?: PolicyOptions): Promise<QueuePolicy> {
     nonNegativeInt("concurrency", n);
-    return this.#setPolicy(-1, n, opts);
+    return this.#configure(-1, n, -1, 0, opts);
   }
 
   /**
-   * Reads the queue's policy (echomq 2.7.0, one read-only queue_policy
-   * call): whether it is paused, its concurrency cap, the minor its
+   * Limits how many of the queue's jobs start (are leased) per period,
+   * across every worker and client (echomq 2.8.0, configure_policy): at
+   * most limit starts in any window of periodMs milliseconds, paced by the
+   * server (one start every periodMs / limit ms, with a tolerance of one
+   * interval or a hundredth of the period, whichever is longer), so that
+   * starts spread over the period instead of bursting at its edge. A job the limit holds back stays pending, never failed;
+   * a worker whose claim it held waits until the limit admits the next
+   * start, or for the doorbell. limit 0 removes the limit (periodMs is not
+   * read then). A changed limit or period restarts the pace; setting,
+   * changing or removing it rings the doorbell. A pause or cap is kept.
+   * While the queue has a rate limit, a 2.7 client's claims there are
+   * refused (EMQPOLICY) and its settles still go through.
+   * limit outside 0..RATE_LIMIT_MAX, or (for limit > 0) periodMs outside
+   * 1..RATE_PERIOD_MAX_MS or not a whole number of milliseconds, throws an
+   * ArgumentError before anything is sent. The first policy of a queue
+   * lays the tripwire after the bundle check pause makes (opts.force as
+   * there). Resolves the policy after the call. Resent across reconnects
+   * within opts.
+   */
+  async setRateLimit(
+    limit: number,
+    periodMs: number,
+    opts?: PolicyOptions,
+  ): Promise<QueuePolicy> {
+    checkRateLimit(limit, periodMs);
+    return this.#configure(-1, -1, limit, limit > 0 ? periodMs : 0, opts);
+  }
+
+  /**
+   * Reads the queue's policy (echomq 2.7.0; one read-only read_policy call
+   * since 2.8.0): whether it is paused, its concurrency cap, its rate limit
+   * and how long until the limit admits the next start, the minor its
    * tripwire names and how many jobs are leased, in either layout.
    * Read-only, it is resent across reconnects within opts.
    */
@@ -2778,47 +2814,54 @@ export class Queue {
     return this.client.resend(async () => {
       await this.client.ensure(opts);
       return queuePolicyOf(
-        decodeQueuePolicy(
+        decodeReadPolicy(
           await runScriptRO(
             this.client.runnerFor(opts),
-            this.#queuePolicyExec(),
+            this.#readPolicyExec(),
           ),
         ),
       );
     }, opts);
   }
 
-  #queuePolicyExec(): ScriptExec {
-    return queuePolicyExec({
+  #readPolicyExec(): ScriptExec {
+    return readPolicyExec({
       active: this.keys.active,
       running: this.keys.running,
       policy: this.keys.policy,
+      starts: this.keys.starts,
     });
   }
 
   /**
-   * One set_policy call (paused and concurrency as it takes them, -1 for
-   * keep) and, in the same round trip, the queue_policy read of the policy
-   * it left. A call that may lay the tripwire (a pause, or a cap) checks
+   * One configure_policy call (paused, concurrency and rateLimit as it
+   * takes them, -1 for keep; ratePeriodMs read when rateLimit > 0) and, in
+   * the same round trip, the read_policy read of the policy it left. A
+   * call that may lay the tripwire (a pause, a cap or a rate limit) checks
    * the bundle record first, unless forced, when the queue has none.
    */
-  async #setPolicy(
+  async #configure(
     paused: number,
     concurrency: number,
+    rateLimit: number,
+    ratePeriodMs: number,
     opts: PolicyOptions | undefined,
   ): Promise<QueuePolicy> {
-    const x = setPolicyExec({
+    const x = configurePolicyExec({
       pending: this.keys.pending,
       active: this.keys.active,
       running: this.keys.running,
       policy: this.keys.policy,
+      starts: this.keys.starts,
       wake: this.keys.wake,
       paused,
       concurrency,
+      rateLimit,
+      ratePeriodMs,
     });
-    const q = this.#queuePolicyExec();
+    const q = this.#readPolicyExec();
     checkCall(opts);
-    const lays = paused === 1 || concurrency > 0;
+    const lays = paused === 1 || concurrency > 0 || rateLimit > 0;
     return this.client.resend(async () => {
       await this.client.ensure(opts);
       const r = this.client.runnerFor(opts);
@@ -2829,11 +2872,11 @@ export class Queue {
       if (!set!.ok) {
         throw set!.error;
       }
-      decodeSetPolicy(set!.value);
+      decodeConfigurePolicy(set!.value);
       if (!read!.ok) {
         throw read!.error;
       }
-      return queuePolicyOf(decodeQueuePolicy(read!.value));
+      return queuePolicyOf(decodeReadPolicy(read!.value));
     }, opts);
   }
 

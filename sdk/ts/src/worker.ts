@@ -5,16 +5,17 @@ import { randomInt } from "node:crypto";
 import {
   KEY_LOCKS,
   LOCK_HELD,
+  PolicyError,
   ReplyError,
   SCRIPT_BURY_POLICY,
   StaleError,
   Backoff,
   Event,
   decodeBuryPolicy,
-  claimPolicyIdsExec,
-  decodeClaimPolicyIdsRecord,
-  decodeCompletePolicyIdsRecord,
-  completePolicyIdsExec,
+  claimRateIdsExec,
+  decodeClaimRateIdsRecord,
+  decodeCompleteRateIdsRecord,
+  completeRateIdsExec,
   extendPolicyExec,
   decodeExtendPolicy,
   decodeForgetFailures,
@@ -258,6 +259,13 @@ const maintenanceBatch = 1000;
 /** How many fields of each record hash (failures, options, progress) one maintenance tick's sweep scans (HSCAN COUNT). */
 const sweepCount = 100;
 
+/**
+ * The shortest wait the worker hands to a BLPOP on the doorbell: the
+ * server's blocking timeouts are only as fine as its hz (10 by default:
+ * 100 ms), so a rate limit's shorter wait is a local timer instead.
+ */
+const blockResolutionMs = 100;
+
 /** The most pages of the deduplication entries one maintenance tick walks (sweep_dedup_policy, sweepCount entries a page). */
 const dedupPages = 10;
 
@@ -382,6 +390,8 @@ export class Worker {
   readonly #peekCmd: readonly string[];
   #idle: number;
   #wake: (() => void) | undefined;
+  /** How long the queue's rate limit holds the next start back, as the last fruitless claim's policy read found it (echomq 2.8.0). */
+  #admitIn: number | undefined;
   #draining = false;
   #started = false;
   #stop = new AbortController();
@@ -666,7 +676,17 @@ export class Worker {
         jobs = await this.#claim(n);
       } catch (err) {
         failed = true;
-        if (!stop.aborted) {
+        if (stop.aborted) {
+          // stopping: nothing to say
+        } else if (err instanceof PolicyError) {
+          // The queue's tripwire names a later minor than this release's
+          // claims: it has a policy they cannot honour. Nothing was
+          // leased; the jobs held run on and settle.
+          this.#log.warn(
+            "emq: the queue has a policy this release cannot honour (it needs a later echomq); claiming again later",
+            { queue: this.queue.name, err, inMs: pause },
+          );
+        } else {
           this.#log.warn("emq: claiming failed; retrying", {
             err,
             inMs: pause,
@@ -684,7 +704,16 @@ export class Worker {
         pause = Math.min(pause * 2, 5000);
       } else if (jobs.length === 0) {
         pause = 50;
-        await this.#waitBell(stop);
+        const admitIn = this.#admitIn;
+        this.#admitIn = undefined;
+        if (admitIn !== undefined && admitIn < blockResolutionMs) {
+          // Held by the rate limit for less than a BLPOP can wait: the
+          // limit admits the next start then; a local timer paces the
+          // next claim.
+          await sleep(Math.min(admitIn, this.#opt.waitMs), stop);
+        } else {
+          await this.#waitBell(stop, admitIn);
+        }
       } else {
         pause = 50;
       }
@@ -692,7 +721,8 @@ export class Worker {
   }
 
   /**
-   * Waits, idle, for the doorbell (BLPOP) up to waitMs, or until the
+   * Waits, idle, for the doorbell (BLPOP) up to waitMs (or boundMs, the
+   * rate limit's wait, when shorter), or until the
    * schedule's head is due: it reads the head's run-at and the server's
    * clock in one round trip first, promotes at once what is due, and when
    * the head falls due sooner than waitMs, promotes it on a local timer at
@@ -702,8 +732,8 @@ export class Worker {
    * run-at. add_many and fail ring the doorbell when they schedule a new
    * earliest job, so the wait is armed again.
    */
-  async #waitBell(stop: AbortSignal): Promise<void> {
-    let w = this.#opt.waitMs;
+  async #waitBell(stop: AbortSignal, boundMs?: number): Promise<void> {
+    let w = Math.min(this.#opt.waitMs, boundMs ?? Infinity);
     let timer: NodeJS.Timeout | undefined;
     try {
       const { headMs, nowMs } = await this.queue.scheduleHead(this.#claimOpts);
@@ -750,13 +780,16 @@ export class Worker {
   }
 
   /**
-   * Claims up to n jobs with claim_policy_ids (claim_ids in either
-   * layout, echomq 2.7.0): the ids from the head pool, read again (a
-   * ZRANGE of its own) when the pool is empty; read again, up to
-   * PEEK_ATTEMPTS times, when another claimer took every id. While the
-   * queue is paused or at its concurrency cap it leases nothing, and the
-   * claimer waits on the doorbell as when the queue is empty: resume, a
-   * raised cap and a settle that frees room under the cap ring it.
+   * Claims up to n jobs with claim_rate_ids (claim_ids in either layout,
+   * honouring the queue's policies, echomq 2.8.0): the ids from the head
+   * pool, read again (a ZRANGE of its own) when the pool is empty; read
+   * again, up to PEEK_ATTEMPTS times, when another claimer took every id.
+   * While the queue is paused or at its concurrency cap it leases nothing,
+   * and the claimer waits on the doorbell as when the queue is empty:
+   * resume, a raised cap and a settle that frees room under the cap ring
+   * it. While its rate limit holds the next start back, the claimer waits
+   * until the limit admits it (#admitIn), on the doorbell when that is long
+   * enough for a BLPOP, so that a resume or a changed limit wakes it.
    */
   async #claim(n: number): Promise<Job[]> {
     const c = this.queue.client;
@@ -780,7 +813,7 @@ export class Worker {
       } finally {
         this.#pool.done(ids);
       }
-      const jobs = await this.#records(got.reply, decodeClaimPolicyIdsRecord);
+      const jobs = await this.#records(got.reply, decodeClaimRateIdsRecord);
       if (jobs.length < ids.length && !got.refilled) {
         this.#pool.clear(); // another claimer took some: read the head again
       }
@@ -788,39 +821,48 @@ export class Worker {
         return jobs;
       }
       if (await this.#held()) {
-        return []; // paused, or at its cap: wait on the doorbell
+        return []; // paused, at its cap or held by its rate: wait
       }
     }
   }
 
   /**
    * Whether the queue's policy (echomq 2.7.0) holds claims back now: it is
-   * paused, or its concurrency cap is reached. Read after a claim leased
-   * none of the pending ids it named, so that the claimer waits on the
-   * doorbell at once instead of reading the head again; false when the
-   * read fails.
+   * paused, or its concurrency cap is reached (the claimer waits on the
+   * doorbell), or its rate limit (echomq 2.8.0) admits the next start only
+   * later (#admitIn is set to that wait). Read (read_policy) after a claim
+   * leased none of the pending ids it named, so that the claimer waits at
+   * once instead of reading the head again; false when the read fails.
    */
   async #held(): Promise<boolean> {
     try {
       const p = await this.queue.policy(this.#claimOpts);
-      return p.paused || (p.concurrency > 0 && p.leased >= p.concurrency);
+      if (p.paused || (p.concurrency > 0 && p.leased >= p.concurrency)) {
+        return true;
+      }
+      if (p.admitInMs > 0) {
+        this.#admitIn = p.admitInMs;
+        return true;
+      }
+      return false;
     } catch {
       return false;
     }
   }
 
   /**
-   * The claim_policy_ids call of ids as read from the server: built
+   * The claim_rate_ids call of ids as read from the server: built
    * without parsing them, so that an id a foreign writer planted is leased
    * and then buried by #records instead of stalling the head.
    */
   #claimExec(ids: readonly string[]): ScriptExec {
     const k = this.queue.keys;
-    const x = claimPolicyIdsExec({
+    const x = claimRateIdsExec({
       pending: k.pending,
       active: k.active,
       running: k.running,
       policy: k.policy,
+      starts: k.starts,
       wake: k.wake,
       rows: [],
       leaseMs: this.#opt.leaseMs,
@@ -836,9 +878,10 @@ export class Worker {
   }
 
   /**
-   * The complete_policy_ids call (complete_result_claim_ids in either
-   * layout, echomq 2.7.0) of job (whose id was parsed when it was leased)
-   * with its result, leasing ids next, as #claimExec.
+   * The complete_rate_ids call (complete_result_claim_ids in either
+   * layout, honouring the queue's policies, echomq 2.8.0) of job (whose
+   * id was parsed when it was leased) with its result, leasing ids next,
+   * as #claimExec.
    */
   #completeExec(
     job: Job,
@@ -846,11 +889,12 @@ export class Worker {
     ids: readonly string[],
   ): ScriptExec {
     const k = this.queue.keys;
-    const x = completePolicyIdsExec({
+    const x = completeRateIdsExec({
       row: k.rowPrefix + job.id,
       active: k.active,
       running: k.running,
       policy: k.policy,
+      starts: k.starts,
       pending: k.pending,
       wake: k.wake,
       results: k.results,
@@ -1117,12 +1161,13 @@ export class Worker {
   }
 
   /**
-   * Completes a job with complete_policy_ids (complete_result_claim_ids
-   * in either layout, echomq 2.7.0), keeping its result as
-   * keepResults says, leasing the next id of the head pool in the same call
-   * (none while draining): one call per job in the steady state. The
-   * script deletes the job's failure record, progress and policy with its
-   * row. A result over RESULT_MAX_BYTES fails the job for good instead.
+   * Completes a job with complete_rate_ids (complete_result_claim_ids in
+   * either layout, honouring the queue's policies, echomq 2.8.0), keeping
+   * its result as keepResults says, leasing the next id of the head pool
+   * in the same call (none while draining): one call per job in the steady
+   * state. The script deletes the job's failure record, progress and
+   * policy with its row. A result over RESULT_MAX_BYTES fails the job for
+   * good instead.
    */
   async #complete(job: Job, value: unknown): Promise<Job | undefined> {
     const q = this.queue.name;
@@ -1159,10 +1204,7 @@ export class Worker {
         !this.#draining,
       );
       this.#m.add("completed", q, 1);
-      const next = await this.#records(
-        got.reply,
-        decodeCompletePolicyIdsRecord,
-      );
+      const next = await this.#records(got.reply, decodeCompleteRateIdsRecord);
       if (next.length < ids.length && !got.refilled) {
         this.#pool.clear();
       }

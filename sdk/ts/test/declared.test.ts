@@ -123,13 +123,14 @@ test("a worker pushing, claiming, completing, retrying, burying, extending, prom
     const names = new Set(used);
     for (const want of [
       wire.SCRIPT_PUSH_MANY,
-      wire.SCRIPT_CLAIM_POLICY_IDS,
+      wire.SCRIPT_CLAIM_RATE_IDS,
       // 2.4.0: a completion keeps its result by the worker's retention
       // and deletes the job's records; a failed attempt is settled by fail
       // (retried or buried, with its record), a lost lease reaped with its
       // record, and orphaned records swept by maintenance with forget_ids;
-      // 2.7.0: each through its twin that serves both layouts.
-      wire.SCRIPT_COMPLETE_POLICY_IDS,
+      // 2.7.0: each through its twin that serves both layouts (the claims
+      // and completions through the 2.8 ones, which honour a rate limit).
+      wire.SCRIPT_COMPLETE_RATE_IDS,
       wire.SCRIPT_FAIL_POLICY,
       wire.SCRIPT_EXTEND_POLICY,
       wire.SCRIPT_PROMOTE_IDS,
@@ -190,8 +191,8 @@ test("a steady drain costs one script call per job: claims come from the head po
   const used = m.scriptCalls(wire.SCRIPTS);
   const claims = used.filter(
     (s) =>
-      s === wire.SCRIPT_CLAIM_POLICY_IDS.name ||
-      s === wire.SCRIPT_COMPLETE_POLICY_IDS.name,
+      s === wire.SCRIPT_CLAIM_RATE_IDS.name ||
+      s === wire.SCRIPT_COMPLETE_RATE_IDS.name,
   ).length;
   assert.ok(
     claims <= n * 1.05 + 10,

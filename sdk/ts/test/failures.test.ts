@@ -335,7 +335,7 @@ test("the 2.4 worker completes with complete_result_claim_ids, which deletes a r
   rec.stop();
   assert.deepEqual(done.sort(), [once, flaky].sort());
   assert.equal(await recorded(q, flaky), false);
-  const complete = wire.SCRIPT_COMPLETE_POLICY_IDS.sha1;
+  const complete = wire.SCRIPT_COMPLETE_RATE_IDS.sha1;
   // A script call's first ARGV: the completed job's id.
   const arg1 = (w: string[]) => w[3 + Number(w[2])];
   const of = (id: string) =>

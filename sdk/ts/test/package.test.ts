@@ -453,14 +453,17 @@ test("the README's blocks run verbatim against a real server: the quickstart, th
   assert.match(sched, /^ran beat \d{13}$/m);
   assert.match(sched, /^heartbeat runs 1$/m);
 
-  // Pausing and capping a queue (echomq 2.7): nothing runs while it is
-  // paused, at most 2 handlers at once under the cap, and clearing the
-  // last policy leaves none.
+  // Pausing and capping a queue (echomq 2.7), and its rate limit (2.8):
+  // nothing runs while it is paused, at most 2 handlers at once under the
+  // cap, the limit spreads the starts, and clearing the last policy leaves
+  // none.
   await srv.cmd("FLUSHALL");
   const policy = run(process.execPath, [join("dist", "block6.js")], dir, env);
   assert.match(policy, /^paused true$/m);
   assert.match(policy, /^cap 2 paused false$/m);
   assert.match(policy, /^within the cap true$/m);
+  assert.match(policy, /^limit 3 per 300 ms$/m);
+  assert.match(policy, /^paced true$/m);
   assert.match(policy, /^requires 0$/m);
 
   // The wire layer, imported from its subpath.

@@ -84,6 +84,9 @@ test("pause stops the worker's claims within one claim, resume continues them, a
       concurrency: 0,
       requires: 7,
       leased: 1,
+      rateLimit: 0,
+      ratePeriodMs: 0,
+      admitInMs: 0,
     });
     gates.get(started[0]!)!.open();
     // The completion's own next lease, under the pause, leases nothing.
@@ -98,6 +101,9 @@ test("pause stops the worker's claims within one claim, resume continues them, a
       concurrency: 0,
       requires: 0,
       leased: 0,
+      rateLimit: 0,
+      ratePeriodMs: 0,
+      admitInMs: 0,
     });
     for (const id of ids.slice(1)) {
       gates.get(id)!.open();
@@ -122,6 +128,9 @@ test("a cap of 2 with 4 workers never runs more than 2 handlers at once, and eve
     concurrency: 2,
     requires: 7,
     leased: 0,
+    rateLimit: 0,
+    ratePeriodMs: 0,
+    admitInMs: 0,
   });
   await q.pushBatch(ids.map((id) => ({ id, payload: id })));
   let inflight = 0;
@@ -203,12 +212,12 @@ test("a 2.6 script on a paused queue fails WRONGTYPE and writes nothing; the dep
     assert.equal(err.code, wire.CLASS_POLICY);
     assert.equal(err.script, wire.SCRIPT_CLAIM.name);
     assert.match(err.message, /queue legacy has a policy/);
-    assert.ok(err.message.includes(wire.SCRIPT_CLAIM_POLICY_IDS.name));
+    assert.ok(err.message.includes(wire.SCRIPT_CLAIM_RATE_IDS.name));
     return true;
   });
   await assert.rejects(q.complete(a, job!.token), (err: unknown) => {
     assert.ok(err instanceof emq.PolicyError, String(err));
-    assert.ok(err.message.includes(wire.SCRIPT_COMPLETE_POLICY_IDS.name));
+    assert.ok(err.message.includes(wire.SCRIPT_COMPLETE_RATE_IDS.name));
     return true;
   });
   await assert.rejects(
@@ -261,6 +270,9 @@ test("clearing the last policy returns the classic layout: the leased jobs back 
     concurrency: 3,
     requires: 7,
     leased: 1,
+    rateLimit: 0,
+    ratePeriodMs: 0,
+    admitInMs: 0,
   });
   assert.equal(await srv.cmd("TYPE", q.keys.active), wire.ACTIVE_TRIPWIRE_TYPE);
   const cleared = await q.setConcurrency(0);
@@ -269,6 +281,9 @@ test("clearing the last policy returns the classic layout: the leased jobs back 
     concurrency: 0,
     requires: 0,
     leased: 1,
+    rateLimit: 0,
+    ratePeriodMs: 0,
+    admitInMs: 0,
   });
   assert.equal(await srv.cmd("TYPE", q.keys.active), "zset");
   assert.equal(await srv.cmd("EXISTS", q.keys.running), 0);
@@ -307,6 +322,9 @@ test("inspection on a paused queue reads the running set: sizes, size, head, bro
     concurrency: 0,
     requires: 7,
     leased: 1,
+    rateLimit: 0,
+    ratePeriodMs: 0,
+    admitInMs: 0,
   });
   // An expired lease under the tripwire is reaped from the running set.
   await srv.cmd("ZADD", q.keys.running, "1", a);
@@ -323,7 +341,7 @@ test("a tripwire that names a later minor surfaces as a PolicyError from the 2.7
   await assert.rejects(q.claimMany(30000, 1), (err: unknown) => {
     assert.ok(err instanceof emq.PolicyError, String(err));
     assert.equal(err.code, wire.CLASS_POLICY);
-    assert.equal(err.script, wire.SCRIPT_CLAIM_POLICY_IDS.name);
+    assert.equal(err.script, wire.SCRIPT_CLAIM_RATE_IDS.name);
     return true;
   });
   await assert.rejects(q.resume(), emq.PolicyError);
@@ -407,7 +425,7 @@ test("a worker on a paused queue waits on the doorbell: one fruitless claim per 
     const waits = m.calls("BLPOP").length;
     const claims = m
       .scriptCalls(wire.SCRIPTS)
-      .filter((s) => s === wire.SCRIPT_CLAIM_POLICY_IDS.name).length;
+      .filter((s) => s === wire.SCRIPT_CLAIM_RATE_IDS.name).length;
     assert.ok(
       claims <= waits + 1,
       claims + " claims for " + waits + " waits on the doorbell",

@@ -185,7 +185,7 @@ test("claimMany and completeClaim read the head and claim it oldest first", asyn
     two.map((j) => j.id),
     ids.slice(0, 2),
   );
-  assert.deepEqual(scripts, [wire.SCRIPT_CLAIM_POLICY_IDS.name]);
+  assert.deepEqual(scripts, [wire.SCRIPT_CLAIM_RATE_IDS.name]);
   const next = await q.completeClaim(two[0]!.id, two[0]!.token, 30000, 5);
   assert.deepEqual(
     next.map((j) => j.id),

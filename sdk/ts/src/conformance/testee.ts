@@ -59,11 +59,15 @@ function kindOf(err: unknown): ErrorObj {
   return { kind: "other", message };
 }
 
-/** The op of each 2.7 twin's op: the 2.6 script's, whose SDK call runs the twin (echomq 2.7.0). */
+/**
+ * The op of each twin's op: the 2.6 script's, whose SDK call runs the twin
+ * (echomq 2.7.0; the claims' twins are the 2.8 ones since 2.8.0, and the
+ * ops claim_policy_ids and complete_policy_ids run their 2.7 scripts).
+ */
 const TWIN_OF = new Map<string, string>([
-  [wire.SCRIPT_CLAIM_POLICY_IDS.name, wire.SCRIPT_CLAIM_IDS.name],
+  [wire.SCRIPT_CLAIM_RATE_IDS.name, wire.SCRIPT_CLAIM_IDS.name],
   [
-    wire.SCRIPT_COMPLETE_POLICY_IDS.name,
+    wire.SCRIPT_COMPLETE_RATE_IDS.name,
     wire.SCRIPT_COMPLETE_RESULT_CLAIM_IDS.name,
   ],
   [wire.SCRIPT_FAIL_POLICY.name, wire.SCRIPT_FAIL.name],
@@ -78,14 +82,26 @@ const TWIN_OF = new Map<string, string>([
   [wire.SCRIPT_BURY_POLICY.name, wire.SCRIPT_BURY.name],
 ]);
 
-/** A queue's policy as the ops pause, resume, set_concurrency and policy answer it: paused 1 or 0, as queue_policy does. */
+/** A queue's policy as the ops pause, resume, set_concurrency, set_rate_limit and policy answer it: paused 1 or 0, as read_policy does. */
 function policyOut(p: emq.QueuePolicy): Obj {
   return {
     paused: p.paused ? 1 : 0,
     concurrency: p.concurrency,
     requires: p.requires,
     leased: p.leased,
+    rate_limit: p.rateLimit,
+    rate_period_ms: p.ratePeriodMs,
+    admit_in_ms: p.admitInMs,
   };
+}
+
+/** A lease time as the SDK's claims take it: a positive whole number of ms. */
+function leaseIn(a: Obj): number {
+  const lease = num(a, "lease_ms");
+  if (!Number.isSafeInteger(lease) || lease < 1) {
+    throw new OpError("argument", "lease " + lease + " is under a millisecond");
+  }
+  return lease;
 }
 
 const quiet: emq.Logger = {
@@ -799,6 +815,158 @@ class Testee {
           leased: r.leased,
         };
       }
+      case wire.SCRIPT_CLAIM_POLICY_IDS.name: {
+        // The op "claim_policy_ids": one call of the 2.7 script (the SDK's
+        // claims run claim_rate_ids since 2.8.0), as claim_ids takes it.
+        const q = this.#queue(a);
+        const lease = leaseIn(a);
+        const want = ids(a);
+        const rows = want.map((id) => q.keys.row(id));
+        if (want.length === 0) {
+          return { jobs: [] };
+        }
+        const c = this.#connected();
+        await c.ensure();
+        const js = await wire.runClaimPolicyIds(c.runner, {
+          pending: q.keys.pending,
+          active: q.keys.active,
+          running: q.keys.running,
+          policy: q.keys.policy,
+          wake: q.keys.wake,
+          rows,
+          leaseMs: lease,
+          ids: want,
+        });
+        return { jobs: js.map(jobOut) };
+      }
+      case wire.SCRIPT_COMPLETE_POLICY_IDS.name: {
+        // The op "complete_policy_ids": one call of the 2.7 script (the
+        // SDK's completions run complete_rate_ids since 2.8.0), as
+        // complete_result_claim_ids takes it.
+        const [q, id] = this.#queueId(a);
+        const lease = leaseIn(a);
+        const want = ids(a);
+        const rows = want.map((i) => q.keys.row(i));
+        const counts = ["keep", "keep_age_ms", "events_max"].map((n) => {
+          const v = num(a, n);
+          if (!Number.isSafeInteger(v) || v < 0) {
+            throw new OpError("argument", n + " " + v + " is negative");
+          }
+          return v;
+        });
+        const c = this.#connected();
+        await c.ensure();
+        const js = await wire.runCompletePolicyIds(c.runner, {
+          row: q.keys.row(id),
+          active: q.keys.active,
+          running: q.keys.running,
+          policy: q.keys.policy,
+          pending: q.keys.pending,
+          wake: q.keys.wake,
+          results: q.keys.results,
+          resultTimes: q.keys.resultTimes,
+          progress: q.keys.progress,
+          failures: q.keys.failures,
+          options: q.keys.options,
+          events: q.keys.events,
+          counters: q.keys.counters,
+          rows,
+          id,
+          token: num(a, "token"),
+          leaseMs: lease,
+          result: bytesIn(a, "result"),
+          keep: counts[0]!,
+          keepAgeMs: counts[1]!,
+          eventsMax: counts[2]!,
+          ids: want,
+        });
+        return { jobs: js.map(jobOut) };
+      }
+      case wire.SCRIPT_CONFIGURE_POLICY.name: {
+        // The op "configure_policy": one call of the script (echomq
+        // 2.8.0), its integers as given; the SDK's own calls are pause,
+        // resume, setConcurrency and setRateLimit.
+        const q = this.#queue(a);
+        const paused = num(a, "paused");
+        const concurrency = num(a, "concurrency");
+        const rateLimit = num(a, "rate_limit");
+        const ratePeriodMs = num(a, "rate_period_ms");
+        if (
+          ![-1, 0, 1].includes(paused) ||
+          !Number.isSafeInteger(concurrency) ||
+          concurrency < -1 ||
+          !Number.isSafeInteger(rateLimit) ||
+          rateLimit < -1 ||
+          rateLimit > emq.RATE_LIMIT_MAX ||
+          (rateLimit > 0 &&
+            (!Number.isSafeInteger(ratePeriodMs) ||
+              ratePeriodMs < 1 ||
+              ratePeriodMs > emq.RATE_PERIOD_MAX_MS))
+        ) {
+          throw new OpError(
+            "argument",
+            "paused " +
+              paused +
+              ", concurrency " +
+              concurrency +
+              ", rate limit " +
+              rateLimit +
+              " per " +
+              ratePeriodMs +
+              " ms",
+          );
+        }
+        const c = this.#connected();
+        await c.ensure();
+        const r = await wire.runConfigurePolicy(c.runner, {
+          pending: q.keys.pending,
+          active: q.keys.active,
+          running: q.keys.running,
+          policy: q.keys.policy,
+          starts: q.keys.starts,
+          wake: q.keys.wake,
+          paused,
+          concurrency,
+          rateLimit,
+          ratePeriodMs,
+        });
+        return {
+          paused: r.paused,
+          concurrency: r.concurrency,
+          rate_limit: r.rateLimit,
+          rate_period_ms: r.ratePeriodMs,
+          requires: r.requires,
+        };
+      }
+      case wire.SCRIPT_READ_POLICY.name: {
+        // The op "read_policy": one call of the script (echomq 2.8.0).
+        const q = this.#queue(a);
+        const c = this.#connected();
+        await c.ensure();
+        const r = await wire.runReadPolicy(c.runner, {
+          active: q.keys.active,
+          running: q.keys.running,
+          policy: q.keys.policy,
+          starts: q.keys.starts,
+        });
+        return {
+          paused: r.paused,
+          concurrency: r.concurrency,
+          requires: r.requires,
+          leased: r.leased,
+          rate_limit: r.rateLimit,
+          rate_period_ms: r.ratePeriodMs,
+          admit_in_ms: r.admitInMs,
+        };
+      }
+      case "set_rate_limit":
+        return policyOut(
+          await this.#queue(a).setRateLimit(
+            num(a, "rate_limit"),
+            num(a, "rate_period_ms"),
+            { force: a["force"] === true },
+          ),
+        );
       case "pause":
         return policyOut(
           await this.#queue(a).pause({ force: a["force"] === true }),
