@@ -7,8 +7,10 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -37,7 +39,8 @@ func aclDashboard(q string) []string {
 		"+ping", "+cluster|slots",
 		"+get", "+time", "+zcard", "+exists", "+zrange", "+zscore", "+hmget", "+hgetall", "+zcount", "+zlexcount",
 		"+evalsha_ro", "+eval_ro", "+hlen", "+hget", // a job's failure record (the failures script)
-		"+type", // the queue's policy (the queue_policy script, 2.7.0) and the layout it leaves the leased jobs in
+		"+type",          // the queue's policy (the queue_policy script, 2.7.0) and the layout it leaves the leased jobs in
+		"+zrangebyscore", // a rate limit's next start, when its starts log is full (the read_policy script, 2.8.0; +zcount counts the log)
 		"%R~" + wire.KeyVersion, "%R~" + mig, "%R~" + commonPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
 	}
 }
@@ -118,6 +121,26 @@ func policyFlow(t *testing.T, base string) string {
 		}
 	}
 	return ""
+}
+
+// rateLimited gives q a rate limit of one start an hour with its starts
+// log full (a start planted in it), so that reading its policy finds the
+// log's oldest start in the window (echomq 2.8.0); on false it removes the
+// limit again.
+func rateLimited(t *testing.T, w *world, q *emq.Queue, on bool) {
+	t.Helper()
+	if !on {
+		if _, err := q.SetRateLimit(ctxT(t), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if _, err := q.SetRateLimit(ctxT(t), 1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.srv.Do("ZADD", q.Keys().Starts, strconv.FormatInt(time.Now().UnixMilli(), 10), "planted:1"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // repairPolicy puts queue name back in the classic layout without a
@@ -241,6 +264,15 @@ func TestDashboardACL(t *testing.T) {
 	if _, err := orders.SetConcurrency(ctxT(t), 0); err != nil {
 		t.Fatal(err)
 	}
+	// The same under a rate limit whose starts log is full (echomq 2.8.0).
+	rateLimited(t, w, orders, true)
+	if msg := readFlow(t, w, c); msg != "" {
+		t.Fatalf("the dashboard's ACL on a rate-limited queue: %s", msg)
+	}
+	if l := aclLog(t, w.srv); l != "" {
+		t.Fatalf("the dashboard's ACL on a rate-limited queue: refusals logged:\n%s", l)
+	}
+	rateLimited(t, w, orders, false)
 	// Every rule is needed: without any one of them a page fails or the
 	// server logs a refusal.
 	for i, r := range rules {
@@ -263,11 +295,14 @@ func TestDashboardACL(t *testing.T) {
 		msg := readFlow(t, w, c)
 		if msg == "" && aclLog(t, w.srv) == "" {
 			// Some rules serve only a queue with a policy (+type: its
-			// layout): the same pages of the queue paused.
+			// layout; +zrangebyscore: a rate limit whose log is full): the
+			// same pages of the queue paused under such a limit.
 			if _, err := orders.Pause(ctxT(t)); err != nil {
 				t.Fatal(err)
 			}
+			rateLimited(t, w, orders, true)
 			msg = readFlow(t, w, c)
+			rateLimited(t, w, orders, false)
 			if _, err := orders.Resume(ctxT(t)); err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,8 @@ func aclOperator(k wire.QueueKeys) []string {
 		"+evalsha_ro", "+eval_ro", // show and browse read failure records with the read-only failures script (2.3.0)
 		"+xlen", "+xrange", // events reads the events stream with the read-only events script (2.4.0)
 		"+hexists", "+spublish", "+xadd", // dedup judges a key held while a result is kept; cancel tells the lease holder and reports (2.5.0)
-		"+type", // the 2.7.0 scripts and the SDK's reads of the leased set find the queue's layout (the tripwire at active)
+		"+type",                     // the 2.7.0 scripts and the SDK's reads of the leased set find the queue's layout (the tripwire at active)
+		"+zcount", "+zrangebyscore", // sizes reads a rate limit's next start from its starts log (read_policy, 2.8.0)
 		"%R~" + wire.KeyVersion, "%R~" + aclPrefix(k.Pending, k.Active, k.Schedule, k.Dead, k.Wake, k.RowPrefix()) + "*",
 		"~" + k.Pending, "~" + k.Dead, "~" + k.Wake, "~" + k.RowPrefix() + "*", "~" + k.Failures,
 		"~" + k.Schedule, "~" + k.Active, "~" + k.Progress, "~" + k.Options, "~" + k.Events, "~" + k.Cancel, "&" + k.Cancel, // what cancel writes
@@ -184,9 +186,22 @@ func operatorFlowIn(t *testing.T, s *seeded, user []string, policy bool) []strin
 		}
 	}
 	// The queue has a policy (a cap that never binds): the operator's
-	// reads find its leased jobs under the tripwire (+type, +get).
+	// reads find its leased jobs under the tripwire (+type, +get). It has
+	// a rate limit too (2.8.0), whose log is full (a start planted in it):
+	// the policy's read counts the log's window and finds its oldest start
+	// in it (+zcount, +zrangebyscore).
 	if policy {
 		if _, err := s.q.SetConcurrency(ctxP(t), 1000); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.q.SetRateLimit(ctxP(t), 1, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.srv.Do("ZADD", s.q.Keys().Starts, strconv.FormatInt(time.Now().UnixMilli(), 10), "planted:1"); err != nil {
+			t.Fatal(err)
+		}
+		// Setting the limit rang the doorbell: revive is to ring it.
+		if _, err := s.srv.Do("DEL", s.q.Keys().Wake); err != nil {
 			t.Fatal(err)
 		}
 	}
