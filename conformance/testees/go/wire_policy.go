@@ -131,8 +131,8 @@ func wireQueuePolicy(t *testee, ctx context.Context, req request) (any, error) {
 
 // The rate limit's bounds, as configure_policy checks its ARGV.
 const (
-	maxRateLimit    = 1000000
-	maxRatePeriodMS = 86400000
+	maxRateLimit    = wire.ConfigurePolicyRateLimitMax
+	maxRatePeriodMS = wire.ConfigurePolicyRatePeriodMSMax
 )
 
 func wireConfigurePolicy(t *testee, ctx context.Context, req request) (any, error) {

@@ -227,8 +227,8 @@ func (q *Queue) SetConcurrency(ctx context.Context, n int, opts ...PolicyOption)
 
 // Rate limit bounds (the configure_policy script's).
 const (
-	maxRateLimit  = 1000000
-	maxRatePeriod = 24 * time.Hour
+	maxRateLimit  = wire.ConfigurePolicyRateLimitMax
+	maxRatePeriod = wire.ConfigurePolicyRatePeriodMSMax * time.Millisecond
 )
 
 // SetRateLimit limits the queue to n jobs started (leased) in any window
@@ -244,7 +244,7 @@ const (
 //
 // While a queue has a rate limit its tripwire names minor 8 to claim: a
 // 2.7 client's claims are refused there (ErrPolicy) while its settles
-// still go through. n below 0 or above 1000000, and (n > 0) per under a
+// still go through. n below 0 or above wire.ConfigurePolicyRateLimitMax, and (n > 0) per under a
 // millisecond, over 24 hours or not a whole number of milliseconds, are
 // refused with ErrArgument before anything is sent; a limit on a queue
 // without a policy lays its tripwire, checked as Pause checks it. It

@@ -2,7 +2,12 @@
 // rate limit (echomq 2.8.0), kept by configure_policy behind the active
 // key's tripwire, and read by read_policy.
 
-import { ACTIVE_TRIPWIRE_FLOOR, type ReadPolicyReply } from "./gen/index.js";
+import {
+  ACTIVE_TRIPWIRE_FLOOR,
+  CONFIGURE_POLICY_RATE_LIMIT_MAX,
+  CONFIGURE_POLICY_RATE_PERIOD_MS_MAX,
+  type ReadPolicyReply,
+} from "./gen/index.js";
 import type { CallOptions } from "./client.js";
 import { ArgumentError } from "./errors.js";
 
@@ -69,10 +74,10 @@ export function queuePolicyOf(r: ReadPolicyReply): QueuePolicy {
  * The most starts a rate limit allows per period (configure_policy's
  * rate_limit bound, echomq 2.8.0).
  */
-export const RATE_LIMIT_MAX = 1_000_000;
+export const RATE_LIMIT_MAX = CONFIGURE_POLICY_RATE_LIMIT_MAX;
 
 /** The longest period of a rate limit, in milliseconds: a day (configure_policy's rate_period_ms bound, echomq 2.8.0). */
-export const RATE_PERIOD_MAX_MS = 86_400_000;
+export const RATE_PERIOD_MAX_MS = CONFIGURE_POLICY_RATE_PERIOD_MS_MAX;
 
 /**
  * @internal Throws an ArgumentError unless limit is a whole number from 0

@@ -23,6 +23,7 @@ from redis.exceptions import ResponseError
 
 from ._gen.errors import PolicyError
 from ._gen.keys import ACTIVE_TRIPWIRE_FLOOR
+from ._gen.scripts import CONFIGURE_POLICY_RATE_LIMIT_MAX, CONFIGURE_POLICY_RATE_PERIOD_MS_MAX
 from .errors import ArgumentError
 
 __all__ = [
@@ -33,11 +34,9 @@ __all__ = [
     "QueuePolicy",
 ]
 
-# TODO(generator): the configure_policy script's bounds of its rate_limit and rate_period_ms
-# arguments (protocol.yaml) have no generated constants yet; these repeat them.
-RATE_LIMIT_MAX: Final = 1_000_000
+RATE_LIMIT_MAX: Final = CONFIGURE_POLICY_RATE_LIMIT_MAX
 """The most starts a rate limit allows per period (echomq 2.8.0: configure_policy's bound)."""
-RATE_PERIOD_MAX_MS: Final = 86_400_000
+RATE_PERIOD_MAX_MS: Final = CONFIGURE_POLICY_RATE_PERIOD_MS_MAX
 """The longest period of a rate limit, in milliseconds: a day (echomq 2.8.0: configure_policy's
 bound); the shortest is 1 ms."""
 
