@@ -518,10 +518,17 @@ async def test_tryagain_past_its_budget_is_a_retryable_connection_error_and_writ
         assert 0.4 <= took < 0.4 + SLACK, f"enqueue failed after {took:.3f} s"
         # the caller's asyncio.timeout is the deadline instead, longer than offline_wait
         t0 = time.monotonic()
-        with pytest.raises(echomq.ConnectionWaitError, match="TRYAGAIN"):
+        with pytest.raises(TimeoutError) as timed_out:
             async with asyncio.timeout(1.2):
                 await q.enqueue(id, "split")
         took = time.monotonic() - t0
+        # The call gives up a hair before the caller's timeout with its ConnectionWaitError; a
+        # resend still in flight then (a loop late by more than the hair, as on a loaded
+        # machine) meets the caller's own TimeoutError instead, as ConnectionWaitError's doc says.
+        if isinstance(timed_out.value, echomq.ConnectionWaitError):
+            assert "TRYAGAIN" in str(timed_out.value)
+        else:
+            assert type(timed_out.value) is TimeoutError
         assert 1.1 <= took < 1.2 + SLACK, f"enqueue in a timeout failed after {took:.3f} s"
     finally:
         await dst.cmd("CLUSTER", "SETSLOT", slot, "STABLE")
