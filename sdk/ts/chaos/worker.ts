@@ -44,6 +44,7 @@ import {
   SCRIPT_RETRY_FAILED,
   SCRIPT_BURY_FAILED,
   SCRIPT_COMPLETE_POLICY_IDS,
+  SCRIPT_COMPLETE_RATE_IDS,
   SCRIPT_EXTEND_POLICY,
   SCRIPT_FAIL_POLICY,
   SCRIPT_RETRY_POLICY,
@@ -109,6 +110,8 @@ const settles = new Map<Script, { ok: string; stale: string }>([
   [SCRIPT_RETRY_POLICY, { ok: "T", stale: "Y" }],
   [SCRIPT_BURY_POLICY, { ok: "B", stale: "Y" }],
   [SCRIPT_FAIL_POLICY, { ok: "T", stale: "Y" }],
+  // The 2.8 completion the SDK runs (echomq 2.8.0), which honours a rate limit.
+  [SCRIPT_COMPLETE_RATE_IDS, { ok: "C", stale: "Z" }],
 ]);
 
 /** Whether a script extends a lease (extend, or its 2.7 twin). */
