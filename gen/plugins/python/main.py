@@ -1324,7 +1324,10 @@ def scripts_file(req: dict[str, Any]) -> str:
                     continue
                 s.blank()
                 s.line(f"{n}_{const(a['name'])}_{key.upper()}: Final = {a[key]}")
-                s.doc("", f"The {word} {a['name']} {sc['name']} admits (the script refuses any other before it writes).")
+                s.doc(
+                    "",
+                    f"The {word} {a['name']} {sc['name']} admits (the script refuses any other before it writes).",
+                )
     s.blank(2)
     s.seq("", "SCRIPTS: Final = (", [f"SCRIPT_{const(bs['name'])}" for bs in b["scripts"]], ")")
     s.doc("", "The bundle, in manifest order.")
