@@ -811,8 +811,22 @@ class Testee:
             q = self.queue(a)
             paused, cap = num(a, "paused"), num(a, "concurrency")
             rate, per = num(a, "rate_limit"), num(a, "rate_period_ms")
-            if not -1 <= paused <= 1 or cap < -1 or rate < -1:
-                raise OpError("argument", f"paused {paused}, concurrency {cap}, rate_limit {rate}")
+            # the script's bounds, as the generated constants state them
+            if (
+                not wire.CONFIGURE_POLICY_PAUSED_MIN <= paused <= wire.CONFIGURE_POLICY_PAUSED_MAX
+                or cap < wire.CONFIGURE_POLICY_CONCURRENCY_MIN
+                or not wire.CONFIGURE_POLICY_RATE_LIMIT_MIN
+                <= rate
+                <= wire.CONFIGURE_POLICY_RATE_LIMIT_MAX
+                or not wire.CONFIGURE_POLICY_RATE_PERIOD_MS_MIN
+                <= per
+                <= wire.CONFIGURE_POLICY_RATE_PERIOD_MS_MAX
+                or (rate > 0 and per < 1)
+            ):
+                raise OpError(
+                    "argument",
+                    f"paused {paused}, concurrency {cap}, rate_limit {rate}, rate_period_ms {per}",
+                )
             k = q.keys
             cp2 = await wire.ConfigurePolicyCall(
                 pending=k.pending,
