@@ -771,6 +771,31 @@ func decoders() map[*wire.Script]decoder {
 			v, err := wire.DecodeQueuePolicy(r)
 			return decoded{fields: [][]string{{itoa(v.Paused), itoa(v.Concurrency), itoa(v.Requires), itoa(v.Leased)}}, shape: "iiii"}, err
 		},
+		// 2.8.0: the rate limit's claims decode as their 2.7 twins do.
+		wire.ScriptClaimRateIDs: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeClaimRateIDs(r)
+			d := decoded{records: [][]string{}}
+			for _, x := range v {
+				d.records = append(d.records, rec(x.ID, x.Token, x.Payload, x.DeadlineMS))
+			}
+			return d, err
+		},
+		wire.ScriptCompleteRateIDs: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeCompleteRateIDs(r)
+			d := decoded{records: [][]string{}}
+			for _, x := range v {
+				d.records = append(d.records, rec(x.ID, x.Token, x.Payload, x.DeadlineMS))
+			}
+			return d, err
+		},
+		wire.ScriptConfigurePolicy: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeConfigurePolicy(r)
+			return decoded{fields: [][]string{{itoa(v.Paused), itoa(v.Concurrency), itoa(v.RateLimit), itoa(v.RatePeriodMS), itoa(v.Requires)}}, shape: "iiiii"}, err
+		},
+		wire.ScriptReadPolicy: func(r rueidis.RedisResult) (decoded, error) {
+			v, err := wire.DecodeReadPolicy(r)
+			return decoded{fields: [][]string{{itoa(v.Paused), itoa(v.Concurrency), itoa(v.Requires), itoa(v.Leased), itoa(v.RateLimit), itoa(v.RatePeriodMS), itoa(v.AdmitInMS)}}, shape: "iiiiiii"}, err
+		},
 		wire.ScriptCompleteClaim: func(r rueidis.RedisResult) (decoded, error) {
 			v, err := wire.DecodeCompleteClaim(r)
 			d := decoded{records: [][]string{}}
