@@ -602,3 +602,19 @@ func thousands(n int64) string {
 	}
 	return s
 }
+
+// scratchDir gives a run without a directory of its own (cfg.Dir empty) a
+// scratch one, which the returned cleanup removes: the worker processes'
+// records are read after execute returns, so a scenario keeps them until
+// it has judged them. With cfg.Dir set, cleanup does nothing.
+func scratchDir(cfg *Config) (cleanup func(), err error) {
+	if cfg.Dir != "" {
+		return func() {}, nil
+	}
+	d, err := os.MkdirTemp("", "emqchaos-")
+	if err != nil {
+		return nil, err
+	}
+	cfg.Dir = d
+	return func() { os.RemoveAll(d) }, nil
+}

@@ -94,16 +94,13 @@ func (Interop) Run(ctx context.Context, cfg Config) (Result, error) {
 		sleepCtx(ctx, 700*time.Millisecond)
 		return killAndFreeze(ctx, r, langs, minKills, minFreezes, freeze)
 	}
-	if cfg.Dir == "" {
-		// The worker processes' records are read after execute returns:
-		// keep them in a scratch directory of this run's own until then.
-		d, err := os.MkdirTemp("", "emqchaos-")
-		if err != nil {
-			return Result{}, err
-		}
-		defer os.RemoveAll(d)
-		cfg.Dir = d
+	// The worker processes' records are read after execute returns:
+	// keep them in a scratch directory of this run's own until then.
+	cleanup, err := scratchDir(&cfg)
+	if err != nil {
+		return Result{}, err
 	}
+	defer cleanup()
 	o, err := execute(ctx, cfg, p)
 	if err != nil {
 		return Result{}, err

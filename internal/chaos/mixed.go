@@ -109,14 +109,11 @@ func (Mixed) Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		return readMixed(ctx, r, start)
 	}
-	if cfg.Dir == "" {
-		d, err := os.MkdirTemp("", "emqchaos-")
-		if err != nil {
-			return Result{}, err
-		}
-		defer os.RemoveAll(d)
-		cfg.Dir = d
+	cleanup, err := scratchDir(&cfg)
+	if err != nil {
+		return Result{}, err
 	}
+	defer cleanup()
 	o, err := execute(ctx, cfg, p)
 	if err != nil {
 		return Result{}, err

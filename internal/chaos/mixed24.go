@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/echomq/echomq/sdk/go/emq"
@@ -71,14 +70,11 @@ func (MixedDedup) Run(ctx context.Context, cfg Config) (Result, error) {
 	p.afterDrain = func(ctx context.Context, r *run) error {
 		return judgeDedupSwept(ctx, r)
 	}
-	if cfg.Dir == "" {
-		d, err := os.MkdirTemp("", "emqchaos-")
-		if err != nil {
-			return Result{}, err
-		}
-		defer os.RemoveAll(d)
-		cfg.Dir = d
+	cleanup, err := scratchDir(&cfg)
+	if err != nil {
+		return Result{}, err
 	}
+	defer cleanup()
 	o, err := execute(ctx, cfg, p)
 	if err != nil {
 		return Result{}, err

@@ -145,14 +145,11 @@ func (MixedSchedulers) Run(ctx context.Context, cfg Config) (Result, error) {
 		return sc.finish(ctx)
 	}
 	p.afterDrain = func(ctx context.Context, r *run) error { return sc.judge(ctx) }
-	if cfg.Dir == "" {
-		d, err := os.MkdirTemp("", "emqchaos-")
-		if err != nil {
-			return Result{}, err
-		}
-		defer os.RemoveAll(d)
-		cfg.Dir = d
+	cleanup, err := scratchDir(&cfg)
+	if err != nil {
+		return Result{}, err
 	}
+	defer cleanup()
 	o, err := execute(ctx, cfg, p)
 	if err != nil {
 		return Result{}, err

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -80,14 +79,11 @@ func (MixedPolicy) Run(ctx context.Context, cfg Config) (Result, error) {
 			return killAndFreeze(ctx, r, policyMixLangs, minKills, minFreezes, freeze)
 		})
 	}
-	if cfg.Dir == "" {
-		d, err := os.MkdirTemp("", "emqchaos-")
-		if err != nil {
-			return Result{}, err
-		}
-		defer os.RemoveAll(d)
-		cfg.Dir = d
+	cleanup, err := scratchDir(&cfg)
+	if err != nil {
+		return Result{}, err
 	}
+	defer cleanup()
 	o, err := execute(ctx, cfg, p)
 	if err != nil {
 		return Result{}, err

@@ -193,14 +193,11 @@ func (MixedRate) Run(ctx context.Context, cfg Config) (Result, error) {
 		samples, seen, polls = watch.finish()
 		return nil
 	}
-	if cfg.Dir == "" {
-		d, err := os.MkdirTemp("", "emqchaos-")
-		if err != nil {
-			return Result{}, err
-		}
-		defer os.RemoveAll(d)
-		cfg.Dir = d
+	cleanup, err := scratchDir(&cfg)
+	if err != nil {
+		return Result{}, err
 	}
+	defer cleanup()
 	o, err := execute(ctx, cfg, p)
 	if watch != nil && samples == nil {
 		watch.finish()
@@ -231,7 +228,7 @@ func (MixedRate) Run(ctx context.Context, cfg Config) (Result, error) {
 	changes := mr.ctl.history()
 	v := judgeRates(&t.tl, changes, samples, seen, polls, isOld)
 	v.judge(&res)
-	judgeLogged(&res, &t.tl, isOld)
+	judgeLogged(&res, &t.tl, isOld, "a claim or a settle was refused on the rate-limited queue")
 	n := res.Counts
 	// The old side's settles of the leases it held when a limit was set:
 	// claimed before the change was sent, the handler returned after it

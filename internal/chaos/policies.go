@@ -256,33 +256,10 @@ func (pr *policyRun) judge(res *Result, old func(Lang) bool) (policyVerdict, *ti
 	}
 	// Warnings and errors the worker processes' SDKs logged, by side, op
 	// and class; this tree's side must never meet the tripwire (every call
-	// of its goes to a 2.7 twin, which serves both layouts).
-	for _, lg := range t.tl.logs {
-		side := "new"
-		if old != nil && old(lg.lang) {
-			side = "old"
-		}
-		c[fmt.Sprintf("logged_%s_%s_%s", side, lg.op, lg.class)]++
-	}
-	// A claim or a settle of this tree's that met the tripwire is a
-	// breach (the job would run again); a maintenance read that did
-	// (reaping, sweeping: the head read of the leased set races a change
-	// of layout) is counted, as the next tick does it again.
-	c["new_maintenance_tripwire"] = 0
-	for _, k := range sortedKeys(c) {
-		what, ok := strings.CutPrefix(k, "logged_new_")
-		n := c[k]
-		if !ok || n == 0 || !strings.HasSuffix(what, "_"+wrongType) && !strings.HasSuffix(what, "_"+wire.ClassPolicy) {
-			continue
-		}
-		op, _, _ := strings.Cut(what, "_")
-		switch op {
-		case "claiming", "completing", "settling", "extending":
-			res.Violations = append(res.Violations, fmt.Sprintf("this tree's workers logged %d failures %s: a claim or a settle met the tripwire", n, what))
-		default:
-			c["new_maintenance_tripwire"] += n
-		}
-	}
+	// of its goes to a 2.7 twin, which serves both layouts). A maintenance
+	// read that did (reaping, sweeping: the head read of the leased set
+	// races a change of layout) is counted, as the next tick does it again.
+	judgeLogged(res, &t.tl, old, "a claim or a settle met the tripwire")
 	for _, p := range v.Problems {
 		res.Violations = append(res.Violations, "policy judge: "+p)
 	}

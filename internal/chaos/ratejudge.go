@@ -580,9 +580,9 @@ func (v *rateVerdict) judge(res *Result) {
 // judgeLogged counts the warnings and errors the worker processes' SDKs
 // logged, by side, op and class (logged_<side>_<op>_<class>), and makes a
 // violation of every claim or settle of this tree's side that met the
-// tripwire or a policy refusal; the other ops' are counted in
-// new_maintenance_tripwire.
-func judgeLogged(res *Result, tl *timeline, old func(Lang) bool) {
+// tripwire or a policy refusal, saying breach of it; the other ops' are
+// counted in new_maintenance_tripwire.
+func judgeLogged(res *Result, tl *timeline, old func(Lang) bool, breach string) {
 	c := res.Counts
 	for _, lg := range tl.logs {
 		side := "new"
@@ -601,7 +601,7 @@ func judgeLogged(res *Result, tl *timeline, old func(Lang) bool) {
 		op, _, _ := strings.Cut(what, "_")
 		switch op {
 		case "claiming", "completing", "settling", "extending":
-			res.Violations = append(res.Violations, fmt.Sprintf("this tree's workers logged %d failures %s: a claim or a settle was refused on the rate-limited queue", n, what))
+			res.Violations = append(res.Violations, fmt.Sprintf("this tree's workers logged %d failures %s: %s", n, what, breach))
 		default:
 			c["new_maintenance_tripwire"] += n
 		}

@@ -167,7 +167,7 @@ func (Rates) Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	v := judgeRates(&t.tl, ctl.history(), samples, seen, polls, nil)
 	v.judge(&res)
-	judgeLogged(&res, &t.tl, nil)
+	judgeLogged(&res, &t.tl, nil, "a claim or a settle was refused on the rate-limited queue")
 	n := res.Counts
 	ratio := v.satRate() / rs.limit.perSecond()
 	n["saturated_rate_permille"] = int64(ratio*1000 + 0.5)
